@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import trio_agent as ta
+from trio_agent.testing import FakeResponsesServer
+
+
+@pytest.fixture
+async def server(nursery: trio.Nursery) -> FakeResponsesServer:
+    fake = FakeResponsesServer()
+    await nursery.start(fake.serve)
+    return fake
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+def make_config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.AgentConfig:
+    responses = kw.pop("responses", None) or ta.Responses(websocket_url=server.url)
+    kw.setdefault("thinking", ta.Thinking.LOW)
+    kw.setdefault("session_id", "model-test")
+    return ta.AgentConfig(auth="test-key", workspace=workspace, responses=responses, **kw)
+
+
+async def run_model(
+    server: FakeResponsesServer, workspace: Path, instruction: str, **kw: Any
+) -> str:
+    """The reference ``run_model``: one prompt, every event as JSONL, turn must succeed."""
+    out = io.StringIO()
+    async with trio.open_nursery() as nursery, ta.open_agent(make_config(server, workspace, **kw)) as agent:
+        nursery.start_soon(ta.write_jsonl, agent.events, out)
+        turn = await agent.prompt(instruction)
+        await turn.result()
+    return out.getvalue()
+
+
+def events_of(output: str, kind: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in output.splitlines()]
+    return [line["payload"] for line in lines if line["type"] == kind]
+
+
+def assert_warmup(warmup: dict[str, Any]) -> None:
+    """The reference ``assert_warmup``."""
+    assert warmup["type"] == "response.create"
+    assert warmup["store"] is True
+    assert warmup["generate"] is False
+    assert warmup["stream"] is True
+    assert warmup["parallel_tool_calls"] is False
+    assert warmup["prompt_cache_key"] == "model-test"
+    assert len(warmup["input"]) == 2
+    tools_item = warmup["input"][0]
+    assert tools_item["type"] == "additional_tools"
+    assert "id" not in tools_item
+    assert tools_item["role"] == "developer"
+    assert tools_item["tools"][0]["type"] == "custom"
+    assert tools_item["tools"][0]["name"] == "exec"
+    assert "`web__run`" in tools_item["tools"][0]["description"]
+    assert tools_item["tools"][1]["type"] == "function"
+    assert tools_item["tools"][1]["name"] == "wait"
+    assert warmup["input"][1]["role"] == "developer"
+    for absent in ("tools", "instructions", "context_management"):
+        assert absent not in warmup
+    assert "mode" not in warmup["reasoning"]
+    assert warmup["client_metadata"]["ws_request_header_x_openai_internal_codex_responses_lite"] == "true"

@@ -1,0 +1,89 @@
+"""trio_agent: a Trio-native runtime for coding agents on the OpenAI Responses API."""
+
+from ._config import AgentConfig as AgentConfig
+from ._config import ChatGptAuth as ChatGptAuth
+from ._config import ChatGptAuthSnapshot as ChatGptAuthSnapshot
+from ._config import History as History
+from ._config import Responses as Responses
+from ._config import Thinking as Thinking
+from ._config import Transport as Transport
+from ._errors import AgentClosed as AgentClosed
+from ._errors import AgentError as AgentError
+from ._errors import ApiError as ApiError
+from ._errors import CheckpointMissing as CheckpointMissing
+from ._errors import ConfigError as ConfigError
+from ._errors import ConnectionFailed as ConnectionFailed
+from ._errors import ConnectionLost as ConnectionLost
+from ._errors import InvalidImageRequest as InvalidImageRequest
+from ._errors import InvalidPrompt as InvalidPrompt
+from ._errors import InvalidSessionSnapshot as InvalidSessionSnapshot
+from ._errors import ProtocolError as ProtocolError
+from ._errors import ResponsesError as ResponsesError
+from ._errors import ResponseTimeout as ResponseTimeout
+from ._errors import SteerQueueFull as SteerQueueFull
+from ._errors import TurnCancelled as TurnCancelled
+from ._errors import TurnFailed as TurnFailed
+from ._errors import TurnNotCancellable as TurnNotCancellable
+from ._errors import TurnNotSteerable as TurnNotSteerable
+from ._errors import UsageLimitExceeded as UsageLimitExceeded
+from ._errors import WorkspaceChanged as WorkspaceChanged
+from ._events import AgentEvent as AgentEvent
+from ._events import AgentEvents as AgentEvents
+from ._events import EventKind as EventKind
+from ._events import write_jsonl as write_jsonl
+from ._runtime import Agent as Agent
+from ._runtime import AgentHandle as AgentHandle
+from ._runtime import Prompt as Prompt
+from ._runtime import Turn as Turn
+from ._runtime import TurnControl as TurnControl
+from ._runtime import TurnResult as TurnResult
+from ._runtime import TurnStatus as TurnStatus
+from ._runtime import open_agent as open_agent
+from ._tools import ToolContext as ToolContext
+from ._tools import Tools as Tools
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentClosed",
+    "AgentConfig",
+    "AgentError",
+    "AgentEvent",
+    "AgentEvents",
+    "AgentHandle",
+    "ApiError",
+    "ChatGptAuth",
+    "ChatGptAuthSnapshot",
+    "CheckpointMissing",
+    "ConfigError",
+    "ConnectionFailed",
+    "ConnectionLost",
+    "EventKind",
+    "History",
+    "InvalidImageRequest",
+    "InvalidPrompt",
+    "InvalidSessionSnapshot",
+    "Prompt",
+    "ProtocolError",
+    "ResponseTimeout",
+    "Responses",
+    "ResponsesError",
+    "SteerQueueFull",
+    "Thinking",
+    "ToolContext",
+    "Tools",
+    "Transport",
+    "Turn",
+    "TurnCancelled",
+    "TurnControl",
+    "TurnFailed",
+    "TurnNotCancellable",
+    "TurnNotSteerable",
+    "TurnResult",
+    "TurnStatus",
+    "UsageLimitExceeded",
+    "WorkspaceChanged",
+    "open_agent",
+    "write_jsonl",
+]

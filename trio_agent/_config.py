@@ -1,0 +1,258 @@
+"""Agent configuration: ``AgentConfig``, ``Responses`` and their enums.
+
+Every class here is a frozen attrs value validated on construction, so a bad
+combination fails where it is written (SPEC sec. 6), never halfway through a turn.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from ._errors import ConfigError
+
+if TYPE_CHECKING:
+    from ._runtime import AgentHandle
+    from ._tools import Tools
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "AgentConfig",
+    "ChatGptAuth",
+    "ChatGptAuthSnapshot",
+    "ChatGptAuthSource",
+    "History",
+    "Responses",
+    "Thinking",
+    "Transport",
+    "context_window",
+]
+
+DEFAULT_MODEL = "gpt-5.5"
+DEFAULT_API_BASE_URL = "https://api.openai.com/v1"
+CHATGPT_API_BASE_URL = "https://chatgpt.com/backend-api/codex"
+
+# Context windows by model slug; unknown models get the default. Used for
+# auto-compaction (90% of the window, SPEC sec. 8).
+_CONTEXT_WINDOWS = {
+    "gpt-5.5": 272_000,
+    "gpt-5.6-sol": 272_000,
+    "gpt-5.4": 272_000,
+    "gpt-5": 272_000,
+}
+
+
+def context_window(model: str) -> int:
+    """The context window, in tokens, of ``model`` (272,000 when unknown)."""
+    return _CONTEXT_WINDOWS.get(model, 272_000)
+
+
+class Thinking(enum.Enum):
+    """Reasoning effort; the value is what ``reasoning.effort`` carries on the wire."""
+
+    MINIMAL = "minimal"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    XHIGH = "xhigh"
+
+
+class Transport(enum.Enum):
+    """How the agent talks to the Responses API."""
+
+    WEBSOCKET = "responses_websocket_v2"
+    HTTPS = "responses_https_sse"
+
+
+class History(enum.Enum):
+    """Whether requests chain on ``previous_response_id`` or replay everything."""
+
+    INCREMENTAL = "incremental"
+    FULL_REPLAY = "full_history"
+
+
+@attrs.frozen
+class ChatGptAuthSnapshot:
+    """A bearer token and the ChatGPT account it belongs to."""
+
+    token: str
+    account_id: str | None = None
+
+
+class ChatGptAuthSource(Protocol):
+    """What ``ChatGptAuth`` needs from its source (SPEC sec. 1)."""
+
+    def validate(self) -> None: ...
+
+    def snapshot(self) -> Awaitable[ChatGptAuthSnapshot]: ...
+
+    def recover_unauthorized(self, rejected: ChatGptAuthSnapshot) -> Awaitable[None]: ...
+
+
+@attrs.frozen
+class ChatGptAuth:
+    """ChatGPT subscription authentication backed by a token source."""
+
+    source: ChatGptAuthSource
+
+
+def _check_url(name: str, schemes: tuple[str, ...]) -> Callable[[Any, Any, str | None], None]:
+    def check(_instance: Any, _attribute: Any, value: str | None) -> None:
+        if value is None:
+            return
+        if not isinstance(value, str) or not value.startswith(schemes):
+            raise ConfigError(
+                f"{name} must start with {' or '.join(schemes)}, got {value!r}; "
+                f"pass a full URL such as {schemes[-1]}//api.openai.com/v1"
+            )
+
+    return check
+
+
+@attrs.frozen
+class Responses:
+    """Transport, storage and history policy for the Responses API.
+
+    ``store=None`` means "the default for the auth": True for API keys, False for
+    ChatGPT auth. ``max_attempts=None`` means the library default (5 per model call).
+    """
+
+    transport: Transport = attrs.field(default=Transport.WEBSOCKET)
+    websocket_url: str | None = attrs.field(
+        default=None, validator=_check_url("websocket_url", ("ws:", "wss:"))
+    )
+    api_base_url: str | None = attrs.field(
+        default=None, validator=_check_url("api_base_url", ("http:", "https:"))
+    )
+    store: bool | None = None
+    history: History = attrs.field(default=History.INCREMENTAL)
+    max_attempts: int | None = None
+    http_client: Any = None
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.transport, Transport):
+            raise ConfigError(f"transport must be a ta.Transport, got {self.transport!r}")
+        if not isinstance(self.history, History):
+            raise ConfigError(f"history must be a ta.History, got {self.history!r}")
+        if self.max_attempts is not None and (
+            not isinstance(self.max_attempts, int) or self.max_attempts < 1
+        ):
+            raise ConfigError(
+                f"max_attempts must be a positive integer or None, got {self.max_attempts!r}"
+            )
+        if self.transport is Transport.HTTPS and self.store is False and (
+            self.history is History.INCREMENTAL
+        ):
+            raise ConfigError(
+                "HTTPS with store: false requires full client-history replay; "
+                "pass history=History.FULL_REPLAY or store=True"
+            )
+
+
+def _default_session_id() -> str:
+    from ._ids import uuid7
+
+    return str(uuid7())
+
+
+@attrs.frozen
+class AgentConfig:
+    """Everything an agent needs; validated on construction (raises ``ConfigError``)."""
+
+    auth: str | ChatGptAuth
+    model: str = DEFAULT_MODEL
+    instructions: str | None = None
+    thinking: Thinking = Thinking.MEDIUM
+    fast_mode: bool = False
+    workspace: Path = attrs.field(factory=Path.cwd, converter=Path)
+    responses: Responses = attrs.field(factory=Responses)
+    session_id: str = attrs.field(factory=_default_session_id)
+    prompt_cache_key: str | None = None
+    shared_prompt_cache: bool = False
+    tools: Tools | None = None
+    tools_factory: Callable[[AgentHandle], Tools] | None = None
+    rollout: Any = None
+    resume: Any = None
+
+    def __attrs_post_init__(self) -> None:
+        self._check_auth()
+        if not isinstance(self.thinking, Thinking):
+            raise ConfigError(f"thinking must be a ta.Thinking, got {self.thinking!r}")
+        if not isinstance(self.responses, Responses):
+            raise ConfigError(f"responses must be a ta.Responses, got {self.responses!r}")
+        if not self.model or not isinstance(self.model, str):
+            raise ConfigError("model must be a non-empty string such as 'gpt-5.5'")
+        if not isinstance(self.session_id, str) or not self.session_id.strip():
+            raise ConfigError("session_id must be a non-empty string; omit it for a fresh UUIDv7")
+        if self.prompt_cache_key is not None and not self.prompt_cache_key.strip():
+            raise ConfigError("prompt_cache_key must be non-empty; omit it to use the session id")
+        if self.instructions is not None and not self.instructions.strip():
+            raise ConfigError("instructions must be non-empty; omit them for the default")
+        if not self.workspace.is_dir():
+            raise ConfigError(
+                f"workspace {str(self.workspace)!r} is not a directory; "
+                "pass an existing directory (default: the current directory)"
+            )
+        if self.tools is not None and self.tools_factory is not None:
+            raise ConfigError("pass either tools= or tools_factory=, not both")
+        if self.rollout is not None or self.resume is not None:
+            raise ConfigError(
+                "rollout= and resume= are not supported by this version of trio_agent yet; "
+                "omit them"
+            )
+
+    def _check_auth(self) -> None:
+        if isinstance(self.auth, ChatGptAuth):
+            if self.responses.store is True:
+                raise ConfigError(
+                    "ChatGPT subscription authentication does not support store: true; "
+                    "pass store=False (or leave it unset)"
+                )
+            return
+        if not isinstance(self.auth, str) or not self.auth.strip():
+            raise ConfigError(
+                "auth must be a non-empty API key string or a ta.ChatGptAuth; "
+                "set OPENAI_API_KEY or pass auth='sk-...'"
+            )
+
+    @property
+    def is_chatgpt(self) -> bool:
+        return isinstance(self.auth, ChatGptAuth)
+
+    @property
+    def store(self) -> bool:
+        """The effective ``store`` flag (True for API keys unless set)."""
+        if self.responses.store is not None:
+            return self.responses.store
+        return not self.is_chatgpt
+
+    @property
+    def cache_key(self) -> str:
+        return self.prompt_cache_key or self.session_id
+
+    @property
+    def api_base_url(self) -> str:
+        if self.responses.api_base_url:
+            return self.responses.api_base_url.rstrip("/")
+        return CHATGPT_API_BASE_URL if self.is_chatgpt else DEFAULT_API_BASE_URL
+
+    @property
+    def websocket_url(self) -> str:
+        """The WebSocket endpoint: explicit, or derived from ``api_base_url``."""
+        if self.responses.websocket_url:
+            return self.responses.websocket_url
+        base = self.api_base_url
+        scheme, rest = base.split(":", 1)
+        return ("wss:" if scheme == "https" else "ws:") + rest + "/responses"
+
+    @property
+    def max_attempts(self) -> int:
+        return self.responses.max_attempts or 5
+
+    def resolved_workspace(self) -> Path:
+        return Path(os.path.realpath(self.workspace))

@@ -1,0 +1,174 @@
+"""Agent events: kinds, the frozen event value, the per-agent stream and JSONL.
+
+Emission is synchronous and never blocks the agent: events go into an unbounded
+memory channel (as the reference does), so a slow or absent consumer costs memory,
+never latency. ``seq`` is consumed per agent in emission order, starting at 1.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+import trio
+
+__all__ = ["PROTOCOL_VERSION", "AgentEvent", "AgentEvents", "EventKind", "write_jsonl"]
+
+PROTOCOL_VERSION = 1
+
+
+class EventKind(enum.StrEnum):
+    """Every event kind; the value is the dotted wire name."""
+
+    RUN_STARTED = "run.started"
+    RUN_STEERED = "run.steered"
+    RUN_ERROR = "run.error"
+    RUN_COMPLETED = "run.completed"
+    RUN_FAILED = "run.failed"
+    ASSISTANT_DELTA = "assistant.delta"
+    ASSISTANT_MESSAGE = "assistant.message"
+    REASONING_SUMMARY_DELTA = "reasoning.summary.delta"
+    TOOL_CALL = "tool.call"
+    TOOL_RESULT = "tool.result"
+    TOOL_PROGRESS = "tool.progress"
+    MODEL_WARMUP_STARTED = "model.warmup.started"
+    MODEL_WARMUP_COMPLETED = "model.warmup.completed"
+    MODEL_WARMUP_FAILED = "model.warmup.failed"
+    MODEL_CALL_STARTED = "model.call.started"
+    MODEL_CALL_COMPLETED = "model.call.completed"
+    MODEL_CALL_FAILED = "model.call.failed"
+    MODEL_COMPACTION_STARTED = "model.compaction.started"
+    MODEL_COMPACTION_COMPLETED = "model.compaction.completed"
+    MODEL_COMPACTION_FAILED = "model.compaction.failed"
+    MODEL_ATTEMPT_STARTED = "model.attempt.started"
+    MODEL_ATTEMPT_FAILED = "model.attempt.failed"
+    MODEL_ATTEMPT_RETRYING = "model.attempt.retrying"
+    MODEL_CONNECTION_STARTED = "model.connection.started"
+    MODEL_CONNECTION_COMPLETED = "model.connection.completed"
+    MODEL_CONNECTION_FAILED = "model.connection.failed"
+    API_EVENT = "api.event"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (EventKind.RUN_COMPLETED, EventKind.RUN_FAILED)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@attrs.frozen
+class AgentEvent:
+    """One event. ``payload`` is a JSON-able dict; ``time`` is Trio's clock at emission."""
+
+    kind: EventKind
+    payload: dict[str, Any]
+    seq: int
+    session_id: str
+    turn_id: int | None = None
+    time: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The nanocodex JSONL envelope (plus ``turn_id`` when the event belongs to a turn)."""
+        line: dict[str, Any] = {
+            "protocol_version": PROTOCOL_VERSION,
+            "request_id": self.session_id,
+            "seq": self.seq,
+            "type": self.kind.value,
+            "payload": self.payload,
+        }
+        if self.turn_id is not None:
+            line["turn_id"] = self.turn_id
+        return line
+
+    def to_json_line(self) -> str:
+        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+class EventSink:
+    """The emitting side: stamps ``seq`` and sends without blocking."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._seq = 0
+        send, receive = trio.open_memory_channel[AgentEvent](math.inf)
+        self._send = send
+        self.stream = AgentEvents(session_id, receive)
+
+    def emit(
+        self, kind: EventKind, payload: dict[str, Any], turn_id: int | None = None
+    ) -> AgentEvent:
+        self._seq += 1
+        event = AgentEvent(kind, payload, self._seq, self.session_id, turn_id, trio.current_time())
+        try:
+            self._send.send_nowait(event)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # nobody listens any more; the seq is still consumed
+        return event
+
+    def close(self) -> None:
+        self._send.close()
+
+
+class AgentEvents:
+    """``agent.events``: every event of one agent, in ``seq`` order; ends after close.
+
+    Iterate it from one task (events are delivered once). ``request_id`` is the
+    session id that every JSONL line carries.
+    """
+
+    def __init__(self, request_id: str, receive: trio.MemoryReceiveChannel[AgentEvent]) -> None:
+        self.request_id = request_id
+        self._receive = receive
+
+    async def receive(self) -> AgentEvent:
+        """The next event; raises ``trio.EndOfChannel`` after the agent closed."""
+        return await self._receive.receive()
+
+    def receive_nowait(self) -> AgentEvent:
+        return self._receive.receive_nowait()
+
+    def __aiter__(self) -> AsyncIterator[AgentEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[AgentEvent]:
+        try:
+            while True:
+                yield await self._receive.receive()
+        except trio.EndOfChannel:
+            return
+
+
+async def write_jsonl(events: AgentEvents, stream: Any) -> int:
+    """Write every event as one compact JSON line until the stream ends; returns the count.
+
+    ``stream`` may be a Trio stream (``send_all``), a Trio async file (async ``write``)
+    or a plain text file-like object (sync ``write``; flushed after each line when it
+    has ``flush``).
+    """
+    count = 0
+    async for event in events:
+        line = event.to_json_line()
+        await _write(stream, line)
+        count += 1
+    return count
+
+
+async def _write(stream: Any, line: str) -> None:
+    if hasattr(stream, "send_all"):
+        await stream.send_all(line.encode())
+        return
+    result = stream.write(line)
+    if hasattr(result, "__await__"):
+        await result
+        flush = getattr(stream, "flush", None)
+        if flush is not None:
+            await flush()
+        return
+    flush = getattr(stream, "flush", None)
+    if flush is not None:
+        flush()
+    await trio.lowlevel.checkpoint()

@@ -1,0 +1,51 @@
+"""Identifiers: UUIDv7 session ids and client item ids with type prefixes.
+
+Client item ids look like ``<prefix>_<uuid7>`` (``ctco_...`` for a custom tool call
+output, ``fco_...`` for a function call output, ``msg_...`` for messages): the prefix
+is what marks an id as client-assigned, so replays keep it (SPEC sec. 2).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+__all__ = ["ID_PREFIXES", "new_item_id", "uuid7"]
+
+# Item type -> id prefix (reference: nanocodex sec. 4.6).
+ID_PREFIXES = {
+    "message": "msg",
+    "agent_message": "amsg",
+    "reasoning": "rs",
+    "local_shell_call": "lsh",
+    "function_call": "fc",
+    "function_call_output": "fco",
+    "custom_tool_call": "ctc",
+    "custom_tool_call_output": "ctco",
+    "tool_search_call": "tsc",
+    "tool_search_output": "tso",
+    "web_search_call": "ws",
+    "image_generation_call": "ig",
+    "compaction": "cmp",
+}
+
+
+def uuid7() -> uuid.UUID:
+    """A time-ordered UUID (RFC 9562 version 7): 48-bit Unix ms, then random bits."""
+    millis = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (millis & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return uuid.UUID(int=value)
+
+
+def new_item_id(item_type: str) -> str | None:
+    """A fresh client id for an item of ``item_type``, or None for id-less types."""
+    prefix = ID_PREFIXES.get(item_type)
+    if prefix is None:
+        return None
+    return f"{prefix}_{uuid7()}"

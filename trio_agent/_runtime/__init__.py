@@ -1,0 +1,6 @@
+"""Trio orchestration: the agent nursery, turns and their cancel scopes, model calls."""
+
+from ._agent import Agent, AgentHandle, open_agent
+from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
+
+__all__ = ["Agent", "AgentHandle", "Prompt", "Turn", "TurnControl", "TurnResult", "TurnStatus", "open_agent"]

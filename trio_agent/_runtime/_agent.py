@@ -1,0 +1,285 @@
+"""``open_agent`` and the ``Agent``: the agent's nursery and its FIFO turn runner.
+
+Concurrency shape (DESIGN "Concurrency shape"): ``open_agent`` owns one nursery that
+holds the startup warmup (started with ``nursery.start``, so it holds the model lock
+before any turn can run), the socket tasks, and the runner that executes accepted
+turns one at a time, FIFO. Leaving the ``async with`` block normally stops accepting
+prompts and waits for every accepted turn to finish (nursery semantics); then the
+socket is closed and ``agent.events`` ends. Cancelling the enclosing scope cancels
+the live turn (which still emits its terminal ``run.failed`` with status
+``cancelled``); queued turns are then resolved as cancelled without running.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, final
+
+import trio
+
+from .._config import AgentConfig, Thinking
+from .._errors import AgentClosed, ConfigError, InvalidPrompt, TurnCancelled
+from .._events import AgentEvents, EventKind, EventSink
+from .._ids import new_item_id
+from .._session.context import (
+    DEFAULT_INSTRUCTIONS,
+    additional_tools_item,
+    instructions_message,
+)
+from .._session.conversation import Conversation
+from .._tools import Tools
+from .._wire.request import RequestSettings
+from ._context_io import context_user_message
+from ._driver import run_turn
+from ._model import ModelClient
+from ._stats import TurnStats
+from ._tool_dispatch import ToolDispatcher
+from ._turn import Prompt, Turn, TurnState, TurnStatus
+
+__all__ = ["Agent", "AgentHandle", "open_agent"]
+
+_NS = 1_000_000_000
+
+
+@final
+class AgentHandle:
+    """A weak handle to an agent, given to ``tools_factory`` and tool handlers.
+
+    It does not keep the agent alive; using it after the agent closed raises
+    ``AgentClosed``.
+    """
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = weakref.ref(agent)
+
+    @property
+    def session_id(self) -> str:
+        return self._get().session_id
+
+    def _get(self) -> Agent:
+        agent = self._agent()
+        if agent is None or agent._closing:
+            raise AgentClosed("the agent behind this handle has closed")
+        return agent
+
+
+@final
+class Agent:
+    """A running agent; create it with ``open_agent``. See the module docstring."""
+
+    def __init__(self, config: AgentConfig, nursery: trio.Nursery) -> None:
+        self.config = config
+        self._nursery = nursery
+        self._sink = EventSink(config.session_id)
+        self._thinking = config.thinking
+        self._fast_mode = config.fast_mode
+        self._closing = False
+        self._next_turn_id = 0
+        self._queue_send, self._queue_receive = trio.open_memory_channel[TurnState](math.inf)
+        self._pending: list[TurnState] = []
+        self.handle = AgentHandle(self)
+        self.tools = self._build_tools()
+        self.workspace = config.resolved_workspace()
+        self.conversation = Conversation(
+            prefix=(
+                additional_tools_item(self.tools.definitions()),
+                instructions_message(config.instructions or DEFAULT_INSTRUCTIONS),
+            ),
+            id_factory=new_item_id,
+        )
+        self.context_recorded = False
+        self.model = ModelClient(config, self.conversation, self.emit, nursery)
+        self.dispatcher = ToolDispatcher(self)
+        self._terminal_mark = self.model.stats.copy()
+
+    # -- public API ------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.config.session_id
+
+    @property
+    def events(self) -> AgentEvents:
+        """Every event of this agent, in order; the iteration ends after the agent closed."""
+        return self._sink.stream
+
+    @property
+    def thinking(self) -> Thinking:
+        return self._thinking
+
+    @property
+    def fast_mode(self) -> bool:
+        return self._fast_mode
+
+    async def prompt(self, prompt: str | Prompt) -> Turn:
+        """Accept a prompt; returns once it is queued (prompts run one at a time, FIFO).
+
+        The turn keeps the thinking and fast mode current *now*, even if they change
+        before it runs. Raises ``InvalidPrompt`` for empty text and ``AgentClosed``
+        once the agent's block is closing.
+        """
+        await trio.lowlevel.checkpoint()
+        if isinstance(prompt, str):
+            prompt = Prompt(prompt)
+        if not isinstance(prompt, Prompt) or not prompt.text.strip():
+            raise InvalidPrompt("a prompt needs non-empty text")
+        if self._closing:
+            raise AgentClosed("the agent is closing; open a new agent to send more prompts")
+        self._next_turn_id += 1
+        state = TurnState(self._next_turn_id, prompt, self._settings())
+        self._pending.append(state)
+        self._queue_send.send_nowait(state)
+        return Turn(self, state)
+
+    async def set_thinking(self, thinking: Thinking) -> None:
+        """Reasoning effort for prompts accepted from now on."""
+        if not isinstance(thinking, Thinking):
+            raise ConfigError(f"thinking must be a ta.Thinking, got {thinking!r}")
+        await trio.lowlevel.checkpoint()
+        self._thinking = thinking
+
+    async def set_fast_mode(self, enabled: bool) -> None:
+        """``service_tier: "priority"`` for prompts accepted from now on."""
+        await trio.lowlevel.checkpoint()
+        self._fast_mode = bool(enabled)
+
+    # -- internals used by the driver ----------------------------------------------------
+
+    def emit(self, kind: EventKind, payload: dict[str, Any], turn_id: int | None = None) -> None:
+        self._sink.emit(kind, payload, turn_id)
+
+    def _settings(self) -> RequestSettings:
+        return RequestSettings(
+            model=self.config.model,
+            effort=self._thinking.value,
+            fast_mode=self._fast_mode,
+            store=self.config.store,
+            prompt_cache_key=self.config.cache_key,
+            session_id=self.config.session_id,
+        )
+
+    def _build_tools(self) -> Tools:
+        config = self.config
+        if config.tools_factory is not None:
+            tools = config.tools_factory(self.handle)
+            if not isinstance(tools, Tools):
+                raise ConfigError("tools_factory must return a ta.Tools")
+            return tools
+        return config.tools if config.tools is not None else Tools.default()
+
+    def context_message(self) -> dict[str, Any]:
+        return context_user_message(self.workspace)
+
+    def tool_runner_for(self, call: dict[str, Any], state: TurnState, model_call_index: int) -> Any:
+        return self.dispatcher.runner_for(call, state, model_call_index)
+
+    def run_started_payload(self, state: TurnState) -> dict[str, Any]:
+        config = self.config
+        return {
+            "mode": "openai_model",
+            "model": config.model,
+            "reasoning_mode": "standard",
+            "effort": state.settings.effort,
+            "transport": config.responses.transport.value,
+            "orchestration": "local_code_mode",
+            "websocket_url": config.websocket_url.split("?", 1)[0],
+            "workspace": str(self.workspace),
+            "instruction_bytes": len(state.prompt.text.encode()),
+        }
+
+    def terminal_payload(self, state: TurnState, stats: TurnStats, start: float, status: str) -> dict[str, Any]:
+        config = self.config
+        elapsed = trio.current_time() - start
+        transport = self.model.stats
+        mark, self._terminal_mark = self._terminal_mark, transport.copy()
+        return {
+            "status": status,
+            "model": config.model,
+            "reasoning_mode": "standard",
+            "effort": state.settings.effort,
+            "transport": config.responses.transport.value,
+            "orchestration": "local_code_mode",
+            "duration_ms": int(elapsed * 1000),
+            "duration_ns": int(elapsed * _NS),
+            **stats.to_json(),
+            **transport.since(mark),
+            "model_duration_ns": stats.model_duration_ns,
+            "warmup_duration_ns": transport.warmup_duration_ns - mark.warmup_duration_ns,
+            "tool_work_duration_ns": stats.tool_work_duration_ns,
+            "tool_wall_duration_ns": stats.tool_wall_duration_ns,
+            "usage": stats.usage.to_json(),
+            "warmup_usage": (transport.warmup_usage + _negate(mark.warmup_usage)).to_json(),
+            "last_response_id": stats.last_response_id,
+            "cost_usd": None,
+            "cost_status": "not_reported_by_responses_api",
+        }
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def _run_turns(self) -> None:
+        try:
+            async for state in self._queue_receive:
+                await run_turn(self, state)
+                self._pending.remove(state)
+        finally:
+            for state in self._pending:  # only reached when cancelled: resolve the rest
+                if not state.done.is_set():
+                    state.finish(TurnStatus.CANCELLED, error=TurnCancelled(f"turn {state.turn_id} was cancelled"))
+
+    async def _startup(self) -> None:
+        from .._config import Transport
+
+        self._nursery.start_soon(self._run_turns)
+        if self.config.responses.transport is Transport.WEBSOCKET:
+            await self._nursery.start(self.model.warmup, self._settings())
+
+    def _stop_accepting(self) -> None:
+        self._closing = True
+        self._queue_send.close()
+
+    async def _shutdown(self) -> None:
+        self._stop_accepting()
+        self.model.close()
+        await self.dispatcher.aclose()
+        self._sink.close()
+
+
+def _negate(usage: Any) -> Any:
+    from .._wire.usage import TokenUsage
+
+    return TokenUsage(*(-v for v in (
+        usage.input_tokens, usage.cached_input_tokens, usage.cache_write_input_tokens,
+        usage.output_tokens, usage.reasoning_output_tokens, usage.total_tokens,
+    )))
+
+
+@asynccontextmanager
+async def open_agent(config: AgentConfig) -> AsyncIterator[Agent]:
+    """Run an agent for the duration of the block.
+
+    On entry the agent starts its warmup (WebSocket) without waiting for the network.
+    Leaving the block normally waits for every accepted turn to finish, then closes the
+    socket and ends ``agent.events``. If the enclosing scope is cancelled, the live turn
+    is cancelled (tools killed, terminal event emitted) and queued turns are resolved
+    as cancelled; nothing started by the agent outlives the block.
+    """
+    if not isinstance(config, AgentConfig):
+        raise ConfigError(f"open_agent() takes a ta.AgentConfig, got {type(config).__name__}")
+    async with trio.open_nursery() as nursery:
+        agent = Agent(config, nursery)
+        try:
+            await agent._startup()
+            yield agent
+            agent._stop_accepting()
+            await _wait_turns(agent)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5.0):
+                await agent._shutdown()
+
+
+async def _wait_turns(agent: Agent) -> None:
+    for state in list(agent._pending):
+        await state.done.wait()

@@ -1,0 +1,192 @@
+"""Run one turn: the loop of model calls and tool calls inside the turn's cancel scope.
+
+Theory of operation (SPEC sec. 4): the runner task calls ``run_turn`` for each
+accepted turn, FIFO. The turn records its prompt (plus, on the session's first turn,
+the context messages), then loops: drain pending steers (after the first call),
+sample, commit the response, ask the planner what next, run tools. Expected failures
+become values (``TurnFailed``, ``TurnCancelled``) and exactly one terminal event; only
+bugs escape to the agent nursery. When the turn's scope is cancelled, unanswered
+tool calls are paired with ``aborted by user`` outputs, the ``<turn_aborted>`` marker is
+recorded and the socket is dropped -- shielded and time-bounded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._errors import AgentError, ResponsesError, TurnCancelled, TurnFailed
+from .._events import EventKind
+from .._session.context import TURN_ABORTED_TEXT, permissions_message, user_message
+from .._session.planner import FinishTurn, RunTools, SampleAgain, plan_next
+from ._stats import TurnStats
+from ._tool_runner import aborted_output, output_item, run_call
+from ._turn import TurnResult, TurnState, TurnStatus
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = ["run_turn"]
+
+_NS = 1_000_000_000
+CLEANUP_GRACE = 5.0
+
+
+class _Live:
+    """Per-turn bookkeeping the cancel path needs: the calls not answered yet."""
+
+    def __init__(self) -> None:
+        self.pending_calls: list[tuple[dict[str, Any], float]] = []
+        self.model_call_index = 0
+
+
+async def run_turn(agent: Agent, state: TurnState) -> None:
+    if state.status is TurnStatus.CANCELLED:  # cancelled while queued: a tombstone
+        _emit_terminal_for_tombstone(agent, state)
+        return
+    state.status = TurnStatus.RUNNING
+    state.steerable = True
+    agent.emit(EventKind.RUN_STARTED, agent.run_started_payload(state), state.turn_id)
+    stats = TurnStats()
+    live = _Live()
+    start = trio.current_time()
+    try:
+        with state.cancel_scope:
+            result = await _drive(agent, state, stats, live)
+            _finish(agent, state, stats, start, TurnStatus.COMPLETED, result=result)
+            return
+    except ResponsesError as exc:
+        _fail(agent, state, stats, start, TurnFailed(str(exc), responses_error=exc), exc)
+        return
+    except AgentError as exc:
+        _fail(agent, state, stats, start, TurnFailed(str(exc)), exc)
+        return
+    except trio.Cancelled:
+        _abort(agent, state, stats, live, start)
+        raise
+    except Exception as exc:  # a bug: report it on the turn, then let it crash the agent
+        _fail(agent, state, stats, start, TurnFailed(f"internal error: {exc!r}"), exc)
+        raise
+    # Only reached when our own scope was cancelled (turn.cancel()).
+    _abort(agent, state, stats, live, start)
+
+
+async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) -> TurnResult:
+    conversation = agent.conversation
+    if not agent.context_recorded:
+        conversation.record([permissions_message(), agent.context_message()])
+        agent.context_recorded = True
+    conversation.record([{**user_message(""), "content": state.prompt.content()}])
+    while True:
+        if live.model_call_index > 0:
+            _drain_steers(agent, state, stats)
+        live.model_call_index += 1
+        stats.model_calls += 1
+        call_start = trio.current_time()
+        try:
+            outcome = await agent.model.generate(
+                state.settings, call_index=live.model_call_index, turn_id=state.turn_id
+            )
+        finally:
+            stats.model_duration_ns += int((trio.current_time() - call_start) * _NS)
+        stats.usage = stats.usage + outcome.usage
+        stats.last_response_id = outcome.response_id
+        conversation.record_response(outcome.response_id, outcome.history_items)
+        step = plan_next(
+            tool_calls=outcome.tool_calls,
+            end_turn=outcome.end_turn,
+            final_message=outcome.final_message,
+            pending_steers=len(state.steers),
+        )
+        if isinstance(step, FinishTurn):
+            state.steerable = False  # decided synchronously: no steer can slip in now
+            return TurnResult(state.turn_id, step.message, outcome.response_id)
+        if isinstance(step, RunTools):
+            await _run_tools(agent, state, stats, live, step)
+        else:
+            assert isinstance(step, SampleAgain)
+
+
+async def _run_tools(agent: Agent, state: TurnState, stats: TurnStats, live: _Live, step: RunTools) -> None:
+    now = trio.current_time()
+    live.pending_calls = [(call, now) for call in step.calls]
+    while live.pending_calls:
+        call, _ = live.pending_calls[0]
+        live.pending_calls[0] = (call, trio.current_time())
+        outcome = await run_call(
+            call,
+            agent.tool_runner_for(call, state, live.model_call_index),
+            emit=agent.emit,
+            turn_id=state.turn_id,
+            model_call_index=live.model_call_index,
+            stats=stats,
+        )
+        agent.conversation.record([output_item(call, outcome.output), *outcome.extra_items])
+        live.pending_calls.pop(0)
+
+
+def _drain_steers(agent: Agent, state: TurnState, stats: TurnStats) -> None:
+    while state.steers:
+        text = state.steers.popleft()
+        agent.conversation.record([user_message(text)])
+        stats.steers += 1
+        agent.emit(
+            EventKind.RUN_STEERED,
+            {"steer_index": stats.steers, "instruction_bytes": len(text.encode())},
+            state.turn_id,
+        )
+
+
+def _abort(agent: Agent, state: TurnState, stats: TurnStats, live: _Live, start: float) -> None:
+    """Pair unanswered calls, record the abort marker, drop the socket; then the terminal event.
+
+    Everything here is synchronous (history, events), so it cannot be interrupted
+    and needs no shield; tool processes are killed by their own shielded, bounded
+    cleanup as the turn's scope unwinds.
+    """
+    now = trio.current_time()
+    for call, call_start in live.pending_calls:
+        elapsed = now - call_start
+        output = aborted_output(elapsed)
+        agent.conversation.record([output_item(call, output)])
+        agent.emit(
+            EventKind.TOOL_RESULT,
+            {"call_id": call.get("call_id", ""), "tool": call.get("name", ""), "status": "cancelled",
+             "duration_ns": int(elapsed * _NS), "result": output},
+            state.turn_id,
+        )
+    live.pending_calls = []
+    agent.conversation.record([user_message(TURN_ABORTED_TEXT)])
+    agent.model.abandon()
+    error = TurnCancelled(f"turn {state.turn_id} was cancelled")
+    agent.emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
+    agent.emit(
+        EventKind.RUN_FAILED, agent.terminal_payload(state, stats, start, "cancelled"), state.turn_id
+    )
+    state.finish(TurnStatus.CANCELLED, error=error)
+
+
+def _finish(agent: Agent, state: TurnState, stats: TurnStats, start: float, status: TurnStatus,
+            *, result: TurnResult) -> None:
+    agent.emit(
+        EventKind.RUN_COMPLETED, agent.terminal_payload(state, stats, start, "completed"), state.turn_id
+    )
+    state.finish(status, result=result)
+
+
+def _fail(agent: Agent, state: TurnState, stats: TurnStats, start: float, error: TurnFailed,
+          cause: BaseException) -> None:
+    error.__cause__ = cause
+    agent.emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
+    agent.emit(EventKind.RUN_FAILED, agent.terminal_payload(state, stats, start, "failed"), state.turn_id)
+    state.finish(TurnStatus.FAILED, error=error)
+
+
+def _emit_terminal_for_tombstone(agent: Agent, state: TurnState) -> None:
+    start = trio.current_time()
+    agent.emit(EventKind.RUN_STARTED, agent.run_started_payload(state), state.turn_id)
+    agent.emit(EventKind.RUN_ERROR, {"message": f"turn {state.turn_id} was cancelled"}, state.turn_id)
+    agent.emit(
+        EventKind.RUN_FAILED, agent.terminal_payload(state, TurnStats(), start, "cancelled"), state.turn_id
+    )

@@ -1,0 +1,64 @@
+"""Counters for terminal payloads: process-wide transport counters and per-turn stats.
+
+The terminal event reports transport counters as the delta since the previous
+terminal event, so the first turn includes the startup warmup
+(``connection_attempts: 1, response_attempts: 2``) and later turns on the same
+socket report ``0`` and ``1`` (SPEC sec. 3).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .._wire.usage import TokenUsage
+
+__all__ = ["TransportStats", "TurnStats"]
+
+
+@attrs.define
+class TransportStats:
+    connection_attempts: int = 0
+    websocket_reconnects: int = 0
+    response_attempts: int = 0
+    response_retries: int = 0
+    connection_duration_ns: int = 0
+    retry_backoff_duration_ns: int = 0
+    warmup_duration_ns: int = 0
+    warmup_usage: TokenUsage = TokenUsage()
+
+    def copy(self) -> TransportStats:
+        return attrs.evolve(self)
+
+    def since(self, start: TransportStats) -> dict[str, Any]:
+        return {
+            "connection_attempts": self.connection_attempts - start.connection_attempts,
+            "websocket_reconnects": self.websocket_reconnects - start.websocket_reconnects,
+            "response_attempts": self.response_attempts - start.response_attempts,
+            "response_retries": self.response_retries - start.response_retries,
+            "connection_duration_ns": self.connection_duration_ns - start.connection_duration_ns,
+            "retry_backoff_duration_ns": self.retry_backoff_duration_ns
+            - start.retry_backoff_duration_ns,
+        }
+
+
+@attrs.define
+class TurnStats:
+    model_calls: int = 0
+    steers: int = 0
+    compactions: int = 0
+    tool_calls: int = 0
+    model_duration_ns: int = 0
+    tool_work_duration_ns: int = 0
+    tool_wall_duration_ns: int = 0
+    usage: TokenUsage = TokenUsage()
+    last_response_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model_calls": self.model_calls,
+            "steers": self.steers,
+            "compactions": self.compactions,
+            "tool_calls": self.tool_calls,
+        }

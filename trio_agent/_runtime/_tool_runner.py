@@ -1,0 +1,105 @@
+"""Run top-level tool calls and turn their results into history items and events.
+
+A call is supported when it has no namespace and names ``exec``, ``wait`` (with the
+built-ins) or a user tool; anything else is answered with the reference failure text
+(``unsupported custom tool call: NAME`` / ``unsupported call: NAMESPACE::NAME``) and a
+``tool.result`` with status ``failed``, and the turn goes on (SPEC sec. 7).
+Handlers run in the caller's cancel scope: cancelling the turn cancels them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from .._events import EventKind
+
+__all__ = ["ToolOutcome", "aborted_output", "call_arguments", "output_item", "to_output"]
+
+_NS = 1_000_000_000
+
+
+@attrs.frozen
+class ToolOutcome:
+    output: str | list[dict[str, Any]]
+    status: str  # completed | failed
+    extra_items: tuple[dict[str, Any], ...] = ()
+
+
+def call_arguments(call: dict[str, Any]) -> Any:
+    """The call's input: raw text for custom calls, decoded JSON (or text) for functions."""
+    if call.get("type") == "custom_tool_call":
+        return call.get("input", "")
+    raw = call.get("arguments", "")
+    try:
+        return json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
+
+
+def output_item(call: dict[str, Any], output: str | list[dict[str, Any]]) -> dict[str, Any]:
+    kind = "custom_tool_call_output" if call.get("type") == "custom_tool_call" else "function_call_output"
+    return {"type": kind, "call_id": call.get("call_id", ""), "output": output}
+
+
+def unsupported_text(call: dict[str, Any]) -> str:
+    name = f"{call.get('namespace') or ''}{call.get('name', '')}"
+    if call.get("type") == "custom_tool_call":
+        return f"unsupported custom tool call: {name}"
+    return f"unsupported call: {name}"
+
+
+def aborted_output(elapsed: float) -> str:
+    return f"Wall time: {elapsed:.3f} seconds\naborted by user"
+
+
+def to_output(value: Any) -> str | list[dict[str, Any]]:
+    """A handler's return value as a tool output body."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "type" in v for v in value):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+Runner = Callable[[dict[str, Any], Any], Awaitable[ToolOutcome]]
+
+
+async def run_call(
+    call: dict[str, Any],
+    runner: Runner | None,
+    *,
+    emit: Callable[..., Any],
+    turn_id: int,
+    model_call_index: int,
+    stats: Any,
+) -> ToolOutcome:
+    """Emit ``tool.call``, run the call (or answer it as unsupported), emit ``tool.result``."""
+    call_id = call.get("call_id", "")
+    name = call.get("name", "")
+    arguments = call_arguments(call)
+    emit(
+        EventKind.TOOL_CALL,
+        {"call_id": call_id, "tool": name, "arguments": arguments, "model_call_index": model_call_index},
+        turn_id,
+    )
+    stats.tool_calls += 1
+    start = trio.current_time()
+    if runner is None:
+        outcome = ToolOutcome(unsupported_text(call), "failed")
+        duration = 0
+    else:
+        outcome = await runner(call, arguments)
+        duration = int((trio.current_time() - start) * _NS)
+    stats.tool_wall_duration_ns += duration
+    emit(
+        EventKind.TOOL_RESULT,
+        {"call_id": call_id, "tool": name, "status": outcome.status, "duration_ns": duration,
+         "result": outcome.output},
+        turn_id,
+    )
+    return outcome

@@ -1,0 +1,170 @@
+"""Turn handles (``Turn``, ``TurnControl``), results and the internal turn state.
+
+A turn is QUEUED when accepted, RUNNING once the runner picks it, then exactly one
+of COMPLETED, FAILED or CANCELLED. ``result()`` waits for that and returns the
+``TurnResult`` or raises ``TurnFailed``/``TurnCancelled``.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+from typing import TYPE_CHECKING, final
+
+import attrs
+import trio
+
+from .._errors import (
+    AgentError,
+    InvalidPrompt,
+    SteerQueueFull,
+    TurnCancelled,
+    TurnNotCancellable,
+    TurnNotSteerable,
+)
+from .._wire.request import RequestSettings
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = ["STEER_CAPACITY", "Prompt", "Turn", "TurnControl", "TurnResult", "TurnState", "TurnStatus"]
+
+STEER_CAPACITY = 8
+
+
+@attrs.frozen
+class Prompt:
+    """A prompt: text and optional image URLs (data URLs are sent as ``input_image``)."""
+
+    text: str
+    images: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    def content(self) -> list[dict[str, str]]:
+        parts = [{"type": "input_text", "text": self.text}]
+        parts.extend({"type": "input_image", "image_url": url} for url in self.images)
+        return parts
+
+
+class TurnStatus(enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@final
+@attrs.frozen
+class TurnResult:
+    """The outcome of a completed turn."""
+
+    turn_id: int
+    final_message: str
+    response_id: str | None
+
+
+@attrs.define(eq=False)
+class TurnState:
+    turn_id: int
+    prompt: Prompt
+    settings: RequestSettings
+    status: TurnStatus = TurnStatus.QUEUED
+    steerable: bool = False
+    steers: collections.deque[str] = attrs.field(factory=collections.deque)
+    cancel_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    done: trio.Event = attrs.field(factory=trio.Event)
+    result: TurnResult | None = None
+    error: AgentError | None = None
+
+    def finish(self, status: TurnStatus, *, result: TurnResult | None = None,
+               error: AgentError | None = None) -> None:
+        self.status = status
+        self.steerable = False
+        self.result = result
+        self.error = error
+        self.done.set()
+
+
+@final
+class TurnControl:
+    """A cancel-only handle to a turn (safe to hand to other tasks)."""
+
+    def __init__(self, agent: Agent, state: TurnState) -> None:
+        self._agent = agent
+        self._state = state
+
+    async def cancel(self) -> None:
+        """Cancel the turn: a queued turn never runs; a live turn stops at once.
+
+        Returns once the turn has ended (its terminal event is emitted). Raises
+        ``TurnNotCancellable`` if it already finished or was cancelled.
+        """
+        state = self._state
+        if state.status is TurnStatus.QUEUED:
+            state.finish(TurnStatus.CANCELLED, error=TurnCancelled(f"turn {state.turn_id} was cancelled"))
+            await trio.lowlevel.checkpoint()
+            return
+        if state.status is not TurnStatus.RUNNING or state.cancel_scope.cancel_called:
+            raise TurnNotCancellable(
+                f"turn {state.turn_id} is {state.status.value} and cannot be cancelled"
+            )
+        state.steerable = False
+        state.cancel_scope.cancel()
+        await state.done.wait()
+
+
+@final
+class Turn:
+    """An accepted prompt. ``await turn.result()`` for its outcome."""
+
+    def __init__(self, agent: Agent, state: TurnState) -> None:
+        self._agent = agent
+        self._state = state
+
+    @property
+    def turn_id(self) -> int:
+        return self._state.turn_id
+
+    @property
+    def status(self) -> TurnStatus:
+        return self._state.status
+
+    def control(self) -> TurnControl:
+        return TurnControl(self._agent, self._state)
+
+    async def cancel(self) -> None:
+        """See ``TurnControl.cancel``."""
+        await self.control().cancel()
+
+    async def steer(self, text: str) -> None:
+        """Add guidance that joins the live turn at its next model boundary.
+
+        Steers are kept in a FIFO of 8 per turn (``SteerQueueFull`` beyond that) and
+        sent, in order, as user messages with the next request -- after the live
+        response and all of its tool calls finish, even if that response was a final
+        answer. A steer is accepted only while the turn can still take it: once the
+        turn has decided to finish, ``TurnNotSteerable`` is raised instead, so an
+        accepted steer is never lost.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidPrompt("a steer needs non-empty text")
+        state = self._state
+        await trio.lowlevel.checkpoint()
+        if state.status is not TurnStatus.RUNNING or not state.steerable:
+            raise TurnNotSteerable(
+                f"turn {state.turn_id} is {state.status.value}; only a running turn can be steered"
+            )
+        if len(state.steers) >= STEER_CAPACITY:
+            raise SteerQueueFull(
+                f"turn {state.turn_id} already has {STEER_CAPACITY} pending steers; "
+                "wait for the next model boundary before steering again"
+            )
+        state.steers.append(text)
+
+    async def result(self) -> TurnResult:
+        """Wait for the turn; returns its ``TurnResult`` or raises ``TurnFailed``/``TurnCancelled``."""
+        await self._state.done.wait()
+        if self._state.error is not None:
+            raise self._state.error
+        assert self._state.result is not None
+        return self._state.result

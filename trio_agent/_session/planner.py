@@ -1,0 +1,63 @@
+"""The turn planner: what a turn does after a response completes (pure).
+
+    sample -> (tool calls?) run tools -> sample -> ... -> final answer
+
+- tool calls in the response: run them (in output order), then sample again with
+  their outputs;
+- no tool call and ``end_turn: false``: sample again with an empty input
+  (``explicit_end_turn_false_continues_without_a_tool_call``);
+- no tool call but steers pending: sample again so the steers join
+  (SPEC sec. 4), even after a final answer;
+- otherwise the turn ends with the last assistant message.
+There is no model-call limit (``continues_past_previous_model_call_limit``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .._errors import ProtocolError
+
+__all__ = ["FinishTurn", "RunTools", "SampleAgain", "Step", "plan_next"]
+
+
+@attrs.frozen
+class RunTools:
+    calls: tuple[dict[str, Any], ...]
+
+
+@attrs.frozen
+class SampleAgain:
+    reason: str  # "end_turn_false" | "steers"
+
+
+@attrs.frozen
+class FinishTurn:
+    message: str
+
+
+Step = RunTools | SampleAgain | FinishTurn
+
+
+def plan_next(
+    *,
+    tool_calls: tuple[dict[str, Any], ...],
+    end_turn: bool | None,
+    final_message: str | None,
+    pending_steers: int,
+) -> Step:
+    if tool_calls:
+        return RunTools(tool_calls)
+    if end_turn is False:
+        return SampleAgain("end_turn_false")
+    if pending_steers:
+        return SampleAgain("steers")
+    if final_message is None:
+        raise ProtocolError(
+            "the model completed a response without a final message or a tool call; "
+            "retry the prompt",
+            error_class="malformed_response",
+        )
+    return FinishTurn(final_message)

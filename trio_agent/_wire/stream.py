@@ -1,0 +1,252 @@
+"""The per-response state machine (pure).
+
+Theory of operation: one ``ResponseAccumulator`` per attempt. ``feed(frame)`` takes
+each parsed server frame and returns the *stream events* it implies (text deltas,
+finished assistant messages, reasoning deltas, the sticky turn-state header, the
+terminal outcome). The phase moves WAITING -> STREAMING on the first response frame
+and to DONE or FAILED on a terminal frame; frames after that are a protocol error.
+Text deltas carry the item id and phase recorded from ``response.output_item.added``
+by ``output_index`` (nanocodex sec. 4.8). The completed output is
+``response.output`` when non-empty, else the items collected from
+``response.output_item.done``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+from .._errors import ProtocolError, ResponsesError
+from .failures import failure_from_frame
+from .frames import (
+    ErrorFrame,
+    Frame,
+    OutputItemAdded,
+    OutputItemDone,
+    OutputTextDelta,
+    ReasoningSummaryDelta,
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseFailed,
+    ResponseIncomplete,
+    ResponseMetadata,
+)
+from .usage import TokenUsage
+
+__all__ = [
+    "AssistantMessageDone",
+    "Phase",
+    "ReasoningDelta",
+    "ResponseAccumulator",
+    "ResponseFinished",
+    "ResponseOutcome",
+    "ResponseStarted",
+    "StreamEvent",
+    "TextDelta",
+    "TurnStateSeen",
+    "message_text",
+]
+
+TOOL_CALL_TYPES = frozenset({"custom_tool_call", "function_call"})
+# Item types recorded into history; anything else the server sends is not replayed.
+HISTORY_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "custom_tool_call",
+        "function_call",
+        "local_shell_call",
+        "web_search_call",
+        "image_generation_call",
+        "tool_search_call",
+        "compaction",
+        "agent_message",
+    }
+)
+
+
+class Phase(enum.Enum):
+    WAITING = "waiting"
+    STREAMING = "streaming"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@attrs.frozen
+class ResponseStarted:
+    response_id: str
+
+
+@attrs.frozen
+class TextDelta:
+    text: str
+    item_id: str | None
+    phase: str | None
+
+
+@attrs.frozen
+class ReasoningDelta:
+    text: str
+
+
+@attrs.frozen
+class AssistantMessageDone:
+    text: str
+    item_id: str | None
+    phase: str | None
+
+
+@attrs.frozen
+class TurnStateSeen:
+    value: str
+
+
+@attrs.frozen
+class ResponseOutcome:
+    """A completed response: what the turn planner and history need."""
+
+    response_id: str
+    status: str
+    end_turn: bool | None
+    output: tuple[dict[str, Any], ...]
+    usage_raw: dict[str, Any] | None
+    usage: TokenUsage
+
+    @property
+    def tool_calls(self) -> tuple[dict[str, Any], ...]:
+        return tuple(item for item in self.output if item.get("type") in TOOL_CALL_TYPES)
+
+    @property
+    def history_items(self) -> tuple[dict[str, Any], ...]:
+        return tuple(item for item in self.output if item.get("type") in HISTORY_TYPES)
+
+    @property
+    def final_message(self) -> str | None:
+        """Text of the last assistant ``message`` item, or None when there is none."""
+        for item in reversed(self.output):
+            if item.get("type") == "message" and item.get("role", "assistant") == "assistant":
+                return message_text(item)
+        return None
+
+
+@attrs.frozen
+class ResponseFinished:
+    outcome: ResponseOutcome
+
+
+StreamEvent = (
+    ResponseStarted | TextDelta | ReasoningDelta | AssistantMessageDone | TurnStateSeen
+    | ResponseFinished
+)
+
+
+def message_text(item: dict[str, Any]) -> str:
+    parts = item.get("content") or []
+    return "".join(
+        part.get("text", "")
+        for part in parts
+        if isinstance(part, dict) and part.get("type") in ("output_text", "text")
+    )
+
+
+class ResponseAccumulator:
+    """Consumes the frames of one response attempt; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.phase = Phase.WAITING
+        self.response_id: str | None = None
+        self.error: ResponsesError | None = None
+        self._messages: dict[int, tuple[str | None, str | None]] = {}
+        self._done_items: list[dict[str, Any]] = []
+
+    def feed(self, frame: Frame) -> list[StreamEvent]:
+        """Advance on one frame; raises the frame's ``ResponsesError`` on a failure frame."""
+        if self.phase in (Phase.DONE, Phase.FAILED):
+            raise ProtocolError(f"frame {type(frame).__name__} after the response ended")
+        handler = _HANDLERS.get(type(frame))
+        if handler is None:
+            return []  # unknown or ignored frames never fail a turn
+        return handler(self, frame)
+
+    # -- transitions -------------------------------------------------------------------
+
+    def _started(self, response_id: str | None) -> list[StreamEvent]:
+        if self.phase is Phase.WAITING:
+            self.phase = Phase.STREAMING
+        if response_id and self.response_id is None:
+            self.response_id = response_id
+            return [ResponseStarted(response_id)]
+        return []
+
+    def _on_created(self, frame: ResponseCreated) -> list[StreamEvent]:
+        return self._started(frame.response.id)
+
+    def _on_item_added(self, frame: OutputItemAdded) -> list[StreamEvent]:
+        item = frame.item
+        if item.get("type") == "message":
+            self._messages[frame.output_index] = (item.get("id"), item.get("phase"))
+        return self._started(None)
+
+    def _on_text_delta(self, frame: OutputTextDelta) -> list[StreamEvent]:
+        events = self._started(None)
+        item_id, phase = self._messages.get(frame.output_index, (frame.item_id, None))
+        events.append(TextDelta(frame.delta, item_id or frame.item_id, phase))
+        return events
+
+    def _on_reasoning(self, frame: ReasoningSummaryDelta) -> list[StreamEvent]:
+        return [*self._started(None), ReasoningDelta(frame.delta)]
+
+    def _on_item_done(self, frame: OutputItemDone) -> list[StreamEvent]:
+        events = self._started(None)
+        item = frame.item
+        self._done_items.append(item)
+        if item.get("type") == "message" and item.get("role", "assistant") == "assistant":
+            events.append(AssistantMessageDone(message_text(item), item.get("id"), item.get("phase")))
+        return events
+
+    def _on_completed(self, frame: ResponseCompleted) -> list[StreamEvent]:
+        response = frame.response
+        response_id = response.id or self.response_id
+        if not response_id:
+            self.phase = Phase.FAILED
+            raise ProtocolError("response.completed did not carry a response id")
+        events = self._started(response_id)
+        output = tuple(response.output) if response.output else tuple(self._done_items)
+        self.phase = Phase.DONE
+        outcome = ResponseOutcome(
+            response_id=response_id,
+            status=response.status or "completed",
+            end_turn=response.end_turn,
+            output=output,
+            usage_raw=response.usage,
+            usage=TokenUsage.from_api(response.usage),
+        )
+        events.append(ResponseFinished(outcome))
+        return events
+
+    def _on_failure(self, frame: ErrorFrame | ResponseFailed | ResponseIncomplete) -> list[StreamEvent]:
+        self.phase = Phase.FAILED
+        self.error = failure_from_frame(frame.raw)
+        raise self.error
+
+    def _on_metadata(self, frame: ResponseMetadata) -> list[StreamEvent]:
+        for key, value in frame.headers.items():
+            if str(key).lower() == "x-codex-turn-state" and isinstance(value, str):
+                return [TurnStateSeen(value)]
+        return []
+
+
+_HANDLERS: dict[type, Any] = {
+    ResponseCreated: ResponseAccumulator._on_created,
+    OutputItemAdded: ResponseAccumulator._on_item_added,
+    OutputTextDelta: ResponseAccumulator._on_text_delta,
+    ReasoningSummaryDelta: ResponseAccumulator._on_reasoning,
+    OutputItemDone: ResponseAccumulator._on_item_done,
+    ResponseCompleted: ResponseAccumulator._on_completed,
+    ErrorFrame: ResponseAccumulator._on_failure,
+    ResponseFailed: ResponseAccumulator._on_failure,
+    ResponseIncomplete: ResponseAccumulator._on_failure,
+    ResponseMetadata: ResponseAccumulator._on_metadata,
+}

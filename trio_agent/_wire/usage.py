@@ -1,0 +1,53 @@
+"""Token usage: the API's ``usage`` object normalised and summed (pure).
+
+``usage: null`` and null token details are accepted and count as 0
+(``completed_response_accepts_null_usage*``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["TokenUsage"]
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _details(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    value = raw.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+@attrs.frozen
+class TokenUsage:
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
+
+    @classmethod
+    def from_api(cls, raw: dict[str, Any] | None) -> TokenUsage:
+        if not isinstance(raw, dict):
+            return cls()
+        inputs = _details(raw, "input_tokens_details")
+        outputs = _details(raw, "output_tokens_details")
+        return cls(
+            input_tokens=_int(raw.get("input_tokens")),
+            cached_input_tokens=_int(inputs.get("cached_tokens")),
+            cache_write_input_tokens=_int(inputs.get("cache_write_tokens")),
+            output_tokens=_int(raw.get("output_tokens")),
+            reasoning_output_tokens=_int(outputs.get("reasoning_tokens")),
+            total_tokens=_int(raw.get("total_tokens")),
+        )
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
+
+    def to_json(self) -> dict[str, int]:
+        return attrs.asdict(self)

@@ -1,0 +1,9 @@
+"""Public test kit: a scripted fake Responses server on 127.0.0.1 and frame builders.
+
+Use it from your own pytest-trio tests to script exactly what the model "says".
+"""
+
+from . import _frames as frames
+from ._server import FakeConnection, FakeResponsesServer, Handshake, RawConnection
+
+__all__ = ["FakeConnection", "FakeResponsesServer", "Handshake", "RawConnection", "frames"]

@@ -1,0 +1,104 @@
+"""Builders for the server frames a scripted test sends (plain JSON dicts)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "assistant_message",
+    "completed",
+    "custom_tool_call",
+    "error_frame",
+    "function_call",
+    "output_item_added",
+    "output_item_done",
+    "response_created",
+    "text_delta",
+    "usage",
+]
+
+
+def usage(total_tokens: int = 12) -> dict[str, Any]:
+    """The usage block the reference tests send (10 in, 5 cached, 2 out, 1 reasoning)."""
+    return {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 5},
+        "output_tokens": 2,
+        "output_tokens_details": {"reasoning_tokens": 1},
+        "total_tokens": total_tokens,
+    }
+
+
+def response_created(response_id: str) -> dict[str, Any]:
+    return {"type": "response.created", "response": {"id": response_id}}
+
+
+def assistant_message(
+    text: str, *, item_id: str | None = None, phase: str | None = None
+) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    if item_id is not None:
+        item["id"] = item_id
+    item.update({"type": "message", "role": "assistant"})
+    if phase is not None:
+        item["status"] = "completed"
+        item["phase"] = phase
+    item["content"] = [{"type": "output_text", "text": text}]
+    return item
+
+
+def custom_tool_call(call_id: str, name: str, input: str, *, item_id: str | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": item_id} if item_id else {}
+    item.update({"type": "custom_tool_call", "call_id": call_id, "name": name, "input": input})
+    return item
+
+
+def function_call(
+    call_id: str, name: str, arguments: str, *, namespace: str | None = None, item_id: str | None = None
+) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": item_id} if item_id else {}
+    item.update({"type": "function_call", "call_id": call_id})
+    if namespace is not None:
+        item["namespace"] = namespace
+    item.update({"name": name, "arguments": arguments})
+    return item
+
+
+def completed(
+    response_id: str,
+    output: Sequence[dict[str, Any]] = (),
+    *,
+    usage_block: dict[str, Any] | str | None = "default",
+    end_turn: bool | None = None,
+) -> dict[str, Any]:
+    response: dict[str, Any] = {"id": response_id, "status": "completed", "output": list(output)}
+    response["usage"] = usage() if usage_block == "default" else usage_block
+    if end_turn is not None:
+        response["end_turn"] = end_turn
+    return {"type": "response.completed", "response": response}
+
+
+def output_item_added(output_index: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.output_item.added", "output_index": output_index, "item": item}
+
+
+def output_item_done(output_index: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.output_item.done", "output_index": output_index, "item": item}
+
+
+def text_delta(output_index: int, delta: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_text.delta",
+        "output_index": output_index,
+        "content_index": 0,
+        "delta": delta,
+    }
+
+
+def error_frame(message: str, *, code: str | None = None, **extra: Any) -> dict[str, Any]:
+    error: dict[str, Any] = {"message": message}
+    if code is not None:
+        error["code"] = code
+    error.update(extra)
+    return {"type": "error", "error": error}

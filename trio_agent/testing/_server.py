@@ -1,0 +1,182 @@
+"""``FakeResponsesServer``: a scripted Responses WebSocket server on 127.0.0.1.
+
+The test drives it step by step, over real loopback sockets, like the reference
+suites do with their mock servers::
+
+    server = FakeResponsesServer()
+    await nursery.start(server.serve)          # binds 127.0.0.1:0
+    cfg = AgentConfig(..., responses=Responses(websocket_url=server.url))
+    conn = await server.accept()               # next TCP connection, handshake accepted
+    warmup = await conn.next_request()         # the decoded JSON body
+    await conn.send_warmup("resp-warmup")
+    ...
+    raw = await server.accept_raw()            # next TCP connection, not handshaken
+    await raw.drop()                           # e.g. fail a connection
+
+Every handshake (path and headers) and every request body is recorded
+(``server.handshakes``, ``server.requests``, ``conn.requests``). It uses only Trio
+primitives, so it runs under ``MockClock`` (bind to the numeric 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import trio
+import trio_websocket
+
+from . import _frames as frames
+
+__all__ = ["FakeConnection", "FakeResponsesServer", "Handshake", "RawConnection"]
+
+
+@attrs.frozen
+class Handshake:
+    path: str
+    headers: dict[str, str]
+
+
+class RawConnection:
+    """An accepted TCP connection before any WebSocket handshake."""
+
+    def __init__(self, server: FakeResponsesServer, stream: trio.SocketStream) -> None:
+        self._server = server
+        self.stream = stream
+
+    async def drop(self) -> None:
+        """Close the TCP connection without a WebSocket handshake."""
+        await self.stream.aclose()
+
+    async def accept(self, *, delay: float = 0.0, headers: Sequence[tuple[str, str]] = ()) -> FakeConnection:
+        """Complete the WebSocket handshake (after ``delay`` seconds of Trio time)."""
+        if delay:
+            await trio.sleep(delay)
+        return await self._server._handshake(self.stream, headers)
+
+
+class FakeConnection:
+    """One accepted WebSocket connection, scripted by the test."""
+
+    def __init__(self, server: FakeResponsesServer, ws: trio_websocket.WebSocketConnection,
+                 stream: trio.SocketStream, handshake: Handshake) -> None:
+        self._server = server
+        self._ws = ws
+        self._stream = stream
+        self.handshake = handshake
+        self.requests: list[dict[str, Any]] = []
+
+    async def next_request(self) -> dict[str, Any]:
+        """The next JSON text frame the client sent (``ConnectionClosed`` if it went away)."""
+        while True:
+            message = await self._ws.get_message()
+            if isinstance(message, str):
+                body: dict[str, Any] = json.loads(message)
+                self.requests.append(body)
+                self._server.requests.append(body)
+                return body
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self._ws.send_message(json.dumps(frame, separators=(",", ":")))
+
+    async def send_all(self, frames_: Sequence[dict[str, Any]]) -> None:
+        for frame in frames_:
+            await self.send(frame)
+
+    async def send_warmup(self, response_id: str) -> None:
+        """``response.completed`` with ``usage: null``, as a warmup reply."""
+        await self.send({"type": "response.completed", "response": {"id": response_id, "usage": None}})
+
+    async def send_final(self, response_id: str, text: str = "done") -> None:
+        """A completed response whose output is one assistant message."""
+        await self.send(frames.completed(response_id, [frames.assistant_message(text)]))
+
+    async def send_completed(self, response_id: str, output: Sequence[dict[str, Any]] = (), **kw: Any) -> None:
+        await self.send(frames.completed(response_id, output, **kw))
+
+    async def send_assistant_output(self, output_index: int, item_id: str, phase: str, text: str) -> dict[str, Any]:
+        """Stream one assistant message (added, one delta, done); returns the finished item."""
+        done = frames.assistant_message(text, item_id=item_id, phase=phase)
+        added = {**done, "status": "in_progress", "content": []}
+        await self.send(frames.output_item_added(output_index, added))
+        await self.send(frames.text_delta(output_index, text))
+        await self.send(frames.output_item_done(output_index, done))
+        return done
+
+    async def send_error(self, message: str, *, code: str | None = None, **extra: Any) -> None:
+        await self.send(frames.error_frame(message, code=code, **extra))
+
+    async def close(self, code: int = 1000) -> None:
+        """Close with a WebSocket close handshake."""
+        await self._ws.aclose(code)
+
+    async def drop(self) -> None:
+        """Close the TCP connection abruptly (no close frame)."""
+        await self._stream.aclose()
+
+
+class FakeResponsesServer:
+    """See the module docstring. ``url`` is valid once ``serve`` has started."""
+
+    def __init__(self, *, path: str = "/v1/responses") -> None:
+        self.path = path
+        self.port: int | None = None
+        self.handshakes: list[Handshake] = []
+        self.requests: list[dict[str, Any]] = []
+        self._incoming_send, self._incoming = trio.open_memory_channel[trio.SocketStream](math.inf)
+        self._nursery: trio.Nursery | None = None
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("start the server first: await nursery.start(server.serve)")
+        return f"ws://127.0.0.1:{self.port}{self.path}"
+
+    @property
+    def http_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def serve(self, *, task_status: trio.TaskStatus[FakeResponsesServer] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen on 127.0.0.1:0 until cancelled."""
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._accept_loop, listeners)
+            task_status.started(self)
+
+    async def _accept_loop(self, listeners: list[trio.SocketListener]) -> None:
+        try:
+            while True:
+                stream = await listeners[0].accept()
+                self._incoming_send.send_nowait(stream)
+        finally:
+            for listener in listeners:
+                with trio.CancelScope(shield=True):
+                    await listener.aclose()
+
+    async def accept_raw(self) -> RawConnection:
+        """The next TCP connection, before the handshake."""
+        return RawConnection(self, await self._incoming.receive())
+
+    async def accept(self, *, delay: float = 0.0, headers: Sequence[tuple[str, str]] = ()) -> FakeConnection:
+        """The next connection with its WebSocket handshake accepted."""
+        raw = await self.accept_raw()
+        return await raw.accept(delay=delay, headers=headers)
+
+    async def _handshake(self, stream: trio.SocketStream, headers: Sequence[tuple[str, str]]) -> FakeConnection:
+        assert self._nursery is not None
+        request = await trio_websocket.wrap_server_stream(
+            self._nursery, stream, message_queue_size=64, max_message_size=64 << 20,
+            receive_buffer_size=256 << 10,
+        )
+        record = Handshake(
+            request.path,
+            {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers},
+        )
+        self.handshakes.append(record)
+        ws = await request.accept(extra_headers=[(k.encode(), v.encode()) for k, v in headers])
+        return FakeConnection(self, ws, stream, record)
