@@ -196,16 +196,20 @@ async def _handshake(
             stream = await trio.open_tcp_stream(host, port)
         watched = _WatchedStream(stream)
         host_header = host if port in (80, 443) else f"{host}:{port}"
-        ws = await trio_websocket.wrap_client_stream(
-            nursery,
-            watched,
-            host_header,
-            resource,
-            extra_headers=[(k.encode(), v.encode()) for k, v in options.headers],
-            message_queue_size=options.message_queue_size,
-            max_message_size=options.max_message_size,
-            receive_buffer_size=options.receive_buffer_size,
-        )
+        try:
+            ws = await trio_websocket.wrap_client_stream(
+                nursery,
+                watched,
+                host_header,
+                resource,
+                extra_headers=[(k.encode(), v.encode()) for k, v in options.headers],
+                message_queue_size=options.message_queue_size,
+                max_message_size=options.max_message_size,
+                receive_buffer_size=options.receive_buffer_size,
+            )
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
     return ws, watched
 
 

@@ -1,0 +1,258 @@
+"""From ``exec_command``/``write_stdin`` arguments to what a command is started with.
+
+Argument parsing (:func:`parse_exec_args`, :func:`parse_write_args`) validates and clamps
+the tool arguments into frozen requests (``nanocodex.md`` sec. 5.3) and raises
+:class:`ShellError` with a message meant for the model.
+
+Environment (``nanocodex.md`` sec. 5.4): a command inherits the agent's environment minus
+anything that looks like a credential: a variable is dropped when one of the parts of
+its name, split on ``_`` and upper-cased, is in :data:`SECRET_NAME_PARTS`
+(``GITHUB_TOKEN``, ``MY_API_KEY``, ``DB_PASSWORD``...; ``KEYBOARD`` is kept). The values
+of the dropped variables that are at least :data:`MIN_REDACTED_LENGTH` characters long
+are redacted from everything the command prints, in case it finds them another way
+(a dotfile, ``/proc``, the command line itself). Then :data:`FORCED_ENV` makes output
+plain (no colour, no pager, UTF-8) and the caller's overrides are applied last.
+
+Everything here is synchronous and cheap (a couple of ``stat`` calls at most).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from .._errors import AgentError
+
+__all__ = [
+    "BYTES_PER_TOKEN",
+    "FORCED_ENV",
+    "MIN_REDACTED_LENGTH",
+    "REDACTED",
+    "SECRET_NAME_PARTS",
+    "ExecRequest",
+    "ShellEnvironment",
+    "ShellError",
+    "WriteRequest",
+    "build_environment",
+    "is_secret_name",
+    "parse_exec_args",
+    "parse_write_args",
+    "redact",
+    "resolve_shell",
+    "shell_argv",
+    "workdir_problem",
+]
+
+SECRET_NAME_PARTS = frozenset(
+    {
+        "AUTH",
+        "AUTHORIZATION",
+        "COOKIE",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "KEY",
+        "PASS",
+        "PASSWD",
+        "PASSWORD",
+        "SECRET",
+        "TOKEN",
+    }
+)
+
+#: Shorter values are not redacted: they would blank out ordinary words and numbers.
+MIN_REDACTED_LENGTH = 8
+REDACTED = "[REDACTED]"
+
+#: Plain, pager-free, colourless UTF-8 output for every command.
+FORCED_ENV: Mapping[str, str] = {
+    "NO_COLOR": "1",
+    "TERM": "dumb",
+    "LANG": "C.UTF-8",
+    "LC_CTYPE": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "COLORTERM": "",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GH_PAGER": "cat",
+}
+
+#: ``$SHELL`` is honoured only when its basename is one of these.
+SUPPORTED_SHELLS = frozenset({"bash", "zsh", "sh"})
+_FALLBACK_SHELLS = ("/bin/bash", "/bin/sh")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable name looks like it holds a credential."""
+    return not SECRET_NAME_PARTS.isdisjoint(name.upper().split("_"))
+
+
+@attrs.frozen
+class ShellEnvironment:
+    """The child's environment and the secret values to redact from its output."""
+
+    env: Mapping[str, str]
+    secrets: tuple[str, ...]
+
+
+def build_environment(
+    inherited: Mapping[str, str], overrides: Mapping[str, str] | None = None
+) -> ShellEnvironment:
+    """Scrub ``inherited``, force :data:`FORCED_ENV`, then apply ``overrides``."""
+    env: dict[str, str] = {}
+    secrets: set[str] = set()
+    for name, value in inherited.items():
+        if is_secret_name(name):
+            if len(value) >= MIN_REDACTED_LENGTH:
+                secrets.add(value)
+        else:
+            env[name] = value
+    env.update(FORCED_ENV)
+    env.update(overrides or {})
+    # Longest first, so a secret containing another one is replaced whole.
+    ordered = tuple(sorted(secrets, key=lambda secret: (-len(secret), secret)))
+    return ShellEnvironment(env=env, secrets=ordered)
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """Replace every occurrence of each secret (expected longest first) by ``[REDACTED]``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def resolve_shell(requested: str | None, env_shell: str | None) -> str:
+    """``requested`` if given, else ``$SHELL`` if bash/zsh/sh, else /bin/bash, else /bin/sh."""
+    if requested:
+        return requested
+    if env_shell and os.path.basename(env_shell) in SUPPORTED_SHELLS:
+        return env_shell
+    for candidate in _FALLBACK_SHELLS:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return _FALLBACK_SHELLS[-1]
+
+
+def shell_argv(shell: str, cmd: str, *, login: bool) -> list[str]:
+    """``[shell, "-lc", cmd]`` for a login shell, else ``[shell, "-c", cmd]``."""
+    return [shell, "-lc" if login else "-c", cmd]
+
+
+def workdir_problem(workdir: Path) -> str | None:
+    """Why a command cannot start in ``workdir``, or ``None`` if it can."""
+    if not workdir.exists():
+        return f"workdir {workdir} does not exist"
+    if not workdir.is_dir():
+        return f"workdir {workdir} is not a directory"
+    return None
+
+
+# -- tool arguments ----------------------------------------------------------------------------
+
+
+class ShellError(AgentError):
+    """A tool-level error of ``exec_command``/``write_stdin``: bad arguments, an unknown
+    ``session_id``, undeliverable stdin, or sessions that are closed or all busy.
+
+    Failing to *start* a command (missing workdir, missing shell) is not an error: it
+    is reported as a result with ``exit_code`` 1, as nanocodex does.
+    """
+
+
+EXEC_YIELD_MS = (10_000, 250, 30_000)  # (default, min, max)
+WRITE_YIELD_MS = (250, 250, 30_000)
+POLL_YIELD_MS = (5_000, 5_000, 300_000)
+DEFAULT_MAX_OUTPUT_TOKENS = 10_000
+BYTES_PER_TOKEN = 4
+#: Returned output never exceeds the capture buffer (nanocodex: at most 1 MiB).
+MAX_OUTPUT_BYTES = 1024 * 1024
+
+
+@attrs.frozen
+class ExecRequest:
+    cmd: str
+    workdir: Path
+    shell: str | None
+    login: bool
+    yield_seconds: float
+    max_bytes: int
+
+
+@attrs.frozen
+class WriteRequest:
+    session_id: int
+    chars: str
+    yield_seconds: float
+    max_bytes: int
+
+
+def parse_exec_args(args: Mapping[str, object], workspace: Path) -> ExecRequest:
+    """Validate ``exec_command`` arguments; unknown keys (``tty``, ...) are ignored."""
+    cmd = args.get("cmd")
+    if not isinstance(cmd, str) or not cmd.strip():
+        raise ShellError("exec_command: 'cmd' is required and must be a non-empty string")
+    workdir = _optional_str(args, "exec_command", "workdir")
+    login = args.get("login", True)
+    if login is None:
+        login = True
+    if not isinstance(login, bool):
+        raise ShellError(f"exec_command: 'login' must be true or false, got {login!r}")
+    return ExecRequest(
+        cmd=cmd,
+        workdir=workspace / workdir if workdir else workspace,
+        shell=_optional_str(args, "exec_command", "shell"),
+        login=login,
+        yield_seconds=_yield_seconds(args, "exec_command", EXEC_YIELD_MS),
+        max_bytes=_max_bytes(args, "exec_command"),
+    )
+
+
+def parse_write_args(args: Mapping[str, object]) -> WriteRequest:
+    """Validate ``write_stdin`` arguments; an empty ``chars`` is a poll."""
+    session_id = _int_arg(args, "write_stdin", "session_id", None)
+    if session_id is None:
+        raise ShellError("write_stdin: 'session_id' is required (the id exec_command returned)")
+    chars = _optional_str(args, "write_stdin", "chars") or ""
+    limits = WRITE_YIELD_MS if chars else POLL_YIELD_MS
+    return WriteRequest(
+        session_id=session_id,
+        chars=chars,
+        yield_seconds=_yield_seconds(args, "write_stdin", limits),
+        max_bytes=_max_bytes(args, "write_stdin"),
+    )
+
+
+def _optional_str(args: Mapping[str, object], tool: str, name: str) -> str | None:
+    value = args.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise ShellError(f"{tool}: {name!r} must be a string, got {value!r}")
+
+
+def _int_arg(args: Mapping[str, object], tool: str, name: str, default: int | None) -> int | None:
+    value = args.get(name)
+    if value is None:
+        return default
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ShellError(f"{tool}: {name!r} must be an integer, got {value!r}")
+
+
+def _yield_seconds(args: Mapping[str, object], tool: str, limits: tuple[int, int, int]) -> float:
+    default, low, high = limits
+    millis = _int_arg(args, tool, "yield_time_ms", default)
+    assert millis is not None
+    return min(max(millis, low), high) / 1000
+
+
+def _max_bytes(args: Mapping[str, object], tool: str) -> int:
+    tokens = _int_arg(args, tool, "max_output_tokens", DEFAULT_MAX_OUTPUT_TOKENS)
+    assert tokens is not None
+    if tokens < 0:
+        raise ShellError(f"{tool}: 'max_output_tokens' must not be negative, got {tokens}")
+    return min(tokens * BYTES_PER_TOKEN, MAX_OUTPUT_BYTES)
