@@ -1,0 +1,152 @@
+"""The ``trio-agent`` command line.
+
+``trio-agent run PROMPT`` talks to the real API when ``OPENAI_API_KEY`` is set, and to
+the built-in local scripted model otherwise (or with ``--local``), saying so on its
+first line. Human output streams the assistant's text and ends with one summary
+line; ``--jsonl`` prints every event as one JSON object per line instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trio-agent", description="A Trio-native coding agent runtime.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run one prompt and print the answer")
+    run.add_argument("prompt", help="what to ask the agent")
+    run.add_argument("--local", action="store_true", help="use the built-in local scripted model")
+    run.add_argument("--jsonl", action="store_true", help="print every event as a JSON line")
+    run.add_argument(
+        "--thinking", choices=["minimal", "low", "medium", "high", "xhigh"], default="low",
+        help="reasoning effort (default: low)",
+    )
+    run.add_argument("--workspace", type=Path, default=None, help="where tools run (default: .)")
+    run.add_argument("--model", default=None, help="model slug (default: gpt-5.5)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return trio.run(_run, args)
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _run(args: argparse.Namespace) -> int:
+    import trio_agent as ta
+
+    key = os.environ.get("OPENAI_API_KEY", "").strip()
+    local = args.local or not key
+    async with trio.open_nursery() as nursery:
+        responses = ta.Responses()
+        if local:
+            from .testing._local_model import serve_local_model
+
+            reason = "--local given" if args.local else "no OPENAI_API_KEY set"
+            print(f"trio-agent: {reason}; using the built-in local scripted model (not a real model)",
+                  file=sys.stdout if not args.jsonl else sys.stderr, flush=True)
+            server = await nursery.start(serve_local_model)
+            responses = ta.Responses(websocket_url=server.url)
+        try:
+            config = ta.AgentConfig(
+                auth=key or "local-key",
+                thinking=ta.Thinking(args.thinking),
+                workspace=args.workspace or Path.cwd(),
+                responses=responses,
+                **({"model": args.model} if args.model else {}),
+            )
+        except ta.ConfigError as exc:
+            print(f"trio-agent: {exc}", file=sys.stderr)
+            nursery.cancel_scope.cancel()
+            return 2
+        code = await _run_prompt(config, args)
+        nursery.cancel_scope.cancel()
+    return code
+
+
+async def _run_prompt(config: Any, args: argparse.Namespace) -> int:
+    import trio_agent as ta
+
+    printer = _JsonlPrinter() if args.jsonl else _HumanPrinter()
+    async with trio.open_nursery() as nursery:
+        async with ta.open_agent(config) as agent:
+            nursery.start_soon(printer.consume, agent.events)
+            turn = await agent.prompt(args.prompt)
+            try:
+                await turn.result()
+                code = 0
+            except ta.AgentError as exc:
+                print(f"\ntrio-agent: the turn failed: {exc}", file=sys.stderr)
+                code = 1
+    return code
+
+
+class _JsonlPrinter:
+    async def consume(self, events: Any) -> None:
+        async for event in events:
+            try:
+                sys.stdout.write(event.to_json_line())
+                sys.stdout.flush()
+            except BrokenPipeError:  # e.g. piped into `head`: stop printing, keep the run clean
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+
+
+class _HumanPrinter:
+    def __init__(self) -> None:
+        self.first_token: float | None = None
+        self.started: float | None = None
+        self.streamed = False
+
+    async def consume(self, events: Any) -> None:
+        async for event in events:
+            self.on_event(event)
+
+    def on_event(self, event: Any) -> None:
+        kind, payload = event.kind.value, event.payload
+        if kind == "run.started":
+            self.started = event.time
+        elif kind == "assistant.delta":
+            if self.first_token is None:
+                self.first_token = event.time
+            sys.stdout.write(payload["text"])
+            sys.stdout.flush()
+            self.streamed = True
+        elif kind == "assistant.message":
+            if self.streamed:
+                sys.stdout.write("\n")
+            self.streamed = False
+        elif kind == "tool.call":
+            print(f"[tool] {payload['tool']} {_short(payload['arguments'])}", flush=True)
+        elif kind == "tool.result":
+            print(f"[tool] {payload['tool']} -> {payload['status']}: {_short(payload['result'])}", flush=True)
+        elif kind in ("run.completed", "run.failed"):
+            self.summary(event)
+
+    def summary(self, event: Any) -> None:
+        payload = event.payload
+        ttft = "n/a" if self.first_token is None or self.started is None else (
+            f"{(self.first_token - self.started) * 1000:.1f} ms"
+        )
+        print(
+            f"-- {payload['status']}: {payload['model_calls']} model call(s), "
+            f"{payload['usage']['total_tokens']} tokens, first token {ttft}, "
+            f"total {payload['duration_ns'] / 1e6:.1f} ms",
+            flush=True,
+        )
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
