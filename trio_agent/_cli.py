@@ -99,7 +99,7 @@ class _JsonlPrinter:
                 sys.stdout.write(event.to_json_line())
                 sys.stdout.flush()
             except BrokenPipeError:  # e.g. piped into `head`: stop printing, keep the run clean
-                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+                sys.stdout = open(os.devnull, "w")  # noqa: ASYNC230 - one-off, never blocks
 
 
 class _HumanPrinter:

@@ -17,6 +17,8 @@ Everything here is pure and synchronous; decoding and redaction happen in the ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 __all__ = ["DEFAULT_CAPACITY", "Excerpt", "HeadTailBuffer", "omitted_notice"]
@@ -56,6 +58,15 @@ class Excerpt:
         if not self.truncated:
             return self.head + self.tail
         return self.head + omitted_notice(self.omitted).encode() + self.tail
+
+    def to_text(self, transform: Callable[[str], str] = str) -> str:
+        """Decode head and tail as UTF-8 (``errors="replace"``), each passed through
+        ``transform`` (e.g. redaction), joined by the omission notice if truncated."""
+        if not self.truncated:
+            return transform((self.head + self.tail).decode("utf-8", "replace"))
+        head = transform(self.head.decode("utf-8", "replace"))
+        tail = transform(self.tail.decode("utf-8", "replace"))
+        return head + omitted_notice(self.omitted) + tail
 
 
 class HeadTailBuffer:

@@ -22,6 +22,12 @@ is cancelled, the group is killed before ``Cancelled`` propagates: SIGTERM to th
 up to ``kill_grace`` (0.5 s) for the shell to exit, SIGKILL to the group, reap; all
 shielded and bounded (:func:`_kill_process_group`). Trio's default ``deliver_cancel``
 would only signal the shell and orphan its children (A.7).
+
+Notes: this module starts no threads itself, but ``trio.lowlevel.open_process`` runs
+``fork``/``exec`` in a Trio worker thread (uncancellable, so a cancel that arrives
+during the spawn is seen right after it and still kills the group). Secrets are redacted
+per returned chunk, so a secret split across two reads, or across an omission notice,
+is not caught.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import NotRequired, TypedDict, cast, final
 import attrs
 import trio
 
-from ._output_capture import DEFAULT_CAPACITY, Excerpt, HeadTailBuffer, omitted_notice
+from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
 from ._shell_env import (
     BYTES_PER_TOKEN,
     ExecRequest,
@@ -237,11 +243,16 @@ class ShellSessions:
         )
         session = _Session(process, environment.secrets, last_used=trio.current_time())
         try:
-            self._nursery.start_soon(self._supervise, session)
-        except RuntimeError as exc:  # the owning nursery has exited
+            if self._closed:  # aclose() ran while the process was starting
+                raise ShellError("shell sessions were closed while the command was starting")
+            try:
+                self._nursery.start_soon(self._supervise, session)
+            except RuntimeError as exc:  # the owning nursery has exited
+                raise ShellError("shell sessions are closed: their nursery has exited") from exc
+        except ShellError:
             await _kill_process_group(process, grace=0)
             await _close_pipes(process)
-            raise ShellError("shell sessions are closed: their nursery has exited") from exc
+            raise
         self._live.add(session)
         return session
 
@@ -344,7 +355,7 @@ class ShellSessions:
             result["session_id"] = self._publish(session)
         if excerpt.truncated:
             result["original_token_count"] = math.ceil(excerpt.total / BYTES_PER_TOKEN)
-        result["output"] = _render(excerpt, session.secrets)
+        result["output"] = excerpt.to_text(lambda text: redact(text, session.secrets))
         return cast("ExecResult", result)
 
     # -- stdin -----------------------------------------------------------------------------
@@ -434,11 +445,3 @@ def _start_failure(problem: str, started: float) -> ExecResult:
         exit_code=1,
         output=f"exec_command could not start the command: {problem}",
     )
-
-
-def _render(excerpt: Excerpt, secrets: tuple[str, ...]) -> str:
-    if not excerpt.truncated:
-        return redact((excerpt.head + excerpt.tail).decode("utf-8", "replace"), secrets)
-    head = redact(excerpt.head.decode("utf-8", "replace"), secrets)
-    tail = redact(excerpt.tail.decode("utf-8", "replace"), secrets)
-    return head + omitted_notice(excerpt.omitted) + tail

@@ -171,6 +171,7 @@ class Cell:
                 self._apply(engine, completion)
                 outcome = await self._settle(engine, nursery, send)
         except EngineInterrupted:
+            self._salvage(engine)
             limit = self._limits.step_time_limit
             return _Ended(
                 "terminated",
@@ -178,11 +179,24 @@ class Cell:
                 "(runaway loop?) and was terminated.",
             )
         except EngineError as exc:
+            self._salvage(engine)
             return _Ended("failed", f"Script error:\n{exc}")
         finally:
             if engine is not None:
                 engine.close()
         return self._finish(outcome)
+
+    def _salvage(self, engine: Engine | None) -> None:
+        # Keep what the script produced before the failed step (the context is
+        # still usable after an interrupt).
+        if engine is None:
+            return
+        try:
+            events = engine.take_outputs()
+        except EngineError:
+            return
+        for event in events:
+            self._push(event)
 
     def _finish(self, outcome: Outcome) -> _Ended:
         # store() writes become visible to later cells when the cell completes or
