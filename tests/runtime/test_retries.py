@@ -1,0 +1,187 @@
+"""Retries, backoff on Trio's clock, bad frames and closing cleanly (real loopback, MockClock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+import trio_websocket
+
+import trio_agent as ta
+from trio_agent.testing import FakeResponsesServer, frames
+
+from ..conftest import make_config, run_model
+
+
+async def _warm(server: FakeResponsesServer):
+    conn = await server.accept()
+    await conn.next_request()
+    await conn.send_warmup("resp-warmup")
+    return conn
+
+
+async def test_server_suggested_retry_delay_is_honoured_on_trios_clock(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    times: list[float] = []
+
+    async def script() -> None:
+        conn = await _warm(server)
+        await conn.next_request()
+        times.append(trio.current_time())
+        await conn.send_error("overloaded", code="server_is_overloaded", retry_after=7)
+        retry = await server.accept()
+        replay = await retry.next_request()
+        times.append(trio.current_time())
+        assert "previous_response_id" not in replay
+        assert len(replay["input"]) == 5
+        await retry.send_final("resp-final")
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            output = await run_model(server, workspace, "retry please")
+    assert times[1] - times[0] == pytest.approx(7.0, abs=0.01)
+    assert '"model.attempt.retrying"' in output
+    assert '"server_requested_delay":true' in output
+    assert '"delay_ns":7000000000' in output
+    assert '"response_retries":1' in output
+
+
+async def test_backoff_doubles_with_jitter_and_gives_up_after_max_attempts(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    arrivals: list[float] = []
+
+    async def script() -> None:
+        conn = await _warm(server)
+        for attempt in range(3):
+            if attempt:
+                conn = await server.accept()
+            await conn.next_request()
+            arrivals.append(trio.current_time())
+            await conn.send_error("boom", code="server_error")
+
+    responses = ta.Responses(websocket_url=server.url, max_attempts=3)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace, responses=responses)) as agent:
+                turn = await agent.prompt("fail three times")
+                with pytest.raises(ta.TurnFailed) as info:
+                    await turn.result()
+    assert isinstance(info.value.responses_error, ta.ApiError)
+    assert info.value.responses_error.code == "server_error"
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    # 200 ms then 400 ms, each with a deterministic 90-110% jitter.
+    assert 0.18 <= gaps[0] <= 0.22
+    assert 0.36 <= gaps[1] <= 0.44
+
+
+async def test_terminal_api_error_is_not_retried_and_fails_the_turn(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        conn = await _warm(server)
+        await conn.next_request()
+        await conn.send(frames.error_frame("quota gone", code="insufficient_quota"))
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                collected: list[ta.AgentEvent] = []
+
+                async def collect() -> None:
+                    async for event in agent.events:
+                        collected.append(event)
+
+                nursery.start_soon(collect)
+                turn = await agent.prompt("spend")
+                with pytest.raises(ta.TurnFailed) as info:
+                    await turn.result()
+    assert isinstance(info.value.responses_error, ta.UsageLimitExceeded)
+    kinds = [event.kind.value for event in collected]
+    assert "model.attempt.retrying" not in kinds
+    assert kinds[-3:] == ["model.call.failed", "run.error", "run.failed"]
+    assert collected[-1].payload["status"] == "failed"
+    assert len(server.handshakes) == 1
+
+
+async def test_a_frame_that_is_not_json_fails_the_turn_with_a_clear_error(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        conn = await _warm(server)
+        await conn.next_request()
+        await conn._ws.send_message("this is not json")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                turn = await agent.prompt("garbage in")
+                with pytest.raises(ta.TurnFailed, match="not JSON") as info:
+                    await turn.result()
+    assert isinstance(info.value.responses_error, ta.ProtocolError)
+    assert info.value.responses_error.error_class == "invalid_json"
+
+
+async def test_next_prompt_works_after_a_failed_turn(server: FakeResponsesServer, workspace: Path) -> None:
+    async def script() -> None:
+        conn = await _warm(server)
+        await conn.next_request()
+        await conn.send(frames.error_frame("bad request", code="invalid_request_error"))
+        follow = await conn.next_request()
+        assert follow["input"][-1]["content"][0]["text"] == "second"
+        await conn.send_final("resp-2", "recovered")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                with pytest.raises(ta.TurnFailed):
+                    await (await agent.prompt("first")).result()
+                result = await (await agent.prompt("second")).result()
+    assert result.final_message == "recovered"
+
+
+async def test_open_agent_closes_its_socket_on_exit(server: FakeResponsesServer, workspace: Path) -> None:
+    closed = trio.Event()
+
+    async def script() -> None:
+        conn = await _warm(server)
+        await conn.next_request()
+        await conn.send_final("resp-1")
+        with pytest.raises(trio_websocket.ConnectionClosed):
+            await conn.next_request()
+        closed.set()
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                await (await agent.prompt("hi")).result()
+            # By the time the block has exited the client has closed the socket.
+            await closed.wait()
+
+
+async def test_leaving_the_block_waits_for_queued_turns(server: FakeResponsesServer, workspace: Path) -> None:
+    async def script() -> None:
+        conn = await _warm(server)
+        for index in range(3):
+            await conn.next_request()
+            await conn.send_final(f"resp-{index}", f"answer {index}")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                turns = [await agent.prompt(f"prompt {i}") for i in range(3)]
+            # The block exited only after all three ran, in order.
+            results = [await turn.result() for turn in turns]
+    assert [r.final_message for r in results] == ["answer 0", "answer 1", "answer 2"]
+    with pytest.raises(ta.AgentClosed):
+        await agent.prompt("too late")
