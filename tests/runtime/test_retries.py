@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,7 @@ async def test_backoff_doubles_with_jitter_and_gives_up_after_max_attempts(
                     await turn.result()
     assert isinstance(info.value.responses_error, ta.ApiError)
     assert info.value.responses_error.code == "server_error"
-    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     # 200 ms then 400 ms, each with a deterministic 90-110% jitter.
     assert 0.18 <= gaps[0] <= 0.22
     assert 0.36 <= gaps[1] <= 0.44
