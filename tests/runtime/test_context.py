@@ -1,0 +1,77 @@
+"""The first-turn context messages: permissions, environment and AGENTS.md (SPEC sec. 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from trio_agent._runtime._context_io import AGENTS_MD_CAP, load_agents_md
+from trio_agent.testing import FakeResponsesServer
+
+from ..conftest import run_model
+
+
+def test_agents_md_is_gathered_from_the_git_root_down_to_the_workspace(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    workspace = root / "pkg" / "sub"
+    workspace.mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "AGENTS.md").write_text("root rules")
+    (root / "pkg" / "AGENTS.md").write_text("pkg rules")
+    (root / "pkg" / "AGENTS.override.md").write_text("pkg override")
+    (workspace / "AGENTS.md").write_text("sub rules")
+    (tmp_path / "AGENTS.md").write_text("outside the repo: never read")
+    assert load_agents_md(workspace) == "root rules\n\npkg override\n\nsub rules"
+
+
+def test_agents_md_without_git_reads_only_the_workspace(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "AGENTS.md").write_text("parent")
+    assert load_agents_md(workspace) is None
+    (workspace / "AGENTS.md").write_text("  \n")
+    assert load_agents_md(workspace) is None
+    (workspace / "AGENTS.md").write_text("mine")
+    assert load_agents_md(workspace) == "mine"
+
+
+def test_agents_md_is_capped_at_32_kib(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("a" * (AGENTS_MD_CAP + 100))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "AGENTS.md").write_text("never reached")
+    text = load_agents_md(sub)
+    assert text is not None
+    assert len(text) == AGENTS_MD_CAP
+    assert "never reached" not in text
+
+
+async def test_first_request_carries_permissions_environment_and_agents_md(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    (workspace / "AGENTS.md").write_text("Always run the tests.")
+    seen: list[dict] = []
+
+    async def script() -> None:
+        conn = await server.accept()
+        await conn.next_request()
+        await conn.send_warmup("resp-warmup")
+        seen.append(await conn.next_request())
+        await conn.send_final("resp-final")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            await run_model(server, workspace, "hello")
+    permissions, context, prompt = seen[0]["input"]
+    assert permissions["role"] == "developer"
+    assert "<permissions instructions>" in permissions["content"][0]["text"]
+    agents, environment = (part["text"] for part in context["content"])
+    assert agents.startswith(f"# AGENTS.md instructions for {workspace.resolve()}")
+    assert "Always run the tests." in agents
+    assert f"<cwd>{workspace.resolve()}</cwd>" in environment
+    assert "<current_date>" in environment and "<timezone>" in environment and "<shell>" in environment
+    assert prompt["content"] == [{"type": "input_text", "text": "hello"}]
+    assert prompt["id"].startswith("msg_")
