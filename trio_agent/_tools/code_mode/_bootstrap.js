@@ -24,6 +24,7 @@
   const SyntaxErrorCtor = SyntaxError;
   const reflectApply = Reflect.apply;
   const functionToString = Function.prototype.toString;
+  const promiseThen = Promise.prototype.then;
 
   // No shared memory or blocking primitives in cells (as nanocodex).
   delete globalThis.Atomics;
@@ -111,11 +112,12 @@
   function errorText(error) {
     if (error === null || error === undefined) return String(error);
     if (typeof error !== "object" && typeof error !== "function") return String(error);
-    const message = error.message;
-    const label = message && error.name ? `${error.name}: ${message}` : message;
+    const name = typeof error.name === "string" ? error.name : "";
+    const message = error.message === undefined || error.message === null ? "" : `${error.message}`;
+    const label = name && message ? `${name}: ${message}` : name || message;
     const stack = typeof error.stack === "string" ? userStack(error.stack).trimEnd() : "";
     if (stack && label && !stack.startsWith(label)) return `${label}\n${stack}`;
-    return stack || label || String(error);
+    return stack || label || stringify(error);
   }
 
   function finish() {
@@ -267,14 +269,14 @@
     const [requestId, promise] = request("sleep", ms);
     const timerId = nextTimerId++;
     timers.set(timerId, requestId);
-    promise.then(() => {
+    reflectApply(promiseThen, promise, [() => {
       if (!timers.delete(timerId)) return;
       try {
         callback(...args);
       } catch (error) {
         fail(error); // an uncaught exception in a timer ends the cell, as in Node
       }
-    });
+    }]);
     return timerId;
   }
 
@@ -319,10 +321,12 @@
       fail(error);
       return;
     }
-    script(
+    const main = script(
       tools, allTools, text, image, notify, store, load, yield_control, exit,
       setTimeout, clearTimeout, consoleObject,
-    ).then(finish, fail);
+    );
+    // The captured `then`: the script may have replaced Promise.prototype.then.
+    reflectApply(promiseThen, main, [finish, fail]);
   }
 
   function settle(id, fulfilled, payload) {

@@ -187,11 +187,7 @@ class QuickJsEngine:
         return True
 
     def drain_outbox(self) -> list[HostRequest]:
-        raw = self._read("drain")
-        try:
-            return [HostRequest(int(r["id"]), str(r["op"]), r.get("args")) for r in raw]
-        except (TypeError, KeyError, ValueError) as exc:
-            raise EngineError(f"malformed code-mode outbox: {exc!r}") from None
+        return [_decode_request(entry) for entry in self._read_list("drain")]
 
     def resolve(self, request_id: int, value: object) -> None:
         self._call("resolve", request_id, json.dumps(value, allow_nan=False))
@@ -200,7 +196,7 @@ class QuickJsEngine:
         self._call("reject", request_id, message)
 
     def take_outputs(self) -> list[OutputEvent]:
-        return [_decode_output(event) for event in self._read("take")]
+        return [_decode_output(event) for event in self._read_list("take")]
 
     def outcome(self) -> Outcome | None:
         state = self._read("state")
@@ -219,13 +215,17 @@ class QuickJsEngine:
         self._entry = None
         self._context = None
 
-    def _read(self, op: str) -> list[dict[str, object]] | dict[str, object]:
+    def _read(self, op: str) -> object:
         raw = self._call(op)
         try:
-            value = json.loads(str(raw))
+            value: object = json.loads(str(raw))
         except ValueError as exc:
             raise EngineError(f"malformed code-mode {op} payload: {exc}") from None
-        if op != "state" and not isinstance(value, list):
+        return value
+
+    def _read_list(self, op: str) -> list[object]:
+        value = self._read(op)
+        if not isinstance(value, list):
             raise EngineError(f"malformed code-mode {op} payload")
         return value
 
@@ -241,6 +241,14 @@ def _step(function: Callable[..., _T], *args: object) -> _T:
         if message.startswith(_INTERRUPTED):
             raise EngineInterrupted(message) from None
         raise EngineError(message) from None
+
+
+def _decode_request(entry: object) -> HostRequest:
+    if isinstance(entry, dict):
+        request_id, op = entry.get("id"), entry.get("op")
+        if isinstance(request_id, int) and isinstance(op, str):
+            return HostRequest(request_id, op, entry.get("args"))
+    raise EngineError(f"malformed code-mode host request: {entry!r}")
 
 
 def _decode_output(event: object) -> OutputEvent:
