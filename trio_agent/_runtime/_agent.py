@@ -173,8 +173,12 @@ class Agent:
     def context_message(self) -> dict[str, Any]:
         return context_user_message(self.workspace)
 
-    def tool_runner_for(self, call: dict[str, Any], state: TurnState, model_call_index: int) -> Any:
-        return self.dispatcher.runner_for(call, state, model_call_index)
+    @property
+    def nursery(self) -> trio.Nursery:
+        return self._nursery
+
+    def tool_runner_for(self, call: dict[str, Any], state: TurnState, model_call_index: int, stats: TurnStats) -> Any:
+        return self.dispatcher.runner_for(call, state, model_call_index, stats)
 
     def run_started_payload(self, state: TurnState) -> dict[str, Any]:
         config = self.config

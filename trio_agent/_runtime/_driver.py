@@ -116,7 +116,7 @@ async def _run_tools(agent: Agent, state: TurnState, stats: TurnStats, live: _Li
         live.pending_calls[0] = (call, trio.current_time())
         outcome = await run_call(
             call,
-            agent.tool_runner_for(call, state, live.model_call_index),
+            agent.tool_runner_for(call, state, live.model_call_index, stats),
             emit=agent.emit,
             turn_id=state.turn_id,
             model_call_index=live.model_call_index,

@@ -1,53 +1,100 @@
-"""Route top-level tool calls to user handlers and the built-in ``exec``/``wait``."""
+"""Route tool calls: user handlers, the built-in ``exec``/``wait``, and nested calls.
+
+``exec`` cells run in the agent's ``CodeModeHost`` (created on first use, so the
+JavaScript engine is imported lazily); their ``tools.<name>(...)`` calls come back
+through ``_call_nested``, which runs ``exec_command``/``write_stdin`` in the agent's
+``ShellSessions``, ``apply_patch`` in the workspace, or a user handler, and reports
+each as ``tool.call``/``tool.result`` with ``call_id`` ``<exec id>/code-<n>`` and the
+``model_call_index`` of the model call that created the cell (SPEC sec. 7).
+"""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
+
+import trio
 
 from .._events import EventKind
 from .._tools import ToolContext, ToolSpec
 from ._tool_runner import Runner, ToolOutcome, to_output
 
 if TYPE_CHECKING:
+    from .._tools.code_mode import CodeModeHost
+    from .._tools.exec_command import ShellSessions
     from ._agent import Agent
+    from ._stats import TurnStats
     from ._turn import TurnState
 
 __all__ = ["ToolDispatcher"]
+
+_NS = 1_000_000_000
+_NESTED_DOCS = {
+    "exec_command": ("Run a shell command in the workspace.", True),
+    "write_stdin": ("Write to a running exec_command session.", True),
+    "apply_patch": ("Edit files with a *** Begin Patch patch.", False),
+}
+
+
+class _CellOrigin:
+    """Where a cell came from: its exec call id, model call index and turn stats."""
+
+    def __init__(self, call_id: str, model_call_index: int, turn_id: int, stats: TurnStats) -> None:
+        self.call_id = call_id
+        self.model_call_index = model_call_index
+        self.turn_id = turn_id
+        self.stats = stats
+        self.started = trio.current_time()
 
 
 class ToolDispatcher:
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
+        self._host: CodeModeHost | None = None
+        self._shell: ShellSessions | None = None
+        self._origins: dict[str, _CellOrigin] = {}  # exec call id -> origin
+        self._cell_calls: dict[int, str] = {}  # cell id -> exec call id
+        self._closed = False
 
-    def runner_for(self, call: dict[str, Any], state: TurnState, model_call_index: int) -> Runner | None:
+    # -- routing ---------------------------------------------------------------------
+
+    def runner_for(
+        self, call: dict[str, Any], state: TurnState, model_call_index: int, stats: TurnStats
+    ) -> Runner | None:
         """The coroutine function that answers ``call``, or None when it is unsupported."""
         if call.get("namespace"):
             return None
-        name = call.get("name", "")
+        name, kind = call.get("name", ""), call.get("type")
         tools = self._agent.tools
+        if tools.has_builtins and name == "exec" and kind == "custom_tool_call":
+            return self._exec_runner(state, model_call_index, stats)
+        if tools.has_builtins and name == "wait" and kind == "function_call":
+            return self._wait_runner()
         spec = tools.user_tool(name)
         expected = "custom_tool_call" if spec is not None and spec.kind == "custom" else "function_call"
-        if spec is not None and call.get("type") == expected:
-            return self._user_runner(spec, state)
+        if spec is not None and kind == expected:
+            return self._user_runner(spec, state.turn_id)
         return None
 
-    def _user_runner(self, spec: ToolSpec, state: TurnState) -> Runner:
+    # -- user tools --------------------------------------------------------------------
+
+    def _context(self, spec: ToolSpec, call_id: str, turn_id: int) -> ToolContext:
         agent = self._agent
 
+        def progress(message: str) -> None:
+            agent.emit(
+                EventKind.TOOL_PROGRESS, {"call_id": call_id, "tool": spec.name, "message": message}, turn_id
+            )
+
+        return ToolContext(call_id, spec.name, agent.workspace, agent.handle, progress=progress)
+
+    def _user_runner(self, spec: ToolSpec, turn_id: int) -> Runner:
         async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
-            call_id = call.get("call_id", "")
             if spec.kind == "function" and not isinstance(arguments, dict):
                 return ToolOutcome(
                     f"invalid arguments for {spec.name}: expected a JSON object, got {arguments!r}", "failed"
                 )
-
-            def progress(message: str) -> None:
-                agent.emit(
-                    EventKind.TOOL_PROGRESS, {"call_id": call_id, "tool": spec.name, "message": message},
-                    state.turn_id,
-                )
-
-            ctx = ToolContext(call_id, spec.name, agent.workspace, agent.handle, progress=progress)
+            ctx = self._context(spec, call.get("call_id", ""), turn_id)
             try:
                 value = await spec.handler(ctx, arguments)
             except Exception as exc:  # a failing tool is answered, not fatal
@@ -56,5 +103,136 @@ class ToolDispatcher:
 
         return run
 
+    # -- exec / wait ---------------------------------------------------------------------
+
+    def _code_mode(self) -> CodeModeHost:
+        if self._closed:
+            raise trio.ClosedResourceError("the agent is closing")
+        if self._host is None:
+            from .._tools.code_mode import CodeModeHost
+
+            self._host = CodeModeHost(self._agent.nursery)
+        return self._host
+
+    def _shell_sessions(self) -> ShellSessions:
+        if self._shell is None:
+            from .._tools.exec_command import ShellSessions
+
+            self._shell = ShellSessions(self._agent.nursery, self._agent.workspace)
+        return self._shell
+
+    def _nested_tool_names(self) -> list[tuple[str, str, bool]]:
+        names = [(name, doc, is_function) for name, (doc, is_function) in _NESTED_DOCS.items()]
+        names.extend((s.name, s.description, s.kind == "function") for s in self._agent.tools.user_tools)
+        return names
+
+    def _exec_runner(self, state: TurnState, model_call_index: int, stats: TurnStats) -> Runner:
+        async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
+            call_id = call.get("call_id", "")
+            origin = _CellOrigin(call_id, model_call_index, state.turn_id, stats)
+            self._origins[call_id] = origin
+            host = self._code_mode()
+            result = await host.exec(
+                call_id, str(arguments), self._call_nested, self._nested_tool_names()
+            )
+            self._cell_calls[result.cell_id] = call_id
+            return _outcome(result, call_id)
+
+        return run
+
+    def _wait_runner(self) -> Runner:
+        async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
+            from .._tools.code_mode._output import format_failure
+
+            args = arguments if isinstance(arguments, dict) else {}
+            try:
+                cell_id = int(str(args.get("cell_id", "")).strip())
+                yield_ms = int(args.get("yield_time_ms", 10_000))
+                max_tokens = args.get("max_tokens")
+            except ValueError:
+                text = f"wait needs a numeric cell_id (as returned by exec), got {args.get('cell_id')!r}"
+                return ToolOutcome(format_failure(text, 0.0), "failed")
+            result = await self._code_mode().wait(
+                cell_id, yield_ms, terminate=bool(args.get("terminate", False)),
+                max_tokens=int(max_tokens) if isinstance(max_tokens, int | float) else None,
+            )
+            exec_call_id = self._cell_calls.get(cell_id, "")
+            return _outcome(result, exec_call_id)
+
+        return run
+
+    # -- nested calls ------------------------------------------------------------------
+
+    async def _call_nested(self, name: str, args: Any, nested_call_id: str) -> Any:
+        from .._tools.code_mode import ToolCallError
+
+        exec_call_id = nested_call_id.split("/code-", 1)[0]
+        origin = self._origins.get(exec_call_id)
+        turn_id = origin.turn_id if origin else None
+        agent = self._agent
+        agent.emit(
+            EventKind.TOOL_CALL,
+            {"call_id": nested_call_id, "tool": name, "arguments": args,
+             "model_call_index": origin.model_call_index if origin else None},
+            turn_id,
+        )
+        start = trio.current_time()
+        status, error = "completed", None
+        try:
+            value = await self._run_nested(name, args, nested_call_id, turn_id)
+        except ToolCallError as exc:
+            status, error, value = "failed", exc, exc.message
+        duration = int((trio.current_time() - start) * _NS)
+        if origin is not None:
+            origin.stats.tool_calls += 1
+            origin.stats.tool_work_duration_ns += duration
+        agent.emit(
+            EventKind.TOOL_RESULT,
+            {"call_id": nested_call_id, "tool": name, "status": status, "duration_ns": duration,
+             "started_after_ns": int((start - origin.started) * _NS) if origin else 0,
+             "result": value if isinstance(value, str | list) else json.dumps(value, separators=(",", ":"))},
+            turn_id,
+        )
+        if error is not None:
+            raise error
+        return value
+
+    async def _run_nested(self, name: str, args: Any, call_id: str, turn_id: int | None) -> Any:
+        from .._tools.apply_patch import PatchError, apply_patch
+        from .._tools.code_mode import ToolCallError
+        from .._tools.exec_command import ShellError
+
+        try:
+            if name == "exec_command":
+                return await self._shell_sessions().exec_command(args)
+            if name == "write_stdin":
+                return await self._shell_sessions().write_stdin(args)
+            if name == "apply_patch":
+                return await apply_patch(str(args), self._agent.workspace)
+        except (ShellError, PatchError) as exc:
+            raise ToolCallError(str(exc)) from exc
+        spec = self._agent.tools.user_tool(name)
+        if spec is None:
+            raise ToolCallError(f"unsupported nested tool call: {name}")
+        try:
+            value = await spec.handler(self._context(spec, call_id, turn_id or 0), args)
+        except Exception as exc:  # a failing user tool rejects the JS promise
+            raise ToolCallError(f"tool {name} failed: {type(exc).__name__}: {exc}") from exc
+        return value
+
     async def aclose(self) -> None:
-        """Stop everything the tools left running (cells, shell sessions)."""
+        """Stop every cell and shell session the tools left running (idempotent)."""
+        self._closed = True
+        if self._host is not None:
+            await self._host.aclose()
+        if self._shell is not None:
+            await self._shell.aclose()
+
+
+def _outcome(result: Any, exec_call_id: str) -> ToolOutcome:
+    extra = tuple(
+        {"type": "custom_tool_call_output", "call_id": exec_call_id, "name": "exec", "output": note}
+        for note in result.notifications
+    )
+    status = "failed" if result.status in ("failed", "terminated") else "completed"
+    return ToolOutcome(result.output, status, extra)

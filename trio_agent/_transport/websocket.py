@@ -160,13 +160,18 @@ async def _connection_task(
     try:
         async with trio.open_nursery() as reader_nursery:
             ws, watched = await _handshake(reader_nursery, options)
-            link = WebSocketLink(ws, options)
-            watched.handshake_done = True
-            task_status.started(link)
-            started = True
-            await link.wait_abandoned()
-            await link._close()
-            reader_nursery.cancel_scope.cancel()
+            try:
+                link = WebSocketLink(ws, options)
+                watched.handshake_done = True
+                task_status.started(link)
+                started = True
+                await link.wait_abandoned()
+                await link._close()
+            finally:
+                # Whatever happened (remote close, abandon, cancellation), the TCP
+                # stream is closed here and the reader task stops with it.
+                await trio.aclose_forcefully(watched)
+                reader_nursery.cancel_scope.cancel()
     except BaseException as exc:  # mapped below; Cancelled always propagates
         if _contains_cancelled(exc):
             raise

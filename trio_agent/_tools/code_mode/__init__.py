@@ -10,6 +10,7 @@ from ._cells import ToolCaller as ToolCaller
 from ._cells import ToolCallError as ToolCallError
 from ._host import CodeModeHost as CodeModeHost
 from ._host import ExecOutput as ExecOutput
+from ._output import format_failure as format_failure
 from ._pragma import ExecSourceError as ExecSourceError
 from ._pragma import parse_exec_source as parse_exec_source
 
@@ -19,5 +20,6 @@ __all__ = [
     "ExecSourceError",
     "ToolCallError",
     "ToolCaller",
+    "format_failure",
     "parse_exec_source",
 ]
