@@ -1,0 +1,289 @@
+"""The public surface: __all__ pinned, handles final, import layering, config validation."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import trio_agent as ta
+
+PACKAGE_ROOT = Path(ta.__file__).resolve().parent
+
+EXPECTED_ALL = [
+    "Agent",
+    "AgentClosed",
+    "AgentConfig",
+    "AgentError",
+    "AgentEvent",
+    "AgentEvents",
+    "AgentHandle",
+    "ApiError",
+    "ChatGptAuth",
+    "ChatGptAuthSnapshot",
+    "CheckpointMissing",
+    "ConfigError",
+    "ConnectionFailed",
+    "ConnectionLost",
+    "EventKind",
+    "History",
+    "InvalidImageRequest",
+    "InvalidPrompt",
+    "InvalidSessionSnapshot",
+    "Prompt",
+    "ProtocolError",
+    "ResponseTimeout",
+    "Responses",
+    "ResponsesError",
+    "SteerQueueFull",
+    "Thinking",
+    "ToolContext",
+    "Tools",
+    "Transport",
+    "Turn",
+    "TurnCancelled",
+    "TurnControl",
+    "TurnFailed",
+    "TurnNotCancellable",
+    "TurnNotSteerable",
+    "TurnResult",
+    "TurnStatus",
+    "UsageLimitExceeded",
+    "WorkspaceChanged",
+    "open_agent",
+    "write_jsonl",
+]
+
+
+def test_all_is_pinned() -> None:
+    assert ta.__all__ == EXPECTED_ALL
+    assert sorted(ta.__all__) == ta.__all__
+    assert len(set(ta.__all__)) == len(ta.__all__)
+
+
+@pytest.mark.parametrize("name", EXPECTED_ALL)
+def test_every_exported_name_exists(name: str) -> None:
+    assert getattr(ta, name, None) is not None
+
+
+def test_no_public_name_outside_all() -> None:
+    public = {name for name, value in vars(ta).items() if not name.startswith("_") and not isinstance(value, type(sys))}
+    assert public == set(EXPECTED_ALL)
+
+
+@pytest.mark.parametrize("name", ["Agent", "Turn", "TurnControl", "AgentHandle", "TurnResult"])
+def test_handles_are_final(name: str) -> None:
+    cls = getattr(ta, name)
+    assert isinstance(cls, type)
+    assert getattr(cls, "__final__", False) is True
+
+
+def test_errors_form_one_tree() -> None:
+    for name in EXPECTED_ALL:
+        value = getattr(ta, name)
+        if isinstance(value, type) and issubclass(value, BaseException):
+            assert issubclass(value, ta.AgentError), name
+    assert issubclass(ta.ConfigError, ValueError)
+    for cls in (ta.ApiError, ta.ConnectionFailed, ta.ConnectionLost, ta.ProtocolError, ta.ResponseTimeout):
+        assert issubclass(cls, ta.ResponsesError)
+    for cls in (ta.InvalidImageRequest, ta.UsageLimitExceeded, ta.CheckpointMissing):
+        assert issubclass(cls, ta.ApiError)
+
+
+# -- import layering (DESIGN.md: _wire and _session are pure) ------------------------
+
+FORBIDDEN_TOP = {"trio", "trio_websocket", "httpx", "time", "random", "uuid"}
+FORBIDDEN_PACKAGES = {"trio_agent._transport", "trio_agent._runtime"}
+
+
+def _module_name(path: Path) -> str:
+    relative = path.relative_to(PACKAGE_ROOT.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _package_of(path: Path) -> str:
+    name = _module_name(path)
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _resolve(package: str, module: str | None, level: int) -> str:
+    if level == 0:
+        return module or ""
+    base = package.split(".")
+    if level > 1:
+        base = base[: -(level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def _is_forbidden(name: str) -> bool:
+    if name.split(".")[0] in FORBIDDEN_TOP:
+        return True
+    return any(name == pkg or name.startswith(pkg + ".") for pkg in FORBIDDEN_PACKAGES)
+
+
+def forbidden_imports(source: str, package: str) -> list[str]:
+    """Every forbidden module imported by ``source`` (a module inside ``package``)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names if _is_forbidden(alias.name))
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(package, node.module, node.level)
+            if _is_forbidden(target):
+                found.append(target)
+                continue
+            # ``from .. import _transport`` imports a subpackage by name
+            found.extend(f"{target}.{alias.name}" for alias in node.names if _is_forbidden(f"{target}.{alias.name}"))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "package", "expected"),
+    [
+        ("import trio", "trio_agent._wire", ["trio"]),
+        ("import trio.lowlevel", "trio_agent._wire", ["trio.lowlevel"]),
+        ("from trio_websocket import open_websocket_url", "trio_agent._wire", ["trio_websocket"]),
+        ("import httpx as h", "trio_agent._session", ["httpx"]),
+        ("from time import monotonic", "trio_agent._session", ["time"]),
+        ("import random, json", "trio_agent._session", ["random"]),
+        ("def f():\n    import uuid\n", "trio_agent._session", ["uuid"]),
+        ("from .._transport import retry", "trio_agent._wire", ["trio_agent._transport"]),
+        ("from .._runtime._agent import Agent", "trio_agent._wire", ["trio_agent._runtime._agent"]),
+        ("from .. import _transport", "trio_agent._session", ["trio_agent._transport"]),
+        ("from .. import _errors, _runtime", "trio_agent._session", ["trio_agent._runtime"]),
+        ("from trio_agent._transport.retry import x", "trio_agent._wire", ["trio_agent._transport.retry"]),
+        ("import trio_agent._runtime", "trio_agent._wire", ["trio_agent._runtime"]),
+        ("from .history import History", "trio_agent._session", []),
+        ("from .._errors import ProtocolError", "trio_agent._wire", []),
+        ("import json, enum\nfrom typing import Any", "trio_agent._wire", []),
+        ("import trio_agent._transportation", "trio_agent._wire", []),
+        ("import timeit", "trio_agent._wire", []),
+    ],
+)
+def test_forbidden_import_detector(source: str, package: str, expected: list[str]) -> None:
+    assert forbidden_imports(source, package) == expected
+
+
+PURE_FILES = sorted([*(PACKAGE_ROOT / "_wire").rglob("*.py"), *(PACKAGE_ROOT / "_session").rglob("*.py")])
+
+
+def test_pure_layers_have_files() -> None:
+    names = {path.name for path in PURE_FILES}
+    assert {"frames.py", "stream.py", "request.py", "history.py", "conversation.py"} <= names
+
+
+@pytest.mark.parametrize("path", PURE_FILES, ids=lambda p: str(p.relative_to(PACKAGE_ROOT)))
+def test_wire_and_session_import_nothing_impure(path: Path) -> None:
+    found = forbidden_imports(path.read_text(encoding="utf-8"), _package_of(path))
+    assert found == [], f"{path.relative_to(PACKAGE_ROOT)} imports {found}; pass ids/now in instead"
+
+
+def test_import_is_lazy_about_heavy_dependencies() -> None:
+    code = "import sys, trio_agent\nprint(','.join(sorted(m for m in ('httpx', 'quickjs') if m in sys.modules)))\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.strip() == "", f"`import trio_agent` imported: {result.stdout.strip()}"
+
+
+# -- AgentConfig validation (SPEC sec. 6) ---------------------------------------------
+
+
+class FakeAuthSource:
+    def validate(self) -> None:
+        return None
+
+    async def snapshot(self) -> ta.ChatGptAuthSnapshot:
+        return ta.ChatGptAuthSnapshot(token="tok", account_id="acct")
+
+    async def recover_unauthorized(self, rejected: ta.ChatGptAuthSnapshot) -> None:
+        return None
+
+
+def chatgpt_auth() -> ta.ChatGptAuth:
+    return ta.ChatGptAuth(FakeAuthSource())
+
+
+def test_rejects_invalid_auth_storage_and_https_history_policies(tmp_path: Path) -> None:
+    """Port of nanocodex ``rejects_invalid_auth_storage_and_https_history_policies``."""
+    with pytest.raises(ta.ConfigError) as info:
+        ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(store=True))
+    assert "ChatGPT subscription authentication does not support store: true" in str(info.value)
+
+    with pytest.raises(ta.ConfigError) as info:
+        ta.AgentConfig(
+            auth="test-key",
+            workspace=tmp_path,
+            responses=ta.Responses(transport=ta.Transport.HTTPS, store=False, history=ta.History.INCREMENTAL),
+        )
+    assert "HTTPS with store: false requires full client-history replay" in str(info.value)
+    assert "History.FULL_REPLAY" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "responses",
+    [
+        lambda: ta.Responses(transport=ta.Transport.HTTPS, store=False, history=ta.History.FULL_REPLAY),
+        lambda: ta.Responses(transport=ta.Transport.HTTPS, store=True, history=ta.History.INCREMENTAL),
+        lambda: ta.Responses(transport=ta.Transport.WEBSOCKET, store=False, history=ta.History.INCREMENTAL),
+    ],
+)
+def test_valid_history_policies_are_accepted(tmp_path: Path, responses: object) -> None:
+    config = ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=responses())  # type: ignore[operator]
+    assert config.responses.history in (ta.History.FULL_REPLAY, ta.History.INCREMENTAL)
+
+
+@pytest.mark.parametrize("store", [None, False])
+def test_chatgpt_auth_without_store_true_is_accepted(tmp_path: Path, store: bool | None) -> None:
+    config = ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(store=store))
+    assert config.store is False
+    assert config.is_chatgpt
+
+
+def test_api_key_defaults_to_store_true(tmp_path: Path) -> None:
+    assert ta.AgentConfig(auth="test-key", workspace=tmp_path).store is True
+
+
+@pytest.mark.parametrize("auth", ["", "   ", None, 42])
+def test_empty_auth_is_rejected_with_advice(tmp_path: Path, auth: object) -> None:
+    with pytest.raises(ta.ConfigError) as info:
+        ta.AgentConfig(auth=auth, workspace=tmp_path)  # type: ignore[arg-type]
+    message = str(info.value)
+    assert "auth must be a non-empty API key" in message
+    assert "OPENAI_API_KEY" in message
+
+
+def test_bad_workspace_is_rejected_with_advice(tmp_path: Path) -> None:
+    missing = tmp_path / "does-not-exist"
+    with pytest.raises(ta.ConfigError) as info:
+        ta.AgentConfig(auth="test-key", workspace=missing)
+    assert str(missing) in str(info.value)
+    assert "is not a directory" in str(info.value)
+    assert "pass an existing directory" in str(info.value)
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    with pytest.raises(ta.ConfigError, match="is not a directory"):
+        ta.AgentConfig(auth="test-key", workspace=a_file)
+
+
+@pytest.mark.parametrize("max_attempts", [0, -1])
+def test_max_attempts_must_be_positive(max_attempts: int) -> None:
+    with pytest.raises(ta.ConfigError) as info:
+        ta.Responses(max_attempts=max_attempts)
+    assert "max_attempts must be a positive integer or None" in str(info.value)
+    assert repr(max_attempts) in str(info.value)
+
+
+def test_max_attempts_one_is_kept(tmp_path: Path) -> None:
+    config = ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=ta.Responses(max_attempts=1))
+    assert config.max_attempts == 1
+    assert ta.AgentConfig(auth="test-key", workspace=tmp_path).max_attempts == 5
+
+
+def test_config_errors_are_value_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="ChatGPT subscription"):
+        ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(store=True))
