@@ -19,6 +19,7 @@ import trio
 __all__ = ["PROTOCOL_VERSION", "AgentEvent", "AgentEvents", "EventKind", "write_jsonl"]
 
 PROTOCOL_VERSION = 1
+_LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
 
 
 class EventKind(enum.StrEnum):
@@ -85,7 +86,13 @@ class AgentEvent:
         return line
 
     def to_json_line(self) -> str:
-        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False) + "\n"
+        """One compact JSON object and a newline. U+2028/U+2029/U+0085 are escaped so
+        that no line-splitting reader (``str.splitlines``, JavaScript) sees two lines."""
+        text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+        for char, escaped in _LINE_BREAKS:
+            if char in text:
+                text = text.replace(char, escaped)
+        return text + "\n"
 
 
 class EventSink:

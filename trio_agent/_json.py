@@ -1,15 +1,51 @@
 """The single cattrs converter of trio_agent.
 
 Frames, events and snapshots are attrs values; this converter is the one place that
-turns them into JSON-able data and back. ``forbid_extra_keys`` stays off so the
-server can add fields without breaking us; unknown frame *types* are handled by
+turns them into JSON-able data and back. Extra keys are tolerated so the server can
+add fields without breaking us; unknown frame *types* are handled by
 ``_wire.frames.parse_frame`` (kept as ``UnknownFrame``, never fatal).
+
+Scalars are structured strictly: cattrs would otherwise coerce ``null`` into the
+string ``"None"`` or ``"false"`` into ``True``; a frame with a wrongly typed field is
+a protocol error, not a value to guess at.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
 import cattrs
+from cattrs.gen import make_dict_structure_fn
 
 __all__ = ["converter"]
 
 converter = cattrs.Converter(omit_if_default=False, forbid_extra_keys=False)
+
+
+def _strict(kind: type) -> Callable[[Any, Any], Any]:
+    def structure(value: Any, _type: Any) -> Any:
+        if type(value) is kind or (kind is float and type(value) is int):
+            return value
+        raise TypeError(f"expected {kind.__name__}, got {type(value).__name__} {value!r}")
+
+    return structure
+
+
+for _kind in (str, int, bool, float):
+    converter.register_structure_hook(_kind, _strict(_kind))
+
+
+def _attrs_from_mapping(cls: type) -> Callable[[Any, Any], Any]:
+    inner = make_dict_structure_fn(cls, converter)
+
+    def structure(value: Any, _type: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected an object for {cls.__name__}, got {type(value).__name__}")
+        return inner(value, cls)
+
+    return structure
+
+
+converter.register_structure_hook_factory(attrs.has, _attrs_from_mapping)

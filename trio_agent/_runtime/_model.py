@@ -16,21 +16,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._config import AgentConfig, History, Transport
-from .._errors import CheckpointMissing, ConnectionFailed, ResponsesError
+from .._errors import CheckpointMissing, ConnectionFailed, ResponsesError, ResponseTimeout
 from .._events import EventKind
 from .._session.conversation import Conversation
 from .._transport.retry import backoff_delay, should_retry
-from .._transport.websocket import (
-    WebSocketLink,
-    WebSocketOptions,
-    idle_timeout_error,
-    open_connection,
-)
 from .._wire.frames import decode_frame, parse_frame
 from .._wire.request import RequestSettings, build_response_create
 from .._wire.stream import (
@@ -43,6 +37,9 @@ from .._wire.stream import (
     TurnStateSeen,
 )
 from ._stats import TransportStats
+
+if TYPE_CHECKING:
+    from .._transport.websocket import WebSocketLink, WebSocketOptions
 
 __all__ = ["ModelClient"]
 
@@ -292,7 +289,7 @@ class ModelClient:
                         self._call_completed(event.outcome, phase, call_index, turn_id, sent, first_event, first_output)
                         return event.outcome
                     self._stream_event(event, call_index, turn_id)
-        raise idle_timeout_error(idle)
+        raise ResponseTimeout(f"no Responses WebSocket frame arrived for {idle:g} s")
 
     def _stream_event(self, event: Any, call_index: int | None, turn_id: int | None) -> None:
         if isinstance(event, TextDelta):
@@ -378,6 +375,8 @@ class ModelClient:
             turn_id,
         )
         start = trio.current_time()
+        from .._transport.websocket import open_connection  # lazy: keeps `import trio_agent` lean
+
         try:
             link = await open_connection(self._nursery, await self._options())
         except ConnectionFailed as exc:
@@ -407,6 +406,8 @@ class ModelClient:
         return link
 
     async def _options(self) -> WebSocketOptions:
+        from .._transport.websocket import WebSocketOptions
+
         config = self._config
         session = config.session_id
         headers = [

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from xml.sax.saxutils import escape
 
 __all__ = [
     "DEFAULT_INSTRUCTIONS",
@@ -54,6 +53,11 @@ TURN_ABORTED_TEXT = (
     "processes of that turn were stopped. If any tools or commands were aborted, they "
     "may have partially executed.\n</turn_aborted>"
 )
+
+
+def escape(text: str) -> str:
+    """XML-escape ``&``, ``<`` and ``>`` (what the context block needs)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _text_message(role: str, *texts: str) -> dict[str, Any]:

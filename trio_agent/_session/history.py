@@ -68,7 +68,10 @@ class History:
             yield from segment
 
     def since(self, start: int) -> list[Item]:
-        """The items at positions ``start`` and later (walking only the newest segments)."""
+        """The items at positions ``start`` and later (walking only the newest segments);
+        a negative ``start`` counts from the end, as in slicing."""
+        if start < 0:
+            start = max(self._length + start, 0)
         if start >= self._length:
             return []
         collected: list[tuple[Item, ...]] = []

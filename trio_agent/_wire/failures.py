@@ -36,25 +36,29 @@ def failure_from_frame(raw: dict[str, Any]) -> ResponsesError:
     kind = raw.get("type", "error")
     error = _error_object(raw)
     code = _str(error.get("code")) or _str(error.get("type"))
-    message = _str(error.get("message")) or _default_message(kind, raw)
+    message = _str(error.get("message")) or _str(raw.get("message")) or _default_message(kind)
+    status = raw.get("status") if type(raw.get("status")) is int else None
     retry_after = _retry_after(error)
+    if retry_after is None:
+        retry_after = _retry_after(raw)
     text = json.dumps(raw, separators=(",", ":"))
     detail = f"Responses API {kind}: {message}" + (f" (code {code})" if code else "")
-    common: dict[str, Any] = {"code": code, "event": raw, "retry_after": retry_after}
+    common: dict[str, Any] = {"code": code, "event": raw, "retry_after": retry_after, "status": status}
     if _INVALID_IMAGE_TEXT in text or code in _IMAGE_CODES:
         return InvalidImageRequest(detail, **common)
     if code in _USAGE_CODES:
         return UsageLimitExceeded(detail, **common)
     if code == "previous_response_not_found":
         return CheckpointMissing(detail, **common)
-    if code in _SERVER_CODES:
+    if code in _SERVER_CODES or (status is not None and status >= 500):
         return ApiError(detail, error_class="api_server", retryable=True, **common)
-    if code == "rate_limit_exceeded":
+    if code == "rate_limit_exceeded" or status == 429:
         return ApiError(detail, error_class="api_rate_limit", retryable=True, **common)
     return ApiError(detail, **common)
 
 
 def _error_object(raw: dict[str, Any]) -> dict[str, Any]:
+    """The nested error object (``error``, ``response.error`` or the incomplete reason)."""
     if isinstance(raw.get("error"), dict):
         return raw["error"]  # type: ignore[no-any-return]
     response = raw.get("response")
@@ -64,15 +68,18 @@ def _error_object(raw: dict[str, Any]) -> dict[str, Any]:
         details = response.get("incomplete_details")
         if isinstance(details, dict):
             return {"code": details.get("reason"), "message": f"incomplete: {details.get('reason')}"}
-    return raw
+    # A flat error frame: its own fields, but never its frame ``type`` as a code.
+    return {key: raw[key] for key in ("code", "message", "retry_after") if key in raw}
 
 
-def _default_message(kind: str, raw: dict[str, Any]) -> str:
+def _default_message(kind: str) -> str:
     return f"the server ended the response with {kind!r}"
 
 
 def _retry_after(error: dict[str, Any]) -> float | None:
     value = error.get("retry_after")
+    if isinstance(value, bool):
+        return None
     if value is None and isinstance(error.get("headers"), dict):
         headers = {str(k).lower(): v for k, v in error["headers"].items()}
         value = headers.get("retry-after")
