@@ -186,3 +186,48 @@ async def test_leaving_the_block_waits_for_queued_turns(server: FakeResponsesSer
     assert [r.final_message for r in results] == ["answer 0", "answer 1", "answer 2"]
     with pytest.raises(ta.AgentClosed):
         await agent.prompt("too late")
+
+
+async def test_idle_timeout_on_trios_clock_reconnects_and_replays(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    times: list[float] = []
+
+    async def script() -> None:
+        conn = await _warm(server)
+        await conn.next_request()
+        times.append(trio.current_time())
+        # Say nothing: the client's idle timeout (300 s of Trio time) must fire.
+        retry = await server.accept()
+        times.append(trio.current_time())
+        replay = await retry.next_request()
+        assert "previous_response_id" not in replay
+        await retry.send_final("resp-final")
+
+    with trio.fail_after(1000):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            output = await run_model(server, workspace, "anyone there?")
+    assert 300.0 <= times[1] - times[0] <= 301.0
+    assert '"error_class":"event_idle_timeout"' in output
+    assert '"purpose":"reconnect"' in output
+    assert '"run.completed"' in output
+
+
+async def test_closing_the_agent_during_the_startup_warmup_is_prompt(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        conn = await server.accept()
+        await conn.next_request()  # never answered
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                events = agent.events
+            # The warmup was still waiting: leaving the block cancels nothing the user
+            # accepted, but the agent shut its socket and ended its events.
+            kinds = [event.kind.value async for event in events]
+            nursery.cancel_scope.cancel()
+    assert kinds[:2] == ["model.warmup.started", "model.connection.started"]

@@ -76,49 +76,55 @@ class ModelClient:
         self._connect_timeout = connect_timeout
         self.turn_state: str | None = None
         self.stats = TransportStats()
+        # The startup warmup is not an accepted turn: closing the agent cancels it.
+        self._warmup_scope = trio.CancelScope()
 
     # -- public ----------------------------------------------------------------------
 
     async def warmup(self, settings: RequestSettings, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Send the ``generate: false`` warmup; failures fall back to a full first request."""
-        async with self._lock:
-            task_status.started()
-            self._emit(
-                EventKind.MODEL_WARMUP_STARTED,
-                {"model": settings.model, "prompt_cache_key": settings.prompt_cache_key},
+        with self._warmup_scope:
+            async with self._lock:
+                task_status.started()
+                await self._warmup_locked(settings)
+
+    async def _warmup_locked(self, settings: RequestSettings) -> None:
+        self._emit(
+            EventKind.MODEL_WARMUP_STARTED,
+            {"model": settings.model, "prompt_cache_key": settings.prompt_cache_key},
+        )
+        start = trio.current_time()
+        sent_at = len(self._conversation.history)
+        try:
+            outcome = await self._attempt(
+                settings, phase="warmup", call_index=None, attempt=1, max_attempts=1,
+                turn_id=None, warmup=True,
             )
-            start = trio.current_time()
-            sent_at = len(self._conversation.history)
-            try:
-                outcome = await self._attempt(
-                    settings, phase="warmup", call_index=None, attempt=1, max_attempts=1,
-                    turn_id=None, warmup=True,
-                )
-            except ResponsesError as exc:
-                self.stats.warmup_duration_ns += _ns(trio.current_time() - start)
-                self._emit(
-                    EventKind.MODEL_WARMUP_FAILED,
-                    {"duration_ns": _ns(trio.current_time() - start), "error": str(exc)},
-                )
-                self._invalidate("warmup_fallback")
-                return
-            duration = _ns(trio.current_time() - start)
-            self.stats.warmup_duration_ns += duration
-            self.stats.warmup_usage = self.stats.warmup_usage + outcome.usage
-            self._conversation.chain_on(outcome.response_id)
-            self._conversation.delta_start = sent_at
-            self._chain_generation = self._generation
+        except ResponsesError as exc:
+            self.stats.warmup_duration_ns += _ns(trio.current_time() - start)
             self._emit(
-                EventKind.MODEL_WARMUP_COMPLETED,
-                {
-                    "response_id": outcome.response_id,
-                    "source": "response",
-                    "attempt": 1,
-                    "connection_generation": self._generation,
-                    "duration_ns": duration,
-                    "usage": outcome.usage_raw,
-                },
+                EventKind.MODEL_WARMUP_FAILED,
+                {"duration_ns": _ns(trio.current_time() - start), "error": str(exc)},
             )
+            self._invalidate("warmup_fallback")
+            return
+        duration = _ns(trio.current_time() - start)
+        self.stats.warmup_duration_ns += duration
+        self.stats.warmup_usage = self.stats.warmup_usage + outcome.usage
+        self._conversation.chain_on(outcome.response_id)
+        self._conversation.delta_start = sent_at
+        self._chain_generation = self._generation
+        self._emit(
+            EventKind.MODEL_WARMUP_COMPLETED,
+            {
+                "response_id": outcome.response_id,
+                "source": "response",
+                "attempt": 1,
+                "connection_generation": self._generation,
+                "duration_ns": duration,
+                "usage": outcome.usage_raw,
+            },
+        )
 
     async def generate(
         self, settings: RequestSettings, *, call_index: int, turn_id: int
@@ -159,6 +165,7 @@ class ModelClient:
         self._invalidate("reconnect")
 
     def close(self) -> None:
+        self._warmup_scope.cancel()
         if self._link is not None:
             self._link.abandon()
             self._link = None
