@@ -27,7 +27,7 @@ from trio_agent._tools._shell_env import (
 )
 from trio_agent._tools.exec_command import ExecResult, ShellError, ShellSessions
 
-OS_FACT_TIMEOUT = 2.0
+from .._os_facts import wait_for_os_fact
 
 
 @pytest.fixture
@@ -53,11 +53,7 @@ def _process_is_running(pid: int) -> bool:
 
 
 async def assert_process_exits(pid: int) -> None:
-    deadline = trio.current_time() + OS_FACT_TIMEOUT
-    while _process_is_running(pid):
-        if trio.current_time() > deadline:
-            pytest.fail(f"process {pid} is still running {OS_FACT_TIMEOUT} s after the kill")
-        await trio.sleep(0.01)
+    await wait_for_os_fact(lambda: not _process_is_running(pid), f"exit of process {pid} after the kill")
 
 
 def _read_complete_file(path: Path) -> str | None:
@@ -66,12 +62,8 @@ def _read_complete_file(path: Path) -> str | None:
 
 async def read_pids(path: Path) -> list[int]:
     """Wait for the command to publish ``$$ $!`` (written to a temp file, then moved)."""
-    deadline = trio.current_time() + OS_FACT_TIMEOUT
-    while (text := _read_complete_file(path)) is None:
-        if trio.current_time() > deadline:
-            pytest.fail(f"the command did not write {path} within {OS_FACT_TIMEOUT} s")
-        await trio.sleep(0.01)
-    return [int(word) for word in text.split()]
+    await wait_for_os_fact(lambda: _read_complete_file(path) is not None, f"the command writing {path}")
+    return [int(word) for word in (_read_complete_file(path) or "").split()]
 
 
 def _make_dirs(path: Path) -> Path:

@@ -1,0 +1,42 @@
+"""Waiting for facts outside this process (the process table, files written by a child).
+
+Trio cannot be notified when an unrelated process dies or a child writes a file, so
+these helpers poll the OS with a small interval and a hard bound. They never wait
+for our own code to make progress: that is always synchronised with Trio primitives.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+import trio
+
+OS_POLL_INTERVAL = 0.01
+OS_FACT_TIMEOUT = 5.0
+
+
+async def wait_for_os_fact(check: Callable[[], bool], what: str) -> None:
+    with trio.move_on_after(OS_FACT_TIMEOUT):
+        while not check():
+            await trio.sleep(OS_POLL_INTERVAL)
+        return
+    pytest.fail(f"{what} did not happen within {OS_FACT_TIMEOUT} s")
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return "\nState:\tZ" not in status.read()
+    except FileNotFoundError:
+        return False
+
+
+async def wait_gone(pids: list[int]) -> None:
+    await wait_for_os_fact(lambda: not any(pid_alive(pid) for pid in pids), f"exit of processes {pids}")
