@@ -86,13 +86,18 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
         call_start = trio.current_time()
         try:
             outcome = await agent.model.generate(
-                state.settings, call_index=live.model_call_index, turn_id=state.turn_id
+                state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
+                preemption=state.preemption,
             )
         finally:
             stats.model_duration_ns += int((trio.current_time() - call_start) * _NS)
         stats.usage = stats.usage + outcome.usage
         stats.last_response_id = outcome.response_id
-        conversation.record_response(outcome.response_id, outcome.history_items)
+        if outcome.chained:
+            conversation.record_response(outcome.response_id, outcome.history_items)
+        else:  # an interrupt the server never answered: keep what arrived, replay in full
+            conversation.record(outcome.history_items)
+            conversation.reset_chain()
         step = plan_next(
             tool_calls=outcome.tool_calls,
             end_turn=outcome.end_turn,
@@ -127,6 +132,7 @@ async def _run_tools(agent: Agent, state: TurnState, stats: TurnStats, live: _Li
 
 
 def _drain_steers(agent: Agent, state: TurnState, stats: TurnStats) -> None:
+    state.preemption.clear()  # the steers join this request: nothing left to preempt for
     while state.steers:
         text = state.steers.popleft()
         agent.conversation.record([user_message(text)])

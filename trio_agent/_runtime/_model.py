@@ -14,32 +14,30 @@ is replayed once in full on the same socket. All time is Trio time, so
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._config import AgentConfig, History, Transport
-from .._errors import CheckpointMissing, ConnectionFailed, ResponsesError, ResponseTimeout
+from .._errors import CheckpointMissing, ConnectionFailed, ResponsesError
 from .._events import EventKind
 from .._session.conversation import Conversation
 from .._transport.retry import backoff_delay, should_retry
-from .._wire.frames import decode_frame, parse_frame
 from .._wire.request import RequestSettings, build_response_create
 from .._wire.stream import (
     AssistantMessageDone,
     ReasoningDelta,
-    ResponseAccumulator,
-    ResponseFinished,
     ResponseOutcome,
     TextDelta,
     TurnStateSeen,
 )
+from ._exchange import Exchange
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
     from .._transport.websocket import WebSocketLink, WebSocketOptions
+    from ._turn import Preemption
 
 __all__ = ["ModelClient"]
 
@@ -127,7 +125,7 @@ class ModelClient:
         )
 
     async def generate(
-        self, settings: RequestSettings, *, call_index: int, turn_id: int
+        self, settings: RequestSettings, *, call_index: int, turn_id: int, preemption: Preemption | None = None
     ) -> ResponseOutcome:
         """One model call with retries; emits ``model.call.*`` and attempt events."""
         async with self._lock:
@@ -144,7 +142,7 @@ class ModelClient:
             )
             start = trio.current_time()
             try:
-                outcome = await self._generate_with_retries(settings, call_index, turn_id)
+                outcome = await self._generate_with_retries(settings, call_index, turn_id, preemption)
             except ResponsesError as exc:
                 self._emit(
                     EventKind.MODEL_CALL_FAILED,
@@ -158,6 +156,21 @@ class ModelClient:
                 )
                 raise
             return outcome
+
+    async def _backoff(self, delay: float, preemption: Preemption | None) -> None:
+        """Sleep ``delay`` on Trio's clock; a preempting steer skips the rest (SPEC sec. 4)."""
+        start = trio.current_time()
+        with trio.CancelScope() as scope:
+            if preemption is None:
+                await trio.sleep(delay)
+            elif not preemption.pending:
+
+                async def skip() -> None:
+                    scope.cancel()
+
+                with preemption.hook(skip):
+                    await trio.sleep(delay)
+        self.stats.retry_backoff_duration_ns += _ns(trio.current_time() - start)
 
     def abandon(self) -> None:
         """Drop the socket (e.g. after a cancelled turn): the next request reconnects
@@ -173,7 +186,7 @@ class ModelClient:
     # -- attempts ----------------------------------------------------------------------
 
     async def _generate_with_retries(
-        self, settings: RequestSettings, call_index: int, turn_id: int
+        self, settings: RequestSettings, call_index: int, turn_id: int, preemption: Preemption | None
     ) -> ResponseOutcome:
         max_attempts = self._config.max_attempts
         attempt = 1
@@ -183,7 +196,7 @@ class ModelClient:
             try:
                 return await self._attempt(
                     settings, phase="generation", call_index=call_index, attempt=attempt,
-                    max_attempts=max_attempts, turn_id=turn_id,
+                    max_attempts=max_attempts, turn_id=turn_id, preemption=preemption,
                 )
             except ResponsesError as exc:
                 retry_same_socket = isinstance(exc, CheckpointMissing) and not checkpoint_replayed
@@ -201,9 +214,7 @@ class ModelClient:
                 self._emit_retrying(exc, call_index, attempt, max_attempts, delay, not retry_same_socket, turn_id)
                 self.stats.response_retries += 1
                 if delay:
-                    backoff_start = trio.current_time()
-                    await trio.sleep(delay)
-                    self.stats.retry_backoff_duration_ns += _ns(trio.current_time() - backoff_start)
+                    await self._backoff(delay, preemption)
                 attempt += 1
 
     async def _attempt(
@@ -216,6 +227,7 @@ class ModelClient:
         max_attempts: int,
         turn_id: int | None,
         warmup: bool = False,
+        preemption: Preemption | None = None,
     ) -> ResponseOutcome:
         self.stats.response_attempts += 1
         link = await self._ensure_link(turn_id)
@@ -233,7 +245,9 @@ class ModelClient:
             }, keep=("model_call_index",)),
             turn_id,
         )
-        outcome = await self._exchange(link, body, phase=phase, call_index=call_index, turn_id=turn_id)
+        outcome = await self._exchange(
+            link, body, phase=phase, call_index=call_index, turn_id=turn_id, preemption=preemption
+        )
         if not warmup:
             self._chain_generation = self._generation
         return outcome
@@ -268,35 +282,26 @@ class ModelClient:
         phase: str,
         call_index: int | None,
         turn_id: int | None,
+        preemption: Preemption | None = None,
     ) -> ResponseOutcome:
-        emit = self._emit
-        api_base = {"direction": "inbound", "transport": Transport.WEBSOCKET.value, "phase": phase}
-        if call_index is not None:
-            api_base["model_call_index"] = call_index
-        emit(EventKind.API_EVENT, {**api_base, "direction": "outbound", "event": body}, turn_id)
-        sent = trio.current_time()
-        await link.send_text(json.dumps(body, separators=(",", ":"), ensure_ascii=False))
-        accumulator = ResponseAccumulator()
-        first_event: float | None = None
-        first_output: float | None = None
-        idle = self._idle_timeout
-        with trio.CancelScope(deadline=trio.current_time() + idle) as idle_scope:
-            while True:
-                text = await link.receive_text()
-                now = trio.current_time()
-                idle_scope.deadline = now + idle
-                if first_event is None:
-                    first_event = now
-                raw = decode_frame(text)
-                emit(EventKind.API_EVENT, {**api_base, "event": raw}, turn_id)
-                for event in accumulator.feed(parse_frame(raw)):
-                    if isinstance(event, TextDelta | AssistantMessageDone) and first_output is None:
-                        first_output = now
-                    if isinstance(event, ResponseFinished):
-                        self._call_completed(event.outcome, phase, call_index, turn_id, sent, first_event, first_output)
-                        return event.outcome
-                    self._stream_event(event, call_index, turn_id)
-        raise ResponseTimeout(f"no Responses WebSocket frame arrived for {idle:g} s")
+        exchange = Exchange(
+            link,
+            emit=self._emit,
+            on_stream_event=lambda event: self._stream_event(event, call_index, turn_id),
+            phase=phase,
+            call_index=call_index,
+            turn_id=turn_id,
+            idle_timeout=self._idle_timeout,
+            preemption=preemption,
+        )
+        outcome = await exchange.run(body)
+        if not outcome.chained:
+            # The server never answered the interrupt: give the socket up.
+            self._invalidate("reconnect")
+        self._call_completed(
+            outcome, phase, call_index, turn_id, exchange.sent_at, exchange.first_event, exchange.first_output
+        )
+        return outcome
 
     def _stream_event(self, event: Any, call_index: int | None, turn_id: int | None) -> None:
         if isinstance(event, TextDelta):

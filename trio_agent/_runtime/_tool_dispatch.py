@@ -69,7 +69,7 @@ class ToolDispatcher:
         if tools.has_builtins and name == "exec" and kind == "custom_tool_call":
             return self._exec_runner(state, model_call_index, stats)
         if tools.has_builtins and name == "wait" and kind == "function_call":
-            return self._wait_runner()
+            return self._wait_runner(state)
         spec = tools.user_tool(name)
         expected = "custom_tool_call" if spec is not None and spec.kind == "custom" else "function_call"
         if spec is not None and kind == expected:
@@ -132,15 +132,17 @@ class ToolDispatcher:
             origin = _CellOrigin(call_id, model_call_index, state.turn_id, stats)
             self._origins[call_id] = origin
             host = self._code_mode()
-            result = await host.exec(
-                call_id, str(arguments), self._call_nested, self._nested_tool_names()
-            )
+            with state.preemption.hook(_wake(host)):
+                result = await host.exec(
+                    call_id, str(arguments), self._call_nested, self._nested_tool_names(),
+                    yield_now=lambda: state.preemption.pending,
+                )
             self._cell_calls[result.cell_id] = call_id
             return _outcome(result, call_id)
 
         return run
 
-    def _wait_runner(self) -> Runner:
+    def _wait_runner(self, state: TurnState) -> Runner:
         async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
             from .._tools.code_mode._output import format_failure
 
@@ -152,10 +154,13 @@ class ToolDispatcher:
             except ValueError:
                 text = f"wait needs a numeric cell_id (as returned by exec), got {args.get('cell_id')!r}"
                 return ToolOutcome(format_failure(text, 0.0), "failed")
-            result = await self._code_mode().wait(
-                cell_id, yield_ms, terminate=bool(args.get("terminate", False)),
-                max_tokens=int(max_tokens) if isinstance(max_tokens, int | float) else None,
-            )
+            host = self._code_mode()
+            with state.preemption.hook(_wake(host)):
+                result = await host.wait(
+                    cell_id, yield_ms, terminate=bool(args.get("terminate", False)),
+                    max_tokens=int(max_tokens) if isinstance(max_tokens, int | float) else None,
+                    yield_now=lambda: state.preemption.pending,
+                )
             exec_call_id = self._cell_calls.get(cell_id, "")
             return _outcome(result, exec_call_id)
 
@@ -182,6 +187,18 @@ class ToolDispatcher:
             value = await self._run_nested(name, args, nested_call_id, turn_id)
         except ToolCallError as exc:
             status, error, value = "failed", exc, exc.message
+        except trio.Cancelled:
+            # Pair the call with a result event even when its cell is stopped.
+            elapsed = trio.current_time() - start
+            agent.emit(
+                EventKind.TOOL_RESULT,
+                {"call_id": nested_call_id, "tool": name, "status": "cancelled",
+                 "duration_ns": int(elapsed * _NS),
+                 "started_after_ns": int((start - origin.started) * _NS) if origin else 0,
+                 "result": f"Wall time: {elapsed:.3f} seconds\naborted by user"},
+                turn_id,
+            )
+            raise
         duration = int((trio.current_time() - start) * _NS)
         if origin is not None:
             origin.stats.tool_calls += 1
@@ -227,6 +244,14 @@ class ToolDispatcher:
             await self._host.aclose()
         if self._shell is not None:
             await self._shell.aclose()
+
+
+def _wake(host: CodeModeHost) -> Any:
+    async def wake() -> None:
+        host.wake_observers()
+        await trio.lowlevel.checkpoint()
+
+    return wake
 
 
 def _outcome(result: Any, exec_call_id: str) -> ToolOutcome:

@@ -8,7 +8,9 @@ of COMPLETED, FAILED or CANCELLED. ``result()`` waits for that and returns the
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, final
 
 import attrs
@@ -45,6 +47,38 @@ class Prompt:
         return parts
 
 
+class Preemption:
+    """The preempt signal of one turn (``steer(..., interrupt=True)``).
+
+    While ``pending``, everything the turn is waiting on that can end early does: the
+    live response is interrupted (``response.interrupt``), retry backoff is skipped,
+    a running ``exec``/``wait`` returns ``Script running with cell ID N``. Code that can
+    be preempted registers a hook for as long as it runs; ``request()`` sets the flag
+    and awaits every hook (so an interrupt frame is on the wire when ``steer`` returns).
+    The flag is cleared when the pending steers join a request.
+    """
+
+    def __init__(self) -> None:
+        self.pending = False
+        self._hooks: list[Callable[[], Awaitable[None]]] = []
+
+    @contextlib.contextmanager
+    def hook(self, fn: Callable[[], Awaitable[None]]) -> Iterator[None]:
+        self._hooks.append(fn)
+        try:
+            yield
+        finally:
+            self._hooks.remove(fn)
+
+    async def request(self) -> None:
+        self.pending = True
+        for fn in list(self._hooks):
+            await fn()
+
+    def clear(self) -> None:
+        self.pending = False
+
+
 class TurnStatus(enum.Enum):
     QUEUED = "queued"
     RUNNING = "running"
@@ -71,6 +105,7 @@ class TurnState:
     status: TurnStatus = TurnStatus.QUEUED
     steerable: bool = False
     steers: collections.deque[str] = attrs.field(factory=collections.deque)
+    preemption: Preemption = attrs.field(factory=Preemption)
     cancel_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     done: trio.Event = attrs.field(factory=trio.Event)
     result: TurnResult | None = None
@@ -136,7 +171,7 @@ class Turn:
         """See ``TurnControl.cancel``."""
         await self.control().cancel()
 
-    async def steer(self, text: str) -> None:
+    async def steer(self, text: str, *, interrupt: bool = False) -> None:
         """Add guidance that joins the live turn at its next model boundary.
 
         Steers are kept in a FIFO of 8 per turn (``SteerQueueFull`` beyond that) and
@@ -145,6 +180,13 @@ class Turn:
         answer. A steer is accepted only while the turn can still take it: once the
         turn has decided to finish, ``TurnNotSteerable`` is raised instead, so an
         accepted steer is never lost.
+
+        With ``interrupt=True`` the steer preempts: a live WebSocket response is
+        interrupted (``response.interrupt``, drained to its terminal frame, socket
+        kept; tool calls already received still run), retry backoff is skipped, and a
+        running ``exec``/``wait`` returns ``Script running with cell ID N`` while the
+        cell keeps running. Other tools finish normally. Returns once the interrupt
+        is on the wire.
         """
         if not isinstance(text, str) or not text.strip():
             raise InvalidPrompt("a steer needs non-empty text")
@@ -160,6 +202,8 @@ class Turn:
                 "wait for the next model boundary before steering again"
             )
         state.steers.append(text)
+        if interrupt:
+            await state.preemption.request()
 
     async def result(self) -> TurnResult:
         """Wait for the turn; returns its ``TurnResult`` or raises ``TurnFailed``/``TurnCancelled``."""

@@ -113,6 +113,9 @@ class ResponseOutcome:
     output: tuple[dict[str, Any], ...]
     usage_raw: dict[str, Any] | None
     usage: TokenUsage
+    # False when the response never reached a terminal frame (an interrupt the server
+    # did not answer in time): its received items are history, but nothing chains on it.
+    chained: bool = True
 
     @property
     def tool_calls(self) -> tuple[dict[str, Any], ...]:
@@ -140,6 +143,12 @@ StreamEvent = (
     ResponseStarted | TextDelta | ReasoningDelta | AssistantMessageDone | TurnStateSeen
     | ResponseFinished
 )
+
+
+def _interrupted(raw: dict[str, Any]) -> bool:
+    response = raw.get("response")
+    details = response.get("incomplete_details") if isinstance(response, dict) else None
+    return isinstance(details, dict) and details.get("reason") == "interrupted"
 
 
 def message_text(item: dict[str, Any]) -> str:
@@ -227,9 +236,36 @@ class ResponseAccumulator:
         return events
 
     def _on_failure(self, frame: ErrorFrame | ResponseFailed | ResponseIncomplete) -> list[StreamEvent]:
+        if isinstance(frame, ResponseIncomplete) and _interrupted(frame.raw):
+            return self._on_interrupted(frame.raw)
         self.phase = Phase.FAILED
         self.error = failure_from_frame(frame.raw)
         raise self.error
+
+    def _on_interrupted(self, raw: dict[str, Any]) -> list[StreamEvent]:
+        """``response.incomplete`` with reason ``interrupted``: a completed response with
+        ``end_turn: false`` that keeps its usage and the items finished before the
+        interrupt (SPEC sec. 4)."""
+        response = raw.get("response") if isinstance(raw.get("response"), dict) else {}
+        response_id = response.get("id") if isinstance(response.get("id"), str) else self.response_id
+        if not response_id:
+            self.phase = Phase.FAILED
+            raise ProtocolError("an interrupted response.incomplete did not carry a response id")
+        events = self._started(response_id)
+        output = response.get("output")
+        items = tuple(output) if isinstance(output, list) and output else tuple(self._done_items)
+        usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
+        self.phase = Phase.DONE
+        outcome = ResponseOutcome(response_id, "incomplete", False, items, usage, TokenUsage.from_api(usage))
+        events.append(ResponseFinished(outcome))
+        return events
+
+    def abandoned_outcome(self) -> ResponseOutcome:
+        """What an interrupted response leaves when its terminal frame never came."""
+        self.phase = Phase.FAILED
+        return ResponseOutcome(
+            self.response_id or "", "interrupted", False, tuple(self._done_items), None, TokenUsage(), chained=False
+        )
 
     def _on_metadata(self, frame: ResponseMetadata) -> list[StreamEvent]:
         for key, value in frame.headers.items():

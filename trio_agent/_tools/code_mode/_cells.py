@@ -116,6 +116,10 @@ class Cell:
         self.finished = trio.Event()
         self.detached = False  # an observer returned "running": the cell outlives calls
         self.observing = False
+        # True while the script has run as far as it can and waits for the host (a
+        # tool call, a timer): the deterministic point where a preempting steer may
+        # make an observer return "running" (SPEC sec. 4, interrupting steers).
+        self.waiting_on_host = False
         self.extend_until: float | None = None
         self._source = source
         self._call_tool = call_tool
@@ -167,7 +171,10 @@ class Cell:
             engine.start(self._source.code, self._tools, self._snapshot)
             outcome = await self._settle(engine, nursery, send)
             while outcome is None:
+                self.waiting_on_host = True
+                self.wake()
                 completion = await receive.receive()
+                self.waiting_on_host = False
                 self._apply(engine, completion)
                 outcome = await self._settle(engine, nursery, send)
         except EngineInterrupted:
@@ -314,15 +321,27 @@ class Cell:
 
     def _push(self, event: OutputEvent | _Ended) -> None:
         self._events.append(event)
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the observer so it re-checks its deadline and preemption."""
         self._changed.set()
         self._changed = trio.Event()
 
-    async def observe(self, deadline: Callable[[], float], *, terminating: bool = False) -> Observation:
+    async def observe(
+        self,
+        deadline: Callable[[], float],
+        *,
+        terminating: bool = False,
+        yield_now: Callable[[], bool] | None = None,
+    ) -> Observation:
         """Collect output until a yield, the end of the cell, or `deadline()`.
 
         `deadline` is re-read after every wake-up, so it may move later. When
-        `terminating`, yield markers are skipped and only the end counts.
-        Cancel-safe: nothing is consumed unless this returns.
+        `terminating`, yield markers are skipped and only the end counts. When
+        `yield_now()` is true and the script waits for the host, the observation
+        ends with "running" (the cell keeps going). Cancel-safe: nothing is
+        consumed unless this returns.
         """
         await trio.lowlevel.checkpoint()
         consumed = 0
@@ -334,6 +353,8 @@ class Cell:
                     return self._take(consumed, event.status)
                 if isinstance(event, YieldOutput) and not terminating:
                     return self._take(consumed, "running")
+            if not terminating and yield_now is not None and self.waiting_on_host and yield_now():
+                return self._take(consumed, "running")
             limit = deadline()
             if trio.current_time() >= limit:
                 return self._take(consumed, "running")

@@ -36,6 +36,7 @@ from ._pragma import ExecSourceError, parse_exec_source
 
 _GRACE_FROM_MS = 10_000
 _GRACE_SECONDS = 1.0
+_TERMINATE_GRACE = 5.0
 
 
 @attrs.frozen
@@ -100,6 +101,8 @@ class CodeModeHost:
         source: str,
         call_tool: ToolCaller,
         tool_names: Sequence[tuple[str, str, bool]],
+        *,
+        yield_now: Callable[[], bool] | None = None,
     ) -> ExecOutput:
         """Run `source` (the raw `exec` input) as a new cell.
 
@@ -141,7 +144,7 @@ class CodeModeHost:
                 return max(base, cell.extend_until)
             return base
 
-        return await self._observe(cell, started, deadline, parsed.max_output_tokens)
+        return await self._observe(cell, started, deadline, parsed.max_output_tokens, yield_now=yield_now)
 
     async def wait(
         self,
@@ -150,6 +153,7 @@ class CodeModeHost:
         *,
         terminate: bool = False,
         max_tokens: int | None = None,
+        yield_now: Callable[[], bool] | None = None,
     ) -> ExecOutput:
         """Resume observing a yielded cell: output since the last call, or its final output.
 
@@ -175,8 +179,14 @@ class CodeModeHost:
         limit = trio.current_time() + _yield_window(yield_time_ms)
         tokens = cell.max_output_tokens if max_tokens is None else max_tokens
         return await self._observe(
-            cell, started, lambda: limit, tokens, terminating=terminate
+            cell, started, lambda: limit, tokens, terminating=terminate, yield_now=yield_now
         )
+
+    def wake_observers(self) -> None:
+        """Make every active `exec`/`wait` re-check its `yield_now` (a preempting steer)."""
+        for cell in self._cells.values():
+            if cell.observing:
+                cell.wake()
 
     def running_cells(self) -> list[int]:
         """Ids of cells whose task is still running, ascending.
@@ -221,18 +231,23 @@ class CodeModeHost:
         max_tokens: int | None,
         *,
         terminating: bool = False,
+        yield_now: Callable[[], bool] | None = None,
     ) -> ExecOutput:
         cell.observing = True
         observed = False
         try:
-            observation = await cell.observe(deadline, terminating=terminating)
+            observation = await cell.observe(deadline, terminating=terminating, yield_now=yield_now)
             observed = True
         finally:
             cell.observing = False
             if not observed and not cell.detached:
-                # The exec call was cancelled before the cell ever yielded.
+                # The exec call was cancelled before the cell ever yielded: stop the
+                # cell and wait (shielded, bounded) until its nested tools -- and their
+                # processes -- are gone, so the caller's cleanup sees a quiet world.
                 cell.terminate()
                 self._cells.pop(cell.id, None)
+                with trio.CancelScope(shield=True), trio.move_on_after(_TERMINATE_GRACE):
+                    await cell.finished.wait()
         if observation.status == "running":
             cell.detached = True
         else:
