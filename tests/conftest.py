@@ -73,3 +73,33 @@ def assert_warmup(warmup: dict[str, Any]) -> None:
         assert absent not in warmup
     assert "mode" not in warmup["reasoning"]
     assert warmup["client_metadata"]["ws_request_header_x_openai_internal_codex_responses_lite"] == "true"
+
+
+class EventLog:
+    """Collects every event of an agent (started in the test's nursery)."""
+
+    def __init__(self) -> None:
+        self.events: list[ta.AgentEvent] = []
+        self._changed = trio.Event()
+
+    async def consume(self, events: ta.AgentEvents) -> None:
+        async for event in events:
+            self.events.append(event)
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def wait_for(self, predicate: Any) -> ta.AgentEvent:
+        """The first event (already seen or future) that satisfies ``predicate``."""
+        seen = 0
+        while True:
+            for event in self.events[seen:]:
+                if predicate(event):
+                    return event
+            seen = len(self.events)
+            await self._changed.wait()
+
+    def kinds(self) -> list[str]:
+        return [event.kind.value for event in self.events]
+
+    def payloads(self, kind: str) -> list[dict[str, Any]]:
+        return [event.payload for event in self.events if event.kind.value == kind]

@@ -87,7 +87,7 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
         try:
             outcome = await agent.model.generate(
                 state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
-                preemption=state.preemption,
+                preemption=state.preemption, before_retry=lambda: _drain_steers(agent, state, stats),
             )
         finally:
             stats.model_duration_ns += int((trio.current_time() - call_start) * _NS)

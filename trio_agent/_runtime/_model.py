@@ -125,9 +125,19 @@ class ModelClient:
         )
 
     async def generate(
-        self, settings: RequestSettings, *, call_index: int, turn_id: int, preemption: Preemption | None = None
+        self,
+        settings: RequestSettings,
+        *,
+        call_index: int,
+        turn_id: int,
+        preemption: Preemption | None = None,
+        before_retry: Callable[[], None] | None = None,
     ) -> ResponseOutcome:
-        """One model call with retries; emits ``model.call.*`` and attempt events."""
+        """One model call with retries; emits ``model.call.*`` and attempt events.
+
+        ``before_retry`` runs before every retry attempt (the driver joins pending
+        steers there: a retry replays in full anyway, so they ride along).
+        """
         async with self._lock:
             self._emit(
                 EventKind.MODEL_CALL_STARTED,
@@ -142,7 +152,7 @@ class ModelClient:
             )
             start = trio.current_time()
             try:
-                outcome = await self._generate_with_retries(settings, call_index, turn_id, preemption)
+                outcome = await self._generate_with_retries(settings, call_index, turn_id, preemption, before_retry)
             except ResponsesError as exc:
                 self._emit(
                     EventKind.MODEL_CALL_FAILED,
@@ -186,7 +196,12 @@ class ModelClient:
     # -- attempts ----------------------------------------------------------------------
 
     async def _generate_with_retries(
-        self, settings: RequestSettings, call_index: int, turn_id: int, preemption: Preemption | None
+        self,
+        settings: RequestSettings,
+        call_index: int,
+        turn_id: int,
+        preemption: Preemption | None,
+        before_retry: Callable[[], None] | None,
     ) -> ResponseOutcome:
         max_attempts = self._config.max_attempts
         attempt = 1
@@ -215,6 +230,8 @@ class ModelClient:
                 self.stats.response_retries += 1
                 if delay:
                     await self._backoff(delay, preemption)
+                if before_retry is not None:
+                    before_retry()
                 attempt += 1
 
     async def _attempt(
