@@ -128,6 +128,7 @@ class FakeResponsesServer:
         self.requests: list[dict[str, Any]] = []
         self._incoming_send, self._incoming = trio.open_memory_channel[trio.SocketStream](math.inf)
         self._nursery: trio.Nursery | None = None
+        self._streams: list[trio.SocketStream] = []
 
     @property
     def url(self) -> str:
@@ -143,15 +144,21 @@ class FakeResponsesServer:
         """Listen on 127.0.0.1:0 until cancelled."""
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         self.port = listeners[0].socket.getsockname()[1]
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            nursery.start_soon(self._accept_loop, listeners)
-            task_status.started(self)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._accept_loop, listeners)
+                task_status.started(self)
+        finally:
+            # Every connection the server accepted is closed with it.
+            for stream in self._streams:
+                await trio.aclose_forcefully(stream)
 
     async def _accept_loop(self, listeners: list[trio.SocketListener]) -> None:
         try:
             while True:
                 stream = await listeners[0].accept()
+                self._streams.append(stream)
                 self._incoming_send.send_nowait(stream)
         finally:
             for listener in listeners:
