@@ -194,9 +194,8 @@ async def _race_once(workspace: Path, delay_checkpoints: int) -> bool:
 async def test_a_steer_racing_the_final_answer_is_never_lost(tmp_path: Path) -> None:
     """A steer sent while the final answer arrives either joins the turn (one more
     request carrying it) or fails with ``TurnNotSteerable`` -- never silently dropped."""
-    outcomes = set()
     for run in range(30):
         workspace = tmp_path / f"race-{run}"
         workspace.mkdir()
-        outcomes.add(await _race_once(workspace, run % 5))
-    assert outcomes <= {True, False}
+        # _race_once asserts the accepted steer reached the server, or that nothing did.
+        await _race_once(workspace, run % 5)
