@@ -208,6 +208,12 @@ class AgentConfig:
 
     def _check_auth(self) -> None:
         if isinstance(self.auth, ChatGptAuth):
+            try:
+                self.auth.source.validate()
+            except Exception as exc:
+                raise ConfigError(
+                    f"the ChatGPT auth source is not usable: {exc}; log in again or pass an API key"
+                ) from exc
             if self.responses.store is True:
                 raise ConfigError(
                     "ChatGPT subscription authentication does not support store: true; "

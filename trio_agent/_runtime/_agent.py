@@ -20,7 +20,7 @@ from typing import Any, final
 
 import trio
 
-from .._config import AgentConfig, Thinking
+from .._config import AgentConfig, Thinking, Transport
 from .._errors import AgentClosed, ConfigError, InvalidPrompt, TurnCancelled
 from .._events import AgentEvents, EventKind, EventSink
 from .._ids import new_item_id
@@ -189,7 +189,10 @@ class Agent:
             "effort": state.settings.effort,
             "transport": config.responses.transport.value,
             "orchestration": "local_code_mode",
-            "websocket_url": config.websocket_url.split("?", 1)[0],
+            "websocket_url": (
+                config.websocket_url if config.responses.transport is Transport.WEBSOCKET
+                else config.api_base_url + "/responses"
+            ).split("?", 1)[0],
             "workspace": str(self.workspace),
             "instruction_bytes": len(state.prompt.text.encode()),
         }
@@ -234,8 +237,6 @@ class Agent:
                     state.finish(TurnStatus.CANCELLED, error=TurnCancelled(f"turn {state.turn_id} was cancelled"))
 
     async def _startup(self) -> None:
-        from .._config import Transport
-
         self._nursery.start_soon(self._run_turns)
         if self.config.responses.transport is Transport.WEBSOCKET:
             await self._nursery.start(self.model.warmup, self._settings())
@@ -248,6 +249,7 @@ class Agent:
         self._stop_accepting()
         self.model.close()
         await self.dispatcher.aclose()
+        await self.model.aclose()
         self._sink.close()
 
 

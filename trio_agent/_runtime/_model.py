@@ -74,6 +74,7 @@ class ModelClient:
         self._connect_timeout = connect_timeout
         self.turn_state: str | None = None
         self.stats = TransportStats()
+        self._https: Any = None
         # The startup warmup is not an accepted turn: closing the agent cancels it.
         self._warmup_scope = trio.CancelScope()
 
@@ -247,8 +248,25 @@ class ModelClient:
         preemption: Preemption | None = None,
     ) -> ResponseOutcome:
         self.stats.response_attempts += 1
+        if self._config.responses.transport is Transport.HTTPS:
+            return await self._https_attempt(
+                settings, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
+                turn_id=turn_id, preemption=preemption,
+            )
         link = await self._ensure_link(turn_id)
         body = self._body(settings, warmup=warmup)
+        self._emit_attempt_started(body, phase, call_index, attempt, max_attempts, turn_id)
+        outcome = await self._exchange(
+            link, body, phase=phase, call_index=call_index, turn_id=turn_id, preemption=preemption
+        )
+        if not warmup:
+            self._chain_generation = self._generation
+        return outcome
+
+    def _emit_attempt_started(
+        self, body: dict[str, Any], phase: str, call_index: int | None, attempt: int, max_attempts: int,
+        turn_id: int | None,
+    ) -> None:
         self._emit(
             EventKind.MODEL_ATTEMPT_STARTED,
             _omit_none({
@@ -262,34 +280,84 @@ class ModelClient:
             }, keep=("model_call_index",)),
             turn_id,
         )
-        outcome = await self._exchange(
-            link, body, phase=phase, call_index=call_index, turn_id=turn_id, preemption=preemption
-        )
-        if not warmup:
-            self._chain_generation = self._generation
-        return outcome
 
-    def _body(self, settings: RequestSettings, *, warmup: bool) -> dict[str, Any]:
+    def _body(self, settings: RequestSettings, *, warmup: bool, websocket: bool = True) -> dict[str, Any]:
         conversation = self._conversation
+        turn_state = self.turn_state if websocket else None
         if warmup:
-            return build_response_create(
-                settings, conversation.prefix, generate=False, turn_state=self.turn_state
-            )
+            return build_response_create(settings, conversation.prefix, generate=False, turn_state=turn_state)
+        # A server-side chain needs stored responses, or (store: false) the very socket
+        # that produced it; HTTPS with store: false always replays (SPEC sec. 2).
+        same_socket = websocket and self._chain_generation == self._generation
         full = (
             self._config.responses.history is History.FULL_REPLAY
             or not conversation.can_chain
-            or (not settings.store and self._chain_generation != self._generation)
+            or (not settings.store and not same_socket)
         )
         if full:
             return build_response_create(
-                settings, conversation.full_input(), turn_state=self.turn_state
+                settings, conversation.full_input(), websocket=websocket, turn_state=turn_state
             )
         return build_response_create(
             settings,
             conversation.incremental_input(),
             previous_response_id=conversation.previous_response_id,
-            turn_state=self.turn_state,
+            websocket=websocket,
+            turn_state=turn_state,
         )
+
+    async def _https_attempt(
+        self,
+        settings: RequestSettings,
+        *,
+        phase: str,
+        call_index: int | None,
+        attempt: int,
+        max_attempts: int,
+        turn_id: int | None,
+        preemption: Preemption | None,
+    ) -> ResponseOutcome:
+        from ._https_exchange import HttpsExchange
+
+        transport = self._https_transport()
+        body = self._body(settings, warmup=False, websocket=False)
+        self._emit_attempt_started(body, phase, call_index, attempt, max_attempts, turn_id)
+        recovered = False
+        while True:
+            exchange = HttpsExchange(
+                transport, emit=self._emit,
+                on_stream_event=lambda event: self._stream_event(event, call_index, turn_id),
+                phase=phase, call_index=call_index, turn_id=turn_id, preemption=preemption,
+            )
+            headers, snapshot = await _https_headers(self._config)
+            try:
+                outcome = await exchange.run(body, headers)
+            except ResponsesError as exc:
+                # ChatGPT auth: a 401 asks the source to recover once, then retries.
+                if exc.status != 401 or snapshot is None or recovered:
+                    raise
+                recovered = True
+                await self._config.auth.source.recover_unauthorized(snapshot)  # type: ignore[union-attr]
+                continue
+            self._call_completed(
+                outcome, phase, call_index, turn_id, exchange.sent_at, exchange.first_event, exchange.first_output
+            )
+            return outcome
+
+    def _https_transport(self) -> Any:
+        if self._https is None:
+            from .._transport.https import HttpsTransport  # lazy: httpx only when HTTPS is used
+
+            self._https = HttpsTransport(
+                self._config.api_base_url, client=self._config.responses.http_client,
+                connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
+            )
+        return self._https
+
+    async def aclose(self) -> None:
+        """Close the HTTPS client if this agent created it (the socket is closed by ``close``)."""
+        if self._https is not None:
+            await self._https.aclose()
 
     async def _exchange(
         self,
@@ -490,6 +558,27 @@ class ModelClient:
             },
             turn_id,
         )
+
+
+async def _https_headers(config: AgentConfig) -> tuple[list[tuple[str, str]], Any]:
+    """HTTPS request headers, and the ChatGPT auth snapshot they came from (or None)."""
+    from .._config import ChatGptAuth
+
+    session = config.session_id
+    common = [
+        ("x-openai-internal-codex-responses-lite", "true"),
+        ("session-id", session),
+        ("thread-id", session),
+        ("x-client-request-id", session),
+        ("User-Agent", f"trio-agent/{VERSION}"),
+    ]
+    if isinstance(config.auth, ChatGptAuth):
+        snapshot = await config.auth.source.snapshot()
+        auth = [("Authorization", f"Bearer {snapshot.token}")]
+        if snapshot.account_id:
+            auth.append(("ChatGPT-Account-ID", snapshot.account_id))
+        return auth + common, snapshot
+    return [("Authorization", f"Bearer {config.auth}"), *common], None
 
 
 async def _auth_headers(config: AgentConfig) -> list[tuple[str, str]]:

@@ -30,6 +30,7 @@ import trio
 import trio_websocket
 
 from . import _frames as frames
+from ._http import FakeHttpRequest, read_http_request
 
 __all__ = ["FakeConnection", "FakeResponsesServer", "Handshake", "RawConnection"]
 
@@ -50,6 +51,11 @@ class RawConnection:
     async def drop(self) -> None:
         """Close the TCP connection without a WebSocket handshake."""
         await self.stream.aclose()
+
+    async def accept_http(self) -> FakeHttpRequest:
+        """The next connection's HTTP request (for the HTTPS/SSE transport)."""
+        raw = await self.accept_raw()
+        return await read_http_request(raw.stream)
 
     async def accept(self, *, delay: float = 0.0, headers: Sequence[tuple[str, str]] = ()) -> FakeConnection:
         """Complete the WebSocket handshake (after ``delay`` seconds of Trio time)."""
@@ -138,6 +144,9 @@ class FakeResponsesServer:
 
     @property
     def http_base_url(self) -> str:
+        """The ``api_base_url`` for the HTTPS transport (requests go to ``.../v1/responses``)."""
+        if self.port is None:
+            raise RuntimeError("start the server first: await nursery.start(server.serve)")
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def serve(self, *, task_status: trio.TaskStatus[FakeResponsesServer] = trio.TASK_STATUS_IGNORED) -> None:
@@ -168,6 +177,11 @@ class FakeResponsesServer:
     async def accept_raw(self) -> RawConnection:
         """The next TCP connection, before the handshake."""
         return RawConnection(self, await self._incoming.receive())
+
+    async def accept_http(self) -> FakeHttpRequest:
+        """The next connection's HTTP request (for the HTTPS/SSE transport)."""
+        raw = await self.accept_raw()
+        return await read_http_request(raw.stream)
 
     async def accept(self, *, delay: float = 0.0, headers: Sequence[tuple[str, str]] = ()) -> FakeConnection:
         """The next connection with its WebSocket handshake accepted."""

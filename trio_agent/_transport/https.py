@@ -1,0 +1,106 @@
+"""The Responses HTTPS/SSE transport (httpx on Trio).
+
+One ``httpx.AsyncClient`` per agent (creating one costs ~25 ms: it loads the CA
+bundle), or the application's own ``http_client`` -- used for every request, so its
+default headers arrive. ``open_stream`` POSTs ``{base}/responses`` and yields the
+raw body chunks of a 2xx response; anything else is mapped once, here, into a
+``ResponsesError``: 429 and 5xx are retryable (``Retry-After`` honoured), other
+statuses are terminal; timeouts and transport errors are retryable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from .._errors import ApiError, ConnectionLost, ResponsesError, ResponseTimeout
+
+__all__ = ["HttpsTransport"]
+
+_MAX_ERROR_BODY = 4096
+
+
+class HttpsTransport:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 30.0,
+        idle_timeout: float = 300.0,
+    ) -> None:
+        self.url = base_url.rstrip("/") + "/responses"
+        self._owned = client is None
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=connect_timeout, read=idle_timeout, write=30.0, pool=connect_timeout)
+        )
+
+    @asynccontextmanager
+    async def open_stream(
+        self, body: dict[str, Any], headers: Sequence[tuple[str, str]]
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """POST ``body``; yields the body chunks of a successful response."""
+        content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
+        try:
+            async with self._client.stream("POST", self.url, content=content, headers=request_headers) as response:
+                if response.status_code // 100 != 2:
+                    raise await _rejected(response)
+                async with contextlib.aclosing(response.aiter_raw()) as chunks:
+                    yield chunks
+        except httpx.TimeoutException as exc:
+            raise ResponseTimeout(
+                f"the Responses HTTPS request to {self.url} timed out ({type(exc).__name__})",
+                error_class="https_timeout",
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ConnectionLost(
+                f"the Responses HTTPS request to {self.url} failed: {type(exc).__name__}: {exc}",
+                error_class="https_transport",
+            ) from exc
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self._client.aclose()
+
+
+async def _rejected(response: httpx.Response) -> ResponsesError:
+    status = response.status_code
+    raw = await response.aread()  # error bodies are small JSON documents
+    text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace")
+    retry_after = _retry_after(response.headers.get("retry-after"))
+    code = None
+    try:
+        error = json.loads(text).get("error") or {}
+        code = error.get("code") if isinstance(error, dict) else None
+    except (ValueError, AttributeError):
+        pass
+    if status == 429:
+        error_class, retryable = "https_rate_limit", True
+    elif status >= 500:
+        error_class, retryable = "https_server", True
+    else:
+        error_class, retryable = "https_rejected", False
+    hint = "; check the API key or ChatGPT login" if status in (401, 403) else ""
+    return ApiError(
+        f"the Responses API answered HTTP {status}: {text[:500]}{hint}",
+        error_class=error_class,
+        retryable=retryable,
+        retry_after=retry_after,
+        status=status,
+        code=code if isinstance(code, str) else None,
+        failure_phase="connect",
+    )
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds >= 0 else None
