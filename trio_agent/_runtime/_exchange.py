@@ -22,16 +22,9 @@ import trio
 
 from .._config import Transport
 from .._errors import ResponseTimeout
-from .._events import EventKind
-from .._wire.frames import decode_frame, parse_frame
-from .._wire.stream import (
-    AssistantMessageDone,
-    ResponseAccumulator,
-    ResponseFinished,
-    ResponseOutcome,
-    ResponseStarted,
-    TextDelta,
-)
+from .._wire.frames import decode_frame
+from .._wire.stream import ResponseOutcome
+from ._exchange_base import ExchangeBase
 
 if TYPE_CHECKING:
     from .._transport.websocket import WebSocketLink
@@ -42,7 +35,7 @@ __all__ = ["INTERRUPT_GRACE", "Exchange"]
 INTERRUPT_GRACE = 10.0
 
 
-class Exchange:
+class Exchange(ExchangeBase):
     def __init__(
         self,
         link: WebSocketLink,
@@ -55,20 +48,12 @@ class Exchange:
         idle_timeout: float,
         preemption: Preemption | None,
     ) -> None:
+        super().__init__(
+            transport=Transport.WEBSOCKET.value, emit=emit, on_stream_event=on_stream_event, phase=phase,
+            call_index=call_index, turn_id=turn_id, preemption=preemption,
+        )
         self._link = link
-        self._emit = emit
-        self._on_stream_event = on_stream_event
-        self._turn_id = turn_id
         self._idle = idle_timeout
-        self._preemption = preemption
-        self._api_base: dict[str, Any] = {"direction": "inbound", "transport": Transport.WEBSOCKET.value,
-                                          "phase": phase}
-        if call_index is not None:
-            self._api_base["model_call_index"] = call_index
-        self.accumulator = ResponseAccumulator()
-        self.sent_at = 0.0
-        self.first_event: float | None = None
-        self.first_output: float | None = None
         self._scope = trio.CancelScope()
         self._interrupt_sent = False
         self._interrupt_deadline = float("inf")
@@ -76,8 +61,8 @@ class Exchange:
 
     async def run(self, body: dict[str, Any]) -> ResponseOutcome:
         """Send ``body`` and return the outcome; raises ``ResponsesError`` on failure."""
-        self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": body}, self._turn_id)
-        self.sent_at = trio.current_time()
+        self._outbound(body)
+        self._sent()
         await self._link.send_text(json.dumps(body, separators=(",", ":"), ensure_ascii=False))
         if self._preemption is None:
             return await self._read()
@@ -85,29 +70,22 @@ class Exchange:
             return await self._read()
 
     async def _read(self) -> ResponseOutcome:
-        link, accumulator = self._link, self.accumulator
+        link = self._link
         self._scope.deadline = trio.current_time() + self._idle
         with self._scope:
             while True:
                 text = await link.receive_text()
                 now = trio.current_time()
                 self._scope.deadline = min(now + self._idle, self._interrupt_deadline)
-                if self.first_event is None:
-                    self.first_event = now
-                raw = decode_frame(text)
-                self._emit(EventKind.API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
-                for event in accumulator.feed(parse_frame(raw)):
-                    if isinstance(event, ResponseFinished):
-                        self._done = True
-                        return event.outcome
-                    if isinstance(event, TextDelta | AssistantMessageDone) and self.first_output is None:
-                        self.first_output = now
-                    if isinstance(event, ResponseStarted) and self._preemption and self._preemption.pending:
-                        await self._send_interrupt()
-                    self._on_stream_event(event)
+                outcome, started = self._feed(decode_frame(text), now)
+                if outcome is not None:
+                    self._done = True
+                    return outcome
+                if started and self._preemption is not None and self._preemption.pending:
+                    await self._send_interrupt()
         self._done = True
         if self._interrupt_sent:
-            return accumulator.abandoned_outcome()
+            return self.accumulator.abandoned_outcome()
         raise ResponseTimeout(f"no Responses WebSocket frame arrived for {self._idle:g} s")
 
     async def _on_preempt(self) -> None:
@@ -123,7 +101,7 @@ class Exchange:
             "response_id": self.accumulator.response_id,
             "mode": "discard_partial_items",
         }
-        self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": frame}, self._turn_id)
+        self._outbound(frame)
         self._interrupt_deadline = trio.current_time() + INTERRUPT_GRACE
         self._scope.deadline = min(self._scope.deadline, self._interrupt_deadline)
         await self._link.send_text(json.dumps(frame, separators=(",", ":")))

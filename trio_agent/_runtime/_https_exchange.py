@@ -17,10 +17,9 @@ import trio
 
 from .._config import Transport
 from .._errors import ConnectionLost, ProtocolError
-from .._events import EventKind
-from .._wire.frames import parse_frame
 from .._wire.sse import SseDecoder
-from .._wire.stream import AssistantMessageDone, ResponseAccumulator, ResponseFinished, ResponseOutcome, TextDelta
+from .._wire.stream import ResponseOutcome
+from ._exchange_base import ExchangeBase
 
 if TYPE_CHECKING:
     from .._transport.https import HttpsTransport
@@ -39,7 +38,7 @@ async def _drain(chunks: Any) -> None:
             pass
 
 
-class HttpsExchange:
+class HttpsExchange(ExchangeBase):
     def __init__(
         self,
         transport: HttpsTransport,
@@ -51,22 +50,15 @@ class HttpsExchange:
         turn_id: int | None,
         preemption: Preemption | None,
     ) -> None:
+        super().__init__(
+            transport=Transport.HTTPS.value, emit=emit, on_stream_event=on_stream_event, phase=phase,
+            call_index=call_index, turn_id=turn_id, preemption=preemption,
+        )
         self._transport = transport
-        self._emit = emit
-        self._on_stream_event = on_stream_event
-        self._turn_id = turn_id
-        self._preemption = preemption
-        self._api_base: dict[str, Any] = {"direction": "inbound", "transport": Transport.HTTPS.value, "phase": phase}
-        if call_index is not None:
-            self._api_base["model_call_index"] = call_index
-        self.accumulator = ResponseAccumulator()
-        self.sent_at = 0.0
-        self.first_event: float | None = None
-        self.first_output: float | None = None
 
     async def run(self, body: dict[str, Any], headers: Sequence[tuple[str, str]]) -> ResponseOutcome:
-        self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": body}, self._turn_id)
-        self.sent_at = trio.current_time()
+        self._outbound(body)
+        self._sent()
         with trio.CancelScope() as read_scope:
 
             async def close_stream() -> None:
@@ -96,9 +88,6 @@ class HttpsExchange:
         )
 
     def _frame(self, data: str) -> ResponseOutcome | None:
-        now = trio.current_time()
-        if self.first_event is None:
-            self.first_event = now
         try:
             raw = json.loads(data)
         except ValueError as exc:
@@ -107,11 +96,5 @@ class HttpsExchange:
             ) from exc
         if not isinstance(raw, dict):
             raise ProtocolError("the Responses event stream sent a JSON value that is not an object")
-        self._emit(EventKind.API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
-        for event in self.accumulator.feed(parse_frame(raw)):
-            if isinstance(event, ResponseFinished):
-                return event.outcome
-            if isinstance(event, TextDelta | AssistantMessageDone) and self.first_output is None:
-                self.first_output = now
-            self._on_stream_event(event)
-        return None
+        outcome, _ = self._feed(raw, trio.current_time())
+        return outcome

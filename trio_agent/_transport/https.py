@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from .._errors import ApiError, ConnectionLost, ResponsesError, ResponseTimeout
+from .retry import classify_status, parse_retry_after
 
 __all__ = ["HttpsTransport"]
 
@@ -73,19 +74,14 @@ async def _rejected(response: httpx.Response) -> ResponsesError:
     status = response.status_code
     raw = await response.aread()  # error bodies are small JSON documents
     text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace")
-    retry_after = _retry_after(response.headers.get("retry-after"))
+    retry_after = parse_retry_after(response.headers.get("retry-after"))
     code = None
     try:
         error = json.loads(text).get("error") or {}
         code = error.get("code") if isinstance(error, dict) else None
     except (ValueError, AttributeError):
         pass
-    if status == 429:
-        error_class, retryable = "https_rate_limit", True
-    elif status >= 500:
-        error_class, retryable = "https_server", True
-    else:
-        error_class, retryable = "https_rejected", False
+    error_class, retryable = classify_status(status, "https")
     hint = "; check the API key or ChatGPT login" if status in (401, 403) else ""
     return ApiError(
         f"the Responses API answered HTTP {status}: {text[:500]}{hint}",
@@ -96,11 +92,3 @@ async def _rejected(response: httpx.Response) -> ResponsesError:
         code=code if isinstance(code, str) else None,
         failure_phase="connect",
     )
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and seconds >= 0 else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .._errors import ResponsesError
 
-__all__ = ["GENERATION_MAX_ATTEMPTS", "WARMUP_MAX_ATTEMPTS", "backoff_delay", "should_retry"]
+__all__ = ["GENERATION_MAX_ATTEMPTS", "WARMUP_MAX_ATTEMPTS", "backoff_delay", "classify_status", "parse_retry_after", "should_retry"]
 
 GENERATION_MAX_ATTEMPTS = 5
 WARMUP_MAX_ATTEMPTS = 1
@@ -29,3 +29,21 @@ def backoff_delay(attempt: int, *, call_index: int = 0, retry_after: float | Non
 
 def should_retry(error: ResponsesError, attempt: int, max_attempts: int) -> bool:
     return error.retryable and attempt < max_attempts
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """An HTTP ``Retry-After`` header in seconds (dates are not used by the API)."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds >= 0 else None
+
+
+def classify_status(status: int, prefix: str) -> tuple[str, bool]:
+    """``(error_class, retryable)`` of an HTTP rejection: 429 and 5xx are worth retrying."""
+    if status == 429:
+        return f"{prefix}_rate_limit", True
+    if status >= 500:
+        return f"{prefix}_server", True
+    return f"{prefix}_rejected", False

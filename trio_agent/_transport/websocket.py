@@ -27,6 +27,7 @@ import trio
 import trio_websocket
 
 from .._errors import ConnectionFailed, ConnectionLost, ResponseTimeout
+from .retry import classify_status, parse_retry_after
 
 __all__ = ["WebSocketLink", "WebSocketOptions", "open_connection"]
 
@@ -257,17 +258,8 @@ def _rejected(exc: trio_websocket.ConnectionRejected, where: str) -> ConnectionF
     status = exc.status_code
     headers: dict[str, Any] = {k.decode().lower(): v.decode() for k, v in exc.headers or ()}
     body = (exc.body or b"").decode("utf-8", "replace")[:500]
-    retry_after: float | None = None
-    try:
-        retry_after = float(headers["retry-after"]) if "retry-after" in headers else None
-    except ValueError:
-        retry_after = None
-    if status == 429:
-        error_class, retryable = "handshake_rate_limit", True
-    elif status >= 500:
-        error_class, retryable = "handshake_server", True
-    else:
-        error_class, retryable = "handshake_rejected", False
+    retry_after = parse_retry_after(headers.get("retry-after"))
+    error_class, retryable = classify_status(status, "handshake")
     hint = " check the API key" if status in (401, 403) else ""
     return ConnectionFailed(
         f"{where}: the server rejected the handshake with HTTP {status}{': ' + body if body else ''}"

@@ -1,0 +1,99 @@
+"""The agent's WebSocket: at most one live socket, its purpose, generation and events.
+
+A socket is opened on demand (``ensure``) with a ``purpose`` of ``initial``,
+``warmup_fallback`` or ``reconnect`` and a fresh ``connection_generation``;
+``invalidate`` abandons it (its task closes it) and says why the next one opens.
+Forgetting the server-side chain when a socket goes is the caller's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._config import AgentConfig, Transport
+from .._errors import ConnectionFailed
+from .._events import EventKind
+from ._auth import websocket_headers
+from ._model_events import ns
+from ._stats import TransportStats
+
+if TYPE_CHECKING:
+    from .._transport.websocket import WebSocketLink
+
+__all__ = ["Connections"]
+
+
+class Connections:
+    def __init__(
+        self, config: AgentConfig, emit: Callable[..., Any], nursery: trio.Nursery, stats: TransportStats,
+        *, connect_timeout: float, idle_timeout: float,
+    ) -> None:
+        self._config = config
+        self._emit = emit
+        self._nursery = nursery
+        self._stats = stats
+        self._connect_timeout = connect_timeout
+        self._idle_timeout = idle_timeout
+        self.link: WebSocketLink | None = None
+        self.generation = 0
+        self.next_purpose = "initial"
+
+    def invalidate(self, purpose: str) -> None:
+        if self.link is not None:
+            self.link.abandon()
+            self.link = None
+        self.next_purpose = purpose
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.abandon()
+            self.link = None
+
+    @property
+    def usable(self) -> bool:
+        return self.link is not None and self.link.usable
+
+    async def ensure(self, turn_id: int | None) -> WebSocketLink:
+        """The live socket, opening one (with connection events) when there is none."""
+        if self.link is not None and self.link.usable:
+            return self.link
+        from .._transport.websocket import WebSocketOptions, open_connection  # lazy: lean `import trio_agent`
+
+        purpose = self.next_purpose
+        self.generation += 1
+        self._stats.connection_attempts += 1
+        if purpose != "initial":
+            self._stats.websocket_reconnects += 1
+        base = {"transport": Transport.WEBSOCKET.value, "attempt": self._stats.connection_attempts,
+                "purpose": purpose}
+        self._emit(EventKind.MODEL_CONNECTION_STARTED, {
+            **base, "websocket_url": self._config.websocket_url.split("?", 1)[0],
+            "connection_generation": self.generation,
+        }, turn_id)
+        options = WebSocketOptions(
+            url=self._config.websocket_url, headers=tuple(await websocket_headers(self._config)),
+            connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
+        )
+        start = trio.current_time()
+        try:
+            link = await open_connection(self._nursery, options)
+        except ConnectionFailed as exc:
+            self._stats.connection_duration_ns += ns(trio.current_time() - start)
+            self._emit(EventKind.MODEL_CONNECTION_FAILED, {
+                **base, "duration_ns": ns(trio.current_time() - start), "error": str(exc),
+                "connection_generation": self.generation,
+            }, turn_id)
+            raise
+        duration = ns(trio.current_time() - start)
+        self._stats.connection_duration_ns += duration
+        self.link = link
+        self.next_purpose = "reconnect"
+        self._emit(EventKind.MODEL_CONNECTION_COMPLETED, {
+            **base, "duration_ns": duration, "http_status": 101, "request_id": link.request_id,
+            "server_model": link.server_model, "server_reasoning_included": link.reasoning_included,
+            "connection_generation": self.generation,
+        }, turn_id)
+        return link
