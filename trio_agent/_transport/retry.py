@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from .._errors import ResponsesError
 
-__all__ = ["GENERATION_MAX_ATTEMPTS", "WARMUP_MAX_ATTEMPTS", "backoff_delay", "classify_status", "parse_retry_after", "should_retry"]
+__all__ = [
+    "GENERATION_MAX_ATTEMPTS",
+    "WARMUP_MAX_ATTEMPTS",
+    "backoff_delay",
+    "classify_status",
+    "parse_retry_after",
+    "should_retry",
+]
 
 GENERATION_MAX_ATTEMPTS = 5
 WARMUP_MAX_ATTEMPTS = 1
