@@ -40,3 +40,24 @@ def pid_alive(pid: int) -> bool:
 
 async def wait_gone(pids: list[int]) -> None:
     await wait_for_os_fact(lambda: not any(pid_alive(pid) for pid in pids), f"exit of processes {pids}")
+
+
+def processes_in(directory: object) -> list[int]:
+    """Live (non-zombie) processes whose working directory is ``directory`` -- every
+    command a test's agent starts runs there, so any left over is an orphan."""
+    target = os.path.realpath(str(directory))
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if cwd == target and pid_alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+async def wait_no_processes_in(directory: object) -> None:
+    await wait_for_os_fact(lambda: not processes_in(directory), f"every process in {directory} exiting")

@@ -13,7 +13,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
-from .._os_facts import wait_for_os_fact, wait_gone
+from .._os_facts import processes_in, wait_for_os_fact, wait_gone, wait_no_processes_in
 from ..conftest import EventLog, assert_warmup, make_config
 
 
@@ -126,9 +126,11 @@ async def test_cancellation_pairs_an_active_tool_call_before_resuming(
                 interrupted = await agent.prompt("run a long tool")
                 await log.wait_for(lambda e: e.kind is ta.EventKind.TOOL_CALL)
                 await wait_for_os_fact((workspace / "tool-started").exists, "the tool starting")
+                assert processes_in(workspace)  # the shell and its sleep are running
                 await interrupted.cancel()
                 with pytest.raises(ta.TurnCancelled):
                     await interrupted.result()
+                await wait_no_processes_in(workspace)  # no orphan of the command tree
                 assert (await (await agent.prompt("continue")).result()).final_message == "done"
     cancelled = [
         p for p in log.payloads("tool.result")
@@ -169,6 +171,7 @@ async def test_cancelling_the_scope_around_open_agent_mid_tool_ends_everything(
     assert scope.cancelled_caught
     assert elapsed < 3.0  # TERM, then KILL after a short grace: bounded, not the 300 s sleep
     await wait_gone([int(pid_file.read_text())])
+    await wait_no_processes_in(workspace)
     terminal = [e for e in events if e.kind.is_terminal]
     assert [e.payload["status"] for e in terminal] == ["cancelled"]
     assert terminal[0] is events[-1]

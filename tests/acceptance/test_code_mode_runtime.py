@@ -12,7 +12,7 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
-from .._os_facts import wait_for_os_fact, wait_gone
+from .._os_facts import wait_for_os_fact, wait_gone, wait_no_processes_in
 from ..conftest import events_of, make_config, run_model
 
 
@@ -198,6 +198,7 @@ async def test_cancelling_a_turn_kills_the_whole_command_tree(server: FakeRespon
                     await turn.result()
                 pids = [int(p) for p in pid_file.read_text().split()]
                 await wait_gone(pids)
+                await wait_no_processes_in(workspace)
                 await (await agent.prompt("next")).result()
     items = replay[0]["input"]
     assert "previous_response_id" not in replay[0]
@@ -228,3 +229,4 @@ async def test_leaving_the_agent_stops_a_yielded_cell_and_its_processes(
             nursery.start_soon(script)
             await run_model(server, workspace, "leave it running")
     await wait_gone([int(pid_file.read_text())])
+    await wait_no_processes_in(workspace)
