@@ -32,10 +32,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--workspace", type=Path, default=None, help="where tools run (default: .)")
     run.add_argument("--model", default=None, help="model slug (default: gpt-5.5)")
+    sub.add_parser(
+        "bench", add_help=False,
+        help="first-token latency per warmup path against a local scripted server (--help for options)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from ._bench import main as bench
+
+        return bench(argv[1:])
     args = _parser().parse_args(argv)
     try:
         return trio.run(_run, args)

@@ -1,0 +1,12 @@
+"""The benchmark harness runs every path end to end (a smoke test, not a timing assertion)."""
+
+from __future__ import annotations
+
+from trio_agent import _bench
+
+
+async def test_every_benchmark_path_reaches_a_first_token() -> None:
+    rows = await _bench.run(2, _bench.Settings(delay=0.0, think=0.0, deltas=3))
+    assert [row["path"] for row in rows] == list(_bench.PATHS)
+    assert all(row["p50_ms"] > 0 and row["runs"] == 2 for row in rows)
+    assert rows[0]["ratio_to_floor"] == 1.0
