@@ -9,7 +9,7 @@ import pytest
 import trio
 
 import trio_agent as ta
-from trio_agent.testing import FakeResponsesServer
+from trio_agent.testing import FakeConnection, FakeResponsesServer
 
 
 @pytest.fixture
@@ -103,3 +103,11 @@ class EventLog:
 
     def payloads(self, kind: str) -> list[dict[str, Any]]:
         return [event.payload for event in self.events if event.kind.value == kind]
+
+
+async def warm(server: FakeResponsesServer) -> FakeConnection:
+    """Accept the agent's socket, check its startup warmup (``assert_warmup``) and answer it."""
+    conn = await server.accept()
+    assert_warmup(await conn.next_request())
+    await conn.send_warmup("resp-warmup")
+    return conn

@@ -14,14 +14,7 @@ import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
 from .._os_facts import processes_in, wait_for_os_fact, wait_gone, wait_no_processes_in
-from ..conftest import EventLog, assert_warmup, make_config
-
-
-async def _warm(server: FakeResponsesServer) -> FakeConnection:
-    conn = await server.accept()
-    assert_warmup(await conn.next_request())
-    await conn.send_warmup("resp-warmup")
-    return conn
+from ..conftest import EventLog, make_config, warm
 
 
 def assert_interrupted_replay(request: dict[str, Any]) -> None:
@@ -44,7 +37,7 @@ async def test_cancellation_retains_interrupted_prompt_and_resumes_from_the_abor
     second_seen = trio.Event()
 
     async def script() -> None:
-        first_socket = await _warm(server)
+        first_socket = await warm(server)
         first = await first_socket.next_request()
         assert first["previous_response_id"] == "resp-warmup"
         await first_socket.send_final("resp-first")
@@ -100,7 +93,7 @@ async def test_cancellation_pairs_an_active_tool_call_before_resuming(
     )
 
     async def script() -> None:
-        first = await _warm(server)
+        first = await warm(server)
         generation = await first.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         await first.send_completed("resp-tool", [frames.custom_tool_call("call-exec", "exec", source)])
@@ -148,7 +141,7 @@ async def test_cancelling_the_scope_around_open_agent_mid_tool_ends_everything(
     source = f"await tools.exec_command({{cmd: 'echo $$ > {pid_file}; exec sleep 300', login: false}});"
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_completed("resp-tool", [frames.custom_tool_call("call-exec", "exec", source)])
 

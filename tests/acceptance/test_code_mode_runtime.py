@@ -13,14 +13,7 @@ import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
 from .._os_facts import wait_for_os_fact, wait_gone, wait_no_processes_in
-from ..conftest import events_of, make_config, run_model
-
-
-async def _warm(server: FakeResponsesServer) -> FakeConnection:
-    conn = await server.accept()
-    await conn.next_request()
-    await conn.send_warmup("resp-warmup")
-    return conn
+from ..conftest import events_of, make_config, run_model, warm
 
 
 async def _exec_round(conn: FakeConnection, response_id: str, call_id: str, source: str) -> dict[str, Any]:
@@ -39,7 +32,7 @@ async def test_runaway_loop_is_terminated_and_the_next_exec_works(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         runaway = 'text("start"); await tools.exec_command({cmd: "true"}); while (true) {}'
         first = await _exec_round(conn, "resp-1", "call-1", runaway)
@@ -67,7 +60,7 @@ async def test_promise_all_runs_three_commands_concurrently(server: FakeResponse
     )
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         output = await _exec_round(conn, "resp-1", "call-1", source)
         assert "done-1,done-2,done-3" in _text(output["output"])
@@ -90,7 +83,7 @@ async def test_script_exceptions_report_name_message_and_stack(server: FakeRespo
     source = 'text("before");\nfunction explode() { throw new TypeError("bad thing"); }\nexplode();'
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         output = await _exec_round(conn, "resp-1", "call-1", source)
         text = _text(output["output"])
@@ -113,7 +106,7 @@ async def test_long_output_is_truncated_with_the_reference_notice(server: FakeRe
     )
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         output = await _exec_round(conn, "resp-1", "call-1", source)
         text = _text(output["output"])
@@ -148,7 +141,7 @@ async def test_apply_patch_through_exec_edits_files_and_refuses_escapes(
     )
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         output = await _exec_round(conn, "resp-1", "call-1", source)
         text = _text(output["output"])
@@ -176,7 +169,7 @@ async def test_cancelling_a_turn_kills_the_whole_command_tree(server: FakeRespon
     replay: list[dict[str, Any]] = []
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_completed("resp-1", [frames.custom_tool_call("call-1", "exec", source)])
         await wait_for_os_fact(
@@ -218,7 +211,7 @@ async def test_leaving_the_agent_stops_a_yielded_cell_and_its_processes(
     )
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         output = await _exec_round(conn, "resp-1", "call-1", source)
         assert "Script running with cell ID 1" in _text(output["output"])

@@ -10,14 +10,7 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import assert_warmup, events_of, make_config, run_model
-
-
-async def _warm(server: FakeResponsesServer):
-    conn = await server.accept()
-    assert_warmup(await conn.next_request())
-    await conn.send_warmup("resp-warmup")
-    return conn
+from ..conftest import assert_warmup, events_of, make_config, run_model, warm
 
 
 def _exec(call_id: str, source: str, item_id: str | None = None) -> dict:
@@ -74,7 +67,7 @@ async def test_assistant_events_preserve_commentary_and_final_answer_phases(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         initial = await conn.next_request()
         assert initial["previous_response_id"] == "resp-warmup"
         commentary = await conn.send_assistant_output(0, "msg-commentary", "commentary", "I’ll verify.")
@@ -116,7 +109,7 @@ async def test_assistant_events_preserve_commentary_and_final_answer_phases(
 
 async def test_continues_past_previous_model_call_limit(server: FakeResponsesServer, workspace: Path) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         for call_index in range(1, 34):
             generation = await conn.next_request()
             previous = "resp-warmup" if call_index == 1 else f"resp-tool-{call_index - 1}"
@@ -139,7 +132,7 @@ async def test_reconnect_drops_previous_response_id_and_replays_full_history(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        first = await _warm(server)
+        first = await warm(server)
         generation = await first.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         await first.send_completed("resp-tool", [_exec("call-exec", 'text("continued")', item_id="server-item-id")])
@@ -168,7 +161,7 @@ async def test_receive_reset_reconnects_without_replaying_completed_tools(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        first = await _warm(server)
+        first = await warm(server)
         generation = await first.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         source = (
@@ -244,7 +237,7 @@ async def test_code_mode_notify_adds_a_named_exec_output_to_the_next_request(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         generation = await conn.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         await conn.send_completed("resp-notify", [_exec("call-exec", 'notify({phase: "working"}); text("done");')])
@@ -276,7 +269,7 @@ async def test_prepares_images_and_stops_on_invalid_image_requests(
     )
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         generation = await conn.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         await conn.send_completed("resp-image", [_exec("call-image", f'image("{png}", "original");')])
@@ -316,7 +309,7 @@ async def test_yielded_exec_cell_continues_through_direct_wait_tool(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         generation = await conn.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         source = (

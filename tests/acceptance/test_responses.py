@@ -8,21 +8,14 @@ import trio
 
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import assert_warmup, events_of, run_model
-
-
-async def _warm(server: FakeResponsesServer):
-    conn = await server.accept()
-    assert_warmup(await conn.next_request())
-    await conn.send_warmup("resp-warmup")
-    return conn
+from ..conftest import assert_warmup, events_of, run_model, warm
 
 
 async def test_explicit_end_turn_false_continues_without_a_tool_call(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         generation = await conn.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         await conn.send(frames.completed(
@@ -43,7 +36,7 @@ async def test_explicit_end_turn_false_continues_without_a_tool_call(
 
 async def test_completed_response_accepts_null_usage(server: FakeResponsesServer, workspace: Path) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         generation = await conn.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         await conn.send(frames.completed("resp-final", [frames.assistant_message("done")], usage_block=None))
@@ -61,7 +54,7 @@ async def test_completed_response_accepts_null_usage_details(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         generation = await conn.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         usage = frames.usage()
@@ -87,7 +80,7 @@ async def test_unsupported_direct_tools_return_failed_results_to_the_model(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         generation = await conn.next_request()
         assert generation["previous_response_id"] == "resp-warmup"
         await conn.send(frames.completed("resp-unsupported", [
@@ -148,7 +141,7 @@ async def test_assistant_events_keep_commentary_and_final_answer_phases_without_
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         commentary = await conn.send_assistant_output(0, "msg-commentary", "commentary", "I’ll verify.")
         final = await conn.send_assistant_output(1, "msg-final", "final_answer", "Done.")

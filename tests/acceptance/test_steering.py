@@ -11,17 +11,10 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
+from trio_agent.testing import FakeResponsesServer, frames
 
 from .._os_facts import wait_for_os_fact
-from ..conftest import EventLog, assert_warmup, make_config
-
-
-async def _warm(server: FakeResponsesServer) -> FakeConnection:
-    conn = await server.accept()
-    assert_warmup(await conn.next_request())
-    await conn.send_warmup("resp-warmup")
-    return conn
+from ..conftest import EventLog, make_config, warm
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
@@ -65,7 +58,7 @@ async def test_steering_is_bounded_fifo_and_joins_at_the_next_model_boundary(
     first_seen, release_first = trio.Event(), trio.Event()
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         first = await conn.next_request()
         assert first["previous_response_id"] == "resp-warmup"
         assert first["input"][2]["content"][0]["text"] == "initial task"
@@ -110,7 +103,7 @@ async def test_steering_during_a_tool_call_joins_after_the_tool_result(
     )
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         initial = await conn.next_request()
         assert initial["previous_response_id"] == "resp-warmup"
         await conn.send_completed("resp-tool", [frames.custom_tool_call("call-exec", "exec", source)])
@@ -201,7 +194,7 @@ async def test_interrupt_before_the_response_id_is_known_is_sent_when_it_arrives
     request_seen, steered = trio.Event(), trio.Event()
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         request_seen.set()
         await steered.wait()
@@ -231,7 +224,7 @@ async def test_unanswered_interrupt_drops_the_socket_and_replays_in_full(
     server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         call = frames.custom_tool_call("call-1", "exec", 'text("ran once")')
         await conn.send_all([frames.response_created("resp-stuck"), frames.output_item_done(0, call)])
@@ -261,7 +254,7 @@ async def test_steer_during_stream_retry_skips_backoff(
     server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send(frames.error_frame(
             "Rate limit exceeded. Please try again in 60s.", code="rate_limit_exceeded", retry_after=60
@@ -297,7 +290,7 @@ async def test_steers_during_tool_drain_preserve_tool_output_and_each_input(
     streamed = trio.Event()
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_all([
             frames.response_created("resp-1"),
@@ -340,7 +333,7 @@ async def test_steers_yield_exec_and_wait_without_stopping_the_cell(
     final_request: list[dict[str, Any]] = []
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_completed("resp-exec", [frames.custom_tool_call("exec-call", "exec", source)])
         if interrupt:
@@ -399,7 +392,7 @@ async def test_input_preempts_response_and_yields_running_code_mode_call(
     first_exec = "// @exec: {\"yield_time_ms\": 60000}\nawait tools.held_tool({}); text('first completed');"
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_all([
             frames.response_created("resp-calls"),
@@ -439,7 +432,7 @@ async def test_user_input_does_not_preempt_after_reasoning_item(
     reasoning_started, steered = trio.Event(), trio.Event()
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_all([
             frames.response_created("resp-1"), frames.output_item_added(0, reasoning_item("reason-1"))
@@ -483,7 +476,7 @@ async def test_steering_a_queued_or_finished_turn_is_refused(server: FakeRespons
     release = trio.Event()
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await release.wait()
         await conn.send_final("resp-1")

@@ -18,17 +18,10 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import EventLog, make_config
+from ..conftest import EventLog, make_config, warm
 
 RUNS = 50
 Scenario = Callable[[FakeResponsesServer, Path], Awaitable[list[str]]]
-
-
-async def _warm(server: FakeResponsesServer) -> Any:
-    conn = await server.accept()
-    await conn.next_request()
-    await conn.send_warmup("resp-warmup")
-    return conn
 
 
 async def _run(server: FakeResponsesServer, workspace: Path, script: Any, body: Any, **kw: Any) -> list[str]:
@@ -46,7 +39,7 @@ async def steer_fifo(server: FakeResponsesServer, workspace: Path) -> list[str]:
     seen, release = trio.Event(), trio.Event()
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         seen.set()
         await release.wait()
@@ -69,7 +62,7 @@ async def interrupt_and_drain(server: FakeResponsesServer, workspace: Path) -> l
     streaming = trio.Event()
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_all([frames.response_created("resp-1"), frames.text_delta(0, "partial")])
         streaming.set()
@@ -98,7 +91,7 @@ async def cancel_during_tool(server: FakeResponsesServer, workspace: Path) -> li
         raise AssertionError("unreachable")
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_completed("resp-1", [frames.function_call("call-1", "held", "{}")])
         second = await server.accept()
@@ -159,7 +152,7 @@ async def _race_once(workspace: Path, delay_checkpoints: int) -> bool:
         await nursery.start(server.serve)
 
         async def script() -> None:
-            conn = await _warm(server)
+            conn = await warm(server)
             await conn.next_request()
             seen.set()
             await conn.send_final("resp-1")

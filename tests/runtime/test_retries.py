@@ -13,14 +13,7 @@ import trio_websocket
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import make_config, run_model
-
-
-async def _warm(server: FakeResponsesServer):
-    conn = await server.accept()
-    await conn.next_request()
-    await conn.send_warmup("resp-warmup")
-    return conn
+from ..conftest import make_config, run_model, warm
 
 
 async def test_server_suggested_retry_delay_is_honoured_on_trios_clock(
@@ -29,7 +22,7 @@ async def test_server_suggested_retry_delay_is_honoured_on_trios_clock(
     times: list[float] = []
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         times.append(trio.current_time())
         await conn.send_error("overloaded", code="server_is_overloaded", retry_after=7)
@@ -57,7 +50,7 @@ async def test_backoff_doubles_with_jitter_and_gives_up_after_max_attempts(
     arrivals: list[float] = []
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         for attempt in range(3):
             if attempt:
                 conn = await server.accept()
@@ -85,7 +78,7 @@ async def test_terminal_api_error_is_not_retried_and_fails_the_turn(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send(frames.error_frame("quota gone", code="insufficient_quota"))
 
@@ -115,7 +108,7 @@ async def test_a_frame_that_is_not_json_fails_the_turn_with_a_clear_error(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn._ws.send_message("this is not json")
 
@@ -132,7 +125,7 @@ async def test_a_frame_that_is_not_json_fails_the_turn_with_a_clear_error(
 
 async def test_next_prompt_works_after_a_failed_turn(server: FakeResponsesServer, workspace: Path) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send(frames.error_frame("bad request", code="invalid_request_error"))
         follow = await conn.next_request()
@@ -153,7 +146,7 @@ async def test_open_agent_closes_its_socket_on_exit(server: FakeResponsesServer,
     closed = trio.Event()
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         await conn.send_final("resp-1")
         with pytest.raises(trio_websocket.ConnectionClosed):
@@ -171,7 +164,7 @@ async def test_open_agent_closes_its_socket_on_exit(server: FakeResponsesServer,
 
 async def test_leaving_the_block_waits_for_queued_turns(server: FakeResponsesServer, workspace: Path) -> None:
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         for index in range(3):
             await conn.next_request()
             await conn.send_final(f"resp-{index}", f"answer {index}")
@@ -194,7 +187,7 @@ async def test_idle_timeout_on_trios_clock_reconnects_and_replays(
     times: list[float] = []
 
     async def script() -> None:
-        conn = await _warm(server)
+        conn = await warm(server)
         await conn.next_request()
         times.append(trio.current_time())
         # Say nothing: the client's idle timeout (300 s of Trio time) must fire.
