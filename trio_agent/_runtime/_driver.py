@@ -65,6 +65,12 @@ async def run_turn(agent: Agent, state: TurnState) -> None:
     except trio.Cancelled:
         _abort(agent, state, stats, live, start)
         raise
+    except BaseExceptionGroup as group:  # cancellation can arrive grouped from inner nurseries
+        if group.subgroup(lambda exc: not isinstance(exc, trio.Cancelled | BaseExceptionGroup)) is None:
+            _abort(agent, state, stats, live, start)
+        else:
+            _fail(agent, state, stats, start, TurnFailed(f"internal error: {group!r}"), group)
+        raise
     except Exception as exc:  # a bug: report it on the turn, then let it crash the agent
         _fail(agent, state, stats, start, TurnFailed(f"internal error: {exc!r}"), exc)
         raise
