@@ -38,7 +38,7 @@ for _kind in (str, int, bool, float):
 
 
 def _attrs_from_mapping(cls: type) -> Callable[[Any, Any], Any]:
-    inner = make_dict_structure_fn(cls, converter)
+    inner: Callable[[Any, Any], Any] = make_dict_structure_fn(cls, converter)
 
     def structure(value: Any, _type: Any) -> Any:
         if not isinstance(value, Mapping):

@@ -248,6 +248,7 @@ class ModelClient:
                 self._invalidate("reconnect")  # the server never answered the interrupt
         else:
             exchange, outcome = await self._https_exchange(body, phase, call_index, turn_id, preemption, on_event)
+        assert isinstance(outcome, ResponseOutcome)
         if not warmup:
             self._chain_generation = self._sockets.generation
         if phase == "generation":

@@ -35,7 +35,7 @@ class History:
         self._parent = _parent
         parent_length = len(_parent) if _parent is not None else 0
         self._length = parent_length + len(self._items)
-        self._depth = (_parent._depth + 1) if _parent is not None else 0
+        self._depth: int = (_parent._depth + 1) if _parent is not None else 0
 
     def extend(self, items: Iterable[Item]) -> History:
         """A new history with ``items`` appended; ``self`` is unchanged."""

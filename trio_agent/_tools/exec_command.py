@@ -317,7 +317,8 @@ class ShellSessions:
         protected = min(PROTECTED_RECENT_SESSIONS, self._max_sessions - 1)
         candidates = published[: max(0, len(published) - protected)]
         finished = [s for s in candidates if s.done.is_set()]
-        return (finished or candidates or [None])[0]
+        pool = finished or candidates
+        return pool[0] if pool else None
 
     def _lookup(self, session_id: int) -> _Session:
         session = self._by_id.get(session_id)
@@ -397,7 +398,7 @@ async def _pump_output(session: _Session) -> None:
     assert stdout is not None
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         while data := await stdout.receive_some(_READ_SIZE):
-            session.output.write(data)
+            session.output.write(bytes(data))
     session.eof.set()
 
 

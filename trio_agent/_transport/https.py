@@ -52,7 +52,7 @@ class HttpsTransport:
             async with self._client.stream("POST", self.url, content=content, headers=request_headers) as response:
                 if response.status_code // 100 != 2:
                     raise await _rejected(response)
-                async with contextlib.aclosing(response.aiter_raw()) as chunks:
+                async with contextlib.aclosing(response.aiter_raw()) as chunks:  # type: ignore[type-var]
                     yield chunks
         except httpx.TimeoutException as exc:
             raise ResponseTimeout(

@@ -31,7 +31,7 @@ def backoff_delay(attempt: int, *, call_index: int = 0, retry_after: float | Non
         return float(retry_after)
     exponent = min(max(attempt - 1, 0), _MAX_EXPONENT)
     jitter = 0.9 + ((call_index * 31 + attempt * 17) % 21) / 100
-    return _BASE_DELAY * (2**exponent) * jitter
+    return float(_BASE_DELAY * (2**exponent) * jitter)
 
 
 def should_retry(error: ResponsesError, attempt: int, max_attempts: int) -> bool:

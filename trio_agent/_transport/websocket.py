@@ -205,7 +205,7 @@ async def _handshake(
         try:
             ws = await trio_websocket.wrap_client_stream(
                 nursery,
-                watched,
+                watched,  # type: ignore[arg-type]  # any trio Stream works; the hint is narrow
                 host_header,
                 resource,
                 extra_headers=[(k.encode(), v.encode()) for k, v in options.headers],

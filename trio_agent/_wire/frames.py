@@ -155,7 +155,8 @@ def parse_frame(raw: dict[str, Any]) -> Frame:
     cls = _STRUCTURED.get(kind)
     if cls is not None:
         try:
-            return converter.structure(raw, cls)  # type: ignore[no-any-return]
+            frame: Frame = converter.structure(raw, cls)
+            return frame
         except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
             raise ProtocolError(
                 f"malformed {kind!r} frame: {_excerpt(raw)}", event=raw

@@ -177,7 +177,8 @@ class ResponseAccumulator:
         handler = _HANDLERS.get(type(frame))
         if handler is None:
             return []  # unknown or ignored frames never fail a turn
-        return handler(self, frame)
+        events: list[StreamEvent] = handler(self, frame)
+        return events
 
     # -- transitions -------------------------------------------------------------------
 
@@ -246,7 +247,8 @@ class ResponseAccumulator:
         """``response.incomplete`` with reason ``interrupted``: a completed response with
         ``end_turn: false`` that keeps its usage and the items finished before the
         interrupt (SPEC sec. 4)."""
-        response = raw.get("response") if isinstance(raw.get("response"), dict) else {}
+        found = raw.get("response")
+        response: dict[str, Any] = found if isinstance(found, dict) else {}
         response_id = response.get("id") if isinstance(response.get("id"), str) else self.response_id
         if not response_id:
             self.phase = Phase.FAILED

@@ -52,11 +52,6 @@ class RawConnection:
         """Close the TCP connection without a WebSocket handshake."""
         await self.stream.aclose()
 
-    async def accept_http(self) -> FakeHttpRequest:
-        """The next connection's HTTP request (for the HTTPS/SSE transport)."""
-        raw = await self.accept_raw()
-        return await read_http_request(raw.stream)
-
     async def accept(self, *, delay: float = 0.0, headers: Sequence[tuple[str, str]] = ()) -> FakeConnection:
         """Complete the WebSocket handshake (after ``delay`` seconds of Trio time)."""
         if delay:

@@ -28,7 +28,7 @@ from importlib import resources
 from typing import Literal, Protocol, TypeVar
 
 import attrs
-import quickjs
+import quickjs  # type: ignore[import-untyped]  # ships no type information
 
 
 class EngineError(Exception):
