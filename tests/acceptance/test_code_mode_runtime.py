@@ -17,7 +17,7 @@ from ..conftest import events_of, make_config, run_model, warm
 
 
 async def _exec_round(conn: FakeConnection, response_id: str, call_id: str, source: str) -> dict[str, Any]:
-    await conn.send_completed(response_id, [frames.custom_tool_call(call_id, "exec", source)])
+    await conn.send_tool_call(response_id, call_id, "exec", source)
     request = await conn.next_request()
     return request["input"][0]
 

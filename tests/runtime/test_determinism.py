@@ -93,7 +93,7 @@ async def cancel_during_tool(server: FakeResponsesServer, workspace: Path) -> li
     async def script() -> None:
         conn = await warm(server)
         await conn.next_request()
-        await conn.send_completed("resp-1", [frames.function_call("call-1", "held", "{}")])
+        await conn.send_tool_call("resp-1", "call-1", "held", {})
         second = await server.accept()
         await second.next_request()
         await second.send_final("resp-2")

@@ -98,6 +98,17 @@ class FakeConnection:
     async def send_completed(self, response_id: str, output: Sequence[dict[str, Any]] = (), **kw: Any) -> None:
         await self.send(frames.completed(response_id, output, **kw))
 
+    async def send_tool_call(
+        self, response_id: str, call_id: str, name: str, input: str | dict[str, Any], *, item_id: str | None = None
+    ) -> None:
+        """A completed response with one tool call: a custom call when ``input`` is a
+        string, a function call (JSON-encoded arguments) when it is a dict."""
+        if isinstance(input, str):
+            call = frames.custom_tool_call(call_id, name, input, item_id=item_id)
+        else:
+            call = frames.function_call(call_id, name, json.dumps(input), item_id=item_id)
+        await self.send(frames.completed(response_id, [call]))
+
     async def send_assistant_output(self, output_index: int, item_id: str, phase: str, text: str) -> dict[str, Any]:
         """Stream one assistant message (added, one delta, done); returns the finished item."""
         done = frames.assistant_message(text, item_id=item_id, phase=phase)
