@@ -224,3 +224,27 @@ async def test_closing_the_agent_during_the_startup_warmup_is_prompt(
             kinds = [event.kind.value async for event in events]
             nursery.cancel_scope.cancel()
     assert kinds[:2] == ["model.warmup.started", "model.connection.started"]
+
+
+async def test_an_error_in_the_block_cancels_the_turn_and_propagates_unwrapped(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()  # never answered
+
+    events: list[ta.AgentEvent] = []
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            with pytest.raises(KeyError, match="boom"):
+                async with ta.open_agent(make_config(server, workspace)) as agent:
+                    stream = agent.events
+                    turn = await agent.prompt("work")
+                    raise KeyError("boom")
+            events = [event async for event in stream]
+            nursery.cancel_scope.cancel()
+    assert events[-1].kind is ta.EventKind.RUN_FAILED
+    assert events[-1].payload["status"] == "cancelled"
+    with pytest.raises(ta.TurnCancelled):
+        await turn.result()

@@ -21,7 +21,7 @@ from typing import Any, final
 import trio
 
 from .._config import AgentConfig, Thinking, Transport
-from .._errors import AgentClosed, ConfigError, InvalidPrompt, TurnCancelled
+from .._errors import AgentClosed, ConfigError, InvalidPrompt
 from .._events import AgentEvents, EventKind, EventSink
 from .._ids import new_item_id
 from .._session.context import (
@@ -33,15 +33,16 @@ from .._session.conversation import Conversation
 from .._tools import Tools
 from .._wire.request import RequestSettings
 from ._context_io import context_user_message
-from ._driver import run_turn
+from ._driver import emit_cancelled_without_running, run_turn
 from ._model import ModelClient
 from ._stats import TurnStats
 from ._tool_dispatch import ToolDispatcher
-from ._turn import Prompt, Turn, TurnState, TurnStatus
+from ._turn import Prompt, Turn, TurnState
 
 __all__ = ["Agent", "AgentHandle", "open_agent"]
 
 _NS = 1_000_000_000
+SHUTDOWN_GRACE = 5.0  # closing sockets, cells and shell sessions on the way out
 
 
 @final
@@ -232,9 +233,11 @@ class Agent:
                 await run_turn(self, state)
                 self._pending.remove(state)
         finally:
-            for state in self._pending:  # only reached when cancelled: resolve the rest
-                if not state.done.is_set():
-                    state.finish(TurnStatus.CANCELLED, error=TurnCancelled(f"turn {state.turn_id} was cancelled"))
+            # Only reached with turns left when the agent is cancelled: each accepted turn
+            # still gets exactly one terminal event and resolves as cancelled.
+            for state in self._pending:
+                if not state.terminal_emitted:
+                    emit_cancelled_without_running(self, state)
 
     async def _startup(self) -> None:
         self._nursery.start_soon(self._run_turns)
@@ -250,7 +253,6 @@ class Agent:
         self.model.close()
         await self.dispatcher.aclose()
         await self.model.aclose()
-        self._sink.close()
 
 
 def _negate(usage: Any) -> Any:
@@ -271,19 +273,37 @@ async def open_agent(config: AgentConfig) -> AsyncIterator[Agent]:
     socket and ends ``agent.events``. If the enclosing scope is cancelled, the live turn
     is cancelled (tools killed, terminal event emitted) and queued turns are resolved
     as cancelled; nothing started by the agent outlives the block.
+
+    An exception raised in the block cancels the agent the same way and then propagates
+    as itself (not wrapped in an ``ExceptionGroup``) when it is the only error.
     """
     if not isinstance(config, AgentConfig):
         raise ConfigError(f"open_agent() takes a ta.AgentConfig, got {type(config).__name__}")
-    async with trio.open_nursery() as nursery:
-        agent = Agent(config, nursery)
-        try:
-            await agent._startup()
-            yield agent
-            agent._stop_accepting()
-            await _wait_turns(agent)
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(5.0):
-                await agent._shutdown()
+    sink_owner: list[Agent] = []
+    try:
+        async with trio.open_nursery() as nursery:
+            agent = Agent(config, nursery)
+            sink_owner.append(agent)
+            try:
+                await agent._startup()
+                yield agent
+                agent._stop_accepting()
+                await _wait_turns(agent)
+            except BaseException:
+                nursery.cancel_scope.cancel()  # an error or cancellation in the block: stop the turns
+                raise
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_GRACE):
+                    await agent._shutdown()
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
+            raise group.exceptions[0] from None
+        raise
+    finally:
+        # Only now, with every task of the agent finished (terminal events of cancelled
+        # turns included), does the event stream end.
+        for owner in sink_owner:
+            owner._sink.close()
 
 
 async def _wait_turns(agent: Agent) -> None:

@@ -43,7 +43,7 @@ class _Live:
 
 async def run_turn(agent: Agent, state: TurnState) -> None:
     if state.status is TurnStatus.CANCELLED:  # cancelled while queued: a tombstone
-        _emit_terminal_for_tombstone(agent, state)
+        emit_cancelled_without_running(agent, state)
         return
     state.status = TurnStatus.RUNNING
     state.steerable = True
@@ -176,6 +176,7 @@ def _abort(agent: Agent, state: TurnState, stats: TurnStats, live: _Live, start:
     agent.emit(
         EventKind.RUN_FAILED, agent.terminal_payload(state, stats, start, "cancelled"), state.turn_id
     )
+    state.terminal_emitted = True
     state.finish(TurnStatus.CANCELLED, error=error)
 
 
@@ -184,6 +185,7 @@ def _finish(agent: Agent, state: TurnState, stats: TurnStats, start: float, stat
     agent.emit(
         EventKind.RUN_COMPLETED, agent.terminal_payload(state, stats, start, "completed"), state.turn_id
     )
+    state.terminal_emitted = True
     state.finish(status, result=result)
 
 
@@ -192,13 +194,19 @@ def _fail(agent: Agent, state: TurnState, stats: TurnStats, start: float, error:
     error.__cause__ = cause
     agent.emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
     agent.emit(EventKind.RUN_FAILED, agent.terminal_payload(state, stats, start, "failed"), state.turn_id)
+    state.terminal_emitted = True
     state.finish(TurnStatus.FAILED, error=error)
 
 
-def _emit_terminal_for_tombstone(agent: Agent, state: TurnState) -> None:
+def emit_cancelled_without_running(agent: Agent, state: TurnState) -> None:
+    """The events of a turn cancelled before it ran (queued, or the agent closing):
+    ``run.started``, ``run.error``, ``run.failed`` with status ``cancelled``."""
     start = trio.current_time()
     agent.emit(EventKind.RUN_STARTED, agent.run_started_payload(state), state.turn_id)
     agent.emit(EventKind.RUN_ERROR, {"message": f"turn {state.turn_id} was cancelled"}, state.turn_id)
     agent.emit(
         EventKind.RUN_FAILED, agent.terminal_payload(state, TurnStats(), start, "cancelled"), state.turn_id
     )
+    state.terminal_emitted = True
+    if not state.done.is_set():
+        state.finish(TurnStatus.CANCELLED, error=TurnCancelled(f"turn {state.turn_id} was cancelled"))

@@ -110,6 +110,7 @@ class TurnState:
     done: trio.Event = attrs.field(factory=trio.Event)
     result: TurnResult | None = None
     error: AgentError | None = None
+    terminal_emitted: bool = False  # exactly one run.completed / run.failed per turn
 
     def finish(self, status: TurnStatus, *, result: TurnResult | None = None,
                error: AgentError | None = None) -> None:
