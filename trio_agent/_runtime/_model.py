@@ -31,6 +31,7 @@ from ._auth import https_headers
 from ._connections import Connections
 from ._exchange import Exchange
 from ._model_events import ns, omit_none
+from ._prompt_cache import SharedWarmups, fingerprint
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
@@ -81,6 +82,24 @@ class ModelClient:
         self._emit(
             EventKind.MODEL_WARMUP_STARTED, {"model": settings.model, "prompt_cache_key": settings.prompt_cache_key}
         )
+        if not self._config.shared_prompt_cache:
+            await self._warmup_request(settings)
+            return
+        key = fingerprint(settings.model, settings.prompt_cache_key, self._conversation.prefix)
+        start = trio.current_time()
+        if await SharedWarmups.claim(key) is not None:
+            # Another agent warmed this prefix: no warmup of our own, a full first request.
+            self._emit(EventKind.MODEL_WARMUP_COMPLETED, {
+                "source": "shared_prefix", "duration_ns": ns(trio.current_time() - start), "usage": None,
+            })
+            return
+        succeeded = False
+        try:
+            succeeded = await self._warmup_request(settings)
+        finally:
+            SharedWarmups.record(key, succeeded=succeeded)
+
+    async def _warmup_request(self, settings: RequestSettings) -> bool:
         start = trio.current_time()
         sent_at = len(self._conversation.history)
         try:
@@ -93,7 +112,7 @@ class ModelClient:
                 EventKind.MODEL_WARMUP_FAILED, {"duration_ns": ns(trio.current_time() - start), "error": str(exc)}
             )
             self._invalidate("warmup_fallback")
-            return
+            return False
         duration = ns(trio.current_time() - start)
         self.stats.warmup_duration_ns += duration
         self.stats.warmup_usage = self.stats.warmup_usage + outcome.usage
@@ -104,6 +123,7 @@ class ModelClient:
             "response_id": outcome.response_id, "source": "response", "attempt": 1,
             "connection_generation": self._sockets.generation, "duration_ns": duration, "usage": outcome.usage_raw,
         })
+        return True
 
     async def generate(
         self,
