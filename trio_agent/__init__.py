@@ -10,10 +10,12 @@ from ._config import Transport as Transport
 from ._errors import AgentClosed as AgentClosed
 from ._errors import AgentError as AgentError
 from ._errors import ApiError as ApiError
+from ._errors import CheckpointLineageMismatch as CheckpointLineageMismatch
 from ._errors import CheckpointMissing as CheckpointMissing
 from ._errors import ConfigError as ConfigError
 from ._errors import ConnectionFailed as ConnectionFailed
 from ._errors import ConnectionLost as ConnectionLost
+from ._errors import ForkBeforeCompletedTurn as ForkBeforeCompletedTurn
 from ._errors import InvalidImageRequest as InvalidImageRequest
 from ._errors import InvalidPrompt as InvalidPrompt
 from ._errors import InvalidSessionSnapshot as InvalidSessionSnapshot
@@ -55,11 +57,13 @@ __all__ = [
     "ApiError",
     "ChatGptAuth",
     "ChatGptAuthSnapshot",
+    "CheckpointLineageMismatch",
     "CheckpointMissing",
     "ConfigError",
     "ConnectionFailed",
     "ConnectionLost",
     "EventKind",
+    "ForkBeforeCompletedTurn",
     "History",
     "InvalidImageRequest",
     "InvalidPrompt",

@@ -11,6 +11,8 @@ Every error the library raises on purpose is an :class:`AgentError`::
      +-- TurnNotCancellable       cancelling a finished or already cancelled turn
      +-- TurnCancelled            Turn.result() of a cancelled turn
      +-- TurnFailed               Turn.result() of a failed turn (.responses_error, .cause)
+     +-- ForkBeforeCompletedTurn  fork() before the agent reached any model boundary
+     +-- CheckpointLineageMismatch  fork_from() with a result of another lineage
      +-- InvalidSessionSnapshot   a snapshot that cannot be resumed
      +-- WorkspaceChanged         resuming in another workspace
      +-- ResponsesError           anything that went wrong talking to the Responses API
@@ -37,10 +39,12 @@ __all__ = [
     "AgentClosed",
     "AgentError",
     "ApiError",
+    "CheckpointLineageMismatch",
     "CheckpointMissing",
     "ConfigError",
     "ConnectionFailed",
     "ConnectionLost",
+    "ForkBeforeCompletedTurn",
     "InvalidImageRequest",
     "InvalidPrompt",
     "InvalidSessionSnapshot",
@@ -99,6 +103,14 @@ class TurnFailed(AgentError):
     def __init__(self, message: str, *, responses_error: ResponsesError | None = None) -> None:
         super().__init__(message)
         self.responses_error = responses_error
+
+
+class ForkBeforeCompletedTurn(AgentError):
+    """Raised by ``fork()`` before the agent has reached any model boundary."""
+
+
+class CheckpointLineageMismatch(AgentError, ValueError):
+    """Raised by ``fork_from()`` with a ``TurnResult`` from another lineage."""
 
 
 class InvalidSessionSnapshot(AgentError, ValueError):

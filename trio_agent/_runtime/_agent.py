@@ -15,13 +15,14 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, final
 
+import attrs
 import trio
 
-from .._config import AgentConfig, Thinking, Transport
-from .._errors import AgentClosed, ConfigError, InvalidPrompt
+from .._config import AgentConfig, Thinking, Transport, _default_session_id
+from .._errors import AgentClosed, CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
 from .._events import AgentEvents, EventKind, EventSink
 from .._ids import new_item_id
 from .._session.context import (
@@ -29,7 +30,7 @@ from .._session.context import (
     additional_tools_item,
     instructions_message,
 )
-from .._session.conversation import Conversation
+from .._session.conversation import Conversation, ConversationSnapshot
 from .._tools import Tools
 from .._wire.request import RequestSettings
 from ._context_io import context_user_message
@@ -37,7 +38,7 @@ from ._driver import emit_cancelled_without_running, run_turn
 from ._model import ModelClient
 from ._stats import TurnStats
 from ._tool_dispatch import ToolDispatcher
-from ._turn import Prompt, Turn, TurnState
+from ._turn import Prompt, Turn, TurnResult, TurnState
 
 __all__ = ["Agent", "AgentHandle", "open_agent"]
 
@@ -60,6 +61,17 @@ class AgentHandle:
     def session_id(self) -> str:
         return self._get().session_id
 
+    def fork(self) -> AbstractAsyncContextManager[Agent]:
+        """``Agent.fork`` of the agent this handle belongs to."""
+        return self._get().fork()
+
+    def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[Agent]:
+        return self._get().fork_from(result)
+
+    def spawn(self) -> AbstractAsyncContextManager[Agent]:
+        """``Agent.spawn`` of the agent this handle belongs to."""
+        return self._get().spawn()
+
     def _get(self) -> Agent:
         agent = self._agent()
         if agent is None or agent._closing:
@@ -71,7 +83,7 @@ class AgentHandle:
 class Agent:
     """A running agent; create it with ``open_agent``. See the module docstring."""
 
-    def __init__(self, config: AgentConfig, nursery: trio.Nursery) -> None:
+    def __init__(self, config: AgentConfig, nursery: trio.Nursery, seed: ConversationSnapshot | None = None) -> None:
         self.config = config
         self._nursery = nursery
         self._sink = EventSink(config.session_id)
@@ -91,7 +103,16 @@ class Agent:
             ),
             id_factory=new_item_id,
         )
-        self.context_recorded = False
+        # A fork starts from a boundary of its parent: that history, chained on that
+        # response, with no warmup of its own (SPEC sec. 5).
+        self._seeded = seed is not None
+        if seed is not None:
+            self.conversation.history = seed.history
+            self.conversation.previous_response_id = seed.previous_response_id
+            self.conversation.delta_start = seed.delta_start
+        self.context_recorded = bool(seed is not None and len(seed.history))
+        # The latest boundary a fork() branches from (published by the driver).
+        self.fork_point: ConversationSnapshot | None = seed
         self.model = ModelClient(config, self.conversation, self.emit, nursery)
         self.dispatcher = ToolDispatcher(self)
         self._terminal_mark = self.model.stats.copy()
@@ -141,6 +162,59 @@ class Agent:
             raise ConfigError(f"thinking must be a ta.Thinking, got {thinking!r}")
         await trio.lowlevel.checkpoint()
         self._thinking = thinking
+
+    def publish_fork_point(self) -> None:
+        """Record the current boundary: a ``fork()`` from now on branches from here."""
+        self.fork_point = self.conversation.snapshot()
+
+    @property
+    def lineage(self) -> str:
+        """The prompt cache key shared by this agent and every fork of it."""
+        return self.config.cache_key
+
+    def fork(self) -> AbstractAsyncContextManager[Agent]:
+        """``async with agent.fork() as branch``: a child from the latest boundary.
+
+        The branch inherits the committed history plus the live turn's committed delta
+        (its prompt, finished tool outputs and joined steers), chains on the last
+        completed response, keeps the lineage's prompt cache key, gets its own session
+        id and connection (no warmup) and the agent's current thinking. It runs
+        concurrently with this agent; leaving the block closes it like ``open_agent``.
+        Raises ``ForkBeforeCompletedTurn`` before the first model boundary.
+        """
+        point = self.fork_point
+        if point is None:
+            raise ForkBeforeCompletedTurn(
+                "fork() needs a model boundary to branch from: prompt the agent first, or use spawn()"
+            )
+        return _open_agent(self._child_config(keep_lineage=True), seed=point)
+
+    def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[Agent]:
+        """``async with agent.fork_from(result) as branch``: a child from the end of that
+        turn; it chains on the turn's final response and nothing later leaks in."""
+        checkpoint = result._checkpoint
+        if checkpoint is None or result._lineage != self.lineage:
+            raise CheckpointLineageMismatch(
+                f"turn {result.turn_id}'s result does not belong to this agent's lineage "
+                f"(prompt cache key {self.lineage!r}); fork from a result of this agent or its forks"
+            )
+        return _open_agent(self._child_config(keep_lineage=True), seed=checkpoint)
+
+    def spawn(self) -> AbstractAsyncContextManager[Agent]:
+        """``async with agent.spawn() as child``: a clean child -- no history, same
+        instructions and explicit prompt cache key, current thinking, a new session id;
+        it warms up on its own."""
+        return _open_agent(self._child_config(keep_lineage=False))
+
+    def _child_config(self, *, keep_lineage: bool) -> AgentConfig:
+        key = self.lineage if keep_lineage else self.config.prompt_cache_key
+        return attrs.evolve(
+            self.config,
+            session_id=_default_session_id(),
+            prompt_cache_key=key,
+            thinking=self._thinking,
+            fast_mode=self._fast_mode,
+        )
 
     async def set_fast_mode(self, enabled: bool) -> None:
         """``service_tier: "priority"`` for prompts accepted from now on."""
@@ -241,7 +315,7 @@ class Agent:
 
     async def _startup(self) -> None:
         self._nursery.start_soon(self._run_turns)
-        if self.config.responses.transport is Transport.WEBSOCKET:
+        if self.config.responses.transport is Transport.WEBSOCKET and not self._seeded:
             await self._nursery.start(self.model.warmup, self._settings())
 
     def _stop_accepting(self) -> None:
@@ -264,8 +338,7 @@ def _negate(usage: Any) -> Any:
     )))
 
 
-@asynccontextmanager
-async def open_agent(config: AgentConfig) -> AsyncIterator[Agent]:
+def open_agent(config: AgentConfig) -> AbstractAsyncContextManager[Agent]:
     """Run an agent for the duration of the block.
 
     On entry the agent starts its warmup (WebSocket) without waiting for the network.
@@ -279,10 +352,15 @@ async def open_agent(config: AgentConfig) -> AsyncIterator[Agent]:
     """
     if not isinstance(config, AgentConfig):
         raise ConfigError(f"open_agent() takes a ta.AgentConfig, got {type(config).__name__}")
+    return _open_agent(config)
+
+
+@asynccontextmanager
+async def _open_agent(config: AgentConfig, seed: ConversationSnapshot | None = None) -> AsyncIterator[Agent]:
     sink_owner: list[Agent] = []
     try:
         async with trio.open_nursery() as nursery:
-            agent = Agent(config, nursery)
+            agent = Agent(config, nursery, seed)
             sink_owner.append(agent)
             try:
                 await agent._startup()

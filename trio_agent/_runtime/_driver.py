@@ -94,6 +94,7 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
             outcome = await agent.model.generate(
                 state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
                 preemption=state.preemption, before_retry=lambda: _drain_steers(agent, state, stats),
+                on_request=agent.publish_fork_point,
             )
         finally:
             stats.model_duration_ns += int((trio.current_time() - call_start) * _NS)
@@ -112,7 +113,10 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
         )
         if isinstance(step, FinishTurn):
             state.steerable = False  # decided synchronously: no steer can slip in now
-            return TurnResult(state.turn_id, step.message, outcome.response_id)
+            agent.fork_point = checkpoint = conversation.snapshot()
+            return TurnResult(
+                state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint, lineage=agent.lineage
+            )
         if isinstance(step, RunTools):
             await _run_tools(agent, state, stats, live, step)
         else:
@@ -171,6 +175,7 @@ def _abort(agent: Agent, state: TurnState, stats: TurnStats, live: _Live, start:
     live.pending_calls = []
     agent.conversation.record([user_message(TURN_ABORTED_TEXT)])
     agent.model.abandon()
+    agent.fork_point = agent.conversation.snapshot()
     error = TurnCancelled(f"turn {state.turn_id} was cancelled")
     agent.emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
     agent.emit(

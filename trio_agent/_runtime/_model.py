@@ -133,11 +133,14 @@ class ModelClient:
         turn_id: int,
         preemption: Preemption | None = None,
         before_retry: Callable[[], None] | None = None,
+        on_request: Callable[[], None] | None = None,
     ) -> ResponseOutcome:
         """One model call with retries; emits ``model.call.*`` and attempt events.
 
         ``before_retry`` runs before every retry attempt (the driver joins pending
         steers there: a retry replays in full anyway, so they ride along).
+        ``on_request`` runs right before each request body is built, inside the lock:
+        the exact boundary the request is sent from (where forks branch).
         """
         async with self._lock:
             self._emit(EventKind.MODEL_CALL_STARTED, omit_none({
@@ -146,7 +149,9 @@ class ModelClient:
             }), turn_id)
             start = trio.current_time()
             try:
-                return await self._generate_with_retries(settings, call_index, turn_id, preemption, before_retry)
+                return await self._generate_with_retries(
+                    settings, call_index, turn_id, preemption, before_retry, on_request
+                )
             except ResponsesError as exc:
                 self._emit(EventKind.MODEL_CALL_FAILED, {
                     "call_index": call_index, "model": settings.model,
@@ -177,6 +182,7 @@ class ModelClient:
         turn_id: int,
         preemption: Preemption | None,
         before_retry: Callable[[], None] | None,
+        on_request: Callable[[], None] | None,
     ) -> ResponseOutcome:
         max_attempts = self._config.max_attempts
         attempt = 1
@@ -186,7 +192,7 @@ class ModelClient:
             try:
                 return await self._attempt(
                     settings, phase="generation", call_index=call_index, attempt=attempt,
-                    max_attempts=max_attempts, turn_id=turn_id, preemption=preemption,
+                    max_attempts=max_attempts, turn_id=turn_id, preemption=preemption, on_request=on_request,
                 )
             except ResponsesError as exc:
                 same_socket = isinstance(exc, CheckpointMissing) and not checkpoint_replayed
@@ -241,6 +247,7 @@ class ModelClient:
         turn_id: int | None,
         warmup: bool = False,
         preemption: Preemption | None = None,
+        on_request: Callable[[], None] | None = None,
     ) -> ResponseOutcome:
         self.stats.response_attempts += 1
         websocket = self._config.responses.transport is Transport.WEBSOCKET
@@ -252,6 +259,8 @@ class ModelClient:
                 self.turn_state = link.turn_state
             if self._sockets.generation != self._chain_generation and not settings.store:
                 self._conversation.reset_chain()  # store: false ids die with their socket
+        if on_request is not None:
+            on_request()
         body = self._body(settings, warmup=warmup, websocket=websocket)
         events.attempt_started(
             self._emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,

@@ -24,6 +24,7 @@ from .._errors import (
     TurnNotCancellable,
     TurnNotSteerable,
 )
+from .._session.conversation import ConversationSnapshot
 from .._wire.request import RequestSettings
 
 if TYPE_CHECKING:
@@ -90,11 +91,15 @@ class TurnStatus(enum.Enum):
 @final
 @attrs.frozen
 class TurnResult:
-    """The outcome of a completed turn."""
+    """The outcome of a completed turn. ``agent.fork_from(result)`` branches from it."""
 
     turn_id: int
     final_message: str
     response_id: str | None
+    # The conversation exactly at this turn's end (O(1): history is persistent) and the
+    # lineage (prompt cache key) it belongs to.
+    _checkpoint: ConversationSnapshot | None = attrs.field(default=None, eq=False, repr=False, alias="checkpoint")
+    _lineage: str | None = attrs.field(default=None, eq=False, repr=False, alias="lineage")
 
 
 @attrs.define(eq=False)

@@ -165,9 +165,11 @@ class FakeResponsesServer:
                 nursery.start_soon(self._accept_loop, listeners)
                 task_status.started(self)
         finally:
-            # Every connection the server accepted is closed with it.
-            for stream in self._streams:
-                await trio.aclose_forcefully(stream)
+            # Every connection the server accepted is closed with it (shielded: the
+            # server is usually being cancelled right now, and each close checkpoints).
+            with trio.CancelScope(shield=True):
+                for stream in self._streams:
+                    await trio.aclose_forcefully(stream)
 
     async def _accept_loop(self, listeners: list[trio.SocketListener]) -> None:
         try:
