@@ -33,6 +33,9 @@ from ._events import AgentEvent as AgentEvent
 from ._events import AgentEvents as AgentEvents
 from ._events import EventKind as EventKind
 from ._events import write_jsonl as write_jsonl
+from ._rollout import DurableSession as DurableSession
+from ._rollout import RolloutConfig as RolloutConfig
+from ._rollout import RolloutError as RolloutError
 from ._runtime import Agent as Agent
 from ._runtime import AgentHandle as AgentHandle
 from ._runtime import Prompt as Prompt
@@ -41,6 +44,7 @@ from ._runtime import TurnControl as TurnControl
 from ._runtime import TurnResult as TurnResult
 from ._runtime import TurnStatus as TurnStatus
 from ._runtime import open_agent as open_agent
+from ._session.snapshot import SessionSnapshot as SessionSnapshot
 from ._tools import ToolContext as ToolContext
 from ._tools import Tools as Tools
 
@@ -62,6 +66,7 @@ __all__ = [
     "ConfigError",
     "ConnectionFailed",
     "ConnectionLost",
+    "DurableSession",
     "EventKind",
     "ForkBeforeCompletedTurn",
     "History",
@@ -73,6 +78,9 @@ __all__ = [
     "ResponseTimeout",
     "Responses",
     "ResponsesError",
+    "RolloutConfig",
+    "RolloutError",
+    "SessionSnapshot",
     "SteerQueueFull",
     "Thinking",
     "ToolContext",

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from ._errors import ConfigError
+from ._errors import ConfigError, WorkspaceChanged
 
 if TYPE_CHECKING:
+    from ._rollout import RolloutConfig
     from ._runtime import AgentHandle
+    from ._session.snapshot import SessionSnapshot
     from ._tools import Tools
 
 __all__ = [
@@ -169,15 +171,15 @@ class AgentConfig:
     instructions: str | None = None
     thinking: Thinking = Thinking.MEDIUM
     fast_mode: bool = False
-    workspace: Path = attrs.field(factory=Path.cwd, converter=Path)
+    workspace: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     responses: Responses = attrs.field(factory=Responses)
     session_id: str = attrs.field(factory=_default_session_id)
     prompt_cache_key: str | None = None
     shared_prompt_cache: bool = False
     tools: Tools | None = None
     tools_factory: Callable[[AgentHandle], Tools] | None = None
-    rollout: Any = None
-    resume: Any = None
+    rollout: RolloutConfig | None = None
+    resume: SessionSnapshot | None = None
 
     def __attrs_post_init__(self) -> None:
         self._check_auth()
@@ -193,17 +195,35 @@ class AgentConfig:
             raise ConfigError("prompt_cache_key must be non-empty; omit it to use the session id")
         if self.instructions is not None and not self.instructions.strip():
             raise ConfigError("instructions must be non-empty; omit them for the default")
-        if not self.workspace.is_dir():
+        workspace = self.resolved_workspace()
+        if not workspace.is_dir():
             raise ConfigError(
-                f"workspace {str(self.workspace)!r} is not a directory; "
+                f"workspace {str(workspace)!r} is not a directory; "
                 "pass an existing directory (default: the current directory)"
             )
         if self.tools is not None and self.tools_factory is not None:
             raise ConfigError("pass either tools= or tools_factory=, not both")
-        if self.rollout is not None or self.resume is not None:
+        self._check_resume()
+
+    def _check_resume(self) -> None:
+        from ._rollout import RolloutConfig
+        from ._session.snapshot import SessionSnapshot, check_snapshot
+
+        if self.rollout is not None and not isinstance(self.rollout, RolloutConfig):
+            raise ConfigError(f"rollout must be a ta.RolloutConfig, got {type(self.rollout).__name__}")
+        if self.resume is None:
+            return
+        if not isinstance(self.resume, SessionSnapshot):
             raise ConfigError(
-                "rollout= and resume= are not supported by this version of trio_agent yet; "
-                "omit them"
+                "resume must be a ta.SessionSnapshot (see SessionSnapshot.from_json), "
+                f"got {type(self.resume).__name__}"
+            )
+        check_snapshot(self.resume, explicit_cache_key=self.prompt_cache_key)
+        stored = Path(os.path.realpath(self.resume.workspace)) if self.resume.workspace else None
+        if self.workspace is not None and stored is not None and Path(os.path.realpath(self.workspace)) != stored:
+            raise WorkspaceChanged(
+                f"the session was recorded in {str(stored)!r} but workspace={str(self.workspace)!r}; "
+                "resume it in its own workspace (omit workspace=) or start a new session"
             )
 
     def _check_auth(self) -> None:
@@ -239,7 +259,11 @@ class AgentConfig:
 
     @property
     def cache_key(self) -> str:
-        return self.prompt_cache_key or self.session_id
+        if self.prompt_cache_key:
+            return self.prompt_cache_key
+        if self.resume is not None:
+            return self.resume.prompt_cache_key  # a resumed session keeps its lineage
+        return self.session_id
 
     @property
     def api_base_url(self) -> str:
@@ -261,4 +285,9 @@ class AgentConfig:
         return self.responses.max_attempts or 5
 
     def resolved_workspace(self) -> Path:
-        return Path(os.path.realpath(self.workspace))
+        """The workspace: explicit, else the resumed session's, else the current directory."""
+        if self.workspace is not None:
+            return Path(os.path.realpath(self.workspace))
+        if self.resume is not None and self.resume.workspace:
+            return Path(os.path.realpath(self.resume.workspace))
+        return Path.cwd()

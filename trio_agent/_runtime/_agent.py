@@ -31,11 +31,14 @@ from .._session.context import (
     instructions_message,
 )
 from .._session.conversation import Conversation, ConversationSnapshot
+from .._session.history import History
+from .._session.snapshot import check_prefix
 from .._tools import Tools
 from .._wire.request import RequestSettings
 from ._context_io import context_user_message
 from ._driver import emit_cancelled_without_running, run_turn
 from ._model import ModelClient
+from ._sessions import Rollout, SessionInfo, open_rollout
 from ._stats import TurnStats
 from ._tool_dispatch import ToolDispatcher
 from ._turn import Prompt, Turn, TurnResult, TurnState
@@ -83,7 +86,14 @@ class AgentHandle:
 class Agent:
     """A running agent; create it with ``open_agent``. See the module docstring."""
 
-    def __init__(self, config: AgentConfig, nursery: trio.Nursery, seed: ConversationSnapshot | None = None) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        nursery: trio.Nursery,
+        seed: ConversationSnapshot | None = None,
+        parent_id: str | None = None,
+        lineage_id: str | None = None,
+    ) -> None:
         self.config = config
         self._nursery = nursery
         self._sink = EventSink(config.session_id)
@@ -96,6 +106,7 @@ class Agent:
         self.handle = AgentHandle(self)
         self.tools = self._build_tools()
         self.workspace = config.resolved_workspace()
+        self._lineage_id = lineage_id or config.session_id  # the root session of this lineage
         self.conversation = Conversation(
             prefix=(
                 additional_tools_item(self.tools.definitions()),
@@ -103,8 +114,11 @@ class Agent:
             ),
             id_factory=new_item_id,
         )
+        if seed is None and config.resume is not None:
+            seed = self._resume_seed(config)
         # A fork starts from a boundary of its parent: that history, chained on that
-        # response, with no warmup of its own (SPEC sec. 5).
+        # response, with no warmup of its own (SPEC sec. 5); a resumed session starts from
+        # its snapshot, unchained: its first request is a full replay (SPEC sec. 8).
         self._seeded = seed is not None
         if seed is not None:
             self.conversation.history = seed.history
@@ -115,6 +129,7 @@ class Agent:
         self.fork_point: ConversationSnapshot | None = seed
         self.model = ModelClient(config, self.conversation, self.emit, nursery)
         self.dispatcher = ToolDispatcher(self)
+        self._rollout = open_rollout(self, parent_id)
         self._terminal_mark = self.model.stats.copy()
 
     # -- public API ------------------------------------------------------------------
@@ -166,6 +181,44 @@ class Agent:
     def publish_fork_point(self) -> None:
         """Record the current boundary: a ``fork()`` from now on branches from here."""
         self.fork_point = self.conversation.snapshot()
+        self.persist_rollout()
+
+    # -- sessions and rollouts -----------------------------------------------------------
+
+    @property
+    def rollout(self) -> Rollout | None:
+        """The rollout file (``.path``) when ``AgentConfig(rollout=...)`` is set."""
+        return self._rollout
+
+    async def flush_rollout(self) -> None:
+        """Write every committed item and fsync the rollout (``RolloutError`` on failure)."""
+        await trio.lowlevel.checkpoint()
+        if self._rollout is not None:
+            self._rollout.flush(self.conversation.history)
+
+    def persist_rollout(self) -> None:
+        """Append newly committed history to the rollout (never raises: a failure is
+        kept and reported by ``flush_rollout``)."""
+        if self._rollout is not None:
+            self._rollout.append(self.conversation.history)
+
+    def session_info(self) -> SessionInfo:
+        config = self.config
+        return SessionInfo(
+            model=config.model, lineage_id=self._lineage_id, prompt_cache_key=self.lineage,
+            workspace=str(self.workspace), request_prefix=self.conversation.prefix,
+            instructions=config.instructions or DEFAULT_INSTRUCTIONS,
+        )
+
+    def _resume_seed(self, config: AgentConfig) -> ConversationSnapshot:
+        snapshot = config.resume
+        assert snapshot is not None
+        check_prefix(
+            snapshot, request_prefix=list(self.conversation.prefix),
+            instructions=config.instructions or DEFAULT_INSTRUCTIONS,
+        )
+        self._lineage_id = snapshot.lineage_id
+        return ConversationSnapshot(self.conversation.prefix, History(snapshot.history), None, 0)
 
     @property
     def lineage(self) -> str:
@@ -187,7 +240,9 @@ class Agent:
             raise ForkBeforeCompletedTurn(
                 "fork() needs a model boundary to branch from: prompt the agent first, or use spawn()"
             )
-        return _open_agent(self._child_config(keep_lineage=True), seed=point)
+        return _open_agent(
+            self._child_config(keep_lineage=True), seed=point, parent_id=self.session_id, lineage_id=self._lineage_id
+        )
 
     def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[Agent]:
         """``async with agent.fork_from(result) as branch``: a child from the end of that
@@ -198,13 +253,16 @@ class Agent:
                 f"turn {result.turn_id}'s result does not belong to this agent's lineage "
                 f"(prompt cache key {self.lineage!r}); fork from a result of this agent or its forks"
             )
-        return _open_agent(self._child_config(keep_lineage=True), seed=checkpoint)
+        return _open_agent(
+            self._child_config(keep_lineage=True), seed=checkpoint, parent_id=self.session_id,
+            lineage_id=self._lineage_id,
+        )
 
     def spawn(self) -> AbstractAsyncContextManager[Agent]:
         """``async with agent.spawn() as child``: a clean child -- no history, same
         instructions and explicit prompt cache key, current thinking, a new session id;
         it warms up on its own."""
-        return _open_agent(self._child_config(keep_lineage=False))
+        return _open_agent(self._child_config(keep_lineage=False), parent_id=self.session_id)
 
     def _child_config(self, *, keep_lineage: bool) -> AgentConfig:
         key = self.lineage if keep_lineage else self.config.prompt_cache_key
@@ -214,6 +272,8 @@ class Agent:
             prompt_cache_key=key,
             thinking=self._thinking,
             fast_mode=self._fast_mode,
+            workspace=self.workspace,
+            resume=None,
         )
 
     async def set_fast_mode(self, enabled: bool) -> None:
@@ -327,6 +387,9 @@ class Agent:
         self.model.close()
         await self.dispatcher.aclose()
         await self.model.aclose()
+        if self._rollout is not None:
+            self.persist_rollout()
+            self._rollout.close()
 
 
 def _negate(usage: Any) -> Any:
@@ -356,11 +419,16 @@ def open_agent(config: AgentConfig) -> AbstractAsyncContextManager[Agent]:
 
 
 @asynccontextmanager
-async def _open_agent(config: AgentConfig, seed: ConversationSnapshot | None = None) -> AsyncIterator[Agent]:
+async def _open_agent(
+    config: AgentConfig,
+    seed: ConversationSnapshot | None = None,
+    parent_id: str | None = None,
+    lineage_id: str | None = None,
+) -> AsyncIterator[Agent]:
     sink_owner: list[Agent] = []
     try:
         async with trio.open_nursery() as nursery:
-            agent = Agent(config, nursery, seed)
+            agent = Agent(config, nursery, seed, parent_id, lineage_id)
             sink_owner.append(agent)
             try:
                 await agent._startup()

@@ -115,7 +115,8 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
             state.steerable = False  # decided synchronously: no steer can slip in now
             agent.fork_point = checkpoint = conversation.snapshot()
             return TurnResult(
-                state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint, lineage=agent.lineage
+                state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint, lineage=agent.lineage,
+                session=agent.session_info(),
             )
         if isinstance(step, RunTools):
             await _run_tools(agent, state, stats, live, step)
@@ -182,6 +183,7 @@ def _abort(agent: Agent, state: TurnState, stats: TurnStats, live: _Live, start:
         EventKind.RUN_FAILED, agent.terminal_payload(state, stats, start, "cancelled"), state.turn_id
     )
     state.terminal_emitted = True
+    agent.persist_rollout()
     state.finish(TurnStatus.CANCELLED, error=error)
 
 
@@ -191,6 +193,7 @@ def _finish(agent: Agent, state: TurnState, stats: TurnStats, start: float, stat
         EventKind.RUN_COMPLETED, agent.terminal_payload(state, stats, start, "completed"), state.turn_id
     )
     state.terminal_emitted = True
+    agent.persist_rollout()
     state.finish(status, result=result)
 
 
@@ -200,6 +203,7 @@ def _fail(agent: Agent, state: TurnState, stats: TurnStats, start: float, error:
     agent.emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
     agent.emit(EventKind.RUN_FAILED, agent.terminal_payload(state, stats, start, "failed"), state.turn_id)
     state.terminal_emitted = True
+    agent.persist_rollout()
     state.finish(TurnStatus.FAILED, error=error)
 
 

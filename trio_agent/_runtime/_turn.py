@@ -19,16 +19,19 @@ import trio
 from .._errors import (
     AgentError,
     InvalidPrompt,
+    InvalidSessionSnapshot,
     SteerQueueFull,
     TurnCancelled,
     TurnNotCancellable,
     TurnNotSteerable,
 )
 from .._session.conversation import ConversationSnapshot
+from .._session.snapshot import SessionSnapshot
 from .._wire.request import RequestSettings
 
 if TYPE_CHECKING:
     from ._agent import Agent
+    from ._sessions import SessionInfo
 
 __all__ = ["STEER_CAPACITY", "Prompt", "Turn", "TurnControl", "TurnResult", "TurnState", "TurnStatus"]
 
@@ -100,6 +103,14 @@ class TurnResult:
     # lineage (prompt cache key) it belongs to.
     _checkpoint: ConversationSnapshot | None = attrs.field(default=None, eq=False, repr=False, alias="checkpoint")
     _lineage: str | None = attrs.field(default=None, eq=False, repr=False, alias="lineage")
+    _session: SessionInfo | None = attrs.field(default=None, eq=False, repr=False, alias="session")
+
+    def snapshot(self) -> SessionSnapshot:
+        """The session as of this turn's end, JSON-serialisable (``to_json()``); resume it
+        with ``AgentConfig(resume=...)``."""
+        if self._session is None or self._checkpoint is None:
+            raise InvalidSessionSnapshot("this TurnResult was not produced by an agent; it has no session")
+        return self._session.snapshot(self._checkpoint)
 
 
 @attrs.define(eq=False)

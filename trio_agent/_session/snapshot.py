@@ -1,0 +1,105 @@
+"""``SessionSnapshot``: a committed conversation as JSON, and the checks for resuming it.
+
+A snapshot holds what a new agent needs to continue a session (SPEC sec. 8): the
+request prefix it was built with, the whole committed history (every item with its
+client or server id), the lineage's prompt cache key and the workspace. It holds no
+server response ids: a resumed agent's first request is a full replay. ``version`` is
+1; ``from_json`` accepts any version so that ``resume`` can reject it with a clear
+message. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import cattrs
+
+from .._errors import InvalidSessionSnapshot
+from .._json import converter
+
+__all__ = ["SNAPSHOT_VERSION", "SessionSnapshot", "check_prefix", "check_snapshot"]
+
+SNAPSHOT_VERSION = 1
+
+
+@attrs.frozen
+class SessionSnapshot:
+    """A committed session; ``to_json()``/``from_json()`` round-trip it through JSON."""
+
+    model: str
+    lineage_id: str
+    prompt_cache_key: str
+    workspace: str
+    request_prefix: list[dict[str, Any]]
+    history: list[dict[str, Any]]
+    version: int = SNAPSHOT_VERSION
+    instructions: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = converter.unstructure(self)
+        return {"version": data.pop("version"), **data}
+
+    def to_json_text(self) -> str:
+        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | str | bytes) -> SessionSnapshot:
+        """Parse a snapshot (``InvalidSessionSnapshot`` when it is not one)."""
+        try:
+            raw = json.loads(data) if isinstance(data, str | bytes) else data
+            snapshot: SessionSnapshot = converter.structure(raw, cls)
+        except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
+            raise InvalidSessionSnapshot(
+                f"this is not a trio_agent session snapshot ({type(exc).__name__}: {exc}); "
+                "pass what TurnResult.snapshot().to_json() produced"
+            ) from exc
+        return snapshot
+
+
+def _strip_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in item.items() if k != "id"} for item in items]
+
+
+def check_snapshot(snapshot: SessionSnapshot, *, explicit_cache_key: str | None) -> None:
+    """The checks that need only the config (``InvalidSessionSnapshot``)."""
+    if snapshot.version != SNAPSHOT_VERSION:
+        raise InvalidSessionSnapshot(
+            f"unsupported format version {snapshot.version}; expected {SNAPSHOT_VERSION} "
+            "(the snapshot was written by another trio_agent version)"
+        )
+    if not snapshot.history:
+        raise InvalidSessionSnapshot("the snapshot has no history to resume; start a new session instead")
+    if explicit_cache_key is not None and explicit_cache_key != snapshot.prompt_cache_key:
+        raise InvalidSessionSnapshot(
+            f"the configured prompt cache key {explicit_cache_key!r} differs from the session's "
+            f"{snapshot.prompt_cache_key!r}; omit prompt_cache_key to keep the session's"
+        )
+    _check_tool_pairs(snapshot.history)
+
+
+def check_prefix(snapshot: SessionSnapshot, *, request_prefix: list[dict[str, Any]], instructions: str) -> None:
+    """The agent's instructions and tool definitions must be the session's own."""
+    stored_prefix = snapshot.request_prefix
+    same_prefix = not stored_prefix or _strip_ids(stored_prefix) == _strip_ids(request_prefix)
+    same_instructions = snapshot.instructions is None or snapshot.instructions == instructions
+    if not (same_prefix and same_instructions):
+        raise InvalidSessionSnapshot(
+            "the instructions or tool definitions do not match the resumed session; "
+            "resume with the same instructions and tools it was created with"
+        )
+
+
+def _check_tool_pairs(history: list[dict[str, Any]]) -> None:
+    calls = {item.get("call_id") for item in history if item.get("type") in ("custom_tool_call", "function_call")}
+    outputs = {
+        item.get("call_id")
+        for item in history
+        if item.get("type") in ("custom_tool_call_output", "function_call_output")
+    }
+    if calls - outputs:
+        raise InvalidSessionSnapshot(
+            f"the snapshot has tool calls without outputs ({sorted(map(str, calls - outputs))}); "
+            "it was not taken at a turn boundary"
+        )
