@@ -125,6 +125,7 @@ class Agent:
             self.conversation.previous_response_id = seed.previous_response_id
             self.conversation.delta_start = seed.delta_start
         self.context_recorded = bool(seed is not None and len(seed.history))
+        self.last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         # The latest boundary a fork() branches from (published by the driver).
         self.fork_point: ConversationSnapshot | None = seed
         self.model = ModelClient(config, self.conversation, self.emit, nursery)

@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .._config import context_window
 from .._errors import AgentError, ResponsesError, TurnCancelled, TurnFailed
 from .._events import EventKind
+from .._session.compaction import auto_compact_limit, compacted_history, estimate_tokens, truncate_tool_outputs
 from .._session.context import TURN_ABORTED_TEXT, permissions_message, user_message
+from .._session.history import History
 from .._session.planner import FinishTurn, RunTools, SampleAgain, plan_next
 from ._stats import TurnStats
 from ._tool_runner import aborted_output, output_item, run_call
@@ -83,6 +86,8 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
     if not agent.context_recorded:
         conversation.record([permissions_message(), agent.context_message()])
         agent.context_recorded = True
+    else:
+        await _maybe_compact(agent, state, stats, live)  # before the new prompt joins (SPEC sec. 8)
     conversation.record([{**user_message(""), "content": state.prompt.content()}])
     while True:
         if live.model_call_index > 0:
@@ -100,6 +105,7 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
             stats.model_duration_ns += int((trio.current_time() - call_start) * _NS)
         stats.usage = stats.usage + outcome.usage
         stats.last_response_id = outcome.response_id
+        agent.last_total_tokens = outcome.usage.total_tokens
         if outcome.chained:
             conversation.record_response(outcome.response_id, outcome.history_items)
         else:  # an interrupt the server never answered: keep what arrived, replay in full
@@ -122,6 +128,39 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
             await _run_tools(agent, state, stats, live, step)
         else:
             assert isinstance(step, SampleAgain)
+        await _maybe_compact(agent, state, stats, live)
+
+
+async def _maybe_compact(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) -> None:
+    """Compact when the active context reached the auto-compact limit (SPEC sec. 8)."""
+    conversation = agent.conversation
+    window = context_window(agent.config.model)
+    limit = auto_compact_limit(window)
+    active = agent.last_total_tokens + estimate_tokens(conversation.incremental_input())
+    if active < limit:
+        return
+    if estimate_tokens([*conversation.prefix, *conversation.history]) > window:
+        rewritten = truncate_tool_outputs(conversation.history.to_list(), window=window)
+        conversation.history = History(rewritten)
+    stats.compactions += 1
+    start = trio.current_time()
+    try:
+        outcome = await agent.model.compact(
+            state.settings, after_call_index=live.model_call_index, turn_id=state.turn_id,
+            active_tokens=active, limit=limit,
+        )
+    finally:
+        stats.model_duration_ns += int((trio.current_time() - start) * _NS)
+    stats.usage = stats.usage + outcome.usage
+    summary = next(i for i in outcome.output if i.get("type") in ("compaction", "compaction_summary"))
+    installed = compacted_history(
+        conversation.history.to_list(), summary, permissions=conversation.with_id(permissions_message()),
+        context=conversation.with_id(agent.context_message()),
+    )
+    conversation.history = History(installed)
+    conversation.reset_chain()
+    conversation.delta_start = 0
+    agent.last_total_tokens = estimate_tokens([*conversation.prefix, *installed])
 
 
 async def _run_tools(agent: Agent, state: TurnState, stats: TurnStats, live: _Live, step: RunTools) -> None:

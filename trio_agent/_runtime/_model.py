@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._config import AgentConfig, ChatGptAuth, History, Transport
-from .._errors import CheckpointMissing, ResponsesError
+from .._errors import CheckpointMissing, ProtocolError, ResponsesError
 from .._events import EventKind
+from .._session.compaction import COMPACTION_TRIGGER
 from .._session.conversation import Conversation
 from .._transport.retry import backoff_delay, should_retry
 from .._wire.request import RequestSettings, build_response_create
@@ -159,6 +160,46 @@ class ModelClient:
                 }, turn_id)
                 raise
 
+    async def compact(
+        self,
+        settings: RequestSettings,
+        *,
+        after_call_index: int,
+        turn_id: int,
+        active_tokens: int,
+        limit: int,
+    ) -> ResponseOutcome:
+        """A compaction request (``model.compaction.*`` events); returns the response
+        whose output holds exactly one ``compaction`` item (``ProtocolError`` otherwise)."""
+        async with self._lock:
+            self._emit(EventKind.MODEL_COMPACTION_STARTED, {
+                "after_model_call_index": after_call_index, "active_context_tokens": active_tokens,
+                "auto_compact_token_limit": limit, "previous_response_id": self._conversation.previous_response_id,
+            }, turn_id)
+            start = trio.current_time()
+            try:
+                outcome = await self._generate_with_retries(
+                    settings, after_call_index, turn_id, None, None, None, phase="compaction"
+                )
+                items = [i for i in outcome.output if i.get("type") in ("compaction", "compaction_summary")]
+                if len(items) != 1:
+                    raise ProtocolError(
+                        f"remote compaction returned {len(items)} compaction items; expected exactly one",
+                        error_class="invalid_compaction_output",
+                    )
+            except ResponsesError as exc:
+                self._emit(EventKind.MODEL_COMPACTION_FAILED, {
+                    "after_model_call_index": after_call_index, "duration_ns": ns(trio.current_time() - start),
+                    "error": str(exc),
+                }, turn_id)
+                raise
+            self._emit(EventKind.MODEL_COMPACTION_COMPLETED, {
+                "after_model_call_index": after_call_index, "response_id": outcome.response_id, "attempt": 1,
+                "connection_generation": self._sockets.generation, "status": outcome.status,
+                "duration_ns": ns(trio.current_time() - start), "usage": outcome.usage_raw,
+            }, turn_id)
+            return outcome
+
     def abandon(self) -> None:
         """Drop the socket (e.g. after a cancelled turn): the next request reconnects
         and replays in full."""
@@ -183,6 +224,7 @@ class ModelClient:
         preemption: Preemption | None,
         before_retry: Callable[[], None] | None,
         on_request: Callable[[], None] | None,
+        phase: str = "generation",
     ) -> ResponseOutcome:
         max_attempts = self._config.max_attempts
         attempt = 1
@@ -191,7 +233,7 @@ class ModelClient:
             attempt_start = trio.current_time()
             try:
                 return await self._attempt(
-                    settings, phase="generation", call_index=call_index, attempt=attempt,
+                    settings, phase=phase, call_index=call_index, attempt=attempt,
                     max_attempts=max_attempts, turn_id=turn_id, preemption=preemption, on_request=on_request,
                 )
             except ResponsesError as exc:
@@ -200,6 +242,7 @@ class ModelClient:
                 events.attempt_failed(
                     self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
                     started=attempt_start, retryable=retry, generation=self._sockets.generation, turn_id=turn_id,
+                    phase=phase,
                 )
                 if not retry:
                     raise
@@ -212,7 +255,7 @@ class ModelClient:
                     delay = backoff_delay(attempt, call_index=call_index, retry_after=exc.retry_after)
                 events.retrying(
                     self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts, delay=delay,
-                    new_socket=not same_socket, generation=self._sockets.generation, turn_id=turn_id,
+                    new_socket=not same_socket, generation=self._sockets.generation, turn_id=turn_id, phase=phase,
                 )
                 self.stats.response_retries += 1
                 if delay:
@@ -262,6 +305,8 @@ class ModelClient:
         if on_request is not None:
             on_request()
         body = self._body(settings, warmup=warmup, websocket=websocket)
+        if phase == "compaction":
+            body["input"].append(dict(COMPACTION_TRIGGER))
         events.attempt_started(
             self._emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
             generation=self._sockets.generation, turn_id=turn_id,

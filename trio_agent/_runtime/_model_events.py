@@ -83,9 +83,11 @@ def call_completed(
     )
 
 
-def _failure(exc: ResponsesError, call_index: int, attempt: int, max_attempts: int, generation: int) -> dict[str, Any]:
+def _failure(
+    exc: ResponsesError, call_index: int, attempt: int, max_attempts: int, generation: int, phase: str
+) -> dict[str, Any]:
     return {
-        "phase": "generation", "model_call_index": call_index, "attempt": attempt, "max_attempts": max_attempts,
+        "phase": phase, "model_call_index": call_index, "attempt": attempt, "max_attempts": max_attempts,
         "failure_phase": exc.failure_phase, "error_class": exc.error_class, "connection_generation": generation,
         "error": str(exc),
     }
@@ -93,18 +95,18 @@ def _failure(exc: ResponsesError, call_index: int, attempt: int, max_attempts: i
 
 def attempt_failed(
     emit: Emit, exc: ResponsesError, *, call_index: int, attempt: int, max_attempts: int, started: float,
-    retryable: bool, generation: int, turn_id: int,
+    retryable: bool, generation: int, turn_id: int, phase: str = "generation",
 ) -> None:
-    payload = _failure(exc, call_index, attempt, max_attempts, generation)
+    payload = _failure(exc, call_index, attempt, max_attempts, generation, phase)
     payload.update(duration_ns=ns(trio.current_time() - started), retryable=retryable)
     emit(EventKind.MODEL_ATTEMPT_FAILED, payload, turn_id)
 
 
 def retrying(
     emit: Emit, exc: ResponsesError, *, call_index: int, attempt: int, max_attempts: int, delay: float,
-    new_socket: bool, generation: int, turn_id: int,
+    new_socket: bool, generation: int, turn_id: int, phase: str = "generation",
 ) -> None:
-    payload = _failure(exc, call_index, attempt, max_attempts, generation)
+    payload = _failure(exc, call_index, attempt, max_attempts, generation, phase)
     payload.update(
         next_attempt=attempt + 1, delay_ns=ns(delay), server_requested_delay=exc.retry_after is not None,
         opens_new_socket=new_socket, replay_mode="full_history",

@@ -1,0 +1,113 @@
+"""Compaction ports (nanocodex ``sol_compacts_*``) over the real WebSocket path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import trio
+
+import trio_agent as ta
+from trio_agent.testing import FakeResponsesServer, frames
+
+from ..conftest import make_config, run_model, warm
+
+COMPACTION_DONE = {
+    "type": "response.output_item.done",
+    "item": {"id": "cmp-server-id", "type": "compaction", "encrypted_content": "opaque-summary"},
+}
+
+
+async def test_compacts_with_a_trigger_and_installs_the_returned_context(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    source = (
+        'await tools.apply_patch("*** Begin Patch\\n*** Add File: AGENTS.md\\n+fresh compacted instructions\\n'
+        '*** End Patch"); text("tool completed")'
+    )
+
+    async def script() -> None:
+        conn = await warm(server)
+        generation = await conn.next_request()
+        assert generation["previous_response_id"] == "resp-warmup"
+        call = frames.custom_tool_call("call-exec", "exec", source, item_id="item-exec")
+        await conn.send(frames.completed("resp-tool", [call], usage_block=frames.usage(372_001)))
+        compact = await conn.next_request()
+        assert compact["previous_response_id"] == "resp-tool"
+        output, trigger = compact["input"]
+        assert output["type"] == "custom_tool_call_output" and "tool completed" in json.dumps(output["output"])
+        assert trigger == {"type": "compaction_trigger"}
+        await conn.send(COMPACTION_DONE)
+        await conn.send(frames.completed("resp-compact", [], usage_block=frames.usage(120)))
+        continuation = await conn.next_request()
+        assert "previous_response_id" not in continuation
+        items = continuation["input"]
+        assert len(items) == 6
+        assert items[0]["type"] == "additional_tools"
+        assert [items[i]["role"] for i in (1, 2, 3, 4)] == ["developer", "developer", "user", "user"]
+        assert items[5]["type"] == "compaction" and items[5]["encrypted_content"] == "opaque-summary"
+        assert "id" not in items[5]
+        text = json.dumps(continuation)
+        assert "exercise compaction" in text
+        assert "fresh compacted instructions" in text  # AGENTS.md re-read when context is rebuilt
+        assert "tool completed" not in text
+        await conn.send_final("resp-final")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            output = await run_model(server, workspace, "exercise compaction")
+    assert '"model.compaction.started"' in output
+    assert '"model.compaction.completed"' in output
+    assert '"compactions":1' in output
+
+
+async def test_compacts_before_sampling_a_follow_on_turn(server: FakeResponsesServer, workspace: Path) -> None:
+    async def script() -> None:
+        conn = await warm(server)
+        first = await conn.next_request()
+        assert "first prompt" in json.dumps(first)
+        await conn.send(frames.completed("resp-first", [frames.assistant_message("done")],
+                                         usage_block=frames.usage(244_800)))
+        compact = await conn.next_request()
+        assert compact["previous_response_id"] == "resp-first"
+        assert compact["input"] == [{"type": "compaction_trigger"}]
+        assert "second prompt" not in json.dumps(compact)
+        await conn.send(COMPACTION_DONE)
+        await conn.send(frames.completed("resp-compact", [], usage_block=frames.usage(120)))
+        second = await conn.next_request()
+        assert "previous_response_id" not in second
+        assert second["input"][-2] == {"type": "compaction", "encrypted_content": "opaque-summary"}
+        assert "second prompt" in json.dumps(second["input"][-1])
+        await conn.send_final("resp-second")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                assert (await (await agent.prompt("first prompt")).result()).final_message == "done"
+                assert (await (await agent.prompt("second prompt")).result()).final_message == "done"
+
+
+async def test_a_compaction_without_exactly_one_item_fails_the_turn_clearly(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send(frames.completed("resp-first", [frames.assistant_message("done")],
+                                         usage_block=frames.usage(250_000)))
+        await conn.next_request()  # the compaction request
+        await conn.send(frames.completed("resp-compact", [], usage_block=frames.usage(10)))
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                await (await agent.prompt("first")).result()
+                turn = await agent.prompt("second")
+                try:
+                    await turn.result()
+                    raise AssertionError("the turn should have failed")
+                except ta.TurnFailed as exc:
+                    assert "expected exactly one" in str(exc)
