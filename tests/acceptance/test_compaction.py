@@ -111,3 +111,37 @@ async def test_a_compaction_without_exactly_one_item_fails_the_turn_clearly(
                     raise AssertionError("the turn should have failed")
                 except ta.TurnFailed as exc:
                     assert "expected exactly one" in str(exc)
+
+
+async def test_a_steer_during_compaction_is_sent_after_it_exactly_once(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    compacting = trio.Event()
+    steered = trio.Event()
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        call = frames.custom_tool_call("call-1", "exec", 'text("big result")')
+        await conn.send(frames.completed("resp-tool", [call], usage_block=frames.usage(250_000)))
+        compact = await conn.next_request()
+        assert compact["input"][-1] == {"type": "compaction_trigger"}
+        assert "steer during compaction" not in json.dumps(compact)
+        compacting.set()
+        await steered.wait()
+        await conn.send(COMPACTION_DONE)
+        await conn.send(frames.completed("resp-compact", [], usage_block=frames.usage(100)))
+        continuation = await conn.next_request()
+        assert json.dumps(continuation).count("steer during compaction") == 1
+        assert continuation["input"][-1]["content"][0]["text"] == "steer during compaction"
+        await conn.send_final("resp-final")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                turn = await agent.prompt("work")
+                await compacting.wait()
+                await turn.steer("steer during compaction", interrupt=True)
+                steered.set()
+                assert (await turn.result()).final_message == "done"
