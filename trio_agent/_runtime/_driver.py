@@ -89,17 +89,20 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
     else:
         await _maybe_compact(agent, state, stats, live)  # before the new prompt joins (SPEC sec. 8)
     conversation.record([{**user_message(""), "content": state.prompt.content()}])
+    def at_request() -> None:
+        # The boundary a request is built at (inside the model lock, before every
+        # attempt): pending steers join here, in order, and forks branch from here.
+        _drain_steers(agent, state, stats)
+        agent.publish_fork_point()
+
     while True:
-        if live.model_call_index > 0:
-            _drain_steers(agent, state, stats)
         live.model_call_index += 1
         stats.model_calls += 1
         call_start = trio.current_time()
         try:
             outcome = await agent.model.generate(
                 state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
-                preemption=state.preemption, before_retry=lambda: _drain_steers(agent, state, stats),
-                on_request=agent.publish_fork_point,
+                preemption=state.preemption, on_request=at_request,
             )
         finally:
             stats.model_duration_ns += int((trio.current_time() - call_start) * _NS)

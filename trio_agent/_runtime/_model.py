@@ -133,15 +133,14 @@ class ModelClient:
         call_index: int,
         turn_id: int,
         preemption: Preemption | None = None,
-        before_retry: Callable[[], None] | None = None,
         on_request: Callable[[], None] | None = None,
     ) -> ResponseOutcome:
         """One model call with retries; emits ``model.call.*`` and attempt events.
 
-        ``before_retry`` runs before every retry attempt (the driver joins pending
-        steers there: a retry replays in full anyway, so they ride along).
-        ``on_request`` runs right before each request body is built, inside the lock:
-        the exact boundary the request is sent from (where forks branch).
+        ``on_request`` runs right before each attempt's body is built, inside the lock:
+        the exact boundary the request is sent from (the driver joins pending steers
+        and publishes the fork point there; a retry replays in full, so steers that
+        arrived during the backoff ride along).
         """
         async with self._lock:
             self._emit(EventKind.MODEL_CALL_STARTED, omit_none({
@@ -151,7 +150,7 @@ class ModelClient:
             start = trio.current_time()
             try:
                 return await self._generate_with_retries(
-                    settings, call_index, turn_id, preemption, before_retry, on_request
+                    settings, call_index, turn_id, preemption, on_request
                 )
             except ResponsesError as exc:
                 self._emit(EventKind.MODEL_CALL_FAILED, {
@@ -179,7 +178,7 @@ class ModelClient:
             start = trio.current_time()
             try:
                 outcome = await self._generate_with_retries(
-                    settings, after_call_index, turn_id, None, None, None, phase="compaction"
+                    settings, after_call_index, turn_id, None, None, phase="compaction"
                 )
                 items = [i for i in outcome.output if i.get("type") in ("compaction", "compaction_summary")]
                 if len(items) != 1:
@@ -222,7 +221,6 @@ class ModelClient:
         call_index: int,
         turn_id: int,
         preemption: Preemption | None,
-        before_retry: Callable[[], None] | None,
         on_request: Callable[[], None] | None,
         phase: str = "generation",
     ) -> ResponseOutcome:
@@ -260,8 +258,6 @@ class ModelClient:
                 self.stats.response_retries += 1
                 if delay:
                     await self._backoff(delay, preemption)
-                if before_retry is not None:
-                    before_retry()
                 attempt += 1
 
     async def _backoff(self, delay: float, preemption: Preemption | None) -> None:

@@ -14,7 +14,8 @@ suites do with their mock servers::
     await raw.drop()                           # e.g. fail a connection
 
 Every handshake (path and headers) and every request body is recorded
-(``server.handshakes``, ``server.requests``, ``conn.requests``). It uses only Trio
+(``server.handshakes``, ``server.requests``, ``conn.requests``); ``server.connections``
+lists the accepted WebSocket connections, newest last. It uses only Trio
 primitives, so it runs under ``MockClock`` (bind to the numeric 127.0.0.1).
 """
 
@@ -137,6 +138,7 @@ class FakeResponsesServer:
         self.path = path
         self.port: int | None = None
         self.handshakes: list[Handshake] = []
+        self.connections: list[FakeConnection] = []
         self.requests: list[dict[str, Any]] = []
         self._incoming_send, self._incoming = trio.open_memory_channel[trio.SocketStream](math.inf)
         self._nursery: trio.Nursery | None = None
@@ -208,4 +210,6 @@ class FakeResponsesServer:
         )
         self.handshakes.append(record)
         ws = await request.accept(extra_headers=[(k.encode(), v.encode()) for k, v in headers])
-        return FakeConnection(self, ws, stream, record)
+        connection = FakeConnection(self, ws, stream, record)
+        self.connections.append(connection)
+        return connection
