@@ -2,12 +2,19 @@
 
 Theory of operation (SPEC sec. 4): the runner task calls ``run_turn`` for each
 accepted turn, FIFO. The turn records its prompt (plus, on the session's first turn,
-the context messages), then loops: drain pending steers (after the first call),
-sample, commit the response, ask the planner what next, run tools. Expected failures
-become values (``TurnFailed``, ``TurnCancelled``) and exactly one terminal event; only
-bugs escape to the agent nursery. When the turn's scope is cancelled, unanswered
-tool calls are paired with ``aborted by user`` outputs, the ``<turn_aborted>`` marker is
-recorded and the socket is dropped -- shielded and time-bounded.
+the context messages; on later turns it may compact first), then loops: sample (pending
+steers join at the request boundary, inside the model lock), commit the response, ask
+the planner what next, run the tool calls one at a time in the turn's cancel scope
+(``parallel_tool_calls`` is off; an ``exec`` cell runs its nested calls concurrently),
+maybe compact. Expected failures become values (``TurnFailed``, ``TurnCancelled``) and
+exactly one terminal event; only bugs escape to the agent nursery.
+
+When the turn's scope is cancelled, unanswered tool calls are paired with
+``aborted by user`` outputs, the ``<turn_aborted>`` marker is recorded, the rollout is
+appended, the socket is dropped and the terminal event emitted. That cleanup is plain
+synchronous code -- it cannot be interrupted, so it needs no shield -- while the tools'
+own cleanup (killing process groups, stopping cells) is shielded and time-bounded
+where it awaits.
 """
 
 from __future__ import annotations
@@ -33,7 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["run_turn"]
 
 _NS = 1_000_000_000
-CLEANUP_GRACE = 5.0
 
 
 class _Live:
