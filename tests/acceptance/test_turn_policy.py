@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 import trio
 
 import trio_agent as ta
@@ -94,3 +95,35 @@ async def test_websocket_full_replay_never_sends_a_previous_response_id(
             async with ta.open_agent(config) as agent:
                 await (await agent.prompt("first prompt")).result()
                 await (await agent.prompt("second prompt")).result()
+
+
+async def test_prompt_images_travel_as_input_images_and_remote_urls_are_not_fetched(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    png = (
+        "data:image/png;base64,"
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNk+A8AAQUBAScY42YAAAAASUVORK5CYII="
+    )
+
+    async def script() -> None:
+        conn = await server.accept()
+        await conn.next_request()
+        await conn.send_warmup("resp-warmup")
+        first = await conn.next_request()
+        text, image, remote = first["input"][-1]["content"]
+        assert text == {"type": "input_text", "text": "what is in these?"}
+        assert image == {"type": "input_image", "image_url": png}
+        assert remote["type"] == "input_text" and "remote image URLs are not supported" in remote["text"]
+        await conn.send_final("resp-1")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                prompt = ta.Prompt("what is in these?", images=[png, "https://example.com/cat.png"])
+                await (await agent.prompt(prompt)).result()
+
+
+def test_prompts_reject_bad_images() -> None:
+    with pytest.raises(ta.InvalidPrompt, match="URL strings"):
+        ta.Prompt("x", images=[""])

@@ -40,14 +40,29 @@ STEER_CAPACITY = 8
 
 @attrs.frozen
 class Prompt:
-    """A prompt: text and optional image URLs (data URLs are sent as ``input_image``)."""
+    """A prompt: text and optional images.
+
+    Images are ``data:`` URLs (or other non-HTTP URLs), sent as ``input_image`` items.
+    Remote ``http(s)`` URLs are not fetched: each becomes a text placeholder saying so
+    (as in the reference), so a prompt never makes the API download anything.
+    """
 
     text: str
     images: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
+    def __attrs_post_init__(self) -> None:
+        for url in self.images:
+            if not isinstance(url, str) or not url:
+                raise InvalidPrompt(f"prompt images must be non-empty URL strings, got {url!r}")
+
     def content(self) -> list[dict[str, str]]:
         parts = [{"type": "input_text", "text": self.text}]
-        parts.extend({"type": "input_image", "image_url": url} for url in self.images)
+        for url in self.images:
+            if url.lower().startswith(("http://", "https://")):
+                notice = f"[image omitted: remote image URLs are not supported: {url}]"
+                parts.append({"type": "input_text", "text": notice})
+            else:
+                parts.append({"type": "input_image", "image_url": url})
         return parts
 
 
