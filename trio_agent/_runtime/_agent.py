@@ -38,6 +38,7 @@ from .._wire.request import RequestSettings
 from ._context_io import context_user_message
 from ._driver import emit_cancelled_without_running, run_turn
 from ._model import ModelClient
+from ._payloads import run_started_payload, terminal_payload
 from ._sessions import Rollout, SessionInfo, open_rollout
 from ._stats import TurnStats
 from ._tool_dispatch import ToolDispatcher
@@ -317,48 +318,12 @@ class Agent:
         return self.dispatcher.runner_for(call, state, model_call_index, stats)
 
     def run_started_payload(self, state: TurnState) -> dict[str, Any]:
-        config = self.config
-        return {
-            "mode": "openai_model",
-            "model": config.model,
-            "reasoning_mode": "standard",
-            "effort": state.settings.effort,
-            "transport": config.responses.transport.value,
-            "orchestration": "local_code_mode",
-            "websocket_url": (
-                config.websocket_url if config.responses.transport is Transport.WEBSOCKET
-                else config.api_base_url + "/responses"
-            ).split("?", 1)[0],
-            "workspace": str(self.workspace),
-            "instruction_bytes": len(state.prompt.text.encode()),
-        }
+        return run_started_payload(self.config, self.workspace, state)
 
     def terminal_payload(self, state: TurnState, stats: TurnStats, start: float, status: str) -> dict[str, Any]:
-        config = self.config
-        elapsed = trio.current_time() - start
-        transport = self.model.stats
-        mark, self._terminal_mark = self._terminal_mark, transport.copy()
-        return {
-            "status": status,
-            "model": config.model,
-            "reasoning_mode": "standard",
-            "effort": state.settings.effort,
-            "transport": config.responses.transport.value,
-            "orchestration": "local_code_mode",
-            "duration_ms": int(elapsed * 1000),
-            "duration_ns": int(elapsed * _NS),
-            **stats.to_json(),
-            **transport.since(mark),
-            "model_duration_ns": stats.model_duration_ns,
-            "warmup_duration_ns": transport.warmup_duration_ns - mark.warmup_duration_ns,
-            "tool_work_duration_ns": stats.tool_work_duration_ns,
-            "tool_wall_duration_ns": stats.tool_wall_duration_ns,
-            "usage": stats.usage.to_json(),
-            "warmup_usage": (transport.warmup_usage + _negate(mark.warmup_usage)).to_json(),
-            "last_response_id": stats.last_response_id,
-            "cost_usd": None,
-            "cost_status": "not_reported_by_responses_api",
-        }
+        # Transport counters are reported as the delta since the previous terminal event.
+        mark, self._terminal_mark = self._terminal_mark, self.model.stats.copy()
+        return terminal_payload(self.config, state, stats, self.model.stats, mark, start, status)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -391,15 +356,6 @@ class Agent:
         if self._rollout is not None:
             self.persist_rollout()
             self._rollout.close()
-
-
-def _negate(usage: Any) -> Any:
-    from .._wire.usage import TokenUsage
-
-    return TokenUsage(*(-v for v in (
-        usage.input_tokens, usage.cached_input_tokens, usage.cache_write_input_tokens,
-        usage.output_tokens, usage.reasoning_output_tokens, usage.total_tokens,
-    )))
 
 
 def open_agent(config: AgentConfig) -> AbstractAsyncContextManager[Agent]:

@@ -49,5 +49,8 @@ class TokenUsage:
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
 
+    def __sub__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(*(a - b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
+
     def to_json(self) -> dict[str, int]:
         return attrs.asdict(self)
