@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._config import Transport
-from .._errors import ResponseTimeout
+from .._errors import ResponsesError, ResponseTimeout
 from .._wire.frames import decode_frame
 from .._wire.stream import ResponseOutcome
 from ._exchange_base import ExchangeBase
@@ -89,8 +89,13 @@ class Exchange(ExchangeBase):
         raise ResponseTimeout(f"no Responses WebSocket frame arrived for {self._idle:g} s")
 
     async def _on_preempt(self) -> None:
+        # Runs in the steering task: a socket that fails here is the reader's business
+        # (it sees the same failure and retries), never an error of ``steer()``.
         if not self._done and self.accumulator.response_id is not None:
-            await self._send_interrupt()
+            try:
+                await self._send_interrupt()
+            except ResponsesError:
+                pass
 
     async def _send_interrupt(self) -> None:
         if self._interrupt_sent:
