@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import os
+import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -122,6 +123,8 @@ class Responses:
 
     ``store=None`` means "the default for the auth": True for API keys, False for
     ChatGPT auth. ``max_attempts=None`` means the library default (5 per model call).
+    ``ssl_context`` is the TLS context for ``wss://`` (a private CA, a proxy's root);
+    for HTTPS pass an ``http_client`` configured the same way.
     """
 
     transport: Transport = attrs.field(default=Transport.WEBSOCKET)
@@ -135,6 +138,7 @@ class Responses:
     history: History = attrs.field(default=History.INCREMENTAL)
     max_attempts: int | None = None
     http_client: Any = None
+    ssl_context: ssl.SSLContext | None = None
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.transport, Transport):

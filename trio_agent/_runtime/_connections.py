@@ -76,6 +76,7 @@ class Connections:
         options = WebSocketOptions(
             url=self._config.websocket_url, headers=tuple(await websocket_headers(self._config)),
             connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
+            ssl_context=self._config.responses.ssl_context,
         )
         start = trio.current_time()
         try:

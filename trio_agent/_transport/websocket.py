@@ -48,25 +48,40 @@ class WebSocketOptions:
 
 
 class _HandshakeEof(Exception):
-    """The server closed TCP before completing the WebSocket handshake."""
+    """The server closed TCP (or TLS failed) before the WebSocket handshake completed."""
+
+    def __init__(self, cause: BaseException | None = None) -> None:
+        super().__init__(str(cause) if cause else "the server closed the connection")
+        self.cause = cause
 
 
 class _WatchedStream(trio.abc.Stream):
-    """Raises ``_HandshakeEof`` on EOF before the handshake (trio-websocket would
-    otherwise wait for the connect timeout); a plain pass-through afterwards."""
+    """Raises ``_HandshakeEof`` on EOF or a broken stream (a failed TLS handshake, say)
+    before the WebSocket handshake: trio-websocket would otherwise wait for the connect
+    timeout. A plain pass-through afterwards."""
 
     def __init__(self, inner: trio.abc.Stream) -> None:
         self.inner = inner
         self.handshake_done = False
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.inner.send_all(data)
+        try:
+            await self.inner.send_all(data)
+        except trio.BrokenResourceError as exc:
+            if self.handshake_done:
+                raise
+            raise _HandshakeEof(exc.__cause__ or exc) from exc
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.inner.wait_send_all_might_not_block()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        data = await self.inner.receive_some(max_bytes)
+        try:
+            data = await self.inner.receive_some(max_bytes)
+        except trio.BrokenResourceError as exc:
+            if self.handshake_done:
+                raise
+            raise _HandshakeEof(exc.__cause__ or exc) from exc
         if not data and not self.handshake_done:
             raise _HandshakeEof
         return data
@@ -246,7 +261,13 @@ def _map_handshake_error(exc: BaseException, options: WebSocketOptions) -> Conne
     if isinstance(leaf, trio_websocket.ConnectionRejected):
         return _rejected(leaf, where)
     if isinstance(leaf, _HandshakeEof):
-        return ConnectionFailed(f"{where}: the server closed the connection during the handshake")
+        if isinstance(leaf.cause, ssl.SSLError):
+            return ConnectionFailed(
+                f"{where}: TLS failed: {leaf.cause}; check the server certificate "
+                "(Responses(ssl_context=...) for a private CA)",
+                error_class="handshake_tls", retryable=False,
+            )
+        return ConnectionFailed(f"{where}: the server closed the connection during the handshake ({leaf})")
     if isinstance(leaf, OSError | trio.BrokenResourceError | trio_websocket.HandshakeError):
         return ConnectionFailed(f"{where} failed: {leaf!r}")
     if isinstance(leaf, trio_websocket.ConnectionClosed):

@@ -24,7 +24,7 @@ _SSE_HEADERS = [("content-type", "text/event-stream"), ("connection", "close")]
 
 class FakeHttpRequest:
     def __init__(
-        self, stream: trio.SocketStream, conn: h11.Connection, request: h11.Request, body: bytes
+        self, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request, body: bytes
     ) -> None:
         self.stream = stream
         self._conn = conn
@@ -83,14 +83,14 @@ class FakeHttpRequest:
         await self.stream.aclose()
 
 
-async def read_http_request(stream: trio.SocketStream) -> FakeHttpRequest:
+async def read_http_request(stream: trio.abc.Stream) -> FakeHttpRequest:
     conn = h11.Connection(h11.SERVER)
     request: h11.Request | None = None
     body = bytearray()
     while True:
         event = conn.next_event()
         if event is h11.NEED_DATA:
-            conn.receive_data(await stream.receive_some(65536))
+            conn.receive_data(bytes(await stream.receive_some(65536)))
             continue
         if isinstance(event, h11.Request):
             request = event

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import ssl
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,7 +46,7 @@ class Handshake:
 class RawConnection:
     """An accepted TCP connection before any WebSocket handshake."""
 
-    def __init__(self, server: FakeResponsesServer, stream: trio.SocketStream) -> None:
+    def __init__(self, server: FakeResponsesServer, stream: trio.abc.Stream) -> None:
         self._server = server
         self.stream = stream
 
@@ -64,7 +65,7 @@ class FakeConnection:
     """One accepted WebSocket connection, scripted by the test."""
 
     def __init__(self, server: FakeResponsesServer, ws: trio_websocket.WebSocketConnection,
-                 stream: trio.SocketStream, handshake: Handshake) -> None:
+                 stream: trio.abc.Stream, handshake: Handshake) -> None:
         self._server = server
         self._ws = ws
         self._stream = stream
@@ -134,28 +135,32 @@ class FakeConnection:
 class FakeResponsesServer:
     """See the module docstring. ``url`` is valid once ``serve`` has started."""
 
-    def __init__(self, *, path: str = "/v1/responses") -> None:
+    def __init__(self, *, path: str = "/v1/responses", ssl_context: ssl.SSLContext | None = None) -> None:
+        """``ssl_context`` (a server-side context) makes it speak ``wss://``/``https://``."""
         self.path = path
+        self.ssl_context = ssl_context
         self.port: int | None = None
         self.handshakes: list[Handshake] = []
         self.connections: list[FakeConnection] = []
         self.requests: list[dict[str, Any]] = []
-        self._incoming_send, self._incoming = trio.open_memory_channel[trio.SocketStream](math.inf)
+        self._incoming_send, self._incoming = trio.open_memory_channel[trio.abc.Stream](math.inf)
         self._nursery: trio.Nursery | None = None
-        self._streams: list[trio.SocketStream] = []
+        self._streams: list[trio.abc.Stream] = []
 
     @property
     def url(self) -> str:
         if self.port is None:
             raise RuntimeError("start the server first: await nursery.start(server.serve)")
-        return f"ws://127.0.0.1:{self.port}{self.path}"
+        scheme = "wss" if self.ssl_context is not None else "ws"
+        return f"{scheme}://127.0.0.1:{self.port}{self.path}"
 
     @property
     def http_base_url(self) -> str:
         """The ``api_base_url`` for the HTTPS transport (requests go to ``.../v1/responses``)."""
         if self.port is None:
             raise RuntimeError("start the server first: await nursery.start(server.serve)")
-        return f"http://127.0.0.1:{self.port}/v1"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/v1"
 
     async def serve(self, *, task_status: trio.TaskStatus[FakeResponsesServer] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen on 127.0.0.1:0 until cancelled."""
@@ -176,7 +181,9 @@ class FakeResponsesServer:
     async def _accept_loop(self, listeners: list[trio.SocketListener]) -> None:
         try:
             while True:
-                stream = await listeners[0].accept()
+                stream: trio.abc.Stream = await listeners[0].accept()
+                if self.ssl_context is not None:
+                    stream = trio.SSLStream(stream, self.ssl_context, server_side=True)
                 self._streams.append(stream)
                 self._incoming_send.send_nowait(stream)
         finally:
@@ -198,8 +205,10 @@ class FakeResponsesServer:
         raw = await self.accept_raw()
         return await raw.accept(delay=delay, headers=headers)
 
-    async def _handshake(self, stream: trio.SocketStream, headers: Sequence[tuple[str, str]]) -> FakeConnection:
+    async def _handshake(self, stream: trio.abc.Stream, headers: Sequence[tuple[str, str]]) -> FakeConnection:
         assert self._nursery is not None
+        if isinstance(stream, trio.SSLStream):
+            await stream.do_handshake()  # TLS failures surface here, not as a silent hang
         request = await trio_websocket.wrap_server_stream(
             self._nursery, stream, message_queue_size=64, max_message_size=64 << 20,
             receive_buffer_size=256 << 10,
