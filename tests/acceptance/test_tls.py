@@ -99,3 +99,26 @@ async def test_https_over_tls(tls_server: FakeResponsesServer, ca: trustme.CA, w
                 nursery.start_soon(script)
                 async with ta.open_agent(config) as agent:
                     assert (await (await agent.prompt("hi")).result()).final_message == "secure https"
+
+
+async def test_https_with_an_untrusted_certificate_fails_at_once_without_retries(
+    tls_server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def server_side() -> None:
+        while True:
+            raw = await tls_server.accept_raw()
+            with pytest.raises(trio.BrokenResourceError):
+                await raw.stream.do_handshake()  # type: ignore[attr-defined]
+
+    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=tls_server.http_base_url)
+    config = ta.AgentConfig(auth="k", workspace=workspace, responses=responses)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server_side)
+            async with ta.open_agent(config) as agent:
+                with pytest.raises(ta.TurnFailed, match="CERTIFICATE_VERIFY_FAILED") as info:
+                    await (await agent.prompt("hi")).result()
+            nursery.cancel_scope.cancel()
+    error = info.value.responses_error
+    assert isinstance(error, ta.ConnectionFailed)
+    assert error.error_class == "https_tls" and not error.retryable

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from .._errors import ApiError, ConnectionLost, ResponsesError, ResponseTimeout
+from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
 from .retry import classify_status, parse_retry_after
 
 __all__ = ["HttpsTransport"]
@@ -63,6 +63,13 @@ class HttpsTransport:
                 error_class="https_timeout",
             ) from exc
         except httpx.TransportError as exc:
+            tls = _tls_failure(exc)
+            if tls is not None:
+                raise ConnectionFailed(
+                    f"TLS to {self.url} failed: {tls}; check the server certificate "
+                    "(pass an http_client that trusts a private CA)",
+                    error_class="https_tls", retryable=False,
+                ) from exc
             raise ConnectionLost(
                 f"the Responses HTTPS request to {self.url} failed: {type(exc).__name__}: {exc}",
                 error_class="https_transport",
@@ -71,6 +78,17 @@ class HttpsTransport:
     async def aclose(self) -> None:
         if self._owned:
             await self._client.aclose()
+
+
+def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
+    seen: BaseException | None = exc
+    for _ in range(8):  # walk the cause chain a few links deep
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 @functools.cache
