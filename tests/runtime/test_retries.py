@@ -248,3 +248,62 @@ async def test_an_error_in_the_block_cancels_the_turn_and_propagates_unwrapped(
     assert events[-1].payload["status"] == "cancelled"
     with pytest.raises(ta.TurnCancelled):
         await turn.result()
+
+
+async def test_a_rejected_handshake_says_what_to_do_and_is_not_retried(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        for _ in range(2):  # the warmup's connection, then the first request's
+            raw = await server.accept_raw()
+            await raw.reject(401, '{"error":{"message":"invalid api key"}}')
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                with pytest.raises(ta.TurnFailed, match=r"HTTP 401.*check the API key") as info:
+                    await (await agent.prompt("hi")).result()
+    error = info.value.responses_error
+    assert isinstance(error, ta.ConnectionFailed)
+    assert error.status == 401 and error.error_class == "handshake_rejected" and not error.retryable
+
+
+async def test_a_rate_limited_handshake_retries_after_the_servers_delay(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    times: list[float] = []
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.close()  # the next request needs a new socket
+        raw = await server.accept_raw()
+        times.append(trio.current_time())
+        await raw.reject(429, "slow down", headers=[("retry-after", "3")])
+        retry = await server.accept()
+        times.append(trio.current_time())
+        await retry.next_request()
+        await retry.send_final("resp-1")
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            output = await run_model(server, workspace, "hi")
+    assert times[1] - times[0] == pytest.approx(3.0, abs=0.05)
+    assert '"error_class":"handshake_rate_limit"' in output
+
+
+async def test_a_two_megabyte_frame_is_received_whole(server: FakeResponsesServer, workspace: Path) -> None:
+    big = "x" * (2 << 20)
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send_final("resp-big", big)
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                result = await (await agent.prompt("say a lot")).result()
+    assert result.final_message == big

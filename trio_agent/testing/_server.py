@@ -54,6 +54,11 @@ class RawConnection:
         """Close the TCP connection without a WebSocket handshake."""
         await self.stream.aclose()
 
+    async def reject(self, status: int, body: str = "", headers: Sequence[tuple[str, str]] = ()) -> None:
+        """Answer the WebSocket handshake with an HTTP error (e.g. 401, or 429 with Retry-After)."""
+        request = await trio_websocket.wrap_server_stream(self._server._require_nursery(), self.stream)
+        await request.reject(status, extra_headers=[(k.encode(), v.encode()) for k, v in headers], body=body.encode())
+
     async def accept(self, *, delay: float = 0.0, headers: Sequence[tuple[str, str]] = ()) -> FakeConnection:
         """Complete the WebSocket handshake (after ``delay`` seconds of Trio time)."""
         if delay:
@@ -204,6 +209,11 @@ class FakeResponsesServer:
         """The next connection with its WebSocket handshake accepted."""
         raw = await self.accept_raw()
         return await raw.accept(delay=delay, headers=headers)
+
+    def _require_nursery(self) -> trio.Nursery:
+        if self._nursery is None:
+            raise RuntimeError("start the server first: await nursery.start(server.serve)")
+        return self._nursery
 
     async def _handshake(self, stream: trio.abc.Stream, headers: Sequence[tuple[str, str]]) -> FakeConnection:
         assert self._nursery is not None
