@@ -498,3 +498,31 @@ async def test_steering_a_queued_or_finished_turn_is_refused(server: FakeRespons
                 with pytest.raises(ta.TurnNotSteerable, match="completed"):
                     await first.steer("too late")
                 await queued.result()
+
+
+async def test_wait_running_then_steer_joins_the_turn(server: FakeResponsesServer, workspace: Path) -> None:
+    release = trio.Event()
+
+    async def script() -> None:
+        conn = await warm(server)
+        first = await conn.next_request()
+        await release.wait()
+        await conn.send_final("resp-1", "listed")
+        if user_texts(first)[-1] != "and count them":  # the steer missed the first request
+            follow = await conn.next_request()
+            assert user_texts(follow) == ["and count them"]
+            await conn.send_final("resp-2", "counted")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                turn = await agent.prompt("list the files")
+                queued = await agent.prompt("queued behind it")
+                assert await turn.wait_running()
+                await turn.steer("and count them")
+                await queued.cancel()
+                assert not await queued.wait_running()  # cancelled while queued: it never ran
+                release.set()
+                await turn.result()
+                assert await turn.wait_running()  # it did run

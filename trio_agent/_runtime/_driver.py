@@ -56,6 +56,8 @@ async def run_turn(agent: Agent, state: TurnState) -> None:
         return
     state.status = TurnStatus.RUNNING
     state.steerable = True
+    state.ran = True
+    state.started.set()
     agent.emit(EventKind.RUN_STARTED, agent.run_started_payload(state), state.turn_id)
     stats = TurnStats()
     live = _Live()

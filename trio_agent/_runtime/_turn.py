@@ -138,10 +138,12 @@ class TurnState:
     steers: collections.deque[str] = attrs.field(factory=collections.deque)
     preemption: Preemption = attrs.field(factory=Preemption)
     cancel_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    started: trio.Event = attrs.field(factory=trio.Event)
     done: trio.Event = attrs.field(factory=trio.Event)
     result: TurnResult | None = None
     error: AgentError | None = None
     terminal_emitted: bool = False  # exactly one run.completed / run.failed per turn
+    ran: bool = False  # the runner started it (a queued turn cancelled in time never does)
 
     def finish(self, status: TurnStatus, *, result: TurnResult | None = None,
                error: AgentError | None = None) -> None:
@@ -149,6 +151,7 @@ class TurnState:
         self.steerable = False
         self.result = result
         self.error = error
+        self.started.set()  # nobody waits for a start that will never come
         self.done.set()
 
 
@@ -195,6 +198,12 @@ class Turn:
     @property
     def status(self) -> TurnStatus:
         return self._state.status
+
+    async def wait_running(self) -> bool:
+        """Wait until the turn runs (True), or ended without running (False): after
+        this returns True the turn accepts steers until it decides to finish."""
+        await self._state.started.wait()
+        return self._state.ran
 
     def control(self) -> TurnControl:
         return TurnControl(self._agent, self._state)
