@@ -38,7 +38,9 @@ from ._rollout import RolloutConfig as RolloutConfig
 from ._rollout import RolloutError as RolloutError
 from ._runtime import Agent as Agent
 from ._runtime import AgentHandle as AgentHandle
+from ._runtime import Declined as Declined
 from ._runtime import Prompt as Prompt
+from ._runtime import Submission as Submission
 from ._runtime import Turn as Turn
 from ._runtime import TurnControl as TurnControl
 from ._runtime import TurnResult as TurnResult
@@ -66,6 +68,7 @@ __all__ = [
     "ConfigError",
     "ConnectionFailed",
     "ConnectionLost",
+    "Declined",
     "DurableSession",
     "EventKind",
     "ForkBeforeCompletedTurn",
@@ -82,6 +85,7 @@ __all__ = [
     "RolloutError",
     "SessionSnapshot",
     "SteerQueueFull",
+    "Submission",
     "Thinking",
     "ToolContext",
     "Tools",

@@ -1,6 +1,18 @@
 """Trio orchestration: the agent nursery, turns and their cancel scopes, model calls."""
 
 from ._agent import Agent, AgentHandle, open_agent
+from ._pending_input import Declined, Submission
 from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
 
-__all__ = ["Agent", "AgentHandle", "Prompt", "Turn", "TurnControl", "TurnResult", "TurnStatus", "open_agent"]
+__all__ = [
+    "Agent",
+    "AgentHandle",
+    "Declined",
+    "Prompt",
+    "Submission",
+    "Turn",
+    "TurnControl",
+    "TurnResult",
+    "TurnStatus",
+    "open_agent",
+]

@@ -35,10 +35,12 @@ from .._session.history import History
 from .._session.snapshot import check_prefix
 from .._tools import Tools
 from .._wire.request import RequestSettings
+from . import _pending_input
 from ._context_io import context_user_message
 from ._driver import emit_cancelled_without_running, run_turn
 from ._model import ModelClient
 from ._payloads import run_started_payload, terminal_payload
+from ._pending_input import Declined, Submission
 from ._sessions import Rollout, SessionInfo, open_rollout
 from ._stats import TurnStats
 from ._tool_dispatch import ToolDispatcher
@@ -172,6 +174,23 @@ class Agent:
         self._pending.append(state)
         self._queue_send.send_nowait(state)
         return Turn(self, state)
+
+    async def submit(self, prompt: str | Prompt) -> Submission:
+        """Steer the running turn if it can still take a steer, else start a turn;
+        returns which (``Submission.kind``) and the turn."""
+        return await _pending_input.submit(self, prompt)
+
+    async def start_if_idle(self, prompt: str | Prompt) -> Turn | Declined:
+        """Start a turn only if nothing is running or queued; otherwise return
+        ``Declined(reason)`` and record nothing."""
+        return await _pending_input.start_if_idle(self, prompt)
+
+    async def interrupt_if_no_pending_input(self, turn_id: int) -> bool:
+        """Cancel running turn ``turn_id`` only if no input waits for it (no pending
+        steer, no queued prompt); True if it did. Answers before the cancellation
+        completes, so the turn's own tools may call it."""
+        await trio.lowlevel.checkpoint()
+        return _pending_input.interrupt_if_no_pending_input(self, turn_id)
 
     async def set_thinking(self, thinking: Thinking) -> None:
         """Reasoning effort for prompts accepted from now on."""
