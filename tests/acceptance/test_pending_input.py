@@ -117,3 +117,69 @@ async def test_interrupt_if_no_pending_input_checks_the_turn_and_the_queue(
                         await turn.result()
                 else:
                     await turn.result()
+
+
+NOTE = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "context from the app"}]}
+
+
+async def test_injected_items_reopen_a_turn_whose_final_answer_is_in_flight(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    seen, injected = trio.Event(), trio.Event()
+    bodies: list[dict[str, Any]] = []
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        seen.set()
+        await injected.wait()
+        await conn.send_final("resp-1", "first answer")
+        bodies.append(await conn.next_request())  # the same turn samples again
+        await conn.send_final("resp-2", "answer with context")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                turn = await agent.prompt("go")
+                await seen.wait()
+                assert await agent.inject([NOTE]) == "joined"
+                injected.set()
+                assert (await turn.result()).final_message == "answer with context"
+    (body,) = bodies
+    assert body["previous_response_id"] == "resp-1"
+    (item,) = body["input"]
+    assert item["role"] == "developer" and item["content"] == NOTE["content"]
+    assert item["id"].startswith("msg_")
+
+
+async def test_items_injected_while_idle_join_the_next_turn(server: FakeResponsesServer, workspace: Path) -> None:
+    bodies: list[dict[str, Any]] = []
+
+    async def script() -> None:
+        conn = await warm(server)
+        bodies.append(await conn.next_request())
+        await conn.send_final("resp-1")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                assert await agent.inject([NOTE]) == "queued"
+                await (await agent.prompt("now work")).result()
+    items = bodies[0]["input"]
+    assert items[-2]["content"][0]["text"] == "now work"
+    assert items[-1]["content"] == NOTE["content"]
+
+
+@pytest.mark.parametrize("bad", [[], [{"no": "type"}], {"type": "message"}, ["text"]])
+async def test_inject_refuses_what_is_not_a_list_of_items(
+    server: FakeResponsesServer, workspace: Path, bad: Any
+) -> None:
+    # HTTPS: nothing connects until a prompt, so only the validation is exercised.
+    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    with trio.fail_after(10):
+        async with ta.open_agent(ta.AgentConfig(auth="k", workspace=workspace, responses=responses)) as agent:
+            with pytest.raises(ta.InvalidPrompt, match=r"inject|injected item"):
+                await agent.inject(bad)
+            assert agent.next_turn_items == []

@@ -307,3 +307,19 @@ async def test_a_two_megabyte_frame_is_received_whole(server: FakeResponsesServe
             async with ta.open_agent(make_config(server, workspace)) as agent:
                 result = await (await agent.prompt("say a lot")).result()
     assert result.final_message == big
+
+
+async def test_the_fake_server_survives_a_client_leaving_mid_handshake(server: FakeResponsesServer) -> None:
+    with trio.fail_after(5):
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(b"GET /v1/responses HTTP/1.1\r\nHost: x\r\n")  # half a handshake
+        await stream.aclose()
+        with pytest.raises(trio.BrokenResourceError, match="went away"):
+            await server.accept()
+        # ...and it still serves the next client.
+        client = await trio.open_tcp_stream("127.0.0.1", server.port)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.accept)
+            await trio_websocket.wrap_client_stream(nursery, client, "127.0.0.1", "/v1/responses")
+            nursery.cancel_scope.cancel()
+        await client.aclose()

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, final
+from typing import Any, Literal, final
 
 import attrs
 import trio
@@ -129,6 +129,7 @@ class Agent:
             self.conversation.delta_start = seed.delta_start
         self.context_recorded = bool(seed is not None and len(seed.history))
         self.last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
+        self.next_turn_items: list[dict[str, Any]] = []  # injected while idle
         # The latest boundary a fork() branches from (published by the driver).
         self.fork_point: ConversationSnapshot | None = seed
         self.model = ModelClient(config, self.conversation, self.emit, nursery)
@@ -184,6 +185,11 @@ class Agent:
         """Start a turn only if nothing is running or queued; otherwise return
         ``Declined(reason)`` and record nothing."""
         return await _pending_input.start_if_idle(self, prompt)
+
+    async def inject(self, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
+        """Raw Responses items for the model: they join the running turn at its next
+        request (``"joined"``), or the next turn's first request (``"queued"``)."""
+        return await _pending_input.inject(self, items)
 
     async def interrupt_if_no_pending_input(self, turn_id: int) -> bool:
         """Cancel running turn ``turn_id`` only if no input waits for it (no pending

@@ -97,6 +97,9 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
     else:
         await _maybe_compact(agent, state, stats, live)  # before the new prompt joins (SPEC sec. 8)
     conversation.record([{**user_message(""), "content": state.prompt.content()}])
+    if agent.next_turn_items:  # injected while idle: they join this turn's first request
+        conversation.record(agent.next_turn_items)
+        agent.next_turn_items = []
     def at_request() -> None:
         # The boundary a request is built at (inside the model lock, before every
         # attempt): pending steers join here, in order, and forks branch from here.
@@ -126,7 +129,7 @@ async def _drive(agent: Agent, state: TurnState, stats: TurnStats, live: _Live) 
             tool_calls=outcome.tool_calls,
             end_turn=outcome.end_turn,
             final_message=outcome.final_message,
-            pending_steers=len(state.steers),
+            pending_steers=len(state.steers) + len(state.injected),
         )
         if isinstance(step, FinishTurn):
             state.steerable = False  # decided synchronously: no steer can slip in now
@@ -194,6 +197,9 @@ async def _run_tools(agent: Agent, state: TurnState, stats: TurnStats, live: _Li
 
 def _drain_steers(agent: Agent, state: TurnState, stats: TurnStats) -> None:
     state.preemption.clear()  # the steers join this request: nothing left to preempt for
+    if state.injected:
+        agent.conversation.record(state.injected)
+        state.injected = []
     while state.steers:
         text = state.steers.popleft()
         agent.conversation.record([user_message(text)])

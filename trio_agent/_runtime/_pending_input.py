@@ -5,24 +5,29 @@ interrupt (SPEC sec. 10, the parts that need no mailbox).
   steer, and starts a turn otherwise; it says which.
 - ``start_if_idle(prompt)`` starts a turn only when nothing is running or queued, and
   otherwise declines with a reason, recording nothing.
+- ``inject(items)`` adds raw Responses items: they join the running turn at its next
+  request boundary (a turn whose final answer just arrived samples once more for
+  them), or wait for the next turn's first request when nothing is running.
 - ``interrupt_if_no_pending_input(turn_id)`` cancels that running turn only when no
-  input is waiting for it (no pending steers, no queued prompt); it answers before the
-  cancellation completes, so a tool of that very turn can call it.
+  input is waiting for it (no pending steer or injected item, no queued prompt); it
+  answers before the cancellation completes, so a tool of that very turn can call it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, final
 
 import attrs
+import trio
 
-from .._errors import TurnNotSteerable
+from .._errors import InvalidPrompt, TurnNotSteerable
 from ._turn import Prompt, Turn, TurnState, TurnStatus
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["Declined", "Submission", "interrupt_if_no_pending_input", "start_if_idle", "submit"]
+__all__ = ["Declined", "Submission", "inject", "interrupt_if_no_pending_input", "start_if_idle", "submit"]
 
 
 @final
@@ -69,9 +74,30 @@ async def start_if_idle(agent: Agent, prompt: str | Prompt) -> Turn | Declined:
     return await agent.prompt(prompt)
 
 
+async def inject(agent: Agent, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
+    items = _checked(items)
+    await trio.lowlevel.checkpoint()
+    live = _running(agent)
+    if live is not None and live.steerable:
+        live.injected.extend(items)
+        return "joined"
+    agent.next_turn_items.extend(items)
+    return "queued"
+
+
+def _checked(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(items, dict) or not items:
+        raise InvalidPrompt("inject() takes a non-empty list of Responses items (dicts with a 'type')")
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            raise InvalidPrompt(f"every injected item must be a dict with a string 'type', got {item!r}")
+    return [dict(item) for item in items]
+
+
 def interrupt_if_no_pending_input(agent: Agent, turn_id: int) -> bool:
     live = _running(agent)
-    if live is None or live.turn_id != turn_id or live.steers or len(agent._pending) > 1:
+    pending = bool(live and (live.steers or live.injected)) or len(agent._pending) > 1 or agent.next_turn_items
+    if live is None or live.turn_id != turn_id or pending:
         return False
     if live.cancel_scope.cancel_called:
         return False

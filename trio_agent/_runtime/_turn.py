@@ -11,7 +11,7 @@ import collections
 import contextlib
 import enum
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
@@ -136,6 +136,7 @@ class TurnState:
     status: TurnStatus = TurnStatus.QUEUED
     steerable: bool = False
     steers: collections.deque[str] = attrs.field(factory=collections.deque)
+    injected: list[dict[str, Any]] = attrs.field(factory=list)  # raw items from Agent.inject
     preemption: Preemption = attrs.field(factory=Preemption)
     cancel_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)

@@ -43,6 +43,29 @@ class Handshake:
     headers: dict[str, str]
 
 
+class _HandshakeWatch(trio.abc.Stream):
+    """Turns EOF before the handshake into an error trio-websocket cannot swallow."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.done = False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await self.inner.receive_some(max_bytes)
+        if not data and not self.done:
+            raise ConnectionError("EOF before the WebSocket handshake")
+        return data
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class RawConnection:
     """An accepted TCP connection before any WebSocket handshake."""
 
@@ -216,19 +239,36 @@ class FakeResponsesServer:
         return self._nursery
 
     async def _handshake(self, stream: trio.abc.Stream, headers: Sequence[tuple[str, str]]) -> FakeConnection:
-        assert self._nursery is not None
         if isinstance(stream, trio.SSLStream):
             await stream.do_handshake()  # TLS failures surface here, not as a silent hang
-        request = await trio_websocket.wrap_server_stream(
-            self._nursery, stream, message_queue_size=64, max_message_size=64 << 20,
-            receive_buffer_size=256 << 10,
-        )
-        record = Handshake(
-            request.path,
-            {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers},
-        )
-        self.handshakes.append(record)
-        ws = await request.accept(extra_headers=[(k.encode(), v.encode()) for k, v in headers])
-        connection = FakeConnection(self, ws, stream, record)
-        self.connections.append(connection)
+        connection: FakeConnection = await self._require_nursery().start(self._connection_task, stream, headers)
         return connection
+
+    async def _connection_task(
+        self, stream: trio.abc.Stream, headers: Sequence[tuple[str, str]], *,
+        task_status: trio.TaskStatus[FakeConnection],
+    ) -> None:
+        """One connection: its reader task lives in a nursery of its own, so a client that
+        goes away mid-handshake fails this ``accept()`` instead of hanging it (or the server)."""
+        watched = _HandshakeWatch(stream)
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                request = await trio_websocket.wrap_server_stream(
+                    nursery, watched, message_queue_size=64, max_message_size=64 << 20,
+                    receive_buffer_size=256 << 10,
+                )
+                record = Handshake(
+                    request.path,
+                    {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers},
+                )
+                self.handshakes.append(record)
+                ws = await request.accept(extra_headers=[(k.encode(), v.encode()) for k, v in headers])
+                watched.done = True
+                connection = FakeConnection(self, ws, stream, record)
+                self.connections.append(connection)
+                task_status.started(connection)
+                started = True
+        except Exception as exc:  # includes groups of errors; Cancelled is a BaseException
+            if not started:
+                raise trio.BrokenResourceError("the client went away during the WebSocket handshake") from exc
