@@ -2,11 +2,19 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from hypothesis import settings
+
+# CI runs derandomized (the same examples every run) and without per-example deadlines,
+# so a slow shared machine cannot turn a property test into a flake.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer

@@ -106,8 +106,9 @@ def test_truncate_middle_respects_utf8_boundaries() -> None:
     assert truncate_middle("", 0) == ""
 
 
-@given(st.text(), st.integers(min_value=1, max_value=50))
+@given(st.text().filter(lambda t: "…" not in t), st.integers(min_value=1, max_value=50))
 def test_truncate_middle_keeps_a_head_and_a_tail_within_budget(text: str, tokens: int) -> None:
+    # (texts containing the marker's own "…" are excluded: the split below relies on it)
     result = truncate_middle(text, tokens)
     if len(text.encode()) <= tokens * 4:
         assert result == text
