@@ -10,14 +10,14 @@ import pytest
 import trio
 from hypothesis import settings
 
+import trio_agent as ta
+from trio_agent.testing import FakeConnection, FakeResponsesServer
+
 # CI runs derandomized (the same examples every run) and without per-example deadlines,
 # so a slow shared machine cannot turn a property test into a flake.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
-
-import trio_agent as ta
-from trio_agent.testing import FakeConnection, FakeResponsesServer
 
 
 @pytest.fixture
