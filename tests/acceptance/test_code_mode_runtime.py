@@ -223,3 +223,26 @@ async def test_leaving_the_agent_stops_a_yielded_cell_and_its_processes(
             await run_model(server, workspace, "leave it running")
     await wait_gone([int(pid_file.read_text())])
     await wait_no_processes_in(workspace)
+
+
+async def test_finished_cells_leave_no_bookkeeping_behind(server: FakeResponsesServer, workspace: Path) -> None:
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        for index in range(3):
+            await _exec_round(conn, f"resp-{index}", f"call-{index}", f"text({index})")
+        late = "yield_control(); await new Promise(r => setTimeout(r, 10)); text('late')"
+        yielded = await _exec_round(conn, "resp-y", "call-y", late)
+        assert "Script running with cell ID 4" in _text(yielded["output"])
+        await conn.send_tool_call("resp-w", "call-w", "wait", {"cell_id": "4", "yield_time_ms": 5000})
+        waited = await conn.next_request()
+        assert "late" in _text(waited["input"][0]["output"])
+        await conn.send_final("resp-final")
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                await (await agent.prompt("cells")).result()
+                dispatcher = agent.dispatcher
+                assert dispatcher._origins == {} and dispatcher._cell_calls == {}

@@ -137,7 +137,10 @@ class ToolDispatcher:
                     call_id, str(arguments), self._call_nested, self._nested_tool_names(),
                     yield_now=lambda: state.preemption.pending,
                 )
-            self._cell_calls[result.cell_id] = call_id
+            if result.running:
+                self._cell_calls[result.cell_id] = call_id
+            else:
+                self._origins.pop(call_id, None)  # the cell is over: nothing refers to it now
             return _outcome(result, call_id)
 
         return run
@@ -162,6 +165,9 @@ class ToolDispatcher:
                     yield_now=lambda: state.preemption.pending,
                 )
             exec_call_id = self._cell_calls.get(cell_id, "")
+            if not result.running:
+                self._cell_calls.pop(cell_id, None)
+                self._origins.pop(exec_call_id, None)
             return _outcome(result, exec_call_id)
 
         return run
