@@ -3,6 +3,8 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,16 @@ from trio_agent.testing import FakeConnection, FakeResponsesServer
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@asynccontextmanager
+async def scripted(script: Callable[[], Awaitable[Any]], seconds: float = 10) -> AsyncIterator[trio.Nursery]:
+    """Run the scripted server side ``script`` beside the block, all within ``seconds``
+    of Trio time (virtual under ``MockClock``). Yields the nursery both run in."""
+    with trio.fail_after(seconds):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            yield nursery
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
 from .._os_facts import processes_in, wait_for_os_fact, wait_gone, wait_no_processes_in
-from ..conftest import EventLog, make_config, warm
+from ..conftest import EventLog, make_config, scripted, warm
 
 
 def assert_interrupted_replay(request: dict[str, Any]) -> None:
@@ -52,32 +52,30 @@ async def test_cancellation_retains_interrupted_prompt_and_resumes_from_the_abor
         await replacement.send_final("resp-follow-up")
 
     log = EventLog()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                first = await agent.prompt(ta.Prompt("first prompt"))
-                assert (await first.result()).final_message == "done"
-                cancelled = await agent.prompt("cancel me")
-                await second_seen.wait()
-                queued = await agent.prompt("cancel before running")
-                queued_control = queued.control()
-                follow_up = await agent.prompt("run after cancellations")
-                with pytest.raises(ta.TurnNotSteerable):
-                    await queued.steer("wrong target")
-                await queued.cancel()
-                with pytest.raises(ta.TurnNotCancellable):
-                    await queued_control.cancel()
-                cancellation = cancelled.control()
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            first = await agent.prompt(ta.Prompt("first prompt"))
+            assert (await first.result()).final_message == "done"
+            cancelled = await agent.prompt("cancel me")
+            await second_seen.wait()
+            queued = await agent.prompt("cancel before running")
+            queued_control = queued.control()
+            follow_up = await agent.prompt("run after cancellations")
+            with pytest.raises(ta.TurnNotSteerable):
+                await queued.steer("wrong target")
+            await queued.cancel()
+            with pytest.raises(ta.TurnNotCancellable):
+                await queued_control.cancel()
+            cancellation = cancelled.control()
+            await cancellation.cancel()
+            with pytest.raises(ta.TurnCancelled):
+                await cancelled.result()
+            with pytest.raises(ta.TurnCancelled):
+                await queued.result()
+            with pytest.raises(ta.TurnNotCancellable):
                 await cancellation.cancel()
-                with pytest.raises(ta.TurnCancelled):
-                    await cancelled.result()
-                with pytest.raises(ta.TurnCancelled):
-                    await queued.result()
-                with pytest.raises(ta.TurnNotCancellable):
-                    await cancellation.cancel()
-                assert (await follow_up.result()).final_message == "done"
+            assert (await follow_up.result()).final_message == "done"
     statuses = [p["status"] for p in log.payloads("run.completed") + log.payloads("run.failed")]
     terminal = [e.payload["status"] for e in log.events if e.kind.is_terminal]
     assert sorted(statuses) == sorted(terminal)
@@ -111,20 +109,18 @@ async def test_cancellation_pairs_an_active_tool_call_before_resuming(
         await replacement.send_final("resp-follow-up")
 
     log = EventLog()
-    with trio.fail_after(15):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                interrupted = await agent.prompt("run a long tool")
-                await log.wait_for(lambda e: e.kind is ta.EventKind.TOOL_CALL)
-                await wait_for_os_fact((workspace / "tool-started").exists, "the tool starting")
-                assert processes_in(workspace)  # the shell and its sleep are running
-                await interrupted.cancel()
-                with pytest.raises(ta.TurnCancelled):
-                    await interrupted.result()
-                await wait_no_processes_in(workspace)  # no orphan of the command tree
-                assert (await (await agent.prompt("continue")).result()).final_message == "done"
+    async with scripted(script, 15) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            interrupted = await agent.prompt("run a long tool")
+            await log.wait_for(lambda e: e.kind is ta.EventKind.TOOL_CALL)
+            await wait_for_os_fact((workspace / "tool-started").exists, "the tool starting")
+            assert processes_in(workspace)  # the shell and its sleep are running
+            await interrupted.cancel()
+            with pytest.raises(ta.TurnCancelled):
+                await interrupted.result()
+            await wait_no_processes_in(workspace)  # no orphan of the command tree
+            assert (await (await agent.prompt("continue")).result()).final_message == "done"
     cancelled = [
         p for p in log.payloads("tool.result")
         if p["call_id"] == "call-exec" and p["status"] == "cancelled" and "aborted by user" in json.dumps(p)
@@ -146,21 +142,19 @@ async def test_cancelling_the_scope_around_open_agent_mid_tool_ends_everything(
         await conn.send_completed("resp-tool", [frames.custom_tool_call("call-exec", "exec", source)])
 
     events: list[ta.AgentEvent] = []
-    with trio.fail_after(15):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            with trio.CancelScope() as scope:
-                async with ta.open_agent(make_config(server, workspace)) as agent:
-                    stream = agent.events
-                    turn = await agent.prompt("run forever")
-                    await wait_for_os_fact(pid_file.exists, "the command starting")
-                    cancelled_at = trio.current_time()
-                    scope.cancel()
-                    await turn.result()  # cancelled: the block unwinds from here
-            elapsed = trio.current_time() - cancelled_at
-            async for event in stream:
-                events.append(event)
-            nursery.cancel_scope.cancel()
+    async with scripted(script, 15) as nursery:
+        with trio.CancelScope() as scope:
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                stream = agent.events
+                turn = await agent.prompt("run forever")
+                await wait_for_os_fact(pid_file.exists, "the command starting")
+                cancelled_at = trio.current_time()
+                scope.cancel()
+                await turn.result()  # cancelled: the block unwinds from here
+        elapsed = trio.current_time() - cancelled_at
+        async for event in stream:
+            events.append(event)
+        nursery.cancel_scope.cancel()
     assert scope.cancelled_caught
     assert elapsed < 3.0  # TERM, then KILL after a short grace: bounded, not the 300 s sleep
     await wait_gone([int(pid_file.read_text())])
@@ -226,23 +220,21 @@ async def test_cancel_at_exact_points_leaves_consistent_history(
         await second.send_final("resp-after")
 
     log = EventLog()
-    with trio.fail_after(100):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt("doomed")
-                await at_point.wait()
-                if point == "during_tool":
-                    await held_started.wait()
-                elif point == "during_backoff":
-                    await log.wait_for(lambda e: e.kind is ta.EventKind.MODEL_ATTEMPT_RETRYING)
-                else:
-                    await trio.testing.wait_all_tasks_blocked()
-                await turn.cancel()
-                with pytest.raises(ta.TurnCancelled):
-                    await turn.result()
-                assert (await (await agent.prompt("after")).result()).final_message == "done"
+    async with scripted(script, 100) as nursery:
+        async with ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt("doomed")
+            await at_point.wait()
+            if point == "during_tool":
+                await held_started.wait()
+            elif point == "during_backoff":
+                await log.wait_for(lambda e: e.kind is ta.EventKind.MODEL_ATTEMPT_RETRYING)
+            else:
+                await trio.testing.wait_all_tasks_blocked()
+            await turn.cancel()
+            with pytest.raises(ta.TurnCancelled):
+                await turn.result()
+            assert (await (await agent.prompt("after")).result()).final_message == "done"
     (request,) = replay
     assert "previous_response_id" not in request
     texts = json.dumps(request)

@@ -13,7 +13,7 @@ import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
 from .._os_facts import wait_for_os_fact, wait_gone, wait_no_processes_in
-from ..conftest import events_of, make_config, run_model, warm
+from ..conftest import events_of, make_config, run_model, scripted, warm
 
 
 async def _exec_round(conn: FakeConnection, response_id: str, call_id: str, source: str) -> dict[str, Any]:
@@ -43,10 +43,8 @@ async def test_runaway_loop_is_terminated_and_the_next_exec_works(
         assert "2" in _text(second["output"])
         await conn.send_final("resp-final")
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "loop forever")
+    async with scripted(script, 20):
+        output = await run_model(server, workspace, "loop forever")
     statuses = [r["status"] for r in events_of(output, "tool.result") if r["tool"] == "exec"]
     assert statuses == ["failed", "completed"]
 
@@ -66,10 +64,8 @@ async def test_promise_all_runs_three_commands_concurrently(server: FakeResponse
         assert "done-1,done-2,done-3" in _text(output["output"])
         await conn.send_final("resp-final")
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "in parallel")
+    async with scripted(script, 20):
+        output = await run_model(server, workspace, "in parallel")
     (exec_result,) = [r for r in events_of(output, "tool.result") if r["tool"] == "exec"]
     # Three 0.6 s commands in sequence would take 1.8 s.
     assert exec_result["duration_ns"] < 1.5e9
@@ -93,10 +89,8 @@ async def test_script_exceptions_report_name_message_and_stack(server: FakeRespo
         assert "explode" in text
         await conn.send_final("resp-final")
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "throw")
+    async with scripted(script, 20):
+        await run_model(server, workspace, "throw")
 
 
 async def test_long_output_is_truncated_with_the_reference_notice(server: FakeResponsesServer, workspace: Path) -> None:
@@ -116,10 +110,8 @@ async def test_long_output_is_truncated_with_the_reference_notice(server: FakeRe
         assert len(text) < 2000
         await conn.send_final("resp-final")
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "be verbose")
+    async with scripted(script, 20):
+        await run_model(server, workspace, "be verbose")
 
 
 async def test_apply_patch_through_exec_edits_files_and_refuses_escapes(
@@ -149,10 +141,8 @@ async def test_apply_patch_through_exec_edits_files_and_refuses_escapes(
         assert "refused: Refusing path '../outside.txt'" in text
         await conn.send_final("resp-final")
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "patch")
+    async with scripted(script, 20):
+        await run_model(server, workspace, "patch")
     assert (workspace / "new" / "hello.txt").read_text() == "hello\n"
     assert not (workspace / "old.txt").exists()
     assert (workspace / "lib" / "code.py").read_text() == "def f():\n    return 2\n"
@@ -180,19 +170,17 @@ async def test_cancelling_a_turn_kills_the_whole_command_tree(server: FakeRespon
         replay.append(await second.next_request())
         await second.send_final("resp-2")
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("start a long command")
-                await running.wait()
-                await turn.cancel()
-                with pytest.raises(ta.TurnCancelled):
-                    await turn.result()
-                pids = [int(p) for p in pid_file.read_text().split()]
-                await wait_gone(pids)
-                await wait_no_processes_in(workspace)
-                await (await agent.prompt("next")).result()
+    async with scripted(script, 20):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("start a long command")
+            await running.wait()
+            await turn.cancel()
+            with pytest.raises(ta.TurnCancelled):
+                await turn.result()
+            pids = [int(p) for p in pid_file.read_text().split()]
+            await wait_gone(pids)
+            await wait_no_processes_in(workspace)
+            await (await agent.prompt("next")).result()
     items = replay[0]["input"]
     assert "previous_response_id" not in replay[0]
     call_output = next(item for item in items if item.get("type") == "custom_tool_call_output")
@@ -217,10 +205,8 @@ async def test_leaving_the_agent_stops_a_yielded_cell_and_its_processes(
         assert "Script running with cell ID 1" in _text(output["output"])
         await conn.send_final("resp-final")
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "leave it running")
+    async with scripted(script, 20):
+        await run_model(server, workspace, "leave it running")
     await wait_gone([int(pid_file.read_text())])
     await wait_no_processes_in(workspace)
 
@@ -239,10 +225,8 @@ async def test_finished_cells_leave_no_bookkeeping_behind(server: FakeResponsesS
         assert "late" in _text(waited["input"][0]["output"])
         await conn.send_final("resp-final")
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                await (await agent.prompt("cells")).result()
-                dispatcher = agent.dispatcher
-                assert dispatcher._origins == {} and dispatcher._cell_calls == {}
+    async with scripted(script, 20):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            await (await agent.prompt("cells")).result()
+            dispatcher = agent.dispatcher
+            assert dispatcher._origins == {} and dispatcher._cell_calls == {}

@@ -10,7 +10,7 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import make_config, run_model, warm
+from ..conftest import make_config, run_model, scripted, warm
 
 COMPACTION_DONE = {
     "type": "response.output_item.done",
@@ -53,10 +53,8 @@ async def test_compacts_with_a_trigger_and_installs_the_returned_context(
         assert "tool completed" not in text
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "exercise compaction")
+    async with scripted(script):
+        output = await run_model(server, workspace, "exercise compaction")
     assert '"model.compaction.started"' in output
     assert '"model.compaction.completed"' in output
     assert '"compactions":1' in output
@@ -81,12 +79,10 @@ async def test_compacts_before_sampling_a_follow_on_turn(server: FakeResponsesSe
         assert "second prompt" in json.dumps(second["input"][-1])
         await conn.send_final("resp-second")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                assert (await (await agent.prompt("first prompt")).result()).final_message == "done"
-                assert (await (await agent.prompt("second prompt")).result()).final_message == "done"
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            assert (await (await agent.prompt("first prompt")).result()).final_message == "done"
+            assert (await (await agent.prompt("second prompt")).result()).final_message == "done"
 
 
 async def test_a_compaction_without_exactly_one_item_fails_the_turn_clearly(
@@ -100,17 +96,15 @@ async def test_a_compaction_without_exactly_one_item_fails_the_turn_clearly(
         await conn.next_request()  # the compaction request
         await conn.send(frames.completed("resp-compact", [], usage_block=frames.usage(10)))
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                await (await agent.prompt("first")).result()
-                turn = await agent.prompt("second")
-                try:
-                    await turn.result()
-                    raise AssertionError("the turn should have failed")
-                except ta.TurnFailed as exc:
-                    assert "expected exactly one" in str(exc)
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            await (await agent.prompt("first")).result()
+            turn = await agent.prompt("second")
+            try:
+                await turn.result()
+                raise AssertionError("the turn should have failed")
+            except ta.TurnFailed as exc:
+                assert "expected exactly one" in str(exc)
 
 
 async def test_a_steer_during_compaction_is_sent_after_it_exactly_once(
@@ -136,12 +130,10 @@ async def test_a_steer_during_compaction_is_sent_after_it_exactly_once(
         assert continuation["input"][-1]["content"][0]["text"] == "steer during compaction"
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("work")
-                await compacting.wait()
-                await turn.steer("steer during compaction", interrupt=True)
-                steered.set()
-                assert (await turn.result()).final_message == "done"
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("work")
+            await compacting.wait()
+            await turn.steer("steer during compaction", interrupt=True)
+            steered.set()
+            assert (await turn.result()).final_message == "done"

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
-from ..conftest import EventLog
+from ..conftest import EventLog, scripted
 
 
 class Peer:
@@ -69,13 +68,11 @@ def peer(request: pytest.FixtureRequest, server: FakeResponsesServer) -> Peer:
 async def _run(peer: Peer, workspace: Path, script: Any, prompts: Sequence[str]) -> tuple[list[str], EventLog]:
     log = EventLog()
     answers = []
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(peer.config(workspace)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                for prompt in prompts:
-                    answers.append((await (await agent.prompt(prompt)).result()).final_message)
+    async with scripted(script, 20) as nursery:
+        async with ta.open_agent(peer.config(workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            for prompt in prompts:
+                answers.append((await (await agent.prompt(prompt)).result()).final_message)
     return answers, log
 
 

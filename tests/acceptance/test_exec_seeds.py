@@ -10,7 +10,7 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import assert_warmup, events_of, make_config, run_model, warm
+from ..conftest import assert_warmup, events_of, make_config, run_model, scripted, warm
 
 
 def _exec(call_id: str, source: str, item_id: str | None = None) -> dict:
@@ -48,19 +48,17 @@ async def test_queued_prompts_retain_the_thinking_captured_when_accepted(
         assert updated["service_tier"] == "priority"
         await conn.send_final("resp-updated")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                first = await agent.prompt("first prompt")
-                await first_started.wait()
-                queued = await agent.prompt("queued prompt")
-                await agent.set_thinking(ta.Thinking.HIGH)
-                await agent.set_fast_mode(True)
-                release_first.set()
-                await first.result()
-                await queued.result()
-                await (await agent.prompt("updated prompt")).result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            first = await agent.prompt("first prompt")
+            await first_started.wait()
+            queued = await agent.prompt("queued prompt")
+            await agent.set_thinking(ta.Thinking.HIGH)
+            await agent.set_fast_mode(True)
+            release_first.set()
+            await first.result()
+            await queued.result()
+            await (await agent.prompt("updated prompt")).result()
 
 
 async def test_assistant_events_preserve_commentary_and_final_answer_phases(
@@ -80,17 +78,15 @@ async def test_assistant_events_preserve_commentary_and_final_answer_phases(
         await conn.send_completed("resp-final", [final])
 
     out: list[ta.AgentEvent] = []
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
 
-                async def collect() -> None:
-                    async for event in agent.events:
-                        out.append(event)
+            async def collect() -> None:
+                async for event in agent.events:
+                    out.append(event)
 
-                nursery.start_soon(collect)
-                result = await (await agent.prompt("check the live state")).result()
+            nursery.start_soon(collect)
+            result = await (await agent.prompt("check the live state")).result()
     assert result.final_message == "Done."
     expected = [
         {"model_call_index": 1, "item_id": "msg-commentary", "phase": "commentary", "text": "I’ll verify."},
@@ -121,10 +117,8 @@ async def test_continues_past_previous_model_call_limit(server: FakeResponsesSer
         assert final_generation["previous_response_id"] == "resp-tool-33"
         await conn.send_final("resp-final")
 
-    with trio.fail_after(30):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "continue until done")
+    async with scripted(script, 30):
+        output = await run_model(server, workspace, "continue until done")
     assert '"model_calls":34' in output
 
 
@@ -151,10 +145,8 @@ async def test_reconnect_drops_previous_response_id_and_replays_full_history(
         assert items[6]["id"].startswith("ctco_")
         await second.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "exercise reconnect")
+    async with scripted(script):
+        await run_model(server, workspace, "exercise reconnect")
 
 
 async def test_receive_reset_reconnects_without_replaying_completed_tools(
@@ -185,10 +177,8 @@ async def test_receive_reset_reconnects_without_replaying_completed_tools(
         assert replay["input"][6] == tool_output
         await second.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "recover after a receive reset")
+    async with scripted(script):
+        output = await run_model(server, workspace, "recover after a receive reset")
     assert (workspace / "marker.txt").read_text() == "x"
     assert '"model.attempt.retrying"' in output
     assert "failed to receive a Responses WebSocket frame" in output
@@ -225,10 +215,8 @@ async def test_stored_response_local_code_mode_round_trip(server: FakeResponsesS
         assert any("hello" in part.get("text", "") for part in output_item["output"])
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "run a shell command")
+    async with scripted(script):
+        output = await run_model(server, workspace, "run a shell command")
     assert '"tool":"exec"' in output
     assert '"tool":"exec_command"' in output
 
@@ -255,10 +243,8 @@ async def test_code_mode_notify_adds_a_named_exec_output_to_the_next_request(
         assert "success" not in note
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "send a progress notification")
+    async with scripted(script):
+        await run_model(server, workspace, "send a progress notification")
 
 
 async def test_prepares_images_and_stops_on_invalid_image_requests(
@@ -291,15 +277,13 @@ async def test_prepares_images_and_stops_on_invalid_image_requests(
         })
 
     failure: list[ta.TurnFailed] = []
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("inspect images")
-                try:
-                    await turn.result()
-                except ta.TurnFailed as exc:
-                    failure.append(exc)
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("inspect images")
+            try:
+                await turn.result()
+            except ta.TurnFailed as exc:
+                failure.append(exc)
     (error,) = failure
     assert isinstance(error.responses_error, ta.InvalidImageRequest)
     assert len(server.handshakes) == 1  # terminal: never retried on a new socket
@@ -331,10 +315,8 @@ async def test_yielded_exec_cell_continues_through_direct_wait_tool(
         assert "after" in json.dumps(completed)
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "yield and wait")
+    async with scripted(script):
+        output = await run_model(server, workspace, "yield and wait")
     assert '"tool":"wait"' in output
     (nested,) = [call for call in events_of(output, "tool.call") if call["call_id"] == "call-exec/code-1"]
     assert nested["model_call_index"] == 1

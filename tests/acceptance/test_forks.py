@@ -14,7 +14,7 @@ import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
 
 from .._os_facts import wait_for_os_fact
-from ..conftest import EventLog, assert_warmup, make_config, warm
+from ..conftest import EventLog, assert_warmup, make_config, scripted, warm
 
 
 async def test_latest_fork_during_streaming_inherits_the_active_prompt_delta(
@@ -38,18 +38,16 @@ async def test_latest_fork_during_streaming_inherits_the_active_prompt_delta(
         await release_root.wait()
         await root.send_final("resp-root")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                root = await agent.prompt("active root prompt")
-                await root_started.wait()
-                await agent.set_thinking(ta.Thinking.HIGH)
-                async with agent.fork() as fork:
-                    assert fork.session_id != agent.session_id
-                    assert (await (await fork.prompt("BTW question")).result()).final_message == "done"
-                release_root.set()
-                assert (await root.result()).final_message == "done"
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            root = await agent.prompt("active root prompt")
+            await root_started.wait()
+            await agent.set_thinking(ta.Thinking.HIGH)
+            async with agent.fork() as fork:
+                assert fork.session_id != agent.session_id
+                assert (await (await fork.prompt("BTW question")).result()).final_message == "done"
+            release_root.set()
+            assert (await root.result()).final_message == "done"
 
 
 async def test_active_boundary_fork_sends_tool_and_steer_delta_then_replays_on_checkpoint_miss(
@@ -92,20 +90,18 @@ async def test_active_boundary_fork_sends_tool_and_steer_delta_then_replays_on_c
         await root.send_final("resp-root")
 
     branch_log = EventLog()
-    with trio.fail_after(15):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                root = await agent.prompt("active root prompt")
-                await wait_for_os_fact((workspace / "tool-started").exists, "the tool starting")
-                await root.steer("print shat instead")
-                (workspace / "release-tool").write_bytes(b"")
-                await boundary_seen.wait()
-                async with agent.fork() as fork:
-                    nursery.start_soon(branch_log.consume, fork.events)
-                    assert (await (await fork.prompt("BTW question")).result()).final_message == "done"
-                release_root.set()
-                assert (await root.result()).final_message == "done"
+    async with scripted(script, 15) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            root = await agent.prompt("active root prompt")
+            await wait_for_os_fact((workspace / "tool-started").exists, "the tool starting")
+            await root.steer("print shat instead")
+            (workspace / "release-tool").write_bytes(b"")
+            await boundary_seen.wait()
+            async with agent.fork() as fork:
+                nursery.start_soon(branch_log.consume, fork.events)
+                assert (await (await fork.prompt("BTW question")).result()).final_message == "done"
+            release_root.set()
+            assert (await root.result()).final_message == "done"
     (retry,) = branch_log.payloads("model.attempt.retrying")
     assert retry["error_class"] == "checkpoint_missing"
     assert retry["opens_new_socket"] is False and retry["replay_mode"] == "full_history"
@@ -140,19 +136,17 @@ async def test_latest_and_historical_forks_keep_distinct_boundaries_during_an_ac
         await release_active.wait()
         await root.send_final("resp-active")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                completed = await (await agent.prompt("completed root prompt")).result()
-                active = await agent.prompt("active root prompt")
-                await active_seen.wait()
-                async with agent.fork() as latest:
-                    await (await latest.prompt("latest branch prompt")).result()
-                async with agent.fork_from(completed) as historical:
-                    await (await historical.prompt("historical branch prompt")).result()
-                release_active.set()
-                assert (await active.result()).final_message == "done"
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            completed = await (await agent.prompt("completed root prompt")).result()
+            active = await agent.prompt("active root prompt")
+            await active_seen.wait()
+            async with agent.fork() as latest:
+                await (await latest.prompt("latest branch prompt")).result()
+            async with agent.fork_from(completed) as historical:
+                await (await historical.prompt("historical branch prompt")).result()
+            release_active.set()
+            assert (await active.result()).final_message == "done"
 
 
 async def test_historical_fork_runs_while_the_mainline_turn_is_in_flight(
@@ -185,22 +179,20 @@ async def test_historical_fork_runs_while_the_mainline_turn_is_in_flight(
         await root.send_final("resp-mainline")
 
     results: list[str] = []
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                first = await (await agent.prompt(ta.Prompt("first prompt"))).result()
-                await (await agent.prompt("second prompt")).result()
-                mainline = await agent.prompt("continue mainline")
-                await root_started.wait()
-                async with agent.fork_from(first) as fork, trio.open_nursery() as both:
-                    branch = await fork.prompt("fork prompt")
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            first = await (await agent.prompt(ta.Prompt("first prompt"))).result()
+            await (await agent.prompt("second prompt")).result()
+            mainline = await agent.prompt("continue mainline")
+            await root_started.wait()
+            async with agent.fork_from(first) as fork, trio.open_nursery() as both:
+                branch = await fork.prompt("fork prompt")
 
-                    async def collect(turn: ta.Turn) -> None:
-                        results.append((await turn.result()).final_message)
+                async def collect(turn: ta.Turn) -> None:
+                    results.append((await turn.result()).final_message)
 
-                    both.start_soon(collect, mainline)
-                    both.start_soon(collect, branch)
+                both.start_soon(collect, mainline)
+                both.start_soon(collect, branch)
     assert results == ["done", "done"]
 
 
@@ -234,20 +226,18 @@ async def test_per_agent_tool_factory_binds_recursive_forks_to_the_invoking_agen
         assert grandchild_turn["client_metadata"]["session_id"] != child_session
         await grandchild.send_final("resp-grandchild")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace, tools_factory=factory)) as root:
-                root_handle = handles[-1]
-                assert root_handle.session_id == root.session_id
-                await (await root.prompt(ta.Prompt("root turn"))).result()
-                async with root_handle.fork() as child:
-                    child_handle = handles[-1]
-                    assert child_handle.session_id == child.session_id
-                    await (await child.prompt("child turn")).result()
-                    async with child_handle.fork() as grandchild:
-                        assert len(handles) == 3
-                        await (await grandchild.prompt("grandchild turn")).result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace, tools_factory=factory)) as root:
+            root_handle = handles[-1]
+            assert root_handle.session_id == root.session_id
+            await (await root.prompt(ta.Prompt("root turn"))).result()
+            async with root_handle.fork() as child:
+                child_handle = handles[-1]
+                assert child_handle.session_id == child.session_id
+                await (await child.prompt("child turn")).result()
+                async with child_handle.fork() as grandchild:
+                    assert len(handles) == 3
+                    await (await grandchild.prompt("grandchild turn")).result()
 
 
 async def test_clean_spawn_reuses_an_explicit_cache_key_without_history_or_lineage(
@@ -285,16 +275,14 @@ async def test_clean_spawn_reuses_an_explicit_cache_key_without_history_or_linea
         responses=ta.Responses(websocket_url=server.url), session_id="root-lineage",
         prompt_cache_key="shared-private-prefix", workspace=workspace, tools_factory=factory,
     )
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(config) as root:
-                root_handle = handles[-1]
-                await (await root.prompt("root turn")).result()
-                await root.set_thinking(ta.Thinking.HIGH)
-                async with root_handle.spawn() as child:
-                    assert len(handles) == 2
-                    await (await child.prompt("clean child turn")).result()
+    async with scripted(script):
+        async with ta.open_agent(config) as root:
+            root_handle = handles[-1]
+            await (await root.prompt("root turn")).result()
+            await root.set_thinking(ta.Thinking.HIGH)
+            async with root_handle.spawn() as child:
+                assert len(handles) == 2
+                await (await child.prompt("clean child turn")).result()
 
 
 async def test_missing_stored_checkpoint_replays_local_history_once(
@@ -319,14 +307,12 @@ async def test_missing_stored_checkpoint_replays_local_history_once(
         await branch.send_final("resp-replayed")
 
     log = EventLog()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                first = await (await agent.prompt(ta.Prompt("root prompt"))).result()
-                async with agent.fork_from(first) as fork:
-                    nursery.start_soon(log.consume, fork.events)
-                    assert (await (await fork.prompt("branch after eviction")).result()).final_message == "done"
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            first = await (await agent.prompt(ta.Prompt("root prompt"))).result()
+            async with agent.fork_from(first) as fork:
+                nursery.start_soon(log.consume, fork.events)
+                assert (await (await fork.prompt("branch after eviction")).result()).final_message == "done"
     (retry,) = log.payloads("model.attempt.retrying")
     assert retry["error_class"] == "checkpoint_missing"
     assert retry["replay_mode"] == "full_history" and retry["opens_new_socket"] is False
@@ -354,15 +340,13 @@ async def test_websocket_ephemeral_chains_on_connection_and_replays_a_fresh_fork
         await branch.send_final("resp-branch")
 
     responses = ta.Responses(websocket_url=server.url, store=False)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            config = make_config(server, workspace, responses=responses, session_id="websocket-ephemeral")
-            async with ta.open_agent(config) as agent:
-                first = await (await agent.prompt("first prompt")).result()
-                assert (await (await agent.prompt("second prompt")).result()).final_message == "done"
-                async with agent.fork_from(first) as fork:
-                    assert (await (await fork.prompt("branch prompt")).result()).final_message == "done"
+    async with scripted(script):
+        config = make_config(server, workspace, responses=responses, session_id="websocket-ephemeral")
+        async with ta.open_agent(config) as agent:
+            first = await (await agent.prompt("first prompt")).result()
+            assert (await (await agent.prompt("second prompt")).result()).final_message == "done"
+            async with agent.fork_from(first) as fork:
+                assert (await (await fork.prompt("branch prompt")).result()).final_message == "done"
 
 
 async def test_https_stored_fork_uses_the_historical_response_checkpoint(
@@ -379,14 +363,12 @@ async def test_https_stored_fork_uses_the_historical_response_checkpoint(
         await branch.send_final("resp-branch")
 
     responses = ta.Responses(transport=ta.Transport.HTTPS, store=True, api_base_url=server.http_base_url)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            config = make_config(server, workspace, responses=responses, session_id="https-stored")
-            async with ta.open_agent(config) as agent:
-                root = await (await agent.prompt("root prompt")).result()
-                async with agent.fork_from(root) as fork:
-                    assert (await (await fork.prompt("branch prompt")).result()).final_message == "done"
+    async with scripted(script):
+        config = make_config(server, workspace, responses=responses, session_id="https-stored")
+        async with ta.open_agent(config) as agent:
+            root = await (await agent.prompt("root prompt")).result()
+            async with agent.fork_from(root) as fork:
+                assert (await (await fork.prompt("branch prompt")).result()).final_message == "done"
 
 
 async def test_fork_before_any_boundary_and_foreign_results_are_refused(
@@ -400,18 +382,16 @@ async def test_fork_before_any_boundary_and_foreign_results_are_refused(
             await conn.next_request()
             await conn.send_final("resp-x")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                with pytest.raises(ta.ForkBeforeCompletedTurn, match="prompt the agent first"):
-                    agent.fork()
-                result = await (await agent.prompt("hi")).result()
-            other_config = make_config(server, workspace, session_id="another-lineage")
-            async with ta.open_agent(other_config) as other:
-                await (await other.prompt("hi")).result()
-                with pytest.raises(ta.CheckpointLineageMismatch, match="lineage"):
-                    other.fork_from(result)
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            with pytest.raises(ta.ForkBeforeCompletedTurn, match="prompt the agent first"):
+                agent.fork()
+            result = await (await agent.prompt("hi")).result()
+        other_config = make_config(server, workspace, session_id="another-lineage")
+        async with ta.open_agent(other_config) as other:
+            await (await other.prompt("hi")).result()
+            with pytest.raises(ta.CheckpointLineageMismatch, match="lineage"):
+                other.fork_from(result)
 
 
 async def test_closing_a_fork_leaves_the_root_running(server: FakeResponsesServer, workspace: Path) -> None:
@@ -427,18 +407,16 @@ async def test_closing_a_fork_leaves_the_root_running(server: FakeResponsesServe
         events.append(root_again)
         await root.send_final("resp-2")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                await (await agent.prompt("one")).result()
-                with trio.move_on_after(5) as scope:
-                    async with agent.fork() as fork:
-                        turn = await fork.prompt("never answered")
-                        await trio.testing.wait_all_tasks_blocked()
-                        scope.cancel()
-                assert scope.cancelled_caught
-                with pytest.raises(ta.TurnCancelled):
-                    await turn.result()
-                assert (await (await agent.prompt("two")).result()).final_message == "done"
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            await (await agent.prompt("one")).result()
+            with trio.move_on_after(5) as scope:
+                async with agent.fork() as fork:
+                    turn = await fork.prompt("never answered")
+                    await trio.testing.wait_all_tasks_blocked()
+                    scope.cancel()
+            assert scope.cancelled_caught
+            with pytest.raises(ta.TurnCancelled):
+                await turn.result()
+            assert (await (await agent.prompt("two")).result()).final_message == "done"
     assert events[0]["previous_response_id"] == "resp-1"

@@ -15,7 +15,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import EventLog
+from ..conftest import EventLog, scripted
 
 
 def https_config(server: FakeResponsesServer, workspace: Path, session_id: str, **kw: Any) -> ta.AgentConfig:
@@ -57,10 +57,8 @@ async def test_https_ephemeral_replays_complete_follow_on_history(
         await second.send_final("resp-second")
 
     config = https_config(server, workspace, "https-ephemeral", store=False, history=ta.History.FULL_REPLAY)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            assert await run_prompts(config, "first prompt", "second prompt") == ["done", "done"]
+    async with scripted(script):
+        assert await run_prompts(config, "first prompt", "second prompt") == ["done", "done"]
 
 
 async def test_https_stored_history_chains_on_the_previous_response(
@@ -80,10 +78,8 @@ async def test_https_stored_history_chains_on_the_previous_response(
         await second.send_final("resp-second")
 
     log = EventLog()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_prompts(https_config(server, workspace, "https-stored"), "first prompt", "second prompt", log=log)
+    async with scripted(script):
+        await run_prompts(https_config(server, workspace, "https-stored"), "first prompt", "second prompt", log=log)
     assert "model.warmup.started" not in log.kinds()
     assert "model.connection.started" not in log.kinds()
     assert [p["transport"] for p in log.payloads("run.completed")] == ["responses_https_sse"] * 2
@@ -117,10 +113,8 @@ async def test_chatgpt_https_uses_subscription_headers_and_ephemeral_replay(
         await request.send_final("resp-chatgpt")
 
     config = https_config(server, workspace, "https-chatgpt", auth=ta.ChatGptAuth(StaticChatGptAuth()))
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            assert await run_prompts(config, "subscription prompt") == ["done"]
+    async with scripted(script):
+        assert await run_prompts(config, "subscription prompt") == ["done"]
 
 
 async def test_chatgpt_401_recovers_once_and_retries(server: FakeResponsesServer, workspace: Path) -> None:
@@ -135,10 +129,8 @@ async def test_chatgpt_401_recovers_once_and_retries(server: FakeResponsesServer
         await retried.send_final("resp-ok")
 
     config = https_config(server, workspace, "https-401", auth=ta.ChatGptAuth(source))
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            assert await run_prompts(config, "hello") == ["done"]
+    async with scripted(script):
+        assert await run_prompts(config, "hello") == ["done"]
     assert source.recovered == ["subscription-token"]
 
 
@@ -170,13 +162,11 @@ async def test_configured_attempt_limit_prevents_a_paid_request_replay(
 
     log = EventLog()
     config = https_config(server, workspace, "https-single-attempt", max_attempts=1)
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(config) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                with pytest.raises(ta.TurnFailed) as info:
-                    await (await agent.prompt("paid request")).result()
+    async with scripted(script, 60) as nursery:
+        async with ta.open_agent(config) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            with pytest.raises(ta.TurnFailed) as info:
+                await (await agent.prompt("paid request")).result()
     assert not replayed
     assert isinstance(info.value.responses_error, ta.ConnectionLost)
     generation = [p for p in log.payloads("model.attempt.started") if p["phase"] == "generation"]
@@ -200,10 +190,8 @@ async def test_https_429_retries_after_the_servers_delay_with_a_full_replay(
         await retry.send_final("resp-ok")
 
     log = EventLog()
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_prompts(https_config(server, workspace, "https-429"), "hello", log=log)
+    async with scripted(script, 60):
+        await run_prompts(https_config(server, workspace, "https-429"), "hello", log=log)
     assert times[1] - times[0] == pytest.approx(4.0, abs=0.05)
     (retrying,) = log.payloads("model.attempt.retrying")
     assert retrying["error_class"] == "https_rate_limit"
@@ -215,12 +203,10 @@ async def test_https_rejection_is_terminal_with_a_clear_error(server: FakeRespon
         request = await server.accept_http()
         await request.respond(400, '{"error":{"code":"invalid_request_error","message":"bad input"}}')
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(https_config(server, workspace, "https-400")) as agent:
-                with pytest.raises(ta.TurnFailed, match="HTTP 400") as info:
-                    await (await agent.prompt("hello")).result()
+    async with scripted(script):
+        async with ta.open_agent(https_config(server, workspace, "https-400")) as agent:
+            with pytest.raises(ta.TurnFailed, match="HTTP 400") as info:
+                await (await agent.prompt("hello")).result()
     error = info.value.responses_error
     assert error is not None and error.status == 400 and not error.retryable
 
@@ -248,12 +234,10 @@ async def test_https_interrupting_steer_closes_the_stream_and_continues_with_the
             for _ in range(100):  # the client closed the first stream
                 await first.send_event(frames.text_delta(0, "ignored"))
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(https_config(server, workspace, "https-interrupt")) as agent:
-                turn = await agent.prompt("start")
-                await streaming.wait()
-                await trio.testing.wait_all_tasks_blocked()
-                await turn.steer("stop and summarise", interrupt=True)
-                assert (await turn.result()).final_message == "done"
+    async with scripted(script):
+        async with ta.open_agent(https_config(server, workspace, "https-interrupt")) as agent:
+            turn = await agent.prompt("start")
+            await streaming.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            await turn.steer("stop and summarise", interrupt=True)
+            assert (await turn.result()).final_message == "done"

@@ -14,7 +14,7 @@ import trio_websocket
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
 
-from ..conftest import make_config, warm
+from ..conftest import make_config, scripted, warm
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
@@ -34,17 +34,15 @@ async def test_submit_starts_when_idle_and_steers_when_busy(server: FakeResponse
         assert user_texts(steered) == ["also this"]
         await conn.send_final("resp-2", "both done")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                started = await agent.submit("do this")
-                assert started.kind == "started"
-                await first_seen.wait()
-                steered = await agent.submit("also this")
-                assert steered.kind == "steered" and steered.turn.turn_id == started.turn.turn_id
-                release.set()
-                assert (await started.turn.result()).final_message == "both done"
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            started = await agent.submit("do this")
+            assert started.kind == "started"
+            await first_seen.wait()
+            steered = await agent.submit("also this")
+            assert steered.kind == "steered" and steered.turn.turn_id == started.turn.turn_id
+            release.set()
+            assert (await started.turn.result()).final_message == "both done"
 
 
 async def test_start_if_idle_declines_without_recording_anything(
@@ -62,20 +60,18 @@ async def test_start_if_idle_declines_without_recording_anything(
         bodies.append(await conn.next_request())
         await conn.send_final("resp-2")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                first = await agent.start_if_idle("first")
-                assert isinstance(first, ta.Turn)
-                await seen.wait()
-                declined = await agent.start_if_idle("while busy")
-                assert declined == ta.Declined("not_idle")
-                release.set()
-                await first.result()
-                second = await agent.start_if_idle("second")
-                assert isinstance(second, ta.Turn)
-                await second.result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            first = await agent.start_if_idle("first")
+            assert isinstance(first, ta.Turn)
+            await seen.wait()
+            declined = await agent.start_if_idle("while busy")
+            assert declined == ta.Declined("not_idle")
+            release.set()
+            await first.result()
+            second = await agent.start_if_idle("second")
+            assert isinstance(second, ta.Turn)
+            await second.result()
     assert user_texts(bodies[0]) == ["second"]  # "while busy" was never recorded
 
 
@@ -97,26 +93,24 @@ async def test_interrupt_if_no_pending_input_checks_the_turn_and_the_queue(
                     await conn.next_request()
                     await conn.send_final("resp-more")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("work")
-                await seen.wait()
-                turn_id = turn.turn_id
-                if case == "stale_turn":
-                    turn_id += 100
-                elif case == "pending_steer":
-                    await turn.steer("one more thing")
-                elif case == "queued_prompt":
-                    await agent.prompt("next")
-                interrupted = await agent.interrupt_if_no_pending_input(turn_id)
-                assert interrupted is (case == "current_turn")
-                if interrupted:
-                    with pytest.raises(ta.TurnCancelled):
-                        await turn.result()
-                else:
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("work")
+            await seen.wait()
+            turn_id = turn.turn_id
+            if case == "stale_turn":
+                turn_id += 100
+            elif case == "pending_steer":
+                await turn.steer("one more thing")
+            elif case == "queued_prompt":
+                await agent.prompt("next")
+            interrupted = await agent.interrupt_if_no_pending_input(turn_id)
+            assert interrupted is (case == "current_turn")
+            if interrupted:
+                with pytest.raises(ta.TurnCancelled):
                     await turn.result()
+            else:
+                await turn.result()
 
 
 NOTE = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "context from the app"}]}
@@ -137,15 +131,13 @@ async def test_injected_items_reopen_a_turn_whose_final_answer_is_in_flight(
         bodies.append(await conn.next_request())  # the same turn samples again
         await conn.send_final("resp-2", "answer with context")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("go")
-                await seen.wait()
-                assert await agent.inject([NOTE]) == "joined"
-                injected.set()
-                assert (await turn.result()).final_message == "answer with context"
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("go")
+            await seen.wait()
+            assert await agent.inject([NOTE]) == "joined"
+            injected.set()
+            assert (await turn.result()).final_message == "answer with context"
     (body,) = bodies
     assert body["previous_response_id"] == "resp-1"
     (item,) = body["input"]
@@ -161,12 +153,10 @@ async def test_items_injected_while_idle_join_the_next_turn(server: FakeResponse
         bodies.append(await conn.next_request())
         await conn.send_final("resp-1")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                assert await agent.inject([NOTE]) == "queued"
-                await (await agent.prompt("now work")).result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            assert await agent.inject([NOTE]) == "queued"
+            await (await agent.prompt("now work")).result()
     items = bodies[0]["input"]
     assert items[-2]["content"][0]["text"] == "now work"
     assert items[-1]["content"] == NOTE["content"]

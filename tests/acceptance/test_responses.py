@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import trio
-
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import assert_warmup, events_of, run_model, warm
+from ..conftest import assert_warmup, events_of, run_model, scripted, warm
 
 
 async def test_explicit_end_turn_false_continues_without_a_tool_call(
@@ -26,10 +24,8 @@ async def test_explicit_end_turn_false_continues_without_a_tool_call(
         assert continuation["input"] == []
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "continue when requested")
+    async with scripted(script):
+        output = await run_model(server, workspace, "continue when requested")
     assert '"model_calls":2' in output
     assert '"text":"done"' in output
 
@@ -41,10 +37,8 @@ async def test_completed_response_accepts_null_usage(server: FakeResponsesServer
         assert generation["previous_response_id"] == "resp-warmup"
         await conn.send(frames.completed("resp-final", [frames.assistant_message("done")], usage_block=None))
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "accept missing usage")
+    async with scripted(script):
+        output = await run_model(server, workspace, "accept missing usage")
     assert '"model.call.completed"' in output
     assert '"usage":null' in output
     assert '"run.completed"' in output
@@ -62,10 +56,8 @@ async def test_completed_response_accepts_null_usage_details(
         usage["output_tokens_details"] = None
         await conn.send(frames.completed("resp-final", [frames.assistant_message("done")], usage_block=usage))
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "accept missing usage details")
+    async with scripted(script):
+        output = await run_model(server, workspace, "accept missing usage details")
     assert '"input_tokens_details":null' in output
     assert '"output_tokens_details":null' in output
     assert '"cached_input_tokens":0' in output
@@ -100,10 +92,8 @@ async def test_unsupported_direct_tools_return_failed_results_to_the_model(
         assert second["id"].startswith("fco_")
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "recover from unsupported tools")
+    async with scripted(script):
+        output = await run_model(server, workspace, "recover from unsupported tools")
     assert output.count('"status":"failed"') == 2, output
     assert '"tool_calls":2' in output
     assert '"run.completed"' in output
@@ -131,10 +121,8 @@ async def test_turn_state_from_metadata_is_echoed_in_client_metadata(
         assert generation["client_metadata"]["x-codex-turn-state"] == "sticky-test"
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "run a shell command")
+    async with scripted(script):
+        await run_model(server, workspace, "run a shell command")
 
 
 async def test_assistant_events_keep_commentary_and_final_answer_phases_without_tools(
@@ -147,10 +135,8 @@ async def test_assistant_events_keep_commentary_and_final_answer_phases_without_
         final = await conn.send_assistant_output(1, "msg-final", "final_answer", "Done.")
         await conn.send(frames.completed("resp-final", [commentary, final]))
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "phases")
+    async with scripted(script):
+        output = await run_model(server, workspace, "phases")
     expected = [
         {"model_call_index": 1, "item_id": "msg-commentary", "phase": "commentary", "text": "I’ll verify."},
         {"model_call_index": 1, "item_id": "msg-final", "phase": "final_answer", "text": "Done."},

@@ -8,12 +8,11 @@ from typing import Any
 
 import attrs
 import pytest
-import trio
 
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
 
-from ..conftest import EventLog
+from ..conftest import EventLog, scripted
 
 THREAD = "019c0d31-c308-7d91-bff4-5dca82d15ac6"
 
@@ -52,54 +51,52 @@ async def test_serialized_session_and_rollout_share_committed_history(
         server, workspace=workspace, session_id=THREAD, prompt_cache_key="durable-cache",
         rollout=ta.RolloutConfig(rollout_home),
     )
-    with trio.fail_after(15):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(config) as agent:
-                assert agent.rollout is not None
-                rollout_path = agent.rollout.path
-                first = await (await agent.prompt("first prompt")).result()
-                encoded = json.dumps(first.snapshot().to_json())
-                await agent.flush_rollout()
-                durable = ta.RolloutConfig(rollout_home).load_session(THREAD)
-                assert durable.thread_id == agent.session_id
-            assert Path(durable.workspace).resolve() == workspace.resolve()
-            assert durable.rollout_path == rollout_path.resolve()
-            snapshot_json = json.loads(encoded)
-            assert snapshot_json["version"] == 1
-            prefix = snapshot_json["request_prefix"]
-            assert prefix[0]["type"] == "additional_tools" and "id" not in prefix[0]
-            assert isinstance(prefix[1]["id"], str)
-            assert all(isinstance(item.get("id"), str) for item in snapshot_json["history"])
-            rollout_history = [
-                line["payload"]
-                for line in map(json.loads, rollout_path.read_text().splitlines())
-                if line["type"] == "response_item"
-            ]
-            assert durable.snapshot.to_json()["history"] == rollout_history
-            assert snapshot_json["history"] == rollout_history
+    async with scripted(script, 15):
+        async with ta.open_agent(config) as agent:
+            assert agent.rollout is not None
+            rollout_path = agent.rollout.path
+            first = await (await agent.prompt("first prompt")).result()
+            encoded = json.dumps(first.snapshot().to_json())
+            await agent.flush_rollout()
+            durable = ta.RolloutConfig(rollout_home).load_session(THREAD)
+            assert durable.thread_id == agent.session_id
+        assert Path(durable.workspace).resolve() == workspace.resolve()
+        assert durable.rollout_path == rollout_path.resolve()
+        snapshot_json = json.loads(encoded)
+        assert snapshot_json["version"] == 1
+        prefix = snapshot_json["request_prefix"]
+        assert prefix[0]["type"] == "additional_tools" and "id" not in prefix[0]
+        assert isinstance(prefix[1]["id"], str)
+        assert all(isinstance(item.get("id"), str) for item in snapshot_json["history"])
+        rollout_history = [
+            line["payload"]
+            for line in map(json.loads, rollout_path.read_text().splitlines())
+            if line["type"] == "response_item"
+        ]
+        assert durable.snapshot.to_json()["history"] == rollout_history
+        assert snapshot_json["history"] == rollout_history
 
-            snapshot = ta.SessionSnapshot.from_json(encoded)
-            unsupported = ta.SessionSnapshot.from_json({**json.loads(encoded), "version": 2})
-            with pytest.raises(ta.InvalidSessionSnapshot, match="unsupported format version"):
-                durable_config(server, resume=unsupported)
-            with pytest.raises(ta.InvalidSessionSnapshot, match="instructions or tool definitions"):
-                async with ta.open_agent(durable_config(server, instructions="changed instructions", resume=snapshot)):
-                    pass
-            other = workspace.parent / "other-workspace"
-            other.mkdir()
-            with pytest.raises(ta.WorkspaceChanged):
-                durable_config(server, workspace=other, resume=snapshot)
-            with pytest.raises(ta.InvalidSessionSnapshot, match="prompt cache key"):
-                durable_config(server, prompt_cache_key="changed-cache", resume=snapshot)
+        snapshot = ta.SessionSnapshot.from_json(encoded)
+        unsupported = ta.SessionSnapshot.from_json({**json.loads(encoded), "version": 2})
+        with pytest.raises(ta.InvalidSessionSnapshot, match="unsupported format version"):
+            durable_config(server, resume=unsupported)
+        with pytest.raises(ta.InvalidSessionSnapshot, match="instructions or tool definitions"):
+            async with ta.open_agent(durable_config(server, instructions="changed instructions", resume=snapshot)):
+                pass
+        other = workspace.parent / "other-workspace"
+        other.mkdir()
+        with pytest.raises(ta.WorkspaceChanged):
+            durable_config(server, workspace=other, resume=snapshot)
+        with pytest.raises(ta.InvalidSessionSnapshot, match="prompt cache key"):
+            durable_config(server, prompt_cache_key="changed-cache", resume=snapshot)
 
-            thread_id, durable_snapshot, rollout = durable.into_parts()
-            resumed_config = durable_config(server, session_id=thread_id, resume=durable_snapshot, rollout=rollout)
-            async with ta.open_agent(resumed_config) as resumed:
-                assert resumed.events.request_id == THREAD
-                assert (await (await resumed.prompt("resume prompt")).result()).final_message == "done"
-                await resumed.flush_rollout()
-                assert resumed.rollout is not None and resumed.rollout.path.resolve() == rollout_path.resolve()
+        thread_id, durable_snapshot, rollout = durable.into_parts()
+        resumed_config = durable_config(server, session_id=thread_id, resume=durable_snapshot, rollout=rollout)
+        async with ta.open_agent(resumed_config) as resumed:
+            assert resumed.events.request_id == THREAD
+            assert (await (await resumed.prompt("resume prompt")).result()).final_message == "done"
+            await resumed.flush_rollout()
+            assert resumed.rollout is not None and resumed.rollout.path.resolve() == rollout_path.resolve()
     durable = ta.RolloutConfig(rollout_home).load_session(THREAD)
     assert "resume prompt" in json.dumps(durable.snapshot.to_json()["history"])
     lines = [json.loads(line) for line in rollout_path.read_text().splitlines()]
@@ -125,16 +122,14 @@ async def test_serialized_session_resumes_over_ephemeral_https(server: FakeRespo
         auth="test-key", instructions="durable instructions", thinking=ta.Thinking.LOW, workspace=workspace,
         responses=responses, prompt_cache_key="durable-cache",
     )
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(base) as agent:
-                first = await (await agent.prompt("first prompt")).result()
-            snapshot = ta.SessionSnapshot.from_json(json.dumps(first.snapshot().to_json()))
-            resumed_config = attrs.evolve(base, workspace=None, prompt_cache_key=None, resume=snapshot,
-                                          session_id="resumed-session")
-            async with ta.open_agent(resumed_config) as resumed:
-                assert (await (await resumed.prompt("resume prompt")).result()).final_message == "done"
+    async with scripted(script):
+        async with ta.open_agent(base) as agent:
+            first = await (await agent.prompt("first prompt")).result()
+        snapshot = ta.SessionSnapshot.from_json(json.dumps(first.snapshot().to_json()))
+        resumed_config = attrs.evolve(base, workspace=None, prompt_cache_key=None, resume=snapshot,
+                                      session_id="resumed-session")
+        async with ta.open_agent(resumed_config) as resumed:
+            assert (await (await resumed.prompt("resume prompt")).result()).final_message == "done"
 
 
 async def test_a_resumed_websocket_session_replays_in_full_without_warmup(
@@ -158,15 +153,13 @@ async def test_a_resumed_websocket_session_replays_in_full_without_warmup(
 
     log = EventLog()
     config = durable_config(server, workspace=workspace)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(config) as agent:
-                snapshot = (await (await agent.prompt("one")).result()).snapshot()
-            async with ta.open_agent(durable_config(server, resume=snapshot)) as resumed:
-                nursery.start_soon(log.consume, resumed.events)
-                await (await resumed.prompt("two")).result()
-                await (await resumed.prompt("three")).result()
+    async with scripted(script) as nursery:
+        async with ta.open_agent(config) as agent:
+            snapshot = (await (await agent.prompt("one")).result()).snapshot()
+        async with ta.open_agent(durable_config(server, resume=snapshot)) as resumed:
+            nursery.start_soon(log.consume, resumed.events)
+            await (await resumed.prompt("two")).result()
+            await (await resumed.prompt("three")).result()
     assert "model.warmup.started" not in log.kinds()
 
 

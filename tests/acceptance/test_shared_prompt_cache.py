@@ -9,7 +9,7 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
 
-from ..conftest import EventLog
+from ..conftest import EventLog, scripted
 
 
 def shared_config(server: FakeResponsesServer, workspace: Path) -> ta.AgentConfig:
@@ -43,13 +43,11 @@ async def test_cloned_configs_singleflight_one_shared_prefix_warmup(
         await second.send_final("resp-second")
 
     logs = [EventLog(), EventLog()]
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            for log, prompt in zip(logs, ["first turn", "second turn"], strict=True):
-                async with ta.open_agent(shared_config(server, workspace)) as agent:
-                    nursery.start_soon(log.consume, agent.events)
-                    await (await agent.prompt(prompt)).result()
+    async with scripted(script) as nursery:
+        for log, prompt in zip(logs, ["first turn", "second turn"], strict=True):
+            async with ta.open_agent(shared_config(server, workspace)) as agent:
+                nursery.start_soon(log.consume, agent.events)
+                await (await agent.prompt(prompt)).result()
     first, second = (log.payloads("model.warmup.completed") for log in logs)
     assert [p["source"] for p in first] == ["response"]
     assert [p["source"] for p in second] == ["shared_prefix"]

@@ -14,7 +14,7 @@ import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
 from .._os_facts import wait_for_os_fact
-from ..conftest import EventLog, make_config, warm
+from ..conftest import EventLog, make_config, scripted, warm
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
@@ -74,19 +74,17 @@ async def test_steering_is_bounded_fifo_and_joins_at_the_next_model_boundary(
         await conn.send_final("resp-steered")
 
     log = EventLog()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt(ta.Prompt("initial task"))
-                await first_seen.wait()
-                for index in range(8):
-                    await turn.steer(f"constraint {index}")
-                with pytest.raises(ta.SteerQueueFull):
-                    await turn.steer("constraint 8")
-                release_first.set()
-                assert (await turn.result()).final_message == "done"
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt(ta.Prompt("initial task"))
+            await first_seen.wait()
+            for index in range(8):
+                await turn.steer(f"constraint {index}")
+            with pytest.raises(ta.SteerQueueFull):
+                await turn.steer("constraint 8")
+            release_first.set()
+            assert (await turn.result()).final_message == "done"
     steered = log.payloads("run.steered")
     assert [p["steer_index"] for p in steered] == list(range(1, 9))
     assert all(p["instruction_bytes"] == len("constraint 0") for p in steered)
@@ -118,17 +116,15 @@ async def test_steering_during_a_tool_call_joins_after_the_tool_result(
         await conn.send_final("resp-steered")
 
     log = EventLog()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt("print shit a lot of times")
-                await wait_for_os_fact((workspace / "tool-started").exists, "the tool starting")
-                await turn.steer("print shat instead")
-                assert not (workspace / "release-tool").exists()
-                (workspace / "release-tool").write_bytes(b"")
-                assert (await turn.result()).final_message == "done"
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt("print shit a lot of times")
+            await wait_for_os_fact((workspace / "tool-started").exists, "the tool starting")
+            await turn.steer("print shat instead")
+            assert not (workspace / "release-tool").exists()
+            (workspace / "release-tool").write_bytes(b"")
+            assert (await turn.result()).final_message == "done"
     assert "run.steered" in log.kinds()
 
 
@@ -170,15 +166,13 @@ async def test_steer_interrupts_and_drains_websocket(
                              [frames.assistant_message("done")])])
 
     log = EventLog()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt("first prompt")
-                await streaming.wait()
-                await turn.steer("second prompt", interrupt=True)
-                assert (await turn.result()).final_message == "done"
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt("first prompt")
+            await streaming.wait()
+            await turn.steer("second prompt", interrupt=True)
+            assert (await turn.result()).final_message == "done"
     assert len(server.handshakes) == 1
     calls = log.payloads("model.call.completed")
     assert [c["status"] for c in calls] == ["incomplete", "completed"]
@@ -209,15 +203,13 @@ async def test_interrupt_before_the_response_id_is_known_is_sent_when_it_arrives
         assert user_texts(follow_up) == ["change course"]
         await conn.send_final("resp-2")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("go")
-                await request_seen.wait()
-                await turn.steer("change course", interrupt=True)
-                steered.set()
-                await turn.result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("go")
+            await request_seen.wait()
+            await turn.steer("change course", interrupt=True)
+            steered.set()
+            await turn.result()
 
 
 async def test_unanswered_interrupt_drops_the_socket_and_replays_in_full(
@@ -240,14 +232,12 @@ async def test_unanswered_interrupt_drops_the_socket_and_replays_in_full(
         assert user_texts(replay)[-1] == "stop now"
         await second.send_final("resp-final")
 
-    with trio.fail_after(100):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("start")
-                await trio.testing.wait_all_tasks_blocked()
-                await turn.steer("stop now", interrupt=True)
-                await turn.result()
+    async with scripted(script, 100):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("start")
+            await trio.testing.wait_all_tasks_blocked()
+            await turn.steer("stop now", interrupt=True)
+            await turn.result()
 
 
 async def test_steer_during_stream_retry_skips_backoff(
@@ -267,18 +257,16 @@ async def test_steer_during_stream_retry_skips_backoff(
         await retry.send_final("resp-follow-up")
 
     log = EventLog()
-    with trio.fail_after(100):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt("first prompt")
-                retrying = await log.wait_for(lambda e: e.kind is ta.EventKind.MODEL_ATTEMPT_RETRYING)
-                assert retrying.payload["delay_ns"] == 60_000_000_000
-                start = trio.current_time()
-                await turn.steer("second prompt", interrupt=True)
-                await turn.result()
-                assert trio.current_time() - start < 1.0  # not the server's 60 s
+    async with scripted(script, 100) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt("first prompt")
+            retrying = await log.wait_for(lambda e: e.kind is ta.EventKind.MODEL_ATTEMPT_RETRYING)
+            assert retrying.payload["delay_ns"] == 60_000_000_000
+            start = trio.current_time()
+            await turn.steer("second prompt", interrupt=True)
+            await turn.result()
+            assert trio.current_time() - start < 1.0  # not the server's 60 s
     assert len(server.requests) == 3  # warmup, failed attempt, the retry with the steer
 
 
@@ -309,18 +297,16 @@ async def test_steers_during_tool_drain_preserve_tool_output_and_each_input(
         assert len(outputs) == 1
         await conn.send_final("resp-2")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            config = make_config(server, workspace, tools=held_tool(started, release, calls))
-            async with ta.open_agent(config) as agent:
-                turn = await agent.prompt("first prompt")
-                await streamed.wait()
-                await turn.steer("second prompt", interrupt=True)
-                await turn.steer("third prompt", interrupt=True)
-                await started.wait()
-                release.set()
-                await turn.result()
+    async with scripted(script):
+        config = make_config(server, workspace, tools=held_tool(started, release, calls))
+        async with ta.open_agent(config) as agent:
+            turn = await agent.prompt("first prompt")
+            await streamed.wait()
+            await turn.steer("second prompt", interrupt=True)
+            await turn.steer("third prompt", interrupt=True)
+            await started.wait()
+            release.set()
+            await turn.result()
     assert calls == ["held-tool"]  # run exactly once
 
 
@@ -351,24 +337,22 @@ async def test_steers_yield_exec_and_wait_without_stopping_the_cell(
         await conn.send_final("resp-done")
 
     log = EventLog()
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            # The codex seed runs over HTTPS, where every request carries the whole
-            # history; FULL_REPLAY gives the same request bodies on the WebSocket.
-            responses = ta.Responses(websocket_url=server.url, history=ta.History.FULL_REPLAY)
-            config = make_config(server, workspace, responses=responses, tools=held_tool(started, release, []))
-            async with ta.open_agent(config) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt("start the cell")
-                await started.wait()
-                await turn.steer("interrupt exec", interrupt=interrupt)
-                if interrupt:
-                    await log.wait_for(lambda e: _is_call(e, "wait-one"))
-                    await turn.steer("interrupt wait", interrupt=True)
-                    await log.wait_for(lambda e: _is_call(e, "wait-two"))
-                release.set()
-                await turn.result()
+    async with scripted(script, 20) as nursery:
+        # The codex seed runs over HTTPS, where every request carries the whole
+        # history; FULL_REPLAY gives the same request bodies on the WebSocket.
+        responses = ta.Responses(websocket_url=server.url, history=ta.History.FULL_REPLAY)
+        config = make_config(server, workspace, responses=responses, tools=held_tool(started, release, []))
+        async with ta.open_agent(config) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt("start the cell")
+            await started.wait()
+            await turn.steer("interrupt exec", interrupt=interrupt)
+            if interrupt:
+                await log.wait_for(lambda e: _is_call(e, "wait-one"))
+                await turn.steer("interrupt wait", interrupt=True)
+                await log.wait_for(lambda e: _is_call(e, "wait-two"))
+            release.set()
+            await turn.result()
     (request,) = final_request
     if not interrupt:
         assert "background result" in (output_text(request, "custom_tool_call_output", "exec-call") or "")
@@ -412,17 +396,15 @@ async def test_input_preempts_response_and_yields_running_code_mode_call(
         await conn.send_final("resp-follow-up")
 
     log = EventLog()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            config = make_config(server, workspace, tools=held_tool(started, release, []))
-            async with ta.open_agent(config) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt("start cells")
-                await streamed.wait()
-                await turn.steer("yield cells", interrupt=True)
-                await turn.result()
-                release.set()
+    async with scripted(script) as nursery:
+        config = make_config(server, workspace, tools=held_tool(started, release, []))
+        async with ta.open_agent(config) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt("start cells")
+            await streamed.wait()
+            await turn.steer("yield cells", interrupt=True)
+            await turn.result()
+            release.set()
     assert not [e for e in log.payloads("tool.call") if e["call_id"] == "second-exec"]
 
 
@@ -457,16 +439,14 @@ async def test_user_input_does_not_preempt_after_reasoning_item(
         await conn.send_final("resp-2")
 
     log = EventLog()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt("first prompt")
-                await reasoning_started.wait()
-                await turn.steer("second prompt")
-                steered.set()
-                await turn.result()
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt("first prompt")
+            await reasoning_started.wait()
+            await turn.steer("second prompt")
+            steered.set()
+            await turn.result()
     assert [i for i in log.payloads("assistant.message") if i["text"] == "first answer"]
     assert not [p for p in log.payloads("api.event") if p["event"].get("type") == "response.interrupt"]
     assert len(server.requests) == 3
@@ -483,21 +463,19 @@ async def test_steering_a_queued_or_finished_turn_is_refused(server: FakeRespons
         await conn.next_request()
         await conn.send_final("resp-2")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                first = await agent.prompt("first")
-                queued = await agent.prompt("queued")
-                with pytest.raises(ta.TurnNotSteerable, match="queued"):
-                    await queued.steer("too early")
-                with pytest.raises(ta.InvalidPrompt):
-                    await first.steer("   ")
-                release.set()
-                await first.result()
-                with pytest.raises(ta.TurnNotSteerable, match="completed"):
-                    await first.steer("too late")
-                await queued.result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            first = await agent.prompt("first")
+            queued = await agent.prompt("queued")
+            with pytest.raises(ta.TurnNotSteerable, match="queued"):
+                await queued.steer("too early")
+            with pytest.raises(ta.InvalidPrompt):
+                await first.steer("   ")
+            release.set()
+            await first.result()
+            with pytest.raises(ta.TurnNotSteerable, match="completed"):
+                await first.steer("too late")
+            await queued.result()
 
 
 async def test_wait_running_then_steer_joins_the_turn(server: FakeResponsesServer, workspace: Path) -> None:
@@ -513,16 +491,14 @@ async def test_wait_running_then_steer_joins_the_turn(server: FakeResponsesServe
             assert user_texts(follow) == ["and count them"]
             await conn.send_final("resp-2", "counted")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("list the files")
-                queued = await agent.prompt("queued behind it")
-                assert await turn.wait_running()
-                await turn.steer("and count them")
-                await queued.cancel()
-                assert not await queued.wait_running()  # cancelled while queued: it never ran
-                release.set()
-                await turn.result()
-                assert await turn.wait_running()  # it did run
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("list the files")
+            queued = await agent.prompt("queued behind it")
+            assert await turn.wait_running()
+            await turn.steer("and count them")
+            await queued.cancel()
+            assert not await queued.wait_running()  # cancelled while queued: it never ran
+            release.set()
+            await turn.result()
+            assert await turn.wait_running()  # it did run

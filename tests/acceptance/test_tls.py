@@ -13,7 +13,7 @@ import trustme
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
 
-from ..conftest import warm
+from ..conftest import scripted, warm
 
 
 @pytest.fixture
@@ -47,11 +47,9 @@ async def test_websocket_over_tls(tls_server: FakeResponsesServer, ca: trustme.C
     responses = ta.Responses(websocket_url=tls_server.url, ssl_context=client_context(ca))
     config = ta.AgentConfig(auth="k", workspace=workspace, responses=responses, session_id="model-test",
                             thinking=ta.Thinking.LOW)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(config) as agent:
-                assert (await (await agent.prompt("hi")).result()).final_message == "secure hello"
+    async with scripted(script):
+        async with ta.open_agent(config) as agent:
+            assert (await (await agent.prompt("hi")).result()).final_message == "secure hello"
 
 
 async def test_untrusted_certificates_fail_the_connection_clearly(

@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-import trio
 
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
 
-from ..conftest import assert_warmup, events_of, make_config
+from ..conftest import assert_warmup, events_of, make_config, scripted
 
 
 async def test_follow_on_prompts_can_change_turn_policy_without_restarting_the_session(
@@ -47,21 +46,19 @@ async def test_follow_on_prompts_can_change_turn_policy_without_restarting_the_s
         await conn.send_final("resp-third")
 
     out = io.StringIO()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            config = make_config(server, workspace, instructions="custom prompt")
-            async with ta.open_agent(config) as agent:
-                nursery.start_soon(ta.write_jsonl, agent.events, out)
-                first = await agent.prompt(ta.Prompt("first prompt"))
-                assert (await first.result()).final_message == "done"
-                await agent.set_thinking(ta.Thinking.HIGH)
-                await agent.set_fast_mode(True)
-                second = await agent.prompt(ta.Prompt("second prompt"))
-                assert (await second.result()).final_message == "done"
-                await agent.set_fast_mode(False)
-                third = await agent.prompt(ta.Prompt("third prompt"))
-                assert (await third.result()).final_message == "done"
+    async with scripted(script) as nursery:
+        config = make_config(server, workspace, instructions="custom prompt")
+        async with ta.open_agent(config) as agent:
+            nursery.start_soon(ta.write_jsonl, agent.events, out)
+            first = await agent.prompt(ta.Prompt("first prompt"))
+            assert (await first.result()).final_message == "done"
+            await agent.set_thinking(ta.Thinking.HIGH)
+            await agent.set_fast_mode(True)
+            second = await agent.prompt(ta.Prompt("second prompt"))
+            assert (await second.result()).final_message == "done"
+            await agent.set_fast_mode(False)
+            third = await agent.prompt(ta.Prompt("third prompt"))
+            assert (await third.result()).final_message == "done"
     completed = events_of(out.getvalue(), "run.completed")
     assert len(completed) == 3
     assert [c["connection_attempts"] for c in completed] == [1, 0, 0]
@@ -88,13 +85,11 @@ async def test_websocket_full_replay_never_sends_a_previous_response_id(
         await conn.send_final("resp-second")
 
     responses = ta.Responses(websocket_url=server.url, store=False, history=ta.History.FULL_REPLAY)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            config = make_config(server, workspace, responses=responses, session_id="websocket-replay")
-            async with ta.open_agent(config) as agent:
-                await (await agent.prompt("first prompt")).result()
-                await (await agent.prompt("second prompt")).result()
+    async with scripted(script):
+        config = make_config(server, workspace, responses=responses, session_id="websocket-replay")
+        async with ta.open_agent(config) as agent:
+            await (await agent.prompt("first prompt")).result()
+            await (await agent.prompt("second prompt")).result()
 
 
 async def test_prompt_images_travel_as_input_images_and_remote_urls_are_not_fetched(
@@ -116,12 +111,10 @@ async def test_prompt_images_travel_as_input_images_and_remote_urls_are_not_fetc
         assert remote["type"] == "input_text" and "remote image URLs are not supported" in remote["text"]
         await conn.send_final("resp-1")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                prompt = ta.Prompt("what is in these?", images=[png, "https://example.com/cat.png"])
-                await (await agent.prompt(prompt)).result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            prompt = ta.Prompt("what is in these?", images=[png, "https://example.com/cat.png"])
+            await (await agent.prompt(prompt)).result()
 
 
 def test_prompts_reject_bad_images() -> None:

@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import events_of, make_config
+from ..conftest import events_of, make_config, scripted
 
 
 def _tools(log: list[Any]) -> ta.Tools:
@@ -65,17 +64,15 @@ async def test_user_tools_round_trip_with_outputs_in_order(server: FakeResponses
         await conn.send_final("resp-final", "all done")
 
     events: list[ta.AgentEvent] = []
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace, tools=_tools(log))) as agent:
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace, tools=_tools(log))) as agent:
 
-                async def collect() -> None:
-                    async for event in agent.events:
-                        events.append(event)
+            async def collect() -> None:
+                async for event in agent.events:
+                    events.append(event)
 
-                nursery.start_soon(collect)
-                result = await (await agent.prompt("use the tools")).result()
+            nursery.start_soon(collect)
+            result = await (await agent.prompt("use the tools")).result()
     assert result.final_message == "all done"
     assert log == [("call-add", "add", {"a": 2, "b": 3})]
     statuses = [e.payload["status"] for e in events if e.kind is ta.EventKind.TOOL_RESULT]
@@ -111,8 +108,6 @@ async def test_empty_tools_send_only_user_definitions(server: FakeResponsesServe
         await conn.next_request()
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace, tools=ta.Tools.empty())) as agent:
-                await (await agent.prompt("hi")).result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace, tools=ta.Tools.empty())) as agent:
+            await (await agent.prompt("hi")).result()

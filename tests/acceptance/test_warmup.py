@@ -9,7 +9,7 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import assert_warmup, make_config, run_model
+from ..conftest import assert_warmup, make_config, run_model, scripted
 
 
 def assert_full_first_request(generation: dict) -> None:
@@ -31,10 +31,8 @@ async def test_warmup_failure_falls_back_to_a_full_first_request(
         assert_full_first_request(await second.next_request())
         await second.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "exercise warmup fallback")
+    async with scripted(script):
+        output = await run_model(server, workspace, "exercise warmup fallback")
     assert '"model.warmup.failed"' in output
     assert '"purpose":"warmup_fallback"' in output
     assert '"connection_attempts":2' in output
@@ -52,10 +50,8 @@ async def test_warmup_connection_failure_falls_back_to_a_full_first_request(
         assert_full_first_request(await conn.next_request())
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "exercise warmup connection fallback")
+    async with scripted(script):
+        output = await run_model(server, workspace, "exercise warmup connection fallback")
     assert '"model.connection.failed"' in output
     assert '"purpose":"warmup_fallback"' in output
     assert '"connection_attempts":2' in output
@@ -120,10 +116,8 @@ async def test_handshake_headers_carry_auth_beta_and_session(
         await conn.next_request()
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "hi")
+    async with scripted(script):
+        await run_model(server, workspace, "hi")
     (handshake,) = server.handshakes
     assert handshake.path == "/v1/responses"
     assert handshake.headers["authorization"] == "Bearer test-key"

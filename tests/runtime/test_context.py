@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import trio
-
 from trio_agent._runtime._context_io import AGENTS_MD_CAP, load_agents_md
 from trio_agent.testing import FakeResponsesServer
 
-from ..conftest import run_model
+from ..conftest import run_model, scripted
 
 
 def test_agents_md_is_gathered_from_the_git_root_down_to_the_workspace(tmp_path: Path) -> None:
@@ -61,10 +59,8 @@ async def test_first_request_carries_permissions_environment_and_agents_md(
         seen.append(await conn.next_request())
         await conn.send_final("resp-final")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            await run_model(server, workspace, "hello")
+    async with scripted(script):
+        await run_model(server, workspace, "hello")
     permissions, context, prompt = seen[0]["input"]
     assert permissions["role"] == "developer"
     assert "<permissions instructions>" in permissions["content"][0]["text"]

@@ -18,7 +18,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import EventLog, make_config, warm
+from ..conftest import EventLog, make_config, scripted, warm
 
 RUNS = 50
 Scenario = Callable[[FakeResponsesServer, Path], Awaitable[list[str]]]
@@ -26,12 +26,10 @@ Scenario = Callable[[FakeResponsesServer, Path], Awaitable[list[str]]]
 
 async def _run(server: FakeResponsesServer, workspace: Path, script: Any, body: Any, **kw: Any) -> list[str]:
     log = EventLog()
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace, **kw)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                await body(agent)
+    async with scripted(script, 20) as nursery:
+        async with ta.open_agent(make_config(server, workspace, **kw)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            await body(agent)
     return log.kinds()
 
 

@@ -18,7 +18,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
-from ..conftest import EventLog, make_config
+from ..conftest import EventLog, make_config, scripted
 
 POINTS = ["during_warmup", "before_response_id", "mid_delta", "between_item_and_completion", "during_tool",
           "during_backoff"]
@@ -92,16 +92,14 @@ async def test_an_interrupting_steer_at_an_exact_point(
 
     log = EventLog()
     start = trio.current_time()
-    with trio.fail_after(100):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
-                nursery.start_soon(log.consume, agent.events)
-                turn = await agent.prompt("the task")
-                async with seq(1):
-                    await trio.testing.wait_all_tasks_blocked()
-                    await turn.steer("change of plan", interrupt=True)
-                assert (await turn.result()).final_message == "done"
+    async with scripted(script, 100) as nursery:
+        async with ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            turn = await agent.prompt("the task")
+            async with seq(1):
+                await trio.testing.wait_all_tasks_blocked()
+                await turn.steer("change of plan", interrupt=True)
+            assert (await turn.result()).final_message == "done"
     (body,) = carried
     assert texts(body)[-1] == "change of plan"
     assert json.dumps(body).count("change of plan") == 1

@@ -13,7 +13,7 @@ import trio_websocket
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import make_config, run_model, warm
+from ..conftest import make_config, run_model, scripted, warm
 
 
 async def test_server_suggested_retry_delay_is_honoured_on_trios_clock(
@@ -33,10 +33,8 @@ async def test_server_suggested_retry_delay_is_honoured_on_trios_clock(
         assert len(replay["input"]) == 5
         await retry.send_final("resp-final")
 
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "retry please")
+    async with scripted(script, 60):
+        output = await run_model(server, workspace, "retry please")
     assert times[1] - times[0] == pytest.approx(7.0, abs=0.01)
     assert '"model.attempt.retrying"' in output
     assert '"server_requested_delay":true' in output
@@ -59,13 +57,11 @@ async def test_backoff_doubles_with_jitter_and_gives_up_after_max_attempts(
             await conn.send_error("boom", code="server_error")
 
     responses = ta.Responses(websocket_url=server.url, max_attempts=3)
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace, responses=responses)) as agent:
-                turn = await agent.prompt("fail three times")
-                with pytest.raises(ta.TurnFailed) as info:
-                    await turn.result()
+    async with scripted(script, 60):
+        async with ta.open_agent(make_config(server, workspace, responses=responses)) as agent:
+            turn = await agent.prompt("fail three times")
+            with pytest.raises(ta.TurnFailed) as info:
+                await turn.result()
     assert isinstance(info.value.responses_error, ta.ApiError)
     assert info.value.responses_error.code == "server_error"
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
@@ -82,20 +78,18 @@ async def test_terminal_api_error_is_not_retried_and_fails_the_turn(
         await conn.next_request()
         await conn.send(frames.error_frame("quota gone", code="insufficient_quota"))
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                collected: list[ta.AgentEvent] = []
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            collected: list[ta.AgentEvent] = []
 
-                async def collect() -> None:
-                    async for event in agent.events:
-                        collected.append(event)
+            async def collect() -> None:
+                async for event in agent.events:
+                    collected.append(event)
 
-                nursery.start_soon(collect)
-                turn = await agent.prompt("spend")
-                with pytest.raises(ta.TurnFailed) as info:
-                    await turn.result()
+            nursery.start_soon(collect)
+            turn = await agent.prompt("spend")
+            with pytest.raises(ta.TurnFailed) as info:
+                await turn.result()
     assert isinstance(info.value.responses_error, ta.UsageLimitExceeded)
     kinds = [event.kind.value for event in collected]
     assert "model.attempt.retrying" not in kinds
@@ -112,13 +106,11 @@ async def test_a_frame_that_is_not_json_fails_the_turn_with_a_clear_error(
         await conn.next_request()
         await conn._ws.send_message("this is not json")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turn = await agent.prompt("garbage in")
-                with pytest.raises(ta.TurnFailed, match="not JSON") as info:
-                    await turn.result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turn = await agent.prompt("garbage in")
+            with pytest.raises(ta.TurnFailed, match="not JSON") as info:
+                await turn.result()
     assert isinstance(info.value.responses_error, ta.ProtocolError)
     assert info.value.responses_error.error_class == "invalid_json"
 
@@ -132,13 +124,11 @@ async def test_next_prompt_works_after_a_failed_turn(server: FakeResponsesServer
         assert follow["input"][-1]["content"][0]["text"] == "second"
         await conn.send_final("resp-2", "recovered")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                with pytest.raises(ta.TurnFailed):
-                    await (await agent.prompt("first")).result()
-                result = await (await agent.prompt("second")).result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            with pytest.raises(ta.TurnFailed):
+                await (await agent.prompt("first")).result()
+            result = await (await agent.prompt("second")).result()
     assert result.final_message == "recovered"
 
 
@@ -153,13 +143,11 @@ async def test_open_agent_closes_its_socket_on_exit(server: FakeResponsesServer,
             await conn.next_request()
         closed.set()
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                await (await agent.prompt("hi")).result()
-            # By the time the block has exited the client has closed the socket.
-            await closed.wait()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            await (await agent.prompt("hi")).result()
+        # By the time the block has exited the client has closed the socket.
+        await closed.wait()
 
 
 async def test_leaving_the_block_waits_for_queued_turns(server: FakeResponsesServer, workspace: Path) -> None:
@@ -169,13 +157,11 @@ async def test_leaving_the_block_waits_for_queued_turns(server: FakeResponsesSer
             await conn.next_request()
             await conn.send_final(f"resp-{index}", f"answer {index}")
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                turns = [await agent.prompt(f"prompt {i}") for i in range(3)]
-            # The block exited only after all three ran, in order.
-            results = [await turn.result() for turn in turns]
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            turns = [await agent.prompt(f"prompt {i}") for i in range(3)]
+        # The block exited only after all three ran, in order.
+        results = [await turn.result() for turn in turns]
     assert [r.final_message for r in results] == ["answer 0", "answer 1", "answer 2"]
     with pytest.raises(ta.AgentClosed):
         await agent.prompt("too late")
@@ -197,10 +183,8 @@ async def test_idle_timeout_on_trios_clock_reconnects_and_replays(
         assert "previous_response_id" not in replay
         await retry.send_final("resp-final")
 
-    with trio.fail_after(1000):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "anyone there?")
+    async with scripted(script, 1000):
+        output = await run_model(server, workspace, "anyone there?")
     assert 300.0 <= times[1] - times[0] <= 301.0
     assert '"error_class":"event_idle_timeout"' in output
     assert '"purpose":"reconnect"' in output
@@ -214,15 +198,13 @@ async def test_closing_the_agent_during_the_startup_warmup_is_prompt(
         conn = await server.accept()
         await conn.next_request()  # never answered
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                events = agent.events
-            # The warmup was still waiting: leaving the block cancels nothing the user
-            # accepted, but the agent shut its socket and ended its events.
-            kinds = [event.kind.value async for event in events]
-            nursery.cancel_scope.cancel()
+    async with scripted(script) as nursery:
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            events = agent.events
+        # The warmup was still waiting: leaving the block cancels nothing the user
+        # accepted, but the agent shut its socket and ended its events.
+        kinds = [event.kind.value async for event in events]
+        nursery.cancel_scope.cancel()
     assert kinds[:2] == ["model.warmup.started", "model.connection.started"]
 
 
@@ -234,16 +216,14 @@ async def test_an_error_in_the_block_cancels_the_turn_and_propagates_unwrapped(
         await conn.next_request()  # never answered
 
     events: list[ta.AgentEvent] = []
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            with pytest.raises(KeyError, match="boom"):
-                async with ta.open_agent(make_config(server, workspace)) as agent:
-                    stream = agent.events
-                    turn = await agent.prompt("work")
-                    raise KeyError("boom")
-            events = [event async for event in stream]
-            nursery.cancel_scope.cancel()
+    async with scripted(script) as nursery:
+        with pytest.raises(KeyError, match="boom"):
+            async with ta.open_agent(make_config(server, workspace)) as agent:
+                stream = agent.events
+                turn = await agent.prompt("work")
+                raise KeyError("boom")
+        events = [event async for event in stream]
+        nursery.cancel_scope.cancel()
     assert events[-1].kind is ta.EventKind.RUN_FAILED
     assert events[-1].payload["status"] == "cancelled"
     with pytest.raises(ta.TurnCancelled):
@@ -258,12 +238,10 @@ async def test_a_rejected_handshake_says_what_to_do_and_is_not_retried(
             raw = await server.accept_raw()
             await raw.reject(401, '{"error":{"message":"invalid api key"}}')
 
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                with pytest.raises(ta.TurnFailed, match=r"HTTP 401.*check the API key") as info:
-                    await (await agent.prompt("hi")).result()
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            with pytest.raises(ta.TurnFailed, match=r"HTTP 401.*check the API key") as info:
+                await (await agent.prompt("hi")).result()
     error = info.value.responses_error
     assert isinstance(error, ta.ConnectionFailed)
     assert error.status == 401 and error.error_class == "handshake_rejected" and not error.retryable
@@ -285,10 +263,8 @@ async def test_a_rate_limited_handshake_retries_after_the_servers_delay(
         await retry.next_request()
         await retry.send_final("resp-1")
 
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            output = await run_model(server, workspace, "hi")
+    async with scripted(script, 60):
+        output = await run_model(server, workspace, "hi")
     assert times[1] - times[0] == pytest.approx(3.0, abs=0.05)
     assert '"error_class":"handshake_rate_limit"' in output
 
@@ -301,11 +277,9 @@ async def test_a_two_megabyte_frame_is_received_whole(server: FakeResponsesServe
         await conn.next_request()
         await conn.send_final("resp-big", big)
 
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            async with ta.open_agent(make_config(server, workspace)) as agent:
-                result = await (await agent.prompt("say a lot")).result()
+    async with scripted(script, 20):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            result = await (await agent.prompt("say a lot")).result()
     assert result.final_message == big
 
 
