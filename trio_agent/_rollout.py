@@ -3,12 +3,15 @@
 Layout (Codex-compatible): ``<home>/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<thread id>.jsonl``.
 Every line is ``{"timestamp": <RFC 3339 UTC>, "type": ..., "payload": {...}}``: one
 ``session_meta`` line (written once per thread, also across resumes), then one
-``response_item`` line per committed history item, appended as history is committed.
-Appends are buffered by the OS; ``flush_rollout()`` fsyncs. ``load_session`` rebuilds a
-``SessionSnapshot`` whose history equals the file's ``response_item`` payloads.
+``response_item`` line per committed history item, appended as history is committed,
+and a ``compacted`` line with ``replacement_history`` whenever history is rewritten
+(compaction, or truncating tool outputs that no longer fit), so the file always
+describes exactly the live history. ``load_session`` rebuilds a ``SessionSnapshot``
+from it (``response_item`` lines append, a ``compacted`` line replaces).
 
-Writes are small synchronous appends on the Trio thread (no worker thread); the
-fsync in ``flush`` is the only call that may wait on the disk.
+Writes are small synchronous ``os.write`` calls on the Trio thread (no worker
+thread, no Python-side buffer): a committed item is in the operating system when
+it is committed. The fsync in ``flush`` is the only call that may wait on the disk.
 """
 
 from __future__ import annotations
@@ -85,17 +88,7 @@ class RolloutConfig:
             raise InvalidSessionSnapshot(
                 f"no rollout for thread {thread_id!r} under {self.home}; check the thread id and rollout home"
             )
-        meta: dict[str, Any] | None = None
-        history: list[dict[str, Any]] = []
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            try:
-                line = json.loads(text)
-            except ValueError as exc:
-                raise InvalidSessionSnapshot(f"{path}:{number} is not JSON; the rollout is damaged") from exc
-            if line.get("type") == "session_meta" and meta is None:
-                meta = line["payload"]
-            elif line.get("type") == "response_item":
-                history.append(line["payload"])
+        meta, history = read_history(path)
         if meta is None:
             raise InvalidSessionSnapshot(f"{path} has no session_meta line; it is not a trio_agent rollout")
         snapshot = SessionSnapshot(
@@ -110,58 +103,104 @@ class RolloutConfig:
         return DurableSession(thread_id, snapshot.workspace, path.resolve(), snapshot, self)
 
 
-def _count_items(path: Path) -> int:
-    count = 0
-    with path.open(encoding="utf-8") as lines:
-        for text in lines:
-            if '"type":"response_item"' in text:
-                count += 1
-    return count
+def read_history(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The ``session_meta`` payload and the history a rollout file describes.
+
+    ``response_item`` lines append; a ``compacted`` line with ``replacement_history``
+    replaces everything before it (as the Codex CLI does on resume). Raises
+    ``InvalidSessionSnapshot`` for a line that is not JSON.
+    """
+    meta: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = []
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            line = json.loads(text)
+        except ValueError as exc:
+            raise InvalidSessionSnapshot(f"{path}:{number} is not JSON; the rollout is damaged") from exc
+        kind = line.get("type") if isinstance(line, dict) else None
+        payload = line.get("payload") if isinstance(line, dict) else None
+        if not isinstance(payload, dict):
+            continue
+        if kind == "session_meta" and meta is None:
+            meta = payload
+        elif kind == "response_item":
+            history.append(payload)
+        elif kind == "compacted" and isinstance(payload.get("replacement_history"), list):
+            history = list(payload["replacement_history"])
+    return meta, history
 
 
 class RolloutWriter:
-    """Appends one session's committed history to its rollout file."""
+    """Appends one session's history changes to its rollout file.
 
-    def __init__(self, path: Path, *, written: int) -> None:
+    The file is opened ``O_APPEND`` and every change is one ``os.write`` of whole
+    lines, so a committed item is in the operating system (it survives the process
+    being killed) as soon as it is written; ``flush`` fsyncs for power-loss
+    durability.
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
         self.path = path
-        self._written = written
-        self._file = path.open("a", encoding="utf-8")
+        self._fd: int | None = fd
 
     @classmethod
-    def open(cls, config: RolloutConfig, thread_id: str, meta: dict[str, Any]) -> RolloutWriter:
-        """Continue ``thread_id``'s file (appending after the items already in it) or
-        create a new one with its ``session_meta`` line."""
+    def open(cls, config: RolloutConfig, thread_id: str, meta: dict[str, Any], history: History) -> RolloutWriter:
+        """Continue ``thread_id``'s file or create it with its ``session_meta`` line, and
+        bring it to ``history`` (the agent's starting history: empty, a fork's
+        inherited history, or a resumed session's)."""
         existing = config.find(thread_id)
         try:
-            if existing is not None:
-                return cls(existing, written=_count_items(existing))
-            path = config.new_path(thread_id)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("x", encoding="utf-8") as new:
-                new.write(_line("session_meta", meta))
-            return cls(path, written=0)
+            if existing is None:
+                path = config.new_path(thread_id)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+                writer = cls(path, fd)
+                writer._write(_line("session_meta", meta))
+                writer.append(list(history))
+                return writer
+            _, written = read_history(existing)
+            writer = cls(existing, os.open(existing, os.O_WRONLY | os.O_APPEND))
         except OSError as exc:
             raise RolloutError(f"cannot write the rollout under {config.home}: {exc}") from exc
+        wanted = list(history)
+        if wanted[: len(written)] == written:
+            writer.append(wanted[len(written):])
+        else:  # the file says something else happened: record the history we continue from
+            writer.rewrite(wanted, reason="resume")
+        return writer
 
-    def append(self, history: History) -> None:
-        """Write the items of ``history`` not written yet."""
-        if len(history) <= self._written:
-            return
+    def append(self, items: list[dict[str, Any]]) -> None:
+        """One ``response_item`` line per item."""
+        if items:
+            self._write("".join(_line("response_item", item) for item in items))
+
+    def rewrite(self, history: list[dict[str, Any]], *, reason: str) -> None:
+        """History was replaced (compaction, truncation): a ``compacted`` line whose
+        ``replacement_history`` is the whole new history."""
+        payload = {"message": "", "replacement_history": history, "trio_agent_reason": reason}
+        self._write(_line("compacted", payload))
+
+    def _write(self, text: str) -> None:
+        if self._fd is None:
+            raise RolloutError(f"the rollout {self.path} is closed")
+        data = text.encode("utf-8")
         try:
-            self._file.write("".join(_line("response_item", item) for item in history.since(self._written)))
+            while data:
+                written = os.write(self._fd, data)
+                data = data[written:]
         except OSError as exc:
             raise RolloutError(f"cannot append to {self.path}: {exc}") from exc
-        self._written = len(history)
 
     def flush(self) -> None:
-        """Make everything written so far durable (flush and fsync)."""
+        """Make everything written so far durable (fsync)."""
+        if self._fd is None:
+            return
         try:
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            os.fsync(self._fd)
         except OSError as exc:
             raise RolloutError(f"cannot flush {self.path}: {exc}") from exc
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
-            self._file.close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)

@@ -228,5 +228,5 @@ async def test_finished_cells_leave_no_bookkeeping_behind(server: FakeResponsesS
     async with scripted(script, 20):
         async with ta.open_agent(make_config(server, workspace)) as agent:
             await (await agent.prompt("cells")).result()
-            dispatcher = agent.dispatcher
+            dispatcher = agent._tools
             assert dispatcher._origins == {} and dispatcher._cell_calls == {}

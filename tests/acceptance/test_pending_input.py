@@ -172,4 +172,4 @@ async def test_inject_refuses_what_is_not_a_list_of_items(
         async with ta.open_agent(ta.AgentConfig(auth="k", workspace=workspace, responses=responses)) as agent:
             with pytest.raises(ta.InvalidPrompt, match=r"inject|injected item"):
                 await agent.inject(bad)
-            assert agent.next_turn_items == []
+            assert agent._queue.idle_items == []  # nothing was recorded

@@ -185,16 +185,21 @@ async def test_steer_interrupts_and_drains_websocket(
 async def test_interrupt_before_the_response_id_is_known_is_sent_when_it_arrives(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
-    request_seen, steered = trio.Event(), trio.Event()
+    """The steer is accepted before the response id exists; ``steer()`` returns only once
+    the interrupt the connection side sent for it is on the wire."""
+    request_seen = trio.Event()
+    order: list[str] = []
 
     async def script() -> None:
         conn = await warm(server)
         await conn.next_request()
         request_seen.set()
-        await steered.wait()
+        await trio.testing.wait_all_tasks_blocked()  # the steer is waiting for the response id
+        order.append("response.created")
         await conn.send(frames.response_created("resp-live"))
         interrupt = await conn.next_request()
         assert interrupt["type"] == "response.interrupt" and interrupt["response_id"] == "resp-live"
+        order.append("interrupt received")
         await conn.send({"type": "response.incomplete", "response": {
             "id": "resp-live", "status": "incomplete", "incomplete_details": {"reason": "interrupted"}}})
         follow_up = await conn.next_request()
@@ -208,8 +213,10 @@ async def test_interrupt_before_the_response_id_is_known_is_sent_when_it_arrives
             turn = await agent.prompt("go")
             await request_seen.wait()
             await turn.steer("change course", interrupt=True)
-            steered.set()
+            order.append("steer returned")
             await turn.result()
+    assert sorted(order) == ["interrupt received", "response.created", "steer returned"]
+    assert order[0] == "response.created"  # steer() was still waiting when the id arrived
 
 
 async def test_unanswered_interrupt_drops_the_socket_and_replays_in_full(

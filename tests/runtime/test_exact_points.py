@@ -96,10 +96,21 @@ async def test_an_interrupting_steer_at_an_exact_point(
         async with ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
             nursery.start_soon(log.consume, agent.events)
             turn = await agent.prompt("the task")
+            steered = trio.Event()
+
+            async def steer() -> None:
+                await turn.steer("change of plan", interrupt=True)
+                steered.set()
+
             async with seq(1):
                 await trio.testing.wait_all_tasks_blocked()
-                await turn.steer("change of plan", interrupt=True)
+                nursery.start_soon(steer)
+                await trio.testing.wait_all_tasks_blocked()
+                # steer() returns once its interrupt is on the wire; before the response id
+                # is known that is not yet possible, so it is still waiting.
+                assert steered.is_set() is (point != "before_response_id")
             assert (await turn.result()).final_message == "done"
+            assert steered.is_set()
     (body,) = carried
     assert texts(body)[-1] == "change of plan"
     assert json.dumps(body).count("change of plan") == 1

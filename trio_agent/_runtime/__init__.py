@@ -1,12 +1,14 @@
 """Trio orchestration: the agent nursery, turns and their cancel scopes, model calls."""
 
-from ._agent import Agent, AgentHandle, open_agent
+from ._agent import Agent, AgentStatistics, open_agent
+from ._handle import AgentHandle
 from ._pending_input import Declined, Submission
 from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
 
 __all__ = [
     "Agent",
     "AgentHandle",
+    "AgentStatistics",
     "Declined",
     "Prompt",
     "Submission",

@@ -1,112 +1,150 @@
 """One request/response exchange on a WebSocket, including the interrupt-and-drain.
 
 Theory of operation: send the body, then read frames until the terminal frame,
-feeding each through the sans-IO ``ResponseAccumulator``. One cancel scope bounds the
-whole read; its deadline moves forward on every frame (the idle timeout), so the
-per-frame cost is one attribute store. A preempting steer (``Preemption``) makes the
-exchange send ``{"type":"response.interrupt","response_id":...,"mode":
-"discard_partial_items"}`` as soon as the response id is known -- from the steering
-task if the id is already known, else from this loop when ``response.created``
-arrives -- and then keep draining until the terminal frame, within a bounded grace.
-If the grace runs out the socket is given up and the items received so far are
-returned unchained (the next request replays in full).
+feeding each through the attempt's sans-IO ``ResponseAccumulator`` (via the
+``ExchangeRecorder``). One cancel scope bounds the whole read; its deadline moves
+forward on every frame (the idle timeout), so the per-frame cost is one attribute
+store.
+
+A preempting steer (``Preemption``) only *signals* this exchange; the exchange's own
+side does the socket I/O. The signal is registered before the request is sent, so
+no steer can slip between sending and listening. The accumulator decides when the
+``response.interrupt`` frame is due (as soon as the response id is known, once); a
+sender task in the exchange's nursery then sends it shielded and bounded, and only
+after the send succeeded does the exchange drain toward the terminal frame (within
+``INTERRUPT_GRACE``) -- the steer's wait ends at that moment. If the interrupt cannot
+be sent, the socket is abandoned and the reader's failure is an ordinary retryable
+connection loss. If the grace runs out, the items received so far are returned
+unchained (the next request replays in full).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._config import Transport
 from .._errors import ResponsesError, ResponseTimeout
 from .._wire.frames import decode_frame
-from .._wire.stream import ResponseOutcome
-from ._exchange_base import ExchangeBase
+from .._wire.stream import Phase, ResponseOutcome
+from ._recorder import ExchangeRecorder
 
 if TYPE_CHECKING:
     from .._transport.websocket import WebSocketLink
     from ._turn import Preemption
 
-__all__ = ["INTERRUPT_GRACE", "Exchange"]
+__all__ = ["INTERRUPT_GRACE", "INTERRUPT_SEND_TIMEOUT", "Exchange"]
 
-INTERRUPT_GRACE = 10.0
+INTERRUPT_GRACE = 10.0  # from the interrupt on the wire to the terminal frame
+INTERRUPT_SEND_TIMEOUT = 5.0  # sending the interrupt frame itself
 
 
-class Exchange(ExchangeBase):
+def _dumps(frame: dict[str, Any]) -> str:
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False)
+
+
+class Exchange:
     def __init__(
         self,
         link: WebSocketLink,
+        recorder: ExchangeRecorder,
         *,
-        emit: Callable[..., Any],
-        on_stream_event: Callable[[Any], None],
-        phase: str,
-        call_index: int | None,
-        turn_id: int | None,
         idle_timeout: float,
         preemption: Preemption | None,
     ) -> None:
-        super().__init__(
-            transport=Transport.WEBSOCKET.value, emit=emit, on_stream_event=on_stream_event, phase=phase,
-            call_index=call_index, turn_id=turn_id, preemption=preemption,
-        )
         self._link = link
+        self.recorder = recorder
         self._idle = idle_timeout
+        self._preemption = preemption
         self._scope = trio.CancelScope()
-        self._interrupt_sent = False
         self._interrupt_deadline = float("inf")
+        self._nursery: trio.Nursery | None = None
+        self._sender_started = False
+        self._settled = trio.Event()  # set once a wanted interrupt is on the wire, or not needed
         self._done = False
 
     async def run(self, body: dict[str, Any]) -> ResponseOutcome:
         """Send ``body`` and return the outcome; raises ``ResponsesError`` on failure."""
-        self._outbound(body)
-        self._sent()
-        await self._link.send_text(json.dumps(body, separators=(",", ":"), ensure_ascii=False))
         if self._preemption is None:
+            await self._send(body)
             return await self._read()
-        with self._preemption.hook(self._on_preempt):
-            return await self._read()
+        failure: ResponsesError | None = None
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            with self._preemption.hook(self._signal):
+                if self._preemption.pending:
+                    self.recorder.accumulator.want_interrupt()
+                try:
+                    await self._send(body)
+                    return await self._read()
+                except ResponsesError as exc:
+                    failure = exc  # raised below, outside the nursery (not as a group)
+                finally:
+                    self._done = True
+                    self._settled.set()
+        assert failure is not None
+        raise failure
+
+    async def _send(self, body: dict[str, Any]) -> None:
+        text = _dumps(body)
+        self.recorder.outbound(body)
+        self.recorder.sent()
+        await self._link.send_text(text)
 
     async def _read(self) -> ResponseOutcome:
         link = self._link
+        recorder = self.recorder
+        accumulator = recorder.accumulator
         self._scope.deadline = trio.current_time() + self._idle
         with self._scope:
             while True:
                 text = await link.receive_text()
                 now = trio.current_time()
                 self._scope.deadline = min(now + self._idle, self._interrupt_deadline)
-                outcome, started = self._feed(decode_frame(text), now)
+                outcome = recorder.feed(decode_frame(text), now)
                 if outcome is not None:
-                    self._done = True
                     return outcome
-                if started and self._preemption is not None and self._preemption.pending:
-                    await self._send_interrupt()
-        self._done = True
-        if self._interrupt_sent:
-            return self.accumulator.abandoned_outcome()
+                if accumulator.interrupt_due:
+                    self._start_sender()
+        if accumulator.phase is Phase.DRAINING:
+            return accumulator.abandoned_outcome()
         raise ResponseTimeout(f"no Responses WebSocket frame arrived for {self._idle:g} s")
 
-    async def _on_preempt(self) -> None:
-        # Runs in the steering task: a socket that fails here is the reader's business
-        # (it sees the same failure and retries), never an error of ``steer()``.
-        if not self._done and self.accumulator.response_id is not None:
-            try:
-                await self._send_interrupt()
-            except ResponsesError:
-                pass
+    # -- preemption (signalled from the steering task) -----------------------------
+
+    def _signal(self) -> trio.Event | None:
+        if self._done:
+            return None
+        accumulator = self.recorder.accumulator
+        accumulator.want_interrupt()
+        if accumulator.interrupt_due:
+            self._start_sender()
+        return self._settled
+
+    def _start_sender(self) -> None:
+        if self._sender_started or self._nursery is None:
+            return
+        self._sender_started = True
+        self._nursery.start_soon(self._send_interrupt)
 
     async def _send_interrupt(self) -> None:
-        if self._interrupt_sent:
-            return
-        self._interrupt_sent = True
-        frame = {
-            "type": "response.interrupt",
-            "response_id": self.accumulator.response_id,
-            "mode": "discard_partial_items",
-        }
-        self._outbound(frame)
-        self._interrupt_deadline = trio.current_time() + INTERRUPT_GRACE
-        self._scope.deadline = min(self._scope.deadline, self._interrupt_deadline)
-        await self._link.send_text(json.dumps(frame, separators=(",", ":")))
+        accumulator = self.recorder.accumulator
+        try:
+            frame = accumulator.interrupt_frame()
+            self.recorder.outbound(frame)
+            sent = False
+            with trio.CancelScope(shield=True), trio.move_on_after(INTERRUPT_SEND_TIMEOUT):
+                try:
+                    await self._link.send_text(_dumps(frame))
+                    sent = True
+                except ResponsesError:
+                    pass  # the reader sees the same dead socket and fails the attempt
+            if not sent:
+                self._link.abandon()  # never trust a socket whose interrupt may be half-written
+                return
+            accumulator.interrupt_sent()
+            self._interrupt_deadline = trio.current_time() + INTERRUPT_GRACE
+            self._scope.deadline = min(self._scope.deadline, self._interrupt_deadline)
+        finally:
+            self._settled.set()

@@ -1,44 +1,53 @@
-"""The model client: one per agent; owns its transport, attempts, retries and counters.
+"""The model client: one per agent; owns its transport, the response chain and counters.
 
-Theory of operation: every request (warmup or generation) runs under one lock, so
-an agent's attempts are serialised and the first turn naturally waits for the
-startup warmup. An attempt makes sure a usable socket exists (``Connections``),
-decides between an incremental and a full-replay body, sends it and feeds every
-frame through the sans-IO ``ResponseAccumulator`` until the terminal frame
-(``Exchange`` / ``HttpsExchange``). A retryable failure abandons the socket, forgets
-the server-side chain (the retry replays in full, so finished tools are never
-re-run) and backs off on Trio's clock; a missing checkpoint is replayed once in full
-on the same socket. All time is Trio time, so ``MockClock`` drives timeouts and
-backoff.
+Theory of operation: every attempt (warmup, generation or compaction) runs in an
+*attempt slot* under one lock, so an agent's attempts are serialised and the first
+turn naturally waits for the startup warmup. Entering a slot makes sure a usable
+socket exists (``Connections``) and forgets the chain when ``store: false`` ids died
+with an old socket; inside the slot the caller joins its pending input to history
+(the exact boundary the request is built from) and then ``send``s: the body is an
+incremental or full-replay request built from the ledger's history and the
+``Chain``, and one exchange feeds every frame through the sans-IO accumulator until
+the terminal frame.
+
+The client reads history but never writes it. It owns the ``Chain`` and moves it as
+the ledger publishes: a committed response's output chains on that response, a
+rewrite (compaction) forgets it. Anything that loses the server-side chain -- a
+dropped socket, a cancelled turn, a warmup failure -- resets it here. Retries and
+their policy live with the caller (``_sampling``). All time is Trio time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._config import AgentConfig, ChatGptAuth, History, Transport
-from .._errors import CheckpointMissing, ProtocolError, ResponsesError
+from .._errors import ResponsesError
 from .._events import EventKind
 from .._session.compaction import COMPACTION_TRIGGER
-from .._session.conversation import Conversation
-from .._transport.retry import backoff_delay, should_retry
+from .._session.conversation import Chain, full_input
+from .._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
+from .._units import ns
 from .._wire.request import RequestSettings, build_response_create
-from .._wire.stream import ResponseOutcome, TurnStateSeen
+from .._wire.stream import ResponseOutcome, StreamEvent, TurnStateSeen
 from . import _model_events as events
 from ._auth import https_headers
 from ._connections import Connections
 from ._exchange import Exchange
-from ._model_events import ns, omit_none
 from ._prompt_cache import SharedWarmups, fingerprint
+from ._recorder import ExchangeRecorder
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
+    from .._transport.https import HttpsTransport
+    from .._transport.websocket import WebSocketLink
     from ._turn import Preemption
 
-__all__ = ["ModelClient"]
+__all__ = ["AttemptSlot", "ModelClient"]
 
 Emit = Callable[..., Any]
 
@@ -47,30 +56,61 @@ class ModelClient:
     def __init__(
         self,
         config: AgentConfig,
-        conversation: Conversation,
+        ledger: TurnLedger,
         emit: Emit,
         nursery: trio.Nursery,
         *,
+        chain: Chain | None = None,
         idle_timeout: float = 300.0,
         connect_timeout: float = 30.0,
     ) -> None:
         self._config = config
-        self._conversation = conversation
+        self._ledger = ledger
         self._emit = emit
         self._lock = trio.Lock()
         self._idle_timeout = idle_timeout
         self._connect_timeout = connect_timeout
         self.stats = TransportStats()
+        self.chain = chain or Chain()
         self._sockets = Connections(
             config, emit, nursery, self.stats, connect_timeout=connect_timeout, idle_timeout=idle_timeout
         )
         self._chain_generation: int | None = None
         self.turn_state: str | None = None
-        self._https: Any = None
+        self._https: HttpsTransport | None = None
         # The startup warmup is not an accepted turn: closing the agent cancels it.
         self._warmup_scope = trio.CancelScope()
+        ledger.subscribe(self._on_ledger)
 
-    # -- public ----------------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        return self._sockets.generation
+
+    # -- the chain follows the ledger --------------------------------------------------
+
+    def _on_ledger(self, event: LedgerEvent) -> None:
+        if isinstance(event, Committed):
+            if event.response_id is not None:
+                self.chain = self.chain.on(event.response_id, len(event.history))
+        elif isinstance(event, Rewritten):
+            if event.reason == "compaction" or self.chain.delta_start > event.unchanged:
+                self.chain = Chain()  # the server's copy no longer matches: replay in full
+
+    def forget_chain(self) -> None:
+        """The next request replays in full (e.g. a missing checkpoint, on the same socket)."""
+        self.chain = self.chain.reset()
+
+    def invalidate(self, purpose: str) -> None:
+        """Drop the socket and the chain; the next socket opens with ``purpose``."""
+        self._sockets.invalidate(purpose)
+        self.chain = self.chain.reset()
+
+    def abandon(self) -> None:
+        """Drop the socket (e.g. after a cancelled turn): the next request reconnects
+        and replays in full."""
+        self.invalidate("reconnect")
+
+    # -- warmup ------------------------------------------------------------------------
 
     async def warmup(self, settings: RequestSettings, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Send the ``generate: false`` warmup; failures fall back to a full first request."""
@@ -86,7 +126,7 @@ class ModelClient:
         if not self._config.shared_prompt_cache:
             await self._warmup_request(settings)
             return
-        key = fingerprint(settings.model, settings.prompt_cache_key, self._conversation.prefix)
+        key = fingerprint(settings.model, settings.prompt_cache_key, self._ledger.prefix)
         start = trio.current_time()
         if await SharedWarmups.claim(key) is not None:
             # Another agent warmed this prefix: no warmup of our own, a full first request.
@@ -102,23 +142,22 @@ class ModelClient:
 
     async def _warmup_request(self, settings: RequestSettings) -> bool:
         start = trio.current_time()
-        sent_at = len(self._conversation.history)
+        sent_at = len(self._ledger.history)
         try:
-            outcome = await self._attempt(
-                settings, phase="warmup", call_index=None, attempt=1, max_attempts=1, turn_id=None, warmup=True
-            )
+            slot = await self._enter(None)
+            outcome = await slot.send(settings, phase="warmup", call_index=None, attempt=1, max_attempts=1,
+                                      turn_id=None, preemption=None, warmup=True)
         except ResponsesError as exc:
             self.stats.warmup_duration_ns += ns(trio.current_time() - start)
             self._emit(
                 EventKind.MODEL_WARMUP_FAILED, {"duration_ns": ns(trio.current_time() - start), "error": str(exc)}
             )
-            self._invalidate("warmup_fallback")
+            self.invalidate("warmup_fallback")
             return False
         duration = ns(trio.current_time() - start)
         self.stats.warmup_duration_ns += duration
         self.stats.warmup_usage = self.stats.warmup_usage + outcome.usage
-        self._conversation.chain_on(outcome.response_id)
-        self._conversation.delta_start = sent_at
+        self.chain = self.chain.on(outcome.response_id, sent_at)
         self._chain_generation = self._sockets.generation
         self._emit(EventKind.MODEL_WARMUP_COMPLETED, {
             "response_id": outcome.response_id, "source": "response", "attempt": 1,
@@ -126,83 +165,91 @@ class ModelClient:
         })
         return True
 
-    async def generate(
-        self,
-        settings: RequestSettings,
-        *,
-        call_index: int,
-        turn_id: int,
-        preemption: Preemption | None = None,
-        on_request: Callable[[], None] | None = None,
-    ) -> ResponseOutcome:
-        """One model call with retries; emits ``model.call.*`` and attempt events.
+    # -- attempts ----------------------------------------------------------------------
 
-        ``on_request`` runs right before each attempt's body is built, inside the lock:
-        the exact boundary the request is sent from (the driver joins pending steers
-        and publishes the fork point there; a retry replays in full, so steers that
-        arrived during the backoff ride along).
-        """
+    @asynccontextmanager
+    async def attempt_slot(self, turn_id: int | None) -> AsyncIterator[AttemptSlot]:
+        """Hold the model for one attempt: the socket (or HTTPS headers) is ready and the
+        chain is what the request will use. Join pending input, then ``send``."""
         async with self._lock:
-            self._emit(EventKind.MODEL_CALL_STARTED, omit_none({
-                "call_index": call_index, "model": settings.model, "reasoning_mode": "standard",
-                "effort": settings.effort, "previous_response_id": self._conversation.previous_response_id,
-            }), turn_id)
-            start = trio.current_time()
-            try:
-                return await self._generate_with_retries(
-                    settings, call_index, turn_id, preemption, on_request
-                )
-            except ResponsesError as exc:
-                self._emit(EventKind.MODEL_CALL_FAILED, {
-                    "call_index": call_index, "model": settings.model,
-                    "duration_ns": ns(trio.current_time() - start), "error": str(exc),
-                }, turn_id)
-                raise
+            yield await self._enter(turn_id)
 
-    async def compact(
-        self,
-        settings: RequestSettings,
-        *,
-        after_call_index: int,
-        turn_id: int,
-        active_tokens: int,
-        limit: int,
-    ) -> ResponseOutcome:
-        """A compaction request (``model.compaction.*`` events); returns the response
-        whose output holds exactly one ``compaction`` item (``ProtocolError`` otherwise)."""
-        async with self._lock:
-            self._emit(EventKind.MODEL_COMPACTION_STARTED, {
-                "after_model_call_index": after_call_index, "active_context_tokens": active_tokens,
-                "auto_compact_token_limit": limit, "previous_response_id": self._conversation.previous_response_id,
-            }, turn_id)
-            start = trio.current_time()
-            try:
-                outcome = await self._generate_with_retries(
-                    settings, after_call_index, turn_id, None, None, phase="compaction"
-                )
-                items = [i for i in outcome.output if i.get("type") in ("compaction", "compaction_summary")]
-                if len(items) != 1:
-                    raise ProtocolError(
-                        f"remote compaction returned {len(items)} compaction items; expected exactly one",
-                        error_class="invalid_compaction_output",
-                    )
-            except ResponsesError as exc:
-                self._emit(EventKind.MODEL_COMPACTION_FAILED, {
-                    "after_model_call_index": after_call_index, "duration_ns": ns(trio.current_time() - start),
-                    "error": str(exc),
-                }, turn_id)
-                raise
-            self._emit(EventKind.MODEL_COMPACTION_COMPLETED, {
-                "after_model_call_index": after_call_index, "response_id": outcome.response_id, "attempt": 1,
-                "connection_generation": self._sockets.generation, "status": outcome.status,
-                "duration_ns": ns(trio.current_time() - start), "usage": outcome.usage_raw,
-            }, turn_id)
-            return outcome
+    async def _enter(self, turn_id: int | None) -> AttemptSlot:
+        self.stats.response_attempts += 1
+        if self._config.responses.transport is not Transport.WEBSOCKET:
+            headers, snapshot = await https_headers(self._config)
+            return AttemptSlot(self, None, headers, snapshot)
+        if self._sockets.link is not None and not self._sockets.usable:
+            self.invalidate("reconnect")  # the server closed it: reconnect and replay
+        link = await self._sockets.ensure(turn_id)
+        if link.turn_state:
+            self.turn_state = link.turn_state
+        if self._sockets.generation != self._chain_generation and not self._config.store:
+            self.chain = self.chain.reset()  # store: false ids die with their socket
+        return AttemptSlot(self, link, [], None)
 
-    def abandon(self) -> None:
-        """Drop the socket (e.g. after a cancelled turn): the next request reconnects
-        and replays in full."""
-        self._invalidate("reconnect")
+    def body(self, settings: RequestSettings, *, warmup: bool, websocket: bool) -> dict[str, Any]:
+        ledger, chain = self._ledger, self.chain
+        turn_state = self.turn_state if websocket else None
+        if warmup:
+            return build_response_create(settings, ledger.prefix, generate=False, turn_state=turn_state)
+        # HTTPS with store: false cannot chain at all (SPEC sec. 2).
+        full = (
+            self._config.responses.history is History.FULL_REPLAY
+            or not chain.can_chain
+            or (not settings.store and not websocket)
+        )
+        if full:
+            return build_response_create(
+                settings, full_input(ledger.prefix, ledger.history), websocket=websocket, turn_state=turn_state
+            )
+        return build_response_create(
+            settings, chain.incremental_input(ledger.history), previous_response_id=chain.previous_response_id,
+            websocket=websocket, turn_state=turn_state,
+        )
+
+    def recorder(self, transport: Transport, phase: str, call_index: int | None, turn_id: int | None
+                 ) -> ExchangeRecorder:
+        def on_event(event: StreamEvent) -> None:
+            if isinstance(event, TurnStateSeen):
+                self.turn_state = event.value
+            else:
+                events.stream_event(self._emit, event, call_index, turn_id)
+
+        return ExchangeRecorder(
+            transport=transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
+            call_index=call_index, turn_id=turn_id,
+        )
+
+    def https(self) -> HttpsTransport:
+        if self._https is None:
+            from .._transport.https import HttpsTransport  # lazy: httpx only when HTTPS is used
+
+            self._https = HttpsTransport(
+                self._config.api_base_url, client=self._config.responses.http_client,
+                connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
+            )
+        return self._https
+
+    def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None:
+        if not warmup:
+            self._chain_generation = self._sockets.generation
+        if not outcome.chained:
+            self.invalidate("reconnect")  # the server never answered the interrupt
+
+    @property
+    def config(self) -> AgentConfig:
+        return self._config
+
+    @property
+    def emit(self) -> Emit:
+        return self._emit
+
+    @property
+    def idle_timeout(self) -> float:
+        return self._idle_timeout
+
+    # -- lifetime ----------------------------------------------------------------------
 
     def close(self) -> None:
         self._warmup_scope.cancel()
@@ -213,69 +260,18 @@ class ModelClient:
         if self._https is not None:
             await self._https.aclose()
 
-    # -- attempts ----------------------------------------------------------------------
 
-    async def _generate_with_retries(
-        self,
-        settings: RequestSettings,
-        call_index: int,
-        turn_id: int,
-        preemption: Preemption | None,
-        on_request: Callable[[], None] | None,
-        phase: str = "generation",
-    ) -> ResponseOutcome:
-        max_attempts = self._config.max_attempts
-        attempt = 1
-        checkpoint_replayed = False
-        while True:
-            attempt_start = trio.current_time()
-            try:
-                return await self._attempt(
-                    settings, phase=phase, call_index=call_index, attempt=attempt,
-                    max_attempts=max_attempts, turn_id=turn_id, preemption=preemption, on_request=on_request,
-                )
-            except ResponsesError as exc:
-                same_socket = isinstance(exc, CheckpointMissing) and not checkpoint_replayed
-                retry = same_socket or should_retry(exc, attempt, max_attempts)
-                events.attempt_failed(
-                    self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
-                    started=attempt_start, retryable=retry, generation=self._sockets.generation, turn_id=turn_id,
-                    phase=phase,
-                )
-                if not retry:
-                    raise
-                if same_socket:
-                    checkpoint_replayed = True
-                    self._conversation.reset_chain()
-                    delay = 0.0
-                else:
-                    self._invalidate("reconnect")
-                    delay = backoff_delay(attempt, call_index=call_index, retry_after=exc.retry_after)
-                events.retrying(
-                    self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts, delay=delay,
-                    new_socket=not same_socket, generation=self._sockets.generation, turn_id=turn_id, phase=phase,
-                )
-                self.stats.response_retries += 1
-                if delay:
-                    await self._backoff(delay, preemption)
-                attempt += 1
+class AttemptSlot:
+    """One attempt's hold on the model (see ``ModelClient.attempt_slot``)."""
 
-    async def _backoff(self, delay: float, preemption: Preemption | None) -> None:
-        """Sleep ``delay`` on Trio's clock; a preempting steer skips the rest (SPEC sec. 4)."""
-        start = trio.current_time()
-        with trio.CancelScope() as scope:
-            if preemption is None:
-                await trio.sleep(delay)
-            elif not preemption.pending:
+    def __init__(self, model: ModelClient, link: WebSocketLink | None, headers: list[tuple[str, str]],
+                 snapshot: Any) -> None:
+        self._model = model
+        self._link = link
+        self._headers = headers
+        self._snapshot = snapshot
 
-                async def skip() -> None:
-                    scope.cancel()
-
-                with preemption.hook(skip):
-                    await trio.sleep(delay)
-        self.stats.retry_backoff_duration_ns += ns(trio.current_time() - start)
-
-    async def _attempt(
+    async def send(
         self,
         settings: RequestSettings,
         *,
@@ -284,110 +280,56 @@ class ModelClient:
         attempt: int,
         max_attempts: int,
         turn_id: int | None,
+        preemption: Preemption | None,
         warmup: bool = False,
-        preemption: Preemption | None = None,
-        on_request: Callable[[], None] | None = None,
     ) -> ResponseOutcome:
-        self.stats.response_attempts += 1
-        websocket = self._config.responses.transport is Transport.WEBSOCKET
-        if websocket:
-            if self._sockets.link is not None and not self._sockets.usable:
-                self._invalidate("reconnect")  # the server closed it: reconnect and replay
-            link = await self._sockets.ensure(turn_id)
-            if link.turn_state:
-                self.turn_state = link.turn_state
-            if self._sockets.generation != self._chain_generation and not settings.store:
-                self._conversation.reset_chain()  # store: false ids die with their socket
-        if on_request is not None:
-            on_request()
-        body = self._body(settings, warmup=warmup, websocket=websocket)
+        """Build the body from history as it stands now, run the exchange, return the
+        outcome (``ResponsesError`` on failure). No checkpoint comes before the
+        exchange has registered its preemption signal."""
+        model = self._model
+        websocket = self._link is not None
+        body = model.body(settings, warmup=warmup, websocket=websocket)
         if phase == "compaction":
             body["input"].append(dict(COMPACTION_TRIGGER))
         events.attempt_started(
-            self._emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
-            generation=self._sockets.generation, turn_id=turn_id,
+            model.emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
+            generation=model.generation, turn_id=turn_id,
         )
-        on_event = self._on_stream_event(call_index, turn_id)
-        if websocket:
-            exchange: Any = Exchange(
-                link, emit=self._emit, on_stream_event=on_event, phase=phase, call_index=call_index,
-                turn_id=turn_id, idle_timeout=self._idle_timeout, preemption=preemption,
-            )
+        if self._link is not None:
+            recorder = model.recorder(Transport.WEBSOCKET, phase, call_index, turn_id)
+            exchange = Exchange(self._link, recorder, idle_timeout=model.idle_timeout, preemption=preemption)
             outcome = await exchange.run(body)
-            if not outcome.chained:
-                self._invalidate("reconnect")  # the server never answered the interrupt
         else:
-            exchange, outcome = await self._https_exchange(body, phase, call_index, turn_id, preemption, on_event)
-        assert isinstance(outcome, ResponseOutcome)
-        if not warmup:
-            self._chain_generation = self._sockets.generation
+            recorder, outcome = await self._https(body, phase, call_index, turn_id, preemption)
+        model.completed(outcome, warmup=warmup)
         if phase == "generation":
             events.call_completed(
-                self._emit, outcome, model=self._config.model, call_index=call_index,
-                generation=self._sockets.generation, sent=exchange.sent_at, first_event=exchange.first_event,
-                first_output=exchange.first_output, turn_id=turn_id,
+                model.emit, outcome, model=model.config.model, call_index=call_index, generation=model.generation,
+                sent=recorder.sent_at, first_event=recorder.first_event, first_output=recorder.first_output,
+                turn_id=turn_id,
             )
         return outcome
 
-    def _body(self, settings: RequestSettings, *, warmup: bool, websocket: bool) -> dict[str, Any]:
-        conversation = self._conversation
-        turn_state = self.turn_state if websocket else None
-        if warmup:
-            return build_response_create(settings, conversation.prefix, generate=False, turn_state=turn_state)
-        # HTTPS with store: false cannot chain at all (SPEC sec. 2).
-        full = (
-            self._config.responses.history is History.FULL_REPLAY
-            or not conversation.can_chain
-            or (not settings.store and not websocket)
-        )
-        if full:
-            return build_response_create(
-                settings, conversation.full_input(), websocket=websocket, turn_state=turn_state
-            )
-        return build_response_create(
-            settings, conversation.incremental_input(), previous_response_id=conversation.previous_response_id,
-            websocket=websocket, turn_state=turn_state,
-        )
-
-    async def _https_exchange(
+    async def _https(
         self, body: dict[str, Any], phase: str, call_index: int | None, turn_id: int | None,
-        preemption: Preemption | None, on_event: Callable[[Any], None],
-    ) -> tuple[Any, ResponseOutcome]:
+        preemption: Preemption | None,
+    ) -> tuple[ExchangeRecorder, ResponseOutcome]:
         from ._https_exchange import HttpsExchange
 
-        if self._https is None:
-            from .._transport.https import HttpsTransport  # lazy: httpx only when HTTPS is used
-
-            self._https = HttpsTransport(
-                self._config.api_base_url, client=self._config.responses.http_client,
-                connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
-            )
+        model = self._model
+        config = model.config
+        transport = model.https()
         recovered = False
         while True:
-            exchange = HttpsExchange(
-                self._https, emit=self._emit, on_stream_event=on_event, phase=phase, call_index=call_index,
-                turn_id=turn_id, preemption=preemption,
-            )
-            headers, snapshot = await https_headers(self._config)
+            recorder = model.recorder(Transport.HTTPS, phase, call_index, turn_id)
+            exchange = HttpsExchange(transport, recorder, preemption=preemption)
             try:
-                return exchange, await exchange.run(body, headers)
+                return recorder, await exchange.run(body, self._headers)
             except ResponsesError as exc:
                 # ChatGPT auth: a 401 asks the source to recover once, then retries.
-                if exc.status != 401 or snapshot is None or recovered:
+                if exc.status != 401 or self._snapshot is None or recovered:
                     raise
                 recovered = True
-                assert isinstance(self._config.auth, ChatGptAuth)
-                await self._config.auth.source.recover_unauthorized(snapshot)
-
-    def _on_stream_event(self, call_index: int | None, turn_id: int | None) -> Callable[[Any], None]:
-        def on_event(event: Any) -> None:
-            if isinstance(event, TurnStateSeen):
-                self.turn_state = event.value
-            else:
-                events.stream_event(self._emit, event, call_index, turn_id)
-
-        return on_event
-
-    def _invalidate(self, purpose: str) -> None:
-        self._sockets.invalidate(purpose)
-        self._conversation.reset_chain()
+                assert isinstance(config.auth, ChatGptAuth)
+                await config.auth.source.recover_unauthorized(self._snapshot)
+                self._headers, self._snapshot = await https_headers(config)

@@ -1,21 +1,33 @@
-"""The ``run.started`` and terminal (``run.completed``/``run.failed``) payloads (nanocodex sec. 3.3)."""
+"""A turn's lifecycle events: ``run.started``, ``run.steered``, ``run.error`` and exactly
+one terminal ``run.completed``/``run.failed`` (payloads: nanocodex sec. 3.3).
+
+``TurnReporter`` is shared by the turn queue (a queued turn cancelled before it ran
+ends at once) and the turn runner. Transport counters in a terminal payload are the
+delta since the previous terminal event of a turn that *ran*; a turn that never ran
+reports zeros and leaves that mark alone, so it cannot take counters that belong to
+the turn running beside it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._config import AgentConfig, Transport
+from .._errors import AgentError
+from .._events import EventKind
+from .._units import ns
 from ._stats import TransportStats, TurnStats
 
 if TYPE_CHECKING:
     from ._turn import TurnState
 
-__all__ = ["run_started_payload", "terminal_payload"]
+__all__ = ["TurnReporter"]
 
-_NS = 1_000_000_000
+Emit = Callable[..., Any]
 
 
 def _endpoint(config: AgentConfig) -> str:
@@ -24,48 +36,80 @@ def _endpoint(config: AgentConfig) -> str:
     return config.api_base_url + "/responses"
 
 
-def run_started_payload(config: AgentConfig, workspace: Path, state: TurnState) -> dict[str, Any]:
-    return {
-        "mode": "openai_model",
-        "model": config.model,
-        "reasoning_mode": "standard",
-        "effort": state.settings.effort,
-        "transport": config.responses.transport.value,
-        "orchestration": "local_code_mode",
-        "websocket_url": _endpoint(config),
-        "workspace": str(workspace),
-        "instruction_bytes": len(state.prompt.text.encode()),
-    }
+class TurnReporter:
+    def __init__(self, config: AgentConfig, workspace: Path, emit: Emit, transport: TransportStats) -> None:
+        self._config = config
+        self._workspace = workspace
+        self._emit = emit
+        self._transport = transport
+        self._mark = transport.copy()
 
+    def started(self, state: TurnState) -> None:
+        config = self._config
+        self._emit(EventKind.RUN_STARTED, {
+            "mode": "openai_model",
+            "model": config.model,
+            "reasoning_mode": "standard",
+            "effort": state.settings.effort,
+            "transport": config.responses.transport.value,
+            "orchestration": "local_code_mode",
+            "websocket_url": _endpoint(config),
+            "workspace": str(self._workspace),
+            "instruction_bytes": len(state.prompt.text.encode()),
+        }, state.turn_id)
 
-def terminal_payload(
-    config: AgentConfig,
-    state: TurnState,
-    stats: TurnStats,
-    transport: TransportStats,
-    mark: TransportStats,
-    start: float,
-    status: str,
-) -> dict[str, Any]:
-    elapsed = trio.current_time() - start
-    return {
-        "status": status,
-        "model": config.model,
-        "reasoning_mode": "standard",
-        "effort": state.settings.effort,
-        "transport": config.responses.transport.value,
-        "orchestration": "local_code_mode",
-        "duration_ms": int(elapsed * 1000),
-        "duration_ns": int(elapsed * _NS),
-        **stats.to_json(),
-        **transport.since(mark),
-        "model_duration_ns": stats.model_duration_ns,
-        "warmup_duration_ns": transport.warmup_duration_ns - mark.warmup_duration_ns,
-        "tool_work_duration_ns": stats.tool_work_duration_ns,
-        "tool_wall_duration_ns": stats.tool_wall_duration_ns,
-        "usage": stats.usage.to_json(),
-        "warmup_usage": (transport.warmup_usage - mark.warmup_usage).to_json(),
-        "last_response_id": stats.last_response_id,
-        "cost_usd": None,
-        "cost_status": "not_reported_by_responses_api",
-    }
+    def steered(self, state: TurnState, index: int, text: str) -> None:
+        self._emit(
+            EventKind.RUN_STEERED, {"steer_index": index, "instruction_bytes": len(text.encode())}, state.turn_id
+        )
+
+    def completed(self, state: TurnState, stats: TurnStats, start: float) -> None:
+        self._emit(EventKind.RUN_COMPLETED, self._terminal(state, stats, start, "completed"), state.turn_id)
+        state.terminal_emitted = True
+
+    def failed(self, state: TurnState, stats: TurnStats, start: float, error: AgentError, *, status: str) -> None:
+        """``run.error`` then ``run.failed`` with ``status`` ``failed`` or ``cancelled``."""
+        self._emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
+        self._emit(EventKind.RUN_FAILED, self._terminal(state, stats, start, status), state.turn_id)
+        state.terminal_emitted = True
+
+    def cancelled_without_running(self, state: TurnState, error: AgentError) -> None:
+        """The events of a turn cancelled before it ran: ``run.started``, ``run.error``,
+        ``run.failed`` with status ``cancelled`` and zero counters."""
+        self.started(state)
+        self._emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
+        payload = self._payload(state, TurnStats(), trio.current_time(), "cancelled", TransportStats())
+        self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
+        state.terminal_emitted = True
+
+    def _terminal(self, state: TurnState, stats: TurnStats, start: float, status: str) -> dict[str, Any]:
+        now = self._transport.copy()
+        delta, self._mark = now - self._mark, now
+        return self._payload(state, stats, start, status, delta)
+
+    def _payload(
+        self, state: TurnState, stats: TurnStats, start: float, status: str, delta: TransportStats
+    ) -> dict[str, Any]:
+        config = self._config
+        elapsed = trio.current_time() - start
+        return {
+            "status": status,
+            "model": config.model,
+            "reasoning_mode": "standard",
+            "effort": state.settings.effort,
+            "transport": config.responses.transport.value,
+            "orchestration": "local_code_mode",
+            "duration_ms": int(elapsed * 1000),
+            "duration_ns": ns(elapsed),
+            **stats.to_json(),
+            **delta.counters_json(),
+            "model_duration_ns": stats.model_duration_ns,
+            "warmup_duration_ns": delta.warmup_duration_ns,
+            "tool_work_duration_ns": stats.tool_work_duration_ns,
+            "tool_wall_duration_ns": stats.tool_wall_duration_ns,
+            "usage": stats.usage.to_json(),
+            "warmup_usage": delta.warmup_usage.to_json(),
+            "last_response_id": stats.last_response_id,
+            "cost_usd": None,
+            "cost_status": "not_reported_by_responses_api",
+        }

@@ -16,16 +16,15 @@ interrupt (SPEC sec. 10, the parts that need no mailbox).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, final
+from typing import Any, Literal, final
 
 import attrs
 import trio
 
 from .._errors import InvalidPrompt, TurnNotSteerable
+from .._wire.request import RequestSettings
 from ._turn import Prompt, Turn, TurnState, TurnStatus
-
-if TYPE_CHECKING:
-    from ._agent import Agent
+from ._turn_queue import TurnQueue
 
 __all__ = ["Declined", "Submission", "inject", "interrupt_if_no_pending_input", "start_if_idle", "submit"]
 
@@ -47,41 +46,41 @@ class Declined:
     reason: str
 
 
-def _running(agent: Agent) -> TurnState | None:
-    for state in agent._pending:
-        if state.status is TurnStatus.RUNNING:
-            return state
+def _steerable(queue: TurnQueue) -> TurnState | None:
+    live = queue.running
+    if live is not None and live.status is TurnStatus.RUNNING and live.steerable:
+        return live
     return None
 
 
-async def submit(agent: Agent, prompt: str | Prompt) -> Submission:
-    live = _running(agent)
-    if live is not None and live.steerable:
-        turn = Turn(agent, live)
-        text = prompt.text if isinstance(prompt, Prompt) else prompt
+async def submit(queue: TurnQueue, prompt: Prompt, settings: RequestSettings) -> Submission:
+    live = _steerable(queue)
+    if live is not None:
+        turn = Turn(live, queue)
         try:
-            await turn.steer(text)
+            await turn.steer(prompt.text)
         except TurnNotSteerable:
             pass  # it decided to finish in the meantime: start a turn instead
         else:
             return Submission("steered", turn)
-    return Submission("started", await agent.prompt(prompt))
+    return Submission("started", Turn(queue.accept(prompt, settings), queue))
 
 
-async def start_if_idle(agent: Agent, prompt: str | Prompt) -> Turn | Declined:
-    if agent._pending:
-        return Declined("not_idle")
-    return await agent.prompt(prompt)
-
-
-async def inject(agent: Agent, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
-    items = _checked(items)
+async def start_if_idle(queue: TurnQueue, prompt: Prompt, settings: RequestSettings) -> Turn | Declined:
     await trio.lowlevel.checkpoint()
-    live = _running(agent)
-    if live is not None and live.steerable:
-        live.injected.extend(items)
+    if not queue.idle:
+        return Declined("not_idle")
+    return Turn(queue.accept(prompt, settings), queue)
+
+
+async def inject(queue: TurnQueue, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
+    checked = _checked(items)
+    await trio.lowlevel.checkpoint()
+    live = _steerable(queue)
+    if live is not None:
+        live.injected.extend(checked)
         return "joined"
-    agent.next_turn_items.extend(items)
+    queue.idle_items.extend(checked)
     return "queued"
 
 
@@ -94,12 +93,11 @@ def _checked(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(item) for item in items]
 
 
-def interrupt_if_no_pending_input(agent: Agent, turn_id: int) -> bool:
-    live = _running(agent)
-    pending = bool(live and (live.steers or live.injected)) or len(agent._pending) > 1 or agent.next_turn_items
-    if live is None or live.turn_id != turn_id or pending:
+def interrupt_if_no_pending_input(queue: TurnQueue, turn_id: int) -> bool:
+    live = queue.running
+    if live is None or live.turn_id != turn_id or live.status is not TurnStatus.RUNNING:
         return False
-    if live.cancel_scope.cancel_called:
+    if queue.pending_input_for(live) or live.cancel_scope.cancel_called:
         return False
     live.steerable = False
     live.cancel_scope.cancel()

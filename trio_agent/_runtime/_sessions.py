@@ -8,13 +8,14 @@ import attrs
 
 from .._rollout import RolloutError, RolloutWriter
 from .._session.history import History
+from .._session.ledger import Committed, LedgerEvent
 from .._session.snapshot import SessionSnapshot
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .._config import AgentConfig
     from .._session.conversation import ConversationSnapshot
-    from ._agent import Agent
 
 __all__ = ["Rollout", "SessionInfo", "open_rollout"]
 
@@ -46,26 +47,47 @@ class SessionInfo:
 
 @final
 class Rollout:
-    """``agent.rollout``: the path of the session's rollout file."""
+    """``agent.rollout``: the session's rollout file (``.path``).
+
+    It follows the agent's ledger: every commit is appended as it happens and every
+    rewrite is recorded as one (``RolloutWriter``). A write that fails never fails the
+    turn; the error is kept and raised by the next ``flush`` (``flush_rollout()``),
+    and the writer stops until then so the file never skips an item silently.
+    """
 
     def __init__(self, writer: RolloutWriter) -> None:
         self._writer = writer
         self._pending_error: RolloutError | None = None
+        self._behind: History | None = None  # history to resynchronise after a failed write
 
     @property
     def path(self) -> Path:
         return self._writer.path
 
-    def append(self, history: History) -> None:
-        try:
-            self._writer.append(history)
-            self._pending_error = None
-        except RolloutError as exc:  # kept for flush(); the next append retries
-            self._pending_error = exc
-
-    def flush(self, history: History) -> None:
-        self.append(history)
+    def on_ledger(self, event: LedgerEvent) -> None:
         if self._pending_error is not None:
+            self._behind = event.history
+            return
+        try:
+            if isinstance(event, Committed):
+                self._writer.append(list(event.items))
+            else:
+                self._writer.rewrite(event.history.to_list(), reason=event.reason)
+        except RolloutError as exc:
+            self._pending_error = exc
+            self._behind = event.history
+
+    def flush(self) -> None:
+        """Write what a failed write left behind, then fsync; raises the kept error
+        when the file still cannot be written."""
+        if self._pending_error is not None and self._behind is not None:
+            try:
+                self._writer.rewrite(self._behind.to_list(), reason="recovery")
+            except RolloutError as exc:
+                raise exc from self._pending_error
+            self._pending_error = None
+            self._behind = None
+        elif self._pending_error is not None:
             raise self._pending_error
         self._writer.flush()
 
@@ -73,11 +95,9 @@ class Rollout:
         self._writer.close()
 
 
-def open_rollout(agent: Agent, parent_id: str | None) -> Rollout | None:
-    config = agent.config
+def open_rollout(config: AgentConfig, info: SessionInfo, history: History, parent_id: str | None) -> Rollout | None:
     if config.rollout is None:
         return None
-    info = agent.session_info()
     meta: dict[str, Any] = {
         "session_id": config.session_id,
         "id": config.session_id,
@@ -92,4 +112,4 @@ def open_rollout(agent: Agent, parent_id: str | None) -> Rollout | None:
     }
     if parent_id is not None:
         meta["parent_thread_id"] = parent_id
-    return Rollout(RolloutWriter.open(config.rollout, config.session_id, meta))
+    return Rollout(RolloutWriter.open(config.rollout, config.session_id, meta, history))

@@ -1,9 +1,10 @@
-"""Counters for terminal payloads: process-wide transport counters and per-turn stats.
+"""Counters for terminal payloads: the agent's transport counters and per-turn stats.
 
 The terminal event reports transport counters as the delta since the previous
-terminal event, so the first turn includes the startup warmup
-(``connection_attempts: 1, response_attempts: 2``) and later turns on the same
-socket report ``0`` and ``1`` (SPEC sec. 3).
+terminal event of a turn that ran (``TransportStats`` subtraction is the one
+definition of such a delta, token usage included), so the first turn includes the
+startup warmup (``connection_attempts: 1, response_attempts: 2``) and later turns on
+the same socket report ``0`` and ``1`` (SPEC sec. 3).
 """
 
 from __future__ import annotations
@@ -31,15 +32,19 @@ class TransportStats:
     def copy(self) -> TransportStats:
         return attrs.evolve(self)
 
-    def since(self, start: TransportStats) -> dict[str, Any]:
+    def __sub__(self, start: TransportStats) -> TransportStats:
+        """What happened since ``start`` (an earlier copy)."""
+        mine, theirs = attrs.astuple(self, recurse=False), attrs.astuple(start, recurse=False)
+        return TransportStats(*(a - b for a, b in zip(mine, theirs, strict=True)))
+
+    def counters_json(self) -> dict[str, Any]:
         return {
-            "connection_attempts": self.connection_attempts - start.connection_attempts,
-            "websocket_reconnects": self.websocket_reconnects - start.websocket_reconnects,
-            "response_attempts": self.response_attempts - start.response_attempts,
-            "response_retries": self.response_retries - start.response_retries,
-            "connection_duration_ns": self.connection_duration_ns - start.connection_duration_ns,
-            "retry_backoff_duration_ns": self.retry_backoff_duration_ns
-            - start.retry_backoff_duration_ns,
+            "connection_attempts": self.connection_attempts,
+            "websocket_reconnects": self.websocket_reconnects,
+            "response_attempts": self.response_attempts,
+            "response_retries": self.response_retries,
+            "connection_duration_ns": self.connection_duration_ns,
+            "retry_backoff_duration_ns": self.retry_backoff_duration_ns,
         }
 
 

@@ -6,34 +6,54 @@ through ``_call_nested``, which runs ``exec_command``/``write_stdin`` in the age
 ``ShellSessions``, ``apply_patch`` in the workspace, or a user handler, and reports
 each as ``tool.call``/``tool.result`` with ``call_id`` ``<exec id>/code-<n>`` and the
 ``model_call_index`` of the model call that created the cell (SPEC sec. 7).
+
+The dispatcher sees only a ``ToolEnvironment`` (tools, workspace, handle, emit,
+nursery), never the agent. A cell may outlive the turn that started it (after
+``yield_control()`` the turn can finish while the script runs on); once that turn's
+terminal event is out (``turn_ended``), the cell's nested calls are *background*:
+their events carry no ``turn_id`` and say ``"background": true``, so nothing is ever
+reported under a turn after its terminal event.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
 from .._events import EventKind
-from .._tools import ToolContext, ToolSpec
+from .._tools import ToolContext, Tools, ToolSpec
+from .._units import ns
+from ._handle import AgentHandle
 from ._tool_runner import Runner, ToolOutcome, to_output
 
 if TYPE_CHECKING:
     from .._tools.code_mode import CodeModeHost
     from .._tools.exec_command import ShellSessions
-    from ._agent import Agent
     from ._stats import TurnStats
     from ._turn import TurnState
 
-__all__ = ["ToolDispatcher"]
-
-_NS = 1_000_000_000
+__all__ = ["ToolDispatcher", "ToolEnvironment"]
 _NESTED_DOCS = {
     "exec_command": ("Run a shell command in the workspace.", True),
     "write_stdin": ("Write to a running exec_command session.", True),
     "apply_patch": ("Edit files with a *** Begin Patch patch.", False),
 }
+
+
+@attrs.frozen
+class ToolEnvironment:
+    """What tools need from their agent."""
+
+    tools: Tools
+    workspace: Path
+    handle: AgentHandle
+    emit: Callable[..., Any]
+    nursery: trio.Nursery  # where cells and shell sessions live (the agent's)
 
 
 class _CellOrigin:
@@ -42,14 +62,14 @@ class _CellOrigin:
     def __init__(self, call_id: str, model_call_index: int, turn_id: int, stats: TurnStats) -> None:
         self.call_id = call_id
         self.model_call_index = model_call_index
-        self.turn_id = turn_id
+        self.turn_id: int | None = turn_id  # None once that turn has ended: background
         self.stats = stats
         self.started = trio.current_time()
 
 
 class ToolDispatcher:
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
+    def __init__(self, env: ToolEnvironment) -> None:
+        self._env = env
         self._host: CodeModeHost | None = None
         self._shell: ShellSessions | None = None
         self._origins: dict[str, _CellOrigin] = {}  # exec call id -> origin
@@ -65,7 +85,7 @@ class ToolDispatcher:
         if call.get("namespace"):
             return None
         name, kind = call.get("name", ""), call.get("type")
-        tools = self._agent.tools
+        tools = self._env.tools
         if tools.has_builtins and name == "exec" and kind == "custom_tool_call":
             return self._exec_runner(state, model_call_index, stats)
         if tools.has_builtins and name == "wait" and kind == "function_call":
@@ -78,15 +98,21 @@ class ToolDispatcher:
 
     # -- user tools --------------------------------------------------------------------
 
-    def _context(self, spec: ToolSpec, call_id: str, turn_id: int) -> ToolContext:
-        agent = self._agent
+    def turn_ended(self, turn_id: int) -> None:
+        """``turn_id``'s terminal event is out: its surviving cells run in the background."""
+        for origin in self._origins.values():
+            if origin.turn_id == turn_id:
+                origin.turn_id = None
+
+    def _context(self, spec: ToolSpec, call_id: str, turn_id: int | None) -> ToolContext:
+        env = self._env
 
         def progress(message: str) -> None:
-            agent.emit(
+            env.emit(
                 EventKind.TOOL_PROGRESS, {"call_id": call_id, "tool": spec.name, "message": message}, turn_id
             )
 
-        return ToolContext(call_id, spec.name, agent.workspace, agent.handle, progress=progress)
+        return ToolContext(call_id, spec.name, env.workspace, env.handle, progress=progress)
 
     def _user_runner(self, spec: ToolSpec, turn_id: int) -> Runner:
         async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
@@ -111,19 +137,19 @@ class ToolDispatcher:
         if self._host is None:
             from .._tools.code_mode import CodeModeHost
 
-            self._host = CodeModeHost(self._agent.nursery)
+            self._host = CodeModeHost(self._env.nursery)
         return self._host
 
     def _shell_sessions(self) -> ShellSessions:
         if self._shell is None:
             from .._tools.exec_command import ShellSessions
 
-            self._shell = ShellSessions(self._agent.nursery, self._agent.workspace)
+            self._shell = ShellSessions(self._env.nursery, self._env.workspace)
         return self._shell
 
     def _nested_tool_names(self) -> list[tuple[str, str, bool]]:
         names = [(name, doc, is_function) for name, (doc, is_function) in _NESTED_DOCS.items()]
-        names.extend((s.name, s.description, s.kind == "function") for s in self._agent.tools.user_tools)
+        names.extend((s.name, s.description, s.kind == "function") for s in self._env.tools.user_tools)
         return names
 
     def _exec_runner(self, state: TurnState, model_call_index: int, stats: TurnStats) -> Runner:
@@ -132,7 +158,7 @@ class ToolDispatcher:
             origin = _CellOrigin(call_id, model_call_index, state.turn_id, stats)
             self._origins[call_id] = origin
             host = self._code_mode()
-            with state.preemption.hook(_wake(host)):
+            with state.preemption.hook(_waker(host)):
                 result = await host.exec(
                     call_id, str(arguments), self._call_nested, self._nested_tool_names(),
                     yield_now=lambda: state.preemption.pending,
@@ -158,7 +184,7 @@ class ToolDispatcher:
                 text = f"wait needs a numeric cell_id (as returned by exec), got {args.get('cell_id')!r}"
                 return ToolOutcome(format_failure(text, 0.0), "failed")
             host = self._code_mode()
-            with state.preemption.hook(_wake(host)):
+            with state.preemption.hook(_waker(host)):
                 result = await host.wait(
                     cell_id, yield_ms, terminate=bool(args.get("terminate", False)),
                     max_tokens=int(max_tokens) if isinstance(max_tokens, int | float) else None,
@@ -174,47 +200,50 @@ class ToolDispatcher:
 
     # -- nested calls ------------------------------------------------------------------
 
+    def _emit_nested(self, kind: EventKind, payload: dict[str, Any], origin: _CellOrigin | None) -> None:
+        turn_id = origin.turn_id if origin is not None else None
+        if turn_id is None:
+            payload["background"] = True  # its turn already ended (or it never had one)
+        self._env.emit(kind, payload, turn_id)
+
     async def _call_nested(self, name: str, args: Any, nested_call_id: str) -> Any:
         from .._tools.code_mode import ToolCallError
 
         exec_call_id = nested_call_id.split("/code-", 1)[0]
         origin = self._origins.get(exec_call_id)
-        turn_id = origin.turn_id if origin else None
-        agent = self._agent
-        agent.emit(
+        self._emit_nested(
             EventKind.TOOL_CALL,
             {"call_id": nested_call_id, "tool": name, "arguments": args,
              "model_call_index": origin.model_call_index if origin else None},
-            turn_id,
+            origin,
         )
         start = trio.current_time()
+        started_after = ns(start - origin.started) if origin else 0
         status, error = "completed", None
         try:
-            value = await self._run_nested(name, args, nested_call_id, turn_id)
+            value = await self._run_nested(name, args, nested_call_id, origin.turn_id if origin else None)
         except ToolCallError as exc:
             status, error, value = "failed", exc, exc.message
         except trio.Cancelled:
             # Pair the call with a result event even when its cell is stopped.
             elapsed = trio.current_time() - start
-            agent.emit(
+            self._emit_nested(
                 EventKind.TOOL_RESULT,
-                {"call_id": nested_call_id, "tool": name, "status": "cancelled",
-                 "duration_ns": int(elapsed * _NS),
-                 "started_after_ns": int((start - origin.started) * _NS) if origin else 0,
-                 "result": f"Wall time: {elapsed:.3f} seconds\naborted by user"},
-                turn_id,
+                {"call_id": nested_call_id, "tool": name, "status": "cancelled", "duration_ns": ns(elapsed),
+                 "started_after_ns": started_after, "result": f"Wall time: {elapsed:.3f} seconds\naborted by user"},
+                origin,
             )
             raise
-        duration = int((trio.current_time() - start) * _NS)
-        if origin is not None:
+        duration = ns(trio.current_time() - start)
+        if origin is not None and origin.turn_id is not None:
             origin.stats.tool_calls += 1
             origin.stats.tool_work_duration_ns += duration
-        agent.emit(
+        self._emit_nested(
             EventKind.TOOL_RESULT,
             {"call_id": nested_call_id, "tool": name, "status": status, "duration_ns": duration,
-             "started_after_ns": int((start - origin.started) * _NS) if origin else 0,
+             "started_after_ns": started_after,
              "result": value if isinstance(value, str | list) else json.dumps(value, separators=(",", ":"))},
-            turn_id,
+            origin,
         )
         if error is not None:
             raise error
@@ -231,14 +260,14 @@ class ToolDispatcher:
             if name == "write_stdin":
                 return await self._shell_sessions().write_stdin(args)
             if name == "apply_patch":
-                return await apply_patch(str(args), self._agent.workspace)
+                return await apply_patch(str(args), self._env.workspace)
         except (ShellError, PatchError) as exc:
             raise ToolCallError(str(exc)) from exc
-        spec = self._agent.tools.user_tool(name)
+        spec = self._env.tools.user_tool(name)
         if spec is None:
             raise ToolCallError(f"unsupported nested tool call: {name}")
         try:
-            value = await spec.handler(self._context(spec, call_id, turn_id or 0), args)
+            value = await spec.handler(self._context(spec, call_id, turn_id), args)
         except Exception as exc:  # a failing user tool rejects the JS promise
             raise ToolCallError(f"tool {name} failed: {type(exc).__name__}: {exc}") from exc
         return value
@@ -252,10 +281,11 @@ class ToolDispatcher:
             await self._shell.aclose()
 
 
-def _wake(host: CodeModeHost) -> Any:
-    async def wake() -> None:
+def _waker(host: CodeModeHost) -> Callable[[], None]:
+    """A preemption signal: a running ``exec``/``wait`` returns at its next look."""
+
+    def wake() -> None:
         host.wake_observers()
-        await trio.lowlevel.checkpoint()
 
     return wake
 

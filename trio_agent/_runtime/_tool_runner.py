@@ -17,10 +17,9 @@ import attrs
 import trio
 
 from .._events import EventKind
+from .._units import ns
 
-__all__ = ["ToolOutcome", "aborted_output", "call_arguments", "output_item", "to_output"]
-
-_NS = 1_000_000_000
+__all__ = ["Runner", "ToolOutcome", "call_arguments", "run_call", "to_output"]
 
 
 @attrs.frozen
@@ -41,20 +40,11 @@ def call_arguments(call: dict[str, Any]) -> Any:
         return raw
 
 
-def output_item(call: dict[str, Any], output: str | list[dict[str, Any]]) -> dict[str, Any]:
-    kind = "custom_tool_call_output" if call.get("type") == "custom_tool_call" else "function_call_output"
-    return {"type": kind, "call_id": call.get("call_id", ""), "output": output}
-
-
 def unsupported_text(call: dict[str, Any]) -> str:
     name = f"{call.get('namespace') or ''}{call.get('name', '')}"
     if call.get("type") == "custom_tool_call":
         return f"unsupported custom tool call: {name}"
     return f"unsupported call: {name}"
-
-
-def aborted_output(elapsed: float) -> str:
-    return f"Wall time: {elapsed:.3f} seconds\naborted by user"
 
 
 def to_output(value: Any) -> str | list[dict[str, Any]]:
@@ -94,7 +84,7 @@ async def run_call(
         duration = 0
     else:
         outcome = await runner(call, arguments)
-        duration = int((trio.current_time() - start) * _NS)
+        duration = ns(trio.current_time() - start)
     stats.tool_wall_duration_ns += duration
     emit(
         EventKind.TOOL_RESULT,

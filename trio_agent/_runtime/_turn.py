@@ -10,8 +10,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import enum
-from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 import attrs
 import trio
@@ -21,7 +21,6 @@ from .._errors import (
     InvalidPrompt,
     InvalidSessionSnapshot,
     SteerQueueFull,
-    TurnCancelled,
     TurnNotCancellable,
     TurnNotSteerable,
 )
@@ -30,7 +29,6 @@ from .._session.snapshot import SessionSnapshot
 from .._wire.request import RequestSettings
 
 if TYPE_CHECKING:
-    from ._agent import Agent
     from ._sessions import SessionInfo
 
 __all__ = ["STEER_CAPACITY", "Prompt", "Turn", "TurnControl", "TurnResult", "TurnState", "TurnStatus"]
@@ -72,27 +70,33 @@ class Preemption:
     While ``pending``, everything the turn is waiting on that can end early does: the
     live response is interrupted (``response.interrupt``), retry backoff is skipped,
     a running ``exec``/``wait`` returns ``Script running with cell ID N``. Code that can
-    be preempted registers a hook for as long as it runs; ``request()`` sets the flag
-    and awaits every hook (so an interrupt frame is on the wire when ``steer`` returns).
-    The flag is cleared when the pending steers join a request.
+    be preempted registers a *signal* for as long as it runs. A signal is synchronous
+    and does no I/O: it only tells its owner to act, and returns an event that is set
+    once the effect is done (the interrupt frame is on the wire, sent by the
+    connection's side) or None when the effect is immediate. ``request()`` sets the
+    flag, signals every registered owner and waits for those events, so ``steer``
+    returns once the interrupt is on the wire; cancelling the steering caller changes
+    nothing for the turn. The flag is cleared when the pending steers join a request.
     """
 
     def __init__(self) -> None:
         self.pending = False
-        self._hooks: list[Callable[[], Awaitable[None]]] = []
+        self._signals: list[Callable[[], trio.Event | None]] = []
 
     @contextlib.contextmanager
-    def hook(self, fn: Callable[[], Awaitable[None]]) -> Iterator[None]:
-        self._hooks.append(fn)
+    def hook(self, signal: Callable[[], trio.Event | None]) -> Iterator[None]:
+        self._signals.append(signal)
         try:
             yield
         finally:
-            self._hooks.remove(fn)
+            self._signals.remove(signal)
 
     async def request(self) -> None:
         self.pending = True
-        for fn in list(self._hooks):
-            await fn()
+        waits = [event for signal in list(self._signals) if (event := signal()) is not None]
+        for event in waits:
+            await event.wait()
+        await trio.lowlevel.checkpoint()
 
     def clear(self) -> None:
         self.pending = False
@@ -156,23 +160,30 @@ class TurnState:
         self.done.set()
 
 
+class QueuedTurns(Protocol):
+    """What a turn handle needs from the turn queue: cancelling a turn that has not run."""
+
+    def cancel_queued(self, state: TurnState) -> None: ...
+
+
 @final
 class TurnControl:
     """A cancel-only handle to a turn (safe to hand to other tasks)."""
 
-    def __init__(self, agent: Agent, state: TurnState) -> None:
-        self._agent = agent
+    def __init__(self, state: TurnState, queue: QueuedTurns) -> None:
         self._state = state
+        self._queue = queue
 
     async def cancel(self) -> None:
         """Cancel the turn: a queued turn never runs; a live turn stops at once.
 
-        Returns once the turn has ended (its terminal event is emitted). Raises
-        ``TurnNotCancellable`` if it already finished or was cancelled.
+        Returns once the turn has ended (its terminal event is emitted). A queued turn
+        leaves the queue at once and emits its terminal event before this returns.
+        Raises ``TurnNotCancellable`` if it already finished or was cancelled.
         """
         state = self._state
         if state.status is TurnStatus.QUEUED:
-            state.finish(TurnStatus.CANCELLED, error=TurnCancelled(f"turn {state.turn_id} was cancelled"))
+            self._queue.cancel_queued(state)
             await trio.lowlevel.checkpoint()
             return
         if state.status is not TurnStatus.RUNNING or state.cancel_scope.cancel_called:
@@ -188,9 +199,9 @@ class TurnControl:
 class Turn:
     """An accepted prompt. ``await turn.result()`` for its outcome."""
 
-    def __init__(self, agent: Agent, state: TurnState) -> None:
-        self._agent = agent
+    def __init__(self, state: TurnState, queue: QueuedTurns) -> None:
         self._state = state
+        self._queue = queue
 
     @property
     def turn_id(self) -> int:
@@ -207,7 +218,7 @@ class Turn:
         return self._state.ran
 
     def control(self) -> TurnControl:
-        return TurnControl(self._agent, self._state)
+        return TurnControl(self._state, self._queue)
 
     async def cancel(self) -> None:
         """See ``TurnControl.cancel``."""

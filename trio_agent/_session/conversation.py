@@ -1,29 +1,57 @@
-"""The conversation: request prefix, committed history and the response chain (pure).
+"""The response chain and what a request sends (pure).
 
 Theory of operation (SPEC sec. 2): a request is either *incremental*
-(``previous_response_id`` of the last completed response plus the items added since
-``delta_start``) or a *full replay* (prefix + whole history, no id). After each
-completed response the output items are committed and ``delta_start`` moves to the
-end of history, so the next request carries just the tool outputs, steers or the
-next prompt. Anything that loses the server-side chain (a new socket with
-``store: false``, a reconnect, a warmup failure, cancellation) calls ``reset_chain``.
-Client ids are assigned when items are recorded (``id_factory(type)``), so replays
-and forks send identical ids.
+(``previous_response_id`` of the last completed response plus the history items
+added since ``delta_start``) or a *full replay* (prefix + whole history, no id).
+``Chain`` is that server-side position as a value. The model client owns it: it
+moves it forward when a response's output is committed (``on``), and forgets it
+(``reset``) whenever the server-side chain is lost -- a new socket with
+``store: false``, a reconnect, a warmup failure, a cancelled turn, a history rewrite.
+History itself is written only by the ``TurnLedger`` (``ledger.py``).
+
+``ConversationSnapshot`` is an O(1) copy of a boundary (history is persistent):
+what a fork or a ``TurnResult`` branches from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from .history import History
 
-__all__ = ["Conversation", "ConversationSnapshot", "IdFactory"]
+__all__ = ["Chain", "ConversationSnapshot", "full_input"]
 
 Item = dict[str, Any]
-IdFactory = Callable[[str], str | None]
+
+
+@attrs.frozen
+class Chain:
+    """The response to chain on and the history index its delta starts at."""
+
+    previous_response_id: str | None = None
+    delta_start: int = 0
+
+    @property
+    def can_chain(self) -> bool:
+        return self.previous_response_id is not None
+
+    def on(self, response_id: str, delta_start: int) -> Chain:
+        """Chain on ``response_id``; the next delta starts at history index ``delta_start``."""
+        return Chain(response_id, delta_start)
+
+    def reset(self) -> Chain:
+        """Forget the server-side chain: the next request replays in full."""
+        return Chain(None, self.delta_start)
+
+    def incremental_input(self, history: History) -> list[Item]:
+        return history.since(self.delta_start)
+
+
+def full_input(prefix: Sequence[Item], history: History) -> list[Item]:
+    return [*prefix, *history]
 
 
 @attrs.frozen
@@ -35,58 +63,6 @@ class ConversationSnapshot:
     previous_response_id: str | None
     delta_start: int
 
-
-@attrs.define
-class Conversation:
-    prefix: tuple[Item, ...]
-    id_factory: IdFactory
-    history: History = attrs.field(factory=History)
-    previous_response_id: str | None = None
-    delta_start: int = 0
-
-    def with_id(self, item: Item) -> Item:
-        """``item`` with a client id (type prefix) when it has none and its type takes one."""
-        if item.get("id") or "type" not in item:
-            return item
-        new_id = self.id_factory(item["type"])
-        if new_id is None:
-            return item
-        out: Item = {"type": item["type"], "id": new_id}
-        out.update((k, v) for k, v in item.items() if k not in ("type", "id"))
-        return out
-
-    def record(self, items: Iterable[Item]) -> list[Item]:
-        """Commit client items (prompts, tool outputs, context); returns them with ids."""
-        recorded = [self.with_id(item) for item in items]
-        self.history = self.history.extend(recorded)
-        return recorded
-
-    def record_response(self, response_id: str, output: Iterable[Item]) -> None:
-        """Commit a completed response's output and chain on it."""
-        self.history = self.history.extend(self.with_id(item) for item in output)
-        self.previous_response_id = response_id
-        self.delta_start = len(self.history)
-
-    def chain_on(self, response_id: str) -> None:
-        """Chain on a response that added nothing to history (the warmup)."""
-        self.previous_response_id = response_id
-        self.delta_start = len(self.history)
-
-    def reset_chain(self) -> None:
-        """Forget the server-side chain: the next request replays in full."""
-        self.previous_response_id = None
-
     @property
-    def can_chain(self) -> bool:
-        return self.previous_response_id is not None
-
-    def incremental_input(self) -> list[Item]:
-        return self.history.since(self.delta_start)
-
-    def full_input(self) -> list[Item]:
-        return [*self.prefix, *self.history]
-
-    def snapshot(self) -> ConversationSnapshot:
-        return ConversationSnapshot(
-            self.prefix, self.history, self.previous_response_id, self.delta_start
-        )
+    def chain(self) -> Chain:
+        return Chain(self.previous_response_id, self.delta_start)

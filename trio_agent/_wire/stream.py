@@ -9,6 +9,15 @@ Text deltas carry the item id and phase recorded from ``response.output_item.add
 by ``output_index`` (nanocodex sec. 4.8). The completed output is
 ``response.output`` when non-empty, else the items collected from
 ``response.output_item.done``.
+
+Interrupt-and-drain (SPEC sec. 4) is a phase of the same machine: ``want_interrupt()``
+records that a preempting steer wants the live response stopped; ``interrupt_due``
+says when the ``response.interrupt`` frame (``interrupt_frame()``) should go out --
+as soon as the response id is known, exactly once -- and ``interrupt_sent()`` moves
+the phase to DRAINING, where the machine keeps consuming frames until the terminal
+one (``response.incomplete`` with reason ``interrupted`` is a completion with
+``end_turn: false``). If the terminal frame never comes, ``abandoned_outcome()`` keeps
+the items finished so far, unchained.
 """
 
 from __future__ import annotations
@@ -70,6 +79,7 @@ HISTORY_TYPES = frozenset(
 class Phase(enum.Enum):
     WAITING = "waiting"
     STREAMING = "streaming"
+    DRAINING = "draining"  # the interrupt is on the wire; waiting for the terminal frame
     DONE = "done"
     FAILED = "failed"
 
@@ -169,6 +179,35 @@ class ResponseAccumulator:
         self.error: ResponsesError | None = None
         self._messages: dict[int, tuple[str | None, str | None]] = {}
         self._done_items: list[dict[str, Any]] = []
+        self.interrupt_wanted = False
+
+    # -- interrupt-and-drain -----------------------------------------------------------
+
+    def want_interrupt(self) -> None:
+        """A preempting steer wants this response stopped (idempotent)."""
+        self.interrupt_wanted = True
+
+    @property
+    def interrupt_due(self) -> bool:
+        """True when the ``response.interrupt`` frame should be sent now: wanted, the
+        response id is known, and the response is still live and not yet interrupted."""
+        return (
+            self.interrupt_wanted
+            and self.response_id is not None
+            and self.phase in (Phase.WAITING, Phase.STREAMING)
+        )
+
+    def interrupt_frame(self) -> dict[str, Any]:
+        return {"type": "response.interrupt", "response_id": self.response_id, "mode": "discard_partial_items"}
+
+    def interrupt_sent(self) -> None:
+        """The interrupt is on the wire: drain to the terminal frame."""
+        if self.phase in (Phase.WAITING, Phase.STREAMING):
+            self.phase = Phase.DRAINING
+
+    @property
+    def live(self) -> bool:
+        return self.phase in (Phase.WAITING, Phase.STREAMING, Phase.DRAINING)
 
     def feed(self, frame: Frame) -> list[StreamEvent]:
         """Advance on one frame; raises the frame's ``ResponsesError`` on a failure frame."""

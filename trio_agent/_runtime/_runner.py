@@ -1,0 +1,286 @@
+"""The turn runner: runs accepted turns one at a time, each in its own cancel scope.
+
+Theory of operation (SPEC sec. 4): ``run(queue)`` takes turns FIFO. A turn records
+its prompt (plus, on the session's first turn, the context messages; on later
+turns it may compact first), then loops: sample (pending steers and injected items
+join at the request boundary, inside the model's attempt slot), commit the response,
+ask the planner what next, run the tool calls one at a time in the turn's cancel
+scope (``parallel_tool_calls`` is off; an ``exec`` cell runs its nested calls
+concurrently), maybe compact. Expected failures become values (``TurnFailed``,
+``TurnCancelled``) and exactly one terminal event; only bugs escape.
+
+The runner is built from what it needs -- the ledger (the one writer of history),
+the sampler and model client, the tool dispatcher, the reporter, the fork point --
+and knows nothing of ``Agent``.
+
+When the turn's scope is cancelled, unanswered tool calls are paired with
+``aborted by user`` outputs, the ``<turn_aborted>`` marker is recorded, the socket is
+dropped and the terminal event emitted. That cleanup is plain synchronous code -- it
+cannot be interrupted, so it needs no shield -- while the tools' own cleanup (killing
+process groups, stopping cells) is shielded and time-bounded where it awaits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from .._config import context_window
+from .._errors import AgentError, ResponsesError, TurnCancelled, TurnFailed
+from .._events import EventKind
+from .._session.compaction import auto_compact_limit, estimate_tokens
+from .._session.context import permissions_message
+from .._session.conversation import ConversationSnapshot
+from .._session.ledger import TurnLedger
+from .._session.planner import FinishTurn, RunTools, SampleAgain, plan_next
+from .._units import ns
+from ._context_io import context_user_message
+from ._model import ModelClient
+from ._payloads import TurnReporter
+from ._sampling import Sampler
+from ._sessions import SessionInfo
+from ._stats import TurnStats
+from ._tool_dispatch import ToolDispatcher
+from ._tool_runner import run_call
+from ._turn import TurnResult, TurnState, TurnStatus
+from ._turn_queue import TurnQueue
+
+__all__ = ["ForkPoint", "TurnRunner"]
+
+
+@attrs.define
+class ForkPoint:
+    """The latest boundary ``fork()`` branches from (None before the first one)."""
+
+    latest: ConversationSnapshot | None = None
+
+
+class _Live:
+    """Per-turn bookkeeping the cancel path needs: the calls not answered yet."""
+
+    def __init__(self) -> None:
+        self.pending_calls: list[tuple[dict[str, Any], float]] = []
+        self.model_call_index = 0
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        ledger: TurnLedger,
+        model: ModelClient,
+        tools: ToolDispatcher,
+        reporter: TurnReporter,
+        fork_point: ForkPoint,
+        session: SessionInfo,
+        workspace: Path,
+        context_recorded: bool,
+    ) -> None:
+        self._ledger = ledger
+        self._model = model
+        self._sampler = Sampler(model)
+        self._tools = tools
+        self._reporter = reporter
+        self._fork_point = fork_point
+        self._session = session
+        self._workspace = workspace
+        self._context_recorded = context_recorded
+        self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
+        self._emit = model.emit
+
+    async def run(self, queue: TurnQueue) -> None:
+        """Run turns until the queue is closed and empty (or this task is cancelled:
+        then the turns still queued end as cancelled, each with its terminal event)."""
+        try:
+            while (state := await queue.next()) is not None:
+                try:
+                    await self._run_turn(state, queue)
+                finally:
+                    queue.finished(state)
+        finally:
+            queue.cancel_remaining()
+
+    # -- one turn --------------------------------------------------------------------
+
+    async def _run_turn(self, state: TurnState, queue: TurnQueue) -> None:
+        state.status = TurnStatus.RUNNING
+        state.steerable = True
+        state.ran = True
+        state.started.set()
+        self._reporter.started(state)
+        stats = TurnStats()
+        live = _Live()
+        start = trio.current_time()
+        try:
+            with state.cancel_scope:
+                result = await self._drive(state, queue, stats, live)
+                self._reporter.completed(state, stats, start)
+                self._ended(state, TurnStatus.COMPLETED, result=result)
+                return
+        except ResponsesError as exc:
+            self._fail(state, stats, start, TurnFailed(str(exc), responses_error=exc), exc)
+            return
+        except AgentError as exc:
+            self._fail(state, stats, start, TurnFailed(str(exc)), exc)
+            return
+        except trio.Cancelled:
+            self._abort(state, stats, live, start)
+            raise
+        except BaseExceptionGroup as group:  # cancellation can arrive grouped from inner nurseries
+            if group.subgroup(lambda exc: not isinstance(exc, trio.Cancelled | BaseExceptionGroup)) is None:
+                self._abort(state, stats, live, start)
+            else:
+                self._fail(state, stats, start, TurnFailed(f"internal error: {group!r}"), group)
+            raise
+        except Exception as exc:  # a bug: report it on the turn, then let it crash the agent
+            self._fail(state, stats, start, TurnFailed(f"internal error: {exc!r}"), exc)
+            raise
+        # Only reached when our own scope was cancelled (turn.cancel()).
+        self._abort(state, stats, live, start)
+
+    async def _drive(self, state: TurnState, queue: TurnQueue, stats: TurnStats, live: _Live) -> TurnResult:
+        ledger = self._ledger
+        if not self._context_recorded:
+            ledger.record_context([permissions_message(), context_user_message(self._workspace)])
+            self._context_recorded = True
+        else:
+            await self._maybe_compact(state, stats, live)  # before the new prompt joins (SPEC sec. 8)
+        ledger.record_prompt(state.prompt.content())
+        idle_items = queue.take_idle_items()
+        if idle_items:  # injected while idle: they join this turn's first request
+            ledger.join_items(idle_items)
+
+        def join() -> None:
+            self._join_pending(state, stats)
+
+        while True:
+            live.model_call_index += 1
+            stats.model_calls += 1
+            call_start = trio.current_time()
+            try:
+                outcome = await self._sampler.generate(
+                    state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
+                    preemption=state.preemption, join=join,
+                )
+            finally:
+                stats.model_duration_ns += ns(trio.current_time() - call_start)
+            stats.usage = stats.usage + outcome.usage
+            stats.last_response_id = outcome.response_id
+            self._last_total_tokens = outcome.usage.total_tokens
+            ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
+            step = plan_next(
+                tool_calls=outcome.tool_calls,
+                end_turn=outcome.end_turn,
+                final_message=outcome.final_message,
+                pending_steers=len(state.steers) + len(state.injected),
+            )
+            if isinstance(step, FinishTurn):
+                state.steerable = False  # decided synchronously: no steer can slip in now
+                checkpoint = ledger.snapshot(self._model.chain)
+                self._fork_point.latest = checkpoint
+                return TurnResult(
+                    state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint,
+                    lineage=self._session.prompt_cache_key, session=self._session,
+                )
+            if isinstance(step, RunTools):
+                await self._run_tools(state, stats, live, step)
+            else:
+                assert isinstance(step, SampleAgain)
+            await self._maybe_compact(state, stats, live)
+
+    def _join_pending(self, state: TurnState, stats: TurnStats) -> None:
+        """The request boundary: pending input joins, in order, and forks branch from here."""
+        state.preemption.clear()  # the steers join this request: nothing left to preempt for
+        ledger = self._ledger
+        if state.injected:
+            ledger.join_items(state.injected)
+            state.injected = []
+        while state.steers:
+            text = state.steers.popleft()
+            ledger.join_steer(text)
+            stats.steers += 1
+            self._reporter.steered(state, stats.steers, text)
+        self._fork_point.latest = ledger.snapshot(self._model.chain)
+
+    async def _run_tools(self, state: TurnState, stats: TurnStats, live: _Live, step: RunTools) -> None:
+        now = trio.current_time()
+        live.pending_calls = [(call, now) for call in step.calls]
+        while live.pending_calls:
+            call, _ = live.pending_calls[0]
+            live.pending_calls[0] = (call, trio.current_time())
+            outcome = await run_call(
+                call,
+                self._tools.runner_for(call, state, live.model_call_index, stats),
+                emit=self._emit,
+                turn_id=state.turn_id,
+                model_call_index=live.model_call_index,
+                stats=stats,
+            )
+            self._ledger.record_tool_output(call, outcome.output, outcome.extra_items)
+            live.pending_calls.pop(0)
+
+    async def _maybe_compact(self, state: TurnState, stats: TurnStats, live: _Live) -> None:
+        """Compact when the active context reached the auto-compact limit (SPEC sec. 8)."""
+        ledger = self._ledger
+        window = context_window(self._session.model)
+        limit = auto_compact_limit(window)
+        active = self._last_total_tokens + estimate_tokens(self._model.chain.incremental_input(ledger.history))
+        if active < limit:
+            return
+        if estimate_tokens([*ledger.prefix, *ledger.history]) > window:
+            ledger.truncate_tool_outputs(window)
+        stats.compactions += 1
+        start = trio.current_time()
+        try:
+            outcome, summary = await self._sampler.compact(
+                state.settings, after_call_index=live.model_call_index, turn_id=state.turn_id,
+                active_tokens=active, limit=limit,
+            )
+        finally:
+            stats.model_duration_ns += ns(trio.current_time() - start)
+        stats.usage = stats.usage + outcome.usage
+        installed = ledger.install_compaction(
+            summary, permissions=permissions_message(), context=context_user_message(self._workspace)
+        )
+        self._last_total_tokens = estimate_tokens([*ledger.prefix, *installed])
+
+    # -- endings (each emits exactly one terminal event) ---------------------------------
+
+    def _ended(self, state: TurnState, status: TurnStatus, *, result: TurnResult | None = None,
+               error: AgentError | None = None) -> None:
+        self._tools.turn_ended(state.turn_id)
+        state.finish(status, result=result, error=error)
+
+    def _fail(self, state: TurnState, stats: TurnStats, start: float, error: TurnFailed,
+              cause: BaseException) -> None:
+        error.__cause__ = cause
+        self._reporter.failed(state, stats, start, error, status="failed")
+        self._ended(state, TurnStatus.FAILED, error=error)
+
+    def _abort(self, state: TurnState, stats: TurnStats, live: _Live, start: float) -> None:
+        """Pair unanswered calls, record the abort marker, drop the socket; then the terminal event.
+
+        Everything here is synchronous (history, events), so it cannot be interrupted
+        and needs no shield; tool processes are killed by their own shielded, bounded
+        cleanup as the turn's scope unwinds.
+        """
+        now = trio.current_time()
+        for call, call_start in live.pending_calls:
+            elapsed = now - call_start
+            output = self._ledger.pair_aborted(call, elapsed)["output"]
+            self._emit(
+                EventKind.TOOL_RESULT,
+                {"call_id": call.get("call_id", ""), "tool": call.get("name", ""), "status": "cancelled",
+                 "duration_ns": ns(elapsed), "result": output},
+                state.turn_id,
+            )
+        live.pending_calls = []
+        self._ledger.mark_aborted()
+        self._model.abandon()
+        self._fork_point.latest = self._ledger.snapshot(self._model.chain)
+        error = TurnCancelled(f"turn {state.turn_id} was cancelled")
+        self._reporter.failed(state, stats, start, error, status="cancelled")
+        self._ended(state, TurnStatus.CANCELLED, error=error)

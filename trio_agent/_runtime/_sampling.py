@@ -1,0 +1,157 @@
+"""A model call with its retries: ``model.call.*``, attempt events, backoff.
+
+Theory of operation: each attempt enters the model client's attempt slot (the lock,
+a ready socket), runs the caller's ``join`` -- the request boundary, where pending
+steers and injected items join history and forks branch from -- and sends. A
+retryable failure abandons the socket (the model client forgets the chain, so the
+retry replays in full and finished tools are never re-run) and backs off on Trio's
+clock; a preempting steer skips the rest of the backoff (SPEC sec. 4). A missing
+checkpoint is replayed once in full on the same socket. Compaction requests use the
+same loop without a ``join``: a compaction request never carries a steer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import trio
+
+from .._errors import CheckpointMissing, ProtocolError, ResponsesError
+from .._events import EventKind
+from .._transport.retry import backoff_delay, should_retry
+from .._units import ns
+from .._wire.request import RequestSettings
+from .._wire.stream import ResponseOutcome
+from . import _model_events as events
+from ._model import ModelClient
+
+if TYPE_CHECKING:
+    from ._turn import Preemption
+
+__all__ = ["Sampler"]
+
+Join = Callable[[], None]
+
+
+class Sampler:
+    def __init__(self, model: ModelClient) -> None:
+        self._model = model
+        self._emit = model.emit
+        self._max_attempts = model.config.max_attempts
+
+    async def generate(
+        self, settings: RequestSettings, *, call_index: int, turn_id: int, preemption: Preemption, join: Join
+    ) -> ResponseOutcome:
+        """One model call (``model.call.started``/``completed``/``failed``) with retries."""
+        start = trio.current_time()
+        announced = False
+
+        def announce_then_join() -> None:
+            nonlocal announced
+            if not announced:  # inside the first slot: after the warmup, with its chain
+                announced = True
+                self._emit(EventKind.MODEL_CALL_STARTED, events.omit_none({
+                    "call_index": call_index, "model": settings.model, "reasoning_mode": "standard",
+                    "effort": settings.effort, "previous_response_id": self._model.chain.previous_response_id,
+                }), turn_id)
+            join()
+
+        try:
+            return await self._with_retries(settings, "generation", call_index, turn_id, preemption, announce_then_join)
+        except ResponsesError as exc:
+            self._emit(EventKind.MODEL_CALL_FAILED, {
+                "call_index": call_index, "model": settings.model,
+                "duration_ns": ns(trio.current_time() - start), "error": str(exc),
+            }, turn_id)
+            raise
+
+    async def compact(
+        self, settings: RequestSettings, *, after_call_index: int, turn_id: int, active_tokens: int, limit: int
+    ) -> tuple[ResponseOutcome, dict[str, object]]:
+        """A compaction request (``model.compaction.*``); returns the response and its one
+        ``compaction`` item (``ProtocolError`` when there is not exactly one)."""
+        self._emit(EventKind.MODEL_COMPACTION_STARTED, {
+            "after_model_call_index": after_call_index, "active_context_tokens": active_tokens,
+            "auto_compact_token_limit": limit, "previous_response_id": self._model.chain.previous_response_id,
+        }, turn_id)
+        start = trio.current_time()
+        try:
+            outcome = await self._with_retries(settings, "compaction", after_call_index, turn_id, None, None)
+            items = [i for i in outcome.output if i.get("type") in ("compaction", "compaction_summary")]
+            if len(items) != 1:
+                raise ProtocolError(
+                    f"remote compaction returned {len(items)} compaction items; expected exactly one",
+                    error_class="invalid_compaction_output",
+                )
+        except ResponsesError as exc:
+            self._emit(EventKind.MODEL_COMPACTION_FAILED, {
+                "after_model_call_index": after_call_index, "duration_ns": ns(trio.current_time() - start),
+                "error": str(exc),
+            }, turn_id)
+            raise
+        self._emit(EventKind.MODEL_COMPACTION_COMPLETED, {
+            "after_model_call_index": after_call_index, "response_id": outcome.response_id, "attempt": 1,
+            "connection_generation": self._model.generation, "status": outcome.status,
+            "duration_ns": ns(trio.current_time() - start), "usage": outcome.usage_raw,
+        }, turn_id)
+        return outcome, items[0]
+
+    async def _with_retries(
+        self, settings: RequestSettings, phase: str, call_index: int, turn_id: int,
+        preemption: Preemption | None, join: Join | None,
+    ) -> ResponseOutcome:
+        model = self._model
+        max_attempts = self._max_attempts
+        attempt = 1
+        checkpoint_replayed = False
+        while True:
+            attempt_start = trio.current_time()
+            try:
+                async with model.attempt_slot(turn_id) as slot:
+                    if join is not None:
+                        join()
+                    return await slot.send(
+                        settings, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
+                        turn_id=turn_id, preemption=preemption,
+                    )
+            except ResponsesError as exc:
+                same_socket = isinstance(exc, CheckpointMissing) and not checkpoint_replayed
+                retry = same_socket or should_retry(exc, attempt, max_attempts)
+                events.attempt_failed(
+                    self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
+                    started=attempt_start, retryable=retry, generation=model.generation, turn_id=turn_id,
+                    phase=phase,
+                )
+                if not retry:
+                    raise
+                if same_socket:
+                    checkpoint_replayed = True
+                    model.forget_chain()
+                    delay = 0.0
+                else:
+                    model.invalidate("reconnect")
+                    delay = backoff_delay(attempt, call_index=call_index, retry_after=exc.retry_after)
+                events.retrying(
+                    self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts, delay=delay,
+                    new_socket=not same_socket, generation=model.generation, turn_id=turn_id, phase=phase,
+                )
+                model.stats.response_retries += 1
+                if delay:
+                    await self._backoff(delay, preemption)
+                attempt += 1
+
+    async def _backoff(self, delay: float, preemption: Preemption | None) -> None:
+        """Sleep ``delay`` on Trio's clock; a preempting steer skips the rest (SPEC sec. 4)."""
+        start = trio.current_time()
+        with trio.CancelScope() as scope:
+            if preemption is None:
+                await trio.sleep(delay)
+            elif not preemption.pending:
+
+                def skip() -> None:
+                    scope.cancel()
+
+                with preemption.hook(skip):
+                    await trio.sleep(delay)
+        self._model.stats.retry_backoff_duration_ns += ns(trio.current_time() - start)

@@ -1,0 +1,119 @@
+"""The turn queue: accepted turns, their ids, the running turn, and input waiting for it.
+
+Theory of operation (SPEC sec. 4 and 10): ``accept`` queues a turn FIFO and returns at
+once; the runner takes turns one at a time with ``next()`` and reports each back with
+``finished``. Cancelling a queued turn (``cancel_queued``) removes it from the queue
+and emits its terminal event right away, so it never counts as pending input and
+nobody waits on the runner to learn it ended. Items injected while nothing runs wait
+here (``idle_items``) for the next turn's first request. ``close`` stops accepting;
+``next()`` then returns None once the queue is empty, and turns left behind by a
+cancelled agent are resolved by ``cancel_remaining``.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import trio
+
+from .._errors import AgentClosed, TurnCancelled
+from .._wire.request import RequestSettings
+from ._payloads import TurnReporter
+from ._turn import Prompt, TurnState, TurnStatus
+
+__all__ = ["TurnQueue"]
+
+
+def _cancelled(state: TurnState) -> TurnCancelled:
+    return TurnCancelled(f"turn {state.turn_id} was cancelled")
+
+
+class TurnQueue:
+    def __init__(self, reporter: TurnReporter) -> None:
+        self._reporter = reporter
+        self._next_id = 0
+        self._queued: collections.deque[TurnState] = collections.deque()
+        self.running: TurnState | None = None
+        self.idle_items: list[dict[str, Any]] = []
+        self._closing = False
+        self._wakeup = trio.Event()
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
+    def accepted(self) -> int:
+        """How many turns were accepted so far (turn ids count from 1)."""
+        return self._next_id
+
+    @property
+    def queued(self) -> int:
+        return len(self._queued)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing running and nothing queued."""
+        return self.running is None and not self._queued
+
+    def accept(self, prompt: Prompt, settings: RequestSettings) -> TurnState:
+        if self._closing:
+            raise AgentClosed("the agent is closing; open a new agent to send more prompts")
+        self._next_id += 1
+        state = TurnState(self._next_id, prompt, settings)
+        self._queued.append(state)
+        self._wake()
+        return state
+
+    def cancel_queued(self, state: TurnState) -> None:
+        """A queued turn never runs: it leaves the queue and ends now (``run.started``,
+        ``run.error``, ``run.failed`` with status ``cancelled``)."""
+        self._queued.remove(state)
+        error = _cancelled(state)
+        self._reporter.cancelled_without_running(state, error)
+        state.finish(TurnStatus.CANCELLED, error=error)
+
+    async def next(self) -> TurnState | None:
+        """The next turn to run, or None once the queue is closed and empty."""
+        while not self._queued:
+            if self._closing:
+                return None
+            await self._wakeup.wait()
+        self.running = self._queued.popleft()
+        return self.running
+
+    def finished(self, state: TurnState) -> None:
+        if self.running is state:
+            self.running = None
+
+    def close(self) -> None:
+        self._closing = True
+        self._wake()
+
+    def cancel_remaining(self) -> None:
+        """Resolve every queued turn as cancelled (the agent is being cancelled)."""
+        while self._queued:
+            self.cancel_queued(self._queued[0])
+
+    async def wait_all(self) -> None:
+        """Wait until every turn accepted so far has ended."""
+        while True:
+            pending = [state for state in (self.running, *self._queued) if state is not None]
+            if not pending:
+                await trio.lowlevel.checkpoint()
+                return
+            await pending[-1].done.wait()
+
+    def take_idle_items(self) -> list[dict[str, Any]]:
+        items, self.idle_items = self.idle_items, []
+        return items
+
+    def pending_input_for(self, state: TurnState) -> bool:
+        """Input is waiting for running turn ``state``: a steer, an injected item, a
+        queued prompt, or items injected while idle."""
+        return bool(state.steers or state.injected or self._queued or self.idle_items)
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+        self._wakeup = trio.Event()
