@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -139,6 +140,26 @@ def test_error_object_may_be_the_frame_itself() -> None:
         ({"code": "rate_limit_exceeded", "retry_after": [1]}, None),
         ({"code": "rate_limit_exceeded", "headers": {"x-request-id": "r"}}, None),
         ({"code": "rate_limit_exceeded", "headers": "retry-after: 3"}, None),
+        # server-controlled: capped to MAX_RETRY_DELAY, or ignored, never an absurd sleep
+        ({"code": "rate_limit_exceeded", "retry_after": 60}, 60.0),
+        ({"code": "rate_limit_exceeded", "retry_after": 61}, 60.0),
+        ({"code": "rate_limit_exceeded", "retry_after": 1e300}, 60.0),
+        ({"code": "rate_limit_exceeded", "retry_after": float("inf")}, 60.0),
+        ({"code": "rate_limit_exceeded", "retry_after": 10**400}, 60.0),
+        ({"code": "rate_limit_exceeded", "retry_after": "1e400"}, 60.0),
+        ({"code": "rate_limit_exceeded", "retry_after": "9" * 100_000}, None),
+        ({"code": "rate_limit_exceeded", "retry_after": float("-inf")}, None),
+        ({"code": "rate_limit_exceeded", "retry_after": float("nan")}, None),
+        ({"code": "rate_limit_exceeded", "retry_after": "nan"}, None),
+        ({"code": "rate_limit_exceeded", "retry_after": "inf"}, None),
+        ({"code": "rate_limit_exceeded", "retry_after": "-1"}, None),
+        ({"code": "rate_limit_exceeded", "retry_after": True}, None),
+        ({"code": "rate_limit_exceeded", "retry_after": {"seconds": 3}}, None),
+        ({"code": "server_is_overloaded", "headers": {"retry-after": "1e400"}}, 60.0),
+        ({"code": "server_is_overloaded", "headers": {"retry-after": float("inf")}}, 60.0),
+        ({"code": "server_is_overloaded", "headers": {"retry-after": -5}}, None),
+        ({"code": "server_is_overloaded", "headers": {"retry-after": "NaN"}}, None),
+        ({"code": "server_is_overloaded", "headers": {"retry-after": ["3"]}}, None),
     ],
 )
 def test_retry_after(error: dict[str, Any], retry_after: float | None) -> None:
@@ -173,3 +194,21 @@ def test_non_string_or_empty_codes_are_not_codes(code: Any) -> None:
     assert type(error) is ApiError
     assert error.retryable is False
     assert str(error) == "Responses API error: m"
+
+
+@pytest.mark.parametrize(
+    ("text", "retry_after"),
+    [
+        ('{"type":"error","error":{"code":"rate_limit_exceeded","retry_after":1e400}}', 60.0),  # json: inf
+        ('{"type":"error","error":{"code":"rate_limit_exceeded","retry_after":' + "9" * 400 + "}}", 60.0),
+        ('{"type":"error","error":{"code":"rate_limit_exceeded","retry_after":-1e400}}', None),
+        ('{"type":"error","error":{"code":"rate_limit_exceeded","retry_after":NaN}}', None),
+        ('{"type":"error","code":"rate_limit_exceeded","retry_after":Infinity}', 60.0),  # a flat frame
+        ('{"type":"error","error":{"code":"rate_limit_exceeded"},"retry_after":1e400}', 60.0),  # on the frame
+    ],
+)
+def test_retry_after_of_decoded_frames_is_finite_and_capped(text: str, retry_after: float | None) -> None:
+    error = failure_from_frame(json.loads(text))
+    assert error.retry_after == retry_after
+    assert error.retryable is True
+    assert error.error_class == "api_rate_limit"

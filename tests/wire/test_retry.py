@@ -1,6 +1,8 @@
-"""Retry policy: backoff_delay and should_retry (SPEC sec. 6, nanocodex sec. 4.9)."""
+"""Retry policy: backoff_delay, the retry-hint cap, parse_retry_after and should_retry (SPEC sec. 6)."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 from hypothesis import given
@@ -9,8 +11,10 @@ from hypothesis import strategies as st
 from trio_agent import ApiError, ConnectionLost, InvalidImageRequest, ProtocolError, ResponsesError
 from trio_agent._transport.retry import (
     GENERATION_MAX_ATTEMPTS,
+    MAX_RETRY_DELAY,
     WARMUP_MAX_ATTEMPTS,
     backoff_delay,
+    parse_retry_after,
     should_retry,
 )
 
@@ -24,17 +28,109 @@ def test_attempt_limits() -> None:
     assert WARMUP_MAX_ATTEMPTS == 1
 
 
-@pytest.mark.parametrize("retry_after", [0.0, 0.25, 1, 11.054, 120.0])
+INF = float("inf")
+NAN = float("nan")
+
+# (server hint, delay; None when the hint is unusable and the computed backoff applies)
+HINTS: list[tuple[object, float | None]] = [
+    (0.0, 0.0),
+    (-0.0, 0.0),
+    (0, 0.0),
+    (0.25, 0.25),
+    (1, 1.0),
+    (11.054, 11.054),
+    (MAX_RETRY_DELAY, MAX_RETRY_DELAY),
+    (60.0001, MAX_RETRY_DELAY),
+    (120.0, MAX_RETRY_DELAY),
+    (1e300, MAX_RETRY_DELAY),
+    (INF, MAX_RETRY_DELAY),
+    (10**400, MAX_RETRY_DELAY),  # an int too large for a float
+    (None, None),
+    (-1, None),
+    (-1.0, None),
+    (-0.001, None),
+    (-1e300, None),
+    (-INF, None),
+    (NAN, None),
+    (True, None),
+    (False, None),
+]
+
+
+@pytest.mark.parametrize(("retry_after", "expected"), HINTS)
 @pytest.mark.parametrize("attempt", [1, 3, 10])
-def test_server_hint_wins(retry_after: float, attempt: int) -> None:
+def test_server_hint_is_capped_and_unusable_hints_use_the_backoff(
+    retry_after: object, expected: float | None, attempt: int
+) -> None:
     delay = backoff_delay(attempt, call_index=7, retry_after=retry_after)
-    assert delay == float(retry_after)
-    assert isinstance(delay, float)
+    if expected is None:
+        expected = backoff_delay(attempt, call_index=7)
+        assert expected == pytest.approx(0.2 * 2 ** min(attempt - 1, 4) * jitter(7, attempt))
+    assert delay == expected
+    assert type(delay) is float
+    assert math.copysign(1.0, delay) == 1.0  # never -0.0
 
 
-@pytest.mark.parametrize("retry_after", [None, -1.0, -0.001])
-def test_absent_or_negative_hint_uses_backoff(retry_after: float | None) -> None:
-    assert backoff_delay(2, call_index=0, retry_after=retry_after) == pytest.approx(0.4 * jitter(0, 2))
+def test_max_retry_delay_is_a_minute() -> None:
+    assert MAX_RETRY_DELAY == 60.0
+
+
+# (Retry-After header, seconds or None)
+HEADERS: list[tuple[str | None, float | None]] = [
+    ("3", 3.0),
+    (" 4.5 ", 4.5),
+    ("0", 0.0),
+    (".5", 0.5),
+    ("5.", 5.0),
+    ("1e-3", 0.001),
+    ("60", 60.0),
+    ("61", MAX_RETRY_DELAY),
+    ("1e300", MAX_RETRY_DELAY),
+    ("1e400", MAX_RETRY_DELAY),  # float() says inf
+    ("9" * 32, MAX_RETRY_DELAY),
+    ("9" * 33, None),  # too long to be a delay anyone meant
+    ("1" * 1_000_000, None),
+    (None, None),
+    ("", None),
+    ("-1", None),
+    ("-0", None),
+    ("nan", None),
+    ("NaN", None),
+    ("inf", None),
+    ("Infinity", None),
+    ("+5", None),
+    ("1_000", None),  # float() would accept these three; HTTP does not
+    ("\u0663", None),  # ARABIC-INDIC DIGIT THREE
+    ("0x10", None),
+    ("3s", None),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", None),  # HTTP dates are not used by the API
+]
+
+
+@pytest.mark.parametrize(("header", "expected"), HEADERS)
+def test_parse_retry_after(header: str | None, expected: float | None) -> None:
+    assert parse_retry_after(header) == expected
+
+
+@given(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.text(max_size=40),
+        st.from_regex(r"\A\s*[0-9]{0,40}(\.[0-9]{0,5})?([eE][+-]?[0-9]{1,4})?\s*\Z"),
+    ),
+    st.integers(min_value=1, max_value=100),
+)
+def test_every_hint_gives_a_bounded_finite_delay(hint: object, attempt: int) -> None:
+    if isinstance(hint, str):
+        parsed = parse_retry_after(hint)
+        assert parsed is None or 0.0 <= parsed <= MAX_RETRY_DELAY
+        hint = parsed
+    delay = backoff_delay(attempt, call_index=3, retry_after=hint)
+    assert math.isfinite(delay)
+    assert 0.0 <= delay <= MAX_RETRY_DELAY
 
 
 @pytest.mark.parametrize(

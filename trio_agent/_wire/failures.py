@@ -3,11 +3,17 @@
 Retry classes follow the reference (nanocodex sec. 4.9): overload and server errors
 and rate limits are retryable; auth, invalid requests, images, quota and policy are
 terminal. ``previous_response_not_found`` is ``CheckpointMissing`` (replayed once).
+
+A frame's retry hint (``retry_after``, else a ``retry-after`` entry of its ``headers``
+map) is read by ``retry_after_seconds``, the one place that turns a server's hint into
+seconds; the policy it applies is stated in ``_transport/retry.py``.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 from .._errors import (
@@ -18,11 +24,17 @@ from .._errors import (
     UsageLimitExceeded,
 )
 
-__all__ = ["failure_from_frame"]
+__all__ = ["MAX_RETRY_DELAY", "failure_from_frame", "retry_after_seconds"]
 
 _INVALID_IMAGE_TEXT = "The image data you provided does not represent a valid image"
 _IMAGE_CODES = {"invalid_image", "invalid_image_format", "invalid_image_url", "image_parse_error"}
 _USAGE_CODES = {"insufficient_quota", "usage_limit_reached", "usage_not_included", "quota_exceeded"}
+#: The longest wait (seconds) a server's retry hint can cause; longer hints are capped.
+MAX_RETRY_DELAY = 60.0
+# A hint given as text: a plain decimal number of seconds (HTTP's delay-seconds, with the
+# fractions and exponents servers put in JSON strings), of reasonable length.
+_DECIMAL_SECONDS = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_MAX_HINT_CHARS = 32
 _SERVER_CODES = {
     "server_is_overloaded",
     "slow_down",
@@ -78,16 +90,33 @@ def _default_message(kind: str) -> str:
 
 def _retry_after(error: dict[str, Any]) -> float | None:
     value = error.get("retry_after")
-    if isinstance(value, bool):
-        return None
     if value is None and isinstance(error.get("headers"), dict):
         headers = {str(k).lower(): v for k, v in error["headers"].items()}
         value = headers.get("retry-after")
-    try:
-        seconds = float(value) if value is not None else None
-    except (TypeError, ValueError):
+    return retry_after_seconds(value)
+
+
+def retry_after_seconds(value: object) -> float | None:
+    """A server's retry hint as seconds to wait, or ``None`` for "no usable hint".
+
+    An ``int``/``float`` (never a ``bool``) or a decimal string (``"2"``, ``" 4.5 "``,
+    ``"1e3"``; at most 32 characters) is a hint: a value above ``MAX_RETRY_DELAY``,
+    ``inf`` included, is capped to it. Negative values, NaN and anything else (other
+    types, other text such as HTTP dates, ``"inf"`` or ``"nan"``) are ``None``. The
+    result is always finite, ``0 <= seconds <= MAX_RETRY_DELAY``; this never raises.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > _MAX_HINT_CHARS or _DECIMAL_SECONDS.fullmatch(text) is None:
+            return None
+        value = float(text)  # "1e400" is inf, capped below
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return seconds if seconds is not None and seconds >= 0 else None
+    if isinstance(value, int):  # compared as an int: float(10**400) would overflow
+        return float(min(value, MAX_RETRY_DELAY)) if value >= 0 else None
+    if math.isnan(value) or value < 0:
+        return None
+    return min(value, MAX_RETRY_DELAY) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def _str(value: Any) -> str | None:
