@@ -10,7 +10,7 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import make_config, run_model, scripted, warm
+from ..conftest import events_of, make_config, run_model, scripted, warm
 
 COMPACTION_DONE = {
     "type": "response.output_item.done",
@@ -55,9 +55,13 @@ async def test_compacts_with_a_trigger_and_installs_the_returned_context(
 
     async with scripted(script):
         output = await run_model(server, workspace, "exercise compaction")
-    assert '"model.compaction.started"' in output
-    assert '"model.compaction.completed"' in output
-    assert '"compactions":1' in output
+    (started,) = events_of(output, "model.compaction.started")
+    assert started["after_model_call_index"] == 1
+    assert started["previous_response_id"] == "resp-tool"
+    (compacted,) = events_of(output, "model.compaction.completed")
+    assert (compacted["response_id"], compacted["status"]) == ("resp-compact", "completed")
+    (completed,) = events_of(output, "run.completed")
+    assert completed["compactions"] == 1
 
 
 async def test_compacts_before_sampling_a_follow_on_turn(server: FakeResponsesServer, workspace: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -83,7 +82,8 @@ async def test_tool_round_trip_and_follow_on(peer: Peer, workspace: Path) -> Non
         await peer.reply([frames.completed("resp-1", [frames.custom_tool_call("call-1", "exec", "text(6 * 7)")])])
         second = await peer.next_request()
         output = next(i for i in second["input"] if i.get("type") == "custom_tool_call_output")
-        assert "42" in json.dumps(output)
+        # Exactly the script's text (a bare "42" could also match inside the item's id).
+        assert output["output"][1:] == [{"type": "input_text", "text": "42"}]
         assert second.get("previous_response_id") == "resp-1"
         await peer.reply([frames.completed("resp-2", [frames.assistant_message("it is 42")])])
         third = await peer.next_request()
@@ -110,4 +110,5 @@ async def test_retryable_failure_replays_in_full(peer: Peer, workspace: Path) ->
     assert answers == ["recovered"]
     (retrying,) = log.payloads("model.attempt.retrying")
     assert retrying["replay_mode"] == "full_history"
+    assert retrying["delay_ns"] == 192_000_000  # backoff_delay(1, call_index=1), whatever the clock
     assert log.payloads("run.completed")[0]["response_retries"] == 1

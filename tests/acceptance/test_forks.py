@@ -303,7 +303,13 @@ async def test_missing_stored_checkpoint_replays_local_history_once(
         assert replay["input"][0]["type"] == "additional_tools"
         assert replay["input"][1]["role"] == "developer"
         assert "root prompt" in json.dumps(replay) and "branch after eviction" in json.dumps(replay)
-        assert len(replay["input"]) > 4
+        # The prefix (tools, 2 developer messages, environment), then the root turn and the branch prompt.
+        assert [item.get("role") for item in replay["input"]] == [
+            "developer", "developer", "developer", "user", "user", "assistant", "user"
+        ]
+        assert [item["content"][0]["text"] for item in replay["input"][4:]] == [
+            "root prompt", "done", "branch after eviction"
+        ]
         await branch.send_final("resp-replayed")
 
     log = EventLog()

@@ -26,8 +26,12 @@ async def test_explicit_end_turn_false_continues_without_a_tool_call(
 
     async with scripted(script):
         output = await run_model(server, workspace, "continue when requested")
-    assert '"model_calls":2' in output
-    assert '"text":"done"' in output
+    (completed,) = events_of(output, "run.completed")
+    assert completed["model_calls"] == 2
+    assert completed["last_response_id"] == "resp-final"
+    # The seed's `"text":"done"`: the final answer, in the last inbound frame.
+    final = [p["event"] for p in events_of(output, "api.event") if p["direction"] == "inbound"][-1]
+    assert final["response"]["output"][0]["content"][0]["text"] == "done"
 
 
 async def test_completed_response_accepts_null_usage(server: FakeResponsesServer, workspace: Path) -> None:
@@ -39,9 +43,14 @@ async def test_completed_response_accepts_null_usage(server: FakeResponsesServer
 
     async with scripted(script):
         output = await run_model(server, workspace, "accept missing usage")
-    assert '"model.call.completed"' in output
-    assert '"usage":null' in output
-    assert '"run.completed"' in output
+    (call,) = events_of(output, "model.call.completed")
+    assert call["usage"] is None
+    (completed,) = events_of(output, "run.completed")
+    assert completed["status"] == "completed"
+    assert completed["usage"] == {
+        "input_tokens": 0, "cached_input_tokens": 0, "cache_write_input_tokens": 0,
+        "output_tokens": 0, "reasoning_output_tokens": 0, "total_tokens": 0,
+    }
 
 
 async def test_completed_response_accepts_null_usage_details(
@@ -58,14 +67,17 @@ async def test_completed_response_accepts_null_usage_details(
 
     async with scripted(script):
         output = await run_model(server, workspace, "accept missing usage details")
-    assert '"input_tokens_details":null' in output
-    assert '"output_tokens_details":null' in output
-    assert '"cached_input_tokens":0' in output
-    assert '"reasoning_output_tokens":0' in output
-    assert '"run.completed"' in output
+    (call,) = events_of(output, "model.call.completed")
+    assert call["usage"] == {
+        "input_tokens": 10, "input_tokens_details": None, "output_tokens": 2, "output_tokens_details": None,
+        "total_tokens": 12,
+    }
     (completed,) = events_of(output, "run.completed")
-    assert completed["usage"]["input_tokens"] == 10
-    assert completed["usage"]["total_tokens"] == 12
+    assert completed["status"] == "completed"
+    assert completed["usage"] == {
+        "input_tokens": 10, "cached_input_tokens": 0, "cache_write_input_tokens": 0,
+        "output_tokens": 2, "reasoning_output_tokens": 0, "total_tokens": 12,
+    }
 
 
 async def test_unsupported_direct_tools_return_failed_results_to_the_model(
@@ -94,10 +106,15 @@ async def test_unsupported_direct_tools_return_failed_results_to_the_model(
 
     async with scripted(script):
         output = await run_model(server, workspace, "recover from unsupported tools")
-    assert output.count('"status":"failed"') == 2, output
-    assert '"tool_calls":2' in output
-    assert '"run.completed"' in output
-    assert '"run.failed"' not in output
+    assert [(p["call_id"], p["status"], p["result"]) for p in events_of(output, "tool.result")] == [
+        ("call-custom", "failed", "unsupported custom tool call: missing_custom"),
+        ("call-function", "failed", "unsupported call: example::missing_function"),
+    ]
+    assert [p["status"] for p in events_of(output, "model.call.completed")] == ["completed", "completed"]
+    (completed,) = events_of(output, "run.completed")
+    assert completed["status"] == "completed"
+    assert completed["tool_calls"] == 2
+    assert events_of(output, "run.failed") == []
 
 
 async def test_turn_state_from_metadata_is_echoed_in_client_metadata(

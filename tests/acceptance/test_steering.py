@@ -125,7 +125,7 @@ async def test_steering_during_a_tool_call_joins_after_the_tool_result(
             assert not (workspace / "release-tool").exists()
             (workspace / "release-tool").write_bytes(b"")
             assert (await turn.result()).final_message == "done"
-    assert "run.steered" in log.kinds()
+    assert log.payloads("run.steered") == [{"steer_index": 1, "instruction_bytes": len("print shat instead")}]
 
 
 @pytest.mark.parametrize("discard_partial", [False, True], ids=["completed_reasoning", "discarded_reasoning"])
@@ -204,7 +204,7 @@ async def test_interrupt_before_the_response_id_is_known_is_sent_when_it_arrives
             "id": "resp-live", "status": "incomplete", "incomplete_details": {"reason": "interrupted"}}})
         follow_up = await conn.next_request()
         assert follow_up["previous_response_id"] == "resp-live"
-        assert follow_up["input"] == [follow_up["input"][0]]
+        assert len(follow_up["input"]) == 1
         assert user_texts(follow_up) == ["change course"]
         await conn.send_final("resp-2")
 
@@ -273,7 +273,7 @@ async def test_steer_during_stream_retry_skips_backoff(
             start = trio.current_time()
             await turn.steer("second prompt", interrupt=True)
             await turn.result()
-            assert trio.current_time() - start < 1.0  # not the server's 60 s
+            assert trio.current_time() - start == 0.0  # the server's 60 s were skipped entirely
     assert len(server.requests) == 3  # warmup, failed attempt, the retry with the steer
 
 
@@ -454,7 +454,7 @@ async def test_user_input_does_not_preempt_after_reasoning_item(
             await turn.steer("second prompt")
             steered.set()
             await turn.result()
-    assert [i for i in log.payloads("assistant.message") if i["text"] == "first answer"]
+    assert log.payloads("assistant.message") == [{"model_call_index": 1, "item_id": "msg-1", "text": "first answer"}]
     assert not [p for p in log.payloads("api.event") if p["event"].get("type") == "response.interrupt"]
     assert len(server.requests) == 3
 
@@ -487,15 +487,18 @@ async def test_steering_a_queued_or_finished_turn_is_refused(server: FakeRespons
 
 async def test_wait_running_then_steer_joins_the_turn(server: FakeResponsesServer, workspace: Path) -> None:
     release = trio.Event()
+    answers: list[str] = []
 
     async def script() -> None:
         conn = await warm(server)
         first = await conn.next_request()
         await release.wait()
+        answers.append("listed")  # before sending: the turn may end as soon as it is out
         await conn.send_final("resp-1", "listed")
         if user_texts(first)[-1] != "and count them":  # the steer missed the first request
             follow = await conn.next_request()
             assert user_texts(follow) == ["and count them"]
+            answers.append("counted")
             await conn.send_final("resp-2", "counted")
 
     async with scripted(script):
@@ -507,5 +510,5 @@ async def test_wait_running_then_steer_joins_the_turn(server: FakeResponsesServe
             await queued.cancel()
             assert not await queued.wait_running()  # cancelled while queued: it never ran
             release.set()
-            await turn.result()
+            assert (await turn.result()).final_message == answers[-1]
             assert await turn.wait_running()  # it did run

@@ -11,9 +11,10 @@ import trio.testing
 import trio_websocket
 
 import trio_agent as ta
+from trio_agent._transport.retry import backoff_delay
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import make_config, run_model, scripted, warm
+from ..conftest import events_of, make_config, run_model, scripted, warm
 
 
 async def test_server_suggested_retry_delay_is_honoured_on_trios_clock(
@@ -35,11 +36,14 @@ async def test_server_suggested_retry_delay_is_honoured_on_trios_clock(
 
     async with scripted(script, 60):
         output = await run_model(server, workspace, "retry please")
-    assert times[1] - times[0] == pytest.approx(7.0, abs=0.01)
-    assert '"model.attempt.retrying"' in output
-    assert '"server_requested_delay":true' in output
-    assert '"delay_ns":7000000000' in output
-    assert '"response_retries":1' in output
+    assert times[1] - times[0] == 7.0
+    (retrying,) = events_of(output, "model.attempt.retrying")
+    assert retrying["error_class"] == "api_server"
+    assert retrying["server_requested_delay"] is True
+    assert retrying["delay_ns"] == 7_000_000_000
+    (completed,) = events_of(output, "run.completed")
+    assert completed["response_retries"] == 1
+    assert completed["retry_backoff_duration_ns"] == 7_000_000_000
 
 
 async def test_backoff_doubles_with_jitter_and_gives_up_after_max_attempts(
@@ -65,9 +69,12 @@ async def test_backoff_doubles_with_jitter_and_gives_up_after_max_attempts(
     assert isinstance(info.value.responses_error, ta.ApiError)
     assert info.value.responses_error.code == "server_error"
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    # 200 ms then 400 ms, each with a deterministic 90-110% jitter.
-    assert 0.18 <= gaps[0] <= 0.22
-    assert 0.36 <= gaps[1] <= 0.44
+    # 200 ms then 400 ms, each with the jitter derived from (call_index 1, attempt):
+    # 0.192 s and 0.368 s; approx only for the float subtraction.
+    assert gaps == [
+        pytest.approx(backoff_delay(1, call_index=1), abs=1e-9),
+        pytest.approx(backoff_delay(2, call_index=1), abs=1e-9),
+    ]
 
 
 async def test_terminal_api_error_is_not_retried_and_fails_the_turn(
@@ -185,25 +192,37 @@ async def test_idle_timeout_on_trios_clock_reconnects_and_replays(
 
     async with scripted(script, 1000):
         output = await run_model(server, workspace, "anyone there?")
-    assert 300.0 <= times[1] - times[0] <= 301.0
-    assert '"error_class":"event_idle_timeout"' in output
-    assert '"purpose":"reconnect"' in output
-    assert '"run.completed"' in output
+    # The 300 s idle timeout, then the first backoff (call 1, attempt 1: 0.192 s).
+    assert times[1] - times[0] == pytest.approx(300.0 + backoff_delay(1, call_index=1), abs=1e-9)
+    (failed,) = events_of(output, "model.attempt.failed")
+    assert failed["error_class"] == "event_idle_timeout"
+    assert failed["duration_ns"] == 300_000_000_000
+    (retrying,) = events_of(output, "model.attempt.retrying")
+    assert retrying["delay_ns"] == 192_000_000
+    assert [p["purpose"] for p in events_of(output, "model.connection.started")] == ["initial", "reconnect"]
+    assert [p["status"] for p in events_of(output, "run.completed")] == ["completed"]
 
 
 async def test_closing_the_agent_during_the_startup_warmup_is_prompt(
-    server: FakeResponsesServer, workspace: Path
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
+    warmup_sent = trio.Event()
+
     async def script() -> None:
         conn = await server.accept()
         await conn.next_request()  # never answered
+        warmup_sent.set()
 
     async with scripted(script) as nursery:
         async with ta.open_agent(make_config(server, workspace)) as agent:
             events = agent.events
+            await warmup_sent.wait()
+            closing = trio.current_time()
         # The warmup was still waiting: leaving the block cancels nothing the user
-        # accepted, but the agent shut its socket and ended its events.
+        # accepted, but the agent shut its socket and ended its events -- at once, on
+        # the virtual clock (no timeout had to expire).
         kinds = [event.kind.value async for event in events]
+        assert trio.current_time() - closing == 0.0
         nursery.cancel_scope.cancel()
     assert kinds[:2] == ["model.warmup.started", "model.connection.started"]
 
@@ -265,8 +284,11 @@ async def test_a_rate_limited_handshake_retries_after_the_servers_delay(
 
     async with scripted(script, 60):
         output = await run_model(server, workspace, "hi")
-    assert times[1] - times[0] == pytest.approx(3.0, abs=0.05)
-    assert '"error_class":"handshake_rate_limit"' in output
+    assert times[1] - times[0] == pytest.approx(3.0, abs=1e-9)  # the first reconnect may back off first
+    retries = events_of(output, "model.attempt.retrying")
+    rate_limited = [(p["delay_ns"], p["server_requested_delay"]) for p in retries
+                    if p["error_class"] == "handshake_rate_limit"]
+    assert rate_limited == [(3_000_000_000, True)]
 
 
 async def test_a_two_megabyte_frame_is_received_whole(server: FakeResponsesServer, workspace: Path) -> None:
