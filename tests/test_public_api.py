@@ -21,6 +21,7 @@ EXPECTED_ALL = [
     "AgentEvent",
     "AgentEvents",
     "AgentHandle",
+    "AgentStatistics",
     "ApiError",
     "ChatGptAuth",
     "ChatGptAuthSnapshot",
@@ -75,6 +76,11 @@ def test_all_is_pinned() -> None:
 @pytest.mark.parametrize("name", EXPECTED_ALL)
 def test_every_exported_name_exists(name: str) -> None:
     assert getattr(ta, name, None) is not None
+
+
+@pytest.mark.parametrize("name", EXPECTED_ALL)
+def test_exported_names_report_the_package_as_their_module(name: str) -> None:
+    assert getattr(ta, name).__module__ == "trio_agent"
 
 
 def test_no_public_name_outside_all() -> None:
@@ -295,3 +301,78 @@ def test_max_attempts_one_is_kept(tmp_path: Path) -> None:
 def test_config_errors_are_value_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="ChatGPT subscription"):
         ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(store=True))
+
+
+# -- layering inside _runtime: runtime imports point downward; only faces import _agent --
+
+RUNTIME_RANKS = {
+    # leaves: counters, payload helpers, context I/O, recorder, the shared-warmup registry
+    "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0, "_recorder": 0,
+    "_tool_runner": 0, "_sessions": 0, "_auth": 0, "_handle": 0,
+    "_turn": 1,  # turn handles and state
+    "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2,
+    "_model": 3, "_turn_queue": 3,
+    "_sampling": 4, "_pending_input": 4, "_tool_dispatch": 4,
+    "_runner": 5,
+    "_agent": 6,  # the package face
+}
+FACES = {"__init__", "_agent", "_handle"}
+RUNTIME_DIR = PACKAGE_ROOT / "_runtime"
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_imports(source: str) -> list[tuple[str, bool]]:
+    """``(sibling module, type_only)`` for every import of another ``_runtime`` module."""
+    found: list[tuple[str, bool]] = []
+
+    def visit(nodes: list[ast.stmt], type_only: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and _is_type_checking(node):
+                visit(node.body, True)
+                visit(node.orelse, type_only)
+                continue
+            for child in ast.walk(node):
+                if isinstance(child, ast.ImportFrom) and child.level == 1:
+                    if child.module:
+                        found.append((child.module.split(".")[0], type_only))
+                    else:
+                        found.extend((alias.name, type_only) for alias in child.names)
+
+    visit(ast.parse(source).body, False)
+    return found
+
+
+def test_runtime_ranks_cover_every_module() -> None:
+    modules = {path.stem for path in RUNTIME_DIR.glob("*.py")} - {"__init__"}
+    assert modules == set(RUNTIME_RANKS)
+
+
+@pytest.mark.parametrize("path", sorted(RUNTIME_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_runtime_modules_import_only_downward(path: Path) -> None:
+    name = path.stem
+    for target, type_only in runtime_imports(path.read_text(encoding="utf-8")):
+        if target == "_agent":
+            assert name in FACES, f"{path.name} imports _agent; only the package faces may"
+        if type_only or name == "__init__":
+            continue
+        assert RUNTIME_RANKS[target] < RUNTIME_RANKS[name], f"{path.name} imports {target} (not below it)"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from ._turn import Turn", [("_turn", False)]),
+        ("from . import _pending_input", [("_pending_input", False)]),
+        ("if TYPE_CHECKING:\n    from ._agent import Agent\n", [("_agent", True)]),
+        ("def f():\n    from ._model import M\n", [("_model", False)]),
+        ("from .._session.ledger import TurnLedger", []),
+    ],
+)
+def test_runtime_import_detector(source: str, expected: list[tuple[str, bool]]) -> None:
+    assert runtime_imports(source) == expected

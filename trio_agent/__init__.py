@@ -38,6 +38,7 @@ from ._rollout import RolloutConfig as RolloutConfig
 from ._rollout import RolloutError as RolloutError
 from ._runtime import Agent as Agent
 from ._runtime import AgentHandle as AgentHandle
+from ._runtime import AgentStatistics as AgentStatistics
 from ._runtime import Declined as Declined
 from ._runtime import Prompt as Prompt
 from ._runtime import Submission as Submission
@@ -60,6 +61,7 @@ __all__ = [
     "AgentEvent",
     "AgentEvents",
     "AgentHandle",
+    "AgentStatistics",
     "ApiError",
     "ChatGptAuth",
     "ChatGptAuthSnapshot",
@@ -103,3 +105,25 @@ __all__ = [
     "open_agent",
     "write_jsonl",
 ]
+
+
+def _own_public_names() -> None:
+    # Public names report the package as their module (``trio_agent.Agent``, not
+    # ``trio_agent._runtime._agent.Agent``): what users see in reprs, tracebacks and docs.
+    # An attrs class's string annotations are resolved first, in the module that wrote
+    # them (cattrs reads the resolved types; afterwards the names would be looked up here).
+    import attrs
+
+    for name in __all__:
+        value = globals()[name]
+        if not getattr(value, "__module__", "").startswith("trio_agent."):
+            continue
+        if isinstance(value, type) and attrs.has(value):
+            try:
+                attrs.resolve_types(value)
+            except NameError:
+                pass  # annotations that name TYPE_CHECKING-only types stay unresolved
+        value.__module__ = __name__
+
+
+_own_public_names()

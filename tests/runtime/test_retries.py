@@ -44,6 +44,10 @@ async def test_server_suggested_retry_delay_is_honoured_on_trios_clock(
     (completed,) = events_of(output, "run.completed")
     assert completed["response_retries"] == 1
     assert completed["retry_backoff_duration_ns"] == 7_000_000_000
+    (call,) = events_of(output, "model.call.completed")
+    assert call["attempt"] == 2  # the attempt that succeeded
+    assert call["duration_ns"] == 7_000_000_000  # the whole call, backoff included (virtual time)
+    assert call["time_to_first_event_ns"] == 0  # counted from the successful attempt's send
 
 
 async def test_backoff_doubles_with_jitter_and_gives_up_after_max_attempts(

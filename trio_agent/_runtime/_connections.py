@@ -16,8 +16,8 @@ import trio
 from .._config import AgentConfig, Transport
 from .._errors import ConnectionFailed
 from .._events import EventKind
+from .._units import ns
 from ._auth import websocket_headers
-from ._model_events import ns
 from ._stats import TransportStats
 
 if TYPE_CHECKING:

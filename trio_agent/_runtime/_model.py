@@ -270,6 +270,7 @@ class AttemptSlot:
         self._link = link
         self._headers = headers
         self._snapshot = snapshot
+        self.recorder: ExchangeRecorder | None = None  # the exchange that produced the outcome
 
     async def send(
         self,
@@ -302,12 +303,7 @@ class AttemptSlot:
         else:
             recorder, outcome = await self._https(body, phase, call_index, turn_id, preemption)
         model.completed(outcome, warmup=warmup)
-        if phase == "generation":
-            events.call_completed(
-                model.emit, outcome, model=model.config.model, call_index=call_index, generation=model.generation,
-                sent=recorder.sent_at, first_event=recorder.first_event, first_output=recorder.first_output,
-                turn_id=turn_id,
-            )
+        self.recorder = recorder
         return outcome
 
     async def _https(

@@ -9,24 +9,19 @@ import trio
 
 from .._errors import ResponsesError
 from .._events import EventKind
+from .._units import ns
 from .._wire.stream import AssistantMessageDone, ReasoningDelta, ResponseOutcome, TextDelta
 
 __all__ = [
     "attempt_failed",
     "attempt_started",
     "call_completed",
-    "ns",
     "omit_none",
     "retrying",
     "stream_event",
 ]
 
 Emit = Callable[..., Any]
-_NS = 1_000_000_000
-
-
-def ns(seconds: float) -> int:
-    return int(seconds * _NS)
 
 
 def omit_none(payload: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -60,9 +55,12 @@ def attempt_started(
 
 
 def call_completed(
-    emit: Emit, outcome: ResponseOutcome, *, model: str, call_index: int | None, generation: int,
-    sent: float, first_event: float | None, first_output: float | None, turn_id: int | None,
+    emit: Emit, outcome: ResponseOutcome, *, model: str, call_index: int | None, attempt: int, generation: int,
+    started: float, sent: float, first_event: float | None, first_output: float | None, turn_id: int | None,
 ) -> None:
+    """``duration_ns`` covers the whole call (every attempt and backoff, like
+    ``model.call.failed``); the first-event/first-output times count from when the
+    successful ``attempt`` was sent."""
     now = trio.current_time()
     emit(
         EventKind.MODEL_CALL_COMPLETED,
@@ -70,10 +68,10 @@ def call_completed(
             "call_index": call_index,
             "model": model,
             "response_id": outcome.response_id,
-            "attempt": 1,
+            "attempt": attempt,
             "connection_generation": generation,
             "status": outcome.status,
-            "duration_ns": ns(now - sent),
+            "duration_ns": ns(now - started),
             "time_to_first_event_ns": ns((first_event or now) - sent),
             "time_to_first_output_ns": ns(first_output - sent) if first_output else None,
             "tool_calls": len(outcome.tool_calls),

@@ -25,6 +25,7 @@ from .._wire.request import RequestSettings
 from .._wire.stream import ResponseOutcome
 from . import _model_events as events
 from ._model import ModelClient
+from ._recorder import ExchangeRecorder
 
 if TYPE_CHECKING:
     from ._turn import Preemption
@@ -58,13 +59,21 @@ class Sampler:
             join()
 
         try:
-            return await self._with_retries(settings, "generation", call_index, turn_id, preemption, announce_then_join)
+            outcome, recorder, attempt = await self._with_retries(
+                settings, "generation", call_index, turn_id, preemption, announce_then_join
+            )
         except ResponsesError as exc:
             self._emit(EventKind.MODEL_CALL_FAILED, {
                 "call_index": call_index, "model": settings.model,
                 "duration_ns": ns(trio.current_time() - start), "error": str(exc),
             }, turn_id)
             raise
+        events.call_completed(
+            self._emit, outcome, model=settings.model, call_index=call_index, attempt=attempt,
+            generation=self._model.generation, started=start, sent=recorder.sent_at,
+            first_event=recorder.first_event, first_output=recorder.first_output, turn_id=turn_id,
+        )
+        return outcome
 
     async def compact(
         self, settings: RequestSettings, *, after_call_index: int, turn_id: int, active_tokens: int, limit: int
@@ -77,7 +86,9 @@ class Sampler:
         }, turn_id)
         start = trio.current_time()
         try:
-            outcome = await self._with_retries(settings, "compaction", after_call_index, turn_id, None, None)
+            outcome, _, attempt = await self._with_retries(
+                settings, "compaction", after_call_index, turn_id, None, None
+            )
             items = [i for i in outcome.output if i.get("type") in ("compaction", "compaction_summary")]
             if len(items) != 1:
                 raise ProtocolError(
@@ -91,7 +102,7 @@ class Sampler:
             }, turn_id)
             raise
         self._emit(EventKind.MODEL_COMPACTION_COMPLETED, {
-            "after_model_call_index": after_call_index, "response_id": outcome.response_id, "attempt": 1,
+            "after_model_call_index": after_call_index, "response_id": outcome.response_id, "attempt": attempt,
             "connection_generation": self._model.generation, "status": outcome.status,
             "duration_ns": ns(trio.current_time() - start), "usage": outcome.usage_raw,
         }, turn_id)
@@ -100,7 +111,8 @@ class Sampler:
     async def _with_retries(
         self, settings: RequestSettings, phase: str, call_index: int, turn_id: int,
         preemption: Preemption | None, join: Join | None,
-    ) -> ResponseOutcome:
+    ) -> tuple[ResponseOutcome, ExchangeRecorder, int]:
+        """The outcome, the exchange that produced it, and which attempt that was."""
         model = self._model
         max_attempts = self._max_attempts
         attempt = 1
@@ -111,10 +123,12 @@ class Sampler:
                 async with model.attempt_slot(turn_id) as slot:
                     if join is not None:
                         join()
-                    return await slot.send(
+                    outcome = await slot.send(
                         settings, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
                         turn_id=turn_id, preemption=preemption,
                     )
+                    assert slot.recorder is not None
+                    return outcome, slot.recorder, attempt
             except ResponsesError as exc:
                 same_socket = isinstance(exc, CheckpointMissing) and not checkpoint_replayed
                 retry = same_socket or should_retry(exc, attempt, max_attempts)

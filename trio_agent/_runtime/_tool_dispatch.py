@@ -28,12 +28,12 @@ import trio
 from .._events import EventKind
 from .._tools import ToolContext, Tools, ToolSpec
 from .._units import ns
-from ._handle import AgentHandle
 from ._tool_runner import Runner, ToolOutcome, to_output
 
 if TYPE_CHECKING:
     from .._tools.code_mode import CodeModeHost
     from .._tools.exec_command import ShellSessions
+    from ._handle import AgentHandle
     from ._stats import TurnStats
     from ._turn import TurnState
 

@@ -239,7 +239,9 @@ class Turn:
         kept; tool calls already received still run), retry backoff is skipped, and a
         running ``exec``/``wait`` returns ``Script running with cell ID N`` while the
         cell keeps running. Other tools finish normally. Returns once the interrupt
-        is on the wire.
+        is on the wire: the connection's own side sends it (as soon as the live
+        response's id is known, so a steer that lands before then waits for it), and
+        cancelling this call does not stop it.
         """
         if not isinstance(text, str) or not text.strip():
             raise InvalidPrompt("a steer needs non-empty text")
