@@ -82,10 +82,13 @@ class HttpsExchange:
                 outcome = self.recorder.feed(decode_frame(data), trio.current_time())
                 if outcome is not None:
                     return outcome
-        for data in decoder.close():
-            outcome = self.recorder.feed(decode_frame(data), trio.current_time())
-            if outcome is not None:
-                return outcome
+        decoder.close()  # an unterminated final event is discarded (the SSE standard)
+        if decoder.truncated:
+            raise ConnectionLost(
+                "the Responses event stream was cut inside an event (its data was discarded) "
+                "before the response completed",
+                error_class="premature_close",
+            )
         raise ConnectionLost(
             "the Responses event stream ended before the response completed", error_class="premature_close"
         )

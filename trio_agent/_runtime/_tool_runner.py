@@ -18,6 +18,7 @@ import trio
 
 from .._events import EventKind
 from .._units import ns
+from ._stats import TurnStats
 
 __all__ = ["Runner", "ToolOutcome", "call_arguments", "run_call", "to_output"]
 
@@ -66,7 +67,7 @@ async def run_call(
     emit: Callable[..., Any],
     turn_id: int,
     model_call_index: int,
-    stats: Any,
+    stats: TurnStats,
 ) -> ToolOutcome:
     """Emit ``tool.call``, run the call (or answer it as unsupported), emit ``tool.result``."""
     call_id = call.get("call_id", "")
