@@ -52,6 +52,7 @@ class EventKind(enum.StrEnum):
     MODEL_CONNECTION_COMPLETED = "model.connection.completed"
     MODEL_CONNECTION_FAILED = "model.connection.failed"
     API_EVENT = "api.event"
+    API_WARNING = "api.warning"  # server data that was wrong but handled: ``code``, ``message``, details
 
     @property
     def is_terminal(self) -> bool:

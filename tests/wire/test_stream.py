@@ -10,6 +10,7 @@ from trio_agent import ApiError, CheckpointMissing, InvalidImageRequest, Protoco
 from trio_agent._wire.frames import parse_frame
 from trio_agent._wire.stream import (
     AssistantMessageDone,
+    ForeignFrame,
     Phase,
     ReasoningDelta,
     ResponseAccumulator,
@@ -415,3 +416,67 @@ def test_unknown_frames_are_ignored_mid_stream() -> None:
     )
     assert acc.phase is Phase.DONE
     assert [type(e) for e in events] == [ResponseStarted, ResponseFinished]
+
+
+# -- interrupt-and-drain phase and response isolation (pure) ----------------------------
+
+
+def test_an_interrupt_is_due_once_the_id_is_known_and_drains_to_the_terminal_frame() -> None:
+    acc = ResponseAccumulator()
+    acc.want_interrupt()
+    assert not acc.interrupt_due  # no response id yet
+    assert acc.feed(parse_frame(f.response_created("resp-1"))) == [ResponseStarted("resp-1")]
+    assert acc.interrupt_due
+    assert acc.interrupt_frame() == {"type": "response.interrupt", "response_id": "resp-1",
+                                     "mode": "discard_partial_items"}
+    acc.interrupt_sent()
+    assert acc.phase is Phase.DRAINING and not acc.interrupt_due
+    feed_all(acc, [f.text_delta(0, "late")])
+    assert acc.phase is Phase.DRAINING
+    incomplete = {"type": "response.incomplete", "response": {
+        "id": "resp-1", "incomplete_details": {"reason": "interrupted"}, "usage": {"total_tokens": 7}}}
+    (finished,) = acc.feed(parse_frame(incomplete))
+    assert isinstance(finished, ResponseFinished)
+    assert (finished.outcome.status, finished.outcome.end_turn, finished.outcome.usage.total_tokens) == (
+        "incomplete", False, 7)
+    assert acc.phase is Phase.DONE
+
+
+def test_a_drain_without_its_terminal_frame_is_abandoned_unchained() -> None:
+    acc, _ = run([f.response_created("resp-1"), f.output_item_done(0, f.assistant_message("kept"))])
+    acc.want_interrupt()
+    acc.interrupt_sent()
+    outcome = acc.abandoned_outcome()
+    assert (outcome.response_id, outcome.chained, outcome.final_message) == ("resp-1", False, "kept")
+
+
+def test_no_interrupt_is_due_without_a_request_or_after_the_end() -> None:
+    acc, _ = run([f.response_created("resp-1")])
+    assert not acc.interrupt_due
+    feed_all(acc, [f.completed("resp-1", [])])
+    acc.want_interrupt()
+    assert not acc.interrupt_due
+
+
+@pytest.mark.parametrize(
+    ("stale", "frames", "expected_foreign"),
+    [
+        (("resp-old",), [f.completed("resp-old", [])], [("ResponseCompleted", "resp-old", None)]),
+        ((), [f.response_created("resp-1"), f.completed("resp-2", [])], [("ResponseCompleted", "resp-2", "resp-1")]),
+        ((), [f.response_created("resp-1"), {"type": "response.failed", "response": {"id": "resp-9"}}],
+         [("ResponseFailed", "resp-9", "resp-1")]),
+        (("resp-old",), [{"type": "response.created", "response": {"id": "resp-old"}}],
+         [("ResponseCreated", "resp-old", None)]),
+        ((), [f.response_created("resp-1"), f.completed("resp-1", [])], []),
+    ],
+)
+def test_frames_naming_another_response_are_foreign_and_change_nothing(
+    stale: tuple[str, ...], frames: list[Raw], expected_foreign: list[tuple[str, str, str | None]]
+) -> None:
+    acc = ResponseAccumulator(stale)
+    events = feed_all(acc, frames)
+    foreign = [(e.frame_type, e.response_id, e.live_response_id) for e in events if isinstance(e, ForeignFrame)]
+    assert foreign == expected_foreign
+    if expected_foreign:
+        assert acc.phase in (Phase.WAITING, Phase.STREAMING)  # still waiting for its own end
+        assert not any(isinstance(e, ResponseFinished) for e in events)

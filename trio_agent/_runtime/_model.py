@@ -19,7 +19,8 @@ their policy live with the caller (``_sampling``). All time is Trio time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import collections
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ from .._session.conversation import Chain, full_input
 from .._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
 from .._units import ns
 from .._wire.request import RequestSettings, build_response_create
-from .._wire.stream import ResponseOutcome, StreamEvent, TurnStateSeen
+from .._wire.stream import ForeignFrame, ResponseOutcome, StreamEvent, TurnStateSeen
 from . import _model_events as events
 from ._auth import https_headers
 from ._connections import Connections
@@ -76,6 +77,10 @@ class ModelClient:
             config, emit, nursery, self.stats, connect_timeout=connect_timeout, idle_timeout=idle_timeout
         )
         self._chain_generation: int | None = None
+        # Ids of the latest responses that ended on the current socket: a frame naming
+        # one of them later is a leftover, never the next answer (bounded).
+        self._finished: collections.deque[str] = collections.deque(maxlen=16)
+        self._finished_generation = 0
         self.turn_state: str | None = None
         self._https: HttpsTransport | None = None
         # The startup warmup is not an accepted turn: closing the agent cancels it.
@@ -213,12 +218,25 @@ class ModelClient:
         def on_event(event: StreamEvent) -> None:
             if isinstance(event, TurnStateSeen):
                 self.turn_state = event.value
+            elif isinstance(event, ForeignFrame):
+                self._emit(EventKind.API_WARNING, {
+                    "code": "foreign_response_frame", "frame": event.frame_type, "response_id": event.response_id,
+                    "live_response_id": event.live_response_id,
+                    "message": f"ignored a {event.frame_type} frame of response {event.response_id!r}, "
+                               "which is not the response being read",
+                }, turn_id)
             else:
                 events.stream_event(self._emit, event, call_index, turn_id)
 
+        stale: Collection[str] = ()
+        if transport is Transport.WEBSOCKET:
+            if self._finished_generation != self._sockets.generation:
+                self._finished.clear()
+                self._finished_generation = self._sockets.generation
+            stale = tuple(self._finished)
         return ExchangeRecorder(
             transport=transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
-            call_index=call_index, turn_id=turn_id,
+            call_index=call_index, turn_id=turn_id, stale=stale,
         )
 
     def https(self) -> HttpsTransport:
@@ -232,6 +250,8 @@ class ModelClient:
         return self._https
 
     def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None:
+        if outcome.response_id and self._finished_generation == self._sockets.generation:
+            self._finished.append(outcome.response_id)
         if not warmup:
             self._chain_generation = self._sockets.generation
         if not outcome.chained:

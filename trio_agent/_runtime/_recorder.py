@@ -9,7 +9,7 @@ passing the stream events it implies to the model client.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import trio
@@ -40,6 +40,7 @@ class ExchangeRecorder:
         phase: str,
         call_index: int | None,
         turn_id: int | None,
+        stale: Collection[str] = (),
     ) -> None:
         self._emit = emit
         self._on_stream_event = on_stream_event
@@ -47,7 +48,7 @@ class ExchangeRecorder:
         self._api_base: dict[str, Any] = {"direction": "inbound", "transport": transport, "phase": phase}
         if call_index is not None:
             self._api_base["model_call_index"] = call_index
-        self.accumulator = ResponseAccumulator()
+        self.accumulator = ResponseAccumulator(stale)
         self.sent_at = 0.0
         self.first_event: float | None = None
         self.first_output: float | None = None

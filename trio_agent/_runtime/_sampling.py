@@ -5,7 +5,9 @@ a ready socket), runs the caller's ``join`` -- the request boundary, where pendi
 steers and injected items join history and forks branch from -- and sends. A
 retryable failure abandons the socket (the model client forgets the chain, so the
 retry replays in full and finished tools are never re-run) and backs off on Trio's
-clock; a preempting steer skips the rest of the backoff (SPEC sec. 4). A missing
+clock; a failure that is not retried drops the socket too unless the response reached
+its own terminal frame, so the next turn never reads a dead response's leftovers;
+a preempting steer skips the rest of the backoff (SPEC sec. 4). A missing
 checkpoint is replayed once in full on the same socket. Compaction requests use the
 same loop without a ``join``: a compaction request never carries a steer.
 """
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from .._errors import CheckpointMissing, ProtocolError, ResponsesError
+from .._errors import ApiError, CheckpointMissing, ProtocolError, ResponsesError
 from .._events import EventKind
 from .._transport.retry import backoff_delay, should_retry
 from .._units import ns
@@ -33,6 +35,12 @@ if TYPE_CHECKING:
 __all__ = ["Sampler"]
 
 Join = Callable[[], None]
+
+
+def _ended_cleanly(exc: ResponsesError) -> bool:
+    """The failed response reached its own terminal frame (an ``error`` or
+    ``response.failed`` frame), so the connection holds nothing more of it."""
+    return isinstance(exc, ApiError) and exc.event is not None
 
 
 class Sampler:
@@ -138,6 +146,8 @@ class Sampler:
                     phase=phase,
                 )
                 if not retry:
+                    if not _ended_cleanly(exc):
+                        model.invalidate("reconnect")  # never read a dead response's leftovers
                     raise
                 if same_socket:
                     checkpoint_replayed = True

@@ -18,11 +18,16 @@ the phase to DRAINING, where the machine keeps consuming frames until the termin
 one (``response.incomplete`` with reason ``interrupted`` is a completion with
 ``end_turn: false``). If the terminal frame never comes, ``abandoned_outcome()`` keeps
 the items finished so far, unchained.
+
+Response isolation: a frame that names another response -- one already finished on
+this connection (a duplicated ``response.completed``), or any id other than the live
+one -- is reported as a ``ForeignFrame`` and never taken as this response's answer.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from typing import Any
 
 import attrs
@@ -46,6 +51,7 @@ from .usage import TokenUsage
 
 __all__ = [
     "AssistantMessageDone",
+    "ForeignFrame",
     "Phase",
     "ReasoningDelta",
     "ResponseAccumulator",
@@ -55,6 +61,7 @@ __all__ = [
     "StreamEvent",
     "TextDelta",
     "TurnStateSeen",
+    "frame_response_id",
     "message_text",
 ]
 
@@ -145,14 +152,35 @@ class ResponseOutcome:
 
 
 @attrs.frozen
+class ForeignFrame:
+    """A frame of another response (a duplicate ``response.completed``, a late reply to
+    an earlier request): reported, never taken as this response's answer."""
+
+    frame_type: str
+    response_id: str
+    live_response_id: str | None
+
+
+@attrs.frozen
 class ResponseFinished:
     outcome: ResponseOutcome
 
 
 StreamEvent = (
     ResponseStarted | TextDelta | ReasoningDelta | AssistantMessageDone | TurnStateSeen
-    | ResponseFinished
+    | ForeignFrame | ResponseFinished
 )
+
+
+def frame_response_id(frame: Frame) -> str | None:
+    """The response id a frame names, when it names one."""
+    if isinstance(frame, ResponseCreated | ResponseCompleted):
+        return frame.response.id
+    if isinstance(frame, ResponseFailed | ResponseIncomplete | ErrorFrame):
+        response = frame.raw.get("response")
+        found = response.get("id") if isinstance(response, dict) else None
+        return found if isinstance(found, str) and found else None
+    return None
 
 
 def _interrupted(raw: dict[str, Any]) -> bool:
@@ -171,9 +199,15 @@ def message_text(item: dict[str, Any]) -> str:
 
 
 class ResponseAccumulator:
-    """Consumes the frames of one response attempt; see the module docstring."""
+    """Consumes the frames of one response attempt; see the module docstring.
 
-    def __init__(self) -> None:
+    ``stale`` names responses that already ended on this connection: a frame naming
+    one of them, or naming any id other than this response's once that is known, is a
+    ``ForeignFrame`` and changes nothing (response isolation).
+    """
+
+    def __init__(self, stale: Collection[str] = ()) -> None:
+        self._stale = stale
         self.phase = Phase.WAITING
         self.response_id: str | None = None
         self.error: ResponsesError | None = None
@@ -213,6 +247,9 @@ class ResponseAccumulator:
         """Advance on one frame; raises the frame's ``ResponsesError`` on a failure frame."""
         if self.phase in (Phase.DONE, Phase.FAILED):
             raise ProtocolError(f"frame {type(frame).__name__} after the response ended")
+        named = frame_response_id(frame)
+        if named is not None and (named in self._stale or named != (self.response_id or named)):
+            return [ForeignFrame(type(frame).__name__, named, self.response_id)]
         handler = _HANDLERS.get(type(frame))
         if handler is None:
             return []  # unknown or ignored frames never fail a turn
