@@ -8,13 +8,14 @@ never latency. ``seq`` is consumed per agent in emission order, starting at 1.
 from __future__ import annotations
 
 import enum
-import json
 import math
 from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
 import trio
+
+from ._jsontext import dumps
 
 __all__ = ["PROTOCOL_VERSION", "AgentEvent", "AgentEvents", "EventKind", "write_jsonl"]
 
@@ -89,7 +90,7 @@ class AgentEvent:
     def to_json_line(self) -> str:
         """One compact JSON object and a newline. U+2028/U+2029/U+0085 are escaped so
         that no line-splitting reader (``str.splitlines``, JavaScript) sees two lines."""
-        text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+        text = dumps(self.to_json())
         for char, escaped in _LINE_BREAKS:
             if char in text:
                 text = text.replace(char, escaped)

@@ -49,3 +49,27 @@ def new_item_id(item_type: str) -> str | None:
     if prefix is None:
         return None
     return f"{prefix}_{uuid7()}"
+
+
+SESSION_ID_MAX = 128
+_SESSION_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+-")
+
+
+def session_id_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a session (thread) id, or None when it can.
+
+    A session id names the rollout file and travels in headers, so it is a short
+    token: 1 to 128 of ``A-Z a-z 0-9 . _ : @ + -``, not starting with a dot (no path
+    separators, ``..``, whitespace, control or glob characters).
+    """
+    if not isinstance(value, str) or not value:
+        return "it must be a non-empty string"
+    if len(value) > SESSION_ID_MAX:
+        return f"it is {len(value)} characters long; at most {SESSION_ID_MAX} are allowed"
+    bad = sorted({char for char in value if char not in _SESSION_ID_CHARS})
+    if bad:
+        shown = ", ".join(repr(char) for char in bad[:5])
+        return f"it contains {shown}; use letters, digits and . _ : @ + - only"
+    if value.startswith("."):
+        return "it starts with a dot"
+    return None

@@ -25,6 +25,8 @@ from typing import Any, final
 import attrs
 
 from ._errors import AgentError, InvalidSessionSnapshot
+from ._ids import session_id_problem
+from ._jsontext import dumps
 from ._session.history import History
 from ._session.snapshot import SessionSnapshot
 
@@ -40,8 +42,15 @@ def _now() -> str:
 
 
 def _line(kind: str, payload: dict[str, Any]) -> str:
-    return json.dumps({"timestamp": _now(), "type": kind, "payload": payload}, separators=(",", ":"),
-                      ensure_ascii=False) + "\n"
+    return dumps({"timestamp": _now(), "type": kind, "payload": payload}) + "\n"
+
+
+def _check_thread_id(thread_id: str) -> None:
+    problem = session_id_problem(thread_id)
+    if problem is not None:
+        raise InvalidSessionSnapshot(
+            f"{thread_id!r:.80} is not a valid thread id: {problem}; pass the session id of an agent"
+        )
 
 
 @final
@@ -70,6 +79,7 @@ class RolloutConfig:
 
     def find(self, thread_id: str) -> Path | None:
         """The rollout file of ``thread_id``, if one exists."""
+        _check_thread_id(thread_id)
         sessions = self.home / "sessions"
         if not sessions.is_dir():
             return None
@@ -77,6 +87,8 @@ class RolloutConfig:
         return matches[-1] if matches else None
 
     def new_path(self, thread_id: str) -> Path:
+        """Where a new rollout of ``thread_id`` goes (always inside ``home``)."""
+        _check_thread_id(thread_id)
         now = datetime.datetime.now()
         folder = self.home / "sessions" / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}"
         return folder / f"rollout-{now:%Y-%m-%dT%H-%M-%S}-{thread_id}.jsonl"

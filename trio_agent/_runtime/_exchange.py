@@ -20,12 +20,12 @@ unchained (the next request replays in full).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._errors import ResponsesError, ResponseTimeout
+from .._jsontext import dumps
 from .._wire.frames import decode_frame
 from .._wire.stream import Phase, ResponseOutcome
 from ._recorder import ExchangeRecorder
@@ -40,8 +40,7 @@ INTERRUPT_GRACE = 10.0  # from the interrupt on the wire to the terminal frame
 INTERRUPT_SEND_TIMEOUT = 5.0  # sending the interrupt frame itself
 
 
-def _dumps(frame: dict[str, Any]) -> str:
-    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False)
+_dumps = dumps  # compact JSON that always encodes as UTF-8
 
 
 class Exchange:

@@ -17,7 +17,6 @@ reported under a turn after its terminal event.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ import trio
 from .._events import EventKind
 from .._tools import ToolContext, Tools, ToolSpec
 from .._units import ns
-from ._tool_runner import Runner, ToolOutcome, to_output
+from ._tool_runner import Runner, ToolOutcome, UnencodableValue, json_text, to_output
 
 if TYPE_CHECKING:
     from .._tools.code_mode import CodeModeHost
@@ -118,14 +117,17 @@ class ToolDispatcher:
         async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
             if spec.kind == "function" and not isinstance(arguments, dict):
                 return ToolOutcome(
-                    f"invalid arguments for {spec.name}: expected a JSON object, got {arguments!r}", "failed"
+                    f"invalid arguments for {spec.name}: expected a JSON object, got {_shown(arguments)}", "failed"
                 )
             ctx = self._context(spec, call.get("call_id", ""), turn_id)
             try:
                 value = await spec.handler(ctx, arguments)
             except Exception as exc:  # a failing tool is answered, not fatal
-                return ToolOutcome(f"tool {spec.name} failed: {type(exc).__name__}: {exc}", "failed")
-            return ToolOutcome(to_output(value), "completed")
+                return ToolOutcome(f"tool {spec.name} failed: {_describe(exc)}", "failed")
+            try:
+                return ToolOutcome(to_output(value), "completed")
+            except UnencodableValue as exc:
+                return ToolOutcome(f"tool {spec.name} returned {exc}", "failed")
 
         return run
 
@@ -174,20 +176,16 @@ class ToolDispatcher:
     def _wait_runner(self, state: TurnState) -> Runner:
         async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
             from .._tools.code_mode._output import format_failure
+            from .._tools.code_mode._wait_args import parse_wait_arguments
 
-            args = arguments if isinstance(arguments, dict) else {}
-            try:
-                cell_id = int(str(args.get("cell_id", "")).strip())
-                yield_ms = int(args.get("yield_time_ms", 10_000))
-                max_tokens = args.get("max_tokens")
-            except ValueError:
-                text = f"wait needs a numeric cell_id (as returned by exec), got {args.get('cell_id')!r}"
-                return ToolOutcome(format_failure(text, 0.0), "failed")
+            args = parse_wait_arguments(arguments)
+            if isinstance(args, str):
+                return ToolOutcome(format_failure(args, 0.0), "failed")
+            cell_id = args.cell_id
             host = self._code_mode()
             with state.preemption.hook(_waker(host)):
                 result = await host.wait(
-                    cell_id, yield_ms, terminate=bool(args.get("terminate", False)),
-                    max_tokens=int(max_tokens) if isinstance(max_tokens, int | float) else None,
+                    cell_id, args.yield_time_ms, terminate=args.terminate, max_tokens=args.max_tokens,
                     yield_now=lambda: state.preemption.pending,
                 )
             exec_call_id = self._cell_calls.get(cell_id, "")
@@ -242,7 +240,7 @@ class ToolDispatcher:
             EventKind.TOOL_RESULT,
             {"call_id": nested_call_id, "tool": name, "status": status, "duration_ns": duration,
              "started_after_ns": started_after,
-             "result": value if isinstance(value, str | list) else json.dumps(value, separators=(",", ":"))},
+             "result": value if isinstance(value, str | list) else json_text(value)},
             origin,
         )
         if error is not None:
@@ -269,7 +267,11 @@ class ToolDispatcher:
         try:
             value = await spec.handler(self._context(spec, call_id, turn_id), args)
         except Exception as exc:  # a failing user tool rejects the JS promise
-            raise ToolCallError(f"tool {name} failed: {type(exc).__name__}: {exc}") from exc
+            raise ToolCallError(f"tool {name} failed: {_describe(exc)}") from exc
+        try:
+            json_text(value)  # what cannot reach the script as JSON rejects its promise
+        except UnencodableValue as exc:
+            raise ToolCallError(f"tool {name} returned {exc}") from None
         return value
 
     async def aclose(self) -> None:
@@ -279,6 +281,20 @@ class ToolDispatcher:
             await self._host.aclose()
         if self._shell is not None:
             await self._shell.aclose()
+
+
+def _shown(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` of a tool's exception, even when its ``str()`` itself fails."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<the exception could not be turned into text>"
+    return f"{type(exc).__name__}: {message}"[:2000]
 
 
 def _waker(host: CodeModeHost) -> Callable[[], None]:

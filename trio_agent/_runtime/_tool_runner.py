@@ -48,13 +48,30 @@ def unsupported_text(call: dict[str, Any]) -> str:
     return f"unsupported call: {name}"
 
 
+class UnencodableValue(ValueError):
+    """A tool returned a value JSON cannot encode (bytes, a set, a dict with non-string
+    keys, a circular structure, NaN...)."""
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON of a tool value; ``UnencodableValue`` when JSON cannot hold it."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UnencodableValue(
+            f"a value JSON cannot encode ({type(exc).__name__}: {exc}); "
+            "return a string, a list of input_text/input_image items, or plain JSON data"
+        ) from None
+
+
 def to_output(value: Any) -> str | list[dict[str, Any]]:
-    """A handler's return value as a tool output body."""
+    """A handler's return value as a tool output body (``UnencodableValue`` if it has none)."""
     if isinstance(value, str):
         return value
     if isinstance(value, list) and value and all(isinstance(v, dict) and "type" in v for v in value):
+        json_text(value)  # the items must be sendable too
         return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    return json_text(value)
 
 
 Runner = Callable[[dict[str, Any], Any], Awaitable[ToolOutcome]]

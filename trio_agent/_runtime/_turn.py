@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 import attrs
@@ -36,6 +36,19 @@ __all__ = ["STEER_CAPACITY", "Prompt", "Turn", "TurnControl", "TurnResult", "Tur
 STEER_CAPACITY = 8
 
 
+def _image_list(images: object) -> tuple[str, ...]:
+    if isinstance(images, str | bytes):
+        raise InvalidPrompt(
+            "images must be a list of image URLs, got a single string; pass images=[url]"
+        )
+    if not isinstance(images, Iterable):
+        raise InvalidPrompt(f"images must be a list of image URLs, got {type(images).__name__}")
+    try:
+        return tuple(images)
+    except TypeError:
+        raise InvalidPrompt(f"images must be a list of image URLs, got {type(images).__name__}") from None
+
+
 @attrs.frozen
 class Prompt:
     """A prompt: text and optional images.
@@ -46,9 +59,11 @@ class Prompt:
     """
 
     text: str
-    images: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    images: tuple[str, ...] = attrs.field(default=(), converter=_image_list)
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise InvalidPrompt(f"a prompt's text must be a string, got {type(self.text).__name__}")
         for url in self.images:
             if not isinstance(url, str) or not url:
                 raise InvalidPrompt(f"prompt images must be non-empty URL strings, got {url!r}")

@@ -18,6 +18,7 @@ import cattrs
 
 from .._errors import InvalidSessionSnapshot
 from .._json import converter
+from .._jsontext import dumps
 
 __all__ = ["SNAPSHOT_VERSION", "SessionSnapshot", "check_prefix", "check_snapshot"]
 
@@ -42,7 +43,7 @@ class SessionSnapshot:
         return {"version": data.pop("version"), **data}
 
     def to_json_text(self) -> str:
-        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+        return dumps(self.to_json())
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | str | bytes) -> SessionSnapshot:

@@ -12,6 +12,7 @@ JSON); raising an exception answers the model with a failed output.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -103,7 +104,14 @@ class Tools:
                 f"tool {name!r}: json_schema must be a JSON Schema object such as "
                 '{"type": "object", "properties": {...}}'
             )
-        self._add(ToolSpec(name, "function", description, handler, dict(json_schema)))
+        try:
+            schema = json.loads(json.dumps(json_schema, allow_nan=False))  # a private, plain-JSON copy
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ConfigError(
+                f"tool {name!r}: json_schema must be plain JSON data (dicts with string keys, lists, "
+                f"strings, finite numbers, booleans, null); it cannot be encoded: {exc}"
+            ) from None
+        self._add(ToolSpec(name, "function", description, handler, schema))
         return self
 
     def custom(self, name: str, description: str, handler: Handler) -> Tools:
@@ -112,7 +120,7 @@ class Tools:
         return self
 
     def _add(self, spec: ToolSpec) -> None:
-        if not _NAME.match(spec.name):
+        if not isinstance(spec.name, str) or not _NAME.match(spec.name):
             raise ConfigError(
                 f"tool name {spec.name!r} is invalid; use letters, digits and underscores "
                 "(at most 64 characters, not starting with a digit)"
@@ -122,6 +130,8 @@ class Tools:
             raise ConfigError(f"tool name {spec.name!r} is taken by a built-in tool; rename it")
         if spec.name in self._user:
             raise ConfigError(f"tool {spec.name!r} is registered twice; tool names must be unique")
+        if not isinstance(spec.description, str):
+            raise ConfigError(f"tool {spec.name!r}: description must be a string")
         if not callable(spec.handler):
             raise ConfigError(f"tool {spec.name!r}: handler must be an async callable")
         self._user[spec.name] = spec

@@ -248,6 +248,17 @@ def _check_creatable(plan: _Plan, real: Path, shown: str) -> None:
 
 def _resolve(raw: str, root: Path) -> Path:
     """Resolve a patch path inside ``root``, refusing anything that escapes it."""
+    if "\x00" in raw or any(ord(char) < 0x20 for char in raw):
+        raise PatchError(
+            f"Refusing path {raw!r}: it contains a NUL or control character. "
+            "Use a plain relative path such as src/app.py."
+        )
+    try:
+        os.fsencode(raw)
+    except UnicodeEncodeError:
+        raise PatchError(
+            f"Refusing path {raw!r}: it cannot be encoded as a file name on this system."
+        ) from None
     if PurePosixPath(raw).anchor or PureWindowsPath(raw).anchor:
         raise PatchError(
             f"Refusing path {raw!r}: absolute paths are not allowed. "

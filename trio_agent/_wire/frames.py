@@ -175,7 +175,7 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
             error_class="unexpected_binary",
         )
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json)
     except ValueError as exc:
         raise ProtocolError(
             f"the Responses server sent a frame that is not JSON: {text[:200]!r}",
@@ -187,6 +187,11 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
             error_class="invalid_payload",
         )
     return value
+
+
+def _not_json(constant: str) -> Any:
+    # ``NaN``/``Infinity`` are not JSON (RFC 8259); a frame holding one is refused.
+    raise ValueError(f"{constant} is not a JSON value")
 
 
 def _excerpt(raw: dict[str, Any]) -> str:
