@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
@@ -140,15 +139,16 @@ class AgentEvents:
     def receive_nowait(self) -> AgentEvent:
         return self._receive.receive_nowait()
 
-    def __aiter__(self) -> AsyncIterator[AgentEvent]:
-        return self._iterate()
+    def __aiter__(self) -> AgentEvents:
+        return self
 
-    async def _iterate(self) -> AsyncIterator[AgentEvent]:
+    async def __anext__(self) -> AgentEvent:
+        # A plain async iterator, not an async generator: a consumer cancelled mid-way
+        # leaves nothing for the garbage collector to finalise.
         try:
-            while True:
-                yield await self._receive.receive()
+            return await self._receive.receive()
         except trio.EndOfChannel:
-            return
+            raise StopAsyncIteration from None
 
 
 async def write_jsonl(events: AgentEvents, stream: Any) -> int:

@@ -19,6 +19,7 @@ import trio
 from .._config import AgentConfig, Transport
 from .._errors import AgentError
 from .._events import EventKind
+from .._jsontext import scrub_surrogates
 from .._units import ns
 from ._stats import TransportStats, TurnStats
 
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
 __all__ = ["TurnReporter"]
 
 Emit = Callable[..., Any]
+
+
+def _utf8_size(text: str) -> int:
+    """Bytes of ``text`` as sent (lone surrogates count as the U+FFFD they become)."""
+    return len(scrub_surrogates(text).encode())
 
 
 def _endpoint(config: AgentConfig) -> str:
@@ -55,12 +61,12 @@ class TurnReporter:
             "orchestration": "local_code_mode",
             "websocket_url": _endpoint(config),
             "workspace": str(self._workspace),
-            "instruction_bytes": len(state.prompt.text.encode()),
+            "instruction_bytes": _utf8_size(state.prompt.text),
         }, state.turn_id)
 
     def steered(self, state: TurnState, index: int, text: str) -> None:
         self._emit(
-            EventKind.RUN_STEERED, {"steer_index": index, "instruction_bytes": len(text.encode())}, state.turn_id
+            EventKind.RUN_STEERED, {"steer_index": index, "instruction_bytes": _utf8_size(text)}, state.turn_id
         )
 
     def completed(self, state: TurnState, stats: TurnStats, start: float) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
+from .._jsontext import dumps
 from .retry import classify_status, parse_retry_after
 
 __all__ = ["HttpsTransport"]
@@ -49,7 +50,7 @@ class HttpsTransport:
         self, body: dict[str, Any], headers: Sequence[tuple[str, str]]
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         """POST ``body``; yields the body chunks of a successful response."""
-        content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        content = dumps(body).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
         try:
             async with self._client.stream("POST", self.url, content=content, headers=request_headers) as response:

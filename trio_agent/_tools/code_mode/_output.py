@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..._jsontext import scrub_surrogates
+
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
 APPROX_BYTES_PER_TOKEN = 4
 
@@ -72,11 +74,21 @@ def approx_tokens(byte_count: int) -> int:
 def truncate_content(
     content: Sequence[ContentItem], max_output_tokens: int | None = None
 ) -> list[ContentItem]:
-    """Bound `content` to `max_output_tokens` (default 10,000)."""
+    """Bound `content` to `max_output_tokens` (default 10,000).
+
+    JavaScript strings may hold lone surrogates, which UTF-8 cannot encode; each is
+    replaced by U+FFFD here (the runtime's one policy for such text, `_jsontext`).
+    """
     budget = DEFAULT_MAX_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens
+    content = [_scrubbed(item) for item in content]
     if all(item.get("type") == "input_text" for item in content):
         return _truncate_text_only(content, budget)
     return _truncate_mixed(content, budget)
+
+
+def _scrubbed(item: ContentItem) -> ContentItem:
+    text = item.get("text")
+    return {**item, "text": scrub_surrogates(text)} if isinstance(text, str) else item
 
 
 def _truncate_text_only(content: Sequence[ContentItem], budget: int) -> list[ContentItem]:
