@@ -23,6 +23,7 @@ EXPECTED_ALL = [
     "AgentHandle",
     "AgentStatistics",
     "ApiError",
+    "AuthenticationError",
     "ChatGptAuth",
     "ChatGptAuthSnapshot",
     "CheckpointLineageMismatch",

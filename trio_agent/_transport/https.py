@@ -2,10 +2,13 @@
 
 One ``httpx.AsyncClient`` per agent (creating one costs ~25 ms: it loads the CA
 bundle), or the application's own ``http_client`` -- used for every request, so its
-default headers arrive. ``open_stream`` POSTs ``{base}/responses`` and yields the
-raw body chunks of a 2xx response; anything else is mapped once, here, into a
-``ResponsesError``: 429 and 5xx are retryable (``Retry-After`` honoured), other
-statuses are terminal; timeouts and transport errors are retryable.
+default headers arrive.
+``open_stream`` POSTs ``{base}/responses`` and yields the raw body chunks of a 2xx
+response; anything else is mapped once, here, into a ``ResponsesError``, by cause and
+as the WebSocket does (issue 8, item 10): 401/403 is ``AuthenticationError``; 429 and
+5xx are retryable ``ApiError`` (``Retry-After`` honoured), other statuses terminal; a
+refused or failed connect is ``ConnectionFailed`` (retryable; TLS failures terminal);
+timeouts and a transport failure mid-request are retryable.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import httpx
 
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
-from .retry import classify_status, parse_retry_after
+from ._rejection import rejection_error
 
 __all__ = ["HttpsTransport"]
 
@@ -57,6 +60,10 @@ class HttpsTransport:
                     raise await _rejected(response)
                 async with contextlib.aclosing(response.aiter_raw()) as chunks:  # type: ignore[type-var]
                     yield chunks
+        except httpx.ConnectTimeout as exc:
+            raise ConnectionFailed(
+                f"connecting to {self.url} timed out ({type(exc).__name__})", error_class="https_connect_timeout",
+            ) from exc
         except httpx.TimeoutException as exc:
             raise ResponseTimeout(
                 f"the Responses HTTPS request to {self.url} timed out ({type(exc).__name__})",
@@ -69,6 +76,11 @@ class HttpsTransport:
                     f"TLS to {self.url} failed: {tls}; check the server certificate "
                     "(pass an http_client that trusts a private CA)",
                     error_class="https_tls", retryable=False,
+                ) from exc
+            if isinstance(exc, httpx.ConnectError):  # refused, unreachable, DNS: nothing was sent
+                raise ConnectionFailed(
+                    f"connecting to {self.url} failed: {exc}; check that the server is reachable",
+                    error_class="https_connect",
                 ) from exc
             raise ConnectionLost(
                 f"the Responses HTTPS request to {self.url} failed: {type(exc).__name__}: {exc}",
@@ -102,21 +114,8 @@ async def _rejected(response: httpx.Response) -> ResponsesError:
     status = response.status_code
     raw = await response.aread()  # error bodies are small JSON documents
     text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace")
-    retry_after = parse_retry_after(response.headers.get("retry-after"))
-    code = None
-    try:
-        error = json.loads(text).get("error") or {}
-        code = error.get("code") if isinstance(error, dict) else None
-    except (ValueError, AttributeError):
-        pass
-    error_class, retryable = classify_status(status, "https")
-    hint = "; check the API key or ChatGPT login" if status in (401, 403) else ""
-    return ApiError(
-        f"the Responses API answered HTTP {status}: {text[:500]}{hint}",
-        error_class=error_class,
-        retryable=retryable,
-        retry_after=retry_after,
-        status=status,
-        code=code if isinstance(code, str) else None,
-        failure_phase="connect",
+    return rejection_error(
+        status, text, response.headers.get("retry-after"), prefix="https",
+        message=f"the Responses API answered HTTP {status}: {text[:500]}", other=ApiError,
     )
+
