@@ -2,7 +2,8 @@
 
 One ``httpx.AsyncClient`` per agent (creating one costs ~25 ms: it loads the CA
 bundle), or the application's own ``http_client`` -- used for every request, so its
-default headers arrive.
+default headers arrive. Without an ``http_client``, a ``dialer`` makes the agent's
+client open its connections through it (``_dialed_http``: the in-memory test seam).
 ``open_stream`` POSTs ``{base}/responses`` and yields the raw body chunks of a 2xx
 response; anything else is mapped once, here, into a ``ResponsesError``, by cause and
 as the WebSocket does (issue 8, item 10): 401/403 is ``AuthenticationError``; 429 and
@@ -19,14 +20,18 @@ import json
 import ssl
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
 from ._rejection import rejection_error
+from .websocket import Dialer
 
-__all__ = ["HttpsTransport"]
+if TYPE_CHECKING:
+    from .._config import AgentConfig
+
+__all__ = ["HttpsTransport", "https_transport"]
 
 _MAX_ERROR_BODY = 4096
 
@@ -39,13 +44,25 @@ class HttpsTransport:
         client: httpx.AsyncClient | None = None,
         connect_timeout: float = 30.0,
         idle_timeout: float = 300.0,
+        dialer: Dialer | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """``client``: the application's own (used as is, never closed here); else one is
+        created for this transport, dialing through ``dialer`` when given and trusting
+        ``ssl_context`` (default: the system CAs)."""
         self.url = base_url.rstrip("/") + "/responses"
         self._owned = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=connect_timeout, read=idle_timeout, write=30.0, pool=connect_timeout),
-            verify=_ssl_context(),
-        )
+        if client is not None:
+            self._client = client
+            return
+        timeout = httpx.Timeout(connect=connect_timeout, read=idle_timeout, write=30.0, pool=connect_timeout)
+        context = ssl_context or _ssl_context()
+        if dialer is None:
+            self._client = httpx.AsyncClient(timeout=timeout, verify=context)
+        else:
+            from ._dialed_http import DialedTransport
+
+            self._client = httpx.AsyncClient(timeout=timeout, transport=DialedTransport(dialer, ssl_context=context))
 
     @asynccontextmanager
     async def open_stream(
@@ -119,3 +136,13 @@ async def _rejected(response: httpx.Response) -> ResponsesError:
         message=f"the Responses API answered HTTP {status}: {text[:500]}", other=ApiError,
     )
 
+
+def https_transport(config: AgentConfig, *, connect_timeout: float, idle_timeout: float) -> HttpsTransport:
+    """The agent's HTTPS transport, from its config: the application's ``http_client``
+    when given, else an own client that dials through ``Responses.dialer`` (if set) and
+    trusts ``Responses.ssl_context`` (if set)."""
+    responses = config.responses
+    return HttpsTransport(
+        config.api_base_url, client=responses.http_client, connect_timeout=connect_timeout,
+        idle_timeout=idle_timeout, dialer=responses.dialer, ssl_context=responses.ssl_context,
+    )

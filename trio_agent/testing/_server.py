@@ -32,7 +32,8 @@ connection would be queued, so every script (``accept()``, ``accept_raw()``,
 ``accept_http()``, ``next_request()``, ``send_*``) works unchanged. Dialing another
 address, or before ``serve`` started / after it ended, is refused with
 ``ConnectionRefusedError`` like a port nobody listens on. ``server.dialed`` records
-each ``(host, port)``.
+each ``(host, port)``. For an ``http_client`` of your own, ``server.http_client()``
+is an ``httpx.AsyncClient`` that dials the same way.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import json
 import math
 import ssl
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -51,6 +52,9 @@ import trio_websocket
 
 from . import _frames as frames
 from ._http import FakeHttpRequest, read_http_request
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["FakeConnection", "FakeResponsesServer", "Handshake", "RawConnection"]
 
@@ -285,6 +289,19 @@ class FakeResponsesServer:
         client, server_end = trio.testing.memory_stream_pair()
         self._admit(server_end)
         return client
+
+    def http_client(self, *, ssl_context: ssl.SSLContext | None = None) -> httpx.AsyncClient:
+        """An ``httpx.AsyncClient`` whose connections ``dial`` this in-memory server (the
+        agent's own timeouts: 30 s to connect, 300 s between reads). Close it yourself
+        (``async with``); ``ssl_context`` is the client's trust for ``https://``."""
+        import httpx
+
+        from .._transport._dialed_http import DialedTransport
+
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, read=300.0),
+            transport=DialedTransport(self.dial, ssl_context=ssl_context),
+        )
 
     async def accept_raw(self) -> RawConnection:
         """The next TCP connection, before the handshake."""
