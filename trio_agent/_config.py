@@ -125,8 +125,9 @@ class Responses:
 
     ``store=None`` means "the default for the auth": True for API keys, False for
     ChatGPT auth. ``max_attempts=None`` means the library default (5 per model call).
-    ``ssl_context`` is the TLS context for ``wss://`` (a private CA, a proxy's root);
-    for HTTPS pass an ``http_client`` configured the same way.
+    ``ssl_context`` is the TLS context for ``wss://`` (a private CA, a proxy's root),
+    and for ``https://`` when the agent makes its own HTTPS client; an ``http_client``
+    of yours keeps its own TLS settings.
 
     ``dialer`` replaces ``trio.open_tcp_stream``: ``await dialer(host, port)`` returns a
     connected ``trio.abc.Stream`` (host and port come from the URL). TLS is still

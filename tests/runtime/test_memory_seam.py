@@ -300,3 +300,32 @@ def _raising(error: BaseException) -> Callable[[str, int], Any]:
         raise error
 
     return dial
+
+
+async def test_an_interrupting_steer_gives_up_an_https_stream_on_the_memory_seam(
+    memory_server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Closing a response stream early (a preempting steer) closes the dialed stream:
+    the server's next send fails, and the steer goes out on a new connection."""
+    streaming = trio.Event()
+
+    async def script() -> None:
+        first = await memory_server.accept_http()
+        await first.start_stream()
+        await first.send_event(frames.response_created("resp-1"))
+        await first.send_event(frames.text_delta(0, "partial"))
+        streaming.set()
+        second = await memory_server.accept_http()  # the client gave the first stream up
+        assert second.body["input"][-1]["content"][0]["text"] == "stop"
+        await second.send_final("resp-2")
+        with pytest.raises(trio.BrokenResourceError):
+            await first.send_event(frames.text_delta(0, "ignored"))
+
+    log = EventLog()
+    async with scripted(script), memory_agent(memory_server, workspace, ta.Transport.HTTPS, log) as agent:
+        turn = await agent.prompt("start")
+        await streaming.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        await turn.steer("stop", interrupt=True)
+        assert (await turn.result()).final_message == "done"
+    assert len(memory_server.dialed) == 2

@@ -123,16 +123,29 @@ def _as_httpx() -> Iterator[None]:
 
 
 class _Body(httpx.AsyncByteStream):
+    """The response body, with httpcore's errors as httpx's. An iterator object rather
+    than an async generator: nothing is left for the garbage collector to finalize
+    when a stream is given up early (a preempting steer)."""
+
     def __init__(self, stream: Any) -> None:
         self._stream = stream  # httpcore's response stream: async-iterable, with aclose()
+        self._chunks: AsyncIterator[bytes] | None = None
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        self._chunks = aiter(self._stream)
+        return self
+
+    async def __anext__(self) -> bytes:
+        assert self._chunks is not None, "iterate with async for"
         with _as_httpx():
-            async for chunk in self._stream:
-                yield chunk
+            return await anext(self._chunks)
+        raise AssertionError("unreachable: _as_httpx re-raises")
 
     async def aclose(self) -> None:
         with _as_httpx():
+            close = getattr(self._chunks, "aclose", None)
+            if close is not None:  # httpcore's iterator is an async generator: finish it now
+                await close()
             await self._stream.aclose()
 
 
