@@ -131,3 +131,21 @@ async def warm(server: FakeResponsesServer) -> FakeConnection:
     assert_warmup(await conn.next_request())
     await conn.send_warmup("resp-warmup")
     return conn
+
+
+# -- the in-memory seam (FakeResponsesServer.in_memory + Responses(dialer=...)) ----------
+
+
+@pytest.fixture
+async def memory_server(nursery: trio.Nursery) -> FakeResponsesServer:
+    """A fake server reached only through its in-memory ``dial`` (no socket, no listener)."""
+    fake = FakeResponsesServer.in_memory()
+    await nursery.start(fake.serve)
+    return fake
+
+
+def memory_config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.AgentConfig:
+    """``make_config`` for an in-memory server: the WebSocket dials through ``server.dial``.
+    (HTTPS tests pass ``responses=`` with ``http_client=server.http_client()``.)"""
+    responses = kw.pop("responses", None) or ta.Responses(websocket_url=server.url, dialer=server.dial)
+    return make_config(server, workspace, responses=responses, **kw)

@@ -10,6 +10,7 @@ from ._config import Transport as Transport
 from ._errors import AgentClosed as AgentClosed
 from ._errors import AgentError as AgentError
 from ._errors import ApiError as ApiError
+from ._errors import AuthenticationError as AuthenticationError
 from ._errors import CheckpointLineageMismatch as CheckpointLineageMismatch
 from ._errors import CheckpointMissing as CheckpointMissing
 from ._errors import ConfigError as ConfigError
@@ -63,6 +64,7 @@ __all__ = [
     "AgentHandle",
     "AgentStatistics",
     "ApiError",
+    "AuthenticationError",
     "ChatGptAuth",
     "ChatGptAuthSnapshot",
     "CheckpointLineageMismatch",

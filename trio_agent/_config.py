@@ -18,6 +18,8 @@ import attrs
 from ._errors import ConfigError, WorkspaceChanged
 
 if TYPE_CHECKING:
+    import trio
+
     from ._rollout import RolloutConfig
     from ._runtime import AgentHandle
     from ._session.snapshot import SessionSnapshot
@@ -123,8 +125,19 @@ class Responses:
 
     ``store=None`` means "the default for the auth": True for API keys, False for
     ChatGPT auth. ``max_attempts=None`` means the library default (5 per model call).
-    ``ssl_context`` is the TLS context for ``wss://`` (a private CA, a proxy's root);
-    for HTTPS pass an ``http_client`` configured the same way.
+    ``ssl_context`` is the TLS context for ``wss://`` (a private CA, a proxy's root),
+    and for ``https://`` when the agent makes its own HTTPS client; an ``http_client``
+    of yours keeps its own TLS settings.
+
+    ``dialer`` replaces ``trio.open_tcp_stream``: ``await dialer(host, port)`` returns a
+    connected ``trio.abc.Stream`` (host and port come from the URL). TLS is still
+    layered on top for ``wss://``/``https://``. The WebSocket transport dials every
+    socket through it, and so does HTTPS when no ``http_client`` is given (the
+    application's own client keeps its own transport). Its exceptions are treated like
+    a socket's: ``OSError`` (e.g. ``ConnectionRefusedError``) and
+    ``trio.BrokenResourceError`` are a failed connection; anything else propagates as a
+    bug. ``trio_agent.testing.FakeResponsesServer.in_memory()`` provides one for
+    deterministic tests with no real socket.
     """
 
     transport: Transport = attrs.field(default=Transport.WEBSOCKET)
@@ -139,8 +152,13 @@ class Responses:
     max_attempts: int | None = None
     http_client: Any = None
     ssl_context: ssl.SSLContext | None = None
+    dialer: Callable[[str, int], Awaitable[trio.abc.Stream]] | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.dialer is not None and not callable(self.dialer):
+            raise ConfigError(
+                f"dialer must be an async callable (host, port) -> trio.abc.Stream, got {self.dialer!r}"
+            )
         if not isinstance(self.transport, Transport):
             raise ConfigError(f"transport must be a ta.Transport, got {self.transport!r}")
         if not isinstance(self.history, History):

@@ -16,7 +16,10 @@ Every error the library raises on purpose is an :class:`AgentError`::
      +-- InvalidSessionSnapshot   a snapshot that cannot be resumed
      +-- WorkspaceChanged         resuming in another workspace
      +-- ResponsesError           anything that went wrong talking to the Responses API
-          +-- ConnectionFailed     connect or WebSocket handshake failed (incl. rejected handshakes)
+          +-- AuthenticationError  credentials refused (HTTP 401/403, either transport) or the
+          |                        ChatGPT auth source failed; never retried
+          +-- ConnectionFailed     connect or WebSocket handshake failed (a refused connection,
+          |                        TLS, a rejected handshake other than 401/403)
           +-- ConnectionLost       the socket closed or a receive/send failed mid-request
           +-- ResponseTimeout      no frame within the idle timeout, or a send timed out
           +-- ProtocolError        a frame that is not JSON, binary, or malformed
@@ -39,6 +42,7 @@ __all__ = [
     "AgentClosed",
     "AgentError",
     "ApiError",
+    "AuthenticationError",
     "CheckpointLineageMismatch",
     "CheckpointMissing",
     "ConfigError",
@@ -155,6 +159,21 @@ class ResponsesError(AgentError):
         self.code = code
         self.status = status
         self.event = event
+
+
+class AuthenticationError(ResponsesError):
+    """The credentials were not accepted, or could not be obtained.
+
+    Raised (inside ``TurnFailed.responses_error``, or as a failed warmup) when the server
+    answers HTTP 401/403 -- the WebSocket handshake (``error_class="handshake_rejected"``)
+    or an HTTPS request (``"https_rejected"``), with ``status`` and the API's ``code`` --
+    and when a ChatGPT auth source's ``snapshot()`` / ``recover_unauthorized()`` raised or
+    returned an unusable token (``"auth_source"``; the source's exception is ``__cause__``).
+    Never retried. The message never contains the token.
+    """
+
+    default_class = "auth_source"
+    default_phase = "connect"
 
 
 class ConnectionFailed(ResponsesError):

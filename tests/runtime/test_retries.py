@@ -266,7 +266,7 @@ async def test_a_rejected_handshake_says_what_to_do_and_is_not_retried(
             with pytest.raises(ta.TurnFailed, match=r"HTTP 401.*check the API key") as info:
                 await (await agent.prompt("hi")).result()
     error = info.value.responses_error
-    assert isinstance(error, ta.ConnectionFailed)
+    assert isinstance(error, ta.AuthenticationError)  # by cause, as over HTTPS (issue 8, item 10)
     assert error.status == 401 and error.error_class == "handshake_rejected" and not error.retryable
 
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._config import AgentConfig, Transport
-from .._errors import ConnectionFailed
+from .._errors import ResponsesError
 from .._events import EventKind
+from .._transport.auth import websocket_headers
 from .._units import ns
-from ._auth import websocket_headers
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
@@ -73,15 +73,17 @@ class Connections:
             **base, "websocket_url": self._config.websocket_url.split("?", 1)[0],
             "connection_generation": self.generation,
         }, turn_id)
-        options = WebSocketOptions(
-            url=self._config.websocket_url, headers=tuple(await websocket_headers(self._config)),
-            connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
-            ssl_context=self._config.responses.ssl_context,
-        )
         start = trio.current_time()
         try:
+            # The headers are fetched per connection (a ChatGPT token may have been
+            # refreshed); a failing auth source fails this connection like a refusal.
+            options = WebSocketOptions(
+                url=self._config.websocket_url, headers=tuple(await websocket_headers(self._config)),
+                connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
+                ssl_context=self._config.responses.ssl_context, dialer=self._config.responses.dialer,
+            )
             link = await open_connection(self._nursery, options)
-        except ConnectionFailed as exc:
+        except ResponsesError as exc:  # ConnectionFailed, AuthenticationError
             self._stats.connection_duration_ns += ns(trio.current_time() - start)
             self._emit(EventKind.MODEL_CONNECTION_FAILED, {
                 **base, "duration_ns": ns(trio.current_time() - start), "error": str(exc),

@@ -26,17 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._config import AgentConfig, ChatGptAuth, History, Transport
+from .._config import AgentConfig, History, Transport
 from .._errors import ResponsesError
 from .._events import EventKind
 from .._session.compaction import COMPACTION_TRIGGER
 from .._session.conversation import Chain, full_input
 from .._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
+from .._transport.auth import https_headers, recover_unauthorized
 from .._units import ns
 from .._wire.request import RequestSettings, build_response_create
 from .._wire.stream import ForeignFrame, ResponseOutcome, StreamEvent, TurnStateSeen
 from . import _model_events as events
-from ._auth import https_headers
 from ._connections import Connections
 from ._exchange import Exchange
 from ._prompt_cache import SharedWarmups, fingerprint
@@ -241,11 +241,10 @@ class ModelClient:
 
     def https(self) -> HttpsTransport:
         if self._https is None:
-            from .._transport.https import HttpsTransport  # lazy: httpx only when HTTPS is used
+            from .._transport.https import https_transport  # lazy: httpx only when HTTPS is used
 
-            self._https = HttpsTransport(
-                self._config.api_base_url, client=self._config.responses.http_client,
-                connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
+            self._https = https_transport(
+                self._config, connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout
             )
         return self._https
 
@@ -346,6 +345,5 @@ class AttemptSlot:
                 if exc.status != 401 or self._snapshot is None or recovered:
                     raise
                 recovered = True
-                assert isinstance(config.auth, ChatGptAuth)
-                await config.auth.source.recover_unauthorized(self._snapshot)
+                await recover_unauthorized(config, self._snapshot)
                 self._headers, self._snapshot = await https_headers(config)

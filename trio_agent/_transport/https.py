@@ -2,29 +2,36 @@
 
 One ``httpx.AsyncClient`` per agent (creating one costs ~25 ms: it loads the CA
 bundle), or the application's own ``http_client`` -- used for every request, so its
-default headers arrive. ``open_stream`` POSTs ``{base}/responses`` and yields the
-raw body chunks of a 2xx response; anything else is mapped once, here, into a
-``ResponsesError``: 429 and 5xx are retryable (``Retry-After`` honoured), other
-statuses are terminal; timeouts and transport errors are retryable.
+default headers arrive. Without an ``http_client``, a ``dialer`` makes the agent's
+client open its connections through it (``_dialed_http``: the in-memory test seam).
+``open_stream`` POSTs ``{base}/responses`` and yields the raw body chunks of a 2xx
+response; anything else is mapped once, here, into a ``ResponsesError``, by cause and
+as the WebSocket does (issue 8, item 10): 401/403 is ``AuthenticationError``; 429 and
+5xx are retryable ``ApiError`` (``Retry-After`` honoured), other statuses terminal; a
+refused or failed connect is ``ConnectionFailed`` (retryable; TLS failures terminal);
+timeouts and a transport failure mid-request are retryable.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import ssl
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
-from .retry import classify_status, parse_retry_after
+from ._rejection import rejection_error
+from .websocket import Dialer
 
-__all__ = ["HttpsTransport"]
+if TYPE_CHECKING:
+    from .._config import AgentConfig
+
+__all__ = ["HttpsTransport", "https_transport"]
 
 _MAX_ERROR_BODY = 4096
 
@@ -37,13 +44,25 @@ class HttpsTransport:
         client: httpx.AsyncClient | None = None,
         connect_timeout: float = 30.0,
         idle_timeout: float = 300.0,
+        dialer: Dialer | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """``client``: the application's own (used as is, never closed here); else one is
+        created for this transport, dialing through ``dialer`` when given and trusting
+        ``ssl_context`` (default: the system CAs)."""
         self.url = base_url.rstrip("/") + "/responses"
         self._owned = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=connect_timeout, read=idle_timeout, write=30.0, pool=connect_timeout),
-            verify=_ssl_context(),
-        )
+        if client is not None:
+            self._client = client
+            return
+        timeout = httpx.Timeout(connect=connect_timeout, read=idle_timeout, write=30.0, pool=connect_timeout)
+        context = ssl_context or _ssl_context()
+        if dialer is None:
+            self._client = httpx.AsyncClient(timeout=timeout, verify=context)
+        else:
+            from ._dialed_http import DialedTransport
+
+            self._client = httpx.AsyncClient(timeout=timeout, transport=DialedTransport(dialer, ssl_context=context))
 
     @asynccontextmanager
     async def open_stream(
@@ -58,6 +77,10 @@ class HttpsTransport:
                     raise await _rejected(response)
                 async with contextlib.aclosing(response.aiter_raw()) as chunks:  # type: ignore[type-var]
                     yield chunks
+        except httpx.ConnectTimeout as exc:
+            raise ConnectionFailed(
+                f"connecting to {self.url} timed out ({type(exc).__name__})", error_class="https_connect_timeout",
+            ) from exc
         except httpx.TimeoutException as exc:
             raise ResponseTimeout(
                 f"the Responses HTTPS request to {self.url} timed out ({type(exc).__name__})",
@@ -70,6 +93,11 @@ class HttpsTransport:
                     f"TLS to {self.url} failed: {tls}; check the server certificate "
                     "(pass an http_client that trusts a private CA)",
                     error_class="https_tls", retryable=False,
+                ) from exc
+            if isinstance(exc, httpx.ConnectError):  # refused, unreachable, DNS: nothing was sent
+                raise ConnectionFailed(
+                    f"connecting to {self.url} failed: {exc}; check that the server is reachable",
+                    error_class="https_connect",
                 ) from exc
             raise ConnectionLost(
                 f"the Responses HTTPS request to {self.url} failed: {type(exc).__name__}: {exc}",
@@ -103,21 +131,18 @@ async def _rejected(response: httpx.Response) -> ResponsesError:
     status = response.status_code
     raw = await response.aread()  # error bodies are small JSON documents
     text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace")
-    retry_after = parse_retry_after(response.headers.get("retry-after"))
-    code = None
-    try:
-        error = json.loads(text).get("error") or {}
-        code = error.get("code") if isinstance(error, dict) else None
-    except (ValueError, AttributeError):
-        pass
-    error_class, retryable = classify_status(status, "https")
-    hint = "; check the API key or ChatGPT login" if status in (401, 403) else ""
-    return ApiError(
-        f"the Responses API answered HTTP {status}: {text[:500]}{hint}",
-        error_class=error_class,
-        retryable=retryable,
-        retry_after=retry_after,
-        status=status,
-        code=code if isinstance(code, str) else None,
-        failure_phase="connect",
+    return rejection_error(
+        status, text, response.headers.get("retry-after"), prefix="https",
+        message=f"the Responses API answered HTTP {status}: {text[:500]}", other=ApiError,
+    )
+
+
+def https_transport(config: AgentConfig, *, connect_timeout: float, idle_timeout: float) -> HttpsTransport:
+    """The agent's HTTPS transport, from its config: the application's ``http_client``
+    when given, else an own client that dials through ``Responses.dialer`` (if set) and
+    trusts ``Responses.ssl_context`` (if set)."""
+    responses = config.responses
+    return HttpsTransport(
+        config.api_base_url, client=responses.http_client, connect_timeout=connect_timeout,
+        idle_timeout=idle_timeout, dialer=responses.dialer, ssl_context=responses.ssl_context,
     )

@@ -1,11 +1,23 @@
 """The Responses WebSocket: one connection task per socket (trio-websocket).
 
 Theory of operation: ``open_connection`` starts ``_connection_task`` in the agent's
-nursery with ``nursery.start``. The task opens TCP (and TLS), performs the handshake
-in a nursery of its own that holds trio-websocket's reader task -- the one reader per
-socket -- and reports the ready ``WebSocketLink`` through ``task_status``. It then
-waits until the link is abandoned, closes the socket (bounded), and ends. Handshake
-failures are raised out of ``nursery.start`` already mapped to ``ConnectionFailed``.
+nursery with ``nursery.start``. The task dials TCP -- ``trio.open_tcp_stream``, or the
+``Responses(dialer=...)`` seam that in-memory tests use -- layers TLS on top for
+``wss://``, performs the handshake in a nursery of its own that holds trio-websocket's
+reader task -- the one reader per socket -- and reports the ready ``WebSocketLink``
+through ``task_status``. It then waits until the link is abandoned, closes the socket
+(bounded), and ends. One deadline (``connect_timeout``) covers dialing and the
+handshake.
+
+Failures (issue 7, bug 5) are sorted by one helper, ``split_expected``: the *expected
+foreign* exceptions of a socket (``OSError`` -- refused, reset, DNS, TLS --, Trio's
+``BrokenResourceError``, trio-websocket's errors, the handshake-EOF and connect-timeout
+markers) are mapped; everything else -- ``Cancelled`` (also inside groups), a
+``KeyboardInterrupt``, a bug in our code or in a dialer's stream -- propagates
+unchanged. Before the handshake an expected failure is raised out of ``nursery.start``
+as ``ConnectionFailed`` (``AuthenticationError`` for a 401/403 rejection); after it, it
+only means the socket is dead: the link becomes unusable and the model call reading it
+sees ``ConnectionLost``.
 
 The per-frame path is just ``get_message()``: model calls read the socket directly
 (no extra task or channel hop); idle timeouts are one cancel scope per response whose
@@ -20,18 +32,21 @@ from __future__ import annotations
 
 import ssl
 import urllib.parse
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
 import trio_websocket
 
-from .._errors import ConnectionFailed, ConnectionLost, ResponseTimeout
-from .retry import classify_status, parse_retry_after
+from .._errors import ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
+from ._rejection import rejection_error
 
-__all__ = ["WebSocketLink", "WebSocketOptions", "open_connection"]
+__all__ = ["Dialer", "WebSocketLink", "WebSocketOptions", "open_connection", "split_expected"]
 
 CLOSE_GRACE = 1.0
+
+Dialer = Callable[[str, int], Awaitable[trio.abc.Stream]]
+"""``await dialer(host, port)`` -> a connected byte stream (``trio.open_tcp_stream``'s shape)."""
 
 
 @attrs.frozen
@@ -45,6 +60,7 @@ class WebSocketOptions:
     receive_buffer_size: int = 256 << 10
     message_queue_size: int = 64
     ssl_context: ssl.SSLContext | None = None
+    dialer: Dialer | None = None
 
 
 class _HandshakeEof(Exception):
@@ -53,6 +69,11 @@ class _HandshakeEof(Exception):
     def __init__(self, cause: BaseException | None = None) -> None:
         super().__init__(str(cause) if cause else "the server closed the connection")
         self.cause = cause
+
+
+class _ConnectTimeout(Exception):
+    """Our own ``connect_timeout`` expired (a marker: a ``TooSlowError`` raised inside a
+    dialer is that dialer's business, not our timeout)."""
 
 
 class _WatchedStream(trio.abc.Stream):
@@ -124,6 +145,7 @@ class WebSocketLink:
                 failure_phase="send",
             ) from exc
         except trio_websocket.ConnectionClosed as exc:
+            self.abandon()  # a socket that failed a send is not used again
             raise ConnectionLost(
                 f"failed to send a Responses WebSocket frame: {_reason(exc)}",
                 error_class="send_transport",
@@ -135,6 +157,7 @@ class WebSocketLink:
         try:
             return await self._ws.get_message()
         except trio_websocket.ConnectionClosed as exc:
+            self.abandon()  # closed (or its reader died): not used again
             raise ConnectionLost(
                 f"failed to receive a Responses WebSocket frame: {_reason(exc)}",
                 error_class="receive_transport",
@@ -147,7 +170,7 @@ class WebSocketLink:
         with trio.move_on_after(CLOSE_GRACE):
             try:
                 await self._ws.aclose()
-            except (trio_websocket.ConnectionClosed, trio.BrokenResourceError, OSError):
+            except _EXPECTED:
                 pass
 
 
@@ -164,97 +187,134 @@ def idle_timeout_error(seconds: float) -> ResponseTimeout:
 
 
 async def open_connection(nursery: trio.Nursery, options: WebSocketOptions) -> WebSocketLink:
-    """Connect and handshake; the socket's task lives in ``nursery`` until abandoned."""
+    """Connect and handshake; the socket's task lives in ``nursery`` until abandoned.
+
+    Raises ``ConnectionFailed`` / ``AuthenticationError`` for an expected failure;
+    anything else (cancellation included) propagates unchanged."""
     link: WebSocketLink = await nursery.start(_connection_task, options)
     return link
+
+
+# The exceptions a socket is expected to fail with; everything else is not ours to map.
+_EXPECTED: tuple[type[BaseException], ...] = (
+    OSError,  # refused, reset, unreachable, DNS (gaierror), TLS (ssl.SSLError)
+    trio.BrokenResourceError,
+    trio_websocket.HandshakeError,  # incl. ConnectionRejected
+    trio_websocket.ConnectionClosed,
+    _HandshakeEof,
+    _ConnectTimeout,
+)
+
+
+def split_expected(exc: BaseException) -> tuple[BaseException | None, BaseException | None]:
+    """``(failure, rest)``: the first expected foreign failure in ``exc`` (or None), and
+    what must still propagate (or None): ``exc`` itself when it holds no expected
+    failure, else the group without its expected parts -- every ``Cancelled`` and every
+    other exception kept, with its traceback."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return (exc, None) if isinstance(exc, _EXPECTED) else (None, exc)
+    matched, rest = exc.split(_EXPECTED)
+    if matched is None:
+        return None, exc  # split() copies the group; nothing was taken out of it
+    failure: BaseException | None = matched
+    while isinstance(failure, BaseExceptionGroup):
+        failure = failure.exceptions[0]
+    return failure, rest
 
 
 async def _connection_task(
     options: WebSocketOptions, *, task_status: trio.TaskStatus[WebSocketLink]
 ) -> None:
+    deadline = trio.current_time() + options.connect_timeout
     started = False
     try:
-        async with trio.open_nursery() as reader_nursery:
-            ws, watched = await _handshake(reader_nursery, options)
-            try:
+        watched = _WatchedStream(await _dial(options, deadline))
+        try:
+            async with trio.open_nursery() as reader_nursery:
+                ws = await _handshake(reader_nursery, watched, options, deadline)
                 link = WebSocketLink(ws, options)
                 watched.handshake_done = True
                 task_status.started(link)
                 started = True
-                await link.wait_abandoned()
-                await link._close()
-            finally:
-                # Whatever happened (remote close, abandon, cancellation), the TCP
-                # stream is closed here and the reader task stops with it.
-                await trio.aclose_forcefully(watched)
-                reader_nursery.cancel_scope.cancel()
-    except BaseException as exc:  # mapped below; Cancelled always propagates
-        if _contains_cancelled(exc):
+                try:
+                    await link.wait_abandoned()
+                    await link._close()
+                finally:
+                    # Whatever happened (remote close, abandon, cancellation, a dead
+                    # reader), the link is unusable from here and the reader stops.
+                    link.abandon()
+                    reader_nursery.cancel_scope.cancel()
+        finally:
+            await _close_quietly(watched)
+    except BaseException as exc:
+        failure, rest = split_expected(exc)
+        # Cancelled, KeyboardInterrupt, bugs: unchanged (a group keeps each of them).
+        if rest is exc:
             raise
+        if rest is not None:
+            raise rest  # noqa: B904  # part of the same group, not a new error
+        assert failure is not None
         if not started:
-            raise _map_handshake_error(exc, options) from exc
-        # After the handshake, errors of the reader task only mean the socket is dead;
-        # the model call reading it sees ConnectionClosed and retries.
+            raise _map_handshake_error(failure, options) from exc
+        # After the handshake an expected failure only means the socket is dead; the
+        # model call reading it sees ConnectionLost and retries.
 
 
-async def _handshake(
-    nursery: trio.Nursery, options: WebSocketOptions
-) -> tuple[trio_websocket.WebSocketConnection, _WatchedStream]:
+async def _close_quietly(stream: trio.abc.Stream) -> None:
+    """Close at once; a dead socket failing to close is no news, and must not replace
+    the exception in flight (a bug, a ``Cancelled``)."""
+    try:
+        await trio.aclose_forcefully(stream)
+    except _EXPECTED:
+        pass
+
+
+async def _dial(options: WebSocketOptions, deadline: float) -> trio.abc.Stream:
     parts = urllib.parse.urlsplit(options.url)
     secure = parts.scheme == "wss"
     host = parts.hostname or ""
     port = parts.port or (443 if secure else 80)
+    dial = options.dialer or trio.open_tcp_stream
+    with trio.CancelScope(deadline=deadline) as scope:
+        stream = await dial(host, port)
+    if scope.cancelled_caught:
+        raise _ConnectTimeout
+    if not secure:
+        return stream
+    # TLS over whatever was dialed (what trio.open_ssl_over_tcp_stream does over TCP);
+    # its handshake runs on the first send, under the handshake's deadline.
+    context = options.ssl_context or ssl.create_default_context()
+    return trio.SSLStream(stream, context, server_hostname=host, https_compatible=True)
+
+
+async def _handshake(
+    nursery: trio.Nursery, watched: _WatchedStream, options: WebSocketOptions, deadline: float
+) -> trio_websocket.WebSocketConnection:
+    parts = urllib.parse.urlsplit(options.url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "wss" else 80)
     resource = parts.path or "/"
     if parts.query:
         resource += "?" + parts.query
-    with trio.fail_after(options.connect_timeout):
-        if secure:
-            context = options.ssl_context or ssl.create_default_context()
-            stream: trio.abc.Stream = await trio.open_ssl_over_tcp_stream(
-                host, port, ssl_context=context, https_compatible=True
-            )
-        else:
-            stream = await trio.open_tcp_stream(host, port)
-        watched = _WatchedStream(stream)
-        host_header = host if port in (80, 443) else f"{host}:{port}"
-        try:
-            ws = await trio_websocket.wrap_client_stream(
-                nursery,
-                watched,  # type: ignore[arg-type]  # any trio Stream works; the hint is narrow
-                host_header,
-                resource,
-                extra_headers=[(k.encode(), v.encode()) for k, v in options.headers],
-                message_queue_size=options.message_queue_size,
-                max_message_size=options.max_message_size,
-                receive_buffer_size=options.receive_buffer_size,
-            )
-        except BaseException:
-            await trio.aclose_forcefully(stream)
-            raise
-    return ws, watched
+    host_header = host if port in (80, 443) else f"{host}:{port}"
+    with trio.CancelScope(deadline=deadline) as scope:
+        return await trio_websocket.wrap_client_stream(
+            nursery,
+            watched,  # type: ignore[arg-type]  # any trio Stream works; the hint is narrow
+            host_header,
+            resource,
+            extra_headers=[(k.encode(), v.encode()) for k, v in options.headers],
+            message_queue_size=options.message_queue_size,
+            max_message_size=options.max_message_size,
+            receive_buffer_size=options.receive_buffer_size,
+        )
+    assert scope.cancelled_caught
+    raise _ConnectTimeout
 
 
-def _contains_cancelled(exc: BaseException) -> bool:
-    if isinstance(exc, trio.Cancelled):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.subgroup(trio.Cancelled) is not None and exc.subgroup(
-            lambda e: not isinstance(e, trio.Cancelled | BaseExceptionGroup)
-        ) is None
-    return False
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup):
-        non_cancel = [e for e in exc.exceptions if not isinstance(e, trio.Cancelled)]
-        exc = (non_cancel or list(exc.exceptions))[0]
-    return exc
-
-
-def _map_handshake_error(exc: BaseException, options: WebSocketOptions) -> ConnectionFailed:
-    leaf = _leaf(exc)
+def _map_handshake_error(leaf: BaseException, options: WebSocketOptions) -> ResponsesError:
     where = f"connecting to {options.url}"
-    if isinstance(leaf, trio.TooSlowError):
+    if isinstance(leaf, _ConnectTimeout):
         return ConnectionFailed(
             f"{where} timed out after {options.connect_timeout:g} s", error_class="handshake_timeout"
         )
@@ -268,25 +328,16 @@ def _map_handshake_error(exc: BaseException, options: WebSocketOptions) -> Conne
                 error_class="handshake_tls", retryable=False,
             )
         return ConnectionFailed(f"{where}: the server closed the connection during the handshake ({leaf})")
-    if isinstance(leaf, OSError | trio.BrokenResourceError | trio_websocket.HandshakeError):
-        return ConnectionFailed(f"{where} failed: {leaf!r}")
     if isinstance(leaf, trio_websocket.ConnectionClosed):
         return ConnectionFailed(f"{where}: {_reason(leaf)} during the handshake")
-    return ConnectionFailed(f"{where} failed unexpectedly: {leaf!r}", retryable=False)
+    # OSError (refused, DNS, reset), BrokenResourceError, other handshake errors
+    return ConnectionFailed(f"{where} failed: {leaf!r}; check that the server is reachable")
 
 
-def _rejected(exc: trio_websocket.ConnectionRejected, where: str) -> ConnectionFailed:
-    status = exc.status_code
-    headers: dict[str, Any] = {k.decode().lower(): v.decode() for k, v in exc.headers or ()}
+def _rejected(exc: trio_websocket.ConnectionRejected, where: str) -> ResponsesError:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in exc.headers or ()}
     body = (exc.body or b"").decode("utf-8", "replace")[:500]
-    retry_after = parse_retry_after(headers.get("retry-after"))
-    error_class, retryable = classify_status(status, "handshake")
-    hint = " check the API key" if status in (401, 403) else ""
-    return ConnectionFailed(
-        f"{where}: the server rejected the handshake with HTTP {status}{': ' + body if body else ''}"
-        + (f";{hint}" if hint else ""),
-        error_class=error_class,
-        retryable=retryable,
-        retry_after=retry_after,
-        status=status,
+    message = f"{where}: the server rejected the handshake with HTTP {exc.status_code}{': ' + body if body else ''}"
+    return rejection_error(
+        exc.status_code, body, headers.get("retry-after"), prefix="handshake", message=message, other=ConnectionFailed
     )

@@ -1,4 +1,5 @@
-"""``FakeResponsesServer``: a scripted Responses WebSocket server on 127.0.0.1.
+"""``FakeResponsesServer``: a scripted Responses server (WebSocket and HTTP/SSE), on
+127.0.0.1 or entirely in memory.
 
 The test drives it step by step, over real loopback sockets, like the reference
 suites do with their mock servers::
@@ -17,24 +18,47 @@ Every handshake (path and headers) and every request body is recorded
 (``server.handshakes``, ``server.requests``, ``conn.requests``); ``server.connections``
 lists the accepted WebSocket connections, newest last. It uses only Trio
 primitives, so it runs under ``MockClock`` (bind to the numeric 127.0.0.1).
+
+In memory (no socket, no listener; exact virtual times under
+``MockClock(autojump_threshold=0)``)::
+
+    server = FakeResponsesServer.in_memory()
+    await nursery.start(server.serve)          # no listener: accepts what ``dial`` opens
+    cfg = AgentConfig(..., responses=Responses(websocket_url=server.url, dialer=server.dial))
+
+``server.dial(host, port)`` is a ``Responses(dialer=...)``: each call opens a
+``trio.testing.memory_stream_pair`` and queues its server end exactly where a TCP
+connection would be queued, so every script (``accept()``, ``accept_raw()``,
+``accept_http()``, ``next_request()``, ``send_*``) works unchanged. Dialing another
+address, or before ``serve`` started / after it ended, is refused with
+``ConnectionRefusedError`` like a port nobody listens on. ``server.dialed`` records
+each ``(host, port)``. For an ``http_client`` of your own, ``server.http_client()``
+is an ``httpx.AsyncClient`` that dials the same way.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import ssl
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
+import trio.testing
 import trio_websocket
 
 from . import _frames as frames
 from ._http import FakeHttpRequest, read_http_request
 
+if TYPE_CHECKING:
+    import httpx
+
 __all__ = ["FakeConnection", "FakeResponsesServer", "Handshake", "RawConnection"]
+
+MEMORY_HOST = "fake-responses.invalid"  # .invalid never resolves: nothing real is reachable
 
 
 @attrs.frozen
@@ -171,53 +195,113 @@ class FakeResponsesServer:
         self.handshakes: list[Handshake] = []
         self.connections: list[FakeConnection] = []
         self.requests: list[dict[str, Any]] = []
+        self.dialed: list[tuple[str, int]] = []
+        self._memory_host: str | None = None
+        self._serving = False
         self._incoming_send, self._incoming = trio.open_memory_channel[trio.abc.Stream](math.inf)
         self._nursery: trio.Nursery | None = None
         self._streams: list[trio.abc.Stream] = []
 
+    @classmethod
+    def in_memory(
+        cls, *, path: str = "/v1/responses", ssl_context: ssl.SSLContext | None = None, host: str = MEMORY_HOST
+    ) -> FakeResponsesServer:
+        """A server reached only through ``dial`` (see the module docstring); ``url`` and
+        ``http_base_url`` name ``host`` on the scheme's default port."""
+        server = cls(path=path, ssl_context=ssl_context)
+        server._memory_host = host
+        return server
+
     @property
-    def url(self) -> str:
+    def is_in_memory(self) -> bool:
+        return self._memory_host is not None
+
+    def _authority(self) -> str:
+        if self._memory_host is not None:
+            return self._memory_host
         if self.port is None:
             raise RuntimeError("start the server first: await nursery.start(server.serve)")
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
         scheme = "wss" if self.ssl_context is not None else "ws"
-        return f"{scheme}://127.0.0.1:{self.port}{self.path}"
+        return f"{scheme}://{self._authority()}{self.path}"
 
     @property
     def http_base_url(self) -> str:
         """The ``api_base_url`` for the HTTPS transport (requests go to ``.../v1/responses``)."""
-        if self.port is None:
-            raise RuntimeError("start the server first: await nursery.start(server.serve)")
         scheme = "https" if self.ssl_context is not None else "http"
-        return f"{scheme}://127.0.0.1:{self.port}/v1"
+        return f"{scheme}://{self._authority()}/v1"
 
     async def serve(self, *, task_status: trio.TaskStatus[FakeResponsesServer] = trio.TASK_STATUS_IGNORED) -> None:
-        """Listen on 127.0.0.1:0 until cancelled."""
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        self.port = listeners[0].socket.getsockname()[1]
+        """Listen on 127.0.0.1:0 (in memory: accept what ``dial`` opens) until cancelled."""
+        listeners = [] if self.is_in_memory else await trio.open_tcp_listeners(0, host="127.0.0.1")
+        if listeners:
+            self.port = listeners[0].socket.getsockname()[1]
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._accept_loop, listeners)
+                self._serving = True
                 task_status.started(self)
         finally:
+            self._serving = False
             # Every connection the server accepted is closed with it (shielded: the
             # server is usually being cancelled right now, and each close checkpoints).
             with trio.CancelScope(shield=True):
                 for stream in self._streams:
                     await trio.aclose_forcefully(stream)
 
+    def _admit(self, stream: trio.abc.Stream) -> None:
+        if self.ssl_context is not None:
+            stream = trio.SSLStream(stream, self.ssl_context, server_side=True)
+        self._streams.append(stream)
+        self._incoming_send.send_nowait(stream)
+
     async def _accept_loop(self, listeners: list[trio.SocketListener]) -> None:
+        if not listeners:
+            await trio.sleep_forever()  # in memory: ``dial`` admits the connections
         try:
             while True:
-                stream: trio.abc.Stream = await listeners[0].accept()
-                if self.ssl_context is not None:
-                    stream = trio.SSLStream(stream, self.ssl_context, server_side=True)
-                self._streams.append(stream)
-                self._incoming_send.send_nowait(stream)
+                self._admit(await listeners[0].accept())
         finally:
             for listener in listeners:
                 with trio.CancelScope(shield=True):
                     await listener.aclose()
+
+    async def dial(self, host: str, port: int) -> trio.abc.Stream:
+        """A ``Responses(dialer=...)`` for an in-memory server: a new connection's client end.
+
+        Raises ``ConnectionRefusedError`` for another address, and while the server is
+        not serving (a port nobody listens on)."""
+        await trio.lowlevel.checkpoint()
+        scheme_port = 443 if self.ssl_context is not None else 80
+        if self._memory_host is None or (host, port) != (self._memory_host, scheme_port):
+            raise ConnectionRefusedError(
+                errno.ECONNREFUSED, f"nothing listens on {host}:{port} in memory; dial the server's own url"
+            )
+        if not self._serving:
+            raise ConnectionRefusedError(
+                errno.ECONNREFUSED, f"{host}:{port} is not serving; start it: await nursery.start(server.serve)"
+            )
+        self.dialed.append((host, port))
+        client, server_end = trio.testing.memory_stream_pair()
+        self._admit(server_end)
+        return client
+
+    def http_client(self, *, ssl_context: ssl.SSLContext | None = None) -> httpx.AsyncClient:
+        """An ``httpx.AsyncClient`` whose connections ``dial`` this in-memory server (the
+        agent's own timeouts: 30 s to connect, 300 s between reads). Close it yourself
+        (``async with``); ``ssl_context`` is the client's trust for ``https://``."""
+        import httpx
+
+        from .._transport._dialed_http import DialedTransport
+
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, read=300.0),
+            transport=DialedTransport(self.dial, ssl_context=ssl_context),
+        )
 
     async def accept_raw(self) -> RawConnection:
         """The next TCP connection, before the handshake."""

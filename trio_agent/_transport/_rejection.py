@@ -1,0 +1,52 @@
+"""An HTTP rejection -> a ``ResponsesError``, by cause and the same for both transports
+(issue 8, item 10): 401/403 is ``AuthenticationError`` (with ``status`` and the API's
+``code``) whether it answered the WebSocket handshake or an HTTPS request; other
+statuses keep the transport's class (``ConnectionFailed`` for a handshake, ``ApiError``
+for HTTPS) with ``classify_status``'s retry decision and the server's ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .._errors import AuthenticationError, ResponsesError
+from .retry import classify_status, parse_retry_after
+
+__all__ = ["AUTH_STATUSES", "error_code", "rejection_error"]
+
+AUTH_STATUSES = (401, 403)
+
+
+def error_code(body: str) -> str | None:
+    """``error.code`` of a JSON error body (``{"error": {"code": ...}}``), else None."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def rejection_error(
+    status: int,
+    body: str,
+    retry_after: str | None,
+    *,
+    prefix: str,
+    message: str,
+    other: type[ResponsesError],
+) -> ResponsesError:
+    """The error for HTTP ``status``; ``prefix`` names the transport in ``error_class``
+    (``handshake_rejected``, ``https_rate_limit``, ...); ``other`` is the class of a
+    rejection that is not about credentials."""
+    error_class, retryable = classify_status(status, prefix)
+    code = error_code(body)
+    if status in AUTH_STATUSES:
+        return AuthenticationError(
+            f"{message}; check the API key (or log in to ChatGPT again)",
+            error_class=error_class, status=status, code=code,
+        )
+    return other(
+        message, error_class=error_class, retryable=retryable, retry_after=parse_retry_after(retry_after),
+        status=status, code=code, failure_phase="connect",
+    )
