@@ -240,3 +240,52 @@ async def test_a_refused_connection_is_connection_failed_on_both_transports(
     assert error.error_class == expected_class
     (attempt_failed,) = log.payloads("model.attempt.failed")
     assert attempt_failed["error_class"] == expected_class
+
+
+class RefreshingSource:
+    """A ChatGPT source whose token is refreshed by ``recover_unauthorized``."""
+
+    def __init__(self) -> None:
+        self.token = "stale-token"
+        self.recovered: list[str] = []
+
+    def validate(self) -> None:
+        return None
+
+    async def snapshot(self) -> ta.ChatGptAuthSnapshot:
+        await trio.lowlevel.checkpoint()
+        return ta.ChatGptAuthSnapshot(token=self.token, account_id="account-1")
+
+    async def recover_unauthorized(self, rejected: ta.ChatGptAuthSnapshot) -> None:
+        await trio.lowlevel.checkpoint()
+        self.recovered.append(rejected.token)
+        self.token = "fresh-token"
+
+
+async def test_a_websocket_401_asks_the_chatgpt_source_to_recover_once(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """SPEC sec. 6: a 401 asks the auth source to recover once, then retries -- on the
+    WebSocket handshake as over HTTPS."""
+    source = RefreshingSource()
+
+    async def script() -> None:
+        await (await server.accept_raw()).reject(401, '{"error":{"message":"expired","code":"token_expired"}}')
+        conn = await server.accept()
+        warmup = await conn.next_request()
+        assert warmup["generate"] is False
+        await conn.send_warmup("resp-warmup")
+        await conn.next_request()
+        await conn.send_final("resp-1", "hello again")
+
+    config = ta.AgentConfig(auth=ta.ChatGptAuth(source), workspace=workspace,
+                            responses=ta.Responses(websocket_url=server.url))
+    log = EventLog()
+    async with scripted(script) as nursery, ta.open_agent(config) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        assert (await (await agent.prompt("hi")).result()).final_message == "hello again"
+    assert source.recovered == ["stale-token"]
+    # (the rejected handshake is not recorded: it was refused before being accepted)
+    assert [h.headers["authorization"] for h in server.handshakes] == ["Bearer fresh-token"]
+    assert log.payloads("model.warmup.failed") == []
+    assert len(log.payloads("model.connection.completed")) == 1

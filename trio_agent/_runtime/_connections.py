@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._config import AgentConfig, Transport
-from .._errors import ResponsesError
+from .._errors import AuthenticationError, ResponsesError
 from .._events import EventKind
-from .._transport.auth import websocket_headers
+from .._transport.auth import recover_unauthorized, websocket_auth
 from .._units import ns
 from ._stats import TransportStats
 
@@ -56,6 +56,27 @@ class Connections:
     def usable(self) -> bool:
         return self.link is not None and self.link.usable
 
+    async def _open(self, open_connection: Any, options_type: Any) -> WebSocketLink:
+        """Handshake once; with ChatGPT auth a 401 asks the source to recover once and
+        handshakes again (SPEC sec. 6). The headers are fetched per connection (a token
+        may have been refreshed); a failing auth source fails it like a refusal."""
+        recovered = False
+        while True:
+            headers, snapshot = await websocket_auth(self._config)
+            options = options_type(
+                url=self._config.websocket_url, headers=tuple(headers),
+                connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
+                ssl_context=self._config.responses.ssl_context, dialer=self._config.responses.dialer,
+            )
+            try:
+                link: WebSocketLink = await open_connection(self._nursery, options)
+                return link
+            except AuthenticationError as exc:
+                if exc.status != 401 or snapshot is None or recovered:
+                    raise
+                recovered = True
+                await recover_unauthorized(self._config, snapshot)
+
     async def ensure(self, turn_id: int | None) -> WebSocketLink:
         """The live socket, opening one (with connection events) when there is none."""
         if self.link is not None and self.link.usable:
@@ -75,14 +96,7 @@ class Connections:
         }, turn_id)
         start = trio.current_time()
         try:
-            # The headers are fetched per connection (a ChatGPT token may have been
-            # refreshed); a failing auth source fails this connection like a refusal.
-            options = WebSocketOptions(
-                url=self._config.websocket_url, headers=tuple(await websocket_headers(self._config)),
-                connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
-                ssl_context=self._config.responses.ssl_context, dialer=self._config.responses.dialer,
-            )
-            link = await open_connection(self._nursery, options)
+            link = await self._open(open_connection, WebSocketOptions)
         except ResponsesError as exc:  # ConnectionFailed, AuthenticationError
             self._stats.connection_duration_ns += ns(trio.current_time() - start)
             self._emit(EventKind.MODEL_CONNECTION_FAILED, {

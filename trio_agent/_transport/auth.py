@@ -112,13 +112,19 @@ async def websocket_headers(config: AgentConfig) -> Headers:
     """Handshake headers: auth, the Responses WebSocket beta and the session ids.
 
     Raises ``AuthenticationError`` when the ChatGPT auth source fails."""
-    auth, _ = await _auth(config)
+    headers, _ = await websocket_auth(config)
+    return headers
+
+
+async def websocket_auth(config: AgentConfig) -> tuple[Headers, ChatGptAuthSnapshot | None]:
+    """``websocket_headers`` and the ChatGPT snapshot they came from (None for API keys)."""
+    auth, snapshot = await _auth(config)
     return [
         *auth,
         ("OpenAI-Beta", "responses_websockets=2026-02-06"),
         ("x-responsesapi-include-timing-metrics", "true"),
         *_session(config),
-    ]
+    ], snapshot
 
 
 async def https_headers(config: AgentConfig) -> tuple[Headers, ChatGptAuthSnapshot | None]:
