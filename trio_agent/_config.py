@@ -7,6 +7,7 @@ combination fails where it is written (SPEC sec. 6), never halfway through a tur
 from __future__ import annotations
 
 import enum
+import math
 import os
 import ssl
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from ._errors import ConfigError, WorkspaceChanged
+from ._ids import session_id_problem
 
 if TYPE_CHECKING:
     import trio
@@ -81,11 +83,18 @@ class History(enum.Enum):
     FULL_REPLAY = "full_history"
 
 
+def _redact(secret: object) -> str:
+    """What a repr shows instead of a secret: its kind and length, never a character."""
+    if isinstance(secret, str):
+        return f"<redacted {len(secret)} characters>"
+    return f"<{type(secret).__name__}>"
+
+
 @attrs.frozen
 class ChatGptAuthSnapshot:
-    """A bearer token and the ChatGPT account it belongs to."""
+    """A bearer token and the ChatGPT account it belongs to (``repr`` hides the token)."""
 
-    token: str
+    token: str = attrs.field(repr=_redact)
     account_id: str | None = None
 
 
@@ -101,9 +110,10 @@ class ChatGptAuthSource(Protocol):
 
 @attrs.frozen
 class ChatGptAuth:
-    """ChatGPT subscription authentication backed by a token source."""
+    """ChatGPT subscription authentication backed by a token source (``repr`` names the
+    source's type only: a source may hold tokens)."""
 
-    source: ChatGptAuthSource
+    source: ChatGptAuthSource = attrs.field(repr=_redact)
 
 
 def _check_url(name: str, schemes: tuple[str, ...]) -> Callable[[Any, Any, str | None], None]:
@@ -129,6 +139,15 @@ class Responses:
     and for ``https://`` when the agent makes its own HTTPS client; an ``http_client``
     of yours keeps its own TLS settings.
 
+    Timeouts (seconds, Trio's clock): ``connect_timeout`` bounds dialing, TLS and the
+    WebSocket handshake together (HTTPS: connecting, and waiting for a connection from
+    the pool); ``handshake_timeout`` additionally bounds the handshake part alone
+    (WebSocket: from the connected socket to ``101``; HTTPS: from sending the request to
+    the response head) and defaults to ``connect_timeout``; ``idle_timeout`` is the
+    longest a response may go without a frame (one timer per response, pushed forward
+    by every frame). Each expiry fails the attempt with a retryable error. See the
+    README ("Guarantees") for the worst-case time a silent server can hold a turn.
+
     ``dialer`` replaces ``trio.open_tcp_stream``: ``await dialer(host, port)`` returns a
     connected ``trio.abc.Stream`` (host and port come from the URL). TLS is still
     layered on top for ``wss://``/``https://``. The WebSocket transport dials every
@@ -153,8 +172,17 @@ class Responses:
     http_client: Any = None
     ssl_context: ssl.SSLContext | None = None
     dialer: Callable[[str, int], Awaitable[trio.abc.Stream]] | None = None
+    connect_timeout: float = 30.0
+    handshake_timeout: float | None = None
+    idle_timeout: float = 300.0
 
     def __attrs_post_init__(self) -> None:
+        for name in ("connect_timeout", "handshake_timeout", "idle_timeout"):
+            value = getattr(self, name)
+            if value is None and name == "handshake_timeout":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+                raise ConfigError(f"{name} must be a positive, finite number of seconds, got {value!r}")
         if self.dialer is not None and not callable(self.dialer):
             raise ConfigError(
                 f"dialer must be an async callable (host, port) -> trio.abc.Stream, got {self.dialer!r}"
@@ -178,6 +206,7 @@ class Responses:
             )
 
 
+
 def _default_session_id() -> str:
     from ._ids import uuid7
 
@@ -188,7 +217,7 @@ def _default_session_id() -> str:
 class AgentConfig:
     """Everything an agent needs; validated on construction (raises ``ConfigError``)."""
 
-    auth: str | ChatGptAuth
+    auth: str | ChatGptAuth = attrs.field(repr=_redact)
     model: str = DEFAULT_MODEL
     instructions: str | None = None
     thinking: Thinking = Thinking.MEDIUM
@@ -211,8 +240,12 @@ class AgentConfig:
             raise ConfigError(f"responses must be a ta.Responses, got {self.responses!r}")
         if not self.model or not isinstance(self.model, str):
             raise ConfigError("model must be a non-empty string such as 'gpt-5.5'")
-        if not isinstance(self.session_id, str) or not self.session_id.strip():
-            raise ConfigError("session_id must be a non-empty string; omit it for a fresh UUIDv7")
+        problem = session_id_problem(self.session_id)
+        if problem is not None:
+            raise ConfigError(
+                f"session_id {self.session_id!r:.80} is not usable: {problem}; it names the rollout file and "
+                "travels in request headers. Omit it for a fresh UUIDv7"
+            )
         if self.prompt_cache_key is not None and not self.prompt_cache_key.strip():
             raise ConfigError("prompt_cache_key must be non-empty; omit it to use the session id")
         if self.instructions is not None and not self.instructions.strip():
@@ -266,6 +299,14 @@ class AgentConfig:
             raise ConfigError(
                 "auth must be a non-empty API key string or a ta.ChatGptAuth; "
                 "set OPENAI_API_KEY or pass auth='sk-...'"
+            )
+        bad = next((i for i, char in enumerate(self.auth) if not "!" <= char <= "~"), None)
+        if bad is not None:
+            # Never echo the key: say where the problem is, not what it is.
+            raise ConfigError(
+                f"the API key has a whitespace, control or non-ASCII character at position {bad + 1} "
+                f"of {len(self.auth)}; API keys are printable ASCII with no spaces. Check for a stray "
+                "newline or quote where OPENAI_API_KEY is set"
             )
 
     @property

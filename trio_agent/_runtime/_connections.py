@@ -18,6 +18,7 @@ from .._errors import AuthenticationError, ResponsesError
 from .._events import EventKind
 from .._transport.auth import recover_unauthorized, websocket_auth
 from .._units import ns
+from ._secrets import Redactor
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
@@ -29,14 +30,13 @@ __all__ = ["Connections"]
 class Connections:
     def __init__(
         self, config: AgentConfig, emit: Callable[..., Any], nursery: trio.Nursery, stats: TransportStats,
-        *, connect_timeout: float, idle_timeout: float,
+        redactor: Redactor,
     ) -> None:
         self._config = config
+        self._redactor = redactor
         self._emit = emit
         self._nursery = nursery
         self._stats = stats
-        self._connect_timeout = connect_timeout
-        self._idle_timeout = idle_timeout
         self.link: WebSocketLink | None = None
         self.generation = 0
         self.next_purpose = "initial"
@@ -63,9 +63,12 @@ class Connections:
         recovered = False
         while True:
             headers, snapshot = await websocket_auth(self._config)
+            self._redactor.add(snapshot.token if snapshot is not None else None)
             options = options_type(
                 url=self._config.websocket_url, headers=tuple(headers),
-                connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout,
+                connect_timeout=self._config.responses.connect_timeout,
+                handshake_timeout=self._config.responses.handshake_timeout,
+                idle_timeout=self._config.responses.idle_timeout,
                 ssl_context=self._config.responses.ssl_context, dialer=self._config.responses.dialer,
             )
             try:
@@ -98,6 +101,7 @@ class Connections:
         try:
             link = await self._open(open_connection, WebSocketOptions)
         except ResponsesError as exc:  # ConnectionFailed, AuthenticationError
+            self._redactor.scrub(exc)
             self._stats.connection_duration_ns += ns(trio.current_time() - start)
             self._emit(EventKind.MODEL_CONNECTION_FAILED, {
                 **base, "duration_ns": ns(trio.current_time() - start), "error": str(exc),

@@ -41,6 +41,7 @@ from ._connections import Connections
 from ._exchange import Exchange
 from ._prompt_cache import SharedWarmups, fingerprint
 from ._recorder import ExchangeRecorder
+from ._secrets import Redactor
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
@@ -62,20 +63,18 @@ class ModelClient:
         nursery: trio.Nursery,
         *,
         chain: Chain | None = None,
-        idle_timeout: float = 300.0,
-        connect_timeout: float = 30.0,
     ) -> None:
         self._config = config
         self._ledger = ledger
         self._emit = emit
         self._lock = trio.Lock()
-        self._idle_timeout = idle_timeout
-        self._connect_timeout = connect_timeout
+        self._idle_timeout = config.responses.idle_timeout
         self.stats = TransportStats()
         self.chain = chain or Chain()
-        self._sockets = Connections(
-            config, emit, nursery, self.stats, connect_timeout=connect_timeout, idle_timeout=idle_timeout
-        )
+        self.redactor = Redactor()
+        if isinstance(config.auth, str):
+            self.redactor.add(config.auth)
+        self._sockets = Connections(config, emit, nursery, self.stats, self.redactor)
         self._chain_generation: int | None = None
         # Ids of the latest responses that ended on the current socket: a frame naming
         # one of them later is a leftover, never the next answer (bounded).
@@ -183,6 +182,7 @@ class ModelClient:
         self.stats.response_attempts += 1
         if self._config.responses.transport is not Transport.WEBSOCKET:
             headers, snapshot = await https_headers(self._config)
+            self.redactor.add(snapshot.token if snapshot is not None else None)
             return AttemptSlot(self, None, headers, snapshot)
         if self._sockets.link is not None and not self._sockets.usable:
             self.invalidate("reconnect")  # the server closed it: reconnect and replay
@@ -243,9 +243,7 @@ class ModelClient:
         if self._https is None:
             from .._transport.https import https_transport  # lazy: httpx only when HTTPS is used
 
-            self._https = https_transport(
-                self._config, connect_timeout=self._connect_timeout, idle_timeout=self._idle_timeout
-            )
+            self._https = https_transport(self._config)
         return self._https
 
     def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None:
@@ -347,3 +345,4 @@ class AttemptSlot:
                 recovered = True
                 await recover_unauthorized(config, self._snapshot)
                 self._headers, self._snapshot = await https_headers(config)
+                model.redactor.add(self._snapshot.token if self._snapshot is not None else None)

@@ -138,6 +138,7 @@ class Sampler:
                     assert slot.recorder is not None
                     return outcome, slot.recorder, attempt
             except ResponsesError as exc:
+                model.redactor.scrub(exc)  # before the error is reported anywhere
                 same_socket = isinstance(exc, CheckpointMissing) and not checkpoint_replayed
                 retry = same_socket or should_retry(exc, attempt, max_attempts)
                 events.attempt_failed(

@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import trio
 
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
@@ -44,6 +45,7 @@ class HttpsTransport:
         client: httpx.AsyncClient | None = None,
         connect_timeout: float = 30.0,
         idle_timeout: float = 300.0,
+        handshake_timeout: float | None = None,
         dialer: Dialer | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
@@ -52,6 +54,7 @@ class HttpsTransport:
         ``ssl_context`` (default: the system CAs)."""
         self.url = base_url.rstrip("/") + "/responses"
         self._owned = client is None
+        self._head_timeout = connect_timeout if handshake_timeout is None else handshake_timeout
         if client is not None:
             self._client = client
             return
@@ -72,11 +75,20 @@ class HttpsTransport:
         content = dumps(body).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
         try:
-            async with self._client.stream("POST", self.url, content=content, headers=request_headers) as response:
+            async with contextlib.AsyncExitStack() as stack:
+                with trio.move_on_after(self._head_timeout) as head:
+                    response = await stack.enter_async_context(
+                        self._client.stream("POST", self.url, content=content, headers=request_headers)
+                    )
+                if head.cancelled_caught:
+                    raise ResponseTimeout(
+                        f"the Responses HTTPS request to {self.url} got no response head within "
+                        f"{self._head_timeout:g} s (handshake_timeout)", error_class="https_head_timeout",
+                    )
                 if response.status_code // 100 != 2:
                     raise await _rejected(response)
-                async with contextlib.aclosing(response.aiter_raw()) as chunks:  # type: ignore[type-var]
-                    yield chunks
+                chunks = await stack.enter_async_context(contextlib.aclosing(response.aiter_raw()))  # type: ignore[type-var]
+                yield chunks
         except httpx.ConnectTimeout as exc:
             raise ConnectionFailed(
                 f"connecting to {self.url} timed out ({type(exc).__name__})", error_class="https_connect_timeout",
@@ -137,12 +149,13 @@ async def _rejected(response: httpx.Response) -> ResponsesError:
     )
 
 
-def https_transport(config: AgentConfig, *, connect_timeout: float, idle_timeout: float) -> HttpsTransport:
+def https_transport(config: AgentConfig) -> HttpsTransport:
     """The agent's HTTPS transport, from its config: the application's ``http_client``
     when given, else an own client that dials through ``Responses.dialer`` (if set) and
-    trusts ``Responses.ssl_context`` (if set)."""
+    trusts ``Responses.ssl_context`` (if set); timeouts from ``Responses``."""
     responses = config.responses
     return HttpsTransport(
-        config.api_base_url, client=responses.http_client, connect_timeout=connect_timeout,
-        idle_timeout=idle_timeout, dialer=responses.dialer, ssl_context=responses.ssl_context,
+        config.api_base_url, client=responses.http_client, connect_timeout=responses.connect_timeout,
+        idle_timeout=responses.idle_timeout, handshake_timeout=responses.handshake_timeout,
+        dialer=responses.dialer, ssl_context=responses.ssl_context,
     )

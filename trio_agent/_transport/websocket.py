@@ -54,6 +54,7 @@ class WebSocketOptions:
     url: str
     headers: tuple[tuple[str, str], ...] = ()
     connect_timeout: float = 30.0
+    handshake_timeout: float | None = None  # also bounds the handshake alone (None: connect_timeout only)
     send_timeout: float = 30.0
     idle_timeout: float = 300.0
     max_message_size: int = 64 << 20
@@ -297,6 +298,8 @@ async def _handshake(
     if parts.query:
         resource += "?" + parts.query
     host_header = host if port in (80, 443) else f"{host}:{port}"
+    if options.handshake_timeout is not None:
+        deadline = min(deadline, trio.current_time() + options.handshake_timeout)
     with trio.CancelScope(deadline=deadline) as scope:
         return await trio_websocket.wrap_client_stream(
             nursery,
@@ -315,8 +318,13 @@ async def _handshake(
 def _map_handshake_error(leaf: BaseException, options: WebSocketOptions) -> ResponsesError:
     where = f"connecting to {options.url}"
     if isinstance(leaf, _ConnectTimeout):
+        limit = options.connect_timeout
+        if options.handshake_timeout is not None and options.handshake_timeout < limit:
+            limit = options.handshake_timeout
         return ConnectionFailed(
-            f"{where} timed out after {options.connect_timeout:g} s", error_class="handshake_timeout"
+            f"{where} timed out (connect_timeout {options.connect_timeout:g} s, handshake within "
+            f"{limit:g} s); raise Responses(connect_timeout=...) for a slow network",
+            error_class="handshake_timeout",
         )
     if isinstance(leaf, trio_websocket.ConnectionRejected):
         return _rejected(leaf, where)
