@@ -15,11 +15,12 @@ from hypothesis import settings
 import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer
 
-# CI runs derandomized (the same examples every run) and without per-example deadlines,
-# so a slow shared machine cannot turn a property test into a flake.
+# The suite runs derandomized by default (the same examples every run, so CI and the
+# README command cannot flake) and without per-example deadlines. Explore new examples
+# locally with HYPOTHESIS_PROFILE=explore.
 settings.register_profile("ci", derandomize=True, deadline=None)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @asynccontextmanager
