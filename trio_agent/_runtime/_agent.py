@@ -18,6 +18,7 @@ them holds a reference back to it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, final
@@ -39,6 +40,7 @@ from .._wire.request import RequestSettings
 from .._wire.usage import TokenUsage
 from . import _pending_input
 from ._handle import AgentHandle
+from ._input import Mail, agent_message
 from ._model import ModelClient
 from ._payloads import TurnReporter
 from ._pending_input import Declined, Submission
@@ -51,6 +53,7 @@ from ._turn_queue import TurnQueue
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
 
 SHUTDOWN_GRACE = 5.0  # closing sockets, cells and shell sessions on the way out
+_PATH_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @final
@@ -90,8 +93,11 @@ class Agent:
         seed: ConversationSnapshot | None = None,
         parent_id: str | None = None,
         lineage_id: str | None = None,
+        path: str = "/root",
     ) -> None:
         self._config = config
+        self._path = path
+        self._children = 0
         self._sink = EventSink(config.session_id)
         self._thinking = config.thinking
         self._fast_mode = config.fast_mode
@@ -196,15 +202,43 @@ class Agent:
         await trio.lowlevel.checkpoint()
         return Turn(self._queue.accept(_prompt(prompt), self._settings()), self._queue)
 
-    async def submit(self, prompt: str | Prompt) -> Submission:
+    async def submit(self, given: str | Prompt | Sequence[dict[str, Any]]) -> Submission:
         """Steer the running turn if it can still take a steer, else start a turn;
-        returns which (``Submission.kind``) and the turn."""
-        return await _pending_input.submit(self._queue, _prompt(prompt), self._settings())
+        returns which (``Submission.kind``) and the turn. ``given`` is text, a
+        ``Prompt``, or a list of raw Responses items: items join the running turn like
+        ``inject``, or start an *automatic* turn whose input they are, sent unchanged."""
+        return await _pending_input.submit(self._queue, _turn_input(given), self._settings())
 
-    async def start_if_idle(self, prompt: str | Prompt) -> Turn | Declined:
+    async def start_if_idle(self, given: str | Prompt | Sequence[dict[str, Any]]) -> Turn | Declined:
         """Start a turn only if nothing is running or queued; otherwise return
-        ``Declined(reason)`` and record nothing."""
-        return await _pending_input.start_if_idle(self._queue, _prompt(prompt), self._settings())
+        ``Declined(reason)`` and record nothing. Takes text, a ``Prompt`` or raw items
+        (as ``submit``)."""
+        return await _pending_input.start_if_idle(self._queue, _turn_input(given), self._settings())
+
+    @property
+    def path(self) -> str:
+        """This agent's address for mail: ``/root``, a named child ``/root/<name>``."""
+        return self._path
+
+    async def post_mail(self, author: str, text: str, *, trigger_turn: bool = False) -> Turn | None:
+        """Mail from agent ``author`` (a path such as ``/root/worker``) to this agent.
+
+        It reaches the model as an ``agent_message`` item. Queue-only mail
+        (``trigger_turn=False``) joins the running turn at its next request boundary --
+        and may cut a response short right after a reasoning item or a commentary
+        message -- or waits for the next turn; it never reopens a turn whose final
+        answer is out. Triggering mail starts an automatic turn when the agent is idle
+        (returned), or when the running turn ends. Raises ``MailboxFull`` when
+        ``MAILBOX_CAPACITY`` messages are already waiting.
+        """
+        if not isinstance(author, str) or not author.startswith("/"):
+            raise InvalidPrompt(f"mail needs an author path such as '/root/worker', got {author!r}")
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidPrompt("mail needs non-empty text")
+        await trio.lowlevel.checkpoint()
+        mail = Mail(agent_message(author, self._path, text), trigger_turn=bool(trigger_turn))
+        started = self._queue.post_mail(mail, self._settings())
+        return Turn(started, self._queue) if started is not None else None
 
     async def inject(self, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
         """Raw Responses items for the model: they join the running turn at its next
@@ -265,7 +299,8 @@ class Agent:
                 "fork() needs a model boundary to branch from: prompt the agent first, or use spawn()"
             )
         return _open_agent(
-            self._child_config(keep_lineage=True), seed=point, parent_id=self.session_id, lineage_id=self._lineage_id
+            self._child_config(keep_lineage=True), seed=point, parent_id=self.session_id, lineage_id=self._lineage_id,
+            path=self._child_path(None, "fork"),
         )
 
     def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[Agent]:
@@ -280,14 +315,27 @@ class Agent:
             )
         return _open_agent(
             self._child_config(keep_lineage=True), seed=checkpoint, parent_id=self.session_id,
-            lineage_id=self._lineage_id,
+            lineage_id=self._lineage_id, path=self._child_path(None, "fork"),
         )
 
-    def spawn(self) -> AbstractAsyncContextManager[Agent]:
+    def spawn(self, name: str | None = None) -> AbstractAsyncContextManager[Agent]:
         """``async with agent.spawn() as child``: a clean child -- no history, same
         instructions and explicit prompt cache key, current thinking, a new session id;
-        it warms up on its own."""
-        return _open_agent(self._child_config(keep_lineage=False), parent_id=self.session_id)
+        it warms up on its own. Its mail ``path`` is ``<this path>/<name>`` (default
+        ``child-N``)."""
+        return _open_agent(
+            self._child_config(keep_lineage=False), parent_id=self.session_id, path=self._child_path(name, "child")
+        )
+
+    def _child_path(self, name: str | None, kind: str) -> str:
+        self._children += 1
+        if name is None:
+            name = f"{kind}-{self._children}"
+        if not isinstance(name, str) or not _PATH_NAME.fullmatch(name):
+            raise InvalidPrompt(
+                f"a child's name is one path segment of letters, digits, '_' or '-' (1-64), got {name!r}"
+            )
+        return f"{self._path}/{name}"
 
     def _child_config(self, *, keep_lineage: bool) -> AgentConfig:
         key = self._config.cache_key if keep_lineage else self._config.prompt_cache_key
@@ -321,10 +369,25 @@ class Agent:
             self._rollout.close()
 
 
+def _turn_input(given: str | Prompt | Sequence[dict[str, Any]]) -> _pending_input.TurnInput:
+    if isinstance(given, str | Prompt):
+        return _prompt(given)
+    if isinstance(given, list | tuple):
+        return _pending_input.checked_items(given)
+    raise InvalidPrompt(
+        f"expected text, a ta.Prompt or a list of Responses items, got {type(given).__name__}"
+    )
+
+
 def _prompt(prompt: str | Prompt) -> Prompt:
     if isinstance(prompt, str):
         prompt = Prompt(prompt)
-    if not isinstance(prompt, Prompt) or not prompt.text.strip():
+    if not isinstance(prompt, Prompt):
+        raise InvalidPrompt(
+            f"expected text or a ta.Prompt, got {type(prompt).__name__}; raw Responses items go to "
+            "submit(), start_if_idle() or inject()"
+        )
+    if not prompt.text.strip():
         raise InvalidPrompt("a prompt needs non-empty text")
     return prompt
 
@@ -352,11 +415,12 @@ async def _open_agent(
     seed: ConversationSnapshot | None = None,
     parent_id: str | None = None,
     lineage_id: str | None = None,
+    path: str = "/root",
 ) -> AsyncIterator[Agent]:
     sinks: list[EventSink] = []
     try:
         async with trio.open_nursery() as nursery:
-            agent = Agent(config, nursery, seed, parent_id, lineage_id)
+            agent = Agent(config, nursery, seed, parent_id, lineage_id, path)
             sinks.append(agent._sink)
             try:
                 await agent._startup()

@@ -28,7 +28,7 @@ class _Branching(Protocol):
 
     def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[Agent]: ...
 
-    def spawn(self) -> AbstractAsyncContextManager[Agent]: ...
+    def spawn(self, name: str | None = None) -> AbstractAsyncContextManager[Agent]: ...
 
 
 @final
@@ -54,9 +54,9 @@ class AgentHandle:
         """``Agent.fork_from`` of the agent this handle belongs to."""
         return self._get().fork_from(result)
 
-    def spawn(self) -> AbstractAsyncContextManager[Agent]:
+    def spawn(self, name: str | None = None) -> AbstractAsyncContextManager[Agent]:
         """``Agent.spawn`` of the agent this handle belongs to."""
-        return self._get().spawn()
+        return self._get().spawn(name)
 
     def _get(self) -> _Branching:
         agent = self._agent()

@@ -19,7 +19,7 @@ import trio
 from .._config import AgentConfig, Transport
 from .._errors import AgentError
 from .._events import EventKind
-from .._jsontext import scrub_surrogates
+from .._jsontext import dumps, scrub_surrogates
 from .._units import ns
 from ._stats import TransportStats, TurnStats
 
@@ -61,7 +61,7 @@ class TurnReporter:
             "orchestration": "local_code_mode",
             "websocket_url": _endpoint(config),
             "workspace": str(self._workspace),
-            "instruction_bytes": _utf8_size(state.prompt.text),
+            "instruction_bytes": _utf8_size(state.prompt.text if state.prompt is not None else dumps(state.items)),
         }, state.turn_id)
 
     def steered(self, state: TurnState, index: int, text: str) -> None:

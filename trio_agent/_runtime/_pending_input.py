@@ -26,7 +26,16 @@ from .._wire.request import RequestSettings
 from ._turn import Prompt, Turn, TurnState, TurnStatus
 from ._turn_queue import TurnQueue
 
-__all__ = ["Declined", "Submission", "inject", "interrupt_if_no_pending_input", "start_if_idle", "submit"]
+__all__ = [
+    "Declined",
+    "Submission",
+    "TurnInput",
+    "checked_items",
+    "inject",
+    "interrupt_if_no_pending_input",
+    "start_if_idle",
+    "submit",
+]
 
 
 @final
@@ -53,24 +62,38 @@ def _steerable(queue: TurnQueue) -> TurnState | None:
     return None
 
 
-async def submit(queue: TurnQueue, prompt: Prompt, settings: RequestSettings) -> Submission:
+TurnInput = Prompt | list[dict[str, Any]]
+
+
+def _accept(queue: TurnQueue, given: TurnInput, settings: RequestSettings) -> Turn:
+    if isinstance(given, Prompt):
+        return Turn(queue.accept(given, settings), queue)
+    return Turn(queue.accept(None, settings, tuple(given)), queue)
+
+
+async def submit(queue: TurnQueue, given: TurnInput, settings: RequestSettings) -> Submission:
     live = _steerable(queue)
     if live is not None:
         turn = Turn(live, queue)
+        if not isinstance(given, Prompt):
+            await trio.lowlevel.checkpoint()
+            live.injected.extend(given)
+            live.activity.notify("steer")
+            return Submission("steered", turn)
         try:
-            await turn.steer(prompt.text)
+            await turn.steer(given.text)
         except TurnNotSteerable:
             pass  # it decided to finish in the meantime: start a turn instead
         else:
             return Submission("steered", turn)
-    return Submission("started", Turn(queue.accept(prompt, settings), queue))
+    return Submission("started", _accept(queue, given, settings))
 
 
-async def start_if_idle(queue: TurnQueue, prompt: Prompt, settings: RequestSettings) -> Turn | Declined:
+async def start_if_idle(queue: TurnQueue, given: TurnInput, settings: RequestSettings) -> Turn | Declined:
     await trio.lowlevel.checkpoint()
     if not queue.idle:
         return Declined("not_idle")
-    return Turn(queue.accept(prompt, settings), queue)
+    return _accept(queue, given, settings)
 
 
 async def inject(queue: TurnQueue, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
@@ -79,9 +102,16 @@ async def inject(queue: TurnQueue, items: Sequence[dict[str, Any]]) -> Literal["
     live = _steerable(queue)
     if live is not None:
         live.injected.extend(checked)
+        queue.activity.notify("steer")
         return "joined"
     queue.idle_items.extend(checked)
+    queue.activity.notify("steer")
     return "queued"
+
+
+def checked_items(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` as raw Responses items (``InvalidPrompt`` when they are not)."""
+    return _checked(items)
 
 
 def _checked(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -64,6 +64,7 @@ class _Live:
     def __init__(self) -> None:
         self.pending_calls: list[tuple[dict[str, Any], float]] = []
         self.model_call_index = 0
+        self.drain = False  # whether the next request takes pending input
 
 
 class TurnRunner:
@@ -90,10 +91,12 @@ class TurnRunner:
         self._context_recorded = context_recorded
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
+        self._queue: TurnQueue | None = None
 
     async def run(self, queue: TurnQueue) -> None:
         """Run turns until the queue is closed and empty (or this task is cancelled:
         then the turns still queued end as cancelled, each with its terminal event)."""
+        self._queue = queue
         try:
             while (state := await queue.next()) is not None:
                 try:
@@ -117,6 +120,9 @@ class TurnRunner:
         try:
             with state.cancel_scope:
                 result = await self._drive(state, queue, stats, live)
+                # Mail that waited through the whole turn goes into history now, so the
+                # next turn's first request carries it; it never reopens a finished turn.
+                self._record_pending(state, stats, keep_triggering=True)
                 self._reporter.completed(state, stats, start)
                 self._ended(state, TurnStatus.COMPLETED, result=result)
                 return
@@ -148,13 +154,21 @@ class TurnRunner:
             self._context_recorded = True
         else:
             await self._maybe_compact(state, stats, live)  # before the new prompt joins (SPEC sec. 8)
-        ledger.record_prompt(state.prompt.content())
+        if state.prompt is not None:
+            ledger.record_prompt(state.prompt.content())
+        else:
+            ledger.record_raw(list(state.items))  # an automatic turn's own items, unchanged
         idle_items = queue.take_idle_items()
         if idle_items:  # injected while idle: they join this turn's first request
             ledger.join_items(idle_items)
+        # A user turn's first request samples its own input alone; pending steers and
+        # mail join at the next model boundary (codex: can_drain_pending_input). An
+        # automatic turn takes what waits with its first request; an interrupting steer
+        # always joins the next request built (InstantInterrupt).
+        live.drain = state.automatic
 
         def join() -> None:
-            self._join_pending(state, stats)
+            self._join_pending(state, stats, drain=live.drain or state.preemption.pending)
 
         while True:
             live.model_call_index += 1
@@ -171,6 +185,7 @@ class TurnRunner:
             stats.last_response_id = outcome.response_id
             self._last_total_tokens = outcome.usage.total_tokens
             ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
+            live.drain = True
             step = plan_next(
                 tool_calls=outcome.tool_calls,
                 end_turn=outcome.end_turn,
@@ -185,15 +200,29 @@ class TurnRunner:
                     state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint,
                     lineage=self._session.prompt_cache_key, session=self._session,
                 )
+            model_owes = bool(outcome.tool_calls) or outcome.end_turn is False
             if isinstance(step, RunTools):
                 await self._run_tools(state, stats, live, step)
             else:
                 assert isinstance(step, SampleAgain)
-            await self._maybe_compact(state, stats, live)
+            if await self._maybe_compact(state, stats, live) and model_owes:
+                # codex.md 3.6: the model (or its tools) still owes a continuation, so the
+                # first request after compaction is that continuation alone; pending
+                # steers join the request after it.
+                live.drain = False
 
-    def _join_pending(self, state: TurnState, stats: TurnStats) -> None:
-        """The request boundary: pending input joins, in order, and forks branch from here."""
-        state.preemption.clear()  # the steers join this request: nothing left to preempt for
+    def _join_pending(self, state: TurnState, stats: TurnStats, *, drain: bool) -> None:
+        """The request boundary: pending input joins, in order (when ``drain``), and forks
+        branch from here."""
+        if drain:
+            state.preemption.clear()  # the steers join this request: nothing left to preempt for
+            self._record_pending(state, stats)
+        self._fork_point.latest = self._ledger.snapshot(self._model.chain)
+
+    def _record_pending(self, state: TurnState, stats: TurnStats, *, keep_triggering: bool = False) -> None:
+        """Record every piece of pending input into history, in order of kind: injected
+        items, steers (each with ``run.steered``), mail. With ``keep_triggering``
+        triggering mail stays in the mailbox (to start a turn of its own)."""
         ledger = self._ledger
         if state.injected:
             ledger.join_items(state.injected)
@@ -203,7 +232,11 @@ class TurnRunner:
             ledger.join_steer(text)
             stats.steers += 1
             self._reporter.steered(state, stats.steers, text)
-        self._fork_point.latest = ledger.snapshot(self._model.chain)
+        if self._queue is not None and len(self._queue.mailbox):
+            mailbox = self._queue.mailbox
+            mail = mailbox.take_queue_only() if keep_triggering else mailbox.take_all()
+            if mail:
+                ledger.join_items([m.item for m in mail])
 
     async def _run_tools(self, state: TurnState, stats: TurnStats, live: _Live, step: RunTools) -> None:
         now = trio.current_time()
@@ -222,14 +255,15 @@ class TurnRunner:
             self._ledger.record_tool_output(call, outcome.output, outcome.extra_items)
             live.pending_calls.pop(0)
 
-    async def _maybe_compact(self, state: TurnState, stats: TurnStats, live: _Live) -> None:
-        """Compact when the active context reached the auto-compact limit (SPEC sec. 8)."""
+    async def _maybe_compact(self, state: TurnState, stats: TurnStats, live: _Live) -> bool:
+        """Compact when the active context reached the auto-compact limit (SPEC sec. 8);
+        True if it did."""
         ledger = self._ledger
         window = context_window(self._session.model)
         limit = auto_compact_limit(window)
         active = self._last_total_tokens + estimate_tokens(self._model.chain.incremental_input(ledger.history))
         if active < limit:
-            return
+            return False
         if estimate_tokens([*ledger.prefix, *ledger.history]) > window:
             ledger.truncate_tool_outputs(window)
         stats.compactions += 1
@@ -246,6 +280,7 @@ class TurnRunner:
             summary, permissions=permissions_message(), context=context_user_message(self._workspace)
         )
         self._last_total_tokens = estimate_tokens([*ledger.prefix, *installed])
+        return True
 
     # -- endings (each emits exactly one terminal event) ---------------------------------
 
@@ -257,6 +292,9 @@ class TurnRunner:
     def _fail(self, state: TurnState, stats: TurnStats, start: float, error: TurnFailed,
               cause: BaseException) -> None:
         error.__cause__ = cause
+        # Input this turn accepted is never lost: recorded once, never resent as input
+        # (triggering mail stays, to start one turn of its own).
+        self._record_pending(state, stats, keep_triggering=True)
         self._reporter.failed(state, stats, start, error, status="failed")
         self._ended(state, TurnStatus.FAILED, error=error)
 

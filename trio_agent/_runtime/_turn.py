@@ -27,6 +27,7 @@ from .._errors import (
 from .._session.conversation import ConversationSnapshot
 from .._session.snapshot import SessionSnapshot
 from .._wire.request import RequestSettings
+from ._input import InputActivity
 
 if TYPE_CHECKING:
     from ._sessions import SessionInfo
@@ -149,9 +150,15 @@ class TurnResult:
 
 @attrs.define(eq=False)
 class TurnState:
+    """A turn's state. Its own input is ``prompt`` (a user turn) or ``items`` (raw
+    Responses items, or triggering mail: an *automatic* turn, whose first request also
+    takes the input that was waiting, as codex's automatic idle work does)."""
+
     turn_id: int
-    prompt: Prompt
+    prompt: Prompt | None
     settings: RequestSettings
+    activity: InputActivity = attrs.field(factory=InputActivity)
+    items: tuple[dict[str, Any], ...] = ()
     status: TurnStatus = TurnStatus.QUEUED
     steerable: bool = False
     steers: collections.deque[str] = attrs.field(factory=collections.deque)
@@ -164,6 +171,10 @@ class TurnState:
     error: AgentError | None = None
     terminal_emitted: bool = False  # exactly one run.completed / run.failed per turn
     ran: bool = False  # the runner started it (a queued turn cancelled in time never does)
+
+    @property
+    def automatic(self) -> bool:
+        return self.prompt is None
 
     def finish(self, status: TurnStatus, *, result: TurnResult | None = None,
                error: AgentError | None = None) -> None:
@@ -272,6 +283,7 @@ class Turn:
                 "wait for the next model boundary before steering again"
             )
         state.steers.append(text)
+        state.activity.notify("steer")
         if interrupt:
             await state.preemption.request()
 

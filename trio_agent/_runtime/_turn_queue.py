@@ -4,10 +4,15 @@ Theory of operation (SPEC sec. 4 and 10): ``accept`` queues a turn FIFO and retu
 once; the runner takes turns one at a time with ``next()`` and reports each back with
 ``finished``. Cancelling a queued turn (``cancel_queued``) removes it from the queue
 and emits its terminal event right away, so it never counts as pending input and
-nobody waits on the runner to learn it ended. Items injected while nothing runs wait
-here (``idle_items``) for the next turn's first request. ``close`` stops accepting;
-``next()`` then returns None once the queue is empty, and turns left behind by a
-cancelled agent are resolved by ``cancel_remaining``.
+nobody waits on the runner to learn it ended.
+
+Input that waits: items injected while nothing runs (``idle_items``, for the next
+turn's first request) and the agent's ``mailbox``. Queue-only mail waits for a
+request boundary of a turn; triggering mail starts an *automatic* turn when the agent
+is idle (at once, or when the running turn ends). Every arrival is counted on the
+shared ``activity`` signal, which ``clock.sleep`` and ``wait_agent`` watch. ``close``
+stops accepting; ``next()`` then returns None once the queue is empty, and turns left
+behind by a cancelled agent are resolved by ``cancel_remaining``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import trio
 
 from .._errors import AgentClosed, TurnCancelled
 from .._wire.request import RequestSettings
+from ._input import InputActivity, Mail, Mailbox
 from ._payloads import TurnReporter
 from ._turn import Prompt, TurnState, TurnStatus
 
@@ -36,8 +42,11 @@ class TurnQueue:
         self._queued: collections.deque[TurnState] = collections.deque()
         self.running: TurnState | None = None
         self.idle_items: list[dict[str, Any]] = []
+        self.mailbox = Mailbox()
+        self.activity = InputActivity()
         self._closing = False
         self._wakeup = trio.Event()
+        self._automatic_settings: RequestSettings | None = None
 
     @property
     def closing(self) -> bool:
@@ -57,14 +66,29 @@ class TurnQueue:
         """Nothing running and nothing queued."""
         return self.running is None and not self._queued
 
-    def accept(self, prompt: Prompt, settings: RequestSettings) -> TurnState:
+    def accept(self, prompt: Prompt | None, settings: RequestSettings, items: tuple[dict[str, Any], ...] = ()
+               ) -> TurnState:
+        """Queue a turn: a user turn (``prompt``) or an automatic one (raw ``items``)."""
         if self._closing:
             raise AgentClosed("the agent is closing; open a new agent to send more prompts")
         self._next_id += 1
-        state = TurnState(self._next_id, prompt, settings)
+        state = TurnState(self._next_id, prompt, settings, self.activity, items)
         self._queued.append(state)
         self._wake()
         return state
+
+    def post_mail(self, mail: Mail, settings: RequestSettings) -> TurnState | None:
+        """Take ``mail``; returns the automatic turn it started (triggering mail, idle agent)."""
+        self.mailbox.post(mail)
+        self.activity.notify("mail")
+        self._automatic_settings = settings
+        return self.start_for_mail()
+
+    def start_for_mail(self) -> TurnState | None:
+        """Start an automatic turn when triggering mail waits and the agent is idle."""
+        if not self.mailbox.has_trigger or not self.idle or self._closing or self._automatic_settings is None:
+            return None
+        return self.accept(None, self._automatic_settings)
 
     def cancel_queued(self, state: TurnState) -> None:
         """A queued turn never runs: it leaves the queue and ends now (``run.started``,
@@ -86,6 +110,7 @@ class TurnQueue:
     def finished(self, state: TurnState) -> None:
         if self.running is state:
             self.running = None
+        self.start_for_mail()  # triggering mail that arrived meanwhile starts its own turn
 
     def close(self) -> None:
         self._closing = True
@@ -110,9 +135,9 @@ class TurnQueue:
         return items
 
     def pending_input_for(self, state: TurnState) -> bool:
-        """Input is waiting for running turn ``state``: a steer, an injected item, a
-        queued prompt, or items injected while idle."""
-        return bool(state.steers or state.injected or self._queued or self.idle_items)
+        """Input is waiting for running turn ``state``: a steer, an injected item, mail,
+        a queued prompt, or items injected while idle."""
+        return bool(state.steers or state.injected or self._queued or self.idle_items or len(self.mailbox))
 
     def _wake(self) -> None:
         self._wakeup.set()

@@ -124,6 +124,15 @@ class TurnLedger:
         [item] = self._append([user_message(text)])
         return item
 
+    def record_raw(self, items: Sequence[Item]) -> list[Item]:
+        """Raw items that start an automatic turn, recorded exactly as given (no client
+        id is added: a ``function_call_output`` without ``call_id`` stays as it is)."""
+        recorded = list(items)
+        if recorded:
+            self._history = self._history.extend(recorded)
+            self._publish(Committed(tuple(recorded), self._history))
+        return recorded
+
     def join_items(self, items: Sequence[Item]) -> list[Item]:
         """Raw items (``Agent.inject``) joining the request being built."""
         return self._append(items)
