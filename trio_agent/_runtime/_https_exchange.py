@@ -77,11 +77,14 @@ class HttpsExchange:
 
     async def _read(self, chunks: AsyncIterator[bytes]) -> ResponseOutcome:
         decoder = SseDecoder()
+        accumulator = self.recorder.accumulator
         async for chunk in chunks:
             for data in decoder.feed(chunk):
                 outcome = self.recorder.feed(decode_frame(data), trio.current_time())
                 if outcome is not None:
                     return outcome
+                if accumulator.was_cut:  # mail cut it: what follows is discarded anyway
+                    return accumulator.abandoned_outcome()
         decoder.close()  # an unterminated final event is discarded (the SSE standard)
         if decoder.truncated:
             raise ConnectionLost(

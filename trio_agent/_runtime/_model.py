@@ -213,8 +213,8 @@ class ModelClient:
             websocket=websocket, turn_state=turn_state,
         )
 
-    def recorder(self, transport: Transport, phase: str, call_index: int | None, turn_id: int | None
-                 ) -> ExchangeRecorder:
+    def recorder(self, transport: Transport, phase: str, call_index: int | None, turn_id: int | None,
+                 cut_check: Callable[[], bool] | None = None) -> ExchangeRecorder:
         def on_event(event: StreamEvent) -> None:
             if isinstance(event, TurnStateSeen):
                 self.turn_state = event.value
@@ -234,10 +234,12 @@ class ModelClient:
                 self._finished.clear()
                 self._finished_generation = self._sockets.generation
             stale = tuple(self._finished)
-        return ExchangeRecorder(
+        recorder = ExchangeRecorder(
             transport=transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
             call_index=call_index, turn_id=turn_id, stale=stale,
         )
+        recorder.accumulator.cut_check = cut_check
+        return recorder
 
     def https(self) -> HttpsTransport:
         if self._https is None:
@@ -252,7 +254,10 @@ class ModelClient:
         if not warmup:
             self._chain_generation = self._sockets.generation
         if not outcome.chained:
-            self.invalidate("reconnect")  # the server never answered the interrupt
+            if outcome.clean_end:
+                self.forget_chain()  # a cut response: keep the socket, replay in full
+            else:
+                self.invalidate("reconnect")  # the server never answered the interrupt
 
     @property
     def config(self) -> AgentConfig:
@@ -313,19 +318,20 @@ class AttemptSlot:
             model.emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
             generation=model.generation, turn_id=turn_id,
         )
+        cut_check = preemption.cut_check if preemption is not None else None
         if self._link is not None:
-            recorder = model.recorder(Transport.WEBSOCKET, phase, call_index, turn_id)
+            recorder = model.recorder(Transport.WEBSOCKET, phase, call_index, turn_id, cut_check)
             exchange = Exchange(self._link, recorder, idle_timeout=model.idle_timeout, preemption=preemption)
             outcome = await exchange.run(body)
         else:
-            recorder, outcome = await self._https(body, phase, call_index, turn_id, preemption)
+            recorder, outcome = await self._https(body, phase, call_index, turn_id, preemption, cut_check)
         model.completed(outcome, warmup=warmup)
         self.recorder = recorder
         return outcome
 
     async def _https(
         self, body: dict[str, Any], phase: str, call_index: int | None, turn_id: int | None,
-        preemption: Preemption | None,
+        preemption: Preemption | None, cut_check: Callable[[], bool] | None,
     ) -> tuple[ExchangeRecorder, ResponseOutcome]:
         from ._https_exchange import HttpsExchange
 
@@ -334,7 +340,7 @@ class AttemptSlot:
         transport = model.https()
         recovered = False
         while True:
-            recorder = model.recorder(Transport.HTTPS, phase, call_index, turn_id)
+            recorder = model.recorder(Transport.HTTPS, phase, call_index, turn_id, cut_check)
             exchange = HttpsExchange(transport, recorder, preemption=preemption)
             try:
                 return recorder, await exchange.run(body, self._headers)

@@ -98,6 +98,9 @@ class Preemption:
     def __init__(self) -> None:
         self.pending = False
         self._signals: list[Callable[[], trio.Event | None]] = []
+        # Whether waiting mail may cut the live response after a reasoning item or a
+        # commentary message (set by the runner; None: never).
+        self.cut_check: Callable[[], bool] | None = None
 
     @contextlib.contextmanager
     def hook(self, signal: Callable[[], trio.Event | None]) -> Iterator[None]:

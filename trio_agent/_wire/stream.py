@@ -27,7 +27,7 @@ one -- is reported as a ``ForeignFrame`` and never taken as this response's answ
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -133,6 +133,9 @@ class ResponseOutcome:
     # False when the response never reached a terminal frame (an interrupt the server
     # did not answer in time): its received items are history, but nothing chains on it.
     chained: bool = True
+    # False when the connection may still carry frames of this response (no terminal
+    # frame was read): the socket must not be reused.
+    clean_end: bool = True
 
     @property
     def tool_calls(self) -> tuple[dict[str, Any], ...]:
@@ -189,6 +192,14 @@ def _interrupted(raw: dict[str, Any]) -> bool:
     return isinstance(details, dict) and details.get("reason") == "interrupted"
 
 
+def is_cut_point(item: dict[str, Any]) -> bool:
+    """A finished item after which waiting mail may cut the response: a reasoning item
+    or an assistant commentary message -- never a final answer (codex.md 3.3)."""
+    if item.get("type") == "reasoning":
+        return True
+    return item.get("type") == "message" and item.get("phase") == "commentary"
+
+
 def message_text(item: dict[str, Any]) -> str:
     parts = item.get("content") or []
     return "".join(
@@ -208,6 +219,8 @@ class ResponseAccumulator:
 
     def __init__(self, stale: Collection[str] = ()) -> None:
         self._stale = stale
+        self.cut_check: Callable[[], bool] | None = None
+        self._cut = False
         self.phase = Phase.WAITING
         self.response_id: str | None = None
         self.error: ResponsesError | None = None
@@ -230,6 +243,17 @@ class ResponseAccumulator:
             and self.response_id is not None
             and self.phase in (Phase.WAITING, Phase.STREAMING)
         )
+
+    def cut(self) -> None:
+        """End this response here for the model's sake (mail waits, SPEC sec. 10): the
+        items finished so far are kept, everything it sends after is discarded and
+        never executed, and the live response is interrupted."""
+        self._cut = True
+        self.want_interrupt()
+
+    @property
+    def was_cut(self) -> bool:
+        return self._cut
 
     def interrupt_frame(self) -> dict[str, Any]:
         return {"type": "response.interrupt", "response_id": self.response_id, "mode": "discard_partial_items"}
@@ -277,19 +301,27 @@ class ResponseAccumulator:
 
     def _on_text_delta(self, frame: OutputTextDelta) -> list[StreamEvent]:
         events = self._started(None)
+        if self._cut:
+            return events
         item_id, phase = self._messages.get(frame.output_index, (frame.item_id, None))
         events.append(TextDelta(frame.delta, item_id or frame.item_id, phase))
         return events
 
     def _on_reasoning(self, frame: ReasoningSummaryDelta) -> list[StreamEvent]:
+        if self._cut:
+            return self._started(None)
         return [*self._started(None), ReasoningDelta(frame.delta)]
 
     def _on_item_done(self, frame: OutputItemDone) -> list[StreamEvent]:
         events = self._started(None)
+        if self._cut:
+            return events  # after the cut: discarded, never executed
         item = frame.item
         self._done_items.append(item)
         if item.get("type") == "message" and item.get("role", "assistant") == "assistant":
             events.append(AssistantMessageDone(message_text(item), item.get("id"), item.get("phase")))
+        if self.cut_check is not None and is_cut_point(item) and self.cut_check():
+            self.cut()
         return events
 
     def _on_completed(self, frame: ResponseCompleted) -> list[StreamEvent]:
@@ -299,6 +331,9 @@ class ResponseAccumulator:
             self.phase = Phase.FAILED
             raise ProtocolError("response.completed did not carry a response id")
         events = self._started(response_id)
+        if self._cut:
+            events.append(ResponseFinished(self._cut_outcome(response_id, response.usage)))
+            return events
         output = tuple(response.output) if response.output else tuple(self._done_items)
         self.phase = Phase.DONE
         outcome = ResponseOutcome(
@@ -333,16 +368,28 @@ class ResponseAccumulator:
         output = response.get("output")
         items = tuple(output) if isinstance(output, list) and output else tuple(self._done_items)
         usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
+        if self._cut:
+            events.append(ResponseFinished(self._cut_outcome(response_id, usage)))
+            return events
         self.phase = Phase.DONE
         outcome = ResponseOutcome(response_id, "incomplete", False, items, usage, TokenUsage.from_api(usage))
         events.append(ResponseFinished(outcome))
         return events
 
+    def _cut_outcome(self, response_id: str, usage: dict[str, Any] | None) -> ResponseOutcome:
+        """A cut response that reached its terminal frame: the kept items, unchained
+        (the server's copy may hold what was discarded), the connection clean."""
+        self.phase = Phase.DONE
+        return ResponseOutcome(
+            response_id, "interrupted", False, tuple(self._done_items), usage, TokenUsage.from_api(usage), chained=False
+        )
+
     def abandoned_outcome(self) -> ResponseOutcome:
         """What an interrupted response leaves when its terminal frame never came."""
         self.phase = Phase.FAILED
         return ResponseOutcome(
-            self.response_id or "", "interrupted", False, tuple(self._done_items), None, TokenUsage(), chained=False
+            self.response_id or "", "interrupted", False, tuple(self._done_items), None, TokenUsage(), chained=False,
+            clean_end=False,
         )
 
     def _on_metadata(self, frame: ResponseMetadata) -> list[StreamEvent]:
