@@ -276,7 +276,8 @@ def _warn_torn(path: Path, parsed: _Parsed, action: str, *, stacklevel: int) -> 
     """``stacklevel`` counts from the caller of ``_warn_torn`` (1)."""
     if parsed.torn:
         message = (f"the rollout {path} ends with a torn line ({parsed.torn} bytes without a newline at byte "
-                   f"{parsed.end}: its writer died mid-write, so nothing in it was committed); {action}")
+                   f"{parsed.end}: its writer died mid-write, or is writing it now; none of it is committed); "
+                   f"{action}")
         warnings.warn(RolloutWarning(message), stacklevel=stacklevel + 1)
 
 
