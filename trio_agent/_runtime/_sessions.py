@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
 
-from .._rollout import RolloutError, RolloutWriter
+from .._rollout import RolloutError, RolloutWarning, RolloutWriter
 from .._session.history import History
 from .._session.ledger import Committed, LedgerEvent
 from .._session.snapshot import SessionSnapshot
@@ -50,15 +51,18 @@ class Rollout:
     """``agent.rollout``: the session's rollout file (``.path``).
 
     It follows the agent's ledger: every commit is appended as it happens and every
-    rewrite is recorded as one (``RolloutWriter``). A write that fails never fails the
-    turn; the error is kept and raised by the next ``flush`` (``flush_rollout()``),
-    and the writer stops until then so the file never skips an item silently.
+    rewrite is recorded as one (``RolloutWriter``); with ``RolloutConfig(fsync="commit")``
+    each write is also fsynced. A write that fails never fails the turn; the error is
+    kept and raised by the next ``flush`` (``flush_rollout()``), and the writer stops
+    until then so the file never skips an item silently. The file stays locked
+    against other writers until ``close``.
     """
 
     def __init__(self, writer: RolloutWriter) -> None:
         self._writer = writer
         self._pending_error: RolloutError | None = None
         self._behind: History | None = None  # history to resynchronise after a failed write
+        self._closed = False
 
     @property
     def path(self) -> Path:
@@ -78,8 +82,9 @@ class Rollout:
             self._behind = event.history
 
     def flush(self) -> None:
-        """Write what a failed write left behind, then fsync; raises the kept error
-        when the file still cannot be written."""
+        """Write what a failed write left behind, then fsync (this waits on the disk,
+        on the Trio thread); raises the kept error when the file still cannot be
+        written."""
         if self._pending_error is not None and self._behind is not None:
             try:
                 self._writer.rewrite(self._behind.to_list(), reason="recovery")
@@ -92,7 +97,20 @@ class Rollout:
         self._writer.flush()
 
     def close(self) -> None:
-        self._writer.close()
+        """Flush (recover and fsync), then close the file and release its lock
+        (idempotent). The agent is closing, so a failure here cannot be raised to a
+        turn: it is issued as a ``RolloutWarning`` saying the file may be behind."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.flush()
+        except RolloutError as exc:
+            warnings.warn(
+                RolloutWarning(f"{exc}; the rollout may miss history committed since its last flush"), stacklevel=2
+            )
+        finally:
+            self._writer.close()
 
 
 def open_rollout(config: AgentConfig, info: SessionInfo, history: History, parent_id: str | None) -> Rollout | None:
