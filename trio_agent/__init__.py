@@ -37,10 +37,12 @@ from ._events import write_jsonl as write_jsonl
 from ._rollout import DurableSession as DurableSession
 from ._rollout import RolloutConfig as RolloutConfig
 from ._rollout import RolloutError as RolloutError
+from ._rollout import RolloutWarning as RolloutWarning
 from ._runtime import Agent as Agent
 from ._runtime import AgentHandle as AgentHandle
 from ._runtime import AgentStatistics as AgentStatistics
 from ._runtime import Declined as Declined
+from ._runtime import MailboxFull as MailboxFull
 from ._runtime import Prompt as Prompt
 from ._runtime import Submission as Submission
 from ._runtime import Turn as Turn
@@ -80,6 +82,7 @@ __all__ = [
     "InvalidImageRequest",
     "InvalidPrompt",
     "InvalidSessionSnapshot",
+    "MailboxFull",
     "Prompt",
     "ProtocolError",
     "ResponseTimeout",
@@ -87,6 +90,7 @@ __all__ = [
     "ResponsesError",
     "RolloutConfig",
     "RolloutError",
+    "RolloutWarning",
     "SessionSnapshot",
     "SteerQueueFull",
     "Submission",

@@ -15,6 +15,9 @@ Every error the library raises on purpose is an :class:`AgentError`::
      +-- CheckpointLineageMismatch  fork_from() with a result of another lineage
      +-- InvalidSessionSnapshot   a snapshot that cannot be resumed
      +-- WorkspaceChanged         resuming in another workspace
+     +-- MailboxFull              post_mail() to an agent already holding 1,024 undelivered messages
+     +-- RolloutError             a rollout file cannot be written, read, or is held by another
+     |                            live writer (defined in ``_rollout``)
      +-- ResponsesError           anything that went wrong talking to the Responses API
           +-- AuthenticationError  credentials refused (HTTP 401/403, either transport) or the
           |                        ChatGPT auth source failed; never retried
@@ -27,6 +30,9 @@ Every error the library raises on purpose is an :class:`AgentError`::
                +-- InvalidImageRequest   the API rejected an image (terminal)
                +-- UsageLimitExceeded    quota / usage limit (terminal)
                +-- CheckpointMissing     ``previous_response_not_found`` (replayed once in full)
+
+(``MailboxFull`` is defined in ``_runtime._input``, ``RolloutError`` and the
+``RolloutWarning`` about a skipped torn last line in ``_rollout``.)
 
 Foreign exceptions (trio_websocket, httpx, OSError, JSON errors) are mapped into
 ``ResponsesError`` subclasses once, in ``_transport``, with ``raise ... from exc``.

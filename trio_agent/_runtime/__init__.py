@@ -2,6 +2,7 @@
 
 from ._agent import Agent, AgentStatistics, open_agent
 from ._handle import AgentHandle
+from ._input import MailboxFull
 from ._pending_input import Declined, Submission
 from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
 
@@ -10,6 +11,7 @@ __all__ = [
     "AgentHandle",
     "AgentStatistics",
     "Declined",
+    "MailboxFull",
     "Prompt",
     "Submission",
     "Turn",
