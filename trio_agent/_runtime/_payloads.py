@@ -61,7 +61,9 @@ class TurnReporter:
             "orchestration": "local_code_mode",
             "websocket_url": _endpoint(config),
             "workspace": str(self._workspace),
-            "instruction_bytes": _utf8_size(state.prompt.text if state.prompt is not None else dumps(state.items)),
+            "instruction_bytes": _utf8_size(
+                state.prompt.text if state.prompt is not None else dumps(state.items or state.mail)
+            ),
         }, state.turn_id)
 
     def steered(self, state: TurnState, index: int, text: str) -> None:

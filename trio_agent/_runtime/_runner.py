@@ -65,6 +65,7 @@ class _Live:
         self.pending_calls: list[tuple[dict[str, Any], float]] = []
         self.model_call_index = 0
         self.drain = False  # whether the next request takes pending input
+        self.input_recorded = False  # the turn's own prompt/items are in history
 
 
 class TurnRunner:
@@ -127,10 +128,10 @@ class TurnRunner:
                 self._ended(state, TurnStatus.COMPLETED, result=result)
                 return
         except ResponsesError as exc:
-            self._fail(state, stats, start, TurnFailed(str(exc), responses_error=exc), exc)
+            self._fail(state, stats, live, start, TurnFailed(str(exc), responses_error=exc), exc)
             return
         except AgentError as exc:
-            self._fail(state, stats, start, TurnFailed(str(exc)), exc)
+            self._fail(state, stats, live, start, TurnFailed(str(exc)), exc)
             return
         except trio.Cancelled:
             self._abort(state, stats, live, start)
@@ -139,10 +140,10 @@ class TurnRunner:
             if group.subgroup(lambda exc: not isinstance(exc, trio.Cancelled | BaseExceptionGroup)) is None:
                 self._abort(state, stats, live, start)
             else:
-                self._fail(state, stats, start, TurnFailed(f"internal error: {group!r}"), group)
+                self._fail(state, stats, live, start, TurnFailed(f"internal error: {group!r}"), group)
             raise
         except Exception as exc:  # a bug: report it on the turn, then let it crash the agent
-            self._fail(state, stats, start, TurnFailed(f"internal error: {exc!r}"), exc)
+            self._fail(state, stats, live, start, TurnFailed(f"internal error: {exc!r}"), exc)
             raise
         # Only reached when our own scope was cancelled (turn.cancel()).
         self._abort(state, stats, live, start)
@@ -154,10 +155,7 @@ class TurnRunner:
             self._context_recorded = True
         else:
             await self._maybe_compact(state, stats, live)  # before the new prompt joins (SPEC sec. 8)
-        if state.prompt is not None:
-            ledger.record_prompt(state.prompt.content())
-        else:
-            ledger.record_raw(list(state.items))  # an automatic turn's own items, unchanged
+        self._record_own_input(state, live)
         idle_items = queue.take_idle_items()
         if idle_items:  # injected while idle: they join this turn's first request
             ledger.join_items(idle_items)
@@ -211,6 +209,19 @@ class TurnRunner:
                 # first request after compaction is that continuation alone; pending
                 # steers join the request after it.
                 live.drain = False
+
+    def _record_own_input(self, state: TurnState, live: _Live) -> None:
+        """The turn's own input enters history (once, also when the turn ends before its
+        first request: a failed or cancelled pre-turn compaction keeps the prompt)."""
+        if live.input_recorded:
+            return
+        live.input_recorded = True
+        if state.prompt is not None:
+            self._ledger.record_prompt(state.prompt.content())
+        elif state.mail:
+            self._ledger.join_items(list(state.mail))  # the mail that started it
+        else:
+            self._ledger.record_raw(list(state.items))  # raw items, exactly as given
 
     def _join_pending(self, state: TurnState, stats: TurnStats, *, drain: bool) -> None:
         """The request boundary: pending input joins, in order (when ``drain``), and forks
@@ -290,11 +301,13 @@ class TurnRunner:
         self._tools.turn_ended(state.turn_id)
         state.finish(status, result=result, error=error)
 
-    def _fail(self, state: TurnState, stats: TurnStats, start: float, error: TurnFailed,
+    def _fail(self, state: TurnState, stats: TurnStats, live: _Live, start: float, error: TurnFailed,
               cause: BaseException) -> None:
         error.__cause__ = cause
-        # Input this turn accepted is never lost: recorded once, never resent as input
-        # (triggering mail stays, to start one turn of its own).
+        # Input this turn accepted is never lost: its own input and what was pending are
+        # recorded once and never resent as input (triggering mail stays, to start one
+        # turn of its own).
+        self._record_own_input(state, live)
         self._record_pending(state, stats, keep_triggering=True)
         self._reporter.failed(state, stats, start, error, status="failed")
         self._ended(state, TurnStatus.FAILED, error=error)
@@ -306,6 +319,7 @@ class TurnRunner:
         and needs no shield; tool processes are killed by their own shielded, bounded
         cleanup as the turn's scope unwinds.
         """
+        self._record_own_input(state, live)  # SPEC sec. 4: the prompt stays in history
         now = trio.current_time()
         for call, call_start in live.pending_calls:
             elapsed = now - call_start

@@ -161,7 +161,8 @@ class TurnState:
     prompt: Prompt | None
     settings: RequestSettings
     activity: InputActivity = attrs.field(factory=InputActivity)
-    items: tuple[dict[str, Any], ...] = ()
+    items: tuple[dict[str, Any], ...] = ()  # raw items: recorded exactly as given
+    mail: tuple[dict[str, Any], ...] = ()  # the mail that started an automatic turn
     status: TurnStatus = TurnStatus.QUEUED
     steerable: bool = False
     steers: collections.deque[str] = attrs.field(factory=collections.deque)

@@ -66,13 +66,14 @@ class TurnQueue:
         """Nothing running and nothing queued."""
         return self.running is None and not self._queued
 
-    def accept(self, prompt: Prompt | None, settings: RequestSettings, items: tuple[dict[str, Any], ...] = ()
-               ) -> TurnState:
-        """Queue a turn: a user turn (``prompt``) or an automatic one (raw ``items``)."""
+    def accept(self, prompt: Prompt | None, settings: RequestSettings, items: tuple[dict[str, Any], ...] = (),
+               mail: tuple[dict[str, Any], ...] = ()) -> TurnState:
+        """Queue a turn: a user turn (``prompt``) or an automatic one (raw ``items``, or
+        the ``mail`` that started it)."""
         if self._closing:
             raise AgentClosed("the agent is closing; open a new agent to send more prompts")
         self._next_id += 1
-        state = TurnState(self._next_id, prompt, settings, self.activity, items)
+        state = TurnState(self._next_id, prompt, settings, self.activity, items, mail)
         self._queued.append(state)
         self._wake()
         return state
@@ -88,7 +89,10 @@ class TurnQueue:
         """Start an automatic turn when triggering mail waits and the agent is idle."""
         if not self.mailbox.has_trigger or not self.idle or self._closing or self._automatic_settings is None:
             return None
-        return self.accept(None, self._automatic_settings)
+        # The turn takes all waiting mail as its own input: it is delivered by this turn
+        # (or recorded by it if it fails), so it can never start a second one.
+        mail = tuple(m.item for m in self.mailbox.take_all())
+        return self.accept(None, self._automatic_settings, mail=mail)
 
     def cancel_queued(self, state: TurnState) -> None:
         """A queued turn never runs: it leaves the queue and ends now (``run.started``,
