@@ -232,3 +232,44 @@ async def test_steered_user_input_waits_when_tool_output_triggers_compact_before
     assert "second prompt" not in user_texts(compact)
     assert "second prompt" not in user_texts(post_compact)
     assert "second prompt" in user_texts(steered)
+
+
+async def test_steer_during_compaction_is_sent_after_compaction(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """The seed's exact replies after the compaction: ``resp-follow-up``,
+    ``resp-extra-compaction``, ``resp-steered`` (served as far as the client asks). The
+    seed enables InstantInterrupt, i.e. ``steer(..., interrupt=True)`` here. Its replies
+    are empty completions, which codex ends a turn with; this runtime (nanocodex, SPEC
+    sec. 6) refuses a response with neither a message nor a tool call, so each reply
+    carries a final message."""
+    compacting, steered = trio.Event(), trio.Event()
+    bodies: list[dict[str, Any]] = []
+
+    async def script() -> None:
+        conn = await warm(server)
+        bodies.append(await conn.next_request())
+        await conn.send(frames.completed("resp-first", [frames.function_call("call-1", "test_tool", "{}")],
+                                         usage_block=frames.usage(OVER)))
+        bodies.append(await conn.next_request())
+        compacting.set()
+        await steered.wait()
+        await conn.send_all([compaction("AUTO_COMPACT_SUMMARY"),
+                             frames.completed("resp-compact", [], usage_block=frames.usage(50))])
+        for response_id in ("resp-follow-up", "resp-extra-compaction", "resp-steered"):
+            try:
+                bodies.append(await conn.next_request())
+            except Exception:  # the client is done and closed the socket
+                return
+            await conn.send_final(response_id, "done")
+
+    async with scripted(script, 20), ta.open_agent(make_config(server, workspace)) as agent:
+        turn = await agent.prompt("first prompt")
+        await compacting.wait()
+        await turn.steer("old steer", interrupt=True)
+        steered.set()
+        assert (await turn.result()).final_message == "done"
+    steer_counts = [user_texts(body).count("old steer") for body in bodies[2:]]
+    assert 1 in steer_counts, steer_counts
+    assert all(count <= 1 for count in steer_counts)
+    assert "old steer" not in user_texts(bodies[1])  # never in the compaction request
