@@ -431,6 +431,10 @@ class RolloutWriter:
         if items:
             self._write("".join(_line("response_item", item) for item in items))
 
+    def event(self, payload: dict[str, Any]) -> None:
+        """An ``event_msg`` line (``payload`` has its own ``type``); loading skips it."""
+        self._write(_line("event_msg", payload))
+
     def rewrite(self, history: list[Item], *, reason: str) -> None:
         """History was replaced (compaction, truncation): a ``compacted`` line whose
         ``replacement_history`` is the whole new history."""

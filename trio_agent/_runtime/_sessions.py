@@ -81,6 +81,16 @@ class Rollout:
             self._pending_error = exc
             self._behind = event.history
 
+    def record_event(self, payload: dict[str, Any]) -> None:
+        """Persist an ``event_msg`` (e.g. a finished ``clock.sleep``); a failed write is
+        kept for ``flush`` like a failed commit."""
+        if self._pending_error is not None:
+            return
+        try:
+            self._writer.event(payload)
+        except RolloutError as exc:
+            self._pending_error = exc
+
     def flush(self) -> None:
         """Write what a failed write left behind, then fsync (this waits on the disk,
         on the Trio thread); raises the kept error when the file still cannot be
