@@ -1,0 +1,445 @@
+"""Command processes whose whole tree ends with them: the subreaper helper, or a process group.
+
+``exec_command`` must not leave anything running once a command is over, cancelled or
+its agent closed -- including daemons that ``setsid`` or double-fork out of the
+command's process group (issue 8 item 5). Killing the process group cannot reach those,
+so :class:`ProcessLauncher` runs each command under a supervisor process that is a Linux
+*child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): orphans are reparented to it
+instead of to init, so every process the command started stays in its subtree, and the
+supervisor can TERM all of them, wait the grace, and KILL whatever is left. How the
+helper works is in ``_subreaper.py``; this module is its Trio client.
+
+Why a subreaper and not a PID namespace or a cgroup: it needs no privileges (a PID
+namespace needs root or an unprivileged user namespace, and then shows the command a
+different uid and pid 1 semantics; cgroups need a writable, delegated hierarchy) and it
+changes nothing the command can observe: real pids, real uid, the host's ``/proc``.
+
+Cost: one helper interpreter per :class:`ProcessLauncher`, started on first use (tens
+of milliseconds, once); per command, a ``fork`` of that small helper and three
+descriptors passed over a socket -- no thread hop, unlike ``trio.lowlevel.open_process``.
+
+Fallback (stated, not silent): when the helper cannot run -- not Linux, ``prctl`` or
+``/proc`` unavailable, no ``sys.executable`` -- commands are started directly in a new
+session (``start_new_session=True``) and :class:`GroupProcess` signals their process
+group: TERM, the same grace, KILL. Everything that stays in the group is still killed;
+a process that leaves it (``setsid``, a double fork into a new session) survives the
+command. :attr:`ProcessLauncher.isolation` says which mechanism is in use, and a
+``RuntimeWarning`` is issued when the helper failed to start on Linux.
+
+Process control never hangs: every wait on the OS is shielded where it must survive a
+cancel, and bounded (``grace + REAP_TIMEOUT``); past that the process group is SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal, Protocol, final
+
+import trio
+
+__all__ = ["REAP_TIMEOUT", "CommandProcess", "GroupProcess", "ProcessLauncher", "SupervisedProcess"]
+
+#: Bound on waiting for a killed process tree to be gone, beyond its grace.
+REAP_TIMEOUT = 2.0
+#: Bound on the helper's start (a Python interpreter on a loaded machine).
+HELPER_START_TIMEOUT = 10.0
+#: Bound on the helper's exit once its socket is closed.
+HELPER_EXIT_TIMEOUT = 2.0
+#: Interval for polling a process group that has no Trio-visible leader left.
+GROUP_POLL_INTERVAL = 0.01
+_HELPER = Path(__file__).with_name("_subreaper.py")
+_READ_SIZE = 65536
+
+Isolation = Literal["subreaper", "process-group", "not started"]
+
+
+class CommandProcess(Protocol):
+    """A running command: its pipes, its shell's exit, and control of its whole tree."""
+
+    @property
+    def stdin(self) -> trio.abc.SendStream: ...
+
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream: ...
+
+    @property
+    def returncode(self) -> int | None:
+        """The shell's return code once known (negative: killed by that signal)."""
+
+    async def wait(self) -> int | None:
+        """Wait for the shell to exit; its return code (negative: killed by that signal),
+        None if unknown. Other processes of the command may still run."""
+
+    async def interrupt(self) -> None:
+        """SIGINT to the command's process group (a no-op once it is over)."""
+
+    async def terminate(self, grace: float) -> None:
+        """TERM every process of the command, wait up to ``grace``, KILL the rest; return
+        when none is left. Shielded, bounded by ``grace + REAP_TIMEOUT``, idempotent."""
+
+    async def aclose(self) -> None:
+        """Close the pipes (and control socket). Call after :meth:`terminate`."""
+
+
+def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
+    if pgid is None or pgid <= 1:  # os.killpg(0 or 1, ...) would hit us or everything
+        return
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _aclose_all(*resources: trio.abc.AsyncResource | trio.socket.SocketType) -> None:
+    with trio.CancelScope(shield=True):
+        for resource in resources:
+            if isinstance(resource, trio.abc.AsyncResource):
+                await resource.aclose()
+            else:
+                resource.close()
+
+
+# -- fallback: a process group --------------------------------------------------------------------
+
+
+@final
+class GroupProcess:
+    """A command started directly in its own session; its process group is its extent."""
+
+    def __init__(self, process: trio.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self._process = process
+        self._stdin = process.stdin
+        self._stdout = process.stdout
+
+    @property
+    def stdin(self) -> trio.abc.SendStream:
+        return self._stdin
+
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream:
+        return self._stdout
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    async def wait(self) -> int | None:
+        return await self._process.wait()
+
+    async def interrupt(self) -> None:
+        if self._process.returncode is None:
+            _signal_group(self._process.pid, signal.SIGINT)
+        await trio.lowlevel.checkpoint()
+
+    async def terminate(self, grace: float) -> None:
+        pgid = self._process.pid
+        with trio.CancelScope(shield=True), trio.move_on_after(grace + REAP_TIMEOUT):
+            if self._process.returncode is None or _group_exists(pgid):
+                _signal_group(pgid, signal.SIGTERM)
+                _signal_group(pgid, signal.SIGCONT)
+                with trio.move_on_after(grace):
+                    await self._process.wait()
+                    while _group_exists(pgid):  # noqa: ASYNC110 - no Trio event for a group
+                        await trio.sleep(GROUP_POLL_INTERVAL)
+                # SIGKILL even when the leader exited on TERM, for members ignoring TERM.
+                _signal_group(pgid, signal.SIGKILL)
+            await self._process.wait()
+
+    async def aclose(self) -> None:
+        await _aclose_all(self._stdin, self._stdout)
+
+
+async def _open_group_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> GroupProcess:
+    process = await trio.lowlevel.open_process(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+    )
+    return GroupProcess(process)
+
+
+# -- under the helper ---------------------------------------------------------------------------
+
+
+@final
+class SupervisedProcess:
+    """A command run by a subreaper supervisor, controlled over its socket (``_subreaper.py``)."""
+
+    def __init__(self, ctl: trio.socket.SocketType, stdin: trio.lowlevel.FdStream, stdout: trio.lowlevel.FdStream):
+        self._ctl = ctl
+        self._stdin = stdin
+        self._stdout = stdout
+        self._buffer = b""
+        self._send_lock = trio.Lock()
+        self._exited = False
+        self._gone = False  # the supervisor closed its socket: nothing of the command is left
+        self.pid: int | None = None
+        self.pgid: int | None = None
+        self.returncode: int | None = None
+
+    @property
+    def stdin(self) -> trio.abc.SendStream:
+        return self._stdin
+
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream:
+        return self._stdout
+
+    async def start(self, request: Mapping[str, object]) -> None:
+        """Send the request and wait for the shell to start (``OSError`` if it did not)."""
+        await self._send(request)
+        message = await self._next_message()
+        if message is None:
+            raise OSError("the command's supervisor exited before starting it")
+        if "error" in message:
+            raise OSError(str(message["error"]))
+        self.pid = _int_or_none(message.get("started"))
+        self.pgid = _int_or_none(message.get("pgid"))
+
+    async def wait(self) -> int | None:
+        while not self._exited:
+            await self._next_message()
+        return self.returncode
+
+    async def interrupt(self) -> None:
+        await self._send({"op": "interrupt"})
+
+    async def terminate(self, grace: float) -> None:
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(grace + REAP_TIMEOUT):
+                if not self._gone:
+                    await self._send({"op": "terminate", "grace": grace})
+                while not self._gone:
+                    await self._next_message()
+            if not self._gone:  # the supervisor is stuck: last resort, its whole group
+                _signal_group(self.pgid, signal.SIGKILL)
+                with trio.move_on_after(REAP_TIMEOUT):
+                    while not self._gone:
+                        await self._next_message()
+
+    async def aclose(self) -> None:
+        await _aclose_all(self._stdin, self._stdout, self._ctl)
+
+    async def _send(self, message: Mapping[str, object]) -> None:
+        data = json.dumps(message).encode() + b"\n"
+        async with self._send_lock:
+            try:
+                while data:
+                    sent = await self._ctl.send(data)
+                    data = data[sent:]
+            except OSError:
+                pass  # the supervisor is gone: EOF on the socket tells the reader
+
+    async def _next_message(self) -> dict[str, object] | None:
+        """The next message (``exit`` is recorded on the way), or None at EOF."""
+        while b"\n" not in self._buffer and not self._gone:
+            try:
+                data = await self._ctl.recv(_READ_SIZE)
+            except OSError:
+                data = b""
+            if not data:
+                self._gone = self._exited = True
+            self._buffer += data
+        if b"\n" not in self._buffer:
+            return None
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return {}
+        if not isinstance(message, dict):
+            return {}
+        if "exit" in message:
+            self.returncode = _int_or_none(message["exit"])
+            self._exited = True
+        return message
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class _HelperGone(Exception):
+    pass
+
+
+@final
+class _Helper:
+    """The running helper: its socket and the scope of the task that owns it."""
+
+    def __init__(self, sock: trio.socket.SocketType, scope: trio.CancelScope) -> None:
+        self.sock = sock
+        self.scope = scope
+        self.finished = trio.Event()
+        self.send_lock = trio.Lock()
+
+    async def spawn(self, request: Mapping[str, object], grace: float) -> SupervisedProcess:
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            fds = array.array("i", [theirs.fileno(), stdin_read, stdout_write])
+            async with self.send_lock:
+                await self.sock.sendmsg([b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        except OSError as exc:
+            for fd in (stdin_write, stdout_read):
+                os.close(fd)
+            mine.close()
+            raise _HelperGone(str(exc)) from exc
+        finally:
+            for fd in (stdin_read, stdout_write):
+                os.close(fd)
+            theirs.close()
+        process = SupervisedProcess(
+            trio.socket.from_stdlib_socket(mine),
+            trio.lowlevel.FdStream(stdin_write),
+            trio.lowlevel.FdStream(stdout_read),
+        )
+        try:
+            await process.start(request)
+        except BaseException:  # OSError, or cancelled: the shell may already run
+            await process.terminate(grace)
+            await process.aclose()
+            raise
+        return process
+
+
+@final
+class ProcessLauncher:
+    """Starts commands under the subreaper helper (see the module docstring), falling
+    back to process groups where it is unavailable.
+
+    The helper runs as a task in ``nursery``, started by the first :meth:`spawn` and
+    restarted by a later one if it died. :meth:`aclose` (or cancelling ``nursery``)
+    stops it; commands still running are unaffected by that (each has its own
+    supervisor) and must be terminated by their owner first.
+    """
+
+    def __init__(self, nursery: trio.Nursery, *, use_helper: bool = True) -> None:
+        self._nursery = nursery
+        self._lock = trio.Lock()
+        self._helper: _Helper | None = None
+        self._use_helper = use_helper and sys.platform == "linux" and bool(sys.executable) and _HELPER.is_file()
+        self._isolation: Isolation = "not started"
+        self._closed = False
+
+    @property
+    def isolation(self) -> Isolation:
+        """``"subreaper"``, ``"process-group"`` (the fallback), or ``"not started"``."""
+        return self._isolation
+
+    async def spawn(self, argv: list[str], cwd: Path, env: Mapping[str, str], grace: float) -> CommandProcess:
+        """Start ``argv`` in ``cwd`` with exactly ``env``; stdout and stderr share one pipe.
+
+        Raises OSError if the command cannot be started (missing shell or directory),
+        RuntimeError if the nursery has exited."""
+        request = {"argv": argv, "cwd": str(cwd), "env": dict(env), "grace": grace}
+        for _ in range(2):  # a helper that died is restarted once
+            helper = await self._current_helper()
+            if helper is None:
+                break
+            try:
+                return await helper.spawn(request, grace)
+            except _HelperGone:
+                self._helper = None
+        self._isolation = "process-group"
+        return await _open_group_process(argv, cwd, env)
+
+    async def aclose(self) -> None:
+        """Stop the helper (idempotent; shielded and bounded)."""
+        self._closed = True
+        helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.scope.cancel()
+            with trio.CancelScope(shield=True), trio.move_on_after(HELPER_EXIT_TIMEOUT + REAP_TIMEOUT):
+                await helper.finished.wait()
+
+    async def _current_helper(self) -> _Helper | None:
+        async with self._lock:
+            if self._use_helper and not self._closed and (self._helper is None or self._helper.finished.is_set()):
+                self._helper = await self._nursery.start(self._run_helper)
+                if self._helper is None:
+                    self._use_helper = False  # unavailable here: do not try again
+            if self._helper is not None:
+                self._isolation = "subreaper"
+            return self._helper
+
+    async def _run_helper(self, task_status: trio.TaskStatus[_Helper | None]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-I", "-S", str(_HELPER), str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C in the agent's terminal is not for it
+            )
+        except OSError as exc:
+            ours.close()
+            _warn_fallback(f"could not start {sys.executable}: {exc}")
+            task_status.started(None)
+            return
+        finally:
+            theirs.close()
+        sock = trio.socket.from_stdlib_socket(ours)
+        helper = _Helper(sock, trio.CancelScope())
+        try:
+            with helper.scope:
+                with trio.move_on_after(HELPER_START_TIMEOUT):
+                    hello = await sock.recv(4096)
+                if hello != b"ready":
+                    _warn_fallback(hello.decode(errors="replace") or "the helper did not answer")
+                    task_status.started(None)
+                    return
+                task_status.started(helper)
+                await process.wait()  # until aclose() cancels the scope, or the helper dies
+        finally:
+            await _stop_helper(process, sock)
+            helper.finished.set()
+
+
+async def _stop_helper(process: trio.Process, sock: trio.socket.SocketType) -> None:
+    """Close the helper's socket (it exits once its supervisors have), bounded; then KILL."""
+    sock.close()
+    with trio.CancelScope(shield=True):
+        with trio.move_on_after(HELPER_EXIT_TIMEOUT):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            with trio.move_on_after(REAP_TIMEOUT):
+                await process.wait()
+
+
+def _warn_fallback(reason: str) -> None:
+    warnings.warn(
+        f"exec_command: the subreaper helper is unavailable ({reason}); commands run in a "
+        "process group, and a process that leaves it (setsid, a double fork) can outlive "
+        "its command",
+        RuntimeWarning,
+        stacklevel=2,
+    )
