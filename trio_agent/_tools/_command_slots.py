@@ -76,7 +76,7 @@ class CommandSlots:
         finally:
             self._waiting -= 1
         raise ShellError(
-            f"too many running commands: all {self.limit} slots stayed busy for {patience:g} s; "
+            f"too many running commands: no slot of {self.limit} became free within {patience:g} s; "
             "wait for a running session to finish (write_stdin with empty chars) or interrupt "
             'one (chars "\\u0003"), then start this command again'
         )

@@ -356,7 +356,10 @@ class ProcessLauncher:
         """Start ``argv`` in ``cwd`` with exactly ``env``; stdout and stderr share one pipe.
 
         Raises OSError if the command cannot be started (missing shell or directory),
-        RuntimeError if the nursery has exited."""
+        RuntimeError if the nursery has exited, trio.ClosedResourceError after
+        :meth:`aclose`."""
+        if self._closed:
+            raise trio.ClosedResourceError("the process launcher is closed")
         request = {"argv": argv, "cwd": str(cwd), "env": dict(env), "grace": grace}
         for _ in range(2):  # a helper that died is restarted once
             helper = await self._current_helper()

@@ -188,6 +188,8 @@ class _Lines:
         if not data:
             self.eof = True
         self.buffer += data
+        if b"\n" not in data:  # a large request arrives in many reads: split once, at its end
+            return []
         *lines, self.buffer = self.buffer.split(b"\n")
         for line in lines:
             with contextlib.suppress(ValueError):
@@ -339,7 +341,13 @@ def _fork_supervisor(sock: socket.socket, wakeup: int, fds: list[int]) -> int | 
         for fd in fds:
             os.close(fd)
         return None
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # EAGAIN at the process limit: fail this command, keep serving
+        _send(fds[0], {"error": f"cannot fork a supervisor: {exc}"})
+        for fd in fds:
+            os.close(fd)
+        return None
     if pid == 0:
         code = 0
         try:

@@ -269,8 +269,11 @@ class ShellSessions:
     async def _spawn(
         self, argv: list[str], request: ExecRequest, environment: ShellEnvironment
     ) -> _Session:
+        self._check_open()  # aclose() may have run while this call waited for its slot
         try:
             process = await self._launcher.spawn(argv, request.workdir, environment.env, self._kill_grace)
+        except trio.ClosedResourceError as exc:
+            raise ShellError("shell sessions were closed while the command was starting") from exc
         except RuntimeError as exc:  # the owning nursery has exited
             raise ShellError("shell sessions are closed: their nursery has exited") from exc
         session = _Session(process, environment.secrets, last_used=trio.current_time())
