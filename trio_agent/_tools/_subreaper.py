@@ -230,12 +230,15 @@ def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
     name = argv[0]
     candidates = [name] if "/" in name else [os.path.join(d, name) for d in os.get_exec_path(env)]
     error: OSError = FileNotFoundError(2, "No such file or directory", name)
-    for path in candidates:
-        try:
-            return os.posix_spawn(path, argv, env, file_actions=actions, setsigdef=_RESET_SIGNALS, setsigmask=())
-        except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
-            error = exc
-    raise error
+    try:
+        for path in candidates:
+            try:
+                return os.posix_spawn(path, argv, env, file_actions=actions, setsigdef=_RESET_SIGNALS, setsigmask=())
+            except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+                error = exc
+        raise error
+    finally:
+        os.chdir("/")  # the supervisor itself keeps no directory busy
 
 
 class _Supervisor:
