@@ -20,11 +20,14 @@ descriptors passed over a socket -- no thread hop, unlike ``trio.lowlevel.open_p
 
 Fallback (stated, not silent): when the helper cannot run -- not Linux, ``prctl`` or
 ``/proc`` unavailable, no ``sys.executable`` -- commands are started directly in a new
-session (``start_new_session=True``) and :class:`GroupProcess` signals their process
-group: TERM, the same grace, KILL. Everything that stays in the group is still killed;
+session (``start_new_session=True``) and ``_command_process.GroupProcess`` signals
+their process group: TERM, the same grace, KILL. Everything that stays in the group is still killed;
 a process that leaves it (``setsid``, a double fork into a new session) survives the
-command. :attr:`ProcessLauncher.isolation` says which mechanism is in use, and a
-``RuntimeWarning`` is issued when the helper failed to start on Linux.
+command. :attr:`ProcessLauncher.isolation` (and ``ShellSessions.statistics()``) says
+which mechanism is in use, and a ``RuntimeWarning`` is issued once when the helper was
+tried on Linux and could not start or answered that it is unavailable. If the helper
+dies later, the next command starts a new one (running commands keep their own
+supervisors).
 
 Process control never hangs: every wait on the OS is shielded where it must survive a
 cancel, and bounded (``grace + REAP_TIMEOUT``); past that the process group is SIGKILLed.
@@ -42,147 +45,22 @@ import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, Protocol, final
+from typing import Literal, final
 
 import trio
 
-__all__ = ["REAP_TIMEOUT", "CommandProcess", "GroupProcess", "ProcessLauncher", "SupervisedProcess"]
+from ._command_process import REAP_TIMEOUT, CommandProcess, aclose_all, open_group_process, signal_group
 
-#: Bound on waiting for a killed process tree to be gone, beyond its grace.
-REAP_TIMEOUT = 2.0
+__all__ = ["Isolation", "ProcessLauncher", "SupervisedProcess"]
+
 #: Bound on the helper's start (a Python interpreter on a loaded machine).
 HELPER_START_TIMEOUT = 10.0
 #: Bound on the helper's exit once its socket is closed.
 HELPER_EXIT_TIMEOUT = 2.0
-#: Interval for polling a process group that has no Trio-visible leader left.
-GROUP_POLL_INTERVAL = 0.01
 _HELPER = Path(__file__).with_name("_subreaper.py")
 _READ_SIZE = 65536
 
 Isolation = Literal["subreaper", "process-group", "not started"]
-
-
-class CommandProcess(Protocol):
-    """A running command: its pipes, its shell's exit, and control of its whole tree."""
-
-    @property
-    def stdin(self) -> trio.abc.SendStream: ...
-
-    @property
-    def stdout(self) -> trio.abc.ReceiveStream: ...
-
-    @property
-    def returncode(self) -> int | None:
-        """The shell's return code once known (negative: killed by that signal)."""
-
-    async def wait(self) -> int | None:
-        """Wait for the shell to exit; its return code (negative: killed by that signal),
-        None if unknown. Other processes of the command may still run."""
-
-    async def interrupt(self) -> None:
-        """SIGINT to the command's process group (a no-op once it is over)."""
-
-    async def terminate(self, grace: float) -> None:
-        """TERM every process of the command, wait up to ``grace``, KILL the rest; return
-        when none is left. Shielded, bounded by ``grace + REAP_TIMEOUT``, idempotent."""
-
-    async def aclose(self) -> None:
-        """Close the pipes (and control socket). Call after :meth:`terminate`."""
-
-
-def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
-    if pgid is None or pgid <= 1:  # os.killpg(0 or 1, ...) would hit us or everything
-        return
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-async def _aclose_all(*resources: trio.abc.AsyncResource | trio.socket.SocketType) -> None:
-    with trio.CancelScope(shield=True):
-        for resource in resources:
-            if isinstance(resource, trio.abc.AsyncResource):
-                await resource.aclose()
-            else:
-                resource.close()
-
-
-# -- fallback: a process group --------------------------------------------------------------------
-
-
-@final
-class GroupProcess:
-    """A command started directly in its own session; its process group is its extent."""
-
-    def __init__(self, process: trio.Process) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self._process = process
-        self._stdin = process.stdin
-        self._stdout = process.stdout
-
-    @property
-    def stdin(self) -> trio.abc.SendStream:
-        return self._stdin
-
-    @property
-    def stdout(self) -> trio.abc.ReceiveStream:
-        return self._stdout
-
-    @property
-    def returncode(self) -> int | None:
-        return self._process.returncode
-
-    async def wait(self) -> int | None:
-        return await self._process.wait()
-
-    async def interrupt(self) -> None:
-        if self._process.returncode is None:
-            _signal_group(self._process.pid, signal.SIGINT)
-        await trio.lowlevel.checkpoint()
-
-    async def terminate(self, grace: float) -> None:
-        pgid = self._process.pid
-        with trio.CancelScope(shield=True), trio.move_on_after(grace + REAP_TIMEOUT):
-            if self._process.returncode is None or _group_exists(pgid):
-                _signal_group(pgid, signal.SIGTERM)
-                _signal_group(pgid, signal.SIGCONT)
-                with trio.move_on_after(grace):
-                    await self._process.wait()
-                    while _group_exists(pgid):  # noqa: ASYNC110 - no Trio event for a group
-                        await trio.sleep(GROUP_POLL_INTERVAL)
-                # SIGKILL even when the leader exited on TERM, for members ignoring TERM.
-                _signal_group(pgid, signal.SIGKILL)
-            await self._process.wait()
-
-    async def aclose(self) -> None:
-        await _aclose_all(self._stdin, self._stdout)
-
-
-async def _open_group_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> GroupProcess:
-    process = await trio.lowlevel.open_process(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-    )
-    return GroupProcess(process)
-
-
-# -- under the helper ---------------------------------------------------------------------------
 
 
 @final
@@ -236,13 +114,13 @@ class SupervisedProcess:
                 while not self._gone:
                     await self._next_message()
             if not self._gone:  # the supervisor is stuck: last resort, its whole group
-                _signal_group(self.pgid, signal.SIGKILL)
+                signal_group(self.pgid, signal.SIGKILL)
                 with trio.move_on_after(REAP_TIMEOUT):
                     while not self._gone:
                         await self._next_message()
 
     async def aclose(self) -> None:
-        await _aclose_all(self._stdin, self._stdout, self._ctl)
+        await aclose_all(self._stdin, self._stdout, self._ctl)
 
     async def _send(self, message: Mapping[str, object]) -> None:
         data = json.dumps(message).encode() + b"\n"
@@ -370,7 +248,7 @@ class ProcessLauncher:
             except _HelperGone:
                 self._helper = None
         self._isolation = "process-group"
-        return await _open_group_process(argv, cwd, env)
+        return await open_group_process(argv, cwd, env)
 
     async def aclose(self) -> None:
         """Stop the helper (idempotent; shielded and bounded)."""

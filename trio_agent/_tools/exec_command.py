@@ -45,9 +45,10 @@ from typing import NotRequired, TypedDict, cast, final
 import attrs
 import trio
 
+from ._command_process import REAP_TIMEOUT, CommandProcess
 from ._command_slots import SLOT_WAIT_LIMIT, CommandSlots
 from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
-from ._process_tree import REAP_TIMEOUT, CommandProcess, Isolation, ProcessLauncher
+from ._process_tree import Isolation, ProcessLauncher
 from ._shell_env import (
     BYTES_PER_TOKEN,
     ExecRequest,
