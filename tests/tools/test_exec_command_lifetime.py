@@ -180,7 +180,40 @@ async def test_sessions_keep_stdin_and_ctrl_c_under_the_subreaper(shell: ShellSe
     assert shell.statistics().isolation == "subreaper"
 
 
+async def test_the_command_leads_its_own_group_so_kill_0_cannot_reach_its_supervisor(
+    shell: ShellSessions, tmp_path: Path
+) -> None:
+    spawn, pid_files = daemons(tmp_path)
+    result = await shell.exec_command(
+        {"cmd": f"{spawn}; echo $$ $(cut -d' ' -f{PGRP} /proc/$$/stat); kill -9 0", "login": False}
+    )
+    shell_pid, group = (int(word) for word in result["output"].split())
+    assert shell_pid == group
+    assert result["exit_code"] == 137  # the shell's own KILL, reported by its supervisor
+    assert not any(pid_alive(pid) for pid in [int(path.read_text()) for path in pid_files])
+
+
+async def test_a_cancel_at_any_point_of_the_start_leaves_nothing(shell: ShellSessions, tmp_path: Path) -> None:
+    """Cancel after 0..20 ms: before the spawn, while the helper forks, while the shell
+    starts, and once it runs. Whatever had started is gone when the call returns."""
+    started = 0
+    for step in range(21):
+        pid_file = tmp_path / f"pid{step}"
+        cmd = f"{publish(pid_file)}; exec sleep 300"
+        with trio.move_on_after(step / 1000):
+            await shell.exec_command({"cmd": cmd, "login": False, "yield_time_ms": 30_000})
+        assert shell.statistics().running == 0
+        if pid_file.exists():
+            started += 1
+            assert not pid_alive(int(pid_file.read_text()))
+        assert processes_in(tmp_path) == []
+    assert started > 0  # the sweep did reach commands that were running
+
+
 # -- the supervisor machinery failing ---------------------------------------------------------------
+
+
+PPID, PGRP = 4, 5  # fields of /proc/<pid>/stat
 
 
 def _stat_field(pid: int, index: int) -> int:
@@ -196,7 +229,7 @@ async def test_a_killed_supervisor_leaves_its_tree_to_the_helper_which_kills_it(
     args = {"cmd": f"{spawn}; {publish(shell_pid)}; sleep 300", "login": False, "yield_time_ms": 250}
     result = await shell.exec_command(args)
     pids = await read_pids([*pid_files, shell_pid])
-    supervisor = _stat_field(pids[2], 5)  # the shell's process group is its supervisor's pid
+    supervisor = _stat_field(pids[2], PPID)  # the shell's parent is its supervisor
     os.kill(supervisor, signal.SIGKILL)
     await wait_gone(pids)
     final = await shell.write_stdin({"session_id": result["session_id"]})
@@ -205,9 +238,9 @@ async def test_a_killed_supervisor_leaves_its_tree_to_the_helper_which_kills_it(
 
 
 async def test_a_dead_helper_is_restarted_by_the_next_command(shell: ShellSessions, tmp_path: Path) -> None:
-    probe = "cut -d' ' -f5 /proc/$$/stat; sleep 300"  # the shell's pgid: its supervisor
+    probe = "cut -d' ' -f4 /proc/$$/stat; sleep 300"  # the shell's parent: its supervisor
     first = await shell.exec_command({"cmd": probe, "login": False, "yield_time_ms": 250})
-    helper = _stat_field(int(first["output"]), 4)
+    helper = _stat_field(int(first["output"]), PPID)
     os.kill(helper, signal.SIGKILL)
     await wait_gone([helper])
     pids = await start_daemons_and_wait(shell, tmp_path)
@@ -248,9 +281,9 @@ async def test_nothing_survives_the_agent_process_being_killed(tmp_path: Path) -
     )
     try:
         pids = await read_pids([*pid_files, shell_pid])
-        supervisor = _stat_field(pids[2], 5)
-        helper = _stat_field(supervisor, 4)
-        assert helper != agent.pid and _stat_field(helper, 4) == agent.pid
+        supervisor = _stat_field(pids[2], PPID)
+        helper = _stat_field(supervisor, PPID)
+        assert _stat_field(helper, PPID) == agent.pid
     finally:
         agent.kill()
         await agent.wait()

@@ -30,12 +30,14 @@ dies later, the next command starts a new one (running commands keep their own
 supervisors).
 
 Process control never hangs: every wait on the OS is shielded where it must survive a
-cancel, and bounded (``grace + REAP_TIMEOUT``); past that the process group is SIGKILLed.
+cancel, and bounded (``grace + REAP_TIMEOUT``); past that the supervisor is SIGKILLed and
+the helper cleans up after it.
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
 import json
 import os
 import signal
@@ -49,7 +51,7 @@ from typing import Literal, final
 
 import trio
 
-from ._command_process import REAP_TIMEOUT, CommandProcess, aclose_all, open_group_process, signal_group
+from ._command_process import REAP_TIMEOUT, CommandProcess, aclose_all, open_group_process
 
 __all__ = ["Isolation", "ProcessLauncher", "SupervisedProcess"]
 
@@ -76,7 +78,7 @@ class SupervisedProcess:
         self._exited = False
         self._gone = False  # the supervisor closed its socket: nothing of the command is left
         self.pid: int | None = None
-        self.pgid: int | None = None
+        self.supervisor: int | None = None
         self.returncode: int | None = None
 
     @property
@@ -96,7 +98,7 @@ class SupervisedProcess:
         if "error" in message:
             raise OSError(str(message["error"]))
         self.pid = _int_or_none(message.get("started"))
-        self.pgid = _int_or_none(message.get("pgid"))
+        self.supervisor = _int_or_none(message.get("supervisor"))
 
     async def wait(self) -> int | None:
         while not self._exited:
@@ -113,8 +115,11 @@ class SupervisedProcess:
                     await self._send({"op": "terminate", "grace": grace})
                 while not self._gone:
                     await self._next_message()
-            if not self._gone:  # the supervisor is stuck: last resort, its whole group
-                signal_group(self.pgid, signal.SIGKILL)
+            if not self._gone and self.supervisor is not None:
+                # The supervisor is stuck (alive: its socket is open). Last resort: KILL it;
+                # the helper, a subreaper too, then KILLs the tree it leaves behind.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self.supervisor, signal.SIGKILL)
                 with trio.move_on_after(REAP_TIMEOUT):
                     while not self._gone:
                         await self._next_message()
@@ -167,15 +172,70 @@ class _HelperGone(Exception):
 
 @final
 class _Helper:
-    """The running helper: its socket and the scope of the task that owns it."""
+    """One run of the helper process, owned by a task of its own in the launcher's nursery.
 
-    def __init__(self, sock: trio.socket.SocketType, scope: trio.CancelScope) -> None:
-        self.sock = sock
-        self.scope = scope
+    :meth:`run` starts it and sets ``ready`` once it answered -- ``sock`` is then set --
+    or failed to start (``problem`` says why; both stay None if the start was
+    cancelled). It lives until ``scope`` is cancelled or the process dies, then sets
+    ``finished``. Starting it in its own task means a caller cancelled while it starts
+    cancels only its own wait, not the start every later command needs.
+    """
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.ready = trio.Event()
         self.finished = trio.Event()
+        self.sock: trio.socket.SocketType | None = None
+        self.problem: str | None = None
         self.send_lock = trio.Lock()
 
+    async def run(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        process: trio.Process | None = None
+        try:
+            with self.scope:
+                try:
+                    process = await trio.lowlevel.open_process(
+                        [sys.executable, "-I", "-S", str(_HELPER), str(theirs.fileno())],
+                        pass_fds=[theirs.fileno()],
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,  # a Ctrl-C in the agent's terminal is not for it
+                    )
+                except OSError as exc:
+                    self.problem = f"could not start {sys.executable}: {exc}"
+                    return
+                finally:
+                    theirs.close()
+                await self._handshake(trio.socket.from_stdlib_socket(ours))
+                if self.sock is not None:
+                    await process.wait()  # until the scope is cancelled, or the helper dies
+        finally:
+            self.ready.set()
+            # Closing our end tells the helper to exit once its supervisors have. The Trio
+            # socket's close() also wakes a spawn blocked on it.
+            if self.sock is not None:
+                self.sock.close()
+            else:
+                ours.close()
+            if process is not None:
+                await _stop_helper(process)
+            self.finished.set()
+
+    async def _handshake(self, sock: trio.socket.SocketType) -> None:
+        hello = b""
+        with trio.move_on_after(HELPER_START_TIMEOUT):
+            hello = await sock.recv(4096)
+        if hello == b"ready":
+            self.sock = sock
+        else:
+            self.problem = hello.decode(errors="replace") or f"no answer within {HELPER_START_TIMEOUT:g} s"
+        self.ready.set()
+
     async def spawn(self, request: Mapping[str, object], grace: float) -> SupervisedProcess:
+        if self.sock is None or self.finished.is_set():
+            raise _HelperGone("the helper is not running")
         stdin_read, stdin_write = os.pipe()
         stdout_read, stdout_write = os.pipe()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -219,7 +279,6 @@ class ProcessLauncher:
 
     def __init__(self, nursery: trio.Nursery, *, use_helper: bool = True) -> None:
         self._nursery = nursery
-        self._lock = trio.Lock()
         self._helper: _Helper | None = None
         self._use_helper = use_helper and sys.platform == "linux" and bool(sys.executable) and _HELPER.is_file()
         self._isolation: Isolation = "not started"
@@ -235,9 +294,8 @@ class ProcessLauncher:
 
         Raises OSError if the command cannot be started (missing shell or directory),
         RuntimeError if the nursery has exited, trio.ClosedResourceError after
-        :meth:`aclose`."""
-        if self._closed:
-            raise trio.ClosedResourceError("the process launcher is closed")
+        :meth:`aclose` or while the nursery shuts down. The first call waits for the
+        helper to start (cancellable; the start goes on for the next call)."""
         request = {"argv": argv, "cwd": str(cwd), "env": dict(env), "grace": grace}
         for _ in range(2):  # a helper that died is restarted once
             helper = await self._current_helper()
@@ -246,7 +304,9 @@ class ProcessLauncher:
             try:
                 return await helper.spawn(request, grace)
             except _HelperGone:
-                self._helper = None
+                continue
+        if self._closed:
+            raise trio.ClosedResourceError("the process launcher is closed")
         self._isolation = "process-group"
         return await open_group_process(argv, cwd, env)
 
@@ -260,53 +320,29 @@ class ProcessLauncher:
                 await helper.finished.wait()
 
     async def _current_helper(self) -> _Helper | None:
-        async with self._lock:
-            if self._use_helper and not self._closed and (self._helper is None or self._helper.finished.is_set()):
-                self._helper = await self._nursery.start(self._run_helper)
-                if self._helper is None:
-                    self._use_helper = False  # unavailable here: do not try again
-            if self._helper is not None:
-                self._isolation = "subreaper"
-            return self._helper
-
-    async def _run_helper(self, task_status: trio.TaskStatus[_Helper | None]) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            process = await trio.lowlevel.open_process(
-                [sys.executable, "-I", "-S", str(_HELPER), str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # a Ctrl-C in the agent's terminal is not for it
-            )
-        except OSError as exc:
-            ours.close()
-            _warn_fallback(f"could not start {sys.executable}: {exc}")
-            task_status.started(None)
-            return
-        finally:
-            theirs.close()
-        sock = trio.socket.from_stdlib_socket(ours)
-        helper = _Helper(sock, trio.CancelScope())
-        try:
-            with helper.scope:
-                with trio.move_on_after(HELPER_START_TIMEOUT):
-                    hello = await sock.recv(4096)
-                if hello != b"ready":
-                    _warn_fallback(hello.decode(errors="replace") or "the helper did not answer")
-                    task_status.started(None)
-                    return
-                task_status.started(helper)
-                await process.wait()  # until aclose() cancels the scope, or the helper dies
-        finally:
-            await _stop_helper(process, sock)
-            helper.finished.set()
+        """The running helper (started, or restarted, if need be); None where it is unavailable."""
+        if self._closed:
+            raise trio.ClosedResourceError("the process launcher is closed")
+        if not self._use_helper:
+            return None
+        helper = self._helper
+        if helper is None or helper.finished.is_set():
+            helper = self._helper = _Helper()
+            self._nursery.start_soon(helper.run)
+        await helper.ready.wait()
+        if helper.sock is not None:
+            self._isolation = "subreaper"
+            return helper
+        if helper.problem is None:
+            raise trio.ClosedResourceError("the helper's start was cancelled: its nursery is shutting down")
+        if self._use_helper:  # unavailable here: say so once, and do not try again
+            self._use_helper = False
+            _warn_fallback(helper.problem)
+        return None
 
 
-async def _stop_helper(process: trio.Process, sock: trio.socket.SocketType) -> None:
-    """Close the helper's socket (it exits once its supervisors have), bounded; then KILL."""
-    sock.close()
+async def _stop_helper(process: trio.Process) -> None:
+    """Wait (bounded) for the helper to exit once its socket is closed; then KILL it."""
     with trio.CancelScope(shield=True):
         with trio.move_on_after(HELPER_EXIT_TIMEOUT):
             await process.wait()

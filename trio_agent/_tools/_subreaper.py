@@ -22,17 +22,17 @@ knows the command is over (``waitpid`` says ``ECHILD``).
 * **Helper**: each message on FD carries three descriptors (control socket, the shell's
   stdin, the shell's stdout/stderr). The helper forks a supervisor for it (a cheap fork
   of this small, single-threaded interpreter instead of a new interpreter per command)
-  and closes its copies. On EOF of FD it stops taking requests and exits once its
-  supervisors have. A supervisor that dies by a signal (the agent's last resort) leaves
+  and closes its copies. On EOF of FD (or SIGTERM/SIGHUP) it stops taking requests
+  and exits once its supervisors have. A supervisor that dies by a signal (the agent's last resort) leaves
   its tree to the helper, which SIGKILLs every child that is not a supervisor.
-* **Supervisor**: ``setsid`` (its pid is the command's process-group id), becomes a
-  subreaper, reads one JSON line ``{"argv", "cwd", "env", "grace"}`` from the control
-  socket, ``posix_spawn``\\s the shell with the pipes as fds 0/1/2, and answers
-  ``{"started": pid, "pgid": pgid}`` or ``{"error": "..."}``. It reports
+* **Supervisor**: ``setsid``, becomes a subreaper, reads one JSON line ``{"argv",
+  "cwd", "env", "grace"}`` from the control socket, ``posix_spawn``\\s the shell with
+  the pipes as fds 0/1/2, leading its own process group, and answers ``{"started":
+  pid, "supervisor": pid}`` or ``{"error": "..."}``. It reports
   ``{"exit": returncode}`` (negative: killed by that signal) when the shell exits, and
   exits itself -- closing the socket, which is what the agent waits for -- as soon as it
   has no descendants left. Requests: ``{"op": "interrupt"}`` sends SIGINT to the
-  command's process group; ``{"op": "terminate", "grace": s}`` sends SIGTERM (and
+  shell's process group while the shell runs; ``{"op": "terminate", "grace": s}`` sends SIGTERM (and
   SIGCONT, for stopped ones) to every descendant, waits up to ``s`` seconds for them to
   exit, then SIGKILLs every descendant until none is left. EOF of the control socket
   (the agent closed it or died) and SIGTERM/SIGHUP mean ``terminate`` with the request's
@@ -199,6 +199,11 @@ class _Lines:
         taken, self.pending = self.pending, []
         return taken
 
+    def take(self) -> list[dict[str, object]]:
+        """The messages :meth:`first` read beyond the first one."""
+        taken, self.pending = self.pending, []
+        return taken
+
     def first(self) -> dict[str, object] | None:
         """Block for the first message; later ones stay for the next :meth:`read`."""
         while not self.pending and not self.eof:
@@ -222,7 +227,9 @@ def _environment(value: object) -> dict[str, str]:
 
 
 def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
-    """Start the shell in ``cwd`` with the pipes as fds 0/1/2 (``$PATH`` of ``env`` for a bare name)."""
+    """Start the shell in ``cwd`` with the pipes as fds 0/1/2 (``$PATH`` of ``env`` for a
+    bare name), leading a new process group: a ``kill 0`` in the command cannot reach
+    the supervisor."""
     argv = _strings(request.get("argv"), "argv")
     env = _environment(request.get("env"))
     os.chdir(str(request.get("cwd")))
@@ -233,7 +240,9 @@ def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
     try:
         for path in candidates:
             try:
-                return os.posix_spawn(path, argv, env, file_actions=actions, setsigdef=_RESET_SIGNALS, setsigmask=())
+                return os.posix_spawn(
+                    path, argv, env, file_actions=actions, setpgroup=0, setsigdef=_RESET_SIGNALS, setsigmask=()
+                )
             except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
                 error = exc
         raise error
@@ -267,7 +276,7 @@ class _Supervisor:
         finally:
             os.close(stdin)
             os.close(stdout)
-        _send(self.ctl, {"started": self.shell, "pgid": os.getpgrp()})
+        _send(self.ctl, {"started": self.shell, "supervisor": self.me})
         return True
 
     def terminate(self, grace: float) -> None:
@@ -278,17 +287,23 @@ class _Supervisor:
 
     def handle(self, message: dict[str, object]) -> None:
         if message.get("op") == "interrupt":
-            with contextlib.suppress(OSError):
-                os.killpg(os.getpgrp(), signal.SIGINT)  # this process ignores SIGINT
+            if self.shell is not None:  # not reaped yet, so its pid is still its group's id
+                with contextlib.suppress(OSError):
+                    os.killpg(self.shell, signal.SIGINT)
         elif message.get("op") == "terminate":
             grace = message.get("grace")
             self.terminate(float(grace) if isinstance(grace, int | float) else self.grace)
 
     def run(self) -> None:
+        for message in self.lines.take():  # sent together with the request
+            self.handle(message)
+        if self.lines.eof:
+            self.terminate(self.grace)
         while True:
             exited, children_left = reap()
             for pid, code in exited:
                 if pid == self.shell:
+                    self.shell = None
                     _send(self.ctl, {"exit": code})
             if not children_left:
                 return
@@ -374,7 +389,8 @@ def _serve(sock: socket.socket, wakeup: int) -> None:
         watched = [wakeup, sock.fileno()] if accepting else [wakeup]
         readable, _, _ = select.select(watched, [], [])
         if wakeup in readable:
-            _read_signals(wakeup)
+            if any(sig in _STOP_SIGNALS for sig in _read_signals(wakeup)):
+                accepting = False  # running commands keep their supervisors
             exited, _ = reap()
             if any(pid not in supervisors or code != 0 for pid, code in exited):
                 # A supervisor failed (or an orphan of one died): its tree is ours now, and
