@@ -41,7 +41,8 @@ knows the command is over (``waitpid`` says ``ECHILD``).
 Descendants are found by scanning ``/proc/*/stat`` for parent pids (the ``children``
 files need ``CONFIG_PROC_CHILDREN``, absent on some kernels). Each is signalled through
 a pidfd opened *before* re-checking its parent, so a pid recycled between the scan and
-the signal is never hit.
+the signal is never hit (where pidfds are unavailable, plain ``kill`` right after the
+check).
 """
 
 from __future__ import annotations
@@ -103,31 +104,58 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def _pidfds_work() -> bool:
+    """pidfd_open needs Linux 5.3, and some container seccomp profiles refuse it."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
+_PIDFDS = _pidfds_work()
+
+
+def _signal(pid: int, signals: tuple[signal.Signals, ...], tree: set[int], root: int) -> bool:
+    """Signal ``pid`` if it is still a descendant of ``root``; whether it was.
+
+    With pidfds the check happens after the pidfd pins the process, so a pid recycled
+    since the scan is never hit; without them the window is the few microseconds
+    between the check and ``kill``."""
+    pidfd = None
+    if _PIDFDS:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            return False  # already gone
+    try:
+        parent = _parent_of(pid)
+        if parent != root and parent not in tree:
+            return False
+        for sig in signals:
+            if pidfd is not None:
+                signal.pidfd_send_signal(pidfd, sig)
+            else:
+                os.kill(pid, sig)
+        return True
+    except OSError:
+        return False  # exited meanwhile
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
 def signal_descendants(root: int, signals: tuple[signal.Signals, ...], skip: frozenset[int] = frozenset()) -> int:
     """Send ``signals`` to every descendant of ``root`` outside ``skip``'s subtrees.
 
     Returns how many processes were signalled."""
-    tree = set(descendants(root))
-    excluded = {pid for pid in skip if pid in tree}
+    found = descendants(root)
+    tree = set(found)
+    excluded = set(skip)
     for pid in skip:
         excluded.update(descendants(pid))
-    count = 0
-    for pid in tree - excluded:
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            continue  # already gone
-        try:
-            parent = _parent_of(pid)
-            if parent == root or parent in tree:
-                for sig in signals:
-                    signal.pidfd_send_signal(pidfd, sig)
-                count += 1
-        except OSError:
-            pass  # exited meanwhile
-        finally:
-            os.close(pidfd)
-    return count
+    # Children before their parents: each is checked while its parent still lives.
+    return sum(_signal(pid, signals, tree, root) for pid in reversed(found) if pid not in excluded)
 
 
 def reap() -> tuple[list[tuple[int, int]], bool]:
