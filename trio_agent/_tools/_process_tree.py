@@ -229,8 +229,13 @@ class _Helper:
             hello = await sock.recv(4096)
         if hello == b"ready":
             self.sock = sock
+        elif hello:
+            self.problem = hello.decode(errors="replace")
         else:
-            self.problem = hello.decode(errors="replace") or f"no answer within {HELPER_START_TIMEOUT:g} s"
+            self.problem = (
+                f"it exited or gave no answer within {HELPER_START_TIMEOUT:g} s; "
+                f"run `{sys.executable} -I -S {_HELPER}` to see its error"
+            )
         self.ready.set()
 
     async def spawn(self, request: Mapping[str, object], grace: float) -> SupervisedProcess:

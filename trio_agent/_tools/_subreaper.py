@@ -436,6 +436,9 @@ def _serve(sock: socket.socket, wakeup: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) != 2 or not argv[1].isdigit():
+        print(f"usage: {argv[0]} FD  (started by trio_agent's exec_command, not by hand)", file=sys.stderr)
+        return 2
     sock = socket.socket(fileno=int(argv[1]))
     os.set_inheritable(sock.fileno(), False)
     wakeup = _install_signals()
