@@ -39,8 +39,12 @@ async def tree(tmp_path: Path) -> AsyncIterator[Tree]:
         await wait_for_os_fact(lambda: sub.exists() and grand.exists(), "the tree's pid files")
         yield Tree(root, int(sub.read_text()), int(grand.read_text()))
     finally:
+        # Not a subreaper: kill the descendants while the root still holds them together.
+        leftovers = _subreaper.descendants(root.pid)
+        _subreaper.signal_descendants(root.pid, (signal.SIGKILL,))
         root.kill()
         await root.wait()
+        await wait_gone(leftovers)
 
 
 async def test_descendants_lists_the_whole_subtree(tree: Tree) -> None:
