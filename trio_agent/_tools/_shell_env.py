@@ -5,13 +5,26 @@ the tool arguments into frozen requests (``nanocodex.md`` sec. 5.3) and raises
 :class:`ShellError` with a message meant for the model.
 
 Environment (``nanocodex.md`` sec. 5.4): a command inherits the agent's environment minus
-anything that looks like a credential: a variable is dropped when one of the parts of
-its name, split on ``_`` and upper-cased, is in :data:`SECRET_NAME_PARTS`
-(``GITHUB_TOKEN``, ``MY_API_KEY``, ``DB_PASSWORD``...; ``KEYBOARD`` is kept). The values
-of the dropped variables that are at least :data:`MIN_REDACTED_LENGTH` characters long
-are redacted from everything the command prints, in case it finds them another way
-(a dotfile, ``/proc``, the command line itself). Then :data:`FORCED_ENV` makes output
-plain (no colour, no pager, UTF-8) and the caller's overrides are applied last.
+anything that looks like a credential (:func:`is_secret_name`, :func:`url_credentials`):
+
+* a name one of whose ``_``-separated parts (upper-cased) is in
+  :data:`SECRET_NAME_PARTS` (``GITHUB_TOKEN``, ``MY_API_KEY``, ``DB_PASSWORD``,
+  ``SENTRY_DSN``; ``KEYBOARD`` is kept), or ends with one of
+  :data:`SECRET_NAME_SUFFIXES` (``PGPASSWORD``, ``NGROK_AUTHTOKEN``, ``X_APIKEY``;
+  ``PASSWORDLESS`` and ``TOKENIZER_DIR`` are kept), or has a ``PWD`` part besides
+  others (``MYSQL_PWD``; ``PWD`` and ``OLDPWD`` are kept), or is in
+  :data:`WELL_KNOWN_SECRET_NAMES`;
+* whatever its name, a value holding a URL with a password in it
+  (``scheme://user:password@host``: ``DATABASE_URL``, ``REDIS_URL``, an
+  ``HTTPS_PROXY`` with credentials). Pass such a variable through ``env_overrides``
+  if a command really needs it.
+
+The values of the dropped variables -- and, for URLs, the ``user:password`` part and
+the password alone, raw and percent-decoded -- that are at least
+:data:`MIN_REDACTED_LENGTH` characters long are redacted from everything the command
+prints, in case it finds them another way (a dotfile, ``/proc``, the command line
+itself). Then :data:`FORCED_ENV` makes output plain (no colour, no pager, UTF-8) and
+the caller's overrides are applied last (they are neither scrubbed nor redacted).
 
 Everything here is synchronous and cheap (a couple of ``stat`` calls at most).
 """
@@ -19,8 +32,10 @@ Everything here is synchronous and cheap (a couple of ``stat`` calls at most).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import unquote
 
 import attrs
 
@@ -32,6 +47,8 @@ __all__ = [
     "MIN_REDACTED_LENGTH",
     "REDACTED",
     "SECRET_NAME_PARTS",
+    "SECRET_NAME_SUFFIXES",
+    "WELL_KNOWN_SECRET_NAMES",
     "ExecRequest",
     "ShellEnvironment",
     "ShellError",
@@ -43,24 +60,37 @@ __all__ = [
     "redact",
     "resolve_shell",
     "shell_argv",
+    "url_credentials",
     "workdir_problem",
 ]
 
 SECRET_NAME_PARTS = frozenset(
     {
+        "APIKEY",
         "AUTH",
         "AUTHORIZATION",
         "COOKIE",
         "CREDENTIAL",
         "CREDENTIALS",
+        "DSN",  # SENTRY_DSN, DATABASE_DSN: connection strings with keys in them
+        "JWT",
         "KEY",
         "PASS",
+        "PASSPHRASE",
         "PASSWD",
         "PASSWORD",
+        "PAT",  # GITHUB_PAT: personal access tokens
         "SECRET",
         "TOKEN",
+        "WEBHOOK",  # SLACK_WEBHOOK_URL: the URL is the credential
     }
 )
+#: A name part ending with one of these names a credential even without a ``_`` before it.
+SECRET_NAME_SUFFIXES = ("APIKEY", "PASSWORD", "PASSWD", "SECRET", "TOKEN")
+#: Credentials by the names their clients document (some of which the rules above also catch).
+WELL_KNOWN_SECRET_NAMES = frozenset({"MYSQL_PWD", "PGPASSWORD", "SONAR_LOGIN", "SSHPASS"})
+#: ``scheme://user:password@``; the password is what follows the first ``:`` of the userinfo.
+_URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?P<user>[^\s/?#:@]*):(?P<password>[^\s/?#@]+)@")
 
 #: Shorter values are not redacted: they would blank out ordinary words and numbers.
 MIN_REDACTED_LENGTH = 8
@@ -86,7 +116,24 @@ _FALLBACK_SHELLS = ("/bin/bash", "/bin/sh")
 
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable name looks like it holds a credential."""
-    return not SECRET_NAME_PARTS.isdisjoint(name.upper().split("_"))
+    upper = name.upper()
+    parts = upper.split("_")
+    return (
+        upper in WELL_KNOWN_SECRET_NAMES
+        or not SECRET_NAME_PARTS.isdisjoint(parts)
+        or any(part.endswith(SECRET_NAME_SUFFIXES) for part in parts)
+        or (len(parts) > 1 and "PWD" in parts)
+    )
+
+
+def url_credentials(value: str) -> tuple[str, ...]:
+    """The secrets of every ``scheme://user:password@`` URL in ``value``: each
+    ``user:password``, each password, and its percent-decoded form. Empty if none."""
+    found: list[str] = []
+    for match in _URL_WITH_PASSWORD.finditer(value):
+        password = match["password"]
+        found += [f"{match['user']}:{password}", password, unquote(password)]
+    return tuple(dict.fromkeys(found))
 
 
 @attrs.frozen
@@ -104,9 +151,9 @@ def build_environment(
     env: dict[str, str] = {}
     secrets: set[str] = set()
     for name, value in inherited.items():
-        if is_secret_name(name):
-            if len(value) >= MIN_REDACTED_LENGTH:
-                secrets.add(value)
+        in_url = url_credentials(value)
+        if is_secret_name(name) or in_url:
+            secrets.update(secret for secret in (value, *in_url) if len(secret) >= MIN_REDACTED_LENGTH)
         else:
             env[name] = value
     env.update(FORCED_ENV)

@@ -3,31 +3,34 @@
 Theory of operation (reference: ``nanocodex.md`` sec. 5.3/5.4, ``codex.md`` sec. 5.5,
 ``python-ecosystem.md`` A.7).
 
-Every command runs as ``[shell, "-lc"|"-c", cmd]`` in a new session
-(``start_new_session=True``), so the shell's pid is also the id of a process group that
-holds everything it starts. stdout and stderr share one pipe; stdin is a pipe too.
+Every command runs as ``[shell, "-lc"|"-c", cmd]``, started by a
+:class:`~._process_tree.ProcessLauncher`: under a child-subreaper supervisor where
+Linux allows it, so that everything the command starts -- daemons that ``setsid`` or
+double-fork included -- ends with it; otherwise directly in a new session, its process
+group being all that can be killed (the fallback is described in ``_process_tree``).
+stdout and stderr share one pipe; stdin is a pipe too.
 
-Each process gets a :class:`_Session` and a *supervisor* task in the nursery given to
-:class:`ShellSessions` (the agent's nursery). The supervisor pumps the pipe into a
+A command first takes one of ``max_sessions`` slots (``_command_slots``): taken before
+the spawn, given back once its whole process tree is gone, so a burst cannot exceed the
+cap; a call beyond the cap evicts an old background session or waits (bounded) for a
+slot. Each process then gets a :class:`_Session` and a *supervisor task* in the nursery
+given to :class:`ShellSessions` (the agent's nursery). The task pumps the pipe into a
 bounded :class:`HeadTailBuffer`, waits for the shell to exit, waits up to
-``drain_grace`` for the pipe to reach EOF, SIGKILLs whatever is left of the group, closes
-the pipes and sets ``done``. If the supervisor is cancelled (the agent nursery is
-cancelled), its ``finally`` kills the group instead.
+``drain_grace`` for the pipe to reach EOF, terminates whatever the command left running
+(TERM, ``kill_grace``, KILL), closes the pipes, gives the slot back and sets ``done``.
+Cancelling its scope (``_discard``) or the nursery skips to the termination.
 
-``exec_command`` spawns, then waits for ``done`` for at most ``yield_time_ms``. If the
-command finished, the result carries ``exit_code`` and the session is forgotten. If not,
-the session gets a public ``session_id`` and keeps running; ``write_stdin`` feeds it and
-collects whatever it printed since the last read. If the task awaiting ``exec_command``
-is cancelled, the group is killed before ``Cancelled`` propagates: SIGTERM to the group,
-up to ``kill_grace`` (0.5 s) for the shell to exit, SIGKILL to the group, reap; all
-shielded and bounded (:func:`_kill_process_group`). Trio's default ``deliver_cancel``
-would only signal the shell and orphan its children (A.7).
+``exec_command`` spawns, then waits for ``done`` for at most ``yield_time_ms`` (counted
+from the spawn, not from the call, so time spent waiting for a slot does not eat into
+it). If the command finished, the result carries ``exit_code`` and the session is
+forgotten. If not, the session gets a public ``session_id`` and keeps running;
+``write_stdin`` feeds it and collects whatever it printed since the last read. If the
+task awaiting ``exec_command`` is cancelled, the command's whole tree is terminated
+before ``Cancelled`` propagates: SIGTERM to every process, up to ``kill_grace`` (0.5 s)
+for them to exit, SIGKILL to the rest; shielded and bounded.
 
-Notes: this module starts no threads itself, but ``trio.lowlevel.open_process`` runs
-``fork``/``exec`` in a Trio worker thread (uncancellable, so a cancel that arrives
-during the spawn is seen right after it and still kills the group). Secrets are redacted
-per returned chunk, so a secret split across two reads, or across an omission notice,
-is not caught.
+Notes: Secrets are redacted per returned chunk, so a secret split across two reads, or
+across an omission notice, is not caught.
 """
 
 from __future__ import annotations
@@ -35,8 +38,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import signal
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NotRequired, TypedDict, cast, final
@@ -44,7 +45,10 @@ from typing import NotRequired, TypedDict, cast, final
 import attrs
 import trio
 
+from ._command_process import REAP_TIMEOUT, CommandProcess
+from ._command_slots import SLOT_WAIT_LIMIT, CommandSlots
 from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
+from ._process_tree import Isolation, ProcessLauncher
 from ._shell_env import (
     BYTES_PER_TOKEN,
     ExecRequest,
@@ -60,7 +64,7 @@ from ._shell_env import (
     workdir_problem,
 )
 
-__all__ = ["ExecResult", "ShellError", "ShellSessions"]
+__all__ = ["ExecResult", "ShellError", "ShellSessions", "ShellStatistics"]
 
 MAX_SESSIONS = 64
 #: Pruning for room never touches the most recently used sessions (nanocodex sec. 5.4).
@@ -69,10 +73,8 @@ PROTECTED_RECENT_SESSIONS = 8
 KILL_GRACE = 0.5
 #: Seconds to wait for the output pipe's EOF after the shell exited (nanocodex: 2 s).
 DRAIN_GRACE = 2.0
-#: Seconds to wait for EOF after SIGKILLing the group's leftovers.
+#: Seconds to wait for EOF after terminating the command's leftovers.
 POST_KILL_DRAIN = 0.5
-#: Bound on reaping a SIGKILLed process, so cleanup can never hang.
-REAP_TIMEOUT = 2.0
 #: Writing to stdin waits at least this long for the process to accept the input.
 MIN_STDIN_WRITE_TIMEOUT = 5.0
 CTRL_C = "\u0003"
@@ -95,11 +97,29 @@ class ExecResult(TypedDict):
     output: str
 
 
+@attrs.frozen
+class ShellStatistics:
+    """A snapshot of :class:`ShellSessions`.
+
+    ``running``: commands holding a slot (their process tree is not gone yet);
+    ``waiting``: ``exec_command`` calls waiting for a slot; ``sessions``: ids
+    ``write_stdin`` accepts (running or finished but not yet read); ``isolation``: how
+    commands are contained (``"subreaper"``, ``"process-group"``, ``"not started"``).
+    """
+
+    running: int
+    waiting: int
+    sessions: int
+    max_sessions: int
+    isolation: Isolation
+
+
 @attrs.define(eq=False)
 class _Session:
-    process: trio.Process
+    process: CommandProcess
     secrets: tuple[str, ...]
     last_used: float
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     output: HeadTailBuffer = attrs.field(factory=lambda: HeadTailBuffer(DEFAULT_CAPACITY))
     eof: trio.Event = attrs.field(factory=trio.Event)
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -113,14 +133,17 @@ class ShellSessions:
     """The ``exec_command``/``write_stdin`` tools and the commands they keep running.
 
     Args:
-      nursery: where the supervisor task of every command lives (the agent's nursery).
-        Cancelling it kills every running command's process group.
+      nursery: where the supervisor task of every command (and the subreaper helper)
+        lives: the agent's nursery. Cancelling it terminates every running command.
       workspace: the directory relative ``workdir`` arguments are resolved against.
       env_overrides: variables set in every command's environment, applied last
         (after scrubbing and the forced ``NO_COLOR``/``TERM``/... variables).
-      max_sessions: live sessions allowed at once; starting one more kills the least
-        recently used session outside the 8 most recent (finished-but-unread first),
-        or raises :class:`ShellError` if there is none.
+      max_sessions: commands allowed to run at once. One more first evicts the least
+        recently used background session outside the 8 most recently used (killing
+        it, as nanocodex does); if there is none it waits for a slot, for at most its
+        ``yield_time_ms`` plus ``slot_wait`` (30 s), then raises :class:`ShellError`. Finished
+        sessions whose final output was not read yet hold no slot; at most
+        ``max_sessions`` of them are kept (the least recently used is forgotten).
 
     Session ids start at 1, are handed out only to commands that outlive their
     ``yield_time_ms``, and are never reused.
@@ -135,17 +158,18 @@ class ShellSessions:
         max_sessions: int = MAX_SESSIONS,
         kill_grace: float = KILL_GRACE,
         drain_grace: float = DRAIN_GRACE,
+        slot_wait: float = SLOT_WAIT_LIMIT,
     ) -> None:
-        if max_sessions < 1:
-            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
+        self._slots = CommandSlots(max_sessions)
+        self._slot_wait = slot_wait
         self._nursery = nursery
+        self._launcher = ProcessLauncher(nursery)
         self._workspace = Path(workspace)
         self._env_overrides = dict(env_overrides or {})
-        self._max_sessions = max_sessions
         self._kill_grace = kill_grace
         self._drain_grace = drain_grace
-        self._live: set[_Session] = set()
-        self._by_id: dict[int, _Session] = {}
+        self._live: set[_Session] = set()  # supervisor task running
+        self._by_id: dict[int, _Session] = {}  # published and not yet read to the end
         self._next_id = 1
         self._closed = False
 
@@ -153,6 +177,15 @@ class ShellSessions:
     def session_ids(self) -> tuple[int, ...]:
         """Ids of the sessions ``write_stdin`` currently accepts, ascending."""
         return tuple(sorted(self._by_id))
+
+    def statistics(self) -> ShellStatistics:
+        return ShellStatistics(
+            running=self._slots.running,
+            waiting=self._slots.waiting,
+            sessions=len(self._by_id),
+            max_sessions=self._slots.limit,
+            isolation=self._launcher.isolation,
+        )
 
     async def exec_command(self, args: Mapping[str, object]) -> ExecResult:
         """Run ``args["cmd"]``; return its result, or a ``session_id`` if still running.
@@ -162,29 +195,33 @@ class ShellSessions:
         ``yield_time_ms`` (default 10000, clamped to 250..30000), ``max_output_tokens``
         (default 10000; output is limited to 4 bytes per token, at most 1 MiB).
 
-        Cancellation: if this call is cancelled before it returns, the command's whole
-        process group is killed (TERM, 0.5 s grace, KILL, reap; shielded and bounded)
-        and ``Cancelled`` propagates. A command that was returned as a session is no
-        longer tied to this call; see :meth:`aclose`.
+        Cancellation: if this call is cancelled while waiting for a slot, nothing was
+        started. If it is cancelled later, before it returns, every process of the
+        command is terminated (TERM, 0.5 s grace, KILL; shielded and bounded) and
+        ``Cancelled`` propagates. A command that was returned as a session is no longer
+        tied to this call; see :meth:`aclose`.
 
         Raises:
-          ShellError: invalid arguments, closed sessions, or no room for a session.
+          ShellError: invalid arguments, closed sessions, or no slot within the bound.
         """
         request = parse_exec_args(args, self._workspace)
         self._check_open()
-        await self._make_room()
         started = trio.current_time()
         environment = build_environment(os.environ, self._env_overrides)
         shell = resolve_shell(request.shell, environment.env.get("SHELL"))
-        argv = shell_argv(shell, request.cmd, login=request.login)
         problem = workdir_problem(request.workdir)
-        if problem is None:
-            try:
-                session = await self._spawn(argv, request, environment)
-            except OSError as exc:
-                problem = f"failed to start {shell!r} in {request.workdir}: {exc}"
         if problem is not None:
             return _start_failure(problem, started)
+        await self._slots.acquire(request.yield_seconds + self._slot_wait, self._make_room)
+        try:
+            argv = shell_argv(shell, request.cmd, login=request.login)
+            session = await self._spawn(argv, request, environment)
+        except OSError as exc:
+            self._slots.release()
+            return _start_failure(f"failed to start {shell!r} in {request.workdir}: {exc}", started)
+        except BaseException:
+            self._slots.release()
+            raise
         await self._wait_or_kill(session, request.yield_seconds)
         return self._collect(session, request.max_bytes, started)
 
@@ -213,68 +250,72 @@ class ShellSessions:
         return self._collect(session, request.max_bytes, started)
 
     async def aclose(self) -> None:
-        """Kill every live session's process group, reap it and forget it. Idempotent.
+        """Terminate every running command's whole tree, forget every session, stop the
+        helper. Idempotent.
 
         Afterwards ``exec_command`` raises :class:`ShellError`. Runs shielded; bounded
         by the kill grace plus a few seconds.
         """
         self._closed = True
         sessions = list(self._live)
-        self._live.clear()
         self._by_id.clear()
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:
                 for session in sessions:
-                    nursery.start_soon(self._shut_down, session)
+                    nursery.start_soon(self._discard, session)
+            await self._launcher.aclose()
 
     # -- spawning and supervising ------------------------------------------------------
 
     async def _spawn(
         self, argv: list[str], request: ExecRequest, environment: ShellEnvironment
     ) -> _Session:
-        process = await trio.lowlevel.open_process(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=request.workdir,
-            env=dict(environment.env),
-            start_new_session=True,
-        )
+        self._check_open()  # aclose() may have run while this call waited for its slot
+        try:
+            process = await self._launcher.spawn(argv, request.workdir, environment.env, self._kill_grace)
+        except trio.ClosedResourceError as exc:
+            raise ShellError("shell sessions were closed while the command was starting") from exc
+        except RuntimeError as exc:  # the owning nursery has exited
+            raise ShellError("shell sessions are closed: their nursery has exited") from exc
         session = _Session(process, environment.secrets, last_used=trio.current_time())
         try:
             if self._closed:  # aclose() ran while the process was starting
                 raise ShellError("shell sessions were closed while the command was starting")
             try:
                 self._nursery.start_soon(self._supervise, session)
-            except RuntimeError as exc:  # the owning nursery has exited
+            except RuntimeError as exc:
                 raise ShellError("shell sessions are closed: their nursery has exited") from exc
         except ShellError:
-            await _kill_process_group(process, grace=0)
-            await _close_pipes(process)
+            await process.terminate(0)
+            await process.aclose()
             raise
         self._live.add(session)
         return session
 
     async def _supervise(self, session: _Session) -> None:
+        """Own the session's process until its whole tree is gone, then give the slot back."""
         process = session.process
         try:
-            async with trio.open_nursery() as pump_nursery:
-                pump_nursery.start_soon(_pump_output, session)
-                await process.wait()
-                with trio.move_on_after(self._drain_grace):
-                    await session.eof.wait()
-                # Whatever the shell left running in its group dies with it, as in
-                # nanocodex (the group is killed when the session is dropped).
-                _signal_group(process, signal.SIGKILL)
-                with trio.move_on_after(POST_KILL_DRAIN):
-                    await session.eof.wait()
-                pump_nursery.cancel_scope.cancel()
+            with session.scope:
+                async with trio.open_nursery() as pump_nursery:
+                    pump_nursery.start_soon(_pump_output, session)
+                    await process.wait()
+                    with trio.move_on_after(self._drain_grace):
+                        await session.eof.wait()
+                    # Whatever the command left running ends with it (nanocodex kills the
+                    # group when the session is dropped); TERM first, like a cancel.
+                    await process.terminate(self._kill_grace)
+                    with trio.move_on_after(POST_KILL_DRAIN):
+                        await session.eof.wait()
+                    pump_nursery.cancel_scope.cancel()
         finally:
-            await _kill_process_group(process, self._kill_grace)
-            await _close_pipes(process)
-            session.exit_code = _exit_code(process)
+            await process.terminate(self._kill_grace)  # shielded, bounded, idempotent
+            await process.aclose()
+            session.exit_code = _exit_code(process.returncode)
+            self._live.discard(session)
+            self._slots.release()
             session.done.set()
+            self._forget_old_finished()
 
     async def _wait_or_kill(self, session: _Session, seconds: float) -> None:
         try:
@@ -285,13 +326,11 @@ class ShellSessions:
             raise
 
     async def _discard(self, session: _Session) -> None:
-        """Kill and reap the group and forget the session (its supervisor finishes alone)."""
+        """Forget the session and terminate its whole tree; return once that is done
+        (shielded; bounded by the grace plus the reap timeouts)."""
         self._forget(session)
-        await _kill_process_group(session.process, self._kill_grace)
-
-    async def _shut_down(self, session: _Session) -> None:
-        await self._discard(session)
-        with trio.CancelScope(shield=True), trio.move_on_after(self._drain_grace + 1):
+        session.scope.cancel()
+        with trio.CancelScope(shield=True), trio.move_on_after(self._kill_grace + 2 * REAP_TIMEOUT + 1):
             await session.done.wait()
 
     # -- bookkeeping ---------------------------------------------------------------------
@@ -300,25 +339,24 @@ class ShellSessions:
         if self._closed:
             raise ShellError("shell sessions are closed; no new commands can be started")
 
-    async def _make_room(self) -> None:
-        while len(self._live) >= self._max_sessions:
-            victim = self._least_recently_used()
-            if victim is None:
-                raise ShellError(
-                    f"too many running commands ({len(self._live)}); finish or interrupt "
-                    'one with write_stdin (chars "\\u0003") before starting another'
-                )
-            await self._discard(victim)
+    async def _make_room(self) -> bool:
+        """Evict the least recently used background session that may be evicted."""
+        victim = self._least_recently_used()
+        if victim is None:
+            return False
+        await self._discard(victim)
+        return True
 
     def _least_recently_used(self) -> _Session | None:
-        published = sorted(
-            (s for s in self._live if s.session_id is not None), key=lambda s: s.last_used
-        )
-        protected = min(PROTECTED_RECENT_SESSIONS, self._max_sessions - 1)
-        candidates = published[: max(0, len(published) - protected)]
-        finished = [s for s in candidates if s.done.is_set()]
-        pool = finished or candidates
-        return pool[0] if pool else None
+        running = sorted((s for s in self._by_id.values() if not s.done.is_set()), key=lambda s: s.last_used)
+        protected = min(PROTECTED_RECENT_SESSIONS, self._slots.limit - 1)
+        candidates = running[: max(0, len(running) - protected)]
+        return candidates[0] if candidates else None
+
+    def _forget_old_finished(self) -> None:
+        finished = sorted((s for s in self._by_id.values() if s.done.is_set()), key=lambda s: s.last_used)
+        for session in finished[: max(0, len(finished) - self._slots.limit)]:
+            self._forget(session)
 
     def _lookup(self, session_id: int) -> _Session:
         session = self._by_id.get(session_id)
@@ -331,7 +369,6 @@ class ShellSessions:
         return session
 
     def _forget(self, session: _Session) -> None:
-        self._live.discard(session)
         if session.session_id is not None:
             self._by_id.pop(session.session_id, None)
 
@@ -364,7 +401,7 @@ class ShellSessions:
     async def _send_input(self, session: _Session, request: WriteRequest) -> None:
         for index, part in enumerate(request.chars.split(CTRL_C)):
             if index and not session.done.is_set():
-                _signal_group(session.process, signal.SIGINT)
+                await session.process.interrupt()
             if part:
                 await self._write(session, request, part.encode())
 
@@ -372,7 +409,6 @@ class ShellSessions:
         sid = request.session_id
         timeout = max(request.yield_seconds, MIN_STDIN_WRITE_TIMEOUT)
         stdin = session.process.stdin
-        assert stdin is not None
         try:
             async with session.write_lock:
                 with trio.move_on_after(timeout) as scope:
@@ -395,46 +431,13 @@ class ShellSessions:
 
 async def _pump_output(session: _Session) -> None:
     stdout = session.process.stdout
-    assert stdout is not None
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         while data := await stdout.receive_some(_READ_SIZE):
             session.output.write(bytes(data))
     session.eof.set()
 
 
-def _signal_group(process: trio.Process, sig: signal.Signals) -> None:
-    """Signal the process group led by ``process`` (its pid, thanks to setsid)."""
-    if process.pid <= 1:  # os.killpg(0 or 1, ...) would hit us or everything
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
-
-
-async def _kill_process_group(process: trio.Process, grace: float) -> None:
-    """SIGTERM the group, wait up to ``grace`` s for its leader, SIGKILL the group, reap.
-
-    Shielded and bounded by ``grace + REAP_TIMEOUT``, so it runs to completion inside a
-    cancelled scope and can never hang. SIGKILL goes to the group even when the leader
-    exited on SIGTERM, for children that ignore SIGTERM.
-    """
-    with trio.CancelScope(shield=True), trio.move_on_after(grace + REAP_TIMEOUT):
-        if process.returncode is None:
-            _signal_group(process, signal.SIGTERM)
-            with trio.move_on_after(grace):
-                await process.wait()
-        _signal_group(process, signal.SIGKILL)
-        await process.wait()
-
-
-async def _close_pipes(process: trio.Process) -> None:
-    with trio.CancelScope(shield=True):
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                await stream.aclose()
-
-
-def _exit_code(process: trio.Process) -> int | None:
-    code = process.returncode
+def _exit_code(code: int | None) -> int | None:
     if code is not None and code < 0:
         return 128 - code  # killed by signal N: the shell's 128+N convention
     return code

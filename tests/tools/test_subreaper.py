@@ -1,0 +1,73 @@
+"""The helper's process-tree functions, run in-process on a throwaway tree of real
+processes (the helper itself is exercised end to end by the exec_command tests)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import attrs
+import pytest
+import trio
+
+from trio_agent._tools import _subreaper
+
+from .._os_facts import wait_for_os_fact
+from ._process_facts import wait_gone
+
+
+@attrs.frozen
+class Tree:
+    root: trio.Process
+    subshell: int
+    grandchild: int
+
+
+def _publish(path: Path) -> str:
+    return f"echo $! > {path}.tmp && mv {path}.tmp {path}"
+
+
+@pytest.fixture
+async def tree(tmp_path: Path) -> AsyncIterator[Tree]:
+    """``sh`` with a ``sleep`` child and a subshell child that has a ``sleep`` child. None
+    of them exits unless signalled (the subshell sleeps too instead of waiting)."""
+    sub, grand = tmp_path / "sub", tmp_path / "grand"
+    script = f"sleep 300 & (sleep 300 & {_publish(grand)}; exec sleep 300) & {_publish(sub)}; wait"
+    root = await trio.lowlevel.open_process(["/bin/sh", "-c", script])
+    try:
+        await wait_for_os_fact(lambda: sub.exists() and grand.exists(), "the tree's pid files")
+        yield Tree(root, int(sub.read_text()), int(grand.read_text()))
+    finally:
+        # Not a subreaper: kill the descendants while the root still holds them together.
+        leftovers = _subreaper.descendants(root.pid)
+        _subreaper.signal_descendants(root.pid, (signal.SIGKILL,))
+        root.kill()
+        await root.wait()
+        await wait_gone(leftovers)
+
+
+async def test_descendants_lists_the_whole_subtree(tree: Tree) -> None:
+    found = _subreaper.descendants(tree.root.pid)
+    assert {tree.subshell, tree.grandchild} <= set(found)
+    assert len(found) == 3  # and the root's own sleep
+    assert found.index(tree.subshell) < found.index(tree.grandchild)  # parents first
+    assert tree.root.pid not in found
+
+
+@pytest.mark.parametrize("pidfds", [True, False])
+async def test_signal_descendants_reaches_every_level(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch, pidfds: bool
+) -> None:
+    assert _subreaper._pidfds_work(), "pidfd_open is unavailable on this kernel"
+    monkeypatch.setattr(_subreaper, "_PIDFDS", pidfds)
+    found = _subreaper.descendants(tree.root.pid)
+    assert _subreaper.signal_descendants(tree.root.pid, (signal.SIGKILL,)) == 3
+    await wait_gone(found)
+    with trio.fail_after(5):
+        assert await tree.root.wait() == 0  # its children died, so its `wait` returned
+
+
+async def test_signal_descendants_skips_the_given_subtrees(tree: Tree) -> None:
+    # Only the root's own sleep is outside the skipped subshell's subtree.
+    assert _subreaper.signal_descendants(tree.root.pid, (signal.SIGCONT,), skip=frozenset({tree.subshell})) == 1

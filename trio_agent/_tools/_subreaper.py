@@ -1,0 +1,458 @@
+"""The subreaper helper: runs shell commands so that nothing they start outlives them.
+
+This file is a standalone program (standard library only; it never imports
+``trio_agent``). ``_process_tree.ProcessLauncher`` starts it once per ``ShellSessions``
+as ``python -I -S _subreaper.py FD``, where FD is its end of a ``SOCK_SEQPACKET``
+socket pair. It is the only code in the package that is not under Trio's clock: it is
+a separate OS process, so it uses ``time.monotonic`` for the grace the agent passes in.
+
+Theory of operation. The process tree is::
+
+    agent --- helper (one per ShellSessions, a subreaper)
+                 +-- supervisor (one per command: own session, a subreaper)
+                        +-- shell -- whatever the command starts, daemons included
+
+Linux reparents an orphan to its nearest ancestor that called
+``prctl(PR_SET_CHILD_SUBREAPER)``, never past it. A command that double-forks or calls
+``setsid`` leaves its process group and session, but not its supervisor's subtree:
+the daemon becomes the supervisor's child. So "every descendant of the supervisor" is
+exactly "everything the command started", and a supervisor that has no children left
+knows the command is over (``waitpid`` says ``ECHILD``).
+
+* **Helper**: each message on FD carries three descriptors (control socket, the shell's
+  stdin, the shell's stdout/stderr). The helper forks a supervisor for it (a cheap fork
+  of this small, single-threaded interpreter instead of a new interpreter per command)
+  and closes its copies. On EOF of FD (or SIGTERM/SIGHUP) it stops taking requests
+  and exits once its supervisors have. A supervisor that dies by a signal (the agent's last resort) leaves
+  its tree to the helper, which SIGKILLs every child that is not a supervisor.
+* **Supervisor**: ``setsid``, becomes a subreaper, reads one JSON line ``{"argv",
+  "cwd", "env", "grace"}`` from the control socket, ``posix_spawn``\\s the shell with
+  the pipes as fds 0/1/2, leading its own process group, and answers ``{"started":
+  pid, "supervisor": pid}`` or ``{"error": "..."}``. It reports
+  ``{"exit": returncode}`` (negative: killed by that signal) when the shell exits, and
+  exits itself -- closing the socket, which is what the agent waits for -- as soon as it
+  has no descendants left. Requests: ``{"op": "interrupt"}`` sends SIGINT to the
+  shell's process group while the shell runs; ``{"op": "terminate", "grace": s}`` sends SIGTERM (and
+  SIGCONT, for stopped ones) to every descendant, waits up to ``s`` seconds for them to
+  exit, then SIGKILLs every descendant until none is left. EOF of the control socket
+  (the agent closed it or died) and SIGTERM/SIGHUP mean ``terminate`` with the request's
+  grace.
+
+Descendants are found by scanning ``/proc/*/stat`` for parent pids (the ``children``
+files need ``CONFIG_PROC_CHILDREN``, absent on some kernels). Each is signalled through
+a pidfd opened *before* re-checking its parent, so a pid recycled between the scan and
+the signal is never hit (where pidfds are unavailable, plain ``kill`` right after the
+check).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+#: Signals this program ignores or handles; the shell gets the default for each.
+_RESET_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGHUP)
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+#: Seconds between SIGKILL rounds while descendants remain (a fork racing a kill).
+_KILL_ROUND = 0.01
+_FDS_PER_REQUEST = 3
+
+
+# -- process tree ----------------------------------------------------------------------------
+
+
+def become_subreaper() -> None:
+    """Make orphaned descendants of this process its children (raises OSError)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(errno)}")
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may contain spaces and parentheses.
+    return int(data[data.rindex(b")") + 2 :].split(None, 2)[1])
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root``, parents before children."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            parent = _parent_of(int(entry))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry))
+    found: list[int] = []
+    queue = [root]
+    while queue:
+        for child in children.get(queue.pop(), ()):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def _pidfds_work() -> bool:
+    """pidfd_open needs Linux 5.3, and some container seccomp profiles refuse it."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
+_PIDFDS = _pidfds_work()
+
+
+def _signal(pid: int, signals: tuple[signal.Signals, ...], tree: set[int], root: int) -> bool:
+    """Signal ``pid`` if it is still a descendant of ``root``; whether it was.
+
+    With pidfds the check happens after the pidfd pins the process, so a pid recycled
+    since the scan is never hit; without them the window is the few microseconds
+    between the check and ``kill``."""
+    pidfd = None
+    if _PIDFDS:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            return False  # already gone
+    try:
+        parent = _parent_of(pid)
+        if parent != root and parent not in tree:
+            return False
+        for sig in signals:
+            if pidfd is not None:
+                signal.pidfd_send_signal(pidfd, sig)
+            else:
+                os.kill(pid, sig)
+        return True
+    except OSError:
+        return False  # exited meanwhile
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def signal_descendants(root: int, signals: tuple[signal.Signals, ...], skip: frozenset[int] = frozenset()) -> int:
+    """Send ``signals`` to every descendant of ``root`` outside ``skip``'s subtrees.
+
+    Returns how many processes were signalled."""
+    found = descendants(root)
+    tree = set(found)
+    excluded = set(skip)
+    for pid in skip:
+        excluded.update(descendants(pid))
+    # Children before their parents: each is checked while its parent still lives.
+    return sum(_signal(pid, signals, tree, root) for pid in reversed(found) if pid not in excluded)
+
+
+def reap() -> tuple[list[tuple[int, int]], bool]:
+    """Reap every exited child: ``([(pid, returncode)], whether children remain)``."""
+    exited: list[tuple[int, int]] = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return exited, False
+        if pid == 0:
+            return exited, True
+        exited.append((pid, os.waitstatus_to_exitcode(status)))
+
+
+# -- signals and messages -----------------------------------------------------------------------
+
+
+def _install_signals() -> int:
+    """Route SIGCHLD/SIGTERM/SIGHUP to a wakeup pipe; ignore SIGINT/SIGQUIT. Returns its read end."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end)
+    for sig in (signal.SIGCHLD, *_STOP_SIGNALS):
+        signal.signal(sig, lambda signum, frame: None)
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_IGN)
+    return read_end
+
+
+def _read_signals(wakeup: int) -> bytes:
+    with contextlib.suppress(BlockingIOError):
+        return os.read(wakeup, 512)
+    return b""
+
+
+def _send(fd: int, message: dict[str, object]) -> None:
+    with contextlib.suppress(OSError):  # the agent is gone; EOF handling follows
+        os.write(fd, json.dumps(message).encode() + b"\n")
+
+
+class _Lines:
+    """Newline-delimited JSON objects from the control socket (malformed lines are skipped)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+        self.pending: list[dict[str, object]] = []
+        self.eof = False
+
+    def read(self) -> list[dict[str, object]]:
+        """One ``read`` (blocks if nothing is ready); every complete message not yet taken."""
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            self.eof = True
+        self.buffer += data
+        if b"\n" not in data:  # a large request arrives in many reads: split once, at its end
+            return []
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                message = json.loads(line)
+                if isinstance(message, dict):
+                    self.pending.append(message)
+        taken, self.pending = self.pending, []
+        return taken
+
+    def take(self) -> list[dict[str, object]]:
+        """The messages :meth:`first` read beyond the first one."""
+        taken, self.pending = self.pending, []
+        return taken
+
+    def first(self) -> dict[str, object] | None:
+        """Block for the first message; later ones stay for the next :meth:`read`."""
+        while not self.pending and not self.eof:
+            self.pending = self.read()
+        return self.pending.pop(0) if self.pending else None
+
+
+# -- supervisor --------------------------------------------------------------------------------
+
+
+def _strings(value: object, what: str) -> list[str]:
+    if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{what} must be a non-empty list of strings")
+    return value
+
+
+def _environment(value: object) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError("env must map strings to strings")
+    return value
+
+
+def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
+    """Start the shell in ``cwd`` with the pipes as fds 0/1/2 (``$PATH`` of ``env`` for a
+    bare name), leading a new process group: a ``kill 0`` in the command cannot reach
+    the supervisor."""
+    argv = _strings(request.get("argv"), "argv")
+    env = _environment(request.get("env"))
+    os.chdir(str(request.get("cwd")))
+    actions = [(os.POSIX_SPAWN_DUP2, stdin, 0), (os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stdout, 2)]
+    name = argv[0]
+    candidates = [name] if "/" in name else [os.path.join(d, name) for d in os.get_exec_path(env)]
+    error: OSError = FileNotFoundError(2, "No such file or directory", name)
+    try:
+        for path in candidates:
+            try:
+                return os.posix_spawn(
+                    path, argv, env, file_actions=actions, setpgroup=0, setsigdef=_RESET_SIGNALS, setsigmask=()
+                )
+            except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+                error = exc
+        raise error
+    finally:
+        os.chdir("/")  # the supervisor itself keeps no directory busy
+
+
+class _Supervisor:
+    """One command: its shell, its descendants, and the termination state machine."""
+
+    def __init__(self, ctl: int, wakeup: int) -> None:
+        self.ctl = ctl
+        self.wakeup = wakeup
+        self.lines = _Lines(ctl)
+        self.me = os.getpid()
+        self.shell: int | None = None
+        self.grace = 0.5
+        self.kill_at: float | None = None  # set once terminating
+
+    def start(self, stdin: int, stdout: int) -> bool:
+        request = self.lines.first()
+        if request is None:
+            return False
+        grace = request.get("grace")
+        self.grace = float(grace) if isinstance(grace, int | float) else self.grace
+        try:
+            self.shell = _spawn(request, stdin, stdout)
+        except (OSError, ValueError, TypeError) as exc:
+            _send(self.ctl, {"error": str(exc)})
+            return False
+        finally:
+            os.close(stdin)
+            os.close(stdout)
+        _send(self.ctl, {"started": self.shell, "supervisor": self.me})
+        return True
+
+    def terminate(self, grace: float) -> None:
+        if self.kill_at is not None:
+            return
+        self.kill_at = time.monotonic() + max(0.0, grace)
+        signal_descendants(self.me, (signal.SIGTERM, signal.SIGCONT))
+
+    def handle(self, message: dict[str, object]) -> None:
+        if message.get("op") == "interrupt":
+            if self.shell is not None:  # not reaped yet, so its pid is still its group's id
+                with contextlib.suppress(OSError):
+                    os.killpg(self.shell, signal.SIGINT)
+        elif message.get("op") == "terminate":
+            grace = message.get("grace")
+            self.terminate(float(grace) if isinstance(grace, int | float) else self.grace)
+
+    def run(self) -> None:
+        for message in self.lines.take():  # sent together with the request
+            self.handle(message)
+        if self.lines.eof:
+            self.terminate(self.grace)
+        while True:
+            exited, children_left = reap()
+            for pid, code in exited:
+                if pid == self.shell:
+                    self.shell = None
+                    _send(self.ctl, {"exit": code})
+            if not children_left:
+                return
+            timeout = None
+            if self.kill_at is not None:
+                timeout = max(0.0, self.kill_at - time.monotonic())
+                if timeout == 0.0:
+                    signal_descendants(self.me, (signal.SIGKILL,))
+                    timeout = _KILL_ROUND
+            watched = [self.wakeup] if self.lines.eof else [self.wakeup, self.ctl]
+            readable, _, _ = select.select(watched, [], [], timeout)
+            if self.wakeup in readable and any(sig in _STOP_SIGNALS for sig in _read_signals(self.wakeup)):
+                self.terminate(self.grace)
+            if self.ctl in readable:
+                for message in self.lines.read():
+                    self.handle(message)
+                if self.lines.eof:
+                    self.terminate(self.grace)
+
+
+def _supervise(ctl: int, stdin: int, stdout: int) -> None:
+    """The forked child of the helper: run one command to the end of its whole tree."""
+    os.setsid()
+    wakeup = _install_signals()
+    try:
+        become_subreaper()
+    except OSError as exc:
+        _send(ctl, {"error": f"cannot supervise the command: {exc}"})
+        return
+    supervisor = _Supervisor(ctl, wakeup)
+    if supervisor.start(stdin, stdout):
+        supervisor.run()
+
+
+# -- helper ------------------------------------------------------------------------------------
+
+
+def _receive(sock: socket.socket) -> list[int] | None:
+    """The descriptors of one request, or None at EOF."""
+    message, ancillary, _, _ = sock.recvmsg(16, socket.CMSG_SPACE(4 * _FDS_PER_REQUEST), socket.MSG_CMSG_CLOEXEC)
+    if not message:
+        return None
+    fds: list[int] = []
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(data) - len(data) % 4
+            fds.extend(int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, usable, 4))
+    return fds
+
+
+def _fork_supervisor(sock: socket.socket, wakeup: int, fds: list[int]) -> int | None:
+    if len(fds) != _FDS_PER_REQUEST:
+        for fd in fds:
+            os.close(fd)
+        return None
+    try:
+        pid = os.fork()
+    except OSError as exc:  # EAGAIN at the process limit: fail this command, keep serving
+        _send(fds[0], {"error": f"cannot fork a supervisor: {exc}"})
+        for fd in fds:
+            os.close(fd)
+        return None
+    if pid == 0:
+        code = 0
+        try:
+            signal.set_wakeup_fd(-1)
+            os.close(wakeup)
+            sock.close()
+            _supervise(*fds)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    return pid
+
+
+def _serve(sock: socket.socket, wakeup: int) -> None:
+    supervisors: set[int] = set()
+    accepting = True
+    while accepting or supervisors:
+        watched = [wakeup, sock.fileno()] if accepting else [wakeup]
+        readable, _, _ = select.select(watched, [], [])
+        if wakeup in readable:
+            if any(sig in _STOP_SIGNALS for sig in _read_signals(wakeup)):
+                accepting = False  # running commands keep their supervisors
+            exited, _ = reap()
+            if any(pid not in supervisors or code != 0 for pid, code in exited):
+                # A supervisor failed (or an orphan of one died): its tree is ours now, and
+                # nothing but supervisors should be. Sweep until that is true again.
+                signal_descendants(os.getpid(), (signal.SIGKILL,), skip=frozenset(supervisors))
+            supervisors.difference_update(pid for pid, _ in exited)
+        if sock.fileno() in readable:
+            fds = _receive(sock)
+            if fds is None:
+                accepting = False
+                continue
+            pid = _fork_supervisor(sock, wakeup, fds)
+            if pid is not None:
+                supervisors.add(pid)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or not argv[1].isdigit():
+        print(f"usage: {argv[0]} FD  (started by trio_agent's exec_command, not by hand)", file=sys.stderr)
+        return 2
+    sock = socket.socket(fileno=int(argv[1]))
+    os.set_inheritable(sock.fileno(), False)
+    wakeup = _install_signals()
+    try:
+        if not os.path.exists(f"/proc/{os.getpid()}/stat"):
+            raise OSError("/proc is not mounted")
+        become_subreaper()
+    except OSError as exc:
+        sock.sendall(f"unavailable: {exc}".encode())
+        return 1
+    sock.sendall(b"ready")
+    _serve(sock, wakeup)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
