@@ -34,7 +34,7 @@ def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status") as status:
             return "\nState:\tZ" not in status.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
