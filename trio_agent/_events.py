@@ -51,6 +51,8 @@ class EventKind(enum.StrEnum):
     MODEL_CONNECTION_STARTED = "model.connection.started"
     MODEL_CONNECTION_COMPLETED = "model.connection.completed"
     MODEL_CONNECTION_FAILED = "model.connection.failed"
+    SLEEP_STARTED = "sleep.started"
+    SLEEP_COMPLETED = "sleep.completed"
     API_EVENT = "api.event"
     API_WARNING = "api.warning"  # server data that was wrong but handled: ``code``, ``message``, details
 

@@ -36,6 +36,7 @@ from .._session.history import History
 from .._session.ledger import TurnLedger
 from .._session.snapshot import check_prefix
 from .._tools import Tools
+from .._tools._namespaces import CLOCK
 from .._wire.request import RequestSettings
 from .._wire.usage import TokenUsage
 from . import _pending_input
@@ -46,7 +47,8 @@ from ._payloads import TurnReporter
 from ._pending_input import Declined, Submission
 from ._runner import ForkPoint, TurnRunner
 from ._sessions import Rollout, SessionInfo, open_rollout
-from ._tool_dispatch import ToolDispatcher, ToolEnvironment
+from ._sleep import SleepTool
+from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
 from ._turn import Prompt, Turn, TurnResult
 from ._turn_queue import TurnQueue
 
@@ -124,18 +126,26 @@ class Agent:
             workspace=str(self._workspace), request_prefix=prefix,
             instructions=config.instructions or DEFAULT_INSTRUCTIONS,
         )
-        self._tools = ToolDispatcher(ToolEnvironment(tools, self._workspace, self._handle, emit, nursery))
         reporter = TurnReporter(config, self._workspace, emit, self._model.stats)
         self._queue = TurnQueue(reporter)
+        self._rollout = open_rollout(config, self._session, self._ledger.history, parent_id)
+        sleep = SleepTool(pending=self._queue.pending_input_for, emit=emit, record_event=self._record_event)
+        groups: dict[str, GroupRunners] = {
+            CLOCK: lambda name, state: sleep.runner(state) if name == "sleep" else None,
+        }
+        self._tools = ToolDispatcher(ToolEnvironment(tools, self._workspace, self._handle, emit, nursery, groups))
         self._runner = TurnRunner(
             ledger=self._ledger, model=self._model, tools=self._tools, reporter=reporter,
             fork_point=self._fork_point, session=self._session, workspace=self._workspace,
             context_recorded=bool(seed is not None and len(seed.history)),
         )
-        self._rollout = open_rollout(config, self._session, self._ledger.history, parent_id)
         if self._rollout is not None:
             self._ledger.subscribe(self._rollout.on_ledger)
         self._nursery = nursery
+
+    def _record_event(self, payload: dict[str, Any]) -> None:
+        if self._rollout is not None:
+            self._rollout.record_event(payload)
 
     # -- identity and settings -----------------------------------------------------------
 

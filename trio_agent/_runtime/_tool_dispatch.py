@@ -36,12 +36,15 @@ if TYPE_CHECKING:
     from ._stats import TurnStats
     from ._turn import TurnState
 
-__all__ = ["ToolDispatcher", "ToolEnvironment"]
+__all__ = ["GroupRunners", "ToolDispatcher", "ToolEnvironment"]
 _NESTED_DOCS = {
     "exec_command": ("Run a shell command in the workspace.", True),
     "write_stdin": ("Write to a running exec_command session.", True),
     "apply_patch": ("Edit files with a *** Begin Patch patch.", False),
 }
+
+
+GroupRunners = Callable[[str, "TurnState"], "Runner | None"]
 
 
 @attrs.frozen
@@ -53,6 +56,8 @@ class ToolEnvironment:
     handle: AgentHandle
     emit: Callable[..., Any]
     nursery: trio.Nursery  # where cells and shell sessions live (the agent's)
+    # Runners of the opt-in namespaced groups: namespace -> (tool name, turn) -> runner.
+    groups: dict[str, GroupRunners] = attrs.field(factory=dict)
 
 
 class _CellOrigin:
@@ -81,10 +86,14 @@ class ToolDispatcher:
         self, call: dict[str, Any], state: TurnState, model_call_index: int, stats: TurnStats
     ) -> Runner | None:
         """The coroutine function that answers ``call``, or None when it is unsupported."""
-        if call.get("namespace"):
-            return None
         name, kind = call.get("name", ""), call.get("type")
         tools = self._env.tools
+        namespace = call.get("namespace")
+        if namespace:
+            group = self._env.groups.get(namespace) if isinstance(namespace, str) else None
+            if group is None or kind != "function_call" or not tools.has_group(namespace):
+                return None
+            return group(name, state)
         if tools.has_builtins and name == "exec" and kind == "custom_tool_call":
             return self._exec_runner(state, model_call_index, stats)
         if tools.has_builtins and name == "wait" and kind == "function_call":

@@ -80,6 +80,7 @@ class Tools:
     def __init__(self, *, builtins: bool = True) -> None:
         self._builtins = builtins
         self._user: dict[str, ToolSpec] = {}
+        self._groups: dict[str, dict[str, Any]] = {}  # opt-in namespaced groups, by namespace
 
     @classmethod
     def default(cls) -> Tools:
@@ -94,6 +95,22 @@ class Tools:
     @property
     def has_builtins(self) -> bool:
         return self._builtins
+
+    def with_clock(self) -> Tools:
+        """Add the ``clock`` namespace: ``clock.sleep {duration_ms}`` (1 ms to 12 h), which
+        returns early when new input arrives; returns ``self`` for chaining."""
+        from ._namespaces import CLOCK, clock_namespace
+
+        self._groups[CLOCK] = clock_namespace()
+        return self
+
+    def with_group(self, namespace: str, definition: dict[str, Any]) -> Tools:
+        """Add a built-in namespaced tool group (its ``namespace`` definition)."""
+        self._groups[namespace] = definition
+        return self
+
+    def has_group(self, namespace: str) -> bool:
+        return namespace in self._groups
 
     def function(
         self, name: str, description: str, json_schema: dict[str, Any], handler: Handler
@@ -150,6 +167,7 @@ class Tools:
             defs.append(exec_definition(self.user_tools))
             defs.append(wait_definition())
         defs.extend(spec.definition() for spec in self._user.values())
+        defs.extend(self._groups.values())
         return defs
 
     def top_level_names(self) -> frozenset[str]:
