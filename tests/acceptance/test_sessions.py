@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
 import trio_agent as ta
@@ -111,25 +110,31 @@ async def test_serialized_session_resumes_over_ephemeral_https(server: FakeRespo
         await first.send_final("resp-first")
         resumed = await server.accept_http()
         assert resumed.body["store"] is False and "previous_response_id" not in resumed.body
+        replay = json.dumps(resumed.body)
+        assert "first prompt" in replay and "done" in replay and "resume prompt" in replay
         tail = resumed.body["input"][-3:]
         assert [(item["role"], item["content"][0]["text"]) for item in tail] == [
             ("user", "first prompt"), ("assistant", "done"), ("user", "resume prompt")
         ]
         await resumed.send_final("resp-resumed")
 
-    responses = ta.Responses(
-        transport=ta.Transport.HTTPS, store=False, history=ta.History.FULL_REPLAY, api_base_url=server.http_base_url
-    )
-    base = ta.AgentConfig(
+    def ephemeral_https() -> ta.Responses:
+        # As the seed builds it: HTTPS and store: false, no history policy (derived: SPEC sec. 6).
+        return ta.Responses(transport=ta.Transport.HTTPS, store=False, api_base_url=server.http_base_url)
+
+    config = ta.AgentConfig(
         auth="test-key", instructions="durable instructions", thinking=ta.Thinking.LOW, workspace=workspace,
-        responses=responses, prompt_cache_key="durable-cache",
+        responses=ephemeral_https(), prompt_cache_key="durable-cache",
     )
     async with scripted(script):
-        async with ta.open_agent(base) as agent:
+        async with ta.open_agent(config) as agent:
             first = await (await agent.prompt("first prompt")).result()
         snapshot = ta.SessionSnapshot.from_json(json.dumps(first.snapshot().to_json()))
-        resumed_config = attrs.evolve(base, workspace=None, prompt_cache_key=None, resume=snapshot,
-                                      session_id="resumed-session")
+        # The seed's resumed builder: no workspace, session id or cache key of its own.
+        resumed_config = ta.AgentConfig(
+            auth="test-key", instructions="durable instructions", thinking=ta.Thinking.LOW,
+            responses=ephemeral_https(), resume=snapshot,
+        )
         async with ta.open_agent(resumed_config) as resumed:
             assert (await (await resumed.prompt("resume prompt")).result()).final_message == "done"
 
