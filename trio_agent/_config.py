@@ -307,12 +307,30 @@ class AgentConfig:
                 f"got {type(self.resume).__name__}"
             )
         check_snapshot(self.resume, explicit_cache_key=self.prompt_cache_key)
+        self._check_resumed_prefix(self.resume)
         stored = Path(os.path.realpath(self.resume.workspace)) if self.resume.workspace else None
         if self.workspace is not None and stored is not None and Path(os.path.realpath(self.workspace)) != stored:
             raise WorkspaceChanged(
                 f"the session was recorded in {str(stored)!r} but workspace={str(self.workspace)!r}; "
                 "resume it in its own workspace (omit workspace=) or start a new session"
             )
+
+    def _check_resumed_prefix(self, snapshot: SessionSnapshot) -> None:
+        """The instructions and tool definitions must be the session's (SPEC sec. 8).
+
+        The prefix is built by the same pure function the agent uses. Tools from a
+        ``tools_factory`` exist only once the agent runs it (it needs the agent's
+        handle), so with a factory only the instructions are checked here and the tool
+        definitions when the agent opens."""
+        from ._session.snapshot import check_prefix, request_prefix
+        from ._tools import Tools
+
+        known = self.tools_factory is None
+        definitions: list[dict[str, Any]] = []
+        if known:
+            definitions = (self.tools if self.tools is not None else Tools.default()).definitions()
+        prefix = request_prefix(definitions, self.instructions)
+        check_prefix(snapshot, request_prefix=prefix, instructions=self.instructions, tools_known=known)
 
     def _check_auth(self) -> None:
         if isinstance(self.auth, ChatGptAuth):
