@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 import trio_agent as ta
@@ -241,17 +242,78 @@ def test_rejects_invalid_auth_storage_and_https_history_policies(tmp_path: Path)
     assert "History.FULL_REPLAY" in str(info.value)
 
 
+HTTPS, WEBSOCKET = ta.Transport.HTTPS, ta.Transport.WEBSOCKET
+FULL, INCREMENTAL = ta.History.FULL_REPLAY, ta.History.INCREMENTAL
+
+
+# (transport, store, history given, effective policy) with an API key: explicit policies
+# are kept; an omitted one is derived -- FULL_REPLAY exactly for HTTPS with store: false
+# (SPEC sec. 6, as nanocodex does).
 @pytest.mark.parametrize(
-    "responses",
+    ("transport", "store", "given", "effective"),
     [
-        lambda: ta.Responses(transport=ta.Transport.HTTPS, store=False, history=ta.History.FULL_REPLAY),
-        lambda: ta.Responses(transport=ta.Transport.HTTPS, store=True, history=ta.History.INCREMENTAL),
-        lambda: ta.Responses(transport=ta.Transport.WEBSOCKET, store=False, history=ta.History.INCREMENTAL),
+        (HTTPS, False, None, FULL),
+        (HTTPS, False, FULL, FULL),
+        (HTTPS, True, None, INCREMENTAL),
+        (HTTPS, True, INCREMENTAL, INCREMENTAL),
+        (HTTPS, True, FULL, FULL),
+        (HTTPS, None, None, INCREMENTAL),  # an API key stores by default
+        (WEBSOCKET, False, None, INCREMENTAL),  # chains on its connection (SPEC sec. 2)
+        (WEBSOCKET, False, INCREMENTAL, INCREMENTAL),
+        (WEBSOCKET, True, None, INCREMENTAL),
+        (WEBSOCKET, None, FULL, FULL),
     ],
 )
-def test_valid_history_policies_are_accepted(tmp_path: Path, responses: object) -> None:
-    config = ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=responses())  # type: ignore[operator]
-    assert config.responses.history in (ta.History.FULL_REPLAY, ta.History.INCREMENTAL)
+def test_the_history_policy_is_kept_or_derived(
+    tmp_path: Path, transport: ta.Transport, store: bool | None, given: ta.History | None, effective: ta.History
+) -> None:
+    responses = ta.Responses(transport=transport, store=store, history=given)
+    # A Responses knows its policy unless it is left to the auth's default store.
+    assert responses.history is (effective if store is not None or given is not None else None)
+    config = ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=responses)
+    assert config.responses.history is effective
+    assert config.history is effective
+    assert config.responses == responses  # the same settings, only told the auth
+
+
+def test_chatgpt_auth_derives_full_replay_over_https(tmp_path: Path) -> None:
+    shared = ta.Responses(transport=ta.Transport.HTTPS)
+    assert shared.history is None  # store: left to the auth
+    chatgpt = ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=shared)
+    assert chatgpt.store is False
+    assert chatgpt.responses.history is ta.History.FULL_REPLAY and chatgpt.history is ta.History.FULL_REPLAY
+    # The caller's Responses is not changed: another config with an API key stores and chains.
+    api_key = ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=shared)
+    assert shared.history is None
+    assert api_key.store is True and api_key.history is ta.History.INCREMENTAL
+    # A config evolved to another auth derives again.
+    assert attrs.evolve(api_key, auth=chatgpt_auth()).history is ta.History.FULL_REPLAY
+    assert attrs.evolve(chatgpt, auth="test-key").history is ta.History.INCREMENTAL
+    # Over WebSocket, ChatGPT's store: false still chains on the connection.
+    ws = ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses())
+    assert ws.history is ta.History.INCREMENTAL
+
+
+def test_an_explicit_incremental_policy_that_ephemeral_https_cannot_honour_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ta.ConfigError, match="HTTPS with store: false requires full client-history replay"):
+        ta.Responses(transport=ta.Transport.HTTPS, store=False, history=ta.History.INCREMENTAL)
+    # With ChatGPT auth store: false is the auth's default: refused once the auth is known.
+    incremental = ta.Responses(transport=ta.Transport.HTTPS, history=ta.History.INCREMENTAL)
+    with pytest.raises(ta.ConfigError, match="HTTPS with store: false requires full client-history replay"):
+        ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=incremental)
+    assert ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=incremental).history is ta.History.INCREMENTAL
+
+
+@pytest.mark.parametrize(("field", "value"), [("history", "full_history"), ("history", True), ("store", "no"),
+                                              ("store", 0)])
+def test_history_and_store_must_be_their_types(field: str, value: object) -> None:
+    with pytest.raises(ta.ConfigError, match=f"{field} must be"):
+        ta.Responses(**{field: value})  # type: ignore[arg-type]
+
+
+def test_responses_repr_shows_the_policy_as_given() -> None:
+    text = repr(ta.Responses(transport=ta.Transport.HTTPS, store=False))
+    assert "store=False, history=None" in text and "_auth_store" not in text
 
 
 @pytest.mark.parametrize("store", [None, False])

@@ -134,7 +134,13 @@ class Responses:
     """Transport, storage and history policy for the Responses API.
 
     ``store=None`` means "the default for the auth": True for API keys, False for
-    ChatGPT auth. ``max_attempts=None`` means the library default (5 per model call).
+    ChatGPT auth. ``history=None`` means "derived, as nanocodex does": FULL_REPLAY for
+    HTTPS with ``store: false`` (HTTPS cannot chain on responses it did not store),
+    INCREMENTAL otherwise; only an explicit ``History.INCREMENTAL`` with HTTPS and
+    ``store: false`` is refused. ``history`` reads back the *effective* policy: at once
+    when ``store`` is given, and in ``AgentConfig.responses`` (which knows the auth)
+    always; a bare ``Responses(store=None)`` whose policy depends on the auth reads
+    ``None``. ``max_attempts=None`` means the library default (5 per model call).
     ``ssl_context`` is the TLS context for ``wss://`` (a private CA, a proxy's root),
     and for ``https://`` when the agent makes its own HTTPS client; an ``http_client``
     of yours keeps its own TLS settings.
@@ -167,7 +173,8 @@ class Responses:
         default=None, validator=_check_url("api_base_url", ("http:", "https:"))
     )
     store: bool | None = None
-    history: History = attrs.field(default=History.INCREMENTAL)
+    # The policy as given (None: derive it); ``history`` is the effective one.
+    _history: History | None = attrs.field(default=None, alias="history")
     max_attempts: int | None = None
     http_client: Any = None
     ssl_context: ssl.SSLContext | None = None
@@ -175,6 +182,25 @@ class Responses:
     connect_timeout: float = 30.0
     handshake_timeout: float | None = None
     idle_timeout: float = 300.0
+    # The auth's default ``store`` (set by ``AgentConfig`` on its own copy), so that
+    # ``history`` can be derived when ``store`` is left to the auth.
+    _auth_store: bool | None = attrs.field(default=None, alias="_auth_store", repr=False, eq=False)
+
+    @property
+    def history(self) -> History | None:
+        """The effective history policy: as given, else derived from the transport and
+        the (effective) ``store``; ``None`` only while it still depends on the auth."""
+        if self._history is not None:
+            return self._history
+        store = self.store if self.store is not None else self._auth_store
+        if store is None:
+            return None
+        return History.FULL_REPLAY if self.transport is Transport.HTTPS and not store else History.INCREMENTAL
+
+    def __repr__(self) -> str:
+        fields = (field for field in attrs.fields(Responses) if field.repr)
+        shown = ", ".join(f"{field.alias}={getattr(self, field.name)!r}" for field in fields)
+        return f"Responses({shown})"
 
     def __attrs_post_init__(self) -> None:
         for name in ("connect_timeout", "handshake_timeout", "idle_timeout"):
@@ -189,22 +215,25 @@ class Responses:
             )
         if not isinstance(self.transport, Transport):
             raise ConfigError(f"transport must be a ta.Transport, got {self.transport!r}")
-        if not isinstance(self.history, History):
-            raise ConfigError(f"history must be a ta.History, got {self.history!r}")
+        if self._history is not None and not isinstance(self._history, History):
+            raise ConfigError(f"history must be a ta.History or None (derived), got {self._history!r}")
+        if self.store is not None and not isinstance(self.store, bool):
+            raise ConfigError(f"store must be True, False or None (the auth's default), got {self.store!r}")
         if self.max_attempts is not None and (
             not isinstance(self.max_attempts, int) or self.max_attempts < 1
         ):
             raise ConfigError(
                 f"max_attempts must be a positive integer or None, got {self.max_attempts!r}"
             )
-        if self.transport is Transport.HTTPS and self.store is False and (
-            self.history is History.INCREMENTAL
-        ):
-            raise ConfigError(
-                "HTTPS with store: false requires full client-history replay; "
-                "pass history=History.FULL_REPLAY or store=True"
-            )
+        self.check_history(self.store)
 
+    def check_history(self, store: bool | None) -> None:
+        """Refuse an explicit INCREMENTAL policy that HTTPS with ``store`` cannot honour."""
+        if self.transport is Transport.HTTPS and store is False and self._history is History.INCREMENTAL:
+            raise ConfigError(
+                "HTTPS with store: false requires full client-history replay; omit history= (HTTPS "
+                "with store: false then replays in full), pass history=History.FULL_REPLAY, or store=True"
+            )
 
 
 def _default_session_id() -> str:
@@ -238,6 +267,10 @@ class AgentConfig:
             raise ConfigError(f"thinking must be a ta.Thinking, got {self.thinking!r}")
         if not isinstance(self.responses, Responses):
             raise ConfigError(f"responses must be a ta.Responses, got {self.responses!r}")
+        # Our own copy, told the auth's default store, so that ``responses.history`` is
+        # the effective policy (the caller's ``Responses`` may serve other configs).
+        object.__setattr__(self, "responses", attrs.evolve(self.responses, _auth_store=not self.is_chatgpt))
+        self.responses.check_history(self.store)
         if not self.model or not isinstance(self.model, str):
             raise ConfigError("model must be a non-empty string such as 'gpt-5.5'")
         problem = session_id_problem(self.session_id)
@@ -274,12 +307,30 @@ class AgentConfig:
                 f"got {type(self.resume).__name__}"
             )
         check_snapshot(self.resume, explicit_cache_key=self.prompt_cache_key)
+        self._check_resumed_prefix(self.resume)
         stored = Path(os.path.realpath(self.resume.workspace)) if self.resume.workspace else None
         if self.workspace is not None and stored is not None and Path(os.path.realpath(self.workspace)) != stored:
             raise WorkspaceChanged(
                 f"the session was recorded in {str(stored)!r} but workspace={str(self.workspace)!r}; "
                 "resume it in its own workspace (omit workspace=) or start a new session"
             )
+
+    def _check_resumed_prefix(self, snapshot: SessionSnapshot) -> None:
+        """The instructions and tool definitions must be the session's (SPEC sec. 8).
+
+        The prefix is built by the same pure function the agent uses. Tools from a
+        ``tools_factory`` exist only once the agent runs it (it needs the agent's
+        handle), so with a factory only the instructions are checked here and the tool
+        definitions when the agent opens."""
+        from ._session.snapshot import check_prefix, request_prefix
+        from ._tools import Tools
+
+        known = self.tools_factory is None
+        definitions: list[dict[str, Any]] = []
+        if known:
+            definitions = (self.tools if self.tools is not None else Tools.default()).definitions()
+        prefix = request_prefix(definitions, self.instructions)
+        check_prefix(snapshot, request_prefix=prefix, instructions=self.instructions, tools_known=known)
 
     def _check_auth(self) -> None:
         if isinstance(self.auth, ChatGptAuth):
@@ -312,6 +363,13 @@ class AgentConfig:
     @property
     def is_chatgpt(self) -> bool:
         return isinstance(self.auth, ChatGptAuth)
+
+    @property
+    def history(self) -> History:
+        """The effective history policy (``responses.history``; never ``None`` here)."""
+        history = self.responses.history
+        assert history is not None  # the auth's default store is known
+        return history
 
     @property
     def store(self) -> bool:

@@ -119,6 +119,7 @@ async def test_latest_and_historical_forks_keep_distinct_boundaries_during_an_ac
         await root.send_final("resp-first")
         active = await root.next_request()
         assert active["previous_response_id"] == "resp-first"
+        assert "active root prompt" in json.dumps(active)
         active_seen.set()
         latest = await server.accept()
         latest_request = await latest.next_request()
@@ -142,9 +143,10 @@ async def test_latest_and_historical_forks_keep_distinct_boundaries_during_an_ac
             active = await agent.prompt("active root prompt")
             await active_seen.wait()
             async with agent.fork() as latest:
-                await (await latest.prompt("latest branch prompt")).result()
+                assert (await (await latest.prompt("latest branch prompt")).result()).final_message == "done"
             async with agent.fork_from(completed) as historical:
-                await (await historical.prompt("historical branch prompt")).result()
+                result = await (await historical.prompt("historical branch prompt")).result()
+                assert result.final_message == "done"
             release_active.set()
             assert (await active.result()).final_message == "done"
 
@@ -160,7 +162,8 @@ async def test_historical_fork_runs_while_the_mainline_turn_is_in_flight(
         assert_warmup(warmup)
         lineage, root_session = warmup["prompt_cache_key"], warmup["client_metadata"]["session_id"]
         await root.send_warmup("resp-warmup")
-        await root.next_request()
+        first = await root.next_request()
+        assert first["previous_response_id"] == "resp-warmup"
         await root.send_final("resp-first")
         second = await root.next_request()
         assert second["previous_response_id"] == "resp-first"
@@ -176,9 +179,9 @@ async def test_historical_fork_runs_while_the_mainline_turn_is_in_flight(
         assert [i["content"][0]["text"] for i in fork["input"]] == ["fork prompt"]
         branch_started.set()
         await branch.send_final("resp-fork")
-        await root.send_final("resp-mainline")
+        await root.send_final("resp-mainline")  # the seed's root task: once the branch has started
 
-    results: list[str] = []
+    results: dict[str, str] = {}
     async with scripted(script):
         async with ta.open_agent(make_config(server, workspace)) as agent:
             first = await (await agent.prompt(ta.Prompt("first prompt"))).result()
@@ -188,12 +191,12 @@ async def test_historical_fork_runs_while_the_mainline_turn_is_in_flight(
             async with agent.fork_from(first) as fork, trio.open_nursery() as both:
                 branch = await fork.prompt("fork prompt")
 
-                async def collect(turn: ta.Turn) -> None:
-                    results.append((await turn.result()).final_message)
+                async def collect(name: str, turn: ta.Turn) -> None:
+                    results[name] = (await turn.result()).final_message
 
-                both.start_soon(collect, mainline)
-                both.start_soon(collect, branch)
-    assert results == ["done", "done"]
+                both.start_soon(collect, "mainline", mainline)
+                both.start_soon(collect, "branch", branch)
+    assert results == {"mainline": "done", "branch": "done"}
 
 
 async def test_per_agent_tool_factory_binds_recursive_forks_to_the_invoking_agent(

@@ -52,13 +52,17 @@ async def test_https_ephemeral_replays_complete_follow_on_history(
         assert second.body["store"] is False
         assert "type" not in second.body
         assert "previous_response_id" not in second.body
+        replay = json.dumps(second.body)
+        assert "first prompt" in replay and "done" in replay and "second prompt" in replay
         tail = second.body["input"][-3:]
         assert [(item["role"], item["content"][0]["text"]) for item in tail] == [
             ("user", "first prompt"), ("assistant", "done"), ("user", "second prompt")
         ]
         await second.send_final("resp-second")
 
-    config = https_config(server, workspace, "https-ephemeral", store=False, history=ta.History.FULL_REPLAY)
+    # As the seed configures it: HTTPS and store: false, no history policy (derived: SPEC sec. 6).
+    config = https_config(server, workspace, "https-ephemeral", store=False)
+    assert config.responses.history is ta.History.FULL_REPLAY
     async with scripted(script):
         assert await run_prompts(config, "first prompt", "second prompt") == ["done", "done"]
 
@@ -115,6 +119,7 @@ async def test_chatgpt_https_uses_subscription_headers_and_ephemeral_replay(
         await request.send_final("resp-chatgpt")
 
     config = https_config(server, workspace, "https-chatgpt", auth=ta.ChatGptAuth(StaticChatGptAuth()))
+    assert config.responses.history is ta.History.FULL_REPLAY  # ChatGPT's default store: false
     async with scripted(script):
         assert await run_prompts(config, "subscription prompt") == ["done"]
 

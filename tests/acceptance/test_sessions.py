@@ -81,8 +81,7 @@ async def test_serialized_session_and_rollout_share_committed_history(
         with pytest.raises(ta.InvalidSessionSnapshot, match="unsupported format version"):
             durable_config(server, resume=unsupported)
         with pytest.raises(ta.InvalidSessionSnapshot, match="instructions or tool definitions"):
-            async with ta.open_agent(durable_config(server, instructions="changed instructions", resume=snapshot)):
-                pass
+            durable_config(server, instructions="changed instructions", resume=snapshot)
         other = workspace.parent / "other-workspace"
         other.mkdir()
         with pytest.raises(ta.WorkspaceChanged):
@@ -111,25 +110,31 @@ async def test_serialized_session_resumes_over_ephemeral_https(server: FakeRespo
         await first.send_final("resp-first")
         resumed = await server.accept_http()
         assert resumed.body["store"] is False and "previous_response_id" not in resumed.body
+        replay = json.dumps(resumed.body)
+        assert "first prompt" in replay and "done" in replay and "resume prompt" in replay
         tail = resumed.body["input"][-3:]
         assert [(item["role"], item["content"][0]["text"]) for item in tail] == [
             ("user", "first prompt"), ("assistant", "done"), ("user", "resume prompt")
         ]
         await resumed.send_final("resp-resumed")
 
-    responses = ta.Responses(
-        transport=ta.Transport.HTTPS, store=False, history=ta.History.FULL_REPLAY, api_base_url=server.http_base_url
-    )
-    base = ta.AgentConfig(
+    def ephemeral_https() -> ta.Responses:
+        # As the seed builds it: HTTPS and store: false, no history policy (derived: SPEC sec. 6).
+        return ta.Responses(transport=ta.Transport.HTTPS, store=False, api_base_url=server.http_base_url)
+
+    config = ta.AgentConfig(
         auth="test-key", instructions="durable instructions", thinking=ta.Thinking.LOW, workspace=workspace,
-        responses=responses, prompt_cache_key="durable-cache",
+        responses=ephemeral_https(), prompt_cache_key="durable-cache",
     )
     async with scripted(script):
-        async with ta.open_agent(base) as agent:
+        async with ta.open_agent(config) as agent:
             first = await (await agent.prompt("first prompt")).result()
         snapshot = ta.SessionSnapshot.from_json(json.dumps(first.snapshot().to_json()))
-        resumed_config = attrs.evolve(base, workspace=None, prompt_cache_key=None, resume=snapshot,
-                                      session_id="resumed-session")
+        # The seed's resumed builder: no workspace, session id or cache key of its own.
+        resumed_config = ta.AgentConfig(
+            auth="test-key", instructions="durable instructions", thinking=ta.Thinking.LOW,
+            responses=ephemeral_https(), resume=snapshot,
+        )
         async with ta.open_agent(resumed_config) as resumed:
             assert (await (await resumed.prompt("resume prompt")).result()).final_message == "done"
 
@@ -172,6 +177,71 @@ def test_snapshot_golden_fixture_keeps_loading() -> None:
     assert snapshot.prompt_cache_key == "golden-cache"
     assert [item["type"] for item in snapshot.history] == ["message", "message", "message", "message"]
     assert json.loads(golden.read_text()) == snapshot.to_json()
+
+
+async def _noop(ctx: ta.ToolContext, args: Any) -> str:
+    return "unused"
+
+
+def extra_tools() -> ta.Tools:
+    return ta.Tools.default().function("extra", "A tool the session never had.", {"type": "object"}, _noop)
+
+
+async def test_every_snapshot_incompatibility_is_refused_at_the_config(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """SPEC sec. 8 (config validates on construction, sec. 1): version, instructions or
+    tools, prompt cache key and workspace are all refused by ``AgentConfig(resume=...)``,
+    before any agent opens."""
+
+    async def script() -> None:
+        conn = await server.accept()
+        await conn.next_request()
+        await conn.send_warmup("resp-warmup")
+        await conn.next_request()
+        await conn.send_final("resp-1")
+
+    async with scripted(script):
+        async with ta.open_agent(durable_config(server, workspace=workspace, tools=extra_tools())) as agent:
+            snapshot = (await (await agent.prompt("one")).result()).snapshot()
+    assert durable_config(server, tools=extra_tools(), resume=snapshot).resume is snapshot  # the same: accepted
+    with pytest.raises(ta.InvalidSessionSnapshot, match="unsupported format version"):
+        durable_config(server, tools=extra_tools(), resume=attrs.evolve(snapshot, version=2))
+    for changed in ({"tools": None}, {"tools": ta.Tools.default()}, {"tools": ta.Tools.empty()},
+                    {"tools": extra_tools(), "instructions": "changed instructions"},
+                    {"tools": extra_tools(), "instructions": None}):  # the built-in default
+        with pytest.raises(ta.InvalidSessionSnapshot, match="instructions or tool definitions"):
+            durable_config(server, resume=snapshot, **changed)
+    with pytest.raises(ta.InvalidSessionSnapshot, match="prompt cache key"):
+        durable_config(server, tools=extra_tools(), prompt_cache_key="changed-cache", resume=snapshot)
+    other = workspace.parent / "elsewhere"
+    other.mkdir()
+    with pytest.raises(ta.WorkspaceChanged):
+        durable_config(server, tools=extra_tools(), workspace=other, resume=snapshot)
+
+
+async def test_a_tools_factory_session_checks_instructions_at_the_config_and_tools_when_opened(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    # A tools_factory needs the agent's handle, so its tools exist only once the agent
+    # opens; the instructions are still checked by AgentConfig.
+    async def script() -> None:
+        conn = await server.accept()
+        await conn.next_request()
+        await conn.send_warmup("resp-warmup")
+        await conn.next_request()
+        await conn.send_final("resp-1")
+
+    async with scripted(script):
+        async with ta.open_agent(durable_config(server, workspace=workspace)) as agent:
+            snapshot = (await (await agent.prompt("one")).result()).snapshot()
+    with pytest.raises(ta.InvalidSessionSnapshot, match="instructions or tool definitions"):
+        durable_config(server, instructions="changed", tools_factory=lambda handle: ta.Tools.default(),
+                       resume=snapshot)
+    accepted = durable_config(server, tools_factory=lambda handle: extra_tools(), resume=snapshot)
+    with pytest.raises(ta.InvalidSessionSnapshot, match="instructions or tool definitions"):
+        async with ta.open_agent(accepted):
+            pass
 
 
 @pytest.mark.parametrize("bad", ["not json", "[]", '{"version": 1}', '{"version": 1, "model": 3}'])

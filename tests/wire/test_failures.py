@@ -212,3 +212,55 @@ def test_retry_after_of_decoded_frames_is_finite_and_capped(text: str, retry_aft
     assert error.retry_after == retry_after
     assert error.retryable is True
     assert error.error_class == "api_rate_limit"
+
+
+# codex.md sec. 1.6: a rate-limit failure may state its delay only in its message.
+@pytest.mark.parametrize(
+    ("message", "retry_after"),
+    [
+        ("Rate limit exceeded. Please try again in 60s.", 60.0),  # the seed's exact message
+        ("Please try again in 11.054s", 11.054),
+        ("try again in 250ms", 0.25),
+        ("Please try again in 1.5 seconds.", 1.5),
+        ("Try again in 1 second", 1.0),
+        ("TRY AGAIN IN 3S", 3.0),
+        ("try again in2s", 2.0),  # codex's pattern allows no space
+        ("try again in 7 ms", 0.007),
+        ("try again in 0s", 0.0),
+        # the same cap as every other hint
+        ("Please try again in 120s.", 60.0),
+        ("try again in 90000ms", 60.0),
+        ("try again in " + "9" * 32 + "s", 60.0),
+        ("try again in " + "9" * 33 + "s", None),  # too long to be a delay, as for retry_after
+        # no stated delay, or a unit the pattern does not read: the computed backoff applies
+        ("Rate limit exceeded.", None),
+        ("Please try again in 5 minutes.", None),
+        ("Please try again later.", None),
+        ("try again in -3s", None),
+        ("try again in .5s", None),
+        ("try again in ٣s", None),  # ASCII digits only
+    ],
+)
+def test_rate_limit_message_states_the_retry_delay(message: str, retry_after: float | None) -> None:
+    for raw in (failed_frame(code="rate_limit_exceeded", message=message),
+                error_frame(code="rate_limit_exceeded", message=message),
+                {"type": "error", "status": 429, "error": {"message": message}},
+                {"type": "error", "code": "rate_limit_exceeded", "message": message}):
+        error = failure_from_frame(raw)
+        assert error.error_class == "api_rate_limit" and error.retryable is True
+        assert error.retry_after == retry_after, raw
+
+
+def test_a_retry_after_field_wins_over_the_message() -> None:
+    said = {"code": "rate_limit_exceeded", "message": "Please try again in 60s."}
+    assert failure_from_frame(failed_frame(**said, retry_after=2)).retry_after == 2
+    assert failure_from_frame(error_frame(**said, headers={"retry-after": "3"})).retry_after == 3
+    flat = {"type": "error", "error": said, "retry_after": 4}
+    assert failure_from_frame(flat).retry_after == 4
+
+
+@pytest.mark.parametrize("code", ["server_is_overloaded", "server_error", "something_new", "insufficient_quota"])
+def test_only_rate_limits_read_a_delay_from_the_message(code: str) -> None:
+    # codex parses the message only for rate_limit_exceeded (codex.md sec. 1.6)
+    error = failure_from_frame(failed_frame(code=code, message="Please try again in 30s."))
+    assert error.retry_after is None

@@ -17,6 +17,7 @@ from trio_agent._transport.retry import (
     parse_retry_after,
     should_retry,
 )
+from trio_agent._wire.failures import failure_from_frame, message_retry_after
 
 
 def jitter(call_index: int, attempt: int) -> float:
@@ -180,3 +181,24 @@ def test_jitter_varies_across_calls() -> None:
 )
 def test_should_retry(error: ResponsesError, attempt: int, max_attempts: int, expected: bool) -> None:
     assert should_retry(error, attempt, max_attempts) is expected
+
+
+@given(st.text(max_size=80), st.integers(min_value=1, max_value=100))
+def test_a_delay_stated_in_a_message_is_bounded_like_any_hint(text: str, attempt: int) -> None:
+    for message in (text, f"Please try again in {text}", f"try again in {text}s", f"try again in {text}ms"):
+        hint = message_retry_after(message)
+        assert hint is None or 0.0 <= hint <= MAX_RETRY_DELAY
+        delay = backoff_delay(attempt, retry_after=hint)
+        assert math.isfinite(delay) and 0.0 <= delay <= MAX_RETRY_DELAY
+
+
+@pytest.mark.parametrize(
+    ("message", "delay"),
+    [("Please try again in 60s.", 60.0), ("try again in 250ms", 0.25), ("Please try again in 600s.", MAX_RETRY_DELAY)],
+)
+def test_the_backoff_honours_the_delay_a_rate_limit_message_states(message: str, delay: float) -> None:
+    frame = {"type": "response.failed", "response": {"id": "r", "error": {"code": "rate_limit_exceeded",
+                                                                          "message": message}}}
+    error = failure_from_frame(frame)
+    assert should_retry(error, 1, 2)
+    assert backoff_delay(1, call_index=3, retry_after=error.retry_after) == delay

@@ -30,11 +30,11 @@ from .._config import AgentConfig, Thinking, Transport, _default_session_id
 from .._errors import CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
 from .._events import AgentEvents, EventSink
 from .._ids import new_item_id
-from .._session.context import DEFAULT_INSTRUCTIONS, additional_tools_item, instructions_message
+from .._session.context import DEFAULT_INSTRUCTIONS
 from .._session.conversation import ConversationSnapshot
 from .._session.history import History
 from .._session.ledger import TurnLedger
-from .._session.snapshot import check_prefix
+from .._session.snapshot import check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK
 from .._wire.request import RequestSettings
@@ -107,10 +107,7 @@ class Agent:
         tools = _build_tools(config, self._handle)
         self._workspace = config.resolved_workspace()
         self._lineage_id = lineage_id or config.session_id  # the root session of this lineage
-        prefix = (
-            additional_tools_item(tools.definitions()),
-            instructions_message(config.instructions or DEFAULT_INSTRUCTIONS),
-        )
+        prefix = request_prefix(tools.definitions(), config.instructions)  # what resume= is checked against
         if seed is None and config.resume is not None:
             seed = self._resume_seed(config, prefix)
         # A fork starts from a boundary of its parent: that history, chained on that

@@ -6,11 +6,16 @@ client or server id), the lineage's prompt cache key and the workspace. It holds
 server response ids: a resumed agent's first request is a full replay. ``version`` is
 1; ``from_json`` accepts any version so that ``resume`` can reject it with a clear
 message. Pure: no I/O.
+
+``request_prefix`` is the one builder of a conversation's shared prefix (SPEC sec. 2,
+items 0-1), so that ``AgentConfig(resume=...)`` can check a snapshot against the
+prefix the agent will send before any agent exists.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -19,8 +24,9 @@ import cattrs
 from .._errors import InvalidSessionSnapshot
 from .._json import converter
 from .._jsontext import dumps
+from .context import DEFAULT_INSTRUCTIONS, additional_tools_item, instructions_message
 
-__all__ = ["SNAPSHOT_VERSION", "SessionSnapshot", "check_prefix", "check_snapshot"]
+__all__ = ["SNAPSHOT_VERSION", "SessionSnapshot", "check_prefix", "check_snapshot", "request_prefix"]
 
 SNAPSHOT_VERSION = 1
 
@@ -80,10 +86,27 @@ def check_snapshot(snapshot: SessionSnapshot, *, explicit_cache_key: str | None)
     _check_tool_pairs(snapshot.history)
 
 
-def check_prefix(snapshot: SessionSnapshot, *, request_prefix: list[dict[str, Any]], instructions: str) -> None:
-    """The agent's instructions and tool definitions must be the session's own."""
+def request_prefix(
+    tool_definitions: Sequence[dict[str, Any]], instructions: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The shared prefix: the ``additional_tools`` item, then the instructions message
+    (``instructions``, or the built-in default when ``None``)."""
+    return additional_tools_item(tool_definitions), instructions_message(instructions or DEFAULT_INSTRUCTIONS)
+
+
+def check_prefix(
+    snapshot: SessionSnapshot, *, request_prefix: Sequence[dict[str, Any]], instructions: str | None,
+    tools_known: bool = True,
+) -> None:
+    """The agent's instructions and tool definitions must be the session's own
+    (``InvalidSessionSnapshot``). ``instructions=None`` is the built-in default. With
+    ``tools_known=False`` (a ``tools_factory`` has not run yet) only the instructions
+    are compared; the tool definitions are checked once the agent has built its tools."""
+    instructions = instructions or DEFAULT_INSTRUCTIONS
     stored_prefix = snapshot.request_prefix
-    same_prefix = not stored_prefix or _strip_ids(stored_prefix) == _strip_ids(request_prefix)
+    if not tools_known:
+        stored_prefix, request_prefix = stored_prefix[1:2], request_prefix[1:2]
+    same_prefix = not stored_prefix or _strip_ids(stored_prefix) == _strip_ids(list(request_prefix))
     same_instructions = snapshot.instructions is None or snapshot.instructions == instructions
     if not (same_prefix and same_instructions):
         raise InvalidSessionSnapshot(

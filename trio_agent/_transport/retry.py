@@ -6,8 +6,9 @@ of 90-110% derived from (call_index, attempt) -- deterministic so that scripted
 tests under ``MockClock`` see the same delays every run.
 
 Server-suggested delays are server-controlled data, so one policy bounds them
-whatever their source (an error frame's ``retry_after`` or its ``headers`` map, an
-HTTP ``Retry-After`` header): ``retry_after_seconds`` (in ``_wire.failures``, so the
+whatever their source (an error frame's ``retry_after`` or its ``headers`` map, the
+"try again in 60s" / "in 250ms" of a rate-limit failure's message (codex.md sec. 1.6),
+an HTTP ``Retry-After`` header): ``retry_after_seconds`` (in ``_wire.failures``, so the
 pure frame parser shares it) applies it when the hint is parsed, and
 ``backoff_delay`` applies it again to whatever it is given.
 

@@ -4,9 +4,12 @@ Retry classes follow the reference (nanocodex sec. 4.9): overload and server err
 and rate limits are retryable; auth, invalid requests, images, quota and policy are
 terminal. ``previous_response_not_found`` is ``CheckpointMissing`` (replayed once).
 
-A frame's retry hint (``retry_after``, else a ``retry-after`` entry of its ``headers``
-map) is read by ``retry_after_seconds``, the one place that turns a server's hint into
-seconds; the policy it applies is stated in ``_transport/retry.py``.
+A frame's retry hint is, in this order: the error's ``retry_after``, a ``retry-after``
+entry of its ``headers`` map, the frame's own ``retry_after``, and -- for a rate-limit
+failure only -- a delay stated in the message ("Please try again in 11.054s", "in 250ms",
+"in 2 seconds"; codex.md sec. 1.6, the same pattern codex uses). Every one of them goes
+through ``retry_after_seconds``, the one place that turns a server's hint into seconds;
+the policy it applies is stated in ``_transport/retry.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from .._errors import (
     UsageLimitExceeded,
 )
 
-__all__ = ["MAX_RETRY_DELAY", "failure_from_frame", "retry_after_seconds"]
+__all__ = ["MAX_RETRY_DELAY", "failure_from_frame", "message_retry_after", "retry_after_seconds"]
 
 _INVALID_IMAGE_TEXT = "The image data you provided does not represent a valid image"
 _IMAGE_CODES = {"invalid_image", "invalid_image_format", "invalid_image_url", "image_parse_error"}
@@ -35,6 +38,10 @@ MAX_RETRY_DELAY = 60.0
 # fractions and exponents servers put in JSON strings), of reasonable length.
 _DECIMAL_SECONDS = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _MAX_HINT_CHARS = 32
+# A delay stated in prose, as codex reads it from a ``rate_limit_exceeded`` message
+# (``(?i)try again in\s*(\d+(?:\.\d+)?)\s*(s|ms|seconds?)``), with ASCII digits only.
+# The alternation is tried in order, so "250ms" is milliseconds and "2 seconds" seconds.
+_MESSAGE_DELAY = re.compile(r"try again in\s*([0-9]+(?:\.[0-9]+)?)\s*(s|ms|seconds?)", re.IGNORECASE)
 _SERVER_CODES = {
     "server_is_overloaded",
     "slow_down",
@@ -53,6 +60,9 @@ def failure_from_frame(raw: dict[str, Any]) -> ResponsesError:
     retry_after = _retry_after(error)
     if retry_after is None:
         retry_after = _retry_after(raw)
+    rate_limited = code == "rate_limit_exceeded" or status == 429
+    if retry_after is None and rate_limited:
+        retry_after = message_retry_after(message)
     text = json.dumps(raw, separators=(",", ":"))
     detail = f"Responses API {kind}: {message}" + (f" (code {code})" if code else "")
     common: dict[str, Any] = {"code": code, "event": raw, "retry_after": retry_after, "status": status}
@@ -64,7 +74,7 @@ def failure_from_frame(raw: dict[str, Any]) -> ResponsesError:
         return CheckpointMissing(detail, **common)
     if code in _SERVER_CODES or (status is not None and status >= 500):
         return ApiError(detail, error_class="api_server", retryable=True, **common)
-    if code == "rate_limit_exceeded" or status == 429:
+    if rate_limited:
         return ApiError(detail, error_class="api_rate_limit", retryable=True, **common)
     return ApiError(detail, **common)
 
@@ -117,6 +127,21 @@ def retry_after_seconds(value: object) -> float | None:
     if math.isnan(value) or value < 0:
         return None
     return min(value, MAX_RETRY_DELAY) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def message_retry_after(message: str | None) -> float | None:
+    """The delay a failure's message asks for ("try again in 60s", "... in 250ms",
+    "Please try again in 1.5 seconds"; case-insensitive), as seconds capped like any
+    other hint (``retry_after_seconds``), or ``None`` when the message states none.
+    Other units ("in 5 minutes") and numbers longer than 32 characters are no hint.
+    Never raises."""
+    if not isinstance(message, str):
+        return None
+    match = _MESSAGE_DELAY.search(message)
+    if match is None or len(match.group(1)) > _MAX_HINT_CHARS:  # as for a textual retry_after
+        return None
+    amount = float(match.group(1))  # ASCII digits and one dot: always parses, always finite
+    return retry_after_seconds(amount / 1000 if match.group(2).lower() == "ms" else amount)
 
 
 def _str(value: Any) -> str | None:
