@@ -247,36 +247,6 @@ async def test_unanswered_interrupt_drops_the_socket_and_replays_in_full(
             await turn.result()
 
 
-async def test_steer_during_stream_retry_skips_backoff(
-    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
-) -> None:
-    async def script() -> None:
-        conn = await warm(server)
-        await conn.next_request()
-        await conn.send(frames.error_frame(
-            "Rate limit exceeded. Please try again in 60s.", code="rate_limit_exceeded", retry_after=60
-        ))
-        retry = await server.accept()
-        second = await retry.next_request()
-        assert [t for t in user_texts(second) if t in ("first prompt", "second prompt")] == [
-            "first prompt", "second prompt"
-        ]
-        await retry.send_final("resp-follow-up")
-
-    log = EventLog()
-    async with scripted(script, 100) as nursery:
-        async with ta.open_agent(make_config(server, workspace)) as agent:
-            nursery.start_soon(log.consume, agent.events)
-            turn = await agent.prompt("first prompt")
-            retrying = await log.wait_for(lambda e: e.kind is ta.EventKind.MODEL_ATTEMPT_RETRYING)
-            assert retrying.payload["delay_ns"] == 60_000_000_000
-            start = trio.current_time()
-            await turn.steer("second prompt", interrupt=True)
-            await turn.result()
-            assert trio.current_time() - start == 0.0  # the server's 60 s were skipped entirely
-    assert len(server.requests) == 3  # warmup, failed attempt, the retry with the steer
-
-
 async def test_steers_during_tool_drain_preserve_tool_output_and_each_input(
     server: FakeResponsesServer, workspace: Path
 ) -> None:

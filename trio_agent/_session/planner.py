@@ -8,7 +8,7 @@
   (``explicit_end_turn_false_continues_without_a_tool_call``);
 - no tool call but steers pending: sample again so the steers join
   (SPEC sec. 4), even after a final answer;
-- otherwise the turn ends with the last assistant message.
+- otherwise the turn ends with the last assistant message (empty when there is none).
 There is no model-call limit (``continues_past_previous_model_call_limit``).
 """
 
@@ -17,8 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-
-from .._errors import ProtocolError
 
 __all__ = ["FinishTurn", "RunTools", "SampleAgain", "Step", "plan_next"]
 
@@ -54,10 +52,7 @@ def plan_next(
         return SampleAgain("end_turn_false")
     if pending_steers:
         return SampleAgain("steers")
-    if final_message is None:
-        raise ProtocolError(
-            "the model completed a response without a final message or a tool call; "
-            "retry the prompt",
-            error_class="malformed_response",
-        )
-    return FinishTurn(final_message)
+    # A completed response with neither a message nor a tool call ends the turn with an
+    # empty final message, as codex does (codex_pending_input seeds end turns so); no
+    # nanocodex seed asserts the MalformedResponse its reference raises here.
+    return FinishTurn(final_message if final_message is not None else "")
