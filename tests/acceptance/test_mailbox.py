@@ -210,7 +210,7 @@ async def test_triggering_mail_starts_a_turn_when_idle(server: FakeResponsesServ
     assert mail["author"] == "/root/worker" and mail["content"][0]["text"] == "report ready"
 
 
-async def test_mail_is_pending_input_for_interrupt_if_no_pending_input(
+async def test_interrupt_if_no_pending_input_checks_turn_and_queue_pending_mailbox(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
     """``interrupt_if_no_pending_input_checks_turn_and_queue[pending_mailbox]``."""
@@ -239,3 +239,41 @@ async def test_mail_with_bad_arguments_is_refused(server: FakeResponsesServer, w
         with pytest.raises(ta.InvalidPrompt, match="non-empty text"):
             await agent.post_mail("/root/worker", "  ")
         await warm(server)
+
+
+async def test_injected_user_input_triggers_follow_up_request_with_deltas(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """The seed is ``#[ignore]``d upstream as flaky; here the steer is placed after the
+    first delta with Trio synchronisation, so it runs deterministically."""
+    bodies: list[dict[str, Any]] = []
+    streaming, gate = trio.Event(), trio.Event()
+
+    async def script() -> None:
+        conn = await warm(server)
+        bodies.append(await conn.next_request())
+        await conn.send_all([
+            frames.response_created("resp-1"),
+            frames.output_item_added(0, {"type": "message", "role": "assistant", "id": "msg-1", "content": []}),
+            frames.text_delta(0, "first "), frames.text_delta(0, "turn"),
+            frames.output_item_done(0, frames.assistant_message("first turn", item_id="msg-1")),
+        ])
+        streaming.set()
+        await gate.wait()
+        await conn.send(frames.completed("resp-1", [frames.assistant_message("first turn", item_id="msg-1")]))
+        bodies.append(await conn.next_request())
+        await conn.send_all([frames.response_created("resp-2"), frames.completed("resp-2", [])])
+
+    log = EventLog()
+    async with scripted(script) as nursery, ta.open_agent(replay_config(server, workspace)) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        first = await agent.submit("first prompt")
+        await streaming.wait()
+        await log.wait_for(lambda e: e.kind.value == "assistant.delta")
+        second = await agent.submit("second prompt")
+        assert second.kind == "steered"
+        gate.set()
+        await first.turn.result()
+    assert len(bodies) == 2
+    assert "first prompt" in user_texts(bodies[0]) and "second prompt" not in user_texts(bodies[0])
+    assert {"first prompt", "second prompt"} <= set(user_texts(bodies[1]))
