@@ -13,9 +13,8 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
-from .._os_facts import wait_for_os_fact
+from .._os_facts import pid_alive, wait_for_os_fact, wait_gone, wait_no_processes_in
 from ..conftest import events_of, make_config, run_model, scripted, warm
-from ..tools._process_facts import pid_alive, wait_gone, wait_no_processes_in
 
 
 def _publish(path: Path, what: str = "$$") -> str:

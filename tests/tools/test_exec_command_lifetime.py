@@ -24,8 +24,7 @@ from trio_agent._tools._process_tree import ProcessLauncher
 from trio_agent._tools._shell_env import build_environment
 from trio_agent._tools.exec_command import ShellSessions
 
-from .._os_facts import wait_for_os_fact
-from ._process_facts import pid_alive, processes_in, wait_gone
+from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ import trio
 
 from trio_agent._tools import _subreaper
 
-from .._os_facts import wait_for_os_fact
-from ._process_facts import wait_gone
+from .._os_facts import wait_for_os_fact, wait_gone
 
 
 @attrs.frozen
