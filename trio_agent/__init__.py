@@ -51,6 +51,14 @@ from ._runtime import TurnResult as TurnResult
 from ._runtime import TurnStatus as TurnStatus
 from ._runtime import open_agent as open_agent
 from ._session.snapshot import SessionSnapshot as SessionSnapshot
+from ._threads import ThreadError as ThreadError
+from ._threads import ThreadEvent as ThreadEvent
+from ._threads import ThreadEvents as ThreadEvents
+from ._threads import ThreadInfo as ThreadInfo
+from ._threads import ThreadManager as ThreadManager
+from ._threads import ThreadStatus as ThreadStatus
+from ._threads import UnsubscribeStatus as UnsubscribeStatus
+from ._threads import open_thread_manager as open_thread_manager
 from ._tools import ToolContext as ToolContext
 from ._tools import Tools as Tools
 
@@ -95,6 +103,12 @@ __all__ = [
     "SteerQueueFull",
     "Submission",
     "Thinking",
+    "ThreadError",
+    "ThreadEvent",
+    "ThreadEvents",
+    "ThreadInfo",
+    "ThreadManager",
+    "ThreadStatus",
     "ToolContext",
     "Tools",
     "Transport",
@@ -106,9 +120,11 @@ __all__ = [
     "TurnNotSteerable",
     "TurnResult",
     "TurnStatus",
+    "UnsubscribeStatus",
     "UsageLimitExceeded",
     "WorkspaceChanged",
     "open_agent",
+    "open_thread_manager",
     "write_jsonl",
 ]
 

@@ -49,7 +49,7 @@ from ._runner import ForkPoint, TurnRunner
 from ._sessions import Rollout, SessionInfo, open_rollout
 from ._sleep import SleepTool
 from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
-from ._turn import Prompt, Turn, TurnResult
+from ._turn import Prompt, Turn, TurnResult, TurnStatus
 from ._turn_queue import TurnQueue
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
@@ -67,6 +67,7 @@ class AgentStatistics:
     turns_accepted: int
     turns_queued: int
     running_turn: int | None
+    last_turn_status: TurnStatus | None  # how the latest turn that ran ended
     history_items: int
     connection_attempts: int
     websocket_reconnects: int
@@ -189,6 +190,7 @@ class Agent:
             turns_accepted=self._queue.accepted,
             turns_queued=self._queue.queued,
             running_turn=running.turn_id if running is not None else None,
+            last_turn_status=self._queue.last_status,
             history_items=len(self._ledger.history),
             connection_attempts=transport.connection_attempts,
             websocket_reconnects=transport.websocket_reconnects,

@@ -47,6 +47,7 @@ class TurnQueue:
         self._closing = False
         self._wakeup = trio.Event()
         self._automatic_settings: RequestSettings | None = None
+        self.last_status: TurnStatus | None = None  # how the latest turn that ran ended
 
     @property
     def closing(self) -> bool:
@@ -114,6 +115,7 @@ class TurnQueue:
     def finished(self, state: TurnState) -> None:
         if self.running is state:
             self.running = None
+        self.last_status = state.status
         self.start_for_mail()  # triggering mail that arrived meanwhile starts its own turn
 
     def close(self) -> None:

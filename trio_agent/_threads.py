@@ -1,0 +1,409 @@
+"""The thread manager: durable threads (agents with rollouts) with subscribers and idle unload.
+
+Theory of operation (SPEC sec. 11; codex.md 7.2-7.4): ``open_thread_manager(home)`` owns
+one nursery. Each loaded thread is a task in it that holds ``open_agent`` for that
+thread (session id = thread id, rollout under ``home`` unless ephemeral) and forwards
+the agent's events to the manager's event stream, tagged with the thread id. A thread
+is *active* while a turn runs; its status is ``ACTIVE``, else ``SYSTEM_ERROR`` after a
+failed turn (until the next turn starts), else ``IDLE``; ``NOT_LOADED`` when no task
+holds it.
+
+Idle unload: a loaded thread with no subscriber and no running turn unloads after its
+delay (the manager's ``unload_delay``, or the thread's own). The countdown is a Trio
+cancel scope with a deadline: it starts when the thread becomes inactive or loses its
+last subscriber, whichever is later, and any activity, subscribe or resume restarts
+it; a subscribed thread never unloads, even with delay 0. Unloading closes the agent
+(its rollout flushed), then emits ``thread.status`` ``NOT_LOADED`` and
+``thread.closed``. ``resume`` is warm for a loaded thread (it subscribes, which
+cancels a pending unload) and cold otherwise (``RolloutConfig.load_session``);
+ephemeral threads keep no rollout and cannot be resumed once unloaded.
+
+Closing the manager cancels every thread: running turns end with their terminal
+events, rollouts are flushed, and nothing outlives the block.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import AsyncIterator, Callable, Hashable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, final
+
+import attrs
+import trio
+
+from ._config import AgentConfig, _default_session_id
+from ._errors import AgentError
+from ._events import AgentEvent, EventKind
+from ._rollout import RolloutConfig
+from ._runtime import Agent, TurnStatus, open_agent
+from ._session.snapshot import SessionSnapshot
+
+__all__ = [
+    "ThreadError",
+    "ThreadEvent",
+    "ThreadEvents",
+    "ThreadInfo",
+    "ThreadManager",
+    "ThreadStatus",
+    "UnsubscribeStatus",
+    "open_thread_manager",
+]
+
+
+class ThreadError(AgentError):
+    """A thread operation that cannot be done: an unknown thread, an ephemeral thread
+    that was unloaded, a thread that is closing."""
+
+
+class ThreadStatus(enum.Enum):
+    """A thread's status; the values are the app-server protocol's ``type`` names."""
+
+    NOT_LOADED = "notLoaded"
+    IDLE = "idle"
+    ACTIVE = "active"
+    SYSTEM_ERROR = "systemError"
+
+
+class UnsubscribeStatus(enum.Enum):
+    UNSUBSCRIBED = "unsubscribed"
+    NOT_SUBSCRIBED = "notSubscribed"
+    NOT_LOADED = "notLoaded"
+
+
+@final
+@attrs.frozen
+class ThreadEvent:
+    """One event of the manager: ``kind`` is ``"thread.started"``, ``"thread.status"``
+    (``status`` set), ``"thread.closed"``, or ``"agent"`` (``event`` is the thread
+    agent's event, in order)."""
+
+    thread_id: str
+    kind: str
+    status: ThreadStatus | None = None
+    event: AgentEvent | None = None
+
+
+@final
+@attrs.frozen
+class ThreadInfo:
+    """What ``ThreadManager.read`` knows of a thread without loading it."""
+
+    thread_id: str
+    status: ThreadStatus
+    ephemeral: bool
+    rollout_path: Path | None
+    history: tuple[dict[str, Any], ...]
+
+
+@final
+class ThreadEvents:
+    """``manager.events``: every ``ThreadEvent`` in order (iterate from one task)."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[ThreadEvent]) -> None:
+        self._receive = receive
+
+    def __aiter__(self) -> ThreadEvents:
+        return self
+
+    async def __anext__(self) -> ThreadEvent:
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+    def receive_nowait(self) -> ThreadEvent:
+        return self._receive.receive_nowait()
+
+
+class _Thread:
+    """A loaded thread's bookkeeping (lives while its task does)."""
+
+    def __init__(self, thread_id: str, *, ephemeral: bool, unload_delay: float) -> None:
+        self.thread_id = thread_id
+        self.ephemeral = ephemeral
+        self.unload_delay = unload_delay
+        self.agent: Agent | None = None
+        self.subscribers: set[Hashable] = set()
+        self.closing = False
+        self.reported = ThreadStatus.IDLE  # the status last announced
+        self.scope = trio.CancelScope()  # the agent's: cancelled when the manager closes
+        self.changed = trio.Event()
+        self.rollout_path: Path | None = None
+
+    @property
+    def running(self) -> bool:
+        if self.agent is None:
+            return False
+        stats = self.agent.statistics()
+        return stats.running_turn is not None or stats.turns_queued > 0
+
+    @property
+    def status(self) -> ThreadStatus:
+        """From the agent's own state (never behind its events): running or queued
+        turns make it ACTIVE; a latest turn that failed, SYSTEM_ERROR."""
+        if self.agent is None:
+            return ThreadStatus.IDLE
+        stats = self.agent.statistics()
+        if stats.running_turn is not None or stats.turns_queued > 0:
+            return ThreadStatus.ACTIVE
+        return ThreadStatus.SYSTEM_ERROR if stats.last_turn_status is TurnStatus.FAILED else ThreadStatus.IDLE
+
+    def touch(self) -> None:
+        """Something happened: wake the idle-unload countdown (it restarts)."""
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+@final
+class ThreadManager:
+    """See the module docstring; create it with ``open_thread_manager``."""
+
+    def __init__(self, home: Path, nursery: trio.Nursery, config: AgentConfig, unload_delay: float) -> None:
+        self.home = home
+        self._nursery = nursery
+        self._config = config
+        self._unload_delay = unload_delay
+        self._rollouts = RolloutConfig(home)
+        self._threads: dict[str, _Thread] = {}
+        self._ephemeral_gone: set[str] = set()
+        send, receive = trio.open_memory_channel[ThreadEvent](math.inf)
+        self._send = send
+        self.events = ThreadEvents(receive)
+        self._closed = False
+
+    # -- threads ---------------------------------------------------------------------
+
+    async def start(
+        self,
+        *,
+        ephemeral: bool = False,
+        unload_delay: float | None = None,
+        configure: Callable[[AgentConfig], AgentConfig] | None = None,
+        subscriber: Hashable | None = None,
+    ) -> Agent:
+        """Start a new thread and return its agent. ``configure`` adjusts the thread's
+        ``AgentConfig`` (model, tools, workspace...); ``subscriber`` subscribes at once
+        (the app-server's ``thread/start`` does)."""
+        thread_id = _default_session_id()
+        config = attrs.evolve(self._config, session_id=thread_id, resume=None,
+                              rollout=None if ephemeral else self._rollouts)
+        if configure is not None:
+            config = configure(config)
+        return await self._load(thread_id, config, ephemeral=ephemeral, unload_delay=unload_delay,
+                                subscriber=subscriber, started=True)
+
+    async def resume(
+        self,
+        thread_id: str,
+        *,
+        subscriber: Hashable | None = None,
+        unload_delay: float | None = None,
+        configure: Callable[[AgentConfig], AgentConfig] | None = None,
+    ) -> Agent:
+        """The thread's agent: warm when loaded (``subscriber`` subscribes, cancelling a
+        pending unload), cold from its rollout otherwise (the manager's default delay
+        unless ``unload_delay`` is given). ``ThreadError`` for an unknown or unloaded
+        ephemeral thread."""
+        entry = self._threads.get(thread_id)
+        if entry is not None:
+            if entry.closing:
+                raise ThreadError(f"thread {thread_id} is closing; retry the resume after the thread is closed")
+            if subscriber is not None:
+                self.subscribe(thread_id, subscriber)
+            entry.touch()
+            await trio.lowlevel.checkpoint()
+            assert entry.agent is not None
+            return entry.agent
+        if thread_id in self._ephemeral_gone:
+            raise ThreadError(f"cannot resume an unloaded ephemeral thread {thread_id}: it kept no rollout")
+        durable = self._load_durable(thread_id)
+        config = attrs.evolve(self._config, session_id=thread_id, resume=durable, rollout=self._rollouts,
+                              workspace=None, prompt_cache_key=None)
+        if configure is not None:
+            config = configure(config)
+        return await self._load(thread_id, config, ephemeral=False, unload_delay=unload_delay,
+                                subscriber=subscriber, started=False)
+
+    def subscribe(self, thread_id: str, subscriber: Hashable) -> bool:
+        """Subscribe ``subscriber`` to a loaded thread; False when it is not loaded."""
+        entry = self._threads.get(thread_id)
+        if entry is None or entry.closing:
+            return False
+        entry.subscribers.add(subscriber)
+        entry.touch()
+        return True
+
+    def unsubscribe(self, thread_id: str, subscriber: Hashable) -> UnsubscribeStatus:
+        entry = self._threads.get(thread_id)
+        if entry is None or entry.closing:
+            return UnsubscribeStatus.NOT_LOADED
+        if subscriber not in entry.subscribers:
+            return UnsubscribeStatus.NOT_SUBSCRIBED
+        entry.subscribers.discard(subscriber)
+        entry.touch()  # losing the last subscriber starts a fresh countdown
+        return UnsubscribeStatus.UNSUBSCRIBED
+
+    def unsubscribe_all(self, subscriber: Hashable) -> None:
+        """Forget ``subscriber`` everywhere (a client went away); running turns go on."""
+        for thread_id, entry in list(self._threads.items()):
+            if subscriber in entry.subscribers:
+                self.unsubscribe(thread_id, subscriber)
+
+    def loaded(self) -> list[str]:
+        """The ids of the loaded threads, oldest first."""
+        return [thread_id for thread_id, entry in self._threads.items() if not entry.closing]
+
+    def agent(self, thread_id: str) -> Agent | None:
+        entry = self._threads.get(thread_id)
+        return entry.agent if entry is not None and not entry.closing else None
+
+    def status(self, thread_id: str) -> ThreadStatus:
+        entry = self._threads.get(thread_id)
+        return ThreadStatus.NOT_LOADED if entry is None or entry.closing else entry.status
+
+    def is_ephemeral(self, thread_id: str) -> bool:
+        entry = self._threads.get(thread_id)
+        return entry.ephemeral if entry is not None else thread_id in self._ephemeral_gone
+
+    def read(self, thread_id: str) -> ThreadInfo:
+        """A thread's status and committed history, loaded or not (from its rollout)."""
+        entry = self._threads.get(thread_id)
+        if entry is not None and entry.agent is not None and not entry.closing:
+            history = entry.agent._ledger.history.to_list()
+            return ThreadInfo(thread_id, entry.status, entry.ephemeral, entry.rollout_path, tuple(history))
+        durable = self._load_durable(thread_id)
+        path = self._rollouts.find(thread_id)
+        return ThreadInfo(thread_id, ThreadStatus.NOT_LOADED, False, path, tuple(durable.history))
+
+    def stored(self) -> list[str]:
+        """The ids of every thread with a rollout under ``home``, newest first."""
+        sessions = self.home / "sessions"
+        if not sessions.is_dir():
+            return []
+        paths = sorted(sessions.glob("*/*/*/rollout-*.jsonl"), reverse=True)
+        ids = []
+        for path in paths:  # rollout-YYYY-MM-DDTHH-MM-SS-<thread id>
+            parts = path.stem.split("-", 6)
+            if len(parts) == 7 and parts[6] not in ids:
+                ids.append(parts[6])
+        return ids
+
+    # -- internals -------------------------------------------------------------------
+
+    def _load_durable(self, thread_id: str) -> SessionSnapshot:
+        try:
+            return self._rollouts.load_session(thread_id).snapshot
+        except AgentError as exc:
+            raise ThreadError(f"cannot resume an unloaded thread {thread_id}: {exc}") from exc
+
+    async def _load(
+        self, thread_id: str, config: AgentConfig, *, ephemeral: bool, unload_delay: float | None,
+        subscriber: Hashable | None, started: bool,
+    ) -> Agent:
+        if self._closed:
+            raise ThreadError("the thread manager is closing")
+        delay = self._unload_delay if unload_delay is None else unload_delay
+        entry = _Thread(thread_id, ephemeral=ephemeral, unload_delay=delay)
+        if subscriber is not None:
+            entry.subscribers.add(subscriber)
+        self._threads[thread_id] = entry
+        try:
+            await self._nursery.start(self._run_thread, entry, config)
+        except BaseException:
+            self._threads.pop(thread_id, None)
+            raise
+        if started:
+            self._emit(ThreadEvent(thread_id, "thread.started"))
+        assert entry.agent is not None
+        return entry.agent
+
+    async def _run_thread(self, entry: _Thread, config: AgentConfig, *, task_status: Any) -> None:
+        try:
+            # The forwarding task sits outside the agent's scope, so when the manager
+            # closes, the agent is cancelled and its last events (the terminal events of
+            # cancelled turns) still reach the manager's stream.
+            async with trio.open_nursery() as forwarding:
+                with entry.scope:
+                    async with open_agent(config) as agent:
+                        entry.agent = agent
+                        entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
+                        forwarding.start_soon(self._forward, entry, agent)
+                        task_status.started()
+                        await self._idle_watch(entry)
+                        entry.closing = True
+        finally:
+            self._threads.pop(entry.thread_id, None)
+            if entry.ephemeral:
+                self._ephemeral_gone.add(entry.thread_id)
+        self._emit(ThreadEvent(entry.thread_id, "thread.status", ThreadStatus.NOT_LOADED))
+        self._emit(ThreadEvent(entry.thread_id, "thread.closed"))
+
+    async def _idle_watch(self, entry: _Thread) -> None:
+        """Return when the thread should unload (see the module docstring)."""
+        while True:
+            if entry.subscribers or entry.running:
+                await entry.changed.wait()
+                continue
+            changed = entry.changed
+            with trio.move_on_after(entry.unload_delay) as countdown:
+                await changed.wait()
+            if countdown.cancelled_caught and not entry.subscribers and not entry.running:
+                return
+
+    async def _forward(self, entry: _Thread, agent: Agent) -> None:
+        async for event in agent.events:
+            self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
+            if event.kind is EventKind.RUN_STARTED or event.kind.is_terminal:
+                status = entry.status
+                if status is not entry.reported and not entry.closing:
+                    entry.reported = status
+                    self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
+            entry.touch()
+
+    def _emit(self, event: ThreadEvent) -> None:
+        try:
+            self._send.send_nowait(event)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    def _close_threads(self) -> None:
+        """Cancel every loaded thread (each ends its turns and closes its agent)."""
+        self._closed = True
+        for entry in list(self._threads.values()):
+            entry.closing = True
+            entry.scope.cancel()
+
+    def _close(self) -> None:
+        self._closed = True
+        self._send.close()
+
+
+@asynccontextmanager
+async def open_thread_manager(
+    home: str | Path, *, config: AgentConfig, unload_delay: float = 60.0
+) -> AsyncIterator[ThreadManager]:
+    """Run a thread manager for the duration of the block (see the module docstring).
+
+    ``config`` is the template of every thread's ``AgentConfig`` (auth, model,
+    transport, tools...); each thread gets its own session id and a rollout under
+    ``home``. Leaving the block cancels every loaded thread (terminal events emitted,
+    rollouts flushed) and ends ``manager.events``.
+    """
+    if not isinstance(config, AgentConfig):
+        raise TypeError("open_thread_manager() needs config=ta.AgentConfig(...) as the template of its threads")
+    if unload_delay < 0 or not math.isfinite(unload_delay):
+        raise ValueError(f"unload_delay must be a finite number of seconds >= 0, got {unload_delay!r}")
+    manager: ThreadManager | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            manager = ThreadManager(Path(home), nursery, config, unload_delay)
+            try:
+                yield manager
+            finally:
+                manager._close_threads()
+    finally:
+        if manager is not None:
+            manager._close()
