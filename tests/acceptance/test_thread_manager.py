@@ -170,7 +170,7 @@ async def test_a_failed_turn_leaves_system_error_until_the_next_turn_starts(
         else:
             await answer_done(conn, request)
 
-    async with manager(tmp_path, fail_once) as (threads, seen):
+    async with manager(tmp_path, fail_once) as (threads, _seen):
         agent = await threads.start(subscriber="client")
         thread_id = agent.session_id
         with pytest.raises(ta.TurnFailed):
