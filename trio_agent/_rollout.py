@@ -84,8 +84,12 @@ class RolloutWarning(UserWarning):
     """
 
 
-def _now() -> str:
+def rollout_timestamp() -> str:
+    """Now, as the RFC 3339 UTC millisecond timestamp every rollout line carries."""
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+_now = rollout_timestamp
 
 
 def _line(kind: str, payload: dict[str, Any]) -> str:
@@ -156,6 +160,11 @@ class RolloutConfig:
 
     home: Path = attrs.field(converter=Path)
     fsync: FsyncPolicy = attrs.field(default="flush", validator=_check_fsync)
+    # The Codex provider id written in ``session_meta.model_provider``. Codex refuses to
+    # resume a rollout whose provider differs from the one it is configured with, so the
+    # default (None) omits the field and codex uses its own; set it (e.g. "openai") only
+    # to pin the provider a resuming codex must use.
+    model_provider: str | None = attrs.field(default=None)
 
     def find(self, thread_id: str) -> Path | None:
         """The rollout file of ``thread_id``, if one exists."""

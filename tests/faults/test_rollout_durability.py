@@ -231,8 +231,9 @@ async def test_the_fsync_policy_decides_when_the_rollout_reaches_the_disk(
         size = len(data)
         if policy == "commit":  # every write (one commit: whole lines) fsynced as soon as it was written
             ends = [index + 1 for index, byte in enumerate(data) if byte == ord("\n")]
-            # meta, the context (two lines), the prompt, the call, its output, the answer
-            assert synced == ends[:1] + ends[2:] and len(ends) == 7
+            # meta, task_started, user_message, the context (two lines, one write), the
+            # prompt, the call, its output, the answer, agent_message, task_complete
+            assert synced == ends[:3] + ends[4:] and len(ends) == 11
         else:
             assert synced == []
         await agent.flush_rollout()

@@ -46,7 +46,7 @@ from ._model import ModelClient
 from ._payloads import TurnReporter
 from ._pending_input import Declined, Submission
 from ._runner import ForkPoint, TurnRunner
-from ._sessions import Rollout, SessionInfo, open_rollout
+from ._sessions import Rollout, SessionInfo, TurnJournal, open_rollout
 from ._sleep import SleepTool
 from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
 from ._turn import Prompt, Turn, TurnResult, TurnStatus
@@ -139,6 +139,7 @@ class Agent:
         )
         if self._rollout is not None:
             self._ledger.subscribe(self._rollout.on_ledger)
+            reporter.journal = TurnJournal(self._rollout, config.session_id)
         self._nursery = nursery
 
     def _record_event(self, payload: dict[str, Any]) -> None:

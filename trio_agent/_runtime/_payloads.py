@@ -21,6 +21,7 @@ from .._errors import AgentError
 from .._events import EventKind
 from .._jsontext import dumps, scrub_surrogates
 from .._units import ns
+from ._sessions import TurnJournal
 from ._stats import TransportStats, TurnStats
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ def _endpoint(config: AgentConfig) -> str:
 
 class TurnReporter:
     def __init__(self, config: AgentConfig, workspace: Path, emit: Emit, transport: TransportStats) -> None:
+        self.journal: TurnJournal | None = None  # the rollout's per-turn lines, when there is a rollout
         self._config = config
         self._workspace = workspace
         self._emit = emit
@@ -65,21 +67,27 @@ class TurnReporter:
                 state.prompt.text if state.prompt is not None else dumps(state.items or state.mail)
             ),
         }, state.turn_id)
+        if self.journal is not None and state.ran:
+            self.journal.started(state.turn_id, state.prompt.text if state.prompt is not None else None)
 
     def steered(self, state: TurnState, index: int, text: str) -> None:
         self._emit(
             EventKind.RUN_STEERED, {"steer_index": index, "instruction_bytes": _utf8_size(text)}, state.turn_id
         )
 
-    def completed(self, state: TurnState, stats: TurnStats, start: float) -> None:
+    def completed(self, state: TurnState, stats: TurnStats, start: float, final_message: str = "") -> None:
         self._emit(EventKind.RUN_COMPLETED, self._terminal(state, stats, start, "completed"), state.turn_id)
         state.terminal_emitted = True
+        if self.journal is not None:
+            self.journal.finished(state.turn_id, "completed", final_message)
 
     def failed(self, state: TurnState, stats: TurnStats, start: float, error: AgentError, *, status: str) -> None:
         """``run.error`` then ``run.failed`` with ``status`` ``failed`` or ``cancelled``."""
         self._emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
         self._emit(EventKind.RUN_FAILED, self._terminal(state, stats, start, status), state.turn_id)
         state.terminal_emitted = True
+        if self.journal is not None:
+            self.journal.finished(state.turn_id, status, None)
 
     def cancelled_without_running(self, state: TurnState, error: AgentError) -> None:
         """The events of a turn cancelled before it ran: ``run.started``, ``run.error``,

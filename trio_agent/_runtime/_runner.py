@@ -124,7 +124,7 @@ class TurnRunner:
                 # Mail that waited through the whole turn goes into history now, so the
                 # next turn's first request carries it; it never reopens a finished turn.
                 self._record_pending(state, stats, keep_triggering=True)
-                self._reporter.completed(state, stats, start)
+                self._reporter.completed(state, stats, start, result.final_message)
                 self._ended(state, TurnStatus.COMPLETED, result=result)
                 return
         except ResponsesError as exc:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+import uuid
 import warnings
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
 
-from .._rollout import RolloutError, RolloutWarning, RolloutWriter
+from .._rollout import RolloutError, RolloutWarning, RolloutWriter, rollout_timestamp
 from .._session.history import History
 from .._session.ledger import Committed, LedgerEvent
 from .._session.snapshot import SessionSnapshot
@@ -123,21 +125,72 @@ class Rollout:
             self._writer.close()
 
 
+def codex_turn_id(session_id: str, turn_id: int) -> str:
+    """A stable UUID for turn ``turn_id`` of a session (Codex's event lines use UUIDs)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trio-agent:{session_id}:turn:{turn_id}"))
+
+
+class TurnJournal:
+    """Writes the per-turn ``event_msg`` lines Codex's pickers and UI read (legacy
+    history mode): ``task_started`` and ``user_message`` when a turn starts,
+    ``agent_message`` and ``task_complete`` when it completes (``task_complete`` with no
+    message when it failed), ``turn_aborted`` when it was cancelled. They never change
+    what a resume replays (``load_session`` reads only the history lines)."""
+
+    def __init__(self, rollout: Rollout, session_id: str) -> None:
+        self._rollout = rollout
+        self._session_id = session_id
+        self._started: dict[int, float] = {}  # turn id -> unix start (wall clock, for the file)
+
+    def started(self, turn_id: int, user_text: str | None) -> None:
+        now = time.time()
+        self._started[turn_id] = now
+        codex_id = codex_turn_id(self._session_id, turn_id)
+        self._rollout.record_event({"type": "task_started", "turn_id": codex_id, "started_at": int(now),
+                                    "model_context_window": None, "collaboration_mode_kind": "default"})
+        if user_text is not None:
+            self._rollout.record_event({"type": "user_message", "message": user_text, "images": [],
+                                        "local_images": [], "text_elements": []})
+
+    def finished(self, turn_id: int, status: str, final_message: str | None) -> None:
+        now = time.time()
+        started = self._started.pop(turn_id, now)
+        codex_id = codex_turn_id(self._session_id, turn_id)
+        if status == "cancelled":
+            self._rollout.record_event({"type": "turn_aborted", "turn_id": codex_id, "reason": "interrupted"})
+            return
+        if final_message:
+            self._rollout.record_event({"type": "agent_message", "message": final_message, "phase": "final_answer",
+                                        "memory_citation": None})
+        self._rollout.record_event({
+            "type": "task_complete", "turn_id": codex_id, "last_agent_message": final_message or None,
+            "started_at": int(started), "completed_at": int(now), "duration_ms": int((now - started) * 1000),
+            "time_to_first_token_ms": None,
+        })
+
+
 def open_rollout(config: AgentConfig, info: SessionInfo, history: History, parent_id: str | None) -> Rollout | None:
     if config.rollout is None:
         return None
+    # What the Codex CLI needs to resume the file (reference/codex-rollout/REPORT.md sec. 5):
+    # id, timestamp, cwd, originator, cli_version; source "cli" lists it in codex's pickers;
+    # history_mode "legacy" (no ordinals); base_instructions carries our instructions over.
     meta: dict[str, Any] = {
         "session_id": config.session_id,
         "id": config.session_id,
+        "timestamp": rollout_timestamp(),
         "cwd": info.workspace,
         "originator": "trio_agent",
         "cli_version": VERSION,
-        "source": "sdk",
-        "model_provider": "openai",
+        "source": "cli",
+        "thread_source": "user",
+        "history_mode": "legacy",
         "model": config.model,
         "lineage_id": info.lineage_id,
         "base_instructions": {"text": info.instructions},
     }
+    if config.rollout.model_provider is not None:
+        meta["model_provider"] = config.rollout.model_provider
     if parent_id is not None:
         meta["parent_thread_id"] = parent_id
     return Rollout(RolloutWriter.open(config.rollout, config.session_id, meta, history))
