@@ -115,6 +115,18 @@ class ChatGptAuth:
 
     source: ChatGptAuthSource = attrs.field(repr=_redact)
 
+    @staticmethod
+    def from_codex_home(codex_home: str | Path | None = None, *, token_url: str | None = None) -> str | ChatGptAuth:
+        """The credential of an existing Codex login (``$CODEX_HOME/auth.json``, else
+        ``~/.codex/auth.json``), for ``AgentConfig(auth=...)``: its API key in API-key
+        mode, else a ``ChatGptAuth`` that sends the login's token and account id,
+        refreshes an expiring token (and recovers once after a 401) at Codex's token
+        endpoint (``token_url`` overrides it) and writes refreshed tokens back
+        atomically. ``ConfigError`` when the file is missing or malformed."""
+        from ._codex_login import TOKEN_URL, from_codex_home
+
+        return from_codex_home(codex_home, token_url=token_url or TOKEN_URL)
+
 
 def _check_url(name: str, schemes: tuple[str, ...]) -> Callable[[Any, Any, str | None], None]:
     def check(_instance: Any, _attribute: Any, value: str | None) -> None:

@@ -59,6 +59,8 @@ def _checked(snapshot: object) -> ChatGptAuthSnapshot:
 async def _snapshot(auth: ChatGptAuth) -> ChatGptAuthSnapshot:
     try:
         snapshot: object = await auth.source.snapshot()
+    except AuthenticationError:
+        raise  # the source already said what failed (e.g. our own Codex login source)
     except Exception as exc:  # the source is user code: any failure is a failed login
         raise AuthenticationError(
             f"the ChatGPT auth source failed to provide a token ({_describe(exc, None)}); {_LOG_IN_AGAIN}",
@@ -79,6 +81,8 @@ async def recover_unauthorized(config: AgentConfig, rejected: ChatGptAuthSnapsho
         raise TypeError("recover_unauthorized() needs a config with ChatGPT auth; an API key cannot recover")
     try:
         await auth.source.recover_unauthorized(rejected)
+    except AuthenticationError:
+        raise
     except Exception as exc:  # user code, as in _snapshot
         raise AuthenticationError(
             "the server refused the ChatGPT token (HTTP 401) and the auth source failed to recover "
