@@ -27,6 +27,16 @@ def _publish(path: Path) -> str:
     return f"echo $! > {path}.tmp && mv {path}.tmp {path}"
 
 
+def _comms(pids: list[int]) -> list[str]:
+    names = []
+    for pid in pids:
+        try:
+            names.append(Path(f"/proc/{pid}/comm").read_text().strip())
+        except (FileNotFoundError, ProcessLookupError):
+            names.append("<gone>")
+    return names
+
+
 @pytest.fixture
 async def tree(tmp_path: Path) -> AsyncIterator[Tree]:
     """``sh`` with a ``sleep`` child and a subshell child that has a ``sleep`` child. None
@@ -36,6 +46,9 @@ async def tree(tmp_path: Path) -> AsyncIterator[Tree]:
     root = await trio.lowlevel.open_process(["/bin/sh", "-c", script])
     try:
         await wait_for_os_fact(lambda: sub.exists() and grand.exists(), "the tree's pid files")
+        # The `mv` that published a pid file may not have exited yet: wait until only the
+        # three sleeps are left under the root (the subshell has exec'd into its sleep).
+        await wait_for_os_fact(lambda: _comms(_subreaper.descendants(root.pid)) == ["sleep"] * 3, "a settled tree")
         yield Tree(root, int(sub.read_text()), int(grand.read_text()))
     finally:
         # Not a subreaper: kill the descendants while the root still holds them together.
