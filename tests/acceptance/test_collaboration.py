@@ -642,3 +642,39 @@ async def test_triggering_worker_mail_starts_a_turn_of_an_idle_parent(
         assert automatic.payload["status"] == "completed"
     (body,) = bodies
     assert agent_messages(body) == [mail("/root/w", "/root", "42")]
+
+
+async def test_a_worker_outlives_the_cancelled_turn_that_spawned_it(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """Workers belong to the agent, not to a turn: cancelling the spawning turn leaves
+    the worker running, and its answer (triggering mail here) starts a turn later."""
+    bodies: list[dict[str, Any]] = []
+    spawned = trio.Event()
+    cancelled = trio.Event()
+
+    async def script() -> None:
+        root = await warm(server)
+        await root.next_request()
+        await root.send_completed("resp-1", [collab_call("spawn", "spawn_agent", {"name": "w", "task": "dig"})])
+        worker, _ = await warm_worker(server)
+        await root.next_request()  # the spawn output; never answered: the turn is cancelled
+        spawned.set()
+        await cancelled.wait()
+        await worker.send_final("resp-w", "found it")
+        fresh = await server.accept()  # a cancelled turn's socket is abandoned: the next turn replays
+        bodies.append(await fresh.next_request())
+        await fresh.send_final("resp-2", "the worker found it")
+
+    log = EventLog()
+    tools = ta.Tools.default().with_collaboration(trigger_turn=True)
+    async with scripted(script) as nursery, ta.open_agent(config(server, workspace, tools)) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        turn = await agent.prompt("spawn a worker")
+        await spawned.wait()
+        await turn.cancel()
+        cancelled.set()
+        automatic = await log.wait_for(lambda e: e.kind.is_terminal and e.turn_id == 2)
+        assert automatic.payload["status"] == "completed"
+    (body,) = bodies
+    assert agent_messages(body) == [mail("/root/w", "/root", "found it")]
