@@ -386,7 +386,7 @@ RUNTIME_RANKS = {
     "_tool_runner": 1,
     "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2,
     "_model": 3, "_turn_queue": 3,
-    "_sampling": 4, "_pending_input": 4, "_tool_dispatch": 4, "_sleep": 2,
+    "_sampling": 4, "_pending_input": 4, "_tool_dispatch": 4, "_sleep": 2, "_workers": 2, "_collaboration": 3,
     "_runner": 5,
     "_agent": 6,  # the package face
 }

@@ -36,10 +36,11 @@ from .._session.history import History
 from .._session.ledger import TurnLedger
 from .._session.snapshot import check_prefix, request_prefix
 from .._tools import Tools
-from .._tools._namespaces import CLOCK
+from .._tools._namespaces import CLOCK, COLLABORATION
 from .._wire.request import RequestSettings
 from .._wire.usage import TokenUsage
 from . import _pending_input
+from ._collaboration import Collaboration, MailAddress
 from ._handle import AgentHandle
 from ._input import Mail, agent_message
 from ._model import ModelClient
@@ -97,9 +98,12 @@ class Agent:
         parent_id: str | None = None,
         lineage_id: str | None = None,
         path: str = "/root",
+        parent: MailAddress | None = None,
     ) -> None:
         self._config = config
         self._path = path
+        self._parent = parent  # the address of the agent this one was spawned or forked from
+        self._address = MailAddress(path, self.post_mail)
         self._children = 0
         self._sink = EventSink(config.session_id)
         self._thinking = config.thinking
@@ -131,6 +135,13 @@ class Agent:
         groups: dict[str, GroupRunners] = {
             CLOCK: lambda name, state: sleep.runner(state) if name == "sleep" else None,
         }
+        self._collaboration: Collaboration[Agent] | None = None
+        if tools.collaboration is not None:
+            self._collaboration = Collaboration(
+                tools.collaboration, path=path, spawn=self._handle.spawn, watch=tools.collaboration.watch,
+                queue=self._queue, nursery=nursery, emit=emit,
+            )
+            groups[COLLABORATION] = self._collaboration.runner
         self._tools = ToolDispatcher(ToolEnvironment(tools, self._workspace, self._handle, emit, nursery, groups))
         self._runner = TurnRunner(
             ledger=self._ledger, model=self._model, tools=self._tools, reporter=reporter,
@@ -262,6 +273,18 @@ class Agent:
         await trio.lowlevel.checkpoint()
         return _pending_input.interrupt_if_no_pending_input(self._queue, turn_id)
 
+    async def post_to_parent(self, text: str, *, trigger_turn: bool = False) -> Turn | None:
+        """Mail from this agent to the agent it was spawned or forked from: an
+        ``agent_message`` with ``author`` = this ``path`` and ``recipient`` = the
+        parent's, delivered as ``post_mail`` delivers it there (queue-only by default;
+        ``trigger_turn=True`` starts a parent turn when the parent is idle, returned).
+        Raises ``InvalidPrompt`` on the root agent (it has no parent) and
+        ``AgentClosed`` once the parent has closed."""
+        if self._parent is None:
+            raise InvalidPrompt(f"agent {self._path} has no parent to post to; post_to_parent is for "
+                                "children from spawn() or fork()")
+        return await self._parent.post(self._path, text, trigger_turn=trigger_turn)
+
     def _settings(self) -> RequestSettings:
         config = self._config
         return RequestSettings(
@@ -310,7 +333,7 @@ class Agent:
             )
         return _open_agent(
             self._child_config(keep_lineage=True), seed=point, parent_id=self.session_id, lineage_id=self._lineage_id,
-            path=self._child_path(None, "fork"),
+            path=self._child_path(None, "fork"), parent=self._address,
         )
 
     def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[Agent]:
@@ -325,16 +348,18 @@ class Agent:
             )
         return _open_agent(
             self._child_config(keep_lineage=True), seed=checkpoint, parent_id=self.session_id,
-            lineage_id=self._lineage_id, path=self._child_path(None, "fork"),
+            lineage_id=self._lineage_id, path=self._child_path(None, "fork"), parent=self._address,
         )
 
     def spawn(self, name: str | None = None) -> AbstractAsyncContextManager[Agent]:
         """``async with agent.spawn() as child``: a clean child -- no history, same
         instructions and explicit prompt cache key, current thinking, a new session id;
         it warms up on its own. Its mail ``path`` is ``<this path>/<name>`` (default
-        ``child-N``)."""
+        ``child-N``); it reaches this agent with ``child.post_to_parent(text)``, and this
+        agent reaches it with ``child.post_mail(agent.path, text)``."""
         return _open_agent(
-            self._child_config(keep_lineage=False), parent_id=self.session_id, path=self._child_path(name, "child")
+            self._child_config(keep_lineage=False), parent_id=self.session_id, path=self._child_path(name, "child"),
+            parent=self._address,
         )
 
     def _child_path(self, name: str | None, kind: str) -> str:
@@ -371,6 +396,9 @@ class Agent:
         await self._queue.wait_all()
 
     async def _shutdown(self) -> None:
+        self._address.close()  # mail posted from now on raises AgentClosed
+        if self._collaboration is not None:
+            self._collaboration.close()  # workers are cancelled; the nursery waits for them
         self._queue.close()
         self._model.close()
         await self._tools.aclose()
@@ -426,11 +454,12 @@ async def _open_agent(
     parent_id: str | None = None,
     lineage_id: str | None = None,
     path: str = "/root",
+    parent: MailAddress | None = None,
 ) -> AsyncIterator[Agent]:
     sinks: list[EventSink] = []
     try:
         async with trio.open_nursery() as nursery:
-            agent = Agent(config, nursery, seed, parent_id, lineage_id, path)
+            agent = Agent(config, nursery, seed, parent_id, lineage_id, path, parent)
             sinks.append(agent._sink)
             try:
                 await agent._startup()

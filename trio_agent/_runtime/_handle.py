@@ -10,7 +10,7 @@ from .._errors import AgentClosed
 
 if TYPE_CHECKING:
     from ._agent import Agent
-    from ._turn import TurnResult
+    from ._turn import Turn, TurnResult
 
 __all__ = ["AgentHandle"]
 
@@ -23,6 +23,11 @@ class _Branching(Protocol):
 
     @property
     def closing(self) -> bool: ...
+
+    @property
+    def path(self) -> str: ...
+
+    async def post_to_parent(self, text: str, *, trigger_turn: bool = False) -> Turn | None: ...
 
     def fork(self) -> AbstractAsyncContextManager[Agent]: ...
 
@@ -45,6 +50,23 @@ class AgentHandle:
     @property
     def session_id(self) -> str:
         return self._get().session_id
+
+    @property
+    def path(self) -> str:
+        """The agent's mail path (``/root``, ``/root/<name>``, ...)."""
+        agent = self._agent()
+        if agent is None:
+            raise AgentClosed("the agent behind this handle has closed")
+        return agent.path
+
+    async def post_to_parent(self, text: str, *, trigger_turn: bool = False) -> Turn | None:
+        """``Agent.post_to_parent`` of the agent this handle belongs to: a tool of a
+        spawned or forked agent reports to its parent. Works while the agent is still
+        finishing its turns (closing); ``AgentClosed`` once the parent has closed."""
+        agent = self._agent()
+        if agent is None:
+            raise AgentClosed("the agent behind this handle has closed")
+        return await agent.post_to_parent(text, trigger_turn=trigger_turn)
 
     def fork(self) -> AbstractAsyncContextManager[Agent]:
         """``Agent.fork`` of the agent this handle belongs to."""

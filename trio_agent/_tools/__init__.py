@@ -27,9 +27,10 @@ from ._definitions import (
     exec_definition,
     wait_definition,
 )
+from ._namespaces import COLLABORATION, CollaborationOptions, collaboration_namespace
 
 if TYPE_CHECKING:
-    from .._runtime import AgentHandle
+    from .._runtime import Agent, AgentHandle
 
 __all__ = ["Handler", "ToolContext", "ToolSpec", "Tools"]
 
@@ -81,6 +82,7 @@ class Tools:
         self._builtins = builtins
         self._user: dict[str, ToolSpec] = {}
         self._groups: dict[str, dict[str, Any]] = {}  # opt-in namespaced groups, by namespace
+        self._collaboration: CollaborationOptions | None = None
 
     @classmethod
     def default(cls) -> Tools:
@@ -103,6 +105,45 @@ class Tools:
 
         self._groups[CLOCK] = clock_namespace()
         return self
+
+    def with_collaboration(
+        self,
+        *,
+        max_workers: int = 8,
+        max_depth: int = 1,
+        trigger_turn: bool = False,
+        watch: Callable[[Agent], Awaitable[None]] | None = None,
+    ) -> Tools:
+        """Add the ``collaboration`` namespace; returns ``self`` for chaining.
+
+        ``collaboration.wait_agent {timeout_ms?}`` waits for mail from another agent
+        (1 s to 1 h, default 30 s; a shorter request is raised to 1 s with a note). With
+        ``max_workers`` > 0 (default 8, at most 64) the model can also run *workers*:
+        ``spawn_agent {name, task}`` starts a clean child ``<path>/<name>`` (``Agent.spawn``)
+        in the agent's nursery and prompts it, ``send_input {name, text}`` submits more
+        input to it (a steer while it is busy), ``close_agent {name}`` cancels and closes
+        it. Each finished worker turn is posted to the agent as mail from the worker's path
+        (its final message, or a short failure text): queue-only by default, so it wakes
+        ``wait_agent``/``clock.sleep`` and joins the running turn at its next request or the
+        next turn; ``trigger_turn=True`` makes it start a turn when the agent is idle.
+        Workers live as long as their agent: closing (or cancelling) it closes them.
+        Workers may spawn workers of their own only while their path is less than
+        ``max_depth`` levels below ``/root`` (default 1: only the root runs workers).
+        ``watch``, if given, is an async callable run beside each worker for its lifetime
+        with the worker's ``Agent`` (e.g. to read ``worker.events``); it should return
+        once those events end, and an exception it raises propagates out of the agent
+        like one raised in its block. Without ``watch`` a worker's events are read and
+        dropped. A worker's turns are not cancelled with the turn that spawned it.
+        """
+        options = CollaborationOptions(max_workers, max_depth, bool(trigger_turn), watch)
+        self._collaboration = options
+        self._groups[COLLABORATION] = collaboration_namespace(options.max_workers)
+        return self
+
+    @property
+    def collaboration(self) -> CollaborationOptions | None:
+        """The ``with_collaboration`` settings, or None when the group is off."""
+        return self._collaboration
 
     def with_group(self, namespace: str, definition: dict[str, Any]) -> Tools:
         """Add a built-in namespaced tool group (its ``namespace`` definition)."""
