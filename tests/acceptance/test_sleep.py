@@ -192,3 +192,26 @@ async def test_queue_only_agent_mail_wakes_sleeping_root_with_previous_turn_cont
     history = ta.RolloutConfig(home).load_session("model-test").snapshot.history
     assert any(item.get("type") == "agent_message" and item["content"][0]["text"] == "worker completed"
                for item in history)
+
+
+async def test_a_queued_prompt_wakes_a_sleeping_turn(server: FakeResponsesServer, workspace: Path) -> None:
+    outputs: list[str] = []
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send_completed("resp-1", [sleep_call("nap")])
+        outputs.append(output_of(await conn.next_request(), "nap"))
+        await conn.send_final("resp-2", "first done")
+        await conn.next_request()
+        await conn.send_final("resp-3", "second done")
+
+    log = EventLog()
+    async with scripted(script) as nursery, ta.open_agent(config(server, workspace)) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        first = await agent.prompt("nap for an hour")
+        await log.wait_for(lambda e: e.kind.value == "sleep.started")
+        second = await agent.prompt("the next thing")  # user input waits: the sleep ends
+        assert (await first.result()).final_message == "first done"
+        assert (await second.result()).final_message == "second done"
+    assert_interrupted(outputs[0])

@@ -75,6 +75,8 @@ class TurnQueue:
             raise AgentClosed("the agent is closing; open a new agent to send more prompts")
         self._next_id += 1
         state = TurnState(self._next_id, prompt, settings, self.activity, items, mail)
+        if self.running is not None:
+            self.activity.notify("steer")  # user input waits: a sleeping or waiting turn wakes
         self._queued.append(state)
         self._wake()
         return state
