@@ -106,10 +106,19 @@ STALE_CALL = frames.function_call("call-stale", "shell", '{"command":"echo stale
 STALE_FINAL = frames.assistant_message("stale final", item_id="msg-stale")
 
 
-@pytest.mark.parametrize("cut_after", ["reasoning_item", "commentary_message_item"])
-async def test_queued_inter_agent_mail_triggers_follow_up_after(
-    server: FakeResponsesServer, workspace: Path, cut_after: str
+async def test_queued_inter_agent_mail_triggers_follow_up_after_reasoning_item(
+    server: FakeResponsesServer, workspace: Path
 ) -> None:
+    await _mail_cuts_after(server, workspace, "reasoning_item")
+
+
+async def test_queued_inter_agent_mail_triggers_follow_up_after_commentary_message_item(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    await _mail_cuts_after(server, workspace, "commentary_message_item")
+
+
+async def _mail_cuts_after(server: FakeResponsesServer, workspace: Path, cut_after: str) -> None:
     """``queued_inter_agent_mail_triggers_follow_up_after_{reasoning,commentary_message}_item``:
     mail that waits when a reasoning item (or a commentary message) finishes cuts the
     response there. What the server sends after it -- a stale tool call and a stale
