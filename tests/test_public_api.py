@@ -46,6 +46,7 @@ EXPECTED_ALL = [
     "ResponseTimeout",
     "Responses",
     "ResponsesError",
+    "Rollout",
     "RolloutConfig",
     "RolloutError",
     "RolloutWarning",

@@ -44,6 +44,7 @@ from ._runtime import AgentStatistics as AgentStatistics
 from ._runtime import Declined as Declined
 from ._runtime import MailboxFull as MailboxFull
 from ._runtime import Prompt as Prompt
+from ._runtime import Rollout as Rollout
 from ._runtime import Submission as Submission
 from ._runtime import Turn as Turn
 from ._runtime import TurnControl as TurnControl
@@ -96,6 +97,7 @@ __all__ = [
     "ResponseTimeout",
     "Responses",
     "ResponsesError",
+    "Rollout",
     "RolloutConfig",
     "RolloutError",
     "RolloutWarning",

@@ -20,6 +20,7 @@ from ._errors import ConfigError, WorkspaceChanged
 from ._ids import session_id_problem
 
 if TYPE_CHECKING:
+    import httpx
     import trio
 
     from ._rollout import RolloutConfig
@@ -188,7 +189,7 @@ class Responses:
     # The policy as given (None: derive it); ``history`` is the effective one.
     _history: History | None = attrs.field(default=None, alias="history")
     max_attempts: int | None = None
-    http_client: Any = None
+    http_client: httpx.AsyncClient | None = None
     ssl_context: ssl.SSLContext | None = None
     dialer: Callable[[str, int], Awaitable[trio.abc.Stream]] | None = None
     connect_timeout: float = 30.0

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import Any
+from collections.abc import AsyncIterable, Awaitable
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -153,7 +154,18 @@ class AgentEvents:
             raise StopAsyncIteration from None
 
 
-async def write_jsonl(events: AgentEvents, stream: Any) -> int:
+class _AsyncWritable(Protocol):
+    def write(self, data: str, /) -> Awaitable[object]: ...
+
+
+class _Writable(Protocol):
+    def write(self, data: str, /) -> object: ...
+
+
+JsonlStream = trio.abc.SendStream | _AsyncWritable | _Writable
+
+
+async def write_jsonl(events: AsyncIterable[AgentEvent], stream: JsonlStream) -> int:
     """Write every event as one compact JSON line until the stream ends; returns the count.
 
     ``stream`` may be a Trio stream (``send_all``), a Trio async file (async ``write``)
@@ -168,7 +180,7 @@ async def write_jsonl(events: AgentEvents, stream: Any) -> int:
     return count
 
 
-async def _write(stream: Any, line: str) -> None:
+async def _write(stream: Any, line: str) -> None:  # duck-typed: see write_jsonl
     if hasattr(stream, "send_all"):
         await stream.send_all(line.encode())
         return

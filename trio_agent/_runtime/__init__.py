@@ -4,6 +4,7 @@ from ._agent import Agent, AgentStatistics, open_agent
 from ._handle import AgentHandle
 from ._input import MailboxFull
 from ._pending_input import Declined, Submission
+from ._sessions import Rollout
 from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "Declined",
     "MailboxFull",
     "Prompt",
+    "Rollout",
     "Submission",
     "Turn",
     "TurnControl",
