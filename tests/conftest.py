@@ -3,8 +3,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,9 @@ import trio
 from hypothesis import settings
 
 import trio_agent as ta
+from trio_agent.testing import EventLog as EventLog  # the public helpers; tests import them from here
 from trio_agent.testing import FakeConnection, FakeResponsesServer
+from trio_agent.testing import scripted as scripted
 
 # The suite runs derandomized by default (the same examples every run, so CI and the
 # README command cannot flake) and without per-example deadlines. Explore new examples
@@ -21,16 +21,6 @@ from trio_agent.testing import FakeConnection, FakeResponsesServer
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-
-
-@asynccontextmanager
-async def scripted(script: Callable[[], Awaitable[Any]], seconds: float = 10) -> AsyncIterator[trio.Nursery]:
-    """Run the scripted server side ``script`` beside the block, all within ``seconds``
-    of Trio time (virtual under ``MockClock``). Yields the nursery both run in."""
-    with trio.fail_after(seconds):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(script)
-            yield nursery
 
 
 @pytest.fixture
@@ -94,36 +84,6 @@ def assert_warmup(warmup: dict[str, Any]) -> None:
         assert absent not in warmup
     assert "mode" not in warmup["reasoning"]
     assert warmup["client_metadata"]["ws_request_header_x_openai_internal_codex_responses_lite"] == "true"
-
-
-class EventLog:
-    """Collects every event of an agent (started in the test's nursery)."""
-
-    def __init__(self) -> None:
-        self.events: list[ta.AgentEvent] = []
-        self._changed = trio.Event()
-
-    async def consume(self, events: ta.AgentEvents) -> None:
-        async for event in events:
-            self.events.append(event)
-            self._changed.set()
-            self._changed = trio.Event()
-
-    async def wait_for(self, predicate: Any) -> ta.AgentEvent:
-        """The first event (already seen or future) that satisfies ``predicate``."""
-        seen = 0
-        while True:
-            for event in self.events[seen:]:
-                if predicate(event):
-                    return event
-            seen = len(self.events)
-            await self._changed.wait()
-
-    def kinds(self) -> list[str]:
-        return [event.kind.value for event in self.events]
-
-    def payloads(self, kind: str) -> list[dict[str, Any]]:
-        return [event.payload for event in self.events if event.kind.value == kind]
 
 
 async def warm(server: FakeResponsesServer) -> FakeConnection:

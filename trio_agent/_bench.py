@@ -34,7 +34,7 @@ import trio_websocket
 
 import trio_agent as ta
 
-from .testing import FakeConnection, FakeResponsesServer, frames
+from .testing import ClientDisconnected, FakeConnection, FakeResponsesServer, frames
 
 Path_ = Callable[["Settings", FakeResponsesServer], Awaitable[float]]
 
@@ -63,7 +63,7 @@ def _answer(response_id: str, deltas: int) -> list[dict[str, Any]]:
 async def _serve_ws(conn: FakeConnection, settings: Settings, fail_warmup: bool) -> None:
     try:
         await _serve_ws_requests(conn, settings, fail_warmup)
-    except trio_websocket.ConnectionClosed:
+    except ClientDisconnected:
         return  # the client has what it measured and went away
 
 

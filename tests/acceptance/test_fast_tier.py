@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio_websocket
 
 import trio_agent as ta
-from trio_agent.testing import FakeResponsesServer
+from trio_agent.testing import ClientDisconnected, FakeResponsesServer
 
 from ..conftest import make_config, scripted
 
@@ -65,7 +64,7 @@ async def test_websocket_v2_first_turn_service_tier_after_startup_prewarm(
         bodies.append(await conn.next_request())
         await conn.send_all([ev_response_created("resp-1"), ev_assistant_message("msg-1", answer),
                              ev_completed("resp-1")])
-        with pytest.raises(trio_websocket.ConnectionClosed):
+        with pytest.raises(ClientDisconnected):
             bodies.append(await conn.next_request())  # nothing more on this connection
 
     async with scripted(script):

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 import trio
-import trio_websocket
 
 import trio_agent as ta
-from trio_agent.testing import FakeResponsesServer
+from trio_agent.testing import ClientDisconnected, FakeResponsesServer
 
 from ..conftest import make_config, scripted, warm
 
@@ -90,7 +89,7 @@ async def test_interrupt_if_no_pending_input_checks_the_turn_and_the_queue(
         if case != "current_turn":
             # Nothing was interrupted: the turn (and whatever input waited) completes.
             await conn.send_final("resp-1")
-            with contextlib.suppress(trio_websocket.ConnectionClosed):  # until the agent closes
+            with contextlib.suppress(ClientDisconnected):  # until the agent closes
                 while True:
                     await conn.next_request()
                     await conn.send_final("resp-more")

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 import trio
-from trio_websocket import ConnectionClosed
 
 import trio_agent as ta
-from trio_agent.testing import FakeConnection, FakeResponsesServer
+from trio_agent.testing import ClientDisconnected, FakeConnection, FakeResponsesServer
 
 from ..conftest import EventLog, make_config, scripted, warm
 from .test_collaboration import agent_messages, collab_call, config, mail, output_of, user_texts, warm_worker, watcher
@@ -87,7 +86,7 @@ async def test_close_agent_cancels_a_busy_worker(server: FakeResponsesServer, wo
         worker, _ = await warm_worker(server)  # its turn is running now; it is never answered
         await root.send_completed("resp-2", [collab_call("close", "close_agent", {"name": "slow"})])
         outputs.append(output_of(await root.next_request(), "close"))
-        with pytest.raises(ConnectionClosed):  # the cancelled worker abandoned its socket
+        with pytest.raises(ClientDisconnected):  # the cancelled worker abandoned its socket
             await worker.next_request()
         await root.send_final("resp-3")
 
@@ -119,7 +118,7 @@ async def test_workers_close_with_their_parent(server: FakeResponsesServer, work
         worker_busy.set()
         if how == "close":  # else the test cancels the parent while this request is open
             await root.send_final("resp-2", "leaving the worker behind")
-        with pytest.raises(ConnectionClosed):  # the cancelled worker abandons its socket
+        with pytest.raises(ClientDisconnected):  # the cancelled worker abandons its socket
             await worker.next_request()
         dropped.set()
 

@@ -12,7 +12,7 @@ import trio_websocket
 
 import trio_agent as ta
 from trio_agent._transport.retry import backoff_delay
-from trio_agent.testing import FakeResponsesServer, frames
+from trio_agent.testing import ClientDisconnected, FakeResponsesServer, frames
 
 from ..conftest import events_of, make_config, run_model, scripted, warm
 
@@ -150,7 +150,7 @@ async def test_open_agent_closes_its_socket_on_exit(server: FakeResponsesServer,
         conn = await warm(server)
         await conn.next_request()
         await conn.send_final("resp-1")
-        with pytest.raises(trio_websocket.ConnectionClosed):
+        with pytest.raises(ClientDisconnected):
             await conn.next_request()
         closed.set()
 

@@ -49,6 +49,7 @@ from ._command_process import REAP_TIMEOUT, CommandProcess
 from ._command_slots import SLOT_WAIT_LIMIT, CommandSlots
 from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
 from ._process_tree import Isolation, ProcessLauncher
+from ._real_time import real_process_running
 from ._shell_env import (
     BYTES_PER_TOKEN,
     ExecRequest,
@@ -259,7 +260,7 @@ class ShellSessions:
         self._closed = True
         sessions = list(self._live)
         self._by_id.clear()
-        with trio.CancelScope(shield=True):
+        with trio.CancelScope(shield=True), real_process_running():
             async with trio.open_nursery() as nursery:
                 for session in sessions:
                     nursery.start_soon(self._discard, session)
@@ -272,7 +273,8 @@ class ShellSessions:
     ) -> _Session:
         self._check_open()  # aclose() may have run while this call waited for its slot
         try:
-            process = await self._launcher.spawn(argv, request.workdir, environment.env, self._kill_grace)
+            with real_process_running():  # see _real_time: commands under an autojumping MockClock
+                process = await self._launcher.spawn(argv, request.workdir, environment.env, self._kill_grace)
         except trio.ClosedResourceError as exc:
             raise ShellError("shell sessions were closed while the command was starting") from exc
         except RuntimeError as exc:  # the owning nursery has exited
@@ -295,6 +297,10 @@ class ShellSessions:
     async def _supervise(self, session: _Session) -> None:
         """Own the session's process until its whole tree is gone, then give the slot back."""
         process = session.process
+        with real_process_running():
+            await self._supervise_process(session, process)
+
+    async def _supervise_process(self, session: _Session, process: CommandProcess) -> None:
         try:
             with session.scope:
                 async with trio.open_nursery() as pump_nursery:

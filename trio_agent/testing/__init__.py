@@ -21,18 +21,37 @@ server runs two ways, with the same scripting API (``accept()``, ``accept_raw()`
 
   Its URLs name ``MEMORY_HOST`` (an ``.invalid`` name, so nothing real is reachable);
   pass a server-side ``ssl_context`` for ``wss://``/``https://`` over memory streams.
+
+``scripted(script)`` runs the server side of a test beside a block and fails the test
+(``ScriptUnfinished``) when the script did not finish; ``record_events(agent.events)``
+records what the agent emitted into an ``EventLog``. The client going away is
+``ClientDisconnected`` (with the close ``code`` and ``reason``), whatever WebSocket
+library is underneath.
 """
 
 from . import _frames as frames
 from ._http import FakeHttpRequest
-from ._server import MEMORY_HOST, FakeConnection, FakeResponsesServer, Handshake, RawConnection
+from ._scripted import EventLog, ScriptUnfinished, record_events, scripted
+from ._server import (
+    MEMORY_HOST,
+    ClientDisconnected,
+    FakeConnection,
+    FakeResponsesServer,
+    Handshake,
+    RawConnection,
+)
 
 __all__ = [
     "MEMORY_HOST",
+    "ClientDisconnected",
+    "EventLog",
     "FakeConnection",
     "FakeHttpRequest",
     "FakeResponsesServer",
     "Handshake",
     "RawConnection",
+    "ScriptUnfinished",
     "frames",
+    "record_events",
+    "scripted",
 ]

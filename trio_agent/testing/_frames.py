@@ -31,12 +31,15 @@ def usage(total_tokens: int = 12) -> dict[str, Any]:
 
 
 def response_created(response_id: str) -> dict[str, Any]:
+    """``response.created``: the first frame of a live response (carries its id)."""
     return {"type": "response.created", "response": {"id": response_id}}
 
 
 def assistant_message(
     text: str, *, item_id: str | None = None, phase: str | None = None
 ) -> dict[str, Any]:
+    """An assistant ``message`` item with one ``output_text`` part; a ``phase``
+    (``"commentary"`` or ``"final_answer"``) also marks it ``completed``."""
     item: dict[str, Any] = {}
     if item_id is not None:
         item["id"] = item_id
@@ -49,6 +52,7 @@ def assistant_message(
 
 
 def custom_tool_call(call_id: str, name: str, input: str, *, item_id: str | None = None) -> dict[str, Any]:
+    """A ``custom_tool_call`` output item (freeform ``input``, as the model calls ``exec``)."""
     item: dict[str, Any] = {"id": item_id} if item_id else {}
     item.update({"type": "custom_tool_call", "call_id": call_id, "name": name, "input": input})
     return item
@@ -57,6 +61,8 @@ def custom_tool_call(call_id: str, name: str, input: str, *, item_id: str | None
 def function_call(
     call_id: str, name: str, arguments: str, *, namespace: str | None = None, item_id: str | None = None
 ) -> dict[str, Any]:
+    """A ``function_call`` output item; ``arguments`` is the JSON text the model wrote
+    (pass ``json.dumps(args)``, or deliberately broken JSON for a hostile case)."""
     item: dict[str, Any] = {"id": item_id} if item_id else {}
     item.update({"type": "function_call", "call_id": call_id})
     if namespace is not None:
@@ -72,6 +78,9 @@ def completed(
     usage_block: dict[str, Any] | str | None = "default",
     end_turn: bool | None = None,
 ) -> dict[str, Any]:
+    """``response.completed`` with ``output`` items. ``usage_block`` defaults to
+    ``usage()``; ``None`` sends ``"usage": null`` (a warmup's reply). ``end_turn``
+    is sent only when given."""
     response: dict[str, Any] = {"id": response_id, "status": "completed", "output": list(output)}
     response["usage"] = usage() if usage_block == "default" else usage_block
     if end_turn is not None:
@@ -80,14 +89,17 @@ def completed(
 
 
 def output_item_added(output_index: int, item: dict[str, Any]) -> dict[str, Any]:
+    """``response.output_item.added``: an output item starts streaming at ``output_index``."""
     return {"type": "response.output_item.added", "output_index": output_index, "item": item}
 
 
 def output_item_done(output_index: int, item: dict[str, Any]) -> dict[str, Any]:
+    """``response.output_item.done``: the finished ``item`` at ``output_index``."""
     return {"type": "response.output_item.done", "output_index": output_index, "item": item}
 
 
 def text_delta(output_index: int, delta: str) -> dict[str, Any]:
+    """``response.output_text.delta``: a piece of the assistant text (``assistant.delta``)."""
     return {
         "type": "response.output_text.delta",
         "output_index": output_index,
@@ -97,6 +109,9 @@ def text_delta(output_index: int, delta: str) -> dict[str, Any]:
 
 
 def error_frame(message: str, *, code: str | None = None, **extra: Any) -> dict[str, Any]:
+    """An ``error`` frame; ``code`` picks the failure (e.g. ``"rate_limit_exceeded"``,
+    ``"server_is_overloaded"``, ``"previous_response_not_found"``, ``"insufficient_quota"``)
+    and ``extra`` lands in the error object (``retry_after=1.5``)."""
     error: dict[str, Any] = {"message": message}
     if code is not None:
         error["code"] = code

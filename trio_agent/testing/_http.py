@@ -23,6 +23,9 @@ _SSE_HEADERS = [("content-type", "text/event-stream"), ("connection", "close")]
 
 
 class FakeHttpRequest:
+    """One HTTP request the agent sent (``method``, ``path``, lower-cased ``headers``,
+    ``raw_body`` and the decoded JSON ``body``), answered once by the test."""
+
     def __init__(
         self, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request, body: bytes
     ) -> None:
@@ -44,10 +47,13 @@ class FakeHttpRequest:
         await self._send(h11.Response(status_code=status, headers=[*_SSE_HEADERS, *headers]))
 
     async def send_event(self, frame: dict[str, Any] | str) -> None:
+        """One ``data:`` event of a stream begun with ``start_stream`` (a dict is sent as
+        compact JSON, a string as it is: ``"[DONE]"``, or hostile text)."""
         data = frame if isinstance(frame, str) else json.dumps(frame, separators=(",", ":"))
         await self._send(h11.Data(data=f"data: {data}\n\n".encode()))
 
     async def finish(self) -> None:
+        """End a streamed response and close the connection."""
         await self._send(h11.EndOfMessage())
         await self.stream.aclose()
 
@@ -63,6 +69,7 @@ class FakeHttpRequest:
         await self.finish()
 
     async def send_final(self, response_id: str, text: str = "done") -> None:
+        """A whole event stream: one completed response whose output is an assistant message."""
         from . import _frames as frames
 
         await self.send_sse([frames.completed(response_id, [frames.assistant_message(text)])])
@@ -72,6 +79,7 @@ class FakeHttpRequest:
         await self.send_sse([], done=False)
 
     async def respond(self, status: int, body: str = "", headers: Sequence[tuple[str, str]] = ()) -> None:
+        """A plain (non-streamed) response, e.g. ``respond(429, body, [("retry-after", "2")])``."""
         payload = body.encode()
         head = [("content-type", "application/json"), ("connection", "close"),
                 ("content-length", str(len(payload))), *headers]
@@ -80,6 +88,7 @@ class FakeHttpRequest:
         await self.finish()
 
     async def drop(self) -> None:
+        """Close the connection without answering."""
         await self.stream.aclose()
 
 

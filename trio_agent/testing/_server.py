@@ -56,15 +56,35 @@ from ._http import FakeHttpRequest, read_http_request
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["FakeConnection", "FakeResponsesServer", "Handshake", "RawConnection"]
+__all__ = ["ClientDisconnected", "FakeConnection", "FakeResponsesServer", "Handshake", "RawConnection"]
 
 MEMORY_HOST = "fake-responses.invalid"  # .invalid never resolves: nothing real is reachable
 
 
 @attrs.frozen
 class Handshake:
+    """One WebSocket handshake the server saw: the request path and lower-cased headers."""
+
     path: str
     headers: dict[str, str]
+
+
+class ClientDisconnected(Exception):
+    """The client (the agent) went away: ``FakeConnection.next_request()`` and ``send()``
+    raise it once the WebSocket is closed. ``code`` is the close code (1000 for a normal
+    close, 1006 when the TCP connection ended without a close frame), ``reason`` the
+    close reason (``None`` when none was given)."""
+
+    def __init__(self, code: int, reason: str | None) -> None:
+        super().__init__(f"the client closed the WebSocket (code {code}{f': {reason}' if reason else ''})")
+        self.code = code
+        self.reason = reason
+
+
+def _disconnected(exc: trio_websocket.ConnectionClosed) -> ClientDisconnected:
+    if exc.reason is None:
+        return ClientDisconnected(1006, None)
+    return ClientDisconnected(int(exc.reason.code), exc.reason.reason)
 
 
 class _HandshakeWatch(trio.abc.Stream):
@@ -125,9 +145,12 @@ class FakeConnection:
         self.requests: list[dict[str, Any]] = []
 
     async def next_request(self) -> dict[str, Any]:
-        """The next JSON text frame the client sent (``ConnectionClosed`` if it went away)."""
+        """The next JSON text frame the client sent (``ClientDisconnected`` once it went away)."""
         while True:
-            message = await self._ws.get_message()
+            try:
+                message = await self._ws.get_message()
+            except trio_websocket.ConnectionClosed as exc:
+                raise _disconnected(exc) from exc
             if isinstance(message, str):
                 body: dict[str, Any] = json.loads(message)
                 self.requests.append(body)
@@ -135,9 +158,14 @@ class FakeConnection:
                 return body
 
     async def send(self, frame: dict[str, Any]) -> None:
-        await self._ws.send_message(json.dumps(frame, separators=(",", ":")))
+        """Send one frame as compact JSON text (``ClientDisconnected`` once the client went away)."""
+        try:
+            await self._ws.send_message(json.dumps(frame, separators=(",", ":")))
+        except trio_websocket.ConnectionClosed as exc:
+            raise _disconnected(exc) from exc
 
     async def send_all(self, frames_: Sequence[dict[str, Any]]) -> None:
+        """Send each frame in order."""
         for frame in frames_:
             await self.send(frame)
 
@@ -150,6 +178,7 @@ class FakeConnection:
         await self.send(frames.completed(response_id, [frames.assistant_message(text)]))
 
     async def send_completed(self, response_id: str, output: Sequence[dict[str, Any]] = (), **kw: Any) -> None:
+        """``frames.completed(response_id, output, **kw)``."""
         await self.send(frames.completed(response_id, output, **kw))
 
     async def send_tool_call(
@@ -173,6 +202,7 @@ class FakeConnection:
         return done
 
     async def send_error(self, message: str, *, code: str | None = None, **extra: Any) -> None:
+        """``frames.error_frame(message, code=code, **extra)``: fails the live response."""
         await self.send(frames.error_frame(message, code=code, **extra))
 
     async def close(self, code: int = 1000) -> None:
@@ -214,6 +244,7 @@ class FakeResponsesServer:
 
     @property
     def is_in_memory(self) -> bool:
+        """Whether this server was made by ``in_memory()`` (reached only through ``dial``)."""
         return self._memory_host is not None
 
     def _authority(self) -> str:
@@ -225,6 +256,7 @@ class FakeResponsesServer:
 
     @property
     def url(self) -> str:
+        """The ``websocket_url`` for the agent (``ws://`` or, with ``ssl_context``, ``wss://``)."""
         scheme = "wss" if self.ssl_context is not None else "ws"
         return f"{scheme}://{self._authority()}{self.path}"
 
