@@ -168,6 +168,8 @@ async def test_cancelling_the_scope_around_open_agent_mid_tool_ends_everything(
     await wait_no_processes_in(workspace)
     terminal = [e for e in events if e.kind.is_terminal]
     assert [e.payload["status"] for e in terminal] == ["cancelled"]
+    assert "cancel" in terminal[0].payload["reason"]
+    assert not [e for e in events if e.kind is ta.EventKind.RUN_ERROR]  # a cancellation is not an error
     assert terminal[0] is events[-1]
     with pytest.raises(ta.TurnCancelled):
         await turn.result()

@@ -82,19 +82,25 @@ class TurnReporter:
             self.journal.finished(state.turn_id, "completed", final_message)
 
     def failed(self, state: TurnState, stats: TurnStats, start: float, error: AgentError, *, status: str) -> None:
-        """``run.error`` then ``run.failed`` with ``status`` ``failed`` or ``cancelled``."""
-        self._emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
-        self._emit(EventKind.RUN_FAILED, self._terminal(state, stats, start, status), state.turn_id)
+        """A failure: ``run.error`` then ``run.failed`` (``status: "failed"``), as nanocodex
+        does. A cancellation is not an error (issue 12): ``run.failed`` alone, with
+        ``status: "cancelled"`` and the cancellation's ``reason``."""
+        payload = self._terminal(state, stats, start, status)
+        if status == "cancelled":
+            payload["reason"] = str(error)
+        else:
+            self._emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
+        self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
         state.terminal_emitted = True
         if self.journal is not None:
             self.journal.finished(state.turn_id, status, None)
 
     def cancelled_without_running(self, state: TurnState, error: AgentError) -> None:
-        """The events of a turn cancelled before it ran: ``run.started``, ``run.error``,
-        ``run.failed`` with status ``cancelled`` and zero counters."""
+        """The events of a turn cancelled before it ran: ``run.started``, then
+        ``run.failed`` with status ``cancelled``, its ``reason`` and zero counters."""
         self.started(state)
-        self._emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
         payload = self._payload(state, TurnStats(), trio.current_time(), "cancelled", TransportStats())
+        payload["reason"] = str(error)
         self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
         state.terminal_emitted = True
 
