@@ -212,13 +212,14 @@ class AgentTracer:
         self._end_turn(event.turn_id, event.time, str(p.get("status", "")))
 
     def _end_turn(self, turn_id: int, end: float, status: str) -> None:
-        turn = self._turns.pop(turn_id)
+        turn = self._turns[turn_id]
         failure = self._model.failures.pop(turn_id, "_OTHER")
         outcome = CANCELLED if status == "cancelled" else Outcome(failure, turn.error)
-        self._model.turn_ended(turn_id, end, outcome)
+        self._model.turn_ended(turn_id, end, outcome)  # while the turn span is still there to parent it
         for call_id, tool in list(self._tools.items()):
             if tool.turn_id == turn_id and not tool.nested:  # a call whose result never came (a bug path)
                 self._end_tool(call_id, end, "cancelled", background=False)
+        del self._turns[turn_id]
         turn.span.set_attribute(n.TURN_STATUS, status)
         if status != "completed":
             turn.span.set_attribute(n.ERROR_TYPE, outcome.error_type or "_OTHER")
