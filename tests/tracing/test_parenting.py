@@ -13,7 +13,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan
 
 import trio_agent as ta
-from trio_agent.testing import FakeResponsesServer, frames
+from trio_agent.testing import FakeResponsesServer
 
 from ..conftest import make_config, scripted, warm
 from .conftest import Traces, parent_of

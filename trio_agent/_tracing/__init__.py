@@ -10,6 +10,7 @@ parent). Everything else is derived from the agent's events (``_observer``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -37,7 +38,12 @@ def open_event_sink(config: AgentConfig, *, path: str, parent_id: str | None, fo
         origin = "spawn"
     else:
         origin = "resume" if config.resume is not None else "root"
-    tracer = AgentTracer(config, config.tracing, path=path, parent_id=parent_id, origin=origin)
+    try:
+        tracer = AgentTracer(config, config.tracing, path=path, parent_id=parent_id, origin=origin)
+    except Exception as exc:  # e.g. a provider that fails: the agent runs untraced
+        warnings.warn(f"trio_agent: tracing is off for agent session {config.session_id}: the tracer could not "
+                      f"start ({exc!r})", RuntimeWarning, stacklevel=2)
+        return EventSink(config.session_id)
     return TracedSink(config.session_id, tracer)
 
 
