@@ -42,9 +42,14 @@ class Traces:
         (span,) = self.named(name)
         return span
 
+    def children(self, span: ReadableSpan, name: str | None = None) -> list[ReadableSpan]:
+        """The finished children of ``span`` (called ``name``), in start order."""
+        kids = [s for s in self.spans if s.parent is not None and s.parent.span_id == span.context.span_id]
+        return sorted((s for s in kids if name is None or s.name == name), key=lambda s: s.start_time or 0)
+
     def tree(self, spans: Iterable[ReadableSpan] | None = None) -> Tree:
-        """Names as a nested tree (children by start time, then name); roots are the spans
-        whose parent is not among them."""
+        """Names as a nested tree (children by start time, then end time, then name);
+        roots are the spans whose parent is not among them."""
         spans = list(self.spans if spans is None else spans)
         ids = {s.context.span_id for s in spans}
         children: dict[int | None, list[ReadableSpan]] = defaultdict(list)
@@ -53,7 +58,7 @@ class Traces:
             children[parent if parent in ids else None].append(span)
 
         def build(parent: int | None) -> Tree:
-            kids = sorted(children[parent], key=lambda s: (s.start_time or 0, s.name))
+            kids = sorted(children[parent], key=lambda s: (s.start_time or 0, s.end_time or 0, s.name))
             return [(s.name, build(s.context.span_id)) for s in kids]
 
         return build(None)

@@ -60,6 +60,7 @@ async def test_without_tracing_the_agent_keeps_the_plain_event_sink(
         for n in (1, 2):
             conn = await warm(server)
             await conn.next_request()
+            await trio.sleep(0.1)
             await conn.send_final(f"resp-{n}")
 
     async with scripted(script):
@@ -74,8 +75,8 @@ async def test_without_tracing_the_agent_keeps_the_plain_event_sink(
             assert traced._queue._on_accept is not None
             await (await traced.prompt("traced")).result()
     assert traces.tree() == [("agent /root", [
-        ("invoke_agent /root", [("chat gpt-5.5", [("model.attempt", [])])]),
         ("warmup gpt-5.5", [("model.attempt", [("websocket.connect", [])])]),
+        ("invoke_agent /root", [("chat gpt-5.5", [("model.attempt", [])])]),
     ])]
 
 

@@ -72,6 +72,7 @@ async def test_a_fork_is_linked_to_its_parent_agent_and_the_turn_it_forked_from(
     async def script() -> None:
         root = await warm(server)
         await root.next_request()
+        await trio.sleep(0.1)
         await root.send_tool_call("resp-tool", "call-fork", "fork_and_ask", {})
         branch = await server.accept()  # the fork's own connection, no warmup
         request = await branch.next_request()
@@ -103,7 +104,7 @@ async def test_a_fork_is_linked_to_its_parent_agent_and_the_turn_it_forked_from(
     assert parent_of(fork_turn, spans) == fork_agent
     (fork_call,) = [s for s in spans if s.name == "chat gpt-5.5" and parent_of(s, spans) == fork_turn]
     assert fork_call.attributes is not None and fork_call.attributes["trio_agent.warmup.path"] == "cold_connect"
-    assert [name for name, _ in traces.tree()[0][1]] == ["invoke_agent /root", "warmup gpt-5.5"]
+    assert [name for name, _ in traces.tree()[0][1]] == ["warmup gpt-5.5", "invoke_agent /root"]
 
 
 async def test_a_spawned_child_warms_up_on_its_own_and_links_to_its_parent(

@@ -71,6 +71,7 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
 
     assert traces.tree() == [
         ("agent /root", [
+            ("warmup gpt-5.5", [("model.attempt", [("websocket.connect", [])])]),
             ("invoke_agent /root", [
                 ("chat gpt-5.5", [
                     ("model.attempt", []),
@@ -81,7 +82,6 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
                 ]),
                 ("chat gpt-5.5", [("model.attempt", [])]),
             ]),
-            ("warmup gpt-5.5", [("model.attempt", [("websocket.connect", [])])]),
         ]),
     ]
     spans = traces.spans
