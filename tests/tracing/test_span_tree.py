@@ -121,7 +121,7 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5.5",
         "gen_ai.response.id": "resp-tool", "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 2,
         "gen_ai.usage.cache_read.input_tokens": 5, "gen_ai.usage.reasoning.output_tokens": 1,
-        "gen_ai.response.time_to_first_chunk": 0.5, "trio_agent.attempts": 2, "trio_agent.model_call.index": 1,
+        "gen_ai.response.time_to_first_chunk": 2.5, "trio_agent.attempts": 2, "trio_agent.model_call.index": 1,
         "trio_agent.warmup.path": "reconnect", "trio_agent.transport": "responses_websocket_v2",
         "server.address": "127.0.0.1",
     }
@@ -137,9 +137,9 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
     }
     assert seconds(failed) == 0.0
     assert attrs_of(answered, "trio_agent.attempt", "trio_agent.connection.purpose", "gen_ai.response.id",
-                    "trio_agent.replay_mode") == {
+                    "trio_agent.replay_mode", "gen_ai.response.time_to_first_chunk") == {
         "trio_agent.attempt": 2, "trio_agent.connection.purpose": "reconnect", "gen_ai.response.id": "resp-tool",
-        "trio_agent.replay_mode": "full_history",
+        "trio_agent.replay_mode": "full_history", "gen_ai.response.time_to_first_chunk": 0.5,
     }
     assert seconds(answered) == 0.5
     assert (answered.start_time or 0) - (failed.end_time or 0) == 2_000_000_000  # the backoff
@@ -164,3 +164,9 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
     assert dict(live_attempt.attributes or {})["error.type"] == "cancelled"
     assert second_call.end_time == turn_span.end_time == live_attempt.end_time
     assert seconds(second_call) == 0.375
+
+    # The first-token histogram: call 1 only (call 2 was cancelled before it completed),
+    # from the start of the call -- backoff and reconnect included -- to its first output.
+    assert [(p.attributes["trio_agent.warmup.path"], p.count, p.sum) for p in traces.histogram_points()] == [
+        ("reconnect", 1, 2.5),
+    ]

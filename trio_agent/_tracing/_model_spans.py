@@ -212,9 +212,14 @@ class ModelCalls:
         path = self._paths.path_of(generation if isinstance(generation, int) else None)
         call.attributes[n.WARMUP_PATH] = path
         if call.first_output is not None:
+            # The call is the client operation (connecting, backoff and waiting for the
+            # warmup included: that is what a warmup path changes); an attempt is one
+            # request on the wire.
+            latency = call.first_output - call.start
+            call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
             if attempt.sent is not None:
-                call.attributes[n.TIME_TO_FIRST_CHUNK] = call.first_output - attempt.sent
-            self._first_chunk.record(call.first_output - call.start, {
+                attempt.attributes[n.TIME_TO_FIRST_CHUNK] = call.first_output - attempt.sent
+            self._first_chunk.record(latency, {
                 n.OPERATION: "chat", n.PROVIDER: n.PROVIDER_OPENAI,
                 n.REQUEST_MODEL: self._base.get(n.REQUEST_MODEL, ""), n.TRANSPORT: self._base.get(n.TRANSPORT, ""),
                 n.WARMUP_PATH: path,
