@@ -15,7 +15,7 @@ from opentelemetry.trace import StatusCode
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import make_config, scripted, warm
+from ..conftest import EventLog, make_config, scripted, warm
 from .conftest import Traces, attrs_of
 
 COMPACTION_DONE = {
@@ -174,3 +174,37 @@ async def test_inside_a_tool_handler_its_tool_span_is_current(
     tool_spans = {dict(s.attributes or {})["gen_ai.tool.call.id"]: s.context
                   for s in traces.named("execute_tool probe")}
     assert seen == [("call-1", tool_spans["call-1"]), ("call-2", tool_spans["call-2"])]
+
+
+async def test_a_call_made_by_a_cell_that_outlived_its_turn_stays_under_its_exec_span(
+    server: FakeResponsesServer, workspace: Path, traces: Traces, autojump_clock: trio.testing.MockClock
+) -> None:
+    source = "yield_control(); await new Promise(r => setTimeout(r, 1000)); await tools.add({a: 1, b: 1});"
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send_tool_call("resp-tool", "call-exec", "exec", source)
+        await conn.next_request()  # "Script running with cell ID 1"
+        await conn.send_final("resp-final")
+
+    async def add(ctx: ta.ToolContext, args: Any) -> int:
+        return int(args["a"]) + int(args["b"])
+
+    tools = ta.Tools.default().function("add", "Add two numbers.", {"type": "object"}, add)
+    async with scripted(script, 30) as nursery:
+        async with ta.open_agent(make_config(server, workspace, tools=tools, tracing=traces.tracing)) as agent:
+            log = EventLog()
+            nursery.start_soon(log.consume, agent.events)
+            await (await agent.prompt("start a background cell")).result()
+            await log.wait_for(lambda e: e.kind is ta.EventKind.TOOL_RESULT and e.payload["tool"] == "add")
+
+    turn, exec_span, add_span = (traces.one(name) for name in ("invoke_agent /root", "execute_tool exec",
+                                                               "execute_tool add"))
+    assert add_span.parent is not None and add_span.parent.span_id == exec_span.context.span_id
+    assert (add_span.start_time or 0) > (turn.end_time or 0)  # it ran after its turn had ended
+    assert attrs_of(add_span, "trio_agent.tool.background", "trio_agent.tool.parent_call_id",
+                    "trio_agent.tool.status", "trio_agent.turn.id") == {
+        "trio_agent.tool.background": True, "trio_agent.tool.parent_call_id": "call-exec",
+        "trio_agent.tool.status": "completed", "trio_agent.turn.id": None,
+    }
