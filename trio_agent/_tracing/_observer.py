@@ -26,10 +26,12 @@ Times are the events' Trio times (``_clock``). The tracer is fed synchronously b
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
+from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
@@ -44,6 +46,7 @@ from ._model_spans import ModelCalls
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
+    from opentelemetry.metrics import Histogram
     from opentelemetry.trace import Span, SpanContext
 
     from ._settings import Tracing
@@ -51,6 +54,26 @@ if TYPE_CHECKING:
 __all__ = ["AgentTracer"]
 
 _EXEC_SPANS_KEPT = 256  # exec calls whose cells may still make nested calls
+
+
+def _base_attributes(config: AgentConfig) -> n.Attributes:
+    """What every agent, turn and model-call span says about the model and endpoint."""
+    https = config.responses.transport is Transport.HTTPS
+    endpoint = config.api_base_url + "/responses" if https else config.websocket_url
+    return {
+        n.PROVIDER: n.PROVIDER_OPENAI, n.REQUEST_MODEL: config.model, n.CONVERSATION_ID: config.session_id,
+        n.TRANSPORT: config.responses.transport.value, **n.server_attributes(endpoint),
+    }
+
+
+def _first_chunk_histogram(tracing: Tracing) -> Histogram:
+    # The same name on the same meter returns the instrument already registered.
+    meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
+    return meter.create_histogram(
+        n.FIRST_CHUNK_METRIC, unit="s",
+        description="From the start of a model call (connecting, backoff and waiting for the warmup included) "
+                    "to its first output, by warmup path",
+    )
 
 
 @attrs.define
@@ -73,18 +96,8 @@ class AgentTracer:
         self._session_id = config.session_id
         self._path = path
         self._tracer = trace.get_tracer(n.INSTRUMENTATION, __version__, tracer_provider=tracing.tracer_provider)
-        meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
-        first_chunk = meter.create_histogram(
-            n.FIRST_CHUNK_METRIC, unit="s",
-            description="From the start of a model call (connecting and waiting for the warmup included) "
-                        "to its first output, by warmup path",
-        )
         https = config.responses.transport is Transport.HTTPS
-        endpoint = config.api_base_url + "/responses" if https else config.websocket_url
-        self._base: n.Attributes = {
-            n.PROVIDER: n.PROVIDER_OPENAI, n.REQUEST_MODEL: config.model, n.CONVERSATION_ID: config.session_id,
-            n.TRANSPORT: config.responses.transport.value, **n.server_attributes(endpoint),
-        }
+        self._base = _base_attributes(config)
         self._identity: n.Attributes = {n.AGENT_NAME: path, n.AGENT_PATH: path, n.CONVERSATION_ID: config.session_id}
         self._opened_under = trace.get_current_span().get_span_context()
         attributes: n.Attributes = {**self._base, **self._identity, n.AGENT_ORIGIN: origin}
@@ -100,9 +113,10 @@ class AgentTracer:
         self._exec_spans: collections.OrderedDict[str, Span] = collections.OrderedDict()
         self._contexts = TaskContexts()
         self._model = ModelCalls(
-            self._tracer, first_chunk, epoch_ns, self._base, https=https, parent_of=self._parent_of
+            self._tracer, _first_chunk_histogram(tracing), epoch_ns, self._base, https=https,
+            parent_of=self._parent_of,
         )
-        self._handlers = {
+        self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
             **self._model.handlers,
             EventKind.RUN_STARTED: self._run_started,
             EventKind.RUN_STEERED: self._steered,
@@ -151,8 +165,6 @@ class AgentTracer:
         """Runs in the task that accepted the turn: remember its current span."""
         current = trace.get_current_span().get_span_context()
         if current.is_valid and current != self._opened_under:
-            from opentelemetry import context as otel_context
-
             self._accepted[turn_id] = otel_context.get_current()
 
     def close(self) -> None:
