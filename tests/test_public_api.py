@@ -62,6 +62,7 @@ EXPECTED_ALL = [
     "ThreadStatus",
     "ToolContext",
     "Tools",
+    "Tracing",
     "Transport",
     "Turn",
     "TurnCancelled",

@@ -62,6 +62,7 @@ from ._threads import UnsubscribeStatus as UnsubscribeStatus
 from ._threads import open_thread_manager as open_thread_manager
 from ._tools import ToolContext as ToolContext
 from ._tools import Tools as Tools
+from ._tracing import Tracing as Tracing
 
 __version__ = "0.1.0"
 
@@ -113,6 +114,7 @@ __all__ = [
     "ThreadStatus",
     "ToolContext",
     "Tools",
+    "Tracing",
     "Transport",
     "Turn",
     "TurnCancelled",

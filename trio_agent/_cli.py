@@ -12,9 +12,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+if TYPE_CHECKING:
+    from ._tracing import Tracing
 
 __all__ = ["main"]
 
@@ -32,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--workspace", type=Path, default=None, help="where tools run (default: .)")
     run.add_argument("--model", default=None, help="model slug (default: gpt-5.5)")
+    run.add_argument(
+        "--otel", action="store_true",
+        help="export OpenTelemetry spans and metrics over OTLP/HTTP (set OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
     sub.add_parser(
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
@@ -47,12 +54,16 @@ def main(argv: list[str] | None = None) -> int:
         return bench(argv[1:])
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "otel", False):  # tracing: trio_agent/_tracing/_otlp.py
+            from ._tracing._otlp import run_with_otlp
+
+            return run_with_otlp(lambda tracing: trio.run(_run, args, tracing))
         return trio.run(_run, args)
     except KeyboardInterrupt:
         return 130
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, tracing: Tracing | None = None) -> int:
     import trio_agent as ta
 
     key = os.environ.get("OPENAI_API_KEY", "").strip()
@@ -73,6 +84,7 @@ async def _run(args: argparse.Namespace) -> int:
                 thinking=ta.Thinking(args.thinking),
                 workspace=args.workspace or Path.cwd(),
                 responses=responses,
+                tracing=tracing,
                 **({"model": args.model} if args.model else {}),
             )
         except ta.ConfigError as exc:

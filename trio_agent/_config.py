@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._runtime import AgentHandle
     from ._session.snapshot import SessionSnapshot
     from ._tools import Tools
+    from ._tracing import Tracing
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -273,6 +274,7 @@ class AgentConfig:
     tools_factory: Callable[[AgentHandle], Tools] | None = None
     rollout: RolloutConfig | None = None
     resume: SessionSnapshot | None = None
+    tracing: Tracing | None = None  # OpenTelemetry spans and metrics (ta.Tracing, the [otel] extra)
 
     def __attrs_post_init__(self) -> None:
         self._check_auth()
@@ -305,6 +307,13 @@ class AgentConfig:
         if self.tools is not None and self.tools_factory is not None:
             raise ConfigError("pass either tools= or tools_factory=, not both")
         self._check_resume()
+        self._check_tracing()
+
+    def _check_tracing(self) -> None:
+        from ._tracing import Tracing  # no OpenTelemetry import: only Tracing() itself does that
+
+        if self.tracing is not None and not isinstance(self.tracing, Tracing):
+            raise ConfigError(f"tracing must be a ta.Tracing, got {type(self.tracing).__name__}")
 
     def _check_resume(self) -> None:
         from ._rollout import RolloutConfig

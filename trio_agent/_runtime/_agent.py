@@ -37,6 +37,7 @@ from .._session.ledger import TurnLedger
 from .._session.snapshot import check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
+from .._tracing import accept_hook, open_event_sink
 from .._wire.request import RequestSettings
 from .._wire.usage import TokenUsage
 from . import _pending_input
@@ -105,7 +106,8 @@ class Agent:
         self._parent = parent  # the address of the agent this one was spawned or forked from
         self._address = MailAddress(path, self.post_mail)
         self._children = 0
-        self._sink = EventSink(config.session_id)
+        # Tracing (trio_agent/_tracing): a traced sink when config.tracing is set.
+        self._sink = open_event_sink(config, path=path, parent_id=parent_id, forked=seed is not None)
         self._thinking = config.thinking
         self._fast_mode = config.fast_mode
         self._handle = AgentHandle(self)
@@ -129,7 +131,7 @@ class Agent:
             instructions=config.instructions or DEFAULT_INSTRUCTIONS,
         )
         reporter = TurnReporter(config, self._workspace, emit, self._model.stats)
-        self._queue = TurnQueue(reporter)
+        self._queue = TurnQueue(reporter, on_accept=accept_hook(self._sink))  # tracing: a turn's parent span
         self._rollout = open_rollout(config, self._session, self._ledger.history, parent_id)
         sleep = SleepTool(pending=self._queue.pending_input_for, emit=emit, record_event=self._record_event)
         groups: dict[str, GroupRunners] = {

@@ -18,6 +18,7 @@ behind by a cancelled agent are resolved by ``cancel_remaining``.
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -36,8 +37,9 @@ def _cancelled(state: TurnState) -> TurnCancelled:
 
 
 class TurnQueue:
-    def __init__(self, reporter: TurnReporter) -> None:
+    def __init__(self, reporter: TurnReporter, on_accept: Callable[[int], None] | None = None) -> None:
         self._reporter = reporter
+        self._on_accept = on_accept  # tracing: told each accepted turn id, in the accepting task
         self._next_id = 0
         self._queued: collections.deque[TurnState] = collections.deque()
         self.running: TurnState | None = None
@@ -75,6 +77,8 @@ class TurnQueue:
             raise AgentClosed("the agent is closing; open a new agent to send more prompts")
         self._next_id += 1
         state = TurnState(self._next_id, prompt, settings, self.activity, items, mail)
+        if self._on_accept is not None:
+            self._on_accept(state.turn_id)
         if self.running is not None:
             self.activity.notify("steer")  # user input waits: a sleeping or waiting turn wakes
         self._queued.append(state)

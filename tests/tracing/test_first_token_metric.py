@@ -1,0 +1,71 @@
+"""The first-token histogram, one series per warmup path (MockClock: exact values)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+import trio.testing
+
+import trio_agent as ta
+from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
+
+from ..conftest import make_config, scripted, warm
+from .conftest import Traces
+
+
+async def answer(conn: FakeConnection, response_id: str, think: float) -> None:
+    await conn.next_request()
+    await trio.sleep(think)
+    message = await conn.send_assistant_output(0, f"msg-{response_id}", "final_answer", "hi")
+    await conn.send_completed(response_id, [message])
+
+
+async def test_first_token_latency_is_recorded_per_warmup_path(
+    server: FakeResponsesServer, workspace: Path, traces: Traces, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def script() -> None:
+        conn = await warm(server)
+        await answer(conn, "resp-1", 0.25)  # chained on the startup warmup
+        await answer(conn, "resp-2", 0.5)  # the same socket again
+        await conn.drop()
+        await answer(await server.accept(), "resp-3", 0.125)  # a new socket after the drop
+
+    async with scripted(script, 30):
+        async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as agent:
+            for prompt in ("one", "two", "three"):
+                await (await agent.prompt(prompt)).result()
+
+    points = {p.attributes["trio_agent.warmup.path"]: p for p in traces.histogram_points()}
+    assert {path: (p.count, p.sum) for path, p in points.items()} == {
+        "startup_prewarm": (1, 0.25), "warm_socket": (1, 0.5), "reconnect": (1, 0.125),
+    }
+    assert dict(points["startup_prewarm"].attributes) == {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5.5",
+        "trio_agent.transport": "responses_websocket_v2", "trio_agent.warmup.path": "startup_prewarm",
+    }
+
+
+async def test_the_https_transport_is_its_own_path(
+    server: FakeResponsesServer, workspace: Path, traces: Traces, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def script() -> None:
+        request = await server.accept_http()
+        await trio.sleep(0.5)
+        message = frames.assistant_message("hi", item_id="msg-https")
+        await request.send_sse([frames.output_item_done(0, message), frames.completed("resp-https", [message])])
+
+    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    async with scripted(script, 30):
+        async with ta.open_agent(make_config(server, workspace, responses=responses,
+                                             tracing=traces.tracing)) as agent:
+            await (await agent.prompt("over https")).result()
+
+    (point,) = traces.histogram_points()
+    assert point.attributes["trio_agent.warmup.path"] == "https"
+    assert (point.count, point.sum) == (1, 0.5)
+    assert traces.named("warmup gpt-5.5") == []  # HTTPS does not warm up
+    (call,) = traces.named("chat gpt-5.5")
+    assert call.attributes is not None
+    assert call.attributes["trio_agent.transport"] == "responses_https_sse"
+    assert f"{call.attributes['server.address']}:{call.attributes['server.port']}" in server.http_base_url

@@ -1,0 +1,30 @@
+"""Span timestamps from Trio's clock.
+
+All time in the runtime is Trio time (``trio.current_time()``, virtual under
+``MockClock``); OpenTelemetry wants nanoseconds since the Unix epoch. One anchor per
+``trio.run`` (a ``RunVar``: the wall clock read once, with the Trio time at that
+moment) maps the one onto the other, so every agent of a run agrees and a span lasts
+exactly as long as its Trio duration.
+"""
+
+from __future__ import annotations
+
+import time
+
+import trio
+
+__all__ = ["epoch_ns"]
+
+_ANCHOR: trio.lowlevel.RunVar[tuple[int, float]] = trio.lowlevel.RunVar("trio_agent_tracing_anchor")
+
+
+def epoch_ns(trio_time: float) -> int:
+    """``trio_time`` (seconds on this run's clock) as Unix-epoch nanoseconds."""
+    try:
+        wall, base = _ANCHOR.get()
+    except LookupError:
+        # The one wall-clock read: exported spans need epoch times (DESIGN: "All time
+        # goes through Trio" -- durations do; this only places them on the calendar).
+        wall, base = time.time_ns(), trio.current_time()
+        _ANCHOR.set((wall, base))
+    return wall + round((trio_time - base) * 1e9)

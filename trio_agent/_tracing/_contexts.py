@@ -1,0 +1,58 @@
+"""Making a span current in the task that runs its work.
+
+When a turn starts, and while a tool call runs, its span is made the *current*
+OpenTelemetry span of the task that emitted the start event (the turn runner task,
+or a code-mode cell's nested-call task), so that spans the application opens there --
+a user tool handler, an instrumented HTTP client -- are its children. The span is
+made current on its start event and restored on its end event, which the runtime
+emits from the same task. Restoring follows strict LIFO order per task and never
+touches another task's context; what is left over (a bug path with no end event) is
+restored when the turn ends.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+if TYPE_CHECKING:
+    from contextvars import Token
+
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span
+
+__all__ = ["TaskContexts"]
+
+Key = tuple[str, object]
+
+
+class TaskContexts:
+    def __init__(self) -> None:
+        self._stacks: dict[trio.lowlevel.Task, list[tuple[Key, Token[Context]]]] = {}
+
+    def attach(self, key: Key, span: Span) -> None:
+        token = otel_context.attach(trace.set_span_in_context(span))
+        self._stacks.setdefault(trio.lowlevel.current_task(), []).append((key, token))
+
+    def detach(self, key: Key) -> None:
+        """Restore what was current before ``key`` was attached (in this task only)."""
+        task = trio.lowlevel.current_task()
+        stack = self._stacks.get(task)
+        if not stack or all(entry != key for entry, _ in stack):
+            return
+        while stack:
+            entry, token = stack.pop()
+            otel_context.detach(token)
+            if entry == key:
+                break
+        if not stack:
+            del self._stacks[task]
+
+    def detach_all(self) -> None:
+        """Restore everything this task still has attached."""
+        stack = self._stacks.get(trio.lowlevel.current_task())
+        if stack:
+            self.detach(stack[0][0])  # the oldest entry: everything above it goes first

@@ -1,0 +1,285 @@
+"""The model events of one agent (``model.*``), turned into call and attempt spans.
+
+Each turn has at most one model call under way (the runner samples, compacts and
+runs tools one after another), and the startup warmup is the one call without a
+turn, so open calls are kept by turn id (``None``: the warmup). What belongs to the
+call under way arrives as ``model.connection.*``, ``model.attempt.*`` and the first
+``assistant.*`` output; ``model.call.completed``/``failed`` (``compaction.*``,
+``warmup.*``) end it and emit its spans (``_calls``). The first-token histogram is
+recorded when a generation call completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .._events import AgentEvent, EventKind
+from . import _names as n
+from ._calls import CANCELLED, Call, Connect, Outcome, emit
+from ._paths import WarmupPaths
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.metrics import Histogram
+    from opentelemetry.trace import Tracer
+
+__all__ = ["ModelCalls"]
+
+Handler = Callable[[AgentEvent], None]
+
+
+class ModelCalls:
+    def __init__(
+        self, tracer: Tracer, first_chunk: Histogram, clock: Callable[[float], int], base: n.Attributes, *,
+        https: bool, parent_of: Callable[[int | None], Context],
+    ) -> None:
+        self._tracer = tracer
+        self._first_chunk = first_chunk
+        self._clock = clock
+        self._base = base  # provider, model, conversation, server, transport
+        self._parent_of = parent_of
+        self._paths = WarmupPaths(https=https)
+        self._calls: dict[int | None, Call] = {}
+        self.failures: dict[int, str] = {}  # turn id -> error.type of its failed model call
+        self.handlers: dict[EventKind, Handler] = {
+            EventKind.MODEL_WARMUP_STARTED: self._warmup_started,
+            EventKind.MODEL_WARMUP_COMPLETED: self._warmup_completed,
+            EventKind.MODEL_WARMUP_FAILED: self._warmup_failed,
+            EventKind.MODEL_CALL_STARTED: self._call_started,
+            EventKind.MODEL_CALL_COMPLETED: self._call_completed,
+            EventKind.MODEL_CALL_FAILED: self._ended_failed,
+            EventKind.MODEL_COMPACTION_STARTED: self._compaction_started,
+            EventKind.MODEL_COMPACTION_COMPLETED: self._compaction_completed,
+            EventKind.MODEL_COMPACTION_FAILED: self._ended_failed,
+            EventKind.MODEL_CONNECTION_STARTED: self._connection_started,
+            EventKind.MODEL_CONNECTION_COMPLETED: self._connection_completed,
+            EventKind.MODEL_CONNECTION_FAILED: self._connection_failed,
+            EventKind.MODEL_ATTEMPT_STARTED: self._attempt_started,
+            EventKind.MODEL_ATTEMPT_FAILED: self._attempt_failed,
+            EventKind.MODEL_ATTEMPT_RETRYING: self._retrying,
+            EventKind.ASSISTANT_DELTA: self._output,
+            EventKind.ASSISTANT_MESSAGE: self._output,
+        }
+
+    # -- opening calls ---------------------------------------------------------------
+
+    def _open(self, turn_id: int | None, operation: str, time: float) -> Call:
+        call = Call(operation, time, {**self._base, n.OPERATION: operation})
+        self._calls[turn_id] = call
+        return call
+
+    def _call(self, event: AgentEvent) -> Call | None:
+        """The call under way for this event's turn; a turn's call that announces itself
+        late (its first attempt's connection comes before ``model.call.started``) is
+        opened by its first event. A warmup is only ever opened by ``warmup.started``."""
+        call = self._calls.get(event.turn_id)
+        if call is None and event.turn_id is not None:
+            call = self._open(event.turn_id, "chat", event.time)
+            call.attributes[n.REQUEST_STREAM] = True
+        return call
+
+    def _warmup_started(self, event: AgentEvent) -> None:
+        self._open(None, "warmup", event.time).attributes[n.PHASE] = "warmup"
+
+    def _compaction_started(self, event: AgentEvent) -> None:
+        p = event.payload
+        call = self._open(event.turn_id, "compact", event.time)
+        call.attributes[n.PHASE] = "compaction"
+        n.put(call.attributes, n.CALL_INDEX, p.get("after_model_call_index"))
+        n.put(call.attributes, "trio_agent.compaction.active_context_tokens", p.get("active_context_tokens"))
+        n.put(call.attributes, "trio_agent.compaction.token_limit", p.get("auto_compact_token_limit"))
+        n.put(call.attributes, n.PREVIOUS_RESPONSE_ID, p.get("previous_response_id"))
+
+    def _call_started(self, event: AgentEvent) -> None:
+        call = self._call(event)
+        if call is None:
+            return
+        p = event.payload
+        call.attributes[n.PHASE] = "generation"
+        n.put(call.attributes, n.CALL_INDEX, p.get("call_index"))
+        n.put(call.attributes, n.EFFORT, p.get("effort"))
+        n.put(call.attributes, n.PREVIOUS_RESPONSE_ID, p.get("previous_response_id"))
+
+    # -- connections and attempts ----------------------------------------------------
+
+    def _connection_started(self, event: AgentEvent) -> None:
+        call = self._call(event)
+        if call is None:
+            return
+        p = event.payload
+        attempt = call.attempt(event.time)
+        generation, purpose = p.get("connection_generation"), p.get("purpose")
+        attributes: n.Attributes = {}
+        n.put(attributes, n.CONNECTION_PURPOSE, purpose)
+        n.put(attributes, n.CONNECTION_GENERATION, generation)
+        n.put(attributes, "trio_agent.connection.attempt", p.get("attempt"))
+        attempt.connect = Connect(event.time, attributes)
+        attempt.attributes.update(attributes)
+        if isinstance(generation, int) and isinstance(purpose, str):
+            self._paths.connected(generation, purpose)
+
+    def _connection_completed(self, event: AgentEvent) -> None:
+        connect = self._connect(event)
+        if connect is not None:
+            connect.end = event.time
+            n.put(connect.attributes, "trio_agent.connection.request_id", event.payload.get("request_id"))
+
+    def _connection_failed(self, event: AgentEvent) -> None:
+        connect = self._connect(event)
+        if connect is not None:
+            connect.end = event.time
+            connect.error = str(event.payload.get("error", ""))
+
+    def _connect(self, event: AgentEvent) -> Connect | None:
+        call = self._calls.get(event.turn_id)
+        attempt = call.open_attempt() if call is not None else None
+        return attempt.connect if attempt is not None else None
+
+    def _attempt_started(self, event: AgentEvent) -> None:
+        call = self._call(event)
+        if call is None:
+            return
+        p = event.payload
+        attempt = call.attempt(event.time)
+        attempt.sent = event.time
+        for key, field in ((n.ATTEMPT, "attempt"), (n.MAX_ATTEMPTS, "max_attempts"), (n.PHASE, "phase"),
+                           (n.REPLAY_MODE, "replay_mode"), (n.PREVIOUS_RESPONSE_ID, "previous_response_id"),
+                           (n.CONNECTION_GENERATION, "connection_generation")):
+            n.put(attempt.attributes, key, p.get(field))
+
+    def _attempt_failed(self, event: AgentEvent) -> None:
+        call = self._call(event)
+        if call is None:
+            return
+        p = event.payload
+        started = event.time - (n.seconds(p.get("duration_ns")) or 0.0)
+        attempt = call.attempt(started)
+        attempt.end = event.time
+        error_class = p.get("error_class")
+        attempt.outcome = Outcome(error_class if isinstance(error_class, str) else "_OTHER", str(p.get("error", "")))
+        for key, field in ((n.ATTEMPT, "attempt"), (n.MAX_ATTEMPTS, "max_attempts"), (n.PHASE, "phase"),
+                           (n.ERROR_CLASS, "error_class"), (n.FAILURE_PHASE, "failure_phase"),
+                           (n.RETRYABLE, "retryable"), (n.CONNECTION_GENERATION, "connection_generation")):
+            n.put(attempt.attributes, key, p.get(field))
+
+    def _retrying(self, event: AgentEvent) -> None:
+        call = self._calls.get(event.turn_id)
+        if call is None or not call.attempts:
+            return
+        p, attributes = event.payload, call.attempts[-1].attributes  # the attempt that just failed
+        n.put(attributes, n.RETRY_DELAY, n.seconds(p.get("delay_ns")))
+        n.put(attributes, n.RETRY_SERVER_DELAY, p.get("server_requested_delay"))
+        n.put(attributes, n.RETRY_NEW_SOCKET, p.get("opens_new_socket"))
+
+    def _output(self, event: AgentEvent) -> None:
+        call = self._calls.get(event.turn_id)
+        if call is not None and call.first_output is None:
+            call.first_output = event.time
+
+    def interrupt(self, event: AgentEvent, attributes: n.Attributes) -> None:
+        """A ``response.interrupt`` went out on the attempt under way."""
+        call = self._calls.get(event.turn_id)
+        attempt = call.open_attempt() if call is not None else None
+        if attempt is not None:
+            attempt.events.append(("trio_agent.interrupt", event.time, attributes))
+
+    # -- endings -----------------------------------------------------------------------
+
+    def _answered(self, event: AgentEvent) -> Call | None:
+        """The call of a completed response: its answering attempt ends now, successfully."""
+        call = self._calls.get(event.turn_id)
+        if call is None:
+            return None
+        p = event.payload
+        call.start = min(call.start, event.time - (n.seconds(p.get("duration_ns")) or 0.0))
+        attempt = call.attempt(event.time)
+        attempt.end, attempt.outcome = event.time, Outcome()
+        result: n.Attributes = n.usage_attributes(p.get("usage"))
+        n.put(result, n.RESPONSE_ID, p.get("response_id"))
+        n.put(result, n.RESPONSE_STATUS, p.get("status"))
+        attempt.attributes.update(result)
+        call.attributes.update(result)
+        n.put(call.attributes, n.ATTEMPTS, p.get("attempt"))
+        return call
+
+    def _call_completed(self, event: AgentEvent) -> None:
+        call = self._answered(event)
+        if call is None:
+            return
+        attempt = call.attempts[-1]
+        generation = event.payload.get("connection_generation")
+        path = self._paths.path_of(generation if isinstance(generation, int) else None)
+        call.attributes[n.WARMUP_PATH] = path
+        if call.first_output is not None:
+            # The call is the client operation (connecting, backoff and waiting for the
+            # warmup included: that is what a warmup path changes); an attempt is one
+            # request on the wire.
+            latency = call.first_output - call.start
+            call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
+            if attempt.sent is not None:
+                attempt.attributes[n.TIME_TO_FIRST_CHUNK] = call.first_output - attempt.sent
+            self._first_chunk.record(latency, {
+                n.OPERATION: "chat", n.PROVIDER: n.PROVIDER_OPENAI,
+                n.REQUEST_MODEL: self._base.get(n.REQUEST_MODEL, ""), n.TRANSPORT: self._base.get(n.TRANSPORT, ""),
+                n.WARMUP_PATH: path,
+            })
+        self._finish(event.turn_id, event.time, Outcome())
+
+    def _compaction_completed(self, event: AgentEvent) -> None:
+        if self._answered(event) is not None:
+            self._finish(event.turn_id, event.time, Outcome())
+
+    def _warmup_completed(self, event: AgentEvent) -> None:
+        p = event.payload
+        call = self._calls.get(None)
+        if call is None:
+            return
+        n.put(call.attributes, n.WARMUP_SOURCE, p.get("source"))
+        if p.get("source") == "shared_prefix":
+            self._paths.warmed(None, shared=True)  # another agent warmed it: no request of ours
+            self._finish(None, event.time, Outcome())
+            return
+        generation = p.get("connection_generation")
+        self._paths.warmed(generation if isinstance(generation, int) else None, shared=False)
+        self._answered(event)
+        self._finish(None, event.time, Outcome())
+
+    def _warmup_failed(self, event: AgentEvent) -> None:
+        call = self._calls.get(None)
+        if call is None:
+            return
+        outcome = Outcome("warmup_failed", str(event.payload.get("error", "")))
+        attempt = call.open_attempt()
+        if attempt is not None:
+            attempt.end, attempt.outcome = event.time, outcome
+        self._finish(None, event.time, outcome)
+
+    def _ended_failed(self, event: AgentEvent) -> None:
+        """``model.call.failed`` / ``model.compaction.failed``: the error of the attempt
+        that made it fail (``error.type`` is its ``error_class``)."""
+        call = self._calls.get(event.turn_id)
+        if call is None:
+            return
+        call.start = min(call.start, event.time - (n.seconds(event.payload.get("duration_ns")) or 0.0))
+        last = call.attempts[-1].outcome if call.attempts else None
+        message = str(event.payload.get("error", ""))
+        error_type = last.error_type if last is not None and last.error_type is not None else "_OTHER"
+        if event.turn_id is not None:
+            self.failures[event.turn_id] = error_type
+        self._finish(event.turn_id, event.time, Outcome(error_type, message))
+
+    def _finish(self, turn_id: int | None, end: float, outcome: Outcome) -> None:
+        call = self._calls.pop(turn_id)
+        emit(self._tracer, call, self._parent_of(turn_id), end, outcome, self._clock)
+
+    def turn_ended(self, turn_id: int, end: float, outcome: Outcome) -> None:
+        """The turn ended with its call still under way (cancelled, or failed outside
+        the model client): the call ends with the turn."""
+        if turn_id in self._calls:
+            self._finish(turn_id, end, outcome)
+
+    def close(self, end: float) -> None:
+        """The agent closed: what is still under way (a warmup cut short) was cancelled."""
+        for turn_id in list(self._calls):
+            self._finish(turn_id, end, CANCELLED)

@@ -1,0 +1,126 @@
+"""Span names, attribute keys and the small value helpers every tracer module shares.
+
+``gen_ai.*``, ``error.type`` and ``server.*`` are OpenTelemetry semantic conventions
+(the GenAI conventions are at Development status); ``trio_agent.*`` are this
+library's own. ``docs/tracing.md`` has the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from .._wire.usage import TokenUsage
+
+__all__ = [
+    "Attributes",
+    "server_attributes",
+    "usage_attributes",
+]
+
+Attributes = dict[str, str | bool | int | float]
+
+INSTRUMENTATION = "trio_agent"
+PROVIDER_OPENAI = "openai"
+
+# -- OpenTelemetry semantic conventions --------------------------------------------------
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+REQUEST_STREAM = "gen_ai.request.stream"
+RESPONSE_ID = "gen_ai.response.id"
+TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
+CONVERSATION_ID = "gen_ai.conversation.id"
+AGENT_NAME = "gen_ai.agent.name"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+USAGE_INPUT = "gen_ai.usage.input_tokens"
+USAGE_OUTPUT = "gen_ai.usage.output_tokens"
+USAGE_CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
+USAGE_CACHE_CREATION = "gen_ai.usage.cache_creation.input_tokens"
+USAGE_REASONING = "gen_ai.usage.reasoning.output_tokens"
+ERROR_TYPE = "error.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+FIRST_CHUNK_METRIC = "gen_ai.client.operation.time_to_first_chunk"
+
+# -- trio_agent ------------------------------------------------------------------------
+AGENT_PATH = "trio_agent.agent.path"
+AGENT_ORIGIN = "trio_agent.agent.origin"
+PARENT_SESSION = "trio_agent.agent.parent_session_id"
+TRANSPORT = "trio_agent.transport"
+TURN_ID = "trio_agent.turn.id"
+TURN_STATUS = "trio_agent.turn.status"
+EFFORT = "trio_agent.reasoning.effort"
+CALL_INDEX = "trio_agent.model_call.index"
+PHASE = "trio_agent.phase"
+ATTEMPT = "trio_agent.attempt"
+MAX_ATTEMPTS = "trio_agent.attempt.max"
+ATTEMPTS = "trio_agent.attempts"
+REPLAY_MODE = "trio_agent.replay_mode"
+PREVIOUS_RESPONSE_ID = "trio_agent.previous_response_id"
+RESPONSE_STATUS = "trio_agent.response.status"
+ERROR_CLASS = "trio_agent.error_class"
+FAILURE_PHASE = "trio_agent.failure_phase"
+RETRYABLE = "trio_agent.retryable"
+RETRY_DELAY = "trio_agent.retry.delay_s"
+RETRY_SERVER_DELAY = "trio_agent.retry.server_requested"
+RETRY_NEW_SOCKET = "trio_agent.retry.opens_new_socket"
+CONNECTION_PURPOSE = "trio_agent.connection.purpose"
+CONNECTION_GENERATION = "trio_agent.connection.generation"
+WARMUP_PATH = "trio_agent.warmup.path"
+WARMUP_SOURCE = "trio_agent.warmup.source"
+TOOL_STATUS = "trio_agent.tool.status"
+TOOL_PARENT_CALL = "trio_agent.tool.parent_call_id"
+TOOL_BACKGROUND = "trio_agent.tool.background"
+LINK_TYPE = "trio_agent.link.type"
+
+# Turn, compaction and usage totals on the turn span.
+TURN_COUNTERS = ("model_calls", "tool_calls", "steers", "compactions", "response_retries")
+
+
+def server_attributes(url: str) -> Attributes:
+    """``server.address`` / ``server.port`` of an endpoint URL (default ports filled in)."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return {}
+    port = parts.port or (443 if parts.scheme in ("https", "wss") else 80)
+    return {SERVER_ADDRESS: parts.hostname, SERVER_PORT: port}
+
+
+def usage_attributes(raw: Any) -> Attributes:
+    """GenAI usage attributes of a Responses ``usage`` object (none for ``usage: null``);
+    the detail counts only when the API reported them."""
+    if not isinstance(raw, dict):
+        return {}
+    usage = TokenUsage.from_api(raw)
+    found: Attributes = {USAGE_INPUT: usage.input_tokens, USAGE_OUTPUT: usage.output_tokens}
+    inputs = raw.get("input_tokens_details")
+    outputs = raw.get("output_tokens_details")
+    if isinstance(inputs, dict) and "cached_tokens" in inputs:
+        found[USAGE_CACHE_READ] = usage.cached_input_tokens
+    if isinstance(inputs, dict) and "cache_write_tokens" in inputs:
+        found[USAGE_CACHE_CREATION] = usage.cache_write_input_tokens
+    if isinstance(outputs, dict) and "reasoning_tokens" in outputs:
+        found[USAGE_REASONING] = usage.reasoning_output_tokens
+    return found
+
+
+def turn_usage_attributes(totals: Any) -> Attributes:
+    """The turn's summed usage (a terminal payload's ``usage``: ``TokenUsage.to_json()``)."""
+    if not isinstance(totals, dict):
+        return {}
+    keys = ((USAGE_INPUT, "input_tokens"), (USAGE_OUTPUT, "output_tokens"),
+            (USAGE_CACHE_READ, "cached_input_tokens"), (USAGE_REASONING, "reasoning_output_tokens"))
+    return {attr: value for attr, key in keys if isinstance(value := totals.get(key), int)}
+
+
+def seconds(ns: Any) -> float | None:
+    return ns / 1e9 if isinstance(ns, int) and not isinstance(ns, bool) else None
+
+
+def put(attributes: Attributes, key: str, value: Any) -> None:
+    """Set ``key`` when ``value`` is an attribute value (None and odd types are skipped)."""
+    if isinstance(value, str | bool | int | float):
+        attributes[key] = value

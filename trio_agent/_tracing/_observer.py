@@ -1,0 +1,314 @@
+"""``AgentTracer``: one agent's events as OpenTelemetry spans (the theory of operation).
+
+Span tree (``docs/tracing.md`` has every attribute)::
+
+    agent /root                      the agent's lifetime (open_agent .. close)
+      warmup gpt-5.5                 the startup warmup request
+      invoke_agent /root             one turn (events: steer, interrupt)
+        chat gpt-5.5                 one model call -> model.attempt -> websocket.connect
+        execute_tool exec            one tool call
+          execute_tool exec_command  a call the exec cell made (tools.exec_command)
+        compact gpt-5.5              a compaction request
+
+Parents follow where the work was asked for, through Trio's contextvars: the agent
+span is a child of the span current where the agent was opened (``open_agent``,
+``fork``, ``spawn``); a turn is a child of the span current where its prompt was
+accepted (``prompt``, ``submit``, ``start_if_idle``, triggering mail), or of the agent
+span when that is the span the agent was opened under (or none) -- then the turn
+links to the agent span. A fork's or child's agent span links to its parent agent's
+span and to the parent's turn that was running. While a turn and each of its tool
+calls run, their span is the current span of the task running them (``_contexts``).
+
+Times are the events' Trio times (``_clock``). The tracer is fed synchronously by
+``TracedSink.emit`` and never awaits.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+from .. import __version__
+from .._config import AgentConfig, Transport
+from .._events import AgentEvent, EventKind
+from . import _names as n
+from ._calls import CANCELLED, Outcome
+from ._clock import epoch_ns
+from ._contexts import TaskContexts
+from ._model_spans import ModelCalls
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.metrics import Histogram
+    from opentelemetry.trace import Span, SpanContext
+
+    from ._settings import Tracing
+
+__all__ = ["AgentTracer"]
+
+_EXEC_SPANS_KEPT = 256  # exec calls whose cells may still make nested calls
+
+
+def _base_attributes(config: AgentConfig) -> n.Attributes:
+    """What every agent, turn and model-call span says about the model and endpoint."""
+    https = config.responses.transport is Transport.HTTPS
+    endpoint = config.api_base_url + "/responses" if https else config.websocket_url
+    return {
+        n.PROVIDER: n.PROVIDER_OPENAI, n.REQUEST_MODEL: config.model, n.CONVERSATION_ID: config.session_id,
+        n.TRANSPORT: config.responses.transport.value, **n.server_attributes(endpoint),
+    }
+
+
+def _first_chunk_histogram(tracing: Tracing) -> Histogram:
+    # The same name on the same meter returns the instrument already registered.
+    meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
+    return meter.create_histogram(
+        n.FIRST_CHUNK_METRIC, unit="s",
+        description="From the start of a model call (connecting, backoff and waiting for the warmup included) "
+                    "to its first output, by warmup path",
+    )
+
+
+@attrs.define
+class _Turn:
+    span: Span
+    error: str = ""  # the run.error message
+
+
+@attrs.define
+class _Tool:
+    span: Span
+    turn_id: int | None
+    nested: bool
+
+
+class AgentTracer:
+    def __init__(self, config: AgentConfig, tracing: Tracing, *, path: str, parent_id: str | None,
+                 origin: str) -> None:
+        self._tracing = tracing
+        self._session_id = config.session_id
+        self._path = path
+        self._tracer = trace.get_tracer(n.INSTRUMENTATION, __version__, tracer_provider=tracing.tracer_provider)
+        https = config.responses.transport is Transport.HTTPS
+        self._base = _base_attributes(config)
+        self._identity: n.Attributes = {n.AGENT_NAME: path, n.AGENT_PATH: path, n.CONVERSATION_ID: config.session_id}
+        self._opened_under = trace.get_current_span().get_span_context()
+        attributes: n.Attributes = {**self._base, **self._identity, n.AGENT_ORIGIN: origin}
+        n.put(attributes, n.PARENT_SESSION, parent_id)
+        self._span = self._tracer.start_span(
+            f"agent {path}", kind=SpanKind.INTERNAL, attributes=attributes, links=self._parent_links(parent_id),
+            start_time=epoch_ns(trio.current_time()),
+        )
+        self._context = trace.set_span_in_context(self._span)
+        self._turns: dict[int, _Turn] = {}
+        self._accepted: dict[int, Context] = {}
+        self._tools: dict[str, _Tool] = {}
+        self._exec_spans: collections.OrderedDict[str, Span] = collections.OrderedDict()
+        self._contexts = TaskContexts()
+        self._model = ModelCalls(
+            self._tracer, _first_chunk_histogram(tracing), epoch_ns, self._base, https=https,
+            parent_of=self._parent_of,
+        )
+        self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
+            **self._model.handlers,
+            EventKind.RUN_STARTED: self._run_started,
+            EventKind.RUN_STEERED: self._steered,
+            EventKind.RUN_ERROR: self._run_error,
+            EventKind.RUN_COMPLETED: self._run_ended,
+            EventKind.RUN_FAILED: self._run_ended,
+            EventKind.TOOL_CALL: self._tool_call,
+            EventKind.TOOL_RESULT: self._tool_result,
+            EventKind.API_EVENT: self._api_event,
+            EventKind.API_WARNING: self._api_warning,
+        }
+        tracing._agents[config.session_id] = self
+
+    def _parent_links(self, parent_id: str | None) -> list[Link]:
+        parent = self._tracing._agents.get(parent_id) if parent_id is not None else None
+        if parent is None:
+            return []
+        links = [Link(parent.span_context, {n.LINK_TYPE: "parent_agent"})]
+        live = parent.live_turn()
+        if live is not None:
+            links.append(Link(live, {n.LINK_TYPE: "parent_turn"}))
+        return links
+
+    @property
+    def span_context(self) -> SpanContext:
+        return self._span.get_span_context()
+
+    def live_turn(self) -> SpanContext | None:
+        """The span of the turn running now (the latest one started), if any."""
+        if not self._turns:
+            return None
+        return next(reversed(self._turns.values())).span.get_span_context()
+
+    def _parent_of(self, turn_id: int | None) -> Context:
+        turn = self._turns.get(turn_id) if turn_id is not None else None
+        return trace.set_span_in_context(turn.span) if turn is not None else self._context
+
+    # -- the observer protocol ---------------------------------------------------------
+
+    def on_event(self, event: AgentEvent) -> None:
+        handler = self._handlers.get(event.kind)
+        if handler is not None:
+            handler(event)
+
+    def turn_accepted(self, turn_id: int) -> None:
+        """Runs in the task that accepted the turn: remember its current span."""
+        current = trace.get_current_span().get_span_context()
+        if current.is_valid and current != self._opened_under:
+            self._accepted[turn_id] = otel_context.get_current()
+
+    def close(self) -> None:
+        now = trio.current_time()
+        self._model.close(now)
+        for turn_id in list(self._turns):
+            self._end_turn(turn_id, now, "cancelled")
+        for call_id in list(self._tools):
+            self._end_tool(call_id, now, "cancelled", background=False)
+        self._contexts.detach_all()
+        self._span.end(end_time=epoch_ns(now))
+        self._tracing._agents.pop(self._session_id, None)
+
+    # -- turns -------------------------------------------------------------------------
+
+    def _run_started(self, event: AgentEvent) -> None:
+        turn_id = event.turn_id
+        if turn_id is None:
+            return
+        parent = self._accepted.pop(turn_id, None)
+        links = [] if parent is None else [Link(self.span_context, {n.LINK_TYPE: "agent"})]
+        attributes: n.Attributes = {**self._base, **self._identity, n.OPERATION: "invoke_agent", n.TURN_ID: turn_id}
+        n.put(attributes, n.EFFORT, event.payload.get("effort"))
+        n.put(attributes, "trio_agent.turn.instruction_bytes", event.payload.get("instruction_bytes"))
+        span = self._tracer.start_span(
+            f"invoke_agent {self._path}", context=parent if parent is not None else self._context,
+            kind=SpanKind.INTERNAL, attributes=attributes, links=links, start_time=epoch_ns(event.time),
+        )
+        self._turns[turn_id] = _Turn(span)
+        self._contexts.attach(("turn", turn_id), span)
+
+    def _steered(self, event: AgentEvent) -> None:
+        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
+        if turn is not None:
+            attributes: n.Attributes = {}
+            n.put(attributes, "trio_agent.steer.index", event.payload.get("steer_index"))
+            n.put(attributes, "trio_agent.steer.bytes", event.payload.get("instruction_bytes"))
+            turn.span.add_event("trio_agent.steer", attributes, timestamp=epoch_ns(event.time))
+
+    def _run_error(self, event: AgentEvent) -> None:
+        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
+        if turn is not None:
+            turn.error = str(event.payload.get("message", ""))
+
+    def _run_ended(self, event: AgentEvent) -> None:
+        if event.turn_id is None or event.turn_id not in self._turns:
+            return
+        p = event.payload
+        span = self._turns[event.turn_id].span
+        for name in n.TURN_COUNTERS:
+            value = p.get(name)
+            if isinstance(value, int):
+                span.set_attribute(f"trio_agent.turn.{name}", value)
+        span.set_attributes(n.turn_usage_attributes(p.get("usage")))
+        if isinstance(last := p.get("last_response_id"), str):
+            span.set_attribute("trio_agent.turn.last_response_id", last)
+        self._end_turn(event.turn_id, event.time, str(p.get("status", "")))
+
+    def _end_turn(self, turn_id: int, end: float, status: str) -> None:
+        turn = self._turns[turn_id]
+        failure = self._model.failures.pop(turn_id, "_OTHER")
+        outcome = CANCELLED if status == "cancelled" else Outcome(failure, turn.error)
+        self._model.turn_ended(turn_id, end, outcome)  # while the turn span is still there to parent it
+        for call_id, tool in list(self._tools.items()):
+            if tool.turn_id == turn_id and not tool.nested:  # a call whose result never came (a bug path)
+                self._end_tool(call_id, end, "cancelled", background=False)
+        del self._turns[turn_id]
+        turn.span.set_attribute(n.TURN_STATUS, status)
+        if status != "completed":
+            turn.span.set_attribute(n.ERROR_TYPE, outcome.error_type or "_OTHER")
+            turn.span.set_status(Status(StatusCode.ERROR, outcome.message))
+        self._contexts.detach(("turn", turn_id))
+        turn.span.end(end_time=epoch_ns(end))
+
+    # -- tools -------------------------------------------------------------------------
+
+    def _tool_call(self, event: AgentEvent) -> None:
+        call_id = str(event.payload.get("call_id", ""))
+        span = self._start_tool(event, call_id, event.time)
+        self._contexts.attach(("tool", call_id), span)
+
+    def _start_tool(self, event: AgentEvent, call_id: str, start: float) -> Span:
+        p = event.payload
+        tool = str(p.get("tool", ""))
+        exec_id, marker, _ = call_id.partition("/code-")
+        exec_span = self._exec_spans.get(exec_id) if marker else None
+        attributes: n.Attributes = {
+            **self._identity, n.OPERATION: "execute_tool", n.TOOL_NAME: tool, n.TOOL_CALL_ID: call_id,
+            n.TOOL_TYPE: "function",
+        }
+        n.put(attributes, n.TURN_ID, event.turn_id)
+        n.put(attributes, n.CALL_INDEX, p.get("model_call_index"))
+        if exec_span is not None:
+            attributes[n.TOOL_PARENT_CALL] = exec_id
+        parent = trace.set_span_in_context(exec_span) if exec_span is not None else self._parent_of(event.turn_id)
+        span = self._tracer.start_span(
+            f"execute_tool {tool}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
+            start_time=epoch_ns(start),
+        )
+        self._tools[call_id] = _Tool(span, event.turn_id, exec_span is not None)
+        if tool == "exec" and exec_span is None:
+            self._exec_spans[call_id] = span
+            while len(self._exec_spans) > _EXEC_SPANS_KEPT:
+                self._exec_spans.popitem(last=False)
+        return span
+
+    def _tool_result(self, event: AgentEvent) -> None:
+        p = event.payload
+        call_id = str(p.get("call_id", ""))
+        if call_id not in self._tools:  # answered without running (a cancelled turn's unstarted call)
+            self._start_tool(event, call_id, event.time - (n.seconds(p.get("duration_ns")) or 0.0))
+        self._end_tool(call_id, event.time, str(p.get("status", "")), background=p.get("background") is True)
+
+    def _end_tool(self, call_id: str, end: float, status: str, *, background: bool) -> None:
+        span = self._tools.pop(call_id).span
+        span.set_attribute(n.TOOL_STATUS, status)
+        if background:
+            span.set_attribute(n.TOOL_BACKGROUND, True)
+        if status in ("failed", "cancelled"):
+            span.set_attribute(n.ERROR_TYPE, "tool_failed" if status == "failed" else "cancelled")
+            span.set_status(Status(StatusCode.ERROR, status))
+        self._contexts.detach(("tool", call_id))
+        span.end(end_time=epoch_ns(end))
+
+    # -- wire-level details ------------------------------------------------------------
+
+    def _api_event(self, event: AgentEvent) -> None:
+        # Runs for every frame: one comparison unless the frame is outbound.
+        payload = event.payload
+        if payload.get("direction") != "outbound":
+            return
+        frame = payload.get("event")
+        if not isinstance(frame, dict) or frame.get("type") != "response.interrupt":
+            return
+        attributes: n.Attributes = {}
+        n.put(attributes, n.RESPONSE_ID, frame.get("response_id"))
+        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
+        if turn is not None:
+            turn.span.add_event("trio_agent.interrupt", attributes, timestamp=epoch_ns(event.time))
+        self._model.interrupt(event, attributes)
+
+    def _api_warning(self, event: AgentEvent) -> None:
+        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
+        if turn is not None:
+            attributes: n.Attributes = {}
+            n.put(attributes, "trio_agent.warning.code", event.payload.get("code"))
+            turn.span.add_event("trio_agent.api_warning", attributes, timestamp=epoch_ns(event.time))

@@ -1,0 +1,64 @@
+"""``ta.Tracing``: the switch that turns on OpenTelemetry tracing for an agent.
+
+Constructing one imports the OpenTelemetry API (the ``[otel]`` extra); nothing else in
+``trio_agent`` does until an agent is opened with it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, final
+
+import attrs
+
+from .._errors import ConfigError
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+    from ._observer import AgentTracer
+
+__all__ = ["Tracing"]
+
+
+@final
+@attrs.frozen(eq=False)
+class Tracing:
+    """Trace agents with OpenTelemetry: ``AgentConfig(tracing=ta.Tracing())``.
+
+    Every agent opened with this config (its forks, spawned children and workers
+    included) reports spans for its lifetime, each turn, each model call and attempt,
+    each tool call and each compaction, and records the first-token latency histogram
+    (see ``docs/tracing.md`` for the span tree and the attribute table).
+
+    ``tracer_provider`` / ``meter_provider``: where spans and metrics go; ``None`` means
+    OpenTelemetry's global providers (``opentelemetry.trace.set_tracer_provider``),
+    looked up when each agent opens. Needs ``pip install 'trio-agent[otel]'``
+    (``ConfigError`` otherwise). Tracing never changes what the agent does; an internal
+    error of the tracer stops tracing that agent with a ``RuntimeWarning``.
+    """
+
+    tracer_provider: TracerProvider | None = None
+    meter_provider: MeterProvider | None = None
+    # The agents traced with this value, by session id: forks find their parent here.
+    _agents: weakref.WeakValueDictionary[str, AgentTracer] = attrs.field(
+        factory=weakref.WeakValueDictionary, init=False, repr=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        try:
+            import opentelemetry.metrics
+            import opentelemetry.trace  # noqa: F401 - only checks that the API is installed
+        except ImportError:
+            raise ConfigError(
+                "tracing needs the OpenTelemetry API: pip install 'trio-agent[otel]' "
+                "(opentelemetry-api, plus opentelemetry-sdk to export spans)"
+            ) from None
+        for name, method in (("tracer_provider", "get_tracer"), ("meter_provider", "get_meter")):
+            value = getattr(self, name)
+            if value is not None and not callable(getattr(value, method, None)):
+                raise ConfigError(
+                    f"Tracing({name}=...) must be an OpenTelemetry {name.replace('_', ' ')} (with {method}()), "
+                    f"got {type(value).__name__}; pass None for the global one"
+                )
