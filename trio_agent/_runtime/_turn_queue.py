@@ -18,6 +18,7 @@ behind by a cancelled agent are resolved by ``cancel_remaining``.
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -48,6 +49,7 @@ class TurnQueue:
         self._wakeup = trio.Event()
         self._automatic_settings: RequestSettings | None = None
         self.last_status: TurnStatus | None = None  # how the latest turn that ran ended
+        self.on_accept: Callable[[TurnState], None] | None = None  # a cassette recording the prompts
 
     @property
     def closing(self) -> bool:
@@ -75,6 +77,8 @@ class TurnQueue:
             raise AgentClosed("the agent is closing; open a new agent to send more prompts")
         self._next_id += 1
         state = TurnState(self._next_id, prompt, settings, self.activity, items, mail)
+        if self.on_accept is not None:
+            self.on_accept(state)
         if self.running is not None:
             self.activity.notify("steer")  # user input waits: a sleeping or waiting turn wakes
         self._queued.append(state)

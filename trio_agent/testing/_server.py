@@ -137,6 +137,10 @@ class FakeConnection:
     async def send(self, frame: dict[str, Any]) -> None:
         await self._ws.send_message(json.dumps(frame, separators=(",", ":")))
 
+    async def send_text(self, message: str | bytes) -> None:
+        """Send one message exactly as given (a text frame, or a binary frame for bytes)."""
+        await self._ws.send_message(message)
+
     async def send_all(self, frames_: Sequence[dict[str, Any]]) -> None:
         for frame in frames_:
             await self.send(frame)
@@ -175,9 +179,9 @@ class FakeConnection:
     async def send_error(self, message: str, *, code: str | None = None, **extra: Any) -> None:
         await self.send(frames.error_frame(message, code=code, **extra))
 
-    async def close(self, code: int = 1000) -> None:
-        """Close with a WebSocket close handshake."""
-        await self._ws.aclose(code)
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        """Close with a WebSocket close handshake (``code`` and an optional ``reason``)."""
+        await self._ws.aclose(code, reason)
 
     async def drop(self) -> None:
         """Close the TCP connection abruptly (no close frame)."""
