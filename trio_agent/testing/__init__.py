@@ -21,18 +21,39 @@ server runs two ways, with the same scripting API (``accept()``, ``accept_raw()`
 
   Its URLs name ``MEMORY_HOST`` (an ``.invalid`` name, so nothing real is reachable);
   pass a server-side ``ssl_context`` for ``wss://``/``https://`` over memory streams.
+
+Record and replay (``docs/cassettes.md``): ``AgentConfig(record=path)`` records a live
+session into a cassette; ``await replay(path)`` re-runs its prompts and steers against a
+``ReplayServer`` serving that cassette and returns a ``ReplayResult`` whose ``mismatch``
+(a ``ReplayMismatch``, with a diff) says where the agent first behaved differently.
+``Cassette.load(path)`` validates a cassette (``CassetteError`` says what is wrong).
 """
 
+from .._cassette.format import Cassette, CassetteError, CassetteHeader, Observation
 from . import _frames as frames
 from ._http import FakeHttpRequest
+from ._replay import ReplayedTurn, ReplayResult, replay, replay_config
+from ._replay_match import ReplayMatch, ReplayMismatch
+from ._replay_server import ReplayServer
 from ._server import MEMORY_HOST, FakeConnection, FakeResponsesServer, Handshake, RawConnection
 
 __all__ = [
     "MEMORY_HOST",
+    "Cassette",
+    "CassetteError",
+    "CassetteHeader",
     "FakeConnection",
     "FakeHttpRequest",
     "FakeResponsesServer",
     "Handshake",
+    "Observation",
     "RawConnection",
+    "ReplayMatch",
+    "ReplayMismatch",
+    "ReplayResult",
+    "ReplayServer",
+    "ReplayedTurn",
     "frames",
+    "replay",
+    "replay_config",
 ]
