@@ -16,6 +16,8 @@ from typing import Any
 
 import trio
 
+from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
+
 __all__ = ["main"]
 
 
@@ -32,10 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--workspace", type=Path, default=None, help="where tools run (default: .)")
     run.add_argument("--model", default=None, help="model slug (default: gpt-5.5)")
+    add_record_option(run)
     sub.add_parser(
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
     )
+    add_replay_command(sub)
     return parser
 
 
@@ -46,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return bench(argv[1:])
     args = _parser().parse_args(argv)
+    if args.command == "replay":
+        return run_replay(args)
     try:
         return trio.run(_run, args)
     except KeyboardInterrupt:
@@ -73,6 +79,7 @@ async def _run(args: argparse.Namespace) -> int:
                 thinking=ta.Thinking(args.thinking),
                 workspace=args.workspace or Path.cwd(),
                 responses=responses,
+                record=args.record,
                 **({"model": args.model} if args.model else {}),
             )
         except ta.ConfigError as exc:

@@ -13,8 +13,9 @@ So both sides are *normalised* before they are compared:
   An id that later turns up bound to something else is left as it is, so the diff
   shows it: ids must correspond consistently, in both directions.
 - **Text**: the recorded workspace path and the replay's become ``<workspace>``;
-  ``<current_date>``, ``<timezone>`` and ``<shell>`` of the environment context become
-  ``*``.
+  ``<current_date>``, ``<timezone>`` and ``<shell>`` of the environment context, and
+  measured durations in tool outputs (``Wall time 0.5 seconds``, ``Wall time: 0.012
+  seconds``, ``"wall_time_seconds": 0.451``), become ``*``.
 - **Projection** (``ReplayMatch.INPUT``, the default): a ``response.create`` (or an
   HTTPS body) is compared on ``type``, ``generate``, ``previous_response_id`` and
   ``input``; other frames (``response.interrupt``) whole. ``ReplayMatch.BODY``
@@ -40,7 +41,11 @@ __all__ = ["Matcher", "ReplayMatch", "ReplayMismatch", "pretty"]
 ID_KEYS = frozenset({"id", "call_id", "previous_response_id", "response_id", "item_id", "session_id",
                      "prompt_cache_key"})
 _INPUT_KEYS = ("type", "generate", "previous_response_id", "input")
-_VOLATILE = re.compile(r"<(current_date|timezone|shell)>[^<]*</\1>")
+_CONTEXT = re.compile(r"<(current_date|timezone|shell)>[^<]*</\1>")
+# Measured durations in tool outputs: exec's "Wall time 0.5 seconds", "Wall time: 0.012 seconds"
+# (aborts, clock.sleep) and exec_command's "wall_time_seconds": 0.451.
+_WALL_TIME = re.compile(r"(Wall time:? )\d+(?:\.\d+)?( seconds)")
+_WALL_SECONDS = re.compile(r'("wall_time_seconds\\?": ?)\d+(?:\.\d+)?')
 WORKSPACE = "<workspace>"
 RECORD_AGAIN = ("If the change is intended, record the session again (trio-agent run --record FILE, or "
                 "AgentConfig(record=...)).")
@@ -130,7 +135,11 @@ def _text_normaliser(workspace: str) -> Callable[[str], str]:
         if workspace and workspace in text:
             text = text.replace(workspace, WORKSPACE)
         if "</" in text:
-            text = _VOLATILE.sub(lambda m: f"<{m.group(1)}>*</{m.group(1)}>", text)
+            text = _CONTEXT.sub(lambda m: f"<{m.group(1)}>*</{m.group(1)}>", text)
+        if "all time" in text:
+            text = _WALL_TIME.sub(r"\1*\2", text)
+        if "wall_time_seconds" in text:
+            text = _WALL_SECONDS.sub(r"\1*", text)
         return text
 
     return normalise
