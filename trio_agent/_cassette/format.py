@@ -228,7 +228,7 @@ class _Loader:
         lines = text.split("\n")  # never splitlines(): U+2028 may appear inside a JSON string
         if lines[-1] == "":
             lines.pop()
-        if not lines:
+        if not text.strip():
             raise self._error(None, f"the file is empty, not a cassette; {_RECORD_AGAIN}")
         header = self._header(self._json(1, lines[0], last=len(lines) == 1))
         observations: list[Observation] = []
