@@ -155,3 +155,48 @@ async def test_a_turn_that_ends_differently_is_a_mismatch(
         "--- recorded", "+++ replayed", "@@ -1,3 +1 @@", "-status: completed", "-final message:", f"-{ANSWER}",
         "+status: failed",
     ]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_recorded_rejection_is_replayed_as_the_same_rejection(
+    server: FakeResponsesServer, workspace: Path, tmp_path: Path, transport: ta.Transport, autojump_clock: object
+) -> None:
+    """A 429 with ``Retry-After: 7`` (the WebSocket handshake, or an HTTPS request) and
+    then an answer: the replayed agent is refused the same way and waits the same 7 s."""
+    path = tmp_path / "rejected.jsonl"
+
+    async def script() -> None:
+        if transport is ta.Transport.WEBSOCKET:
+            await (await server.accept_raw()).reject(429, '{"error": {"message": "slow down"}}', [("Retry-After", "7")])
+            conn = await server.accept()  # the warmup fallback: a full first request
+            await conn.next_request()
+            await conn.send_final("resp-1", "finally")
+        else:
+            request = await server.accept_http()
+            await request.respond(429, '{"error": {"message": "slow down"}}', [("Retry-After", "7")])
+            await (await server.accept_http()).send_final("resp-1", "finally")
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(config(server, transport, workspace, record=path)) as agent:
+                assert (await (await agent.prompt("hello")).result()).final_message == "finally"
+    cassette = Cassette.load(path)
+    if transport is ta.Transport.WEBSOCKET:
+        (refused,) = [o.data for o in cassette.observations if o.kind == "ws.error"]
+        assert (refused["status"], refused["headers"]["retry-after"]) == (429, "7")
+        assert refused["body"] == '{"error": {"message": "slow down"}}'
+    else:
+        (refused,) = [o.data for o in cassette.observations if o.kind == "http.response" and o.data["status"] == 429]
+        assert refused["headers"]["retry-after"] == "7"
+
+    with trio.fail_after(60):
+        result = await replay(path, workspace=workspace, tools=add_tool())
+    result.check()
+    if transport is ta.Transport.WEBSOCKET:
+        (failed,) = [e.payload for e in result.events if e.kind is ta.EventKind.MODEL_CONNECTION_FAILED]
+        assert "HTTP 429" in failed["error"]
+    else:
+        (retrying,) = [e.payload for e in result.events if e.kind is ta.EventKind.MODEL_ATTEMPT_RETRYING]
+        assert (retrying["delay_ns"], retrying["server_requested_delay"]) == (7_000_000_000, True)
+    assert result.turns == (ReplayedTurn(1, "completed", "finally"),)

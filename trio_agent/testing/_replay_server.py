@@ -166,8 +166,9 @@ class ReplayServer:
         return self._fake.is_in_memory
 
     def responses(self, base: ta.Responses | None = None) -> ta.Responses:
-        """``base`` (default: ``ta.Responses()`` with the recorded store and history)
-        pointed at this server with the recorded transport."""
+        """``base`` (default: ``ta.Responses()`` with the recorded store, history and
+        attempt limit) pointed at this server, with the recorded transport (its own
+        ``http_client`` and ``dialer`` are dropped: the agent dials this server)."""
         import attrs
 
         import trio_agent as ta
@@ -179,7 +180,7 @@ class ReplayServer:
         return attrs.evolve(
             base, transport=ta.Transport(self.cassette.transport), websocket_url=self.url,
             api_base_url=self.http_base_url, http_client=None,
-            dialer=self._fake.dial if self.is_in_memory else base.dialer,
+            dialer=self._fake.dial if self.is_in_memory else None,
         )
 
     # -- serving -------------------------------------------------------------------------
