@@ -19,6 +19,7 @@ remembered values. URLs lose their query string and user info.
 from __future__ import annotations
 
 import base64
+import json
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,6 @@ import trio_websocket
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ProtocolError, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
 from .._runtime._secrets import REDACTED, Redactor
-from .._transport.https import RequestObserver
 from .._transport.websocket import WebSocketLink, WebSocketOptions
 from .._wire.sse import SseDecoder
 from .writer import CassetteWriter
@@ -36,6 +36,7 @@ from .writer import CassetteWriter
 if TYPE_CHECKING:
     from .._config import AgentConfig
     from .._runtime._turn import Prompt, TurnState
+    from .._transport.https import RequestObserver
 
 __all__ = ["CassetteTap", "HttpsRecording", "RecordingLink", "open_cassette"]
 
@@ -121,8 +122,6 @@ class CassetteTap:
         scrubbed = self.scrub(text)
         if scrubbed == text:
             return value
-        import json
-
         result: dict[str, Any] = json.loads(scrubbed)
         return result
 

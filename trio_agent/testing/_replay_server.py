@@ -25,7 +25,6 @@ wrapped in a group).
 
 from __future__ import annotations
 
-import bisect
 import math
 import os
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ import trio_websocket
 from .._cassette.format import Cassette, Observation, RecordedConnection, field_int, field_str
 from ._http import FakeHttpRequest, read_http_request
 from ._replay_match import Matcher, ReplayMatch, ReplayMismatch, pretty
+from ._replay_progress import Pace, Progress
 from ._server import FakeConnection, FakeResponsesServer, RawConnection
 
 if TYPE_CHECKING:
@@ -49,62 +49,6 @@ _HOP_HEADERS = frozenset({
     "upgrade", "date", "server", "sec-websocket-accept", "sec-websocket-extensions", "sec-websocket-protocol",
 })
 _ABNORMAL_CLOSURE = 1006
-
-
-class _Progress:
-    """Which cassette lines have happened again, and which inputs were given again."""
-
-    def __init__(self, cassette: Cassette, gated_inputs: list[int]) -> None:
-        self._lines = [obs.line for obs in cassette.observations]
-        self._done: set[int] = set()
-        self._frontier = 0  # index into _lines of the first line not done
-        self._inputs = gated_inputs
-        self._inputs_done = 0
-        self._changed = trio.Event()
-
-    def done(self, line: int) -> None:
-        self._done.add(line)
-        while self._frontier < len(self._lines) and self._lines[self._frontier] in self._done:
-            self._frontier += 1
-        self._changed.set()
-        self._changed = trio.Event()
-
-    def input_delivered(self, line: int) -> None:
-        self._inputs_done += 1
-        self.done(line)
-
-    async def inputs_before(self, line: int) -> None:
-        needed = bisect.bisect_left(self._inputs, line)
-        while self._inputs_done < needed:
-            await self._changed.wait()
-
-    async def all_before(self, line: int) -> None:
-        while self._frontier < len(self._lines) and self._lines[self._frontier] < line:
-            await self._changed.wait()
-
-    async def all_done(self) -> None:
-        while self._frontier < len(self._lines):
-            await self._changed.wait()
-
-    def pending(self) -> list[int]:
-        return [line for line in self._lines if line not in self._done]
-
-
-class _Pace:
-    """The recorded gaps between one connection's steps, scaled by ``timing``."""
-
-    def __init__(self, timing: float, start: Observation) -> None:
-        self._timing = timing
-        self._last_t = start.t
-        self._last_at = trio.current_time()
-
-    async def wait(self, step: Observation) -> None:
-        if self._timing > 0:
-            await trio.sleep_until(self._last_at + (step.t - self._last_t) * self._timing)
-
-    def stepped(self, step: Observation) -> None:
-        self._last_t = step.t
-        self._last_at = trio.current_time()
 
 
 class ReplayServer:
@@ -142,8 +86,11 @@ class ReplayServer:
         root = [o for o in self.cassette.observations
                 if o.kind in ("input.prompt", "input.steer", "turn.end") and o.data.get("agent") == "/root"]
         driven = {o.line for o in root} if gate_inputs else set()
-        self._progress = _Progress(self.cassette, [o.line for o in root if o.kind != "turn.end" and o.line in driven])
+        self._progress = Progress(self.cassette, [o.line for o in root if o.kind != "turn.end" and o.line in driven])
         self._by_line = {o.line: o for o in self.cassette.observations}
+        self._connections = self.cassette.connections()
+        https = [c.conn for c in self._connections if not c.websocket]
+        self._https_number = {conn: number for number, conn in enumerate(https, start=1)}
         for obs in self.cassette.observations:
             if obs.conn is None and obs.line not in driven:
                 self._progress.done(obs.line)
@@ -203,7 +150,7 @@ class ReplayServer:
         return self.mismatch
 
     async def _accept_all(self, nursery: trio.Nursery) -> None:
-        recorded = self.cassette.connections()
+        recorded = self._connections
         for connection in recorded:
             raw = await self._fake.accept_raw()
             self.connections_served += 1
@@ -245,7 +192,7 @@ class ReplayServer:
 
     async def _play_websocket(self, connection: RecordedConnection, raw: RawConnection) -> None:
         opening = connection.opening
-        pace = _Pace(self._timing, opening)
+        pace = Pace(self._timing, opening)
         await self._progress.inputs_before(opening.line)
         if opening.kind == "ws.error":
             await self._refuse(opening, raw)
@@ -268,7 +215,7 @@ class ReplayServer:
             self._progress.done(step.line)
             pace.stepped(step)
 
-    async def _server_step(self, pace: _Pace, step: Observation) -> None:
+    async def _server_step(self, pace: Pace, step: Observation) -> None:
         await self._progress.inputs_before(step.line)
         await pace.wait(step)
 
@@ -333,9 +280,8 @@ class ReplayServer:
 
     async def _play_http(self, connection: RecordedConnection, raw: RawConnection) -> None:
         opening = connection.opening
-        pace = _Pace(self._timing, opening)
-        number = sum(1 for c in self.cassette.connections() if not c.websocket and c.conn <= connection.conn)
-        what = f"HTTPS request {number} (connection {connection.conn})"
+        pace = Pace(self._timing, opening)
+        what = f"HTTPS request {self._https_number[connection.conn]} (connection {connection.conn})"
         try:
             request = await read_http_request(raw.stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
