@@ -140,6 +140,15 @@ def test_a_header_without_its_session_settings_is_refused() -> None:
     assert "session.workspace is missing" in load_error(text(header(session=session), body()))
 
 
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"transports": ["carrier_pigeon"]}, "transports[0] 'carrier_pigeon' is not one of responses_websocket_v2"),
+    ({"session": {**SESSION, "thinking": "deep"}}, "session.thinking 'deep' is not one of minimal, low"),
+    ({"session": {**SESSION, "history": "some"}}, "session.history 'some' is not one of incremental"),
+])
+def test_unknown_settings_in_the_header_are_refused(changes: dict[str, Any], expected: str) -> None:
+    assert expected in load_error(text(header(**changes), body()))
+
+
 def test_a_missing_cassette_file_says_so(tmp_path: Path) -> None:
     with pytest.raises(CassetteError, match="no such cassette; check the path"):
         Cassette.load(tmp_path / "missing.jsonl")

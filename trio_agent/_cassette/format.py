@@ -285,11 +285,22 @@ class _Loader:
         for name in ("trio_agent", "created"):
             if not isinstance(value.get(name), str):
                 raise self._error(1, f"the header's \"{name}\" is missing or not a string")
+        self._check_settings(transports, session)
         return CassetteHeader(
             version=VERSION, trio_agent=str(value["trio_agent"]), created=str(value["created"]),
             transports=tuple(transports),
             **{name: session[name] for name in _SESSION_FIELDS},
         )
+
+    def _check_settings(self, transports: list[str], session: dict[str, object]) -> None:
+        from .._config import History, Thinking, Transport
+
+        for what, given, enum in (("transports[0]", transports[0], Transport), ("session.thinking",
+                                  session["thinking"], Thinking), ("session.history", session["history"], History)):
+            allowed = [member.value for member in enum]
+            if given not in allowed:
+                raise self._error(1, f"the header's {what} {given!r} is not one of {', '.join(allowed)}; the "
+                                     "cassette was written by another trio_agent or edited by hand")
 
     def _observation(self, number: int, value: dict[str, object]) -> Observation:
         kind, t = value.get("kind"), value.get("t")

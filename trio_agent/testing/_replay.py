@@ -24,7 +24,7 @@ import attrs
 import trio
 import trio.testing
 
-from .._cassette.format import Cassette, CassetteError, Observation, field_bool, field_int, field_str
+from .._cassette.format import Cassette, Observation, field_bool, field_int, field_str
 from ._replay_match import ReplayMatch, ReplayMismatch
 from ._replay_server import ReplayServer
 
@@ -91,13 +91,8 @@ def replay_config(
     if config is not None:
         return attrs.evolve(config, responses=server.responses(config.responses), record=None)
     header = cassette.header
-    try:
-        thinking = ta.Thinking(header.thinking)
-    except ValueError:
-        raise CassetteError(f"the cassette's session.thinking {header.thinking!r} is not a ta.Thinking value; "
-                            "pass config= to replay it with settings of your own") from None
     return ta.AgentConfig(
-        auth="replay-key", model=header.model, thinking=thinking, fast_mode=header.fast_mode,
+        auth="replay-key", model=header.model, thinking=ta.Thinking(header.thinking), fast_mode=header.fast_mode,
         instructions=header.instructions, session_id=header.session_id,
         workspace=Path(workspace) if workspace is not None else Path.cwd(), tools=tools,
         responses=server.responses(),

@@ -58,7 +58,10 @@ class ReplayServer:
     as recorded). ``match``: what must be equal (``ReplayMatch.INPUT``: the input
     items; ``ReplayMatch.BODY``: whole bodies). ``workspace``: the replaying agent's
     workspace (default: the recorded one), for path normalisation. ``in_memory``: no
-    socket at all (use ``responses()``, which sets the dialer).
+    socket at all (use ``responses()``, which sets the dialer). ``gate_inputs``: keep
+    the recorded order between the root agent's inputs and the server's frames; only
+    for a driver that gives the inputs and reports them (``wait_before``,
+    ``input_delivered``, ``turn_ended``), as ``replay()`` does.
     """
 
     def __init__(
