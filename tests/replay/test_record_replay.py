@@ -11,8 +11,9 @@ import pytest
 import trio
 
 import trio_agent as ta
-from trio_agent.testing import Cassette, FakeResponsesServer, ReplayedTurn, ReplayMismatch, replay
+from trio_agent.testing import Cassette, FakeResponsesServer, ReplayedTurn, ReplayMismatch, frames, replay
 
+from ..conftest import EventLog
 from ._session import ANSWER, PROMPT, SESSION_ID, STEER, add_tool, comparable, config, record
 
 TRANSPORTS = [pytest.param(ta.Transport.WEBSOCKET, id="websocket"), pytest.param(ta.Transport.HTTPS, id="https")]
@@ -200,3 +201,39 @@ async def test_a_recorded_rejection_is_replayed_as_the_same_rejection(
         (retrying,) = [e.payload for e in result.events if e.kind is ta.EventKind.MODEL_ATTEMPT_RETRYING]
         assert (retrying["delay_ns"], retrying["server_requested_delay"]) == (7_000_000_000, True)
     assert result.turns == (ReplayedTurn(1, "completed", "finally"),)
+
+
+async def test_a_server_close_is_replayed_with_its_code_and_reason(
+    server: FakeResponsesServer, workspace: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "closed.jsonl"
+
+    async def script() -> None:
+        conn = await server.accept()
+        await conn.next_request()
+        await conn.send_warmup("resp-warmup")
+        await conn.next_request()
+        await conn.send(frames.response_created("resp-1"))
+        await conn.close(4000, "going away for a bit")
+        again = await server.accept()
+        await again.next_request()
+        await again.send_final("resp-2", "back")
+
+    log = EventLog()
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(config(server, ta.Transport.WEBSOCKET, workspace, record=path)) as agent:
+                nursery.start_soon(log.consume, agent.events)
+                assert (await (await agent.prompt("hello")).result()).final_message == "back"
+    (close, _) = [o.data for o in Cassette.load(path).observations if o.kind == "ws.close"]
+    assert close == {"conn": 1, "by": "server", "code": 4000, "reason": "going away for a bit"}
+    with trio.fail_after(20):
+        result = await replay(path, workspace=workspace, tools=add_tool())
+    result.check()
+
+    def errors(events: list[ta.AgentEvent] | tuple[ta.AgentEvent, ...]) -> list[str]:
+        return [e.payload["error"] for e in events if e.kind is ta.EventKind.MODEL_ATTEMPT_RETRYING]
+
+    assert errors(result.events) == errors(log.events)
+    assert "the connection closed with code 4000 PRIVATE_RESERVED (going away for a bit)" in errors(result.events)[0]
