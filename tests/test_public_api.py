@@ -81,6 +81,23 @@ EXPECTED_ALL = [
 ]
 
 
+# Record/replay names of the public test kit (issue 15); other kit names are not pinned here.
+REPLAY_TESTING_NAMES = [
+    "Cassette", "CassetteError", "CassetteHeader", "Observation", "ReplayMatch", "ReplayMismatch", "ReplayResult",
+    "ReplayServer", "ReplayedTurn", "replay", "replay_config",
+]
+
+
+def test_the_testing_kit_exports_record_and_replay() -> None:
+    import trio_agent.testing as testing
+
+    assert set(REPLAY_TESTING_NAMES) <= set(testing.__all__)
+    for name in REPLAY_TESTING_NAMES:
+        assert getattr(testing, name, None) is not None, name
+    assert issubclass(testing.CassetteError, ta.AgentError) and issubclass(testing.ReplayMismatch, ta.AgentError)
+    assert "record" in {field.name for field in attrs.fields(ta.AgentConfig)}
+
+
 def test_all_is_pinned() -> None:
     assert ta.__all__ == EXPECTED_ALL
     assert sorted(ta.__all__) == ta.__all__

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
+
 if TYPE_CHECKING:
     from ._tracing import Tracing
 
@@ -39,10 +41,12 @@ def _parser() -> argparse.ArgumentParser:
         "--otel", action="store_true",
         help="export OpenTelemetry spans and metrics over OTLP/HTTP (set OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
+    add_record_option(run)
     sub.add_parser(
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
     )
+    add_replay_command(sub)
     return parser
 
 
@@ -53,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return bench(argv[1:])
     args = _parser().parse_args(argv)
+    if args.command == "replay":
+        return run_replay(args)
     try:
         if getattr(args, "otel", False):  # tracing: trio_agent/_tracing/_otlp.py
             from ._tracing._otlp import run_with_otlp
@@ -85,6 +91,7 @@ async def _run(args: argparse.Namespace, tracing: Tracing | None = None) -> int:
                 workspace=args.workspace or Path.cwd(),
                 responses=responses,
                 tracing=tracing,
+                record=args.record,
                 **({"model": args.model} if args.model else {}),
             )
         except ta.ConfigError as exc:

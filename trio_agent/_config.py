@@ -275,6 +275,9 @@ class AgentConfig:
     rollout: RolloutConfig | None = None
     resume: SessionSnapshot | None = None
     tracing: Tracing | None = None  # OpenTelemetry spans and metrics (ta.Tracing, the [otel] extra)
+    # A cassette file to record this agent's traffic into (record/replay, docs/cassettes.md):
+    # created (truncated) when the agent opens, complete once its block has ended.
+    record: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
 
     def __attrs_post_init__(self) -> None:
         self._check_auth()
@@ -306,6 +309,7 @@ class AgentConfig:
             )
         if self.tools is not None and self.tools_factory is not None:
             raise ConfigError("pass either tools= or tools_factory=, not both")
+        self._check_record()
         self._check_resume()
         self._check_tracing()
 
@@ -314,6 +318,21 @@ class AgentConfig:
 
         if self.tracing is not None and not isinstance(self.tracing, Tracing):
             raise ConfigError(f"tracing must be a ta.Tracing, got {type(self.tracing).__name__}")
+
+    def _check_record(self) -> None:
+        if self.record is None:
+            return
+        if self.record.is_dir():
+            raise ConfigError(
+                f"record={str(self.record)!r} is a directory; pass the path of the cassette file to write, "
+                "such as session.cassette.jsonl"
+            )
+        parent = self.record.parent
+        if not parent.is_dir():
+            raise ConfigError(
+                f"record={str(self.record)!r}: the directory {str(parent)!r} does not exist; create it first "
+                "or record elsewhere"
+            )
 
     def _check_resume(self) -> None:
         from ._rollout import RolloutConfig

@@ -67,12 +67,12 @@ async def test_without_tracing_the_agent_keeps_the_plain_event_sink(
         async with ta.open_agent(make_config(server, workspace)) as plain:
             # Nothing wraps emit (the per-event, per-frame path) and the queue has no hook.
             assert type(plain._sink) is EventSink
-            assert plain._queue._on_accept is None
+            assert plain._queue.accept_observers == []
             await (await plain.prompt("untraced")).result()
         assert traces.spans == []
         async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as traced:
             assert type(traced._sink) is TracedSink
-            assert traced._queue._on_accept is not None
+            assert len(traced._queue.accept_observers) == 1
             await (await traced.prompt("traced")).result()
     assert traces.tree() == [("agent /root", [
         ("warmup gpt-5.5", [("model.attempt", [("websocket.connect", [])])]),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Literal, final
+from typing import TYPE_CHECKING, Any, Literal, final
 
 import attrs
 import trio
@@ -53,6 +53,9 @@ from ._sleep import SleepTool
 from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
 from ._turn import Prompt, Turn, TurnResult, TurnStatus
 from ._turn_queue import TurnQueue
+
+if TYPE_CHECKING:
+    from .._cassette.writer import CassetteWriter
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
 
@@ -100,9 +103,16 @@ class Agent:
         lineage_id: str | None = None,
         path: str = "/root",
         parent: MailAddress | None = None,
+        cassette: CassetteWriter | None = None,
     ) -> None:
         self._config = config
         self._path = path
+        self._cassette = cassette  # the agent tree's cassette (AgentConfig.record), shared with children
+        tap = None
+        if cassette is not None:
+            from .._cassette.recorder import CassetteTap  # lazy: only when recording
+
+            tap = CassetteTap(cassette, path)
         self._parent = parent  # the address of the agent this one was spawned or forked from
         self._address = MailAddress(path, self.post_mail)
         self._children = 0
@@ -123,7 +133,7 @@ class Agent:
         self._seeded = seed is not None
         self._ledger = TurnLedger(prefix, new_item_id, seed.history if seed is not None else None)
         emit = self._sink.emit
-        self._model = ModelClient(config, self._ledger, emit, nursery, chain=seed.chain if seed else None)
+        self._model = ModelClient(config, self._ledger, emit, nursery, chain=seed.chain if seed else None, tap=tap)
         self._fork_point = ForkPoint(seed)
         self._session = SessionInfo(
             model=config.model, lineage_id=self._lineage_id, prompt_cache_key=config.cache_key,
@@ -131,7 +141,13 @@ class Agent:
             instructions=config.instructions or DEFAULT_INSTRUCTIONS,
         )
         reporter = TurnReporter(config, self._workspace, emit, self._model.stats)
-        self._queue = TurnQueue(reporter, on_accept=accept_hook(self._sink))  # tracing: a turn's parent span
+        self._queue = TurnQueue(reporter)
+        traced = accept_hook(self._sink)
+        if traced is not None:  # tracing: a turn's parent span is the one current at accept
+            self._queue.accept_observers.append(lambda state: traced(state.turn_id))
+        if tap is not None:
+            reporter.cassette = tap
+            self._queue.accept_observers.append(tap.accepted)
         self._rollout = open_rollout(config, self._session, self._ledger.history, parent_id)
         sleep = SleepTool(pending=self._queue.pending_input_for, emit=emit, record_event=self._record_event)
         groups: dict[str, GroupRunners] = {
@@ -335,7 +351,7 @@ class Agent:
             )
         return _open_agent(
             self._child_config(keep_lineage=True), seed=point, parent_id=self.session_id, lineage_id=self._lineage_id,
-            path=self._child_path(None, "fork"), parent=self._address,
+            path=self._child_path(None, "fork"), parent=self._address, cassette=self._cassette,
         )
 
     def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[Agent]:
@@ -351,6 +367,7 @@ class Agent:
         return _open_agent(
             self._child_config(keep_lineage=True), seed=checkpoint, parent_id=self.session_id,
             lineage_id=self._lineage_id, path=self._child_path(None, "fork"), parent=self._address,
+            cassette=self._cassette,
         )
 
     def spawn(self, name: str | None = None) -> AbstractAsyncContextManager[Agent]:
@@ -361,7 +378,7 @@ class Agent:
         agent reaches it with ``child.post_mail(agent.path, text)``."""
         return _open_agent(
             self._child_config(keep_lineage=False), parent_id=self.session_id, path=self._child_path(name, "child"),
-            parent=self._address,
+            parent=self._address, cassette=self._cassette,
         )
 
     def _child_path(self, name: str | None, kind: str) -> str:
@@ -457,11 +474,17 @@ async def _open_agent(
     lineage_id: str | None = None,
     path: str = "/root",
     parent: MailAddress | None = None,
+    cassette: CassetteWriter | None = None,
 ) -> AsyncIterator[Agent]:
     sinks: list[EventSink] = []
+    owned: CassetteWriter | None = None
+    if cassette is None and config.record is not None:
+        from .._cassette.recorder import open_cassette  # lazy: only when recording
+
+        cassette = owned = open_cassette(config)
     try:
         async with trio.open_nursery() as nursery:
-            agent = Agent(config, nursery, seed, parent_id, lineage_id, path, parent)
+            agent = Agent(config, nursery, seed, parent_id, lineage_id, path, parent, cassette)
             sinks.append(agent._sink)
             try:
                 await agent._startup()
@@ -482,4 +505,6 @@ async def _open_agent(
         # turns included), does the event stream end.
         for sink in sinks:
             sink.close()
+        if owned is not None:
+            owned.close()  # the end line, after every task of the tree recorded its last frame
 

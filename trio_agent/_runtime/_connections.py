@@ -22,6 +22,7 @@ from ._secrets import Redactor
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
+    from .._cassette.recorder import CassetteTap
     from .._transport.websocket import WebSocketLink
 
 __all__ = ["Connections"]
@@ -30,9 +31,10 @@ __all__ = ["Connections"]
 class Connections:
     def __init__(
         self, config: AgentConfig, emit: Callable[..., Any], nursery: trio.Nursery, stats: TransportStats,
-        redactor: Redactor,
+        redactor: Redactor, tap: CassetteTap | None = None,
     ) -> None:
         self._config = config
+        self._tap = tap  # recording: each socket is a RecordingLink (chosen once, per connection)
         self._redactor = redactor
         self._emit = emit
         self._nursery = nursery
@@ -56,7 +58,7 @@ class Connections:
     def usable(self) -> bool:
         return self.link is not None and self.link.usable
 
-    async def _open(self, open_connection: Any, options_type: Any) -> WebSocketLink:
+    async def _open(self, open_connection: Any, options_type: Any, purpose: str) -> WebSocketLink:
         """Handshake once; with ChatGPT auth a 401 asks the source to recover once and
         handshakes again (SPEC sec. 6). The headers are fetched per connection (a token
         may have been refreshed); a failing auth source fails it like a refusal."""
@@ -70,12 +72,15 @@ class Connections:
                 handshake_timeout=self._config.responses.handshake_timeout,
                 idle_timeout=self._config.responses.idle_timeout,
                 ssl_context=self._config.responses.ssl_context, dialer=self._config.responses.dialer,
+                make_link=self._tap.link_factory(purpose) if self._tap is not None else None,
             )
             try:
                 link: WebSocketLink = await open_connection(self._nursery, options)
                 return link
-            except AuthenticationError as exc:
-                if exc.status != 401 or snapshot is None or recovered:
+            except ResponsesError as exc:
+                if self._tap is not None:
+                    self._tap.websocket_failed(purpose, options.url, exc)
+                if not isinstance(exc, AuthenticationError) or exc.status != 401 or snapshot is None or recovered:
                     raise
                 recovered = True
                 await recover_unauthorized(self._config, snapshot)
@@ -99,7 +104,7 @@ class Connections:
         }, turn_id)
         start = trio.current_time()
         try:
-            link = await self._open(open_connection, WebSocketOptions)
+            link = await self._open(open_connection, WebSocketOptions, purpose)
         except ResponsesError as exc:  # ConnectionFailed, AuthenticationError
             self._redactor.scrub(exc)
             self._stats.connection_duration_ns += ns(trio.current_time() - start)

@@ -45,6 +45,7 @@ from ._secrets import Redactor
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
+    from .._cassette.recorder import CassetteTap
     from .._transport.https import HttpsTransport
     from .._transport.websocket import WebSocketLink
     from ._turn import Preemption
@@ -63,6 +64,7 @@ class ModelClient:
         nursery: trio.Nursery,
         *,
         chain: Chain | None = None,
+        tap: CassetteTap | None = None,
     ) -> None:
         self._config = config
         self._ledger = ledger
@@ -74,7 +76,10 @@ class ModelClient:
         self.redactor = Redactor()
         if isinstance(config.auth, str):
             self.redactor.add(config.auth)
-        self._sockets = Connections(config, emit, nursery, self.stats, self.redactor)
+        self._tap = tap  # recording a cassette (AgentConfig.record)
+        if tap is not None:
+            tap.redactor = self.redactor  # what the cassette scrubs: every credential sent
+        self._sockets = Connections(config, emit, nursery, self.stats, self.redactor, tap)
         self._chain_generation: int | None = None
         # Ids of the latest responses that ended on the current socket: a frame naming
         # one of them later is a leftover, never the next answer (bounded).
@@ -246,6 +251,8 @@ class ModelClient:
             from .._transport.https import https_transport  # lazy: httpx only when HTTPS is used
 
             self._https = https_transport(self._config)
+            if self._tap is not None:
+                self._https.observer = self._tap.https_observer()
         return self._https
 
     def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None:

@@ -25,6 +25,7 @@ from ._sessions import TurnJournal
 from ._stats import TransportStats, TurnStats
 
 if TYPE_CHECKING:
+    from .._cassette.recorder import CassetteTap
     from ._turn import TurnState
 
 __all__ = ["TurnReporter"]
@@ -46,6 +47,7 @@ def _endpoint(config: AgentConfig) -> str:
 class TurnReporter:
     def __init__(self, config: AgentConfig, workspace: Path, emit: Emit, transport: TransportStats) -> None:
         self.journal: TurnJournal | None = None  # the rollout's per-turn lines, when there is a rollout
+        self.cassette: CassetteTap | None = None  # the cassette's turn.end lines, when recording
         self._config = config
         self._workspace = workspace
         self._emit = emit
@@ -80,6 +82,8 @@ class TurnReporter:
         state.terminal_emitted = True
         if self.journal is not None:
             self.journal.finished(state.turn_id, "completed", final_message)
+        if self.cassette is not None:
+            self.cassette.turn_end(state.turn_id, "completed", final_message)
 
     def failed(self, state: TurnState, stats: TurnStats, start: float, error: AgentError, *, status: str) -> None:
         """A failure: ``run.error`` then ``run.failed`` (``status: "failed"``), as nanocodex
@@ -94,6 +98,8 @@ class TurnReporter:
         state.terminal_emitted = True
         if self.journal is not None:
             self.journal.finished(state.turn_id, status, None)
+        if self.cassette is not None:
+            self.cassette.turn_end(state.turn_id, status, None)
 
     def cancelled_without_running(self, state: TurnState, error: AgentError) -> None:
         """The events of a turn cancelled before it ran: ``run.started``, then
@@ -103,6 +109,8 @@ class TurnReporter:
         payload["reason"] = str(error)
         self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
         state.terminal_emitted = True
+        if self.cassette is not None:
+            self.cassette.turn_end(state.turn_id, "cancelled", None)
 
     def _terminal(self, state: TurnState, stats: TurnStats, start: float, status: str) -> dict[str, Any]:
         now = self._transport.copy()

@@ -175,6 +175,7 @@ class TurnState:
     error: AgentError | None = None
     terminal_emitted: bool = False  # exactly one run.completed / run.failed per turn
     ran: bool = False  # the runner started it (a queued turn cancelled in time never does)
+    on_steer: Callable[[str, bool], None] | None = None  # a cassette recording the session's steers
 
     @property
     def automatic(self) -> bool:
@@ -288,6 +289,8 @@ class Turn:
             )
         state.steers.append(text)
         state.activity.notify("steer")
+        if state.on_steer is not None:
+            state.on_steer(text, interrupt)
         if interrupt:
             await state.preemption.request()
 

@@ -37,9 +37,8 @@ def _cancelled(state: TurnState) -> TurnCancelled:
 
 
 class TurnQueue:
-    def __init__(self, reporter: TurnReporter, on_accept: Callable[[int], None] | None = None) -> None:
+    def __init__(self, reporter: TurnReporter) -> None:
         self._reporter = reporter
-        self._on_accept = on_accept  # tracing: told each accepted turn id, in the accepting task
         self._next_id = 0
         self._queued: collections.deque[TurnState] = collections.deque()
         self.running: TurnState | None = None
@@ -50,6 +49,9 @@ class TurnQueue:
         self._wakeup = trio.Event()
         self._automatic_settings: RequestSettings | None = None
         self.last_status: TurnStatus | None = None  # how the latest turn that ran ended
+        # Told each accepted turn, in the accepting task (tracing: the turn's parent span;
+        # a cassette: the prompts to replay). Synchronous; they must not raise.
+        self.accept_observers: list[Callable[[TurnState], None]] = []
 
     @property
     def closing(self) -> bool:
@@ -77,8 +79,8 @@ class TurnQueue:
             raise AgentClosed("the agent is closing; open a new agent to send more prompts")
         self._next_id += 1
         state = TurnState(self._next_id, prompt, settings, self.activity, items, mail)
-        if self._on_accept is not None:
-            self._on_accept(state.turn_id)
+        for observe in self.accept_observers:
+            observe(state)
         if self.running is not None:
             self.activity.notify("steer")  # user input waits: a sleeping or waiting turn wakes
         self._queued.append(state)

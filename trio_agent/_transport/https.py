@@ -19,7 +19,7 @@ import functools
 import ssl
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import trio
@@ -32,9 +32,25 @@ from .websocket import Dialer
 if TYPE_CHECKING:
     from .._config import AgentConfig
 
-__all__ = ["HttpsTransport", "https_transport"]
+__all__ = ["HttpsObserver", "HttpsTransport", "RequestObserver", "https_transport"]
 
 _MAX_ERROR_BODY = 4096
+
+
+class RequestObserver(Protocol):
+    """Watches one HTTPS request (the cassette recorder's; see ``HttpsTransport.observer``)."""
+
+    def head(self, status: int, headers: list[tuple[str, str]], error_body: str | None) -> None: ...
+
+    def chunks(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]: ...
+
+    def end(self, error: BaseException | None) -> None: ...
+
+
+class HttpsObserver(Protocol):
+    def request(
+        self, url: str, headers: Sequence[tuple[str, str]], body: dict[str, Any]
+    ) -> RequestObserver: ...
 
 
 class HttpsTransport:
@@ -53,6 +69,7 @@ class HttpsTransport:
         created for this transport, dialing through ``dialer`` when given and trusting
         ``ssl_context`` (default: the system CAs)."""
         self.url = base_url.rstrip("/") + "/responses"
+        self.observer: HttpsObserver | None = None  # set once by a cassette recorder
         self._owned = client is None
         self._head_timeout = connect_timeout if handshake_timeout is None else handshake_timeout
         if client is not None:
@@ -72,8 +89,28 @@ class HttpsTransport:
         self, body: dict[str, Any], headers: Sequence[tuple[str, str]]
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         """POST ``body``; yields the body chunks of a successful response."""
-        content = dumps(body).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
+        observer = self.observer
+        if observer is None:
+            async with self._open_stream(body, request_headers, None) as chunks:
+                yield chunks
+            return
+        # Recording (a cassette): one observer per request, told the head, the chunks and
+        # how the request ended -- per request, never per chunk, when nobody records.
+        watch = observer.request(self.url, request_headers, body)
+        try:
+            async with self._open_stream(body, request_headers, watch) as chunks:
+                yield chunks
+        except BaseException as exc:
+            watch.end(exc)
+            raise
+        watch.end(None)
+
+    @asynccontextmanager
+    async def _open_stream(
+        self, body: dict[str, Any], request_headers: list[tuple[str, str]], watch: RequestObserver | None
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        content = dumps(body).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 with trio.move_on_after(self._head_timeout) as head:
@@ -86,8 +123,16 @@ class HttpsTransport:
                         f"{self._head_timeout:g} s (handshake_timeout)", error_class="https_head_timeout",
                     )
                 if response.status_code // 100 != 2:
-                    raise await _rejected(response)
-                chunks = await stack.enter_async_context(contextlib.aclosing(response.aiter_raw()))  # type: ignore[type-var]
+                    error, text = await _rejected(response)
+                    if watch is not None:
+                        watch.head(response.status_code, response.headers.multi_items(), text)
+                    raise error
+                chunks: AsyncIterator[bytes] = await stack.enter_async_context(
+                    contextlib.aclosing(response.aiter_raw())  # type: ignore[type-var]
+                )
+                if watch is not None:
+                    watch.head(response.status_code, response.headers.multi_items(), None)
+                    chunks = watch.chunks(chunks)
                 yield chunks
         except httpx.ConnectTimeout as exc:
             raise ConnectionFailed(
@@ -139,14 +184,15 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-async def _rejected(response: httpx.Response) -> ResponsesError:
+async def _rejected(response: httpx.Response) -> tuple[ResponsesError, str]:
+    """The error for a non-2xx response, and the (start of the) body it was made from."""
     status = response.status_code
     raw = await response.aread()  # error bodies are small JSON documents
     text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace")
     return rejection_error(
         status, text, response.headers.get("retry-after"), prefix="https",
         message=f"the Responses API answered HTTP {status}: {text[:500]}", other=ApiError,
-    )
+    ), text
 
 
 def https_transport(config: AgentConfig) -> HttpsTransport:

@@ -62,6 +62,10 @@ class WebSocketOptions:
     message_queue_size: int = 64
     ssl_context: ssl.SSLContext | None = None
     dialer: Dialer | None = None
+    # Builds the link once the handshake is done: ``WebSocketLink`` itself, or a subclass
+    # chosen once per connection (the cassette recorder's), so the frame path has no
+    # per-frame switch.
+    make_link: Callable[[trio_websocket.WebSocketConnection, WebSocketOptions], WebSocketLink] | None = None
 
 
 class _HandshakeEof(Exception):
@@ -121,6 +125,7 @@ class WebSocketLink:
         self._send_lock = trio.Lock()
         self._abandoned = trio.Event()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in ws.handshake_headers}
+        self.handshake_headers = headers  # the server's handshake response headers, lower-cased
         self.turn_state: str | None = headers.get("x-codex-turn-state")
         self.request_id: str | None = headers.get("x-request-id")
         self.server_model: str | None = headers.get("openai-model")
@@ -132,6 +137,11 @@ class WebSocketLink:
 
     def abandon(self) -> None:
         self._abandoned.set()
+
+    @property
+    def close_reason(self) -> trio_websocket.CloseReason | None:
+        """Why the socket closed (code and reason), or None while it is open."""
+        return self._ws.closed
 
     async def send_text(self, text: str) -> None:
         """Send one text frame (``ConnectionLost``/``ResponseTimeout`` on failure)."""
@@ -233,7 +243,7 @@ async def _connection_task(
         try:
             async with trio.open_nursery() as reader_nursery:
                 ws = await _handshake(reader_nursery, watched, options, deadline)
-                link = WebSocketLink(ws, options)
+                link = (options.make_link or WebSocketLink)(ws, options)
                 watched.handshake_done = True
                 task_status.started(link)
                 started = True

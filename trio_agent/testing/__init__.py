@@ -27,10 +27,20 @@ server runs two ways, with the same scripting API (``accept()``, ``accept_raw()`
 records what the agent emitted into an ``EventLog``. The client going away is
 ``ClientDisconnected`` (with the close ``code`` and ``reason``), whatever WebSocket
 library is underneath.
+
+Record and replay (``docs/cassettes.md``): ``AgentConfig(record=path)`` records a live
+session into a cassette; ``await replay(path)`` re-runs its prompts and steers against a
+``ReplayServer`` serving that cassette and returns a ``ReplayResult`` whose ``mismatch``
+(a ``ReplayMismatch``, with a diff) says where the agent first behaved differently.
+``Cassette.load(path)`` validates a cassette (``CassetteError`` says what is wrong).
 """
 
+from .._cassette.format import Cassette, CassetteError, CassetteHeader, Observation
 from . import _frames as frames
 from ._http import FakeHttpRequest
+from ._replay import ReplayedTurn, ReplayResult, replay, replay_config
+from ._replay_match import ReplayMatch, ReplayMismatch
+from ._replay_server import ReplayServer
 from ._scripted import EventLog, ScriptUnfinished, record_events, scripted
 from ._server import (
     MEMORY_HOST,
@@ -43,15 +53,26 @@ from ._server import (
 
 __all__ = [
     "MEMORY_HOST",
+    "Cassette",
+    "CassetteError",
+    "CassetteHeader",
     "ClientDisconnected",
     "EventLog",
     "FakeConnection",
     "FakeHttpRequest",
     "FakeResponsesServer",
     "Handshake",
+    "Observation",
     "RawConnection",
+    "ReplayMatch",
+    "ReplayMismatch",
+    "ReplayResult",
+    "ReplayServer",
+    "ReplayedTurn",
     "ScriptUnfinished",
     "frames",
     "record_events",
+    "replay",
+    "replay_config",
     "scripted",
 ]

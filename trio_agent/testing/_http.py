@@ -52,6 +52,12 @@ class FakeHttpRequest:
         data = frame if isinstance(frame, str) else json.dumps(frame, separators=(",", ":"))
         await self._send(h11.Data(data=f"data: {data}\n\n".encode()))
 
+    async def send_data(self, data: str) -> None:
+        """One event whose data is ``data`` exactly (a line per line of ``data``, as SSE
+        encodes multi-line data)."""
+        lines = "".join(f"data: {line}\n" for line in data.split("\n"))
+        await self._send(h11.Data(data=f"{lines}\n".encode()))
+
     async def finish(self) -> None:
         """End a streamed response and close the connection."""
         await self._send(h11.EndOfMessage())

@@ -159,8 +159,13 @@ class FakeConnection:
 
     async def send(self, frame: dict[str, Any]) -> None:
         """Send one frame as compact JSON text (``ClientDisconnected`` once the client went away)."""
+        await self.send_text(json.dumps(frame, separators=(",", ":")))
+
+    async def send_text(self, message: str | bytes) -> None:
+        """Send one message exactly as given (a text frame, or a binary frame for bytes);
+        ``ClientDisconnected`` once the client went away."""
         try:
-            await self._ws.send_message(json.dumps(frame, separators=(",", ":")))
+            await self._ws.send_message(message)
         except trio_websocket.ConnectionClosed as exc:
             raise _disconnected(exc) from exc
 
@@ -205,9 +210,9 @@ class FakeConnection:
         """``frames.error_frame(message, code=code, **extra)``: fails the live response."""
         await self.send(frames.error_frame(message, code=code, **extra))
 
-    async def close(self, code: int = 1000) -> None:
-        """Close with a WebSocket close handshake."""
-        await self._ws.aclose(code)
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        """Close with a WebSocket close handshake (``code`` and an optional ``reason``)."""
+        await self._ws.aclose(code, reason)
 
     async def drop(self) -> None:
         """Close the TCP connection abruptly (no close frame)."""

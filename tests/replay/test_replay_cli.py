@@ -1,0 +1,68 @@
+"""``trio-agent run --record FILE`` and ``trio-agent replay FILE``, run as the console
+script in a subprocess (no ``OPENAI_API_KEY``: the built-in local scripted model)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import trio_agent as ta
+from trio_agent.testing import Cassette
+
+ROOT = Path(ta.__file__).resolve().parent.parent
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).parent / "trio-agent"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "trio_agent"]
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)  # this checkout
+    return subprocess.run([*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def record(tmp_path: Path) -> tuple[Path, Path]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("a\n")
+    run = cli("run", "--record", "session.jsonl", "--workspace", str(workspace), "run: ls", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "no OPENAI_API_KEY set; using the built-in local scripted model" in run.stdout
+    return tmp_path / "session.jsonl", workspace
+
+
+def test_a_recorded_cli_run_replays_with_one_summary_line(tmp_path: Path) -> None:
+    path, workspace = record(tmp_path)
+    cassette = Cassette.load(path)
+    assert cassette.inputs()[0].data["text"] == "run: ls"
+    assert any(o.kind == "ws.recv" and "exec_command" in str(o.data) for o in cassette.observations)
+    replayed = cli("replay", str(path), "--workspace", str(workspace), cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.splitlines() == [
+        f"replay ok: 1 turn(s), 3 request(s) on 1 connection(s) matched the recording ({path})"
+    ]
+
+
+def test_a_changed_workspace_fails_the_replay_with_the_diff(tmp_path: Path) -> None:
+    path, workspace = record(tmp_path)
+    (workspace / "b.txt").write_text("b\n")  # `ls` now answers differently
+    replayed = cli("replay", str(path), "--workspace", str(workspace), cwd=tmp_path)
+    assert replayed.returncode == 1, replayed.stderr
+    lines = replayed.stdout.splitlines()
+    assert lines[0].startswith("replay mismatch at cassette line ")
+    assert "frame 3 the agent sent on connection 1 (WebSocket) differs from the recording" in lines[0]
+    assert '-          "text": "a.txt\\n",' in lines
+    assert '+          "text": "a.txt\\nb.txt\\n",' in lines
+    assert lines[-1].startswith("replay FAILED: replay mismatch at cassette line ")
+
+
+def test_a_cassette_that_cannot_be_replayed_exits_2_saying_why(tmp_path: Path) -> None:
+    path, _ = record(tmp_path)
+    path.write_bytes(path.read_bytes()[:-30])  # cut inside the last line
+    replayed = cli("replay", str(path), cwd=tmp_path)
+    assert replayed.returncode == 2
+    assert "the last line is not complete JSON" in replayed.stderr and "truncated" in replayed.stderr
+    missing = cli("replay", str(tmp_path / "nope.jsonl"), cwd=tmp_path)
+    assert missing.returncode == 2 and "no such cassette" in missing.stderr

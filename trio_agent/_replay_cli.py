@@ -1,0 +1,78 @@
+"""The record/replay half of the ``trio-agent`` command line (issue 15).
+
+``trio-agent run --record FILE PROMPT`` records the run into a cassette
+(``AgentConfig(record=FILE)``); ``trio-agent replay FILE`` re-runs the recorded
+session's prompts and steers against the cassette served as a fake server and
+reports whether the agent still behaves the same: exit 0 and one summary line, or
+exit 1 with the first difference (a readable diff); exit 2 when the cassette cannot
+be replayed. ``_cli`` only calls the three functions here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+if TYPE_CHECKING:
+    from .testing import Cassette, ReplayMatch
+
+__all__ = ["add_record_option", "add_replay_command", "run_replay"]
+
+
+def add_record_option(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--record", type=Path, default=None, metavar="FILE",
+                     help="record the session (every frame, request and prompt) into a cassette FILE")
+
+
+def add_replay_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    replay = sub.add_parser("replay", help="re-run a recorded cassette and check the agent still behaves the same")
+    replay.add_argument("cassette", type=Path, help="a cassette written by `trio-agent run --record FILE`")
+    replay.add_argument("--workspace", type=Path, default=None, help="where tools run (default: .)")
+    replay.add_argument("--timing", type=float, default=0.0, metavar="SCALE",
+                        help="replay the recorded gaps between frames times SCALE (default 0: no delays)")
+    replay.add_argument("--match", choices=["input", "body"], default="input",
+                        help="compare the input items (default) or whole request bodies")
+    replay.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="give up after SECONDS (default 600)")
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``trio-agent replay``: 0 when the replay matched, 1 on a mismatch, 2 on bad input."""
+    from .testing import Cassette, CassetteError, ReplayMatch
+
+    if args.timing < 0 or args.timeout <= 0:
+        print("trio-agent: --timing must be >= 0 and --timeout > 0", file=sys.stderr)
+        return 2
+    workspace = args.workspace or Path.cwd()
+    if not workspace.is_dir():
+        print(f"trio-agent: workspace {str(workspace)!r} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        cassette = Cassette.load(args.cassette)
+    except CassetteError as exc:
+        print(f"trio-agent: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return trio.run(_replay, cassette, workspace, args.timing, ReplayMatch(args.match), args.timeout)
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _replay(cassette: Cassette, workspace: Path, timing: float, match: ReplayMatch, limit: float) -> int:
+    from .testing import replay
+
+    with trio.move_on_after(limit) as scope:
+        result = await replay(cassette, workspace=workspace, timing=timing, match=match)
+    if scope.cancelled_caught:
+        print(f"trio-agent: the replay did not finish within {limit:g} s (--timeout)", file=sys.stderr)
+        return 1
+    if result.mismatch is not None:
+        print(str(result.mismatch), flush=True)
+        print(result.summary(), flush=True)
+        return 1
+    print(f"{result.summary()} ({cassette.path})", flush=True)
+    return 0
