@@ -27,6 +27,9 @@ server runs two ways, with the same scripting API (``accept()``, ``accept_raw()`
 records what the agent emitted into an ``EventLog``. The client going away is
 ``ClientDisconnected`` (with the close ``code`` and ``reason``), whatever WebSocket
 library is underneath.
+
+The remote tools' endpoints (web search, image generation) are answered with
+``answer_web_search`` / ``answer_image_request``; see ``_tool_endpoints``.
 """
 
 from . import _frames as frames
@@ -40,9 +43,11 @@ from ._server import (
     Handshake,
     RawConnection,
 )
+from ._tool_endpoints import PNG_PIXEL, answer_image_request, answer_web_search, image_response, search_response
 
 __all__ = [
     "MEMORY_HOST",
+    "PNG_PIXEL",
     "ClientDisconnected",
     "EventLog",
     "FakeConnection",
@@ -51,7 +56,11 @@ __all__ = [
     "Handshake",
     "RawConnection",
     "ScriptUnfinished",
+    "answer_image_request",
+    "answer_web_search",
     "frames",
+    "image_response",
     "record_events",
     "scripted",
+    "search_response",
 ]
