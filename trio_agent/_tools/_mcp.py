@@ -127,8 +127,12 @@ class _Server:
         self.done = trio.Event()  # the task has ended
         self.calls: set[trio.CancelScope] = set()
         self.stderr = bytearray()
+        self.http_error: str | None = None  # the last HTTP error status the server answered
 
     def stderr_note(self) -> str:
+        """What the server last said about itself: its stderr tail, or an HTTP error."""
+        if self.http_error is not None:
+            return f" (the server answered HTTP {self.http_error})"
         tail = bytes(self.stderr).decode("utf-8", "replace").strip()
         return f"\n(server stderr, last lines:\n{tail[-1500:]})" if tail else ""
 
@@ -188,6 +192,9 @@ class McpTools:
                     await self._run_stdio(server)
                 else:
                     await self._run_http(server)
+        except* ImportError as group:
+            server.fail(f"MCP server {server.name} cannot start: {_describe(group)}; install the MCP extra: "
+                        "pip install 'trio-agent[mcp]'")
         except* Exception as group:
             server.fail(f"MCP server {server.name} failed: {_describe(group)}{server.stderr_note()}")
         finally:
@@ -240,7 +247,15 @@ class McpTools:
 
         config = server.config
         assert config.url is not None
-        async with httpx2.AsyncClient(headers=_http_headers(server), timeout=httpx2.Timeout(30.0, read=300.0)) as http:
+        async def note_status(response: httpx2.Response) -> None:
+            if response.status_code >= 400:
+                server.http_error = f"{response.status_code} {response.reason_phrase}".strip()
+
+        http = httpx2.AsyncClient(
+            headers=_http_headers(server), timeout=httpx2.Timeout(30.0, read=300.0),
+            event_hooks={"response": [note_status]},
+        )
+        async with http:
             transport = streamable_http_client(config.url, http_client=http)
             async with Client(transport, cache=None, client_info=_client_info()) as client:
                 await self._session(server, client)
