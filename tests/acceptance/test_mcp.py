@@ -24,7 +24,7 @@ from ..conftest import EventLog, make_config, scripted, warm
 from .test_builtin_tools import PIXEL_URL
 
 SERVER = Path(__file__).parent.parent / "fixtures" / "mcp_server.py"
-BASIC_TOOLS = ["add", "pid", "pixel", "fail", "crash", "hang"]
+BASIC_TOOLS = ["add", "pid", "getenv", "pixel", "fail", "crash", "hang"]
 
 
 def stdio(*args: str, **kw: Any) -> ta.McpServer:
@@ -51,10 +51,13 @@ def _pid(path: Path) -> int:
 
 
 async def test_stdio_server_tools_are_called_from_exec_and_the_process_is_gone_on_close(
-    server: FakeResponsesServer, workspace: Path, tmp_path: Path
+    server: FakeResponsesServer, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pid_file = tmp_path / "server.pid"
-    tools = ta.Tools.default().with_mcp("calc", stdio("--pid-file", str(pid_file), description="Arithmetic."))
+    monkeypatch.setenv("TRIO_AGENT_TEST_SECRET_TOKEN", "do-not-leak")
+    server_env = {"TRIO_AGENT_TEST_VALUE": "42"}
+    config = stdio("--pid-file", str(pid_file), env=server_env, description="Arithmetic.")
+    tools = ta.Tools.default().with_mcp("calc", config)
     source = (
         "const r = await tools.mcp__calc__add({a: 2, b: 3});\n"
         "text(r.structuredContent.result); text(r.content[0].text);\n"
@@ -64,7 +67,10 @@ async def test_stdio_server_tools_are_called_from_exec_and_the_process_is_gone_o
         "  try { await call(); text('no error'); } catch (e) { text(e.message.split('\\n')[0]); }\n"
         "}\n"
         "text(ALL_TOOLS.filter(t => t.name.startsWith('mcp__')).map(t => t.name).join(','));\n"
-        "text(await tools.mcp__calc__pid({}).then(r => r.structuredContent.result));"
+        "text(await tools.mcp__calc__pid({}).then(r => r.structuredContent.result));\n"
+        "for (const name of ['TRIO_AGENT_TEST_VALUE', 'TRIO_AGENT_TEST_SECRET_TOKEN']) {\n"
+        "  text(JSON.stringify((await tools.mcp__calc__getenv({name})).structuredContent.result));\n"
+        "}"
     )
     log = EventLog()
 
@@ -86,6 +92,7 @@ async def test_stdio_server_tools_are_called_from_exec_and_the_process_is_gone_o
         assert texts[5] == "unknown MCP tool mcp__calc__nothing; find tools with tools.tool_search({query})"
         assert texts[6] == ",".join(f"mcp__calc__{t}" for t in BASIC_TOOLS)
         assert texts[7] == str(_pid(pid_file))
+        assert texts[8:] == ['"42"', '""']  # its own env, and not the agent's (the SDK's safe default)
         await conn.send_final("resp-final")
 
     async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
@@ -96,10 +103,16 @@ async def test_stdio_server_tools_are_called_from_exec_and_the_process_is_gone_o
         assert processes_in(workspace) == [pid]  # the server runs in the workspace by default
     assert not pid_alive(pid)  # gone by the time open_agent returns: nothing to wait for
     assert processes_in(workspace) == []
-    results = [(p["call_id"], p["tool"], p["status"]) for p in log.payloads("tool.result") if p["tool"] != "exec"]
-    assert results[:3] == [("call-1/code-1", "mcp__calc__add", "completed"),
-                           ("call-1/code-2", "mcp__calc__pixel", "completed"),
-                           ("call-1/code-3", "mcp__calc__fail", "failed")]
+    nested = [p for p in log.payloads("tool.result") if p["tool"] != "exec"]
+    assert [(p["call_id"], p["tool"], p["status"]) for p in nested[:3]] == [
+        ("call-1/code-1", "mcp__calc__add", "completed"),
+        ("call-1/code-2", "mcp__calc__pixel", "completed"),
+        ("call-1/code-3", "mcp__calc__fail", "failed"),
+    ]
+    # The events show a result's content as text and image items.
+    assert nested[0]["result"] == [{"type": "input_text", "text": "5"}]
+    assert nested[1]["result"] == [{"type": "input_image", "image_url": PIXEL_URL}]
+    assert nested[2]["result"] == "MCP tool calc/fail returned an error: Error executing tool fail"
 
 
 async def test_a_hung_call_times_out_and_a_crashed_server_fails_its_calls(
@@ -261,6 +274,41 @@ async def test_servers_that_cannot_start_give_failed_results_and_leave_nothing_b
         assert (await (await agent.prompt("try")).result()).final_message == "carried on"
         await wait_for_os_fact(pid_file.exists, "the hung server writing its pid")
     assert not pid_alive(_pid(pid_file))  # killed while it was still starting
+
+
+async def test_cancelling_the_agent_stops_its_servers(
+    server: FakeResponsesServer, workspace: Path, tmp_path: Path
+) -> None:
+    pid_files = [tmp_path / "a.pid", tmp_path / "b.pid"]
+    tools = (
+        ta.Tools.default()
+        .with_mcp("a", stdio("--pid-file", str(pid_files[0])))
+        .with_mcp("b", stdio("--pid-file", str(pid_files[1])))
+    )
+    log = EventLog()
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()  # the turn waits here for ever: the agent is cancelled
+        await trio.sleep_forever()
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as outer:
+            outer.start_soon(script)
+            with trio.CancelScope() as scope:
+                async with ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+                    outer.start_soon(log.consume, agent.events)
+                    turn = await agent.prompt("work")
+                    await log.wait_for(_is(ta.EventKind.MCP_SERVER_READY, "a"))
+                    await log.wait_for(_is(ta.EventKind.MCP_SERVER_READY, "b"))
+                    pids = [_pid(p) for p in pid_files]
+                    assert all(pid_alive(pid) for pid in pids)
+                    scope.cancel()
+                    await turn.result()
+            assert scope.cancelled_caught
+            assert not any(pid_alive(pid) for pid in pids)
+            assert processes_in(workspace) == []
+            outer.cancel_scope.cancel()
 
 
 # -- Streamable HTTP -----------------------------------------------------------------

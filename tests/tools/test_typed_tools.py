@@ -253,6 +253,16 @@ def test_functions_that_cannot_be_described_are_refused(source: str, message: st
         ta.tool(namespace["f"])
 
 
+def test_add_takes_a_plain_async_function_too() -> None:
+    tools = ta.Tools.default().add(grep, description="Grep.")
+    spec = tools.user_tool("grep")
+    assert spec is not None and spec.description == "Grep."
+    assert spec.parameters == ta.tool(grep).parameters
+    assert [d["name"] for d in tools.definitions()] == ["exec", "wait", "grep"]
+    with pytest.raises(ta.ConfigError, match="registered twice"):
+        tools.add(grep)
+
+
 def test_names_may_not_collide_with_enabled_builtins() -> None:
     async def web__run(q: str) -> str:
         """Mine."""

@@ -271,13 +271,23 @@ class ToolDispatcher:
         self._emit_nested(
             EventKind.TOOL_RESULT,
             {"call_id": nested_call_id, "tool": name, "status": status, "duration_ns": duration,
-             "started_after_ns": started_after,
-             "result": value if isinstance(value, str | list) else json_text(value)},
+             "started_after_ns": started_after, "result": self._event_result(name, value)},
             origin,
         )
         if error is not None:
             raise error
         return value
+
+    def _event_result(self, name: str, value: Any) -> str | list[Any]:
+        """A nested result as the ``tool.result`` event shows it: text or content items
+        (an MCP ``CallToolResult`` as its text and image items), else compact JSON."""
+        if isinstance(value, str | list):
+            return value
+        if self._mcp is not None and self._mcp.knows(name) and isinstance(value, dict):
+            from .._tools._mcp import content_items
+
+            return content_items(value)
+        return json_text(value)
 
     async def _run_nested(self, name: str, args: Any, call_id: str, origin: _CellOrigin | None) -> Any:
         from .._tools.apply_patch import PatchError, apply_patch

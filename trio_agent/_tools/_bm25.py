@@ -2,7 +2,7 @@
 
 Tokens are lower-cased words split on anything that is not a letter or digit and at
 ``camelCase`` boundaries (so ``mcp__docs__searchFiles`` is ``mcp docs search files``),
-with English stop words dropped and a plural ``s`` stripped, the same way for
+with English stop words and single letters dropped and a plural ``s`` stripped, the same way for
 documents and queries. Scores use k1 = 1.2, b = 0.75 and the non-negative IDF
 ``ln(1 + (N - n + 0.5) / (n + 0.5))``; documents sharing no token with the query
 are not returned, and ties keep the documents' order.
@@ -30,7 +30,7 @@ def tokens(text: str) -> list[str]:
     words = []
     for raw in _WORD.findall(text):
         word = raw.lower()
-        if word in _STOP:
+        if word in _STOP or (len(word) == 1 and not word.isdigit()):
             continue
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]

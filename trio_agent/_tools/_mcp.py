@@ -48,7 +48,7 @@ from ._typed import describe_value
 if TYPE_CHECKING:
     from mcp import Client
 
-__all__ = ["DEFAULT_SEARCH_LIMIT", "MAX_SEARCH_LIMIT", "McpTool", "McpTools", "canonical_name"]
+__all__ = ["DEFAULT_SEARCH_LIMIT", "MAX_SEARCH_LIMIT", "McpTool", "McpTools", "canonical_name", "content_items"]
 
 DEFAULT_SEARCH_LIMIT = 8
 MAX_SEARCH_LIMIT = 32
@@ -56,6 +56,7 @@ _STDERR_TAIL = 4096
 _STDERR_GRACE = 1.0
 _MAX_PAGES = 100
 _MAX_IMAGE_CHARS = (20 << 20) * 4 // 3 + 4  # base64 of the 20 MiB view_image limit
+_MAX_RESULT_CHARS = 32 << 20  # a result the script could not sensibly hold
 
 
 def _normalize(name: str) -> str:
@@ -338,6 +339,10 @@ class McpTools:
         value["content"] = [_bounded(block) for block in value.get("content", [])]
         if value.get("isError"):
             raise NestedToolError(_error_text(entry, value))
+        size = len(json.dumps(value))
+        if size > _MAX_RESULT_CHARS:
+            raise NestedToolError(f"MCP tool {server.name}/{entry.tool} returned {size} bytes of JSON; "
+                                  f"results over {_MAX_RESULT_CHARS} bytes are refused")
         return value
 
     # -- tool_search ---------------------------------------------------------------------
@@ -385,6 +390,26 @@ def _search_arguments(arguments: object) -> tuple[str, int]:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise NestedToolError(f"tool_search: limit must be a positive integer (at most {MAX_SEARCH_LIMIT})")
     return query, min(limit, MAX_SEARCH_LIMIT)
+
+
+def content_items(value: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A ``CallToolResult``'s content as output items: text blocks (and embedded text
+    resources, and resource links) as ``input_text``, images as ``input_image``."""
+    items: list[dict[str, Any]] = []
+    for block in value.get("content", []):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            items.append({"type": "input_text", "text": str(block.get("text", ""))})
+        elif kind == "image":
+            mime = block.get("mimeType") or "application/octet-stream"
+            items.append({"type": "input_image", "image_url": f"data:{mime};base64,{block.get('data', '')}"})
+        elif kind == "resource" and isinstance(block.get("resource"), dict) and "text" in block["resource"]:
+            items.append({"type": "input_text", "text": str(block["resource"]["text"])})
+        elif kind == "resource_link":
+            items.append({"type": "input_text", "text": f"[resource {block.get('name', '')}: {block.get('uri', '')}]"})
+        elif kind is not None:
+            items.append({"type": "input_text", "text": f"[{kind} content omitted]"})
+    return items
 
 
 def _bounded(block: Any) -> Any:
