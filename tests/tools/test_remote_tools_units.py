@@ -7,7 +7,7 @@ from typing import Any
 
 from trio_agent._tools._bm25 import Bm25Index, tokens
 from trio_agent._tools._image_gen import recent_images
-from trio_agent._tools._mcp import canonical_name, content_items
+from trio_agent._tools._mcp_catalog import canonical_name, content_items
 from trio_agent._tools._web_search import recent_input
 
 

@@ -284,7 +284,7 @@ class ToolDispatcher:
         if isinstance(value, str | list):
             return value
         if self._mcp is not None and self._mcp.knows(name) and isinstance(value, dict):
-            from .._tools._mcp import content_items
+            from .._tools._mcp_catalog import content_items
 
             return content_items(value)
         return json_text(value)

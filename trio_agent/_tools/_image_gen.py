@@ -22,8 +22,8 @@ from typing import Annotated, Any, NotRequired, TypedDict
 import trio
 
 from ._remote import RemoteApi, RemoteError
+from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError
-from ._typed import Shape
 from ._view_image import data_url, read_workspace_image
 
 __all__ = ["IMAGEGEN_DESCRIPTION", "IMAGE_MODEL", "imagegen_schema", "recent_images", "run_image_generation"]

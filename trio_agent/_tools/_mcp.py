@@ -30,41 +30,29 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-import attrs
 import trio
 
 from .._events import EventKind
 from ._bm25 import Bm25Index
+from ._mcp_catalog import McpTool, bounded_block, error_text, search_arguments, tool_entry
 from ._mcp_config import McpServer
+from ._schema import describe_value
 from ._tool_errors import NestedToolError
-from ._ts import declaration, js_identifier, ts_type
-from ._typed import describe_value
+from ._ts import js_identifier
 
 if TYPE_CHECKING:
     from mcp import Client
 
-__all__ = ["DEFAULT_SEARCH_LIMIT", "MAX_SEARCH_LIMIT", "McpTool", "McpTools", "canonical_name", "content_items"]
+__all__ = ["McpTools"]
 
-DEFAULT_SEARCH_LIMIT = 8
-MAX_SEARCH_LIMIT = 32
 _STDERR_TAIL = 4096
 _STDERR_GRACE = 1.0
 _MAX_PAGES = 100
-_MAX_IMAGE_CHARS = (20 << 20) * 4 // 3 + 4  # base64 of the 20 MiB view_image limit
 _MAX_RESULT_CHARS = 32 << 20  # a result the script could not sensibly hold
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
-
-
-def canonical_name(server: str, tool: str) -> str:
-    return f"mcp__{_normalize(server)}__{_normalize(tool)}"
 
 
 def _describe(exc: BaseException) -> str:
@@ -78,42 +66,6 @@ def _describe(exc: BaseException) -> str:
     except Exception:
         text = ""
     return f"{type(exc).__name__}: {text}"[:1000] if text else type(exc).__name__
-
-
-@attrs.frozen
-class McpTool:
-    name: str  # mcp__<server>__<tool>
-    server: str
-    tool: str  # the server's own name for it
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
-    search_text: str
-
-    def declaration(self) -> str:
-        structured = ts_type(self.output_schema) if self.output_schema else None
-        output = f"CallToolResult<{structured}>" if structured else "CallToolResult"
-        return declaration(self.name, ts_type(self.input_schema, top=True, fallback="object"), output)
-
-    def summary(self) -> dict[str, Any]:
-        found: dict[str, Any] = {
-            "name": self.name, "server": self.server, "tool": self.tool, "description": self.description,
-            "declaration": self.declaration(), "input_schema": self.input_schema,
-        }
-        if self.output_schema is not None:
-            found["output_schema"] = self.output_schema
-        return found
-
-
-def _entry(server: str, tool: Any) -> McpTool:
-    schema = dict(tool.input_schema or {})
-    schema.setdefault("type", "object")
-    if not isinstance(schema.get("properties"), dict):
-        schema["properties"] = {}
-    description = tool.description or ""
-    name = canonical_name(server, tool.name)
-    words = [name, server, tool.name, tool.title or "", description, " ".join(sorted(schema["properties"]))]
-    return McpTool(name, server, tool.name, description, schema, tool.output_schema, " ".join(words))
 
 
 class _Server:
@@ -266,7 +218,7 @@ class McpTools:
         for tool in tools:
             if not server.config.keeps(tool.name):
                 continue
-            entry = _entry(server.name, tool)
+            entry = tool_entry(server.name, tool)
             if entry.name in self._entries:
                 continue  # two tools normalise to one name: the first one keeps it
             self._entries[entry.name] = entry
@@ -336,9 +288,9 @@ class McpTools:
             raise NestedToolError(f"MCP tool {server.name}/{entry.tool} did not answer within {timeout:g} s")
         value: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         value.pop("resultType", None)
-        value["content"] = [_bounded(block) for block in value.get("content", [])]
+        value["content"] = [bounded_block(block) for block in value.get("content", [])]
         if value.get("isError"):
-            raise NestedToolError(_error_text(entry, value))
+            raise NestedToolError(error_text(entry, value))
         size = len(json.dumps(value))
         if size > _MAX_RESULT_CHARS:
             raise NestedToolError(f"MCP tool {server.name}/{entry.tool} returned {size} bytes of JSON; "
@@ -348,7 +300,7 @@ class McpTools:
     # -- tool_search ---------------------------------------------------------------------
 
     async def search(self, arguments: object) -> dict[str, Any]:
-        query, limit = _search_arguments(arguments)
+        query, limit = search_arguments(arguments)
         wait = max((s.config.startup_timeout for s in self._servers.values()), default=0.0)
         with trio.move_on_after(wait):
             for server in self._servers.values():
@@ -375,53 +327,6 @@ async def _list_tools(client: Client) -> list[Any]:
         if cursor is None:
             break
     return tools
-
-
-def _search_arguments(arguments: object) -> tuple[str, int]:
-    if not isinstance(arguments, dict):
-        raise NestedToolError("tool_search expects an object {query, limit?}")
-    unknown = sorted(set(arguments) - {"query", "limit"})
-    if unknown:
-        raise NestedToolError(f"tool_search: unexpected field {unknown[0]!r} (the fields are: query, limit)")
-    query = arguments.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise NestedToolError("tool_search: query must be a non-empty string")
-    limit = arguments.get("limit", DEFAULT_SEARCH_LIMIT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise NestedToolError(f"tool_search: limit must be a positive integer (at most {MAX_SEARCH_LIMIT})")
-    return query, min(limit, MAX_SEARCH_LIMIT)
-
-
-def content_items(value: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A ``CallToolResult``'s content as output items: text blocks (and embedded text
-    resources, and resource links) as ``input_text``, images as ``input_image``."""
-    items: list[dict[str, Any]] = []
-    for block in value.get("content", []):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text":
-            items.append({"type": "input_text", "text": str(block.get("text", ""))})
-        elif kind == "image":
-            mime = block.get("mimeType") or "application/octet-stream"
-            items.append({"type": "input_image", "image_url": f"data:{mime};base64,{block.get('data', '')}"})
-        elif kind == "resource" and isinstance(block.get("resource"), dict) and "text" in block["resource"]:
-            items.append({"type": "input_text", "text": str(block["resource"]["text"])})
-        elif kind == "resource_link":
-            items.append({"type": "input_text", "text": f"[resource {block.get('name', '')}: {block.get('uri', '')}]"})
-        elif kind is not None:
-            items.append({"type": "input_text", "text": f"[{kind} content omitted]"})
-    return items
-
-
-def _bounded(block: Any) -> Any:
-    if isinstance(block, dict) and block.get("type") == "image" and len(str(block.get("data", ""))) > _MAX_IMAGE_CHARS:
-        return {"type": "text", "text": "[image omitted: it is over the 20 MiB image limit]"}
-    return block
-
-
-def _error_text(entry: McpTool, value: dict[str, Any]) -> str:
-    texts = [b.get("text", "") for b in value.get("content", []) if isinstance(b, dict) and b.get("type") == "text"]
-    detail = "\n".join(t for t in texts if t) or json.dumps(value.get("content", []))[:2000]
-    return f"MCP tool {entry.server}/{entry.tool} returned an error: {detail}"
 
 
 def _http_headers(server: _Server) -> dict[str, str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, NotRequired, TypedDict
 
+from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError
-from ._typed import Shape
 
 __all__ = ["PLAN_DESCRIPTION", "PLAN_UPDATED", "plan_schema", "update_plan_arguments"]
 

@@ -24,8 +24,8 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 import trio
 
 from ._remote import RemoteApi, RemoteError
+from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError
-from ._typed import Shape
 
 __all__ = [
     "SEARCH_ATTEMPTS",
