@@ -119,10 +119,15 @@ async def test_a_hung_call_times_out_and_a_crashed_server_fails_its_calls(
     server: FakeResponsesServer, workspace: Path, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "server.pid"
-    tools = ta.Tools.default().with_mcp("calc", stdio("--pid-file", str(pid_file), tool_timeout=0.5))
+    tools = (
+        ta.Tools.default()
+        .with_mcp("calc", stdio("--pid-file", str(pid_file)))
+        .with_mcp("stuck", stdio(tool_timeout=1.0, enabled_tools=["hang", "add"]))
+    )
     source = (
         "const attempt = async (f) => { try { return String(await f()); } catch (e) { return e.message; } };\n"
-        "text(await attempt(() => tools.mcp__calc__hang({})));\n"
+        "text(await attempt(() => tools.mcp__stuck__hang({})));\n"
+        "text(await attempt(() => tools.mcp__stuck__add({a: 2, b: 2}).then(r => r.structuredContent.result)));\n"
         "text(await attempt(() => tools.mcp__calc__add({a: 1, b: 1}).then(r => r.structuredContent.result)));\n"
         "text(await attempt(() => tools.mcp__calc__crash({})));\n"
         "text(await attempt(() => tools.mcp__calc__add({a: 1, b: 1})));"
@@ -132,13 +137,15 @@ async def test_a_hung_call_times_out_and_a_crashed_server_fails_its_calls(
     async def script() -> None:
         conn = await warm(server)
         await conn.next_request()
-        await log.wait_for(_is(ta.EventKind.MCP_SERVER_READY))
+        await log.wait_for(_is(ta.EventKind.MCP_SERVER_READY, "calc"))
+        await log.wait_for(_is(ta.EventKind.MCP_SERVER_READY, "stuck"))
         texts = _texts(await _exec_texts(conn, "resp-1", "call-1", source))
-        assert texts[0] == "MCP tool calc/hang did not answer within 0.5 s"
-        assert texts[1] == "2"  # the server is still up after a call timed out
-        assert texts[2].startswith("MCP tool calc/crash failed: MCPError: Connection closed")
-        assert "about to crash" in texts[2]  # the tail of its stderr
-        assert texts[3].startswith("MCP server calc closed the connection (did it exit?)")
+        assert texts[0] == "MCP tool stuck/hang did not answer within 1 s"
+        assert texts[1] == "4"  # the server is still up after a call timed out
+        assert texts[2] == "2"
+        assert texts[3].startswith("MCP tool calc/crash failed: MCPError: Connection closed")
+        assert "about to crash" in texts[3]  # the tail of its stderr
+        assert texts[4].startswith("MCP server calc closed the connection (did it exit?)")
         await conn.send_final("resp-1b", "the server died")
         await conn.next_request()
         await conn.send_final("resp-2", "still here")
@@ -148,6 +155,7 @@ async def test_a_hung_call_times_out_and_a_crashed_server_fails_its_calls(
         assert (await (await agent.prompt("break it")).result()).final_message == "the server died"
         assert (await (await agent.prompt("again")).result()).final_message == "still here"
     assert not pid_alive(_pid(pid_file))
+    assert processes_in(workspace) == []  # the stuck server too, its hung call and all
 
 
 async def test_a_slow_server_never_delays_the_first_turn_and_tool_search_waits_for_it(
@@ -344,15 +352,18 @@ async def test_http_server_with_headers_from_the_environment(
     tools = (
         ta.Tools.default()
         .with_mcp("web", ta.McpServer.http(
-            url, bearer_token_env="TRIO_MCP_TOKEN", header_env={"X-Team": "TRIO_TEAM"}, tool_timeout=0.5,
-            enabled_tools=["add", "pixel", "hang", "pid"], disabled_tools=["pixel"],
+            url, bearer_token_env="TRIO_MCP_TOKEN", header_env={"X-Team": "TRIO_TEAM"},
+            enabled_tools=["add", "pixel", "pid"], disabled_tools=["pixel"],
+        ))
+        .with_mcp("slow", ta.McpServer.http(
+            url, bearer_token="s3cret", headers={"X-Team": "trio"}, tool_timeout=1.0, enabled_tools=["hang"],
         ))
         .with_mcp("denied", ta.McpServer.http(url, bearer_token="wrong", headers={"X-Team": "trio"}))
     )
     source = (
         "text((await tools.mcp__web__add({a: 40, b: 2})).structuredContent.result);\n"
         "text((await tools.mcp__web__pid({})).structuredContent.result);\n"
-        "try { await tools.mcp__web__hang({}); } catch (e) { text(e.message); }\n"
+        "try { await tools.mcp__slow__hang({}); } catch (e) { text(e.message); }\n"
         "try { await tools.mcp__web__pixel({}); } catch (e) { text(e.message); }"
     )
     log = EventLog()
@@ -361,12 +372,13 @@ async def test_http_server_with_headers_from_the_environment(
         conn = await warm(server)
         await conn.next_request()
         ready = await log.wait_for(_is(ta.EventKind.MCP_SERVER_READY, "web"))
-        assert ready.payload["tools"] == ["mcp__web__add", "mcp__web__pid", "mcp__web__hang"]
+        assert ready.payload["tools"] == ["mcp__web__add", "mcp__web__pid"]
+        await log.wait_for(_is(ta.EventKind.MCP_SERVER_READY, "slow"))
         denied = await log.wait_for(_is(ta.EventKind.MCP_SERVER_FAILED, "denied"))
         assert denied.payload["error"].endswith("(the server answered HTTP 401 Unauthorized)")
         texts = _texts(await _exec_texts(conn, "resp-1", "call-1", source))
         assert texts == [
-            "42", str(process.pid), "MCP tool web/hang did not answer within 0.5 s",
+            "42", str(process.pid), "MCP tool slow/hang did not answer within 1 s",
             "unknown MCP tool mcp__web__pixel; find tools with tools.tool_search({query})",
         ]
         process.kill()  # the server goes away under the agent
