@@ -95,7 +95,7 @@ async def test_stdio_server_tools_are_called_from_exec_and_the_process_is_gone_o
         assert texts[8:] == ['"42"', '""']  # its own env, and not the agent's (the SDK's safe default)
         await conn.send_final("resp-final")
 
-    async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+    async with scripted(script, 30) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
         nursery.start_soon(log.consume, agent.events)
         await (await agent.prompt("add")).result()
         pid = _pid(pid_file)
@@ -150,7 +150,7 @@ async def test_a_hung_call_times_out_and_a_crashed_server_fails_its_calls(
         await conn.next_request()
         await conn.send_final("resp-2", "still here")
 
-    async with scripted(script, 20) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+    async with scripted(script, 30) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
         nursery.start_soon(log.consume, agent.events)
         assert (await (await agent.prompt("break it")).result()).final_message == "the server died"
         assert (await (await agent.prompt("again")).result()).final_message == "still here"
@@ -179,6 +179,7 @@ async def test_a_slow_server_never_delays_the_first_turn_and_tool_search_waits_f
         await conn.send_final("resp-1", "no server needed")
         await conn.next_request()
         source = (
+            '// @exec: {"yield_time_ms": 30000}\n'  # however long the server takes to start
             "const found = await tools.tool_search({query: 'add integers'});\n"
             "text(JSON.stringify(found.pending_servers)); text(found.tools[0].name);\n"
             "text((await tools.mcp__slow__add({a: 20, b: 22})).structuredContent.result);"
@@ -189,7 +190,7 @@ async def test_a_slow_server_never_delays_the_first_turn_and_tool_search_waits_f
         assert _texts(output[1:]) == ["[]", "mcp__slow__add", "42"]
         await conn.send_final("resp-3")
 
-    async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+    async with scripted(script, 30) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
         nursery.start_soon(log.consume, agent.events)
         first = await (await agent.prompt("hello")).result()
         assert first.final_message == "no server needed"
@@ -197,6 +198,31 @@ async def test_a_slow_server_never_delays_the_first_turn_and_tool_search_waits_f
         await (await agent.prompt("now add")).result()
     kinds = [e.kind for e in log.events]
     assert kinds.index(ta.EventKind.RUN_COMPLETED) < kinds.index(ta.EventKind.MCP_SERVER_READY)
+
+
+async def test_closing_the_agent_while_a_server_starts_stops_it_quietly(
+    server: FakeResponsesServer, workspace: Path, tmp_path: Path
+) -> None:
+    gate, pid_file = tmp_path / "gate", tmp_path / "server.pid"
+    os.mkfifo(gate)  # never opened for writing: the server never gets past it
+    # A "server" that never speaks MCP: a shell (quick to start, even on a loaded
+    # machine) that records its pid and blocks opening the FIFO.
+    never = ta.McpServer.stdio("sh", ["-c", f"echo $$ > {pid_file}; exec cat {gate}"])
+    tools = ta.Tools.default().with_mcp("slow", never)
+    log = EventLog()
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send_final("resp-1")
+
+    async with scripted(script, 30) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        await (await agent.prompt("hello")).result()
+        await wait_for_os_fact(pid_file.exists, "the server writing its pid")
+    assert not pid_alive(_pid(pid_file))
+    mcp_events = [e for e in log.events if e.kind.value.startswith("mcp.")]
+    assert mcp_events == []  # closed while starting is neither ready nor a failure
 
 
 async def test_many_tools_are_deferred_behind_a_bm25_tool_search(
@@ -241,7 +267,7 @@ async def test_many_tools_are_deferred_behind_a_bm25_tool_search(
         assert "mcp__calc__add" in names and "mcp__calc__tool_0" in names and "mcp__calc__crash" not in names
         await conn.send_final("resp-final")
 
-    async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+    async with scripted(script, 30) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
         nursery.start_soon(log.consume, agent.events)
         await (await agent.prompt("search")).result()
 
@@ -253,7 +279,9 @@ async def test_servers_that_cannot_start_give_failed_results_and_leave_nothing_b
     tools = (
         ta.Tools.default()
         .with_mcp("missing", ta.McpServer.stdio(str(tmp_path / "no-such-server")))
-        .with_mcp("hung", stdio("--hang-start", "--pid-file", str(pid_file), startup_timeout=0.5))
+        .with_mcp("hung", ta.McpServer.stdio(  # never speaks MCP; a shell starts fast even on a loaded machine
+            "sh", ["-c", f"echo $$ > {pid_file}; exec sleep 3600"], startup_timeout=0.5,
+        ))
     )
     source = (
         "for (const name of ['mcp__missing__add', 'mcp__hung__add']) {\n"
@@ -277,7 +305,7 @@ async def test_servers_that_cannot_start_give_failed_results_and_leave_nothing_b
         assert search["failed_servers"]["missing"].startswith("MCP server missing failed: FileNotFoundError")
         await conn.send_final("resp-final", "carried on")
 
-    async with scripted(script, 20) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+    async with scripted(script, 30) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
         nursery.start_soon(log.consume, agent.events)
         assert (await (await agent.prompt("try")).result()).final_message == "carried on"
         await wait_for_os_fact(pid_file.exists, "the hung server writing its pid")
@@ -300,7 +328,7 @@ async def test_cancelling_the_agent_stops_its_servers(
         await conn.next_request()  # the turn waits here for ever: the agent is cancelled
         await trio.sleep_forever()
 
-    with trio.fail_after(20):
+    with trio.fail_after(30):
         async with trio.open_nursery() as outer:
             outer.start_soon(script)
             with trio.CancelScope() as scope:
@@ -331,7 +359,7 @@ async def http_server(nursery: trio.Nursery) -> AsyncIterator[tuple[str, trio.Pr
     )
     assert process.stdout is not None
     line = b""
-    with trio.fail_after(10):
+    with trio.fail_after(30):
         while not line.endswith(b"\n"):
             line += await process.stdout.receive_some(64)
     try:
@@ -389,7 +417,7 @@ async def test_http_server_with_headers_from_the_environment(
         assert after[0].startswith(("MCP tool web/add failed: ", "MCP server web failed: "))
         await conn.send_final("resp-final", "fine")
 
-    async with scripted(script, 20) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+    async with scripted(script, 30) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
         nursery.start_soon(log.consume, agent.events)
         assert (await (await agent.prompt("web")).result()).final_message == "fine"
 

@@ -3,12 +3,18 @@
 ``exec`` cells run in the agent's ``CodeModeHost`` (created on first use, so the
 JavaScript engine is imported lazily); their ``tools.<name>(...)`` calls come back
 through ``_call_nested``, which runs ``exec_command``/``write_stdin`` in the agent's
-``ShellSessions``, ``apply_patch`` in the workspace, or a user handler, and reports
-each as ``tool.call``/``tool.result`` with ``call_id`` ``<exec id>/code-<n>`` and the
-``model_call_index`` of the model call that created the cell (SPEC sec. 7).
+``ShellSessions``, ``apply_patch`` in the workspace, the other nested built-ins
+(``update_plan``, ``view_image``, ``web__run``, ``image_gen__imagegen``,
+``tool_search``), an MCP tool (``McpTools``, whose servers ``start()`` launches in the
+agent's nursery), or a user handler, and reports each as ``tool.call``/``tool.result``
+with ``call_id`` ``<exec id>/code-<n>`` and the ``model_call_index`` of the model call
+that created the cell (SPEC sec. 7). A typed tool's bad arguments
+(``InvalidToolArguments``) and a built-in's failure (``NestedToolError``) are answered
+as failed results, top-level and nested alike.
 
 The dispatcher sees only a ``ToolEnvironment`` (tools, workspace, handle, emit,
-nursery), never the agent. A cell may outlive the turn that started it (after
+nursery, groups, and for the remote tools the config and a view of history), never
+the agent. A cell may outlive the turn that started it (after
 ``yield_control()`` the turn can finish while the script runs on); once that turn's
 terminal event is out (``turn_ended``), the cell's nested calls are *background*:
 their events carry no ``turn_id`` and say ``"background": true``, so nothing is ever
@@ -348,7 +354,8 @@ class ToolDispatcher:
             from .._tools._image_gen import run_image_generation
 
             return await run_image_generation(self._remote_api(), args, env.workspace, list(env.history()))
-        assert self._mcp is not None
+        if self._mcp is None:
+            raise NestedToolError("the MCP servers are not running (the agent has not started them)")
         if name == defs.TOOL_SEARCH:
             return await self._mcp.search(args)
         return await self._mcp.call(name, args)
@@ -363,16 +370,18 @@ class ToolDispatcher:
         return self._remote
 
     async def aclose(self) -> None:
-        """Stop every cell and shell session the tools left running (idempotent)."""
+        """Stop every cell, shell session and MCP server the tools left running
+        (idempotent). The MCP servers shut down concurrently, in the agent's nursery,
+        whose exit waits for them."""
         self._closed = True
+        if self._mcp is not None:
+            self._mcp.close()
         if self._host is not None:
             await self._host.aclose()
         if self._shell is not None:
             await self._shell.aclose()
         if self._remote is not None:
             await self._remote.aclose()
-        if self._mcp is not None:
-            await self._mcp.aclose()
 
 
 def _first_sentence(text: str) -> str:

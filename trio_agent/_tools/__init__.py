@@ -1,13 +1,19 @@
-"""Tool registry: the built-in ``exec``/``wait`` pair and user tools.
+"""Tool registry: the built-in ``exec``/``wait`` pair, the nested built-ins, MCP
+servers and user tools.
 
 ``Tools`` is a small builder. The model sees ``exec`` (custom tool: JavaScript that
 calls every host tool as ``tools.<name>(...)``) and ``wait`` first, then user tools,
-in the ``additional_tools`` prefix item (SPEC sec. 2 and 7). User handlers are
+in the ``additional_tools`` prefix item (SPEC sec. 2 and 7). The nested built-ins
+(``exec_command``, ``write_stdin``, ``apply_patch``, ``update_plan``, ``view_image``,
+``web__run`` unless turned off, ``image_gen__imagegen`` when turned on, and
+``tool_search`` with MCP servers) are reached only from ``exec``. User handlers are
 ``async`` callables ``handler(ctx, args)`` run inside the turn's cancel scope, so a
 cancelled turn cancels them. ``args`` is the decoded JSON object for function tools
 and the raw input string for custom tools. A handler returns a string, a list of
 content items (``input_text``/``input_image``) or any JSON value (sent as compact
-JSON); raising an exception answers the model with a failed output.
+JSON); raising an exception answers the model with a failed output. Typed tools
+(``tool`` / ``Tools.add``) derive their schema from the function and have their
+arguments checked before it runs.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 import attrs
 
@@ -77,7 +83,6 @@ JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "Jso
 ArgsT = TypeVar("ArgsT", contravariant=True)
 
 
-@runtime_checkable
 class Handler(Protocol[ArgsT]):
     """A tool's code: ``async def handler(ctx: ta.ToolContext, args) -> result``.
 
@@ -142,7 +147,8 @@ class Tools:
 
     @classmethod
     def default(cls) -> Tools:
-        """``exec`` (with ``exec_command`` and ``apply_patch`` inside it) and ``wait``."""
+        """``exec`` (with the nested built-ins inside it: the shell, ``apply_patch``,
+        ``update_plan``, ``view_image`` and ``web__run``) and ``wait``."""
         return cls(builtins=True)
 
     @classmethod
@@ -257,7 +263,7 @@ class Tools:
     def with_image_generation(self) -> Tools:
         """Add ``image_gen__imagegen`` (``gpt-image-2`` through ``{api_base_url}/images/...``);
         returns ``self``."""
-        self._need_exec("image generation")
+        self._need_exec("image generation is")
         self._check_free(IMAGE_GENERATION)
         self._image_generation = True
         return self
@@ -267,7 +273,7 @@ class Tools:
         ``exec``, found with ``tools.tool_search``. The agent starts it in the
         background when it opens and stops it when it closes (each agent, fork or child
         runs its own). Returns ``self``."""
-        self._need_exec("MCP servers")
+        self._need_exec("MCP servers are")
         check_server_name(name)
         if not isinstance(server, McpServer):
             raise ConfigError(f"MCP server {name!r} must be a ta.McpServer (McpServer.stdio(...) or .http(...))")
@@ -325,9 +331,7 @@ class Tools:
 
     def _need_exec(self, what: str) -> None:
         if not self._builtins:
-            raise ConfigError(f"{what} are reached from exec; use ta.Tools.default() (Tools.empty() has no exec)"
-                              if what.endswith("s") else
-                              f"{what} is reached from exec; use ta.Tools.default() (Tools.empty() has no exec)")
+            raise ConfigError(f"{what} reached from exec; use ta.Tools.default() (Tools.empty() has no exec)")
 
     def _check_free(self, builtin: str) -> None:
         if builtin in self._user:

@@ -19,7 +19,7 @@ for servers still starting, up to their startup timeout.
 
 Faults stay inside the tool result: a server that fails to start, crashes or hangs
 makes its calls fail with a message (with the tail of its stderr, which is kept in a
-bounded buffer); the agent goes on. ``aclose()`` -- and cancellation of the agent's
+bounded buffer); the agent goes on. ``close()`` -- and cancellation of the agent's
 nursery -- ends every session: the SDK closes a stdio server's stdin, then sends
 SIGTERM and SIGKILL to its process group, shielded and bounded, so no server process
 outlives the agent.
@@ -77,7 +77,6 @@ class _Server:
         self.client: Client | None = None
         self.scope = trio.CancelScope()
         self.settled = trio.Event()  # ready or failed
-        self.done = trio.Event()  # the task has ended
         self.calls: set[trio.CancelScope] = set()
         self.stderr = bytearray()
         self.http_error: str | None = None  # the last HTTP error status the server answered
@@ -126,15 +125,12 @@ class McpTools:
         for server in self._servers.values():
             nursery.start_soon(self._run, server, name=f"mcp server {server.name}")
 
-    async def aclose(self) -> None:
-        """End every session and wait for the server tasks (idempotent). If the caller
-        is cancelled meanwhile, the tasks still finish their bounded shutdown in the
-        agent's nursery."""
+    def close(self) -> None:
+        """End every session (idempotent, never blocks): each server task runs its
+        bounded, shielded shutdown in the agent's nursery, whose exit waits for it."""
         self._closing = True
         for server in self._servers.values():
             server.scope.cancel()
-        for server in self._servers.values():
-            await server.done.wait()
 
     async def _run(self, server: _Server) -> None:
         config = server.config
@@ -152,22 +148,21 @@ class McpTools:
             server.fail(f"MCP server {server.name} failed: {_describe(group)}{server.stderr_note()}")
         finally:
             if server.state == "starting":
-                if self._closing:
-                    server.state, server.error = "closed", f"MCP server {server.name} was closed while starting"
-                else:
+                if server.scope.cancelled_caught and not self._closing:  # its own deadline, not a shutdown
                     server.fail(f"MCP server {server.name} did not start within {config.startup_timeout:g} s"
                                 f"{server.stderr_note()}")
+                else:
+                    server.state, server.error = "closed", f"MCP server {server.name} was closed while starting"
             elif server.state == "ready":
                 server.state, server.error = "closed", f"MCP server {server.name} is closed"
             server.client = None
             server.settled.set()
-            server.done.set()
             if server.state == "failed":
                 self._emit(EventKind.MCP_SERVER_FAILED, {"server": server.name, "error": server.error}, None)
 
     async def _session(self, server: _Server, client: Client) -> None:
         tools = await _list_tools(client)
-        server.scope.deadline = math.inf  # up: only aclose() (or a failure) ends it now
+        server.scope.deadline = math.inf  # up: only close() (or a failure) ends it now
         self._ready(server, client, tools)
         await trio.sleep_forever()
 
