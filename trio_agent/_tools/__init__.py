@@ -38,8 +38,8 @@ from ._definitions import (
     exec_definition,
     wait_definition,
 )
-from ._namespaces import COLLABORATION, CollaborationOptions, collaboration_namespace
 from ._mcp_config import McpServer, check_server_name
+from ._namespaces import COLLABORATION, CollaborationOptions, collaboration_namespace
 from ._tool_errors import InvalidToolArguments, NestedToolError
 from ._ts import ts_type
 
