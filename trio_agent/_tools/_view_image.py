@@ -36,13 +36,13 @@ def image_mime(data: bytes) -> str | None:
     return None
 
 
-def _confined(workspace: Path, path: object, tool: str) -> Path:
+async def _confined(workspace: Path, path: object, tool: str) -> trio.Path:
     if not isinstance(path, str) or not path.strip():
         raise NestedToolError(f"{tool}: path must be a non-empty string (a file relative to the workspace)")
     if "\x00" in path:
         raise NestedToolError(f"{tool}: path must not contain NUL characters")
-    root = workspace.resolve()
-    candidate = (root / path).resolve()  # an absolute `path` replaces `root` here
+    root = await trio.Path(workspace).resolve()
+    candidate = await (root / path).resolve()  # an absolute `path` replaces `root` here; symlinks followed
     if not candidate.is_relative_to(root):
         raise NestedToolError(f"{tool}: {path} is outside the workspace ({root}); pass a path inside it")
     return candidate
@@ -50,7 +50,7 @@ def _confined(workspace: Path, path: object, tool: str) -> Path:
 
 async def read_workspace_image(workspace: Path, path: object, tool: str) -> tuple[str, bytes]:
     """``(mime, bytes)`` of the image at ``path`` in ``workspace``, or ``NestedToolError``."""
-    target = trio.Path(_confined(workspace, path, tool))
+    target = await _confined(workspace, path, tool)
     try:
         info = await target.stat()
     except FileNotFoundError:
