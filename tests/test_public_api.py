@@ -36,11 +36,13 @@ EXPECTED_ALL = [
     "DurableSession",
     "EventKind",
     "ForkBeforeCompletedTurn",
+    "Handler",
     "History",
     "InvalidImageRequest",
     "InvalidPrompt",
     "InvalidSessionSnapshot",
     "MailboxFull",
+    "McpServer",
     "Prompt",
     "ProtocolError",
     "ResponseTimeout",
@@ -61,6 +63,7 @@ EXPECTED_ALL = [
     "ThreadManager",
     "ThreadStatus",
     "ToolContext",
+    "ToolSpec",
     "Tools",
     "Tracing",
     "Transport",
@@ -77,6 +80,7 @@ EXPECTED_ALL = [
     "WorkspaceChanged",
     "open_agent",
     "open_thread_manager",
+    "tool",
     "write_jsonl",
 ]
 
@@ -230,7 +234,8 @@ def test_wire_and_session_import_nothing_impure(path: Path) -> None:
 
 
 def test_import_is_lazy_about_heavy_dependencies() -> None:
-    code = "import sys, trio_agent\nprint(','.join(sorted(m for m in ('httpx', 'quickjs') if m in sys.modules)))\n"
+    heavy = ("httpx", "quickjs", "mcp", "httpx2", "pydantic")
+    code = f"import sys, trio_agent\nprint(','.join(sorted(m for m in {heavy!r} if m in sys.modules)))\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert result.stdout.strip() == "", f"`import trio_agent` imported: {result.stdout.strip()}"
 

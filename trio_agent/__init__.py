@@ -60,8 +60,12 @@ from ._threads import ThreadManager as ThreadManager
 from ._threads import ThreadStatus as ThreadStatus
 from ._threads import UnsubscribeStatus as UnsubscribeStatus
 from ._threads import open_thread_manager as open_thread_manager
+from ._tools import Handler as Handler
+from ._tools import McpServer as McpServer
 from ._tools import ToolContext as ToolContext
 from ._tools import Tools as Tools
+from ._tools import ToolSpec as ToolSpec
+from ._tools import tool as tool
 from ._tracing import Tracing as Tracing
 
 __version__ = "0.1.0"
@@ -88,11 +92,13 @@ __all__ = [
     "DurableSession",
     "EventKind",
     "ForkBeforeCompletedTurn",
+    "Handler",
     "History",
     "InvalidImageRequest",
     "InvalidPrompt",
     "InvalidSessionSnapshot",
     "MailboxFull",
+    "McpServer",
     "Prompt",
     "ProtocolError",
     "ResponseTimeout",
@@ -113,6 +119,7 @@ __all__ = [
     "ThreadManager",
     "ThreadStatus",
     "ToolContext",
+    "ToolSpec",
     "Tools",
     "Tracing",
     "Transport",
@@ -129,6 +136,7 @@ __all__ = [
     "WorkspaceChanged",
     "open_agent",
     "open_thread_manager",
+    "tool",
     "write_jsonl",
 ]
 

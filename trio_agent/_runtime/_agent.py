@@ -160,7 +160,10 @@ class Agent:
                 queue=self._queue, nursery=nursery, emit=emit,
             )
             groups[COLLABORATION] = self._collaboration.runner
-        self._tools = ToolDispatcher(ToolEnvironment(tools, self._workspace, self._handle, emit, nursery, groups))
+        self._tools = ToolDispatcher(ToolEnvironment(
+            tools, self._workspace, self._handle, emit, nursery, groups,
+            config=config, history=lambda: self._ledger.history,
+        ))
         self._runner = TurnRunner(
             ledger=self._ledger, model=self._model, tools=self._tools, reporter=reporter,
             fork_point=self._fork_point, session=self._session, workspace=self._workspace,
@@ -406,6 +409,7 @@ class Agent:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def _startup(self) -> None:
+        self._tools.start()  # MCP servers, in the background
         self._nursery.start_soon(self._runner.run, self._queue)
         if self._config.responses.transport is Transport.WEBSOCKET and not self._seeded:
             await self._nursery.start(self._model.warmup, self._settings())

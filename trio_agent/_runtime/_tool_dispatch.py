@@ -3,12 +3,18 @@
 ``exec`` cells run in the agent's ``CodeModeHost`` (created on first use, so the
 JavaScript engine is imported lazily); their ``tools.<name>(...)`` calls come back
 through ``_call_nested``, which runs ``exec_command``/``write_stdin`` in the agent's
-``ShellSessions``, ``apply_patch`` in the workspace, or a user handler, and reports
-each as ``tool.call``/``tool.result`` with ``call_id`` ``<exec id>/code-<n>`` and the
-``model_call_index`` of the model call that created the cell (SPEC sec. 7).
+``ShellSessions``, ``apply_patch`` in the workspace, the other nested built-ins
+(``update_plan``, ``view_image``, ``web__run``, ``image_gen__imagegen``,
+``tool_search``), an MCP tool (``McpTools``, whose servers ``start()`` launches in the
+agent's nursery), or a user handler, and reports each as ``tool.call``/``tool.result``
+with ``call_id`` ``<exec id>/code-<n>`` and the ``model_call_index`` of the model call
+that created the cell (SPEC sec. 7). A typed tool's bad arguments
+(``InvalidToolArguments``) and a built-in's failure (``NestedToolError``) are answered
+as failed results, top-level and nested alike.
 
 The dispatcher sees only a ``ToolEnvironment`` (tools, workspace, handle, emit,
-nursery), never the agent. A cell may outlive the turn that started it (after
+nursery, groups, and for the remote tools the config and a view of history), never
+the agent. A cell may outlive the turn that started it (after
 ``yield_control()`` the turn can finish while the script runs on); once that turn's
 terminal event is out (``turn_ended``), the cell's nested calls are *background*:
 their events carry no ``turn_id`` and say ``"background": true``, so nothing is ever
@@ -17,7 +23,7 @@ reported under a turn after its terminal event.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +31,14 @@ import attrs
 import trio
 
 from .._events import EventKind
-from .._tools import ToolContext, Tools, ToolSpec
+from .._tools import InvalidToolArguments, NestedToolError, ToolContext, Tools, ToolSpec
 from .._units import ns
 from ._tool_runner import Runner, ToolOutcome, UnencodableValue, json_text, to_output
 
 if TYPE_CHECKING:
+    from .._config import AgentConfig
+    from .._tools._mcp import McpTools
+    from .._tools._remote import RemoteApi
     from .._tools.code_mode import CodeModeHost
     from .._tools.exec_command import ShellSessions
     from ._handle import AgentHandle
@@ -37,11 +46,7 @@ if TYPE_CHECKING:
     from ._turn import TurnState
 
 __all__ = ["GroupRunners", "ToolDispatcher", "ToolEnvironment"]
-_NESTED_DOCS = {
-    "exec_command": ("Run a shell command in the workspace.", True),
-    "write_stdin": ("Write to a running exec_command session.", True),
-    "apply_patch": ("Edit files with a *** Begin Patch patch.", False),
-}
+_SHELL_TOOLS = frozenset({"exec_command", "write_stdin", "apply_patch"})
 
 
 GroupRunners = Callable[[str, "TurnState"], "Runner | None"]
@@ -58,6 +63,10 @@ class ToolEnvironment:
     nursery: trio.Nursery  # where cells and shell sessions live (the agent's)
     # Runners of the opt-in namespaced groups: namespace -> (tool name, turn) -> runner.
     groups: dict[str, GroupRunners] = attrs.field(factory=dict)
+    # For the remote tools (web__run, image_gen__imagegen): the agent's config (auth,
+    # api_base_url, session id, model) and its committed history, read at call time.
+    config: AgentConfig | None = None
+    history: Callable[[], Iterable[Mapping[str, Any]]] = lambda: ()
 
 
 class _CellOrigin:
@@ -79,6 +88,22 @@ class ToolDispatcher:
         self._origins: dict[str, _CellOrigin] = {}  # exec call id -> origin
         self._cell_calls: dict[int, str] = {}  # cell id -> exec call id
         self._closed = False
+        self._nested = {t.name: t for t in env.tools.builtin_nested()}  # the nested built-ins, by name
+        self._mcp: McpTools | None = None
+        self._remote: RemoteApi | None = None
+
+    def start(self) -> None:
+        """Start what runs beside the turns: the MCP servers, in the agent's nursery and
+        in the background (nothing here waits for a server)."""
+        servers = self._env.tools.mcp_servers
+        if servers and self._mcp is None:
+            from .._tools._mcp import McpTools
+
+            self._mcp = McpTools(
+                servers, workspace=self._env.workspace, emit=self._env.emit,
+                defer_above=self._env.tools.mcp_defer_above,
+            )
+            self._mcp.start(self._env.nursery)
 
     # -- routing ---------------------------------------------------------------------
 
@@ -131,6 +156,8 @@ class ToolDispatcher:
             ctx = self._context(spec, call.get("call_id", ""), turn_id)
             try:
                 value = await spec.handler(ctx, arguments)
+            except InvalidToolArguments as exc:  # checked before the tool's own code ran
+                return ToolOutcome(f"invalid arguments for tool {spec.name}: {exc.message}", "failed")
             except Exception as exc:  # a failing tool is answered, not fatal
                 return ToolOutcome(f"tool {spec.name} failed: {_describe(exc)}", "failed")
             try:
@@ -159,8 +186,10 @@ class ToolDispatcher:
         return self._shell
 
     def _nested_tool_names(self) -> list[tuple[str, str, bool]]:
-        names = [(name, doc, is_function) for name, (doc, is_function) in _NESTED_DOCS.items()]
+        names = [(t.name, _first_sentence(t.description), t.is_function) for t in self._nested.values()]
         names.extend((s.name, s.description, s.kind == "function") for s in self._env.tools.user_tools)
+        if self._mcp is not None:
+            names.extend(self._mcp.active_tools())
         return names
 
     def _exec_runner(self, state: TurnState, model_call_index: int, stats: TurnStats) -> Runner:
@@ -228,7 +257,7 @@ class ToolDispatcher:
         started_after = ns(start - origin.started) if origin else 0
         status, error = "completed", None
         try:
-            value = await self._run_nested(name, args, nested_call_id, origin.turn_id if origin else None)
+            value = await self._run_nested(name, args, nested_call_id, origin)
         except ToolCallError as exc:
             status, error, value = "failed", exc, exc.message
         except trio.Cancelled:
@@ -248,15 +277,25 @@ class ToolDispatcher:
         self._emit_nested(
             EventKind.TOOL_RESULT,
             {"call_id": nested_call_id, "tool": name, "status": status, "duration_ns": duration,
-             "started_after_ns": started_after,
-             "result": value if isinstance(value, str | list) else json_text(value)},
+             "started_after_ns": started_after, "result": self._event_result(name, value)},
             origin,
         )
         if error is not None:
             raise error
         return value
 
-    async def _run_nested(self, name: str, args: Any, call_id: str, turn_id: int | None) -> Any:
+    def _event_result(self, name: str, value: Any) -> str | list[Any]:
+        """A nested result as the ``tool.result`` event shows it: text or content items
+        (an MCP ``CallToolResult`` as its text and image items), else compact JSON."""
+        if isinstance(value, str | list):
+            return value
+        if self._mcp is not None and self._mcp.knows(name) and isinstance(value, dict):
+            from .._tools._mcp_catalog import content_items
+
+            return content_items(value)
+        return json_text(value)
+
+    async def _run_nested(self, name: str, args: Any, call_id: str, origin: _CellOrigin | None) -> Any:
         from .._tools.apply_patch import PatchError, apply_patch
         from .._tools.code_mode import ToolCallError
         from .._tools.exec_command import ShellError
@@ -268,13 +307,19 @@ class ToolDispatcher:
                 return await self._shell_sessions().write_stdin(args)
             if name == "apply_patch":
                 return await apply_patch(str(args), self._env.workspace)
+            if name in self._nested or (self._mcp is not None and self._mcp.knows(name)):
+                return await self._run_builtin(name, args, call_id, origin)
         except (ShellError, PatchError) as exc:
             raise ToolCallError(str(exc)) from exc
+        except NestedToolError as exc:
+            raise ToolCallError(exc.message) from None
         spec = self._env.tools.user_tool(name)
         if spec is None:
             raise ToolCallError(f"unsupported nested tool call: {name}")
         try:
-            value = await spec.handler(self._context(spec, call_id, turn_id), args)
+            value = await spec.handler(self._context(spec, call_id, origin.turn_id if origin else None), args)
+        except InvalidToolArguments as exc:
+            raise ToolCallError(f"invalid arguments for tool {name}: {exc.message}") from None
         except Exception as exc:  # a failing user tool rejects the JS promise
             raise ToolCallError(f"tool {name} failed: {_describe(exc)}") from exc
         try:
@@ -283,13 +328,65 @@ class ToolDispatcher:
             raise ToolCallError(f"tool {name} returned {exc}") from None
         return value
 
+    async def _run_builtin(self, name: str, args: Any, call_id: str, origin: _CellOrigin | None) -> Any:
+        """The nested built-ins beyond the shell (``NestedToolError`` for a failed call)."""
+        from .._tools import _definitions as defs
+
+        env = self._env
+        if name == "update_plan":
+            from .._tools._plan import PLAN_UPDATED, update_plan_arguments
+
+            explanation, plan = update_plan_arguments(args)
+            await trio.lowlevel.checkpoint()
+            self._emit_nested(
+                EventKind.PLAN_UPDATED, {"call_id": call_id, "explanation": explanation, "plan": plan}, origin
+            )
+            return PLAN_UPDATED
+        if name == "view_image":
+            from .._tools._view_image import view_image
+
+            return await view_image(env.workspace, args)
+        if name == defs.WEB_SEARCH:
+            from .._tools._web_search import run_web_search
+
+            return await run_web_search(self._remote_api(), args, list(env.history()))
+        if name == defs.IMAGE_GENERATION:
+            from .._tools._image_gen import run_image_generation
+
+            return await run_image_generation(self._remote_api(), args, env.workspace, list(env.history()))
+        if self._mcp is None:
+            raise NestedToolError("the MCP servers are not running (the agent has not started them)")
+        if name == defs.TOOL_SEARCH:
+            return await self._mcp.search(args)
+        return await self._mcp.call(name, args)
+
+    def _remote_api(self) -> RemoteApi:
+        if self._remote is None:
+            from .._tools._remote import RemoteApi
+
+            if self._env.config is None:
+                raise NestedToolError("remote tools need the agent's configuration, which this host lacks")
+            self._remote = RemoteApi(self._env.config)
+        return self._remote
+
     async def aclose(self) -> None:
-        """Stop every cell and shell session the tools left running (idempotent)."""
+        """Stop every cell, shell session and MCP server the tools left running
+        (idempotent). The MCP servers shut down concurrently, in the agent's nursery,
+        whose exit waits for them."""
         self._closed = True
+        if self._mcp is not None:
+            self._mcp.close()
         if self._host is not None:
             await self._host.aclose()
         if self._shell is not None:
             await self._shell.aclose()
+        if self._remote is not None:
+            await self._remote.aclose()
+
+
+def _first_sentence(text: str) -> str:
+    head, dot, _ = text.partition(". ")
+    return head + dot.strip() if dot else text
 
 
 def _shown(value: Any, limit: int = 200) -> str:

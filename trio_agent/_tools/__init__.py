@@ -1,13 +1,19 @@
-"""Tool registry: the built-in ``exec``/``wait`` pair and user tools.
+"""Tool registry: the built-in ``exec``/``wait`` pair, the nested built-ins, MCP
+servers and user tools.
 
 ``Tools`` is a small builder. The model sees ``exec`` (custom tool: JavaScript that
 calls every host tool as ``tools.<name>(...)``) and ``wait`` first, then user tools,
-in the ``additional_tools`` prefix item (SPEC sec. 2 and 7). User handlers are
+in the ``additional_tools`` prefix item (SPEC sec. 2 and 7). The nested built-ins
+(``exec_command``, ``write_stdin``, ``apply_patch``, ``update_plan``, ``view_image``,
+``web__run`` unless turned off, ``image_gen__imagegen`` when turned on, and
+``tool_search`` with MCP servers) are reached only from ``exec``. User handlers are
 ``async`` callables ``handler(ctx, args)`` run inside the turn's cancel scope, so a
 cancelled turn cancels them. ``args`` is the decoded JSON object for function tools
 and the raw input string for custom tools. A handler returns a string, a list of
 content items (``input_text``/``input_image``) or any JSON value (sent as compact
-JSON); raising an exception answers the model with a failed output.
+JSON); raising an exception answers the model with a failed output. Typed tools
+(``tool`` / ``Tools.add``) derive their schema from the function and have their
+arguments checked before it runs.
 """
 
 from __future__ import annotations
@@ -16,25 +22,44 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 import attrs
 
 from .._errors import ConfigError
 from ._definitions import (
     BUILTIN_NAMES,
+    IMAGE_GENERATION,
     NESTED_BUILTINS,
+    TOOL_SEARCH,
+    WEB_SEARCH,
+    NestedTool,
+    builtin_nested_tools,
     exec_definition,
     wait_definition,
 )
+from ._mcp_config import McpServer, check_server_name
 from ._namespaces import COLLABORATION, CollaborationOptions, collaboration_namespace
+from ._tool_errors import InvalidToolArguments, NestedToolError
+from ._ts import ts_type
 
 if TYPE_CHECKING:
     from .._runtime import Agent, AgentHandle
 
-__all__ = ["Handler", "ToolContext", "ToolSpec", "Tools"]
+__all__ = [
+    "Handler",
+    "InvalidToolArguments",
+    "JsonValue",
+    "McpServer",
+    "NestedToolError",
+    "ToolContext",
+    "ToolSpec",
+    "Tools",
+    "tool",
+]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+DEFAULT_DEFER_ABOVE = 16  # MCP tools beyond this many (in all) are found through tool_search
 
 
 @attrs.frozen
@@ -52,16 +77,43 @@ class ToolContext:
         self._progress(message)
 
 
-Handler = Callable[[ToolContext, Any], Awaitable[Any]]
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+"""What a decoded JSON value can be (the type of tool arguments)."""
+
+ArgsT = TypeVar("ArgsT", contravariant=True)
+
+
+class Handler(Protocol[ArgsT]):
+    """A tool's code: ``async def handler(ctx: ta.ToolContext, args) -> result``.
+
+    ``args`` is the decoded JSON object (``Handler[dict[str, JsonValue]]``) for a
+    function tool and the raw input text (``Handler[str]``) for a custom tool. It runs
+    in the turn's nursery, so cancelling the turn cancels it. It returns a string, a
+    list of content items (``input_text``/``input_image``) or any JSON value (sent as
+    compact JSON); raising an exception answers the model with a failed result.
+    """
+
+    def __call__(self, ctx: ToolContext, args: ArgsT, /) -> Awaitable[object]: ...
 
 
 @attrs.frozen
 class ToolSpec:
+    """A registered tool: what the model is told (``definition()``) and its handler.
+
+    ``parameters`` is the JSON schema of a function tool's arguments (None for a
+    custom tool); ``output_schema`` describes what it returns, when known (shown to
+    the model in the ``exec`` description); ``strict`` asks the API to hold the model
+    to the schema (set for typed tools whose schema allows it). Build one with
+    ``ta.tool`` from a typed function, or let ``Tools.function``/``custom`` build it.
+    """
+
     name: str
     kind: Literal["function", "custom"]
     description: str
-    handler: Handler
-    parameters: dict[str, Any] | None = None
+    handler: Handler[dict[str, JsonValue]] | Handler[str]
+    parameters: dict[str, JsonValue] | None = None
+    output_schema: dict[str, JsonValue] | None = None
+    strict: bool = False
 
     def definition(self) -> dict[str, Any]:
         if self.kind == "custom":
@@ -70,9 +122,14 @@ class ToolSpec:
             "type": "function",
             "name": self.name,
             "description": self.description,
-            "strict": False,
+            "strict": self.strict,
             "parameters": self.parameters or {"type": "object", "properties": {}},
         }
+
+    def nested(self) -> NestedTool:
+        """How ``exec`` declares it."""
+        output = ts_type(self.output_schema) if self.output_schema is not None else "unknown"
+        return NestedTool(self.name, self.description, self.parameters if self.kind == "function" else None, output)
 
 
 class Tools:
@@ -80,13 +137,18 @@ class Tools:
 
     def __init__(self, *, builtins: bool = True) -> None:
         self._builtins = builtins
+        self._web_search = builtins  # web__run: on by default with the built-ins (nanocodex)
+        self._image_generation = False
+        self._mcp: dict[str, McpServer] = {}
+        self._defer_above = DEFAULT_DEFER_ABOVE
         self._user: dict[str, ToolSpec] = {}
         self._groups: dict[str, dict[str, Any]] = {}  # opt-in namespaced groups, by namespace
         self._collaboration: CollaborationOptions | None = None
 
     @classmethod
     def default(cls) -> Tools:
-        """``exec`` (with ``exec_command`` and ``apply_patch`` inside it) and ``wait``."""
+        """``exec`` (with the nested built-ins inside it: the shell, ``apply_patch``,
+        ``update_plan``, ``view_image`` and ``web__run``) and ``wait``."""
         return cls(builtins=True)
 
     @classmethod
@@ -154,7 +216,7 @@ class Tools:
         return namespace in self._groups
 
     def function(
-        self, name: str, description: str, json_schema: dict[str, Any], handler: Handler
+        self, name: str, description: str, json_schema: dict[str, Any], handler: Handler[dict[str, JsonValue]]
     ) -> Tools:
         """Register a function tool (JSON arguments); returns ``self`` for chaining."""
         if not isinstance(json_schema, dict) or json_schema.get("type", "object") != "object":
@@ -172,10 +234,108 @@ class Tools:
         self._add(ToolSpec(name, "function", description, handler, schema))
         return self
 
-    def custom(self, name: str, description: str, handler: Handler) -> Tools:
+    def custom(self, name: str, description: str, handler: Handler[str]) -> Tools:
         """Register a custom (freeform text input) tool; returns ``self`` for chaining."""
         self._add(ToolSpec(name, "custom", description, handler))
         return self
+
+    def add(
+        self,
+        fn: ToolSpec | Callable[..., Awaitable[object]],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Tools:
+        """Register a typed tool: a ``ToolSpec`` from ``ta.tool``, or an ``async``
+        function whose JSON schema is derived from its type hints and docstring (see
+        ``ta.tool``); returns ``self`` for chaining."""
+        spec = fn if isinstance(fn, ToolSpec) else tool(fn, name=name, description=description)
+        if isinstance(fn, ToolSpec) and (name is not None or description is not None):
+            spec = attrs.evolve(spec, name=name or spec.name, description=description or spec.description)
+        self._add(spec)
+        return self
+
+    def without_web_search(self) -> Tools:
+        """Turn off ``web__run`` (remote web search, on by default); returns ``self``."""
+        self._web_search = False
+        return self
+
+    def with_image_generation(self) -> Tools:
+        """Add ``image_gen__imagegen`` (``gpt-image-2`` through ``{api_base_url}/images/...``);
+        returns ``self``."""
+        self._need_exec("image generation is")
+        self._check_free(IMAGE_GENERATION)
+        self._image_generation = True
+        return self
+
+    def with_mcp(self, name: str, server: McpServer) -> Tools:
+        """Add an MCP server: its tools are ``tools.mcp__<name>__<tool>(args)`` in
+        ``exec``, found with ``tools.tool_search``. The agent starts it in the
+        background when it opens and stops it when it closes (each agent, fork or child
+        runs its own). Returns ``self``."""
+        self._need_exec("MCP servers are")
+        check_server_name(name)
+        if not isinstance(server, McpServer):
+            raise ConfigError(f"MCP server {name!r} must be a ta.McpServer (McpServer.stdio(...) or .http(...))")
+        if name in self._mcp:
+            raise ConfigError(f"MCP server {name!r} is added twice; server names must be unique")
+        self._check_free(TOOL_SEARCH)
+        self._mcp[name] = server
+        return self
+
+    def with_tool_search(self, *, defer_above: int) -> Tools:
+        """MCP tools are callable directly while there are at most ``defer_above`` of
+        them (default 16); beyond that they are deferred until ``tool_search`` finds
+        them. ``defer_above=0`` always defers (as nanocodex does). Returns ``self``."""
+        if isinstance(defer_above, bool) or not isinstance(defer_above, int) or defer_above < 0:
+            raise ConfigError(f"defer_above must be a non-negative integer, got {defer_above!r}")
+        self._defer_above = defer_above
+        return self
+
+    @property
+    def web_search(self) -> bool:
+        return self._builtins and self._web_search
+
+    @property
+    def image_generation(self) -> bool:
+        return self._image_generation
+
+    @property
+    def mcp_servers(self) -> dict[str, McpServer]:
+        return dict(self._mcp)
+
+    @property
+    def mcp_defer_above(self) -> int:
+        return self._defer_above
+
+    def builtin_nested(self) -> list[NestedTool]:
+        """The nested built-ins ``exec`` offers with these options (none without built-ins)."""
+        if not self._builtins:
+            return []
+        return builtin_nested_tools(
+            web_search=self.web_search, image_generation=self._image_generation, tool_search=bool(self._mcp)
+        )
+
+    def reserved_names(self) -> frozenset[str]:
+        """Names a user tool may not take: the enabled built-ins."""
+        if not self._builtins:
+            return BUILTIN_NAMES
+        names = set(BUILTIN_NAMES | NESTED_BUILTINS)
+        if self.web_search:
+            names.add(WEB_SEARCH)
+        if self._image_generation:
+            names.add(IMAGE_GENERATION)
+        if self._mcp:
+            names.add(TOOL_SEARCH)
+        return frozenset(names)
+
+    def _need_exec(self, what: str) -> None:
+        if not self._builtins:
+            raise ConfigError(f"{what} reached from exec; use ta.Tools.default() (Tools.empty() has no exec)")
+
+    def _check_free(self, builtin: str) -> None:
+        if builtin in self._user:
+            raise ConfigError(f"the built-in tool {builtin!r} would collide with your tool of that name; rename yours")
 
     def _add(self, spec: ToolSpec) -> None:
         if not isinstance(spec.name, str) or not _NAME.match(spec.name):
@@ -183,9 +343,10 @@ class Tools:
                 f"tool name {spec.name!r} is invalid; use letters, digits and underscores "
                 "(at most 64 characters, not starting with a digit)"
             )
-        reserved = BUILTIN_NAMES | (NESTED_BUILTINS if self._builtins else frozenset())
-        if spec.name in reserved:
+        if spec.name in self.reserved_names():
             raise ConfigError(f"tool name {spec.name!r} is taken by a built-in tool; rename it")
+        if self._builtins and spec.name.startswith("mcp__"):
+            raise ConfigError(f"tool name {spec.name!r} starts with 'mcp__', which names MCP server tools; rename it")
         if spec.name in self._user:
             raise ConfigError(f"tool {spec.name!r} is registered twice; tool names must be unique")
         if not isinstance(spec.description, str):
@@ -205,7 +366,9 @@ class Tools:
         """The ``additional_tools`` list: ``exec`` and ``wait`` first, then user tools."""
         defs: list[dict[str, Any]] = []
         if self._builtins:
-            defs.append(exec_definition(self.user_tools))
+            nested = [*self.builtin_nested(), *(spec.nested() for spec in self._user.values())]
+            mcp = [(name, server.description) for name, server in self._mcp.items()]
+            defs.append(exec_definition(nested, web_search=self.web_search, mcp_servers=mcp))
             defs.append(wait_definition())
         defs.extend(spec.definition() for spec in self._user.values())
         defs.extend(self._groups.values())
@@ -216,3 +379,44 @@ class Tools:
         if self._builtins:
             names |= BUILTIN_NAMES
         return frozenset(names)
+
+
+@overload
+def tool(fn: Callable[..., Awaitable[object]], /, *, name: str | None = None,
+         description: str | None = None) -> ToolSpec: ...
+@overload
+def tool(fn: None = None, /, *, name: str | None = None,
+         description: str | None = None) -> Callable[[Callable[..., Awaitable[object]]], ToolSpec]: ...
+def tool(
+    fn: Callable[..., Awaitable[object]] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> ToolSpec | Callable[[Callable[..., Awaitable[object]]], ToolSpec]:
+    """Make a typed tool from an ``async`` function: ``@ta.tool`` or
+    ``@ta.tool(name=..., description=...)``; returns the ``ToolSpec`` to pass to
+    ``Tools.add``.
+
+    The function's name (or ``name``) names the tool, its docstring's first part (or
+    ``description``) describes it, and its parameters are the tool's arguments: each
+    needs a type annotation (``str``, ``int``, ``float``, ``bool``, ``None``,
+    ``Literal``, an ``Enum``, ``list[T]``, ``dict[str, T]``, ``T | None``, a
+    ``TypedDict``, a dataclass or an attrs class; ``Annotated[T, "text"]`` adds a
+    description), a default makes it optional, and ``Args:``/``:param x:``/NumPy
+    docstring entries describe them. A parameter annotated ``ta.ToolContext`` receives
+    the call's context. The schema has ``additionalProperties: false`` on every object
+    and is sent with ``strict: true`` when every field is required. Arguments are
+    checked (and converted: enums, dataclasses, attrs classes) before the function
+    runs; bad ones answer the model with a failed result naming each field. Raises
+    ``ConfigError`` for a function that cannot be described.
+    """
+
+    def make(function: Callable[..., Awaitable[object]]) -> ToolSpec:
+        from ._typed import typed_spec
+
+        spec = typed_spec(function, name=name, description=description)
+        assert isinstance(spec, ToolSpec)
+        return spec
+
+    return make(fn) if fn is not None else make

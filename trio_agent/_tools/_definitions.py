@@ -2,21 +2,40 @@
 
 ``exec`` is a custom tool whose input is JavaScript, with an optional first-line
 pragma ``// @exec: {...}`` (Lark grammar below); its description lists every nested
-tool with a TypeScript-ish signature so the model knows how to call it.
+tool with a TypeScript-style declaration rendered from its JSON schema so the model
+knows how to call it (nanocodex 5.1). Which nested built-ins are listed depends on
+the ``Tools`` options: the workspace tools always, ``web__run`` unless web search is
+off, ``image_gen__imagegen`` when image generation is on, ``tool_search`` (and a
+section on the servers) when MCP servers are configured.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from . import ToolSpec
+import attrs
 
-__all__ = ["BUILTIN_NAMES", "NESTED_BUILTINS", "exec_definition", "wait_definition"]
+from ._ts import declaration, js_identifier, ts_type
+
+__all__ = [
+    "BUILTIN_NAMES",
+    "IMAGE_GENERATION",
+    "NESTED_BUILTINS",
+    "TOOL_SEARCH",
+    "WEB_SEARCH",
+    "NestedTool",
+    "builtin_nested_tools",
+    "exec_definition",
+    "wait_definition",
+]
 
 BUILTIN_NAMES = frozenset({"exec", "wait"})
-NESTED_BUILTINS = frozenset({"exec_command", "write_stdin", "apply_patch"})
+WEB_SEARCH = "web__run"
+IMAGE_GENERATION = "image_gen__imagegen"
+TOOL_SEARCH = "tool_search"
+# The nested built-ins that are always on with the built-in tools.
+NESTED_BUILTINS = frozenset({"exec_command", "write_stdin", "apply_patch", "update_plan", "view_image"})
 
 EXEC_GRAMMAR = r"""start: pragma_source | plain_source
 pragma_source: PRAGMA_LINE NEWLINE SOURCE
@@ -34,63 +53,182 @@ a Promise. Independent calls can run concurrently with `Promise.all`.
 
 Globals:
 - `text(value)`: add text to the output (non-strings are JSON-encoded).
-- `image(dataUrl, detail?)`: add an image; `detail` is auto|low|high|original.
+- `image(dataUrl, detail?)`: add an image; `detail` is auto|low|high|original. It also \
+takes an `{image_url, detail?}` object (what `tools.view_image` returns) or an MCP image block.
 - `notify(value)`: send a short progress note to the model as a separate output.
 - `yield_control()`: return the output so far now; the script keeps running and \
 `wait({cell_id})` collects the rest.
 - `exit()`: end the script successfully.
 - `store(key, value)` / `load(key)`: keep JSON values across exec calls.
 - `setTimeout(fn, ms)` / `clearTimeout(id)`.
-- `ALL_TOOLS`: the list of `{name, description}` of every host tool.
+- `ALL_TOOLS`: the list of `{name, description}` of every host tool callable now.
 
 An optional first line `// @exec: {"yield_time_ms": 10000, "max_output_tokens": 10000}` \
 sets how long to wait before yielding and how much output to return.
-
-Network tools such as `web__run` are not part of this runtime unless the host \
-registers them; use `tools.exec_command` for local work.
-
-## Host tools
 """
 
-_NESTED_DOCS = [
-    (
-        "exec_command",
-        "Run a shell command in the workspace. Returns {output, exit_code, "
-        "wall_time_seconds} or, if still running after yield_time_ms, a session_id.",
-        "{cmd: string, workdir?: string, shell?: string, login?: boolean, "
-        "yield_time_ms?: number, max_output_tokens?: number}",
-    ),
-    (
-        "write_stdin",
-        "Write characters to a running exec_command session (empty chars polls for "
-        'output; "\\u0003" interrupts).',
-        "{session_id: number, chars?: string, yield_time_ms?: number, max_output_tokens?: number}",
-    ),
-    (
-        "apply_patch",
-        "Edit files with a patch in the `*** Begin Patch` format (Add File, Delete File, "
-        "Update File with @@ hunks, Move to). Paths are relative to the workspace.",
-        "string",
-    ),
-]
+_WEB_ON = "Web search runs through `tools.web__run` (below).\n"
+_WEB_OFF = (
+    "Web search (`web__run`) is turned off for this agent; use `tools.exec_command` for local work.\n"
+)
+
+_CALL_TOOL_RESULT = """\
+```ts
+type ContentBlock =
+  | { type: "text"; text: string }
+  | { type: "image"; data: string; mimeType: string }
+  | { type: "audio"; data: string; mimeType: string }
+  | { type: "resource_link"; uri: string; name: string; mimeType?: string }
+  | { type: "resource"; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
+type CallToolResult<TStructured = { [key: string]: unknown }> = {
+  content: ContentBlock[]; structuredContent?: TStructured; isError?: boolean; _meta?: object;
+};
+```
+"""
 
 
-def _section(name: str, description: str, signature: str) -> str:
+@attrs.frozen
+class NestedTool:
+    """A tool reached as ``tools.<name>(...)`` from ``exec``: its section of the
+    description and its ``ALL_TOOLS`` entry. ``parameters`` is None for a freeform
+    (string input) tool."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, object] | None
+    output: str = "unknown"
+
+    @property
+    def is_function(self) -> bool:
+        return self.parameters is not None
+
+    def section(self) -> str:
+        js_name = js_identifier(self.name)
+        heading = f"`{js_name}`" + (f" ({self.name})" if js_name != self.name else "")
+        input_type = ts_type(self.parameters, top=True, fallback="object") if self.parameters is not None else ""
+        decl = declaration(self.name, input_type, self.output, freeform=self.parameters is None)
+        return f"### {heading}\n{self.description}\n```ts\n{decl}\n```\n"
+
+
+_EXEC_COMMAND_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "cmd": {"type": "string", "description": "The shell command."},
+        "workdir": {"type": "string", "description": "Directory to run in (default: the workspace)."},
+        "shell": {"type": "string"},
+        "login": {"type": "boolean", "description": "Run a login shell (default true)."},
+        "yield_time_ms": {"type": "number", "description": "Return after this long if still running."},
+        "max_output_tokens": {"type": "number"},
+    },
+    "required": ["cmd"],
+}
+_WRITE_STDIN_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "session_id": {"type": "number"},
+        "chars": {"type": "string", "description": 'Empty to poll for output; "\\u0003" interrupts.'},
+        "yield_time_ms": {"type": "number"},
+        "max_output_tokens": {"type": "number"},
+    },
+    "required": ["session_id"],
+}
+_SHELL_RESULT = "{ output: string; exit_code?: number; wall_time_seconds: number; session_id?: number }"
+_VIEW_IMAGE_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "The image file, relative to the workspace."},
+        "detail": {"type": "string", "enum": ["high", "original"]},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+_TOOL_SEARCH_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words describing the tool you need."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 32, "description": "At most this many (default 8)."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+_IMAGE_RESULT = '{ type: "input_image"; image_url: string; detail?: string }'
+
+
+def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_search: bool) -> list[NestedTool]:
+    """The nested built-ins for these options, in description order."""
+    from ._plan import PLAN_DESCRIPTION, plan_schema
+
+    tools = [
+        NestedTool(
+            "exec_command",
+            "Run a shell command in the workspace. Returns {output, exit_code, wall_time_seconds} or, "
+            "if still running after yield_time_ms, a session_id.",
+            _EXEC_COMMAND_PARAMETERS, _SHELL_RESULT,
+        ),
+        NestedTool(
+            "write_stdin",
+            "Write characters to a running exec_command session (empty chars polls for output).",
+            _WRITE_STDIN_PARAMETERS, _SHELL_RESULT,
+        ),
+        NestedTool(
+            "apply_patch",
+            "Edit files with a patch in the `*** Begin Patch` format (Add File, Delete File, "
+            "Update File with @@ hunks, Move to). Paths are relative to the workspace.",
+            None, "string",
+        ),
+        NestedTool("update_plan", PLAN_DESCRIPTION, plan_schema(), "string"),
+        NestedTool(
+            "view_image",
+            "Load an image file of the workspace (PNG, JPEG, GIF or WebP, at most 20 MiB). Pass the "
+            "result to `image(...)` to look at it.",
+            _VIEW_IMAGE_PARAMETERS, _IMAGE_RESULT,
+        ),
+    ]
+    if web_search:
+        from ._web_search import WEB_RUN_DESCRIPTION, commands_schema
+
+        tools.append(NestedTool(WEB_SEARCH, WEB_RUN_DESCRIPTION, commands_schema(), "string"))
+    if image_generation:
+        from ._image_gen import IMAGEGEN_DESCRIPTION, imagegen_schema
+
+        tools.append(NestedTool(IMAGE_GENERATION, IMAGEGEN_DESCRIPTION, imagegen_schema(), _IMAGE_RESULT))
+    if tool_search:
+        tools.append(NestedTool(
+            TOOL_SEARCH,
+            "Find tools of the MCP servers (BM25 over names, descriptions and parameters) and make them "
+            "callable. Each result has the tool's name, description and TypeScript declaration.",
+            _TOOL_SEARCH_PARAMETERS,
+            "{ tools: { name: string; server: string; tool: string; description: string; declaration: string; "
+            "input_schema: object; output_schema?: object }[]; pending_servers: string[]; "
+            "failed_servers: { [server: string]: string } }",
+        ))
+    return tools
+
+
+def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:
+    lines = [f"- `{name}`" + (f": {' '.join(text.split())}" if text else "") for name, text in servers]
     return (
-        f"### `{name}`\n{description}\n"
-        f"```ts\ndeclare const tools: {{ {name}(args: {signature}): Promise<unknown>; }}\n```\n"
+        "## MCP servers\n"
+        "Tools of these MCP servers are called as `tools.mcp__<server>__<tool>(args)` and resolve to a "
+        "`CallToolResult` (a failed call rejects). The servers start in the background, so their tools "
+        "are not declared here: `tools.tool_search({query})` finds them (waiting for servers still "
+        "starting) and makes them callable in this and later cells; `ALL_TOOLS` lists what is callable "
+        "now. Pass an image block of a result to `image(...)` to show it.\n"
+        + "\n".join(lines) + "\n" + _CALL_TOOL_RESULT
     )
 
 
-def exec_definition(user_tools: Sequence[ToolSpec] = ()) -> dict[str, Any]:
-    sections = [_section(*doc) for doc in _NESTED_DOCS]
-    for spec in user_tools:
-        signature = "string" if spec.kind == "custom" else "object"
-        sections.append(_section(spec.name, spec.description, signature))
+def exec_definition(
+    nested: Sequence[NestedTool], *, web_search: bool = True, mcp_servers: Sequence[tuple[str, str | None]] = ()
+) -> dict[str, Any]:
+    text = EXEC_DESCRIPTION + "\n" + (_WEB_ON if web_search else _WEB_OFF)
+    if mcp_servers:
+        text += "\n" + _mcp_section(mcp_servers)
+    text += "\n## Host tools\n" + "\n".join(tool.section() for tool in nested)
     return {
         "type": "custom",
         "name": "exec",
-        "description": EXEC_DESCRIPTION + "\n".join(sections),
+        "description": text,
         "format": {"type": "grammar", "syntax": "lark", "definition": EXEC_GRAMMAR},
     }
 

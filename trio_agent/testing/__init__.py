@@ -33,6 +33,9 @@ session into a cassette; ``await replay(path)`` re-runs its prompts and steers a
 ``ReplayServer`` serving that cassette and returns a ``ReplayResult`` whose ``mismatch``
 (a ``ReplayMismatch``, with a diff) says where the agent first behaved differently.
 ``Cassette.load(path)`` validates a cassette (``CassetteError`` says what is wrong).
+
+The remote tools' endpoints (web search, image generation) are answered with
+``answer_web_search`` / ``answer_image_request``; see ``_tool_endpoints``.
 """
 
 from .._cassette.format import Cassette, CassetteError, CassetteHeader, Observation
@@ -50,9 +53,11 @@ from ._server import (
     Handshake,
     RawConnection,
 )
+from ._tool_endpoints import PNG_PIXEL, answer_image_request, answer_web_search, image_response, search_response
 
 __all__ = [
     "MEMORY_HOST",
+    "PNG_PIXEL",
     "Cassette",
     "CassetteError",
     "CassetteHeader",
@@ -70,9 +75,13 @@ __all__ = [
     "ReplayServer",
     "ReplayedTurn",
     "ScriptUnfinished",
+    "answer_image_request",
+    "answer_web_search",
     "frames",
+    "image_response",
     "record_events",
     "replay",
     "replay_config",
     "scripted",
+    "search_response",
 ]

@@ -93,6 +93,10 @@ class FakeHttpRequest:
         await self._send(h11.Data(data=payload))
         await self.finish()
 
+    async def respond_json(self, body: Any, *, status: int = 200) -> None:
+        """A JSON response (``body`` encoded compactly), then close."""
+        await self.respond(status, json.dumps(body, separators=(",", ":")))
+
     async def drop(self) -> None:
         """Close the connection without answering."""
         await self.stream.aclose()

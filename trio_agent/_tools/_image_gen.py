@@ -1,0 +1,155 @@
+"""``image_gen__imagegen``: generate or edit an image with ``gpt-image-2`` (opt-in).
+
+``{prompt}`` POSTs ``{api_base_url}/images/generations``; with
+``referenced_image_paths`` (workspace images, at most 5) or
+``num_last_images_to_include`` (the last 1-5 images of the conversation: prompts and
+tool outputs) it POSTs ``{api_base_url}/images/edits`` with those images as data
+URLs. Both bodies ask for ``background``/``quality``/``size`` ``"auto"``, as
+nanocodex does (5.3). The first returned ``b64_json`` comes back as
+``{"type": "input_image", "image_url": "data:image/png;base64,..."}``.
+
+One attempt, bounded by ``IMAGE_TIMEOUT`` (300 s: generation is slow) on Trio's
+clock; responses over 64 MiB are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, NotRequired, TypedDict
+
+import trio
+
+from ._remote import RemoteApi, RemoteError
+from ._schema import Shape
+from ._tool_errors import InvalidToolArguments, NestedToolError
+from ._view_image import data_url, read_workspace_image
+
+__all__ = ["IMAGEGEN_DESCRIPTION", "IMAGE_MODEL", "imagegen_schema", "recent_images", "run_image_generation"]
+
+IMAGE_MODEL = "gpt-image-2"
+MAX_EDIT_IMAGES = 5
+IMAGE_TIMEOUT = 300.0
+MAX_RESPONSE_BYTES = 64 << 20
+
+IMAGEGEN_DESCRIPTION = (
+    f"Generate an image from a text prompt ({IMAGE_MODEL}), or edit images: pass workspace image "
+    f"paths as referenced_image_paths, or num_last_images_to_include to edit the last 1-{MAX_EDIT_IMAGES} "
+    "images of the conversation (not both). Resolves to {type: \"input_image\", image_url}; pass it "
+    "to `image(...)` to show it."
+)
+
+
+class ImagegenArguments(TypedDict):
+    prompt: Annotated[str, "What to draw, or how to change the images."]
+    referenced_image_paths: NotRequired[Annotated[list[str], "Workspace images to edit (at most 5)."]]
+    num_last_images_to_include: NotRequired[Annotated[int, "Edit the last N images of the conversation (1-5)."]]
+
+
+_shape: Shape | None = None
+
+
+def _imagegen_shape() -> Shape:
+    global _shape
+    if _shape is None:
+        _shape = Shape(ImagegenArguments, "tool 'image_gen__imagegen'")
+    return _shape
+
+
+def imagegen_schema() -> dict[str, Any]:
+    schema = dict(_imagegen_shape().schema)
+    properties = dict(schema["properties"])
+    properties["referenced_image_paths"] = {**properties["referenced_image_paths"], "maxItems": MAX_EDIT_IMAGES}
+    properties["num_last_images_to_include"] = {
+        **properties["num_last_images_to_include"], "minimum": 1, "maximum": MAX_EDIT_IMAGES,
+    }
+    schema["properties"] = properties
+    return schema
+
+
+def _images_of(content: object) -> list[str]:
+    if not isinstance(content, list):
+        return []
+    return [
+        str(part["image_url"]) for part in content
+        if isinstance(part, dict) and part.get("type") == "input_image" and isinstance(part.get("image_url"), str)
+        and str(part["image_url"]).startswith("data:")
+    ]
+
+
+def recent_images(history: Iterable[Mapping[str, Any]], count: int) -> list[str]:
+    """The data URLs of the last ``count`` images in ``history`` (messages and tool
+    outputs), oldest first."""
+    found: list[str] = []
+    for item in history:
+        if item.get("type") == "message":
+            found.extend(_images_of(item.get("content")))
+        elif item.get("type") in ("function_call_output", "custom_tool_call_output"):
+            found.extend(_images_of(item.get("output")))
+    return found[-count:] if count else []
+
+
+async def _edit_images(arguments: dict[str, Any], workspace: Path, history: Iterable[Mapping[str, Any]]) -> list[str]:
+    paths = arguments.get("referenced_image_paths") or []
+    count = arguments.get("num_last_images_to_include")
+    if paths and count is not None:
+        raise NestedToolError(
+            "image_gen__imagegen: pass referenced_image_paths or num_last_images_to_include, not both"
+        )
+    if len(paths) > MAX_EDIT_IMAGES:
+        raise NestedToolError(f"image_gen__imagegen: referenced_image_paths takes at most {MAX_EDIT_IMAGES} paths")
+    if count is not None:
+        if not 1 <= count <= MAX_EDIT_IMAGES:
+            raise NestedToolError(f"image_gen__imagegen: num_last_images_to_include must be 1 to {MAX_EDIT_IMAGES}")
+        images = recent_images(history, count)
+        if len(images) < count:
+            raise NestedToolError(
+                f"image_gen__imagegen: asked for the last {count} images, but the conversation has {len(images)}"
+            )
+        return images
+    urls = []
+    for path in paths:
+        mime, data = await read_workspace_image(workspace, path, "image_gen__imagegen")
+        urls.append(data_url(mime, data))
+    return urls
+
+
+def _b64_image(response_body: bytes) -> str:
+    try:
+        decoded = json.loads(response_body)
+    except ValueError as exc:
+        raise NestedToolError(f"image generation returned a body that is not JSON: {exc}") from None
+    data = decoded.get("data") if isinstance(decoded, dict) else None
+    first = data[0] if isinstance(data, list) and data else None
+    b64 = first.get("b64_json") if isinstance(first, dict) else None
+    if not isinstance(b64, str) or not b64:
+        raise NestedToolError("image generation returned no image data")
+    return b64
+
+
+async def run_image_generation(
+    remote: RemoteApi, arguments: object, workspace: Path, history: Iterable[Mapping[str, Any]]
+) -> dict[str, str]:
+    try:
+        args = _imagegen_shape().validate(arguments)
+    except InvalidToolArguments as exc:
+        raise NestedToolError(f"invalid arguments for image_gen__imagegen: {exc}") from None
+    assert isinstance(args, dict)
+    images = await _edit_images(args, workspace, history)
+    body: dict[str, Any] = {}
+    if images:
+        body["images"] = [{"image_url": url} for url in images]
+    body.update(prompt=args["prompt"], background="auto", model=IMAGE_MODEL, quality="auto", size="auto")
+    path = "/images/edits" if images else "/images/generations"
+    operation = "image edit" if images else "image generation"
+    with trio.move_on_after(IMAGE_TIMEOUT) as scope:
+        try:
+            response = await remote.post_json(path, body, limit=MAX_RESPONSE_BYTES)
+        except RemoteError as exc:
+            raise NestedToolError(f"{operation} failed: {exc}") from None
+    if scope.cancelled_caught:
+        raise NestedToolError(f"{operation} timed out after {IMAGE_TIMEOUT:g} seconds")
+    if not 200 <= response.status < 300:
+        raise NestedToolError(f"{operation} returned HTTP {response.status}: {response.preview()}")
+    return {"type": "input_image", "image_url": f"data:image/png;base64,{_b64_image(response.body)}"}

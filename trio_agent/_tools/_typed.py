@@ -1,0 +1,112 @@
+"""Typed user tools: a ``ToolSpec`` from an ``async`` Python function.
+
+``typed_spec(fn)`` reads ``fn``'s signature (annotations resolved with
+``eval_str=True``) and docstring, builds the JSON schema of its parameters
+(``_schema``) and returns a ``ToolSpec`` whose handler validates and converts the
+model's arguments *before* calling ``fn``; bad arguments raise
+``InvalidToolArguments`` naming every offending field (the dispatcher answers the
+model with it as a failed result), so ``fn`` never sees a wrong type. A parameter
+annotated ``ToolContext`` receives the call's context instead of an argument.
+
+``trio_agent`` imports this module (and ``_schema``) only when a typed tool is made.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from .._errors import ConfigError
+from ._docstrings import parse_docstring
+from ._schema import Builder, Field, ObjectNode, annotated_doc, raise_errors, to_json_value
+
+__all__ = ["typed_spec"]
+
+
+def _is_async(fn: Callable[..., object]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 -- an instance with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _signature(fn: Callable[..., object], owner: str) -> inspect.Signature:
+    if not callable(fn):
+        raise ConfigError(f"{owner}: expected an async function, got {type(fn).__name__}")
+    if not _is_async(fn):
+        raise ConfigError(
+            f"{owner}: a typed tool must be an `async def` function (it runs in the turn's nursery); "
+            "wrap blocking work in trio.to_thread.run_sync"
+        )
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except (NameError, TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{owner}: its signature cannot be read ({type(exc).__name__}: {exc}); define the types it uses at "
+            "module level, where its annotations can be resolved"
+        ) from None
+
+
+def _parameters(
+    signature: inspect.Signature, docs: dict[str, str], builder: Builder, owner: str, context_type: type
+) -> tuple[list[Field], str | None]:
+    """The argument fields, and the name of the parameter that takes the context."""
+    fields: list[Field] = []
+    context_param: str | None = None
+    for param in signature.parameters.values():
+        if param.annotation is context_type:
+            context_param = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise ConfigError(
+                f"{owner}: parameter {param.name!r} must be an ordinary named parameter (no *args, **kwargs or "
+                "positional-only parameters): each argument is a named JSON field"
+            )
+        if param.annotation is param.empty:
+            raise ConfigError(
+                f"{owner}: parameter {param.name!r} has no type annotation; annotate it (or, for the call's "
+                "context, annotate it as ta.ToolContext)"
+            )
+        required = param.default is param.empty
+        doc = docs.get(param.name) or annotated_doc(param.annotation)
+        node = builder.node(param.annotation)
+        fields.append(Field(param.name, node, required, doc, None if required else param.default))
+    return fields, context_param
+
+
+def typed_spec(fn: Callable[..., object], *, name: str | None = None, description: str | None = None) -> Any:
+    """The ``ToolSpec`` of ``fn`` (see the module docstring); ``ConfigError`` when ``fn``
+    cannot be described as a JSON tool."""
+    from . import ToolContext, ToolSpec
+
+    tool_name = str(name if name is not None else getattr(fn, "__name__", ""))
+    owner = f"tool {tool_name!r}"
+    signature = _signature(fn, owner)
+    summary, docs = parse_docstring(inspect.getdoc(fn))
+    text = description if description is not None else summary
+    if not text:
+        raise ConfigError(f"{owner}: it needs a description; give the function a docstring or pass description=")
+    builder = Builder(owner)
+    fields, context_param = _parameters(signature, docs, builder, owner, ToolContext)
+    params = ObjectNode(fields, dict, tool_name)
+    output_schema: dict[str, Any] | None = None
+    if signature.return_annotation is not signature.empty:
+        try:
+            output_schema = builder.node(signature.return_annotation).schema
+        except ConfigError:
+            output_schema = None  # an output we cannot describe is still returned as JSON
+
+    async def handler(ctx: Any, arguments: object) -> object:
+        errors: list[str] = []
+        values = params.convert_fields(arguments, "", errors)
+        if values is None:
+            raise_errors(errors)
+        if context_param is not None:
+            values[context_param] = ctx
+        return to_json_value(await fn(**values))  # type: ignore[misc]
+
+    return ToolSpec(
+        name=tool_name, kind="function", description=text, handler=handler,
+        parameters=params.schema, output_schema=output_schema, strict=params.strict,
+    )
