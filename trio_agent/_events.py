@@ -54,6 +54,9 @@ class EventKind(enum.StrEnum):
     MODEL_CONNECTION_FAILED = "model.connection.failed"
     SLEEP_STARTED = "sleep.started"
     SLEEP_COMPLETED = "sleep.completed"
+    APPROVAL_REQUESTED = "approval.requested"  # a call waits for the approval hook: ``ApprovalRequest.to_json()``
+    APPROVAL_RESOLVED = "approval.resolved"  # ``approval_id``, ``call_id``, ``decision``, ``source`` (``error``)
+    SANDBOX_UNAVAILABLE = "sandbox.unavailable"  # the default sandbox fell back to danger-full-access: ``reason``
     API_EVENT = "api.event"
     API_WARNING = "api.warning"  # server data that was wrong but handled: ``code``, ``message``, details
 

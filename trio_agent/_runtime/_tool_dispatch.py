@@ -32,6 +32,7 @@ from ._tool_runner import Runner, ToolOutcome, UnencodableValue, json_text, to_o
 if TYPE_CHECKING:
     from .._tools.code_mode import CodeModeHost
     from .._tools.exec_command import ShellSessions
+    from ._approval import ExecGuard
     from ._handle import AgentHandle
     from ._stats import TurnStats
     from ._turn import TurnState
@@ -58,6 +59,8 @@ class ToolEnvironment:
     nursery: trio.Nursery  # where cells and shell sessions live (the agent's)
     # Runners of the opt-in namespaced groups: namespace -> (tool name, turn) -> runner.
     groups: dict[str, GroupRunners] = attrs.field(factory=dict)
+    # The sandbox and approval policy of exec_command/apply_patch (None: unconfined, never asks).
+    guard: ExecGuard | None = None
 
 
 class _CellOrigin:
@@ -111,6 +114,8 @@ class ToolDispatcher:
         for origin in self._origins.values():
             if origin.turn_id == turn_id:
                 origin.turn_id = None
+        if self._env.guard is not None:
+            self._env.guard.turn_ended(turn_id)  # its pending approvals are withdrawn
 
     def _context(self, spec: ToolSpec, call_id: str, turn_id: int | None) -> ToolContext:
         env = self._env
@@ -155,7 +160,9 @@ class ToolDispatcher:
         if self._shell is None:
             from .._tools.exec_command import ShellSessions
 
-            self._shell = ShellSessions(self._env.nursery, self._env.workspace)
+            guard = self._env.guard
+            sandbox = guard.confinement if guard is not None else None
+            self._shell = ShellSessions(self._env.nursery, self._env.workspace, sandbox=sandbox)
         return self._shell
 
     def _nested_tool_names(self) -> list[tuple[str, str, bool]]:
@@ -261,12 +268,17 @@ class ToolDispatcher:
         from .._tools.code_mode import ToolCallError
         from .._tools.exec_command import ShellError
 
+        guard = self._env.guard
         try:
             if name == "exec_command":
+                if guard is not None:
+                    return await guard.exec_command(self._shell_sessions(), args, call_id, turn_id)
                 return await self._shell_sessions().exec_command(args)
             if name == "write_stdin":
                 return await self._shell_sessions().write_stdin(args)
             if name == "apply_patch":
+                if guard is not None:
+                    return await guard.apply_patch(str(args), self._env.workspace, call_id, turn_id)
                 return await apply_patch(str(args), self._env.workspace)
         except (ShellError, PatchError) as exc:
             raise ToolCallError(str(exc)) from exc
