@@ -329,10 +329,10 @@ async def test_write_stdin_and_ctrl_c_reach_the_command_not_the_sandbox(shell: S
     script = "trap 'echo interrupted' INT; while read line; do echo got $line; done; echo eof"
     started = await run(shell, script, yield_time_ms=250)
     session_id = started["session_id"]
-    echoed = await shell.write_stdin({"session_id": session_id, "chars": "one\n", "yield_time_ms": 1000})
+    echoed = await shell.write_stdin({"session_id": session_id, "chars": "one\n", "yield_time_ms": 500})
     assert echoed["output"] == "got one\n" and echoed.get("session_id") == session_id
     # SIGINT reaches the shell (its trap runs) while the sandbox's own processes stay up.
-    interrupted = await shell.write_stdin({"session_id": session_id, "chars": "\u0003two\n", "yield_time_ms": 1000})
+    interrupted = await shell.write_stdin({"session_id": session_id, "chars": "\u0003two\n", "yield_time_ms": 500})
     assert "interrupted" in interrupted["output"] and interrupted.get("session_id") == session_id
     assert "got two" in interrupted["output"] or "got two" in (
         await shell.write_stdin({"session_id": session_id, "chars": "", "yield_time_ms": 5000})

@@ -18,12 +18,12 @@ Asking (:meth:`ExecGuard._ask`) emits ``approval.requested``, awaits the hook in
 calling task -- bounded by ``Approvals.timeout``, inside a scope that
 :meth:`~ExecGuard.turn_ended` cancels, so the request never outlives its turn -- and
 emits ``approval.resolved`` with the ``decision`` and its ``source``: ``hook``,
-``session`` is never emitted (a decision remembered for the session asks nobody),
 ``timeout``, ``error`` (the hook raised or returned something else), ``withdrawn``
-(the turn ended first) or ``cancelled`` (the call itself was cancelled: the
-event is emitted and ``Cancelled`` propagates). Everything but an approval denies;
-``abort`` also cancels the turn. Denials are ``ShellError``/``PatchError``, which the
-dispatcher turns into failed results.
+(the turn ended first) or ``cancelled`` (the call itself was cancelled: the event is
+emitted and ``Cancelled`` propagates). A call covered by an earlier
+``approve_for_session`` asks nobody and emits nothing. Everything but an approval
+denies; ``abort`` also cancels the turn. Denials are ``ShellError``/``PatchError``,
+which the dispatcher turns into failed results that say so.
 """
 
 from __future__ import annotations

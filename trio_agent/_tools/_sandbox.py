@@ -128,7 +128,7 @@ def bwrap_argv(
             for path in protected_paths(writable):
                 args += ["--ro-bind", str(path), str(path)]
     else:
-        # Binds made over /tmp would hide a workspace below it; read-only rebinds none.
+        # read-only: nothing rebound writable, and /dev read-only too (no /dev/shm either).
         args += ["--remount-ro", "/dev"]
     return [*args, "--chdir", str(workdir), "--", *argv]
 

@@ -38,7 +38,9 @@ and when the shell exits the kernel kills whatever it left in its PID namespace.
 ``workspace-write`` gets a private ``/tmp``: one directory per ``ShellSessions``,
 created with the first command and removed by :meth:`ShellSessions.aclose`.
 ``exec_command(args, outside_sandbox=True)`` runs one command without the sandbox
-(an approved escalation; deciding that is the caller's job).
+(an approved escalation; deciding that is the caller's job). In the process-group
+fallback (no supervisor) the group signals reach bwrap too, so Ctrl-C ends a
+sandboxed command as a whole there.
 
 Notes: Secrets are redacted per returned chunk, so a secret split across two reads, or
 across an omission notice, is not caught.
