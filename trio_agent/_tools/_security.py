@@ -222,7 +222,8 @@ class Approvals:
     every policy but ``NEVER``. It runs in the task of the call it decides and is
     cancelled with it (a cancelled turn cancels its pending approvals). It may take at
     most ``timeout`` seconds (Trio's clock); a hook that times out, raises, or returns
-    something other than an ``ApprovalDecision`` denies the call.
+    something other than an ``ApprovalDecision`` denies the call. The bound works by
+    cancellation: a hook must await (a blocking call inside it cannot be cut short).
     """
 
     policy: ApprovalPolicy = attrs.field(default=ApprovalPolicy.NEVER, converter=_policy)
