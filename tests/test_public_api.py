@@ -24,7 +24,13 @@ EXPECTED_ALL = [
     "AgentHandle",
     "AgentStatistics",
     "ApiError",
+    "ApprovalDecision",
+    "ApprovalKind",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "Approvals",
     "AuthenticationError",
+    "ChangedFile",
     "ChatGptAuth",
     "ChatGptAuthSnapshot",
     "CheckpointLineageMismatch",
@@ -52,6 +58,9 @@ EXPECTED_ALL = [
     "RolloutConfig",
     "RolloutError",
     "RolloutWarning",
+    "Sandbox",
+    "SandboxMode",
+    "SandboxUnavailable",
     "SessionSnapshot",
     "SteerQueueFull",
     "Submission",
@@ -405,7 +414,7 @@ def test_config_errors_are_value_errors(tmp_path: Path) -> None:
 RUNTIME_RANKS = {
     # leaves: counters, payload helpers, context I/O, recorder, the shared-warmup registry
     "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0, "_recorder": 0,
-    "_sessions": 0, "_handle": 0, "_secrets": 0, "_input": 0,
+    "_sessions": 0, "_handle": 0, "_secrets": 0, "_input": 0, "_approval": 0,
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,
     "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2,

@@ -201,7 +201,9 @@ async def test_real_commands_under_an_autojumping_mock_clock(
 
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
-        config = make_config(server, workspace, responses=ta.Responses(websocket_url=server.url, dialer=server.dial))
+        # `$$` is a host pid only outside a sandbox's PID namespace: the unsandboxed path.
+        config = make_config(server, workspace, responses=ta.Responses(websocket_url=server.url, dialer=server.dial),
+                             sandbox=ta.SandboxMode.DANGER_FULL_ACCESS)
         start = trio.current_time()
         async with scripted(model, 30), ta.open_agent(config) as agent:
             await (await agent.prompt("run them")).result()

@@ -66,6 +66,15 @@ from ._tools import ToolContext as ToolContext
 from ._tools import Tools as Tools
 from ._tools import ToolSpec as ToolSpec
 from ._tools import tool as tool
+from ._tools._sandbox import SandboxUnavailable as SandboxUnavailable
+from ._tools._security import ApprovalDecision as ApprovalDecision
+from ._tools._security import ApprovalKind as ApprovalKind
+from ._tools._security import ApprovalPolicy as ApprovalPolicy
+from ._tools._security import ApprovalRequest as ApprovalRequest
+from ._tools._security import Approvals as Approvals
+from ._tools._security import ChangedFile as ChangedFile
+from ._tools._security import Sandbox as Sandbox
+from ._tools._security import SandboxMode as SandboxMode
 from ._tracing import Tracing as Tracing
 
 __version__ = "0.1.0"
@@ -80,7 +89,13 @@ __all__ = [
     "AgentHandle",
     "AgentStatistics",
     "ApiError",
+    "ApprovalDecision",
+    "ApprovalKind",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "Approvals",
     "AuthenticationError",
+    "ChangedFile",
     "ChatGptAuth",
     "ChatGptAuthSnapshot",
     "CheckpointLineageMismatch",
@@ -108,6 +123,9 @@ __all__ = [
     "RolloutConfig",
     "RolloutError",
     "RolloutWarning",
+    "Sandbox",
+    "SandboxMode",
+    "SandboxUnavailable",
     "SessionSnapshot",
     "SteerQueueFull",
     "Submission",

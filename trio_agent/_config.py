@@ -18,6 +18,7 @@ import attrs
 
 from ._errors import ConfigError, WorkspaceChanged
 from ._ids import session_id_problem
+from ._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
 
 if TYPE_CHECKING:
     import httpx
@@ -250,6 +251,20 @@ class Responses:
             )
 
 
+def _sandbox(value: Sandbox | SandboxMode | str | None) -> Sandbox | None:
+    """``AgentConfig.sandbox``: a ``Sandbox``, or a bare mode (its defaults: network off)."""
+    if value is None or isinstance(value, Sandbox):
+        return value
+    return Sandbox(mode=value)
+
+
+def _approval(value: Approvals | ApprovalPolicy | str) -> Approvals:
+    """``AgentConfig.approval``: an ``Approvals``, or a bare policy (valid only for NEVER)."""
+    if isinstance(value, Approvals):
+        return value
+    return Approvals(policy=value)
+
+
 def _default_session_id() -> str:
     from ._ids import uuid7
 
@@ -258,7 +273,16 @@ def _default_session_id() -> str:
 
 @attrs.frozen
 class AgentConfig:
-    """Everything an agent needs; validated on construction (raises ``ConfigError``)."""
+    """Everything an agent needs; validated on construction (raises ``ConfigError``).
+
+    ``sandbox``: how ``exec_command`` confines commands (a ``ta.Sandbox`` or a bare
+    ``ta.SandboxMode``). ``None``, the default, is ``workspace-write`` with the network
+    off when a sandbox works here, and otherwise ``danger-full-access``, announced by a
+    ``sandbox.unavailable`` event and a ``RuntimeWarning``; a mode given explicitly
+    that cannot work makes ``open_agent`` raise ``ta.SandboxUnavailable``.
+    ``approval``: when calls wait for a decision and who decides (a ``ta.Approvals``;
+    a bare ``ta.ApprovalPolicy.NEVER``, the default, asks nobody).
+    """
 
     auth: str | ChatGptAuth = attrs.field(repr=_redact)
     model: str = DEFAULT_MODEL
@@ -278,6 +302,8 @@ class AgentConfig:
     # A cassette file to record this agent's traffic into (record/replay, docs/cassettes.md):
     # created (truncated) when the agent opens, complete once its block has ended.
     record: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    sandbox: Sandbox | None = attrs.field(default=None, converter=_sandbox)
+    approval: Approvals = attrs.field(factory=Approvals, converter=_approval)
 
     def __attrs_post_init__(self) -> None:
         self._check_auth()

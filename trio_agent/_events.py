@@ -57,6 +57,9 @@ class EventKind(enum.StrEnum):
     PLAN_UPDATED = "plan.updated"  # update_plan: ``call_id``, ``explanation``, ``plan``
     MCP_SERVER_READY = "mcp.server.ready"  # ``server``, ``tools`` (their mcp__ names)
     MCP_SERVER_FAILED = "mcp.server.failed"  # ``server``, ``error``
+    APPROVAL_REQUESTED = "approval.requested"  # a call waits for the approval hook: ``ApprovalRequest.to_json()``
+    APPROVAL_RESOLVED = "approval.resolved"  # ``approval_id``, ``call_id``, ``decision``, ``source`` (``error``)
+    SANDBOX_UNAVAILABLE = "sandbox.unavailable"  # the default sandbox fell back to danger-full-access: ``reason``
     API_EVENT = "api.event"
     API_WARNING = "api.warning"  # server data that was wrong but handled: ``code``, ``message``, details
 

@@ -16,6 +16,11 @@ from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 from .._os_facts import processes_in, wait_for_os_fact, wait_gone, wait_no_processes_in
 from ..conftest import EventLog, make_config, scripted, warm
 
+# These tests read processes' pids with `$$`, which are host pids only outside a sandbox's
+# PID namespace: they pin the unsandboxed (subreaper) path; tests/acceptance/test_sandbox_lifetime.py
+# covers the sandboxed one.
+HOST_PIDS = ta.SandboxMode.DANGER_FULL_ACCESS
+
 
 def assert_interrupted_replay(request: dict[str, Any]) -> None:
     assert "previous_response_id" not in request
@@ -151,7 +156,7 @@ async def test_cancelling_the_scope_around_open_agent_mid_tool_ends_everything(
     events: list[ta.AgentEvent] = []
     async with scripted(script, 15) as nursery:
         with trio.CancelScope() as scope:
-            async with ta.open_agent(make_config(server, workspace)) as agent:
+            async with ta.open_agent(make_config(server, workspace, sandbox=HOST_PIDS)) as agent:
                 stream = agent.events
                 turn = await agent.prompt("run forever")
                 await wait_for_os_fact(pid_file.exists, "the command starting")

@@ -15,6 +15,11 @@ from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 from .._os_facts import wait_for_os_fact, wait_gone, wait_no_processes_in
 from ..conftest import events_of, make_config, run_model, scripted, warm
 
+# These tests read processes' pids with `$$`, which are host pids only outside a sandbox's
+# PID namespace: they pin the unsandboxed (subreaper) path; tests/acceptance/test_sandbox_lifetime.py
+# covers the sandboxed one.
+HOST_PIDS = ta.SandboxMode.DANGER_FULL_ACCESS
+
 
 async def _exec_round(conn: FakeConnection, response_id: str, call_id: str, source: str) -> dict[str, Any]:
     await conn.send_tool_call(response_id, call_id, "exec", source)
@@ -170,7 +175,7 @@ async def test_cancelling_a_turn_kills_the_whole_command_tree(server: FakeRespon
         await second.send_final("resp-2")
 
     async with scripted(script, 20):
-        async with ta.open_agent(make_config(server, workspace)) as agent:
+        async with ta.open_agent(make_config(server, workspace, sandbox=HOST_PIDS)) as agent:
             turn = await agent.prompt("start a long command")
             await running.wait()
             await turn.cancel()
@@ -205,7 +210,7 @@ async def test_leaving_the_agent_stops_a_yielded_cell_and_its_processes(
         await conn.send_final("resp-final")
 
     async with scripted(script, 20):
-        await run_model(server, workspace, "leave it running")
+        await run_model(server, workspace, "leave it running", sandbox=HOST_PIDS)
     await wait_gone([int(pid_file.read_text())])
     await wait_no_processes_in(workspace)
 

@@ -16,6 +16,11 @@ from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 from .._os_facts import pid_alive, wait_for_os_fact, wait_gone, wait_no_processes_in
 from ..conftest import events_of, make_config, run_model, scripted, warm
 
+# These tests read processes' pids with `$$`, which are host pids only outside a sandbox's
+# PID namespace: they pin the unsandboxed (subreaper) path; tests/acceptance/test_sandbox_lifetime.py
+# covers the sandboxed one.
+HOST_PIDS = ta.SandboxMode.DANGER_FULL_ACCESS
+
 
 def _publish(path: Path, what: str = "$$") -> str:
     return f"echo {what} > {path}.tmp && mv {path}.tmp {path}"
@@ -65,7 +70,7 @@ async def test_cancelling_a_turn_kills_the_daemons_of_its_command(
         await second.send_final("resp-2")
 
     async with scripted(script, 20):
-        async with ta.open_agent(make_config(server, workspace)) as agent:
+        async with ta.open_agent(make_config(server, workspace, sandbox=HOST_PIDS)) as agent:
             turn = await agent.prompt("start daemons")
             await running.wait()
             pids = await _pids_when_written([*pid_files, shell_pid])
@@ -98,7 +103,7 @@ async def test_leaving_the_agent_kills_the_daemons_of_a_background_session(
         await conn.send_final("resp-final")
 
     async with scripted(script, 20):
-        await run_model(server, workspace, "leave daemons running")
+        await run_model(server, workspace, "leave daemons running", sandbox=HOST_PIDS)
     assert len(pids) == 2
     await wait_gone(pids)
     await wait_no_processes_in(workspace)
@@ -121,7 +126,7 @@ async def test_daemons_left_by_a_finished_command_are_gone_when_its_result_arriv
         await conn.send_final("resp-final")
 
     async with scripted(script, 20):
-        output = await run_model(server, workspace, "start and finish")
+        output = await run_model(server, workspace, "start and finish", sandbox=HOST_PIDS)
     assert [r["status"] for r in events_of(output, "tool.result") if r["tool"] == "exec_command"] == ["completed"]
     assert len(pids) == 2
     await wait_no_processes_in(workspace)

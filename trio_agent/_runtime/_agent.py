@@ -37,10 +37,12 @@ from .._session.ledger import TurnLedger
 from .._session.snapshot import check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
+from .._tools._security import SandboxMode
 from .._tracing import accept_hook, open_event_sink
 from .._wire.request import RequestSettings
 from .._wire.usage import TokenUsage
 from . import _pending_input
+from ._approval import ExecGuard
 from ._collaboration import Collaboration, MailAddress
 from ._handle import AgentHandle
 from ._input import Mail, agent_message
@@ -160,19 +162,33 @@ class Agent:
                 queue=self._queue, nursery=nursery, emit=emit,
             )
             groups[COLLABORATION] = self._collaboration.runner
+        self._guard = ExecGuard(config.sandbox, config.approval, self._workspace, emit, self._cancel_turn)
         self._tools = ToolDispatcher(ToolEnvironment(
             tools, self._workspace, self._handle, emit, nursery, groups,
-            config=config, history=lambda: self._ledger.history,
+            config=config, history=lambda: self._ledger.history, guard=self._guard,
         ))
         self._runner = TurnRunner(
             ledger=self._ledger, model=self._model, tools=self._tools, reporter=reporter,
             fork_point=self._fork_point, session=self._session, workspace=self._workspace,
             context_recorded=bool(seed is not None and len(seed.history)),
+            permissions=self._guard.permissions_message,
         )
         if self._rollout is not None:
             self._ledger.subscribe(self._rollout.on_ledger)
             reporter.journal = TurnJournal(self._rollout, config.session_id)
         self._nursery = nursery
+
+    def _cancel_turn(self, turn_id: int) -> None:
+        """Cancel running turn ``turn_id`` (an approval hook's ``abort``)."""
+        running = self._queue.running
+        if running is not None and running.turn_id == turn_id and not running.cancel_scope.cancel_called:
+            running.steerable = False
+            running.cancel_scope.cancel()
+
+    @property
+    def sandbox(self) -> SandboxMode:
+        """The sandbox mode commands run in (after the default's fallback, if any)."""
+        return self._guard.sandbox.mode
 
     def _record_event(self, payload: dict[str, Any]) -> None:
         if self._rollout is not None:
@@ -409,6 +425,7 @@ class Agent:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def _startup(self) -> None:
+        self._guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
         self._tools.start()  # MCP servers, in the background
         self._nursery.start_soon(self._runner.run, self._queue)
         if self._config.responses.transport is Transport.WEBSOCKET and not self._seeded:

@@ -22,6 +22,7 @@ process groups, stopping cells) is shielded and time-bounded where it awaits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,7 @@ class TurnRunner:
         session: SessionInfo,
         workspace: Path,
         context_recorded: bool,
+        permissions: Callable[[], dict[str, Any]] = permissions_message,
     ) -> None:
         self._ledger = ledger
         self._model = model
@@ -90,6 +92,7 @@ class TurnRunner:
         self._session = session
         self._workspace = workspace
         self._context_recorded = context_recorded
+        self._permissions = permissions  # the developer message with the sandbox mode and approval policy
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
         self._queue: TurnQueue | None = None
@@ -151,7 +154,7 @@ class TurnRunner:
     async def _drive(self, state: TurnState, queue: TurnQueue, stats: TurnStats, live: _Live) -> TurnResult:
         ledger = self._ledger
         if not self._context_recorded:
-            ledger.record_context([permissions_message(), context_user_message(self._workspace)])
+            ledger.record_context([self._permissions(), context_user_message(self._workspace)])
             self._context_recorded = True
         else:
             await self._maybe_compact(state, stats, live)  # before the new prompt joins (SPEC sec. 8)
@@ -289,7 +292,7 @@ class TurnRunner:
             stats.model_duration_ns += ns(trio.current_time() - start)
         stats.usage = stats.usage + outcome.usage
         installed = ledger.install_compaction(
-            summary, permissions=permissions_message(), context=context_user_message(self._workspace)
+            summary, permissions=self._permissions(), context=context_user_message(self._workspace)
         )
         self._last_total_tokens = estimate_tokens([*ledger.prefix, *installed])
         return True

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .._tools._remote import RemoteApi
     from .._tools.code_mode import CodeModeHost
     from .._tools.exec_command import ShellSessions
+    from ._approval import ExecGuard
     from ._handle import AgentHandle
     from ._stats import TurnStats
     from ._turn import TurnState
@@ -67,6 +68,8 @@ class ToolEnvironment:
     # api_base_url, session id, model) and its committed history, read at call time.
     config: AgentConfig | None = None
     history: Callable[[], Iterable[Mapping[str, Any]]] = lambda: ()
+    # The sandbox and approval policy of exec_command/apply_patch (None: unconfined, never asks).
+    guard: ExecGuard | None = None
 
 
 class _CellOrigin:
@@ -136,6 +139,8 @@ class ToolDispatcher:
         for origin in self._origins.values():
             if origin.turn_id == turn_id:
                 origin.turn_id = None
+        if self._env.guard is not None:
+            self._env.guard.turn_ended(turn_id)  # its pending approvals are withdrawn
 
     def _context(self, spec: ToolSpec, call_id: str, turn_id: int | None) -> ToolContext:
         env = self._env
@@ -182,7 +187,9 @@ class ToolDispatcher:
         if self._shell is None:
             from .._tools.exec_command import ShellSessions
 
-            self._shell = ShellSessions(self._env.nursery, self._env.workspace)
+            guard = self._env.guard
+            sandbox = guard.confinement if guard is not None else None
+            self._shell = ShellSessions(self._env.nursery, self._env.workspace, sandbox=sandbox)
         return self._shell
 
     def _nested_tool_names(self) -> list[tuple[str, str, bool]]:
@@ -300,12 +307,18 @@ class ToolDispatcher:
         from .._tools.code_mode import ToolCallError
         from .._tools.exec_command import ShellError
 
+        guard = self._env.guard
+        turn_id = origin.turn_id if origin is not None else None  # None: a background cell's call
         try:
             if name == "exec_command":
+                if guard is not None:
+                    return await guard.exec_command(self._shell_sessions(), args, call_id, turn_id)
                 return await self._shell_sessions().exec_command(args)
             if name == "write_stdin":
                 return await self._shell_sessions().write_stdin(args)
             if name == "apply_patch":
+                if guard is not None:
+                    return await guard.apply_patch(str(args), self._env.workspace, call_id, turn_id)
                 return await apply_patch(str(args), self._env.workspace)
             if name in self._nested or (self._mcp is not None and self._mcp.knows(name)):
                 return await self._run_builtin(name, args, call_id, origin)

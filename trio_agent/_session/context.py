@@ -40,13 +40,52 @@ error and fix the cause rather than the symptom.
 Be concise. Report what you changed, how you verified it, and anything left undone. \
 Never invent command output or file contents."""
 
-PERMISSIONS_TEXT = """\
-<permissions instructions>
-Filesystem sandboxing: `sandbox_mode` is `danger-full-access`: commands run without a \
-filesystem sandbox and network access is enabled.
-Approval policy is `never`: commands run without asking the user. Do not request \
-escalated permissions; there is nobody to approve them.
-</permissions instructions>"""
+_SANDBOX_TEXT = {
+    "danger-full-access": "`sandbox_mode` is `danger-full-access`: commands run without a filesystem "
+    "sandbox, with your full rights, and network access is enabled.",
+    "workspace-write": "`sandbox_mode` is `workspace-write`: commands can read every file but write only "
+    "in {writable}; everything else is read-only{git}.",
+    "read-only": "`sandbox_mode` is `read-only`: commands can read files but write none, not even in the "
+    "workspace or /tmp, and `apply_patch` needs the user's approval.",
+}
+_APPROVAL_TEXT = {
+    "never": "Approval policy is `never`: nothing is ever put to the user. Do not request escalated "
+    "permissions; there is nobody to approve them.",
+    "on-request": "Approval policy is `on-request`: commands run in the sandbox without asking. To run a "
+    'command outside the sandbox, call exec_command with `sandbox_permissions: "require_escalated"` and '
+    "a one-sentence `justification` the user will see; the user approves or denies it. Ask only when the "
+    "sandbox is what stands in the way.",
+    "on-failure": "Approval policy is `on-failure`: commands run in the sandbox; when one fails the way a "
+    "sandbox denial looks, the user is asked whether to run it again outside the sandbox.",
+    "untrusted": "Approval policy is `untrusted`: known read-only commands (ls, cat, grep, git status, ...) "
+    "run at once; every other command and every `apply_patch` waits for the user's approval.",
+}
+_UNCONFINED_APPROVAL = (
+    "Approval policy is `{policy}`: there is no sandbox to leave, so commands run without asking the user."
+)
+
+
+def _permissions_text(
+    sandbox_mode: str, approval_policy: str, network: bool, writable_roots: Sequence[str], writable_git: bool
+) -> str:
+    confined = sandbox_mode != "danger-full-access"
+    places = ["the workspace", "a /tmp private to this session", *writable_roots]
+    writable = ", ".join(places[:-1]) + " and " + places[-1]
+    git = "" if writable_git else ", and so is `.git`"
+    sandbox = _SANDBOX_TEXT[sandbox_mode].format(writable=writable, git=git)
+    if confined:
+        sandbox += " Network access is " + (
+            "enabled." if network else "disabled: no connection works, not even to 127.0.0.1 on the host."
+        )
+    approval = _APPROVAL_TEXT[approval_policy]
+    if not confined and approval_policy != "untrusted":
+        approval = _UNCONFINED_APPROVAL.format(policy=approval_policy)
+    elif confined and approval_policy == "never":
+        approval += " When the sandbox blocks something, work within it or say what you could not do."
+    return f"<permissions instructions>\nFilesystem sandboxing: {sandbox}\n{approval}\n</permissions instructions>"
+
+
+PERMISSIONS_TEXT = _permissions_text("danger-full-access", "never", True, (), True)
 
 TURN_ABORTED_TEXT = (
     "<turn_aborted>\nThe user interrupted the previous turn on purpose. Any running "
@@ -77,8 +116,18 @@ def instructions_message(text: str) -> dict[str, Any]:
     return {"type": "message", "id": INSTRUCTIONS_ID, **{k: v for k, v in message.items() if k != "type"}}
 
 
-def permissions_message() -> dict[str, Any]:
-    return _text_message("developer", PERMISSIONS_TEXT)
+def permissions_message(
+    sandbox_mode: str = "danger-full-access",
+    approval_policy: str = "never",
+    *,
+    network: bool = True,
+    writable_roots: Sequence[str] = (),
+    writable_git: bool = False,
+) -> dict[str, Any]:
+    """The developer message telling the model its sandbox mode and approval policy
+    (codex's names; ``network`` and the writable places as the agent enforces them)."""
+    text = _permissions_text(sandbox_mode, approval_policy, network, writable_roots, writable_git)
+    return _text_message("developer", text)
 
 
 def user_message(text: str) -> dict[str, Any]:

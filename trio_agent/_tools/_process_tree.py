@@ -294,14 +294,20 @@ class ProcessLauncher:
         """``"subreaper"``, ``"process-group"`` (the fallback), or ``"not started"``."""
         return self._isolation
 
-    async def spawn(self, argv: list[str], cwd: Path, env: Mapping[str, str], grace: float) -> CommandProcess:
+    async def spawn(
+        self, argv: list[str], cwd: Path, env: Mapping[str, str], grace: float, *, scaffold: int = 0
+    ) -> CommandProcess:
         """Start ``argv`` in ``cwd`` with exactly ``env``; stdout and stderr share one pipe.
+
+        ``scaffold``: how many generations of ``argv`` are a sandbox's own processes
+        (spared by SIGINT and SIGTERM, see ``_subreaper.py``); the process-group
+        fallback signals the whole group regardless.
 
         Raises OSError if the command cannot be started (missing shell or directory),
         RuntimeError if the nursery has exited, trio.ClosedResourceError after
         :meth:`aclose` or while the nursery shuts down. The first call waits for the
         helper to start (cancellable; the start goes on for the next call)."""
-        request = {"argv": argv, "cwd": str(cwd), "env": dict(env), "grace": grace}
+        request = {"argv": argv, "cwd": str(cwd), "env": dict(env), "grace": grace, "scaffold": scaffold}
         for _ in range(2):  # a helper that died is restarted once
             helper = await self._current_helper()
             if helper is None:

@@ -46,6 +46,7 @@ __all__ = [
     "FORCED_ENV",
     "MIN_REDACTED_LENGTH",
     "REDACTED",
+    "SANDBOX_PERMISSIONS",
     "SECRET_NAME_PARTS",
     "SECRET_NAME_SUFFIXES",
     "WELL_KNOWN_SECRET_NAMES",
@@ -218,6 +219,10 @@ BYTES_PER_TOKEN = 4
 MAX_OUTPUT_BYTES = 1024 * 1024
 
 
+#: ``sandbox_permissions`` values (codex's): the default, or a request to run outside the sandbox.
+SANDBOX_PERMISSIONS = ("use_default", "require_escalated")
+
+
 @attrs.frozen
 class ExecRequest:
     cmd: str
@@ -226,6 +231,8 @@ class ExecRequest:
     login: bool
     yield_seconds: float
     max_bytes: int
+    escalate: bool = False  # sandbox_permissions: "require_escalated"
+    justification: str | None = None
 
 
 @attrs.frozen
@@ -237,7 +244,10 @@ class WriteRequest:
 
 
 def parse_exec_args(args: Mapping[str, object], workspace: Path) -> ExecRequest:
-    """Validate ``exec_command`` arguments; unknown keys (``tty``, ...) are ignored."""
+    """Validate ``exec_command`` arguments; unknown keys (``tty``, ...) are ignored.
+
+    ``sandbox_permissions`` (``"use_default"``, ``"require_escalated"``) and
+    ``justification`` are read here and acted on by the approval policy."""
     cmd = args.get("cmd")
     if not isinstance(cmd, str) or not cmd.strip():
         raise ShellError("exec_command: 'cmd' is required and must be a non-empty string")
@@ -247,6 +257,11 @@ def parse_exec_args(args: Mapping[str, object], workspace: Path) -> ExecRequest:
         login = True
     if not isinstance(login, bool):
         raise ShellError(f"exec_command: 'login' must be true or false, got {login!r}")
+    permissions = _optional_str(args, "exec_command", "sandbox_permissions") or SANDBOX_PERMISSIONS[0]
+    if permissions not in SANDBOX_PERMISSIONS:
+        raise ShellError(
+            f"exec_command: 'sandbox_permissions' must be \"use_default\" or \"require_escalated\", got {permissions!r}"
+        )
     return ExecRequest(
         cmd=cmd,
         workdir=workspace / workdir if workdir else workspace,
@@ -254,6 +269,8 @@ def parse_exec_args(args: Mapping[str, object], workspace: Path) -> ExecRequest:
         login=login,
         yield_seconds=_yield_seconds(args, "exec_command", EXEC_YIELD_MS),
         max_bytes=_max_bytes(args, "exec_command"),
+        escalate=permissions == "require_escalated",
+        justification=_optional_str(args, "exec_command", "justification") or None,
     )
 
 

@@ -37,6 +37,12 @@ knows the command is over (``waitpid`` says ``ECHILD``).
   exit, then SIGKILLs every descendant until none is left. EOF of the control socket
   (the agent closed it or died) and SIGTERM/SIGHUP mean ``terminate`` with the request's
   grace.
+* **Scaffold**: a request may say ``"scaffold": n`` -- the first ``n`` generations of
+  the spawned program are a sandbox's own processes, not the command (for Bubblewrap
+  with a PID namespace: the outer ``bwrap`` and the namespace's init, which kill the
+  whole namespace when they die). SIGINT and SIGTERM then spare them: SIGINT goes to
+  the members of the process group below them, SIGTERM to every descendant below
+  them; SIGKILL still hits everything, the scaffold included.
 
 Descendants are found by scanning ``/proc/*/stat`` for parent pids (the ``children``
 files need ``CONFIG_PROC_CHILDREN``, absent on some kernels). Each is signalled through
@@ -145,17 +151,53 @@ def _signal(pid: int, signals: tuple[signal.Signals, ...], tree: set[int], root:
             os.close(pidfd)
 
 
-def signal_descendants(root: int, signals: tuple[signal.Signals, ...], skip: frozenset[int] = frozenset()) -> int:
-    """Send ``signals`` to every descendant of ``root`` outside ``skip``'s subtrees.
+def signal_descendants(
+    root: int,
+    signals: tuple[signal.Signals, ...],
+    skip: frozenset[int] = frozenset(),
+    spare: frozenset[int] = frozenset(),
+) -> int:
+    """Send ``signals`` to every descendant of ``root`` outside ``skip``'s subtrees,
+    except the processes in ``spare`` themselves (their descendants are signalled).
 
     Returns how many processes were signalled."""
     found = descendants(root)
     tree = set(found)
-    excluded = set(skip)
+    excluded = set(skip) | spare
     for pid in skip:
         excluded.update(descendants(pid))
     # Children before their parents: each is checked while its parent still lives.
     return sum(_signal(pid, signals, tree, root) for pid in reversed(found) if pid not in excluded)
+
+
+def _process_group(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return None
+    return int(data[data.rindex(b")") + 2 :].split(None, 3)[2])
+
+
+def scaffold_of(top: int, depth: int) -> frozenset[int]:
+    """``top`` and its descendants down to ``depth`` generations (``top`` is the first)."""
+    if depth <= 0:
+        return frozenset()
+    found = {top}
+    level = [top]
+    below = descendants(top) if depth > 1 else []
+    for _ in range(depth - 1):
+        level = [pid for pid in below if _parent_of(pid) in level]
+        found.update(level)
+    return frozenset(found)
+
+
+def signal_group_below(root: int, pgid: int, sig: signal.Signals, spare: frozenset[int]) -> int:
+    """``sig`` to every descendant of ``root`` in process group ``pgid`` outside ``spare``."""
+    found = descendants(root)
+    tree = set(found)
+    members = [pid for pid in reversed(found) if pid not in spare and _process_group(pid) == pgid]
+    return sum(_signal(pid, (sig,), tree, root) for pid in members)
 
 
 def reap() -> tuple[list[tuple[int, int]], bool]:
@@ -287,6 +329,7 @@ class _Supervisor:
         self.lines = _Lines(ctl)
         self.me = os.getpid()
         self.shell: int | None = None
+        self.scaffold = 0  # generations of sandbox processes above the command
         self.grace = 0.5
         self.kill_at: float | None = None  # set once terminating
 
@@ -296,6 +339,8 @@ class _Supervisor:
             return False
         grace = request.get("grace")
         self.grace = float(grace) if isinstance(grace, int | float) else self.grace
+        scaffold = request.get("scaffold")
+        self.scaffold = scaffold if isinstance(scaffold, int) and not isinstance(scaffold, bool) else 0
         try:
             self.shell = _spawn(request, stdin, stdout)
         except (OSError, ValueError, TypeError) as exc:
@@ -311,11 +356,19 @@ class _Supervisor:
         if self.kill_at is not None:
             return
         self.kill_at = time.monotonic() + max(0.0, grace)
-        signal_descendants(self.me, (signal.SIGTERM, signal.SIGCONT))
+        signal_descendants(self.me, (signal.SIGTERM, signal.SIGCONT), spare=self._spared())
+
+    def _spared(self) -> frozenset[int]:
+        """The sandbox's own processes, spared by SIGINT and SIGTERM (module docstring)."""
+        if self.shell is None or not self.scaffold:
+            return frozenset()
+        return scaffold_of(self.shell, self.scaffold)
 
     def handle(self, message: dict[str, object]) -> None:
         if message.get("op") == "interrupt":
-            if self.shell is not None:  # not reaped yet, so its pid is still its group's id
+            if self.shell is not None and self.scaffold:
+                signal_group_below(self.me, self.shell, signal.SIGINT, self._spared())
+            elif self.shell is not None:  # not reaped yet, so its pid is still its group's id
                 with contextlib.suppress(OSError):
                     os.killpg(self.shell, signal.SIGINT)
         elif message.get("op") == "terminate":

@@ -29,6 +29,19 @@ task awaiting ``exec_command`` is cancelled, the command's whole tree is termina
 before ``Cancelled`` propagates: SIGTERM to every process, up to ``kill_grace`` (0.5 s)
 for them to exit, SIGKILL to the rest; shielded and bounded.
 
+Sandbox (``_sandbox.py``): given a confining :class:`~._sandbox.Confinement`, every
+command runs as ``bwrap ... -- shell -c cmd`` in namespaces of its own (PID, mount,
+IPC and, with the network off, network), under the same supervisor: the pipes,
+``write_stdin``, Ctrl-C and the TERM-then-KILL grace work as without it (the
+supervisor spares the two bwrap processes from SIGINT/SIGTERM, see ``_subreaper``),
+and when the shell exits the kernel kills whatever it left in its PID namespace.
+``workspace-write`` gets a private ``/tmp``: one directory per ``ShellSessions``,
+created with the first command and removed by :meth:`ShellSessions.aclose`.
+``exec_command(args, outside_sandbox=True)`` runs one command without the sandbox
+(an approved escalation; deciding that is the caller's job). In the process-group
+fallback (no supervisor) the group signals reach bwrap too, so Ctrl-C ends a
+sandboxed command as a whole there.
+
 Notes: Secrets are redacted per returned chunk, so a secret split across two reads, or
 across an omission notice, is not caught.
 """
@@ -38,6 +51,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NotRequired, TypedDict, cast, final
@@ -50,6 +65,8 @@ from ._command_slots import SLOT_WAIT_LIMIT, CommandSlots
 from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
 from ._process_tree import Isolation, ProcessLauncher
 from ._real_time import real_process_running
+from ._sandbox import SANDBOX_ENV, SCAFFOLD_DEPTH, Confinement
+from ._security import Sandbox, SandboxMode
 from ._shell_env import (
     BYTES_PER_TOKEN,
     ExecRequest,
@@ -78,6 +95,8 @@ DRAIN_GRACE = 2.0
 POST_KILL_DRAIN = 0.5
 #: Writing to stdin waits at least this long for the process to accept the input.
 MIN_STDIN_WRITE_TIMEOUT = 5.0
+#: Seconds ``aclose`` gives the removal of the private temp dir (then it is left behind).
+TMP_REMOVAL_LIMIT = 5.0
 CTRL_C = "\u0003"
 _READ_SIZE = 64 * 1024
 
@@ -105,7 +124,8 @@ class ShellStatistics:
     ``running``: commands holding a slot (their process tree is not gone yet);
     ``waiting``: ``exec_command`` calls waiting for a slot; ``sessions``: ids
     ``write_stdin`` accepts (running or finished but not yet read); ``isolation``: how
-    commands are contained (``"subreaper"``, ``"process-group"``, ``"not started"``).
+    commands are contained (``"subreaper"``, ``"process-group"``, ``"not started"``);
+    ``sandbox``: the mode commands run in (``danger-full-access`` without a sandbox).
     """
 
     running: int
@@ -113,6 +133,7 @@ class ShellStatistics:
     sessions: int
     max_sessions: int
     isolation: Isolation
+    sandbox: SandboxMode = SandboxMode.DANGER_FULL_ACCESS
 
 
 @attrs.define(eq=False)
@@ -145,6 +166,8 @@ class ShellSessions:
         ``yield_time_ms`` plus ``slot_wait`` (30 s), then raises :class:`ShellError`. Finished
         sessions whose final output was not read yet hold no slot; at most
         ``max_sessions`` of them are kept (the least recently used is forgotten).
+      sandbox: how commands are confined (see the module docstring); None or a
+        non-confining one: no sandbox (the agent resolves and passes its own).
 
     Session ids start at 1, are handed out only to commands that outlive their
     ``yield_time_ms``, and are never reused.
@@ -160,8 +183,11 @@ class ShellSessions:
         kill_grace: float = KILL_GRACE,
         drain_grace: float = DRAIN_GRACE,
         slot_wait: float = SLOT_WAIT_LIMIT,
+        sandbox: Confinement | None = None,
     ) -> None:
         self._slots = CommandSlots(max_sessions)
+        self._sandbox = sandbox or Confinement(Sandbox(SandboxMode.DANGER_FULL_ACCESS))
+        self._private_tmp: Path | None = None
         self._slot_wait = slot_wait
         self._nursery = nursery
         self._launcher = ProcessLauncher(nursery)
@@ -186,9 +212,15 @@ class ShellSessions:
             sessions=len(self._by_id),
             max_sessions=self._slots.limit,
             isolation=self._launcher.isolation,
+            sandbox=self._sandbox.sandbox.mode if self._sandbox.confined else SandboxMode.DANGER_FULL_ACCESS,
         )
 
-    async def exec_command(self, args: Mapping[str, object]) -> ExecResult:
+    @property
+    def confinement(self) -> Confinement:
+        """How commands are confined (the sandbox given, or none)."""
+        return self._sandbox
+
+    async def exec_command(self, args: Mapping[str, object], *, outside_sandbox: bool = False) -> ExecResult:
         """Run ``args["cmd"]``; return its result, or a ``session_id`` if still running.
 
         Arguments: ``cmd`` (required), ``workdir`` (relative to the workspace or
@@ -201,6 +233,8 @@ class ShellSessions:
         command is terminated (TERM, 0.5 s grace, KILL; shielded and bounded) and
         ``Cancelled`` propagates. A command that was returned as a session is no longer
         tied to this call; see :meth:`aclose`.
+
+        ``outside_sandbox=True`` runs this command without the sandbox.
 
         Raises:
           ShellError: invalid arguments, closed sessions, or no slot within the bound.
@@ -216,7 +250,12 @@ class ShellSessions:
         await self._slots.acquire(request.yield_seconds + self._slot_wait, self._make_room)
         try:
             argv = shell_argv(shell, request.cmd, login=request.login)
-            session = await self._spawn(argv, request, environment)
+            scaffold = 0
+            if self._sandbox.confined and not outside_sandbox:
+                argv = self._sandbox.wrap(argv, self._workspace, request.workdir, self._tmp_dir())
+                environment = attrs.evolve(environment, env={**environment.env, **self._forced_tmp()})
+                scaffold = SCAFFOLD_DEPTH
+            session = await self._spawn(argv, request, environment, scaffold)
         except OSError as exc:
             self._slots.release()
             return _start_failure(f"failed to start {shell!r} in {request.workdir}: {exc}", started)
@@ -265,16 +304,40 @@ class ShellSessions:
                 for session in sessions:
                     nursery.start_soon(self._discard, session)
             await self._launcher.aclose()
+            await self._remove_tmp()
+
+    # -- the private temp dir ------------------------------------------------------------
+
+    def _tmp_dir(self) -> Path | None:
+        """The private ``/tmp`` of ``workspace-write`` commands (created on first use)."""
+        if self._sandbox.sandbox.mode is not SandboxMode.WORKSPACE_WRITE:
+            return None
+        if self._private_tmp is None:
+            self._private_tmp = Path(tempfile.mkdtemp(prefix="trio-agent-tmp-"))
+        return self._private_tmp
+
+    def _forced_tmp(self) -> dict[str, str]:
+        """``TMPDIR=/tmp`` inside the sandbox unless the caller's overrides set it."""
+        return {} if "TMPDIR" in self._env_overrides else dict(SANDBOX_ENV)
+
+    async def _remove_tmp(self) -> None:
+        path, self._private_tmp = self._private_tmp, None
+        if path is None:
+            return
+        with trio.CancelScope(shield=True), trio.move_on_after(TMP_REMOVAL_LIMIT):
+            await trio.to_thread.run_sync(shutil.rmtree, path, True, abandon_on_cancel=True)
 
     # -- spawning and supervising ------------------------------------------------------
 
     async def _spawn(
-        self, argv: list[str], request: ExecRequest, environment: ShellEnvironment
+        self, argv: list[str], request: ExecRequest, environment: ShellEnvironment, scaffold: int = 0
     ) -> _Session:
         self._check_open()  # aclose() may have run while this call waited for its slot
         try:
             with real_process_running():  # see _real_time: commands under an autojumping MockClock
-                process = await self._launcher.spawn(argv, request.workdir, environment.env, self._kill_grace)
+                process = await self._launcher.spawn(
+                    argv, request.workdir, environment.env, self._kill_grace, scaffold=scaffold
+                )
         except trio.ClosedResourceError as exc:
             raise ShellError("shell sessions were closed while the command was starting") from exc
         except RuntimeError as exc:  # the owning nursery has exited

@@ -1,0 +1,187 @@
+"""When a command or a patch needs approval: pure decisions, table-tested.
+
+The rules follow codex's approval policies (``codex.md``; ``ApprovalPolicy`` states
+them for users):
+
+* commands: a request to run outside the sandbox (``sandbox_permissions:
+  "require_escalated"``) is refused under ``never`` and asked otherwise; under
+  ``untrusted`` every command that is not a known read-only one is asked first; under
+  ``on-failure`` and ``untrusted`` a sandboxed command that failed the way a sandbox
+  denial looks (:func:`denial_hint`) is asked again, to run outside the sandbox;
+* patches (``apply_patch`` itself never writes outside the workspace): a patch the
+  sandbox would not allow -- any patch in ``read-only``, one that writes ``.git`` in
+  ``workspace-write`` without ``writable_git`` -- is refused under ``never`` and asked
+  otherwise; ``untrusted`` asks before every patch.
+
+Known read-only commands (:func:`is_known_safe`) are conservative: a sequence of
+simple commands joined by ``&&``, ``||``, ``;`` or ``|``, each from a fixed list and
+without an argument that writes or runs something else; no redirection, subshell,
+command substitution or variable assignment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Sequence
+from typing import Literal
+
+import attrs
+
+from ._security import ApprovalPolicy, ChangedFile, Sandbox, SandboxMode
+
+__all__ = ["CommandPlan", "PatchPlan", "denial_hint", "is_known_safe", "plan_command", "plan_patch"]
+
+Action = Literal["run", "ask", "refuse"]
+_ASKING = frozenset({ApprovalPolicy.ON_REQUEST, ApprovalPolicy.ON_FAILURE, ApprovalPolicy.UNTRUSTED})
+_RETRYING = frozenset({ApprovalPolicy.ON_FAILURE, ApprovalPolicy.UNTRUSTED})
+
+
+@attrs.frozen
+class CommandPlan:
+    """``action`` first; then, if it runs, whether ``outside_sandbox``; ``retry_on_denial``:
+    ask to run it again outside the sandbox if it fails like a sandbox denial."""
+
+    action: Action
+    reason: str = ""
+    outside_sandbox: bool = False
+    retry_on_denial: bool = False
+
+
+@attrs.frozen
+class PatchPlan:
+    action: Action
+    reason: str = ""
+
+
+def plan_command(
+    policy: ApprovalPolicy, sandbox: Sandbox, cmd: str, *, escalate: bool, justification: str | None
+) -> CommandPlan:
+    """What to do with ``cmd`` before it runs (see the module docstring)."""
+    if escalate and sandbox.confined:
+        if policy not in _ASKING:
+            return CommandPlan(
+                "refuse",
+                "exec_command cannot run a command outside the sandbox: the approval policy is 'never', so "
+                "there is nobody to approve it; run it inside the sandbox (omit sandbox_permissions) or do "
+                "without it",
+            )
+        reason = justification or "the command asks to run outside the sandbox"
+        return CommandPlan("ask", reason, outside_sandbox=True)
+    retry = sandbox.confined and policy in _RETRYING
+    if policy is ApprovalPolicy.UNTRUSTED and not is_known_safe(cmd):
+        return CommandPlan(
+            "ask", "approval policy 'untrusted': it is not a known read-only command", retry_on_denial=retry
+        )
+    return CommandPlan("run", retry_on_denial=retry)
+
+
+def plan_patch(policy: ApprovalPolicy, sandbox: Sandbox, changes: Sequence[ChangedFile]) -> PatchPlan:
+    """What to do with a patch changing ``changes`` (see the module docstring)."""
+    blocked = _patch_blocked(sandbox, changes)
+    if blocked is None:
+        if policy is ApprovalPolicy.UNTRUSTED:
+            return PatchPlan("ask", "approval policy 'untrusted' asks before every change")
+        return PatchPlan("run")
+    if policy not in _ASKING:
+        return PatchPlan(
+            "refuse",
+            f"apply_patch was refused: {blocked}, and the approval policy is 'never', so nobody can approve "
+            "it; no file was changed",
+        )
+    return PatchPlan("ask", blocked)
+
+
+def _patch_blocked(sandbox: Sandbox, changes: Sequence[ChangedFile]) -> str | None:
+    if sandbox.mode is SandboxMode.READ_ONLY:
+        return "the sandbox is read-only"
+    if sandbox.mode is SandboxMode.WORKSPACE_WRITE and not sandbox.writable_git:
+        for change in changes:
+            for path in (change.path, change.move_to):
+                if path is not None and os.path.normpath(path).split(os.sep)[0] == ".git":
+                    return f"it writes {path}, and the sandbox keeps .git read-only"
+    return None
+
+
+# -- sandbox denials ---------------------------------------------------------------------------
+
+_DENIAL_MARKERS = (
+    "read-only file system",
+    "permission denied",
+    "operation not permitted",
+    "network is unreachable",
+    "could not resolve host",
+    "temporary failure in name resolution",
+    "name or service not known",
+)
+_HINT_LIMIT = 200
+
+
+def denial_hint(exit_code: int | None, output: str) -> str | None:
+    """The first output line that makes a failed command look like a sandbox denial."""
+    if not exit_code:
+        return None
+    for line in output.splitlines():
+        lowered = line.lower()
+        if any(marker in lowered for marker in _DENIAL_MARKERS):
+            line = line.strip()
+            return line if len(line) <= _HINT_LIMIT else line[: _HINT_LIMIT - 3] + "..."
+    return None
+
+
+# -- known read-only commands ------------------------------------------------------------------
+
+_SAFE = frozenset(
+    "basename cat cd cmp column comm cut df diff dirname du echo expr false file fmt fold grep head "
+    "hexdump id ls md5sum nl od paste printenv pwd readlink realpath rev seq sha1sum sha256sum stat "
+    "strings tail test tr tree true uname uniq wc which whoami [".split()
+)
+_SEPARATORS = frozenset({"&&", "||", ";", "|"})
+_FIND_UNSAFE = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"})
+_RG_UNSAFE = ("--pre", "--hostname-bin", "--search-zip", "-z")
+_GIT_SAFE = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "grep", "describe"})
+_GIT_UNSAFE = ("--output", "--ext-diff", "--textconv", "--exec")
+_SED_PRINT = re.compile(r"^\d+(,\d+)?p$")
+
+
+def is_known_safe(cmd: str) -> bool:
+    """Whether ``cmd`` is a sequence of known read-only commands (module docstring)."""
+    if "`" in cmd or "$(" in cmd or "\n" in cmd:
+        return False
+    lexer = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes
+        return False
+    segment: list[str] = []
+    segments = [segment]
+    for token in tokens:
+        if token in _SEPARATORS:
+            segment = []
+            segments.append(segment)
+        elif token and token[0] in "();<>&":
+            return False  # redirection, subshell, background
+        else:
+            segment.append(token)
+    return all(segment and _safe_segment(segment) for segment in segments)
+
+
+def _safe_segment(argv: list[str]) -> bool:
+    name, args = argv[0], argv[1:]
+    if "=" in name or "/" in name:
+        return False  # an assignment, or a program by path
+    if name in _SAFE:
+        return True
+    if name == "find":
+        return not any(arg in _FIND_UNSAFE for arg in args)
+    if name == "rg":
+        return not any(arg.startswith(_RG_UNSAFE) for arg in args)
+    if name == "sort":
+        return not any(arg.startswith(("-o", "--output")) for arg in args)
+    if name == "sed":
+        return len(args) >= 2 and args[0] == "-n" and bool(_SED_PRINT.match(args[1]))
+    if name == "git":
+        return bool(args) and args[0] in _GIT_SAFE and not any(arg.startswith(_GIT_UNSAFE) for arg in args)
+    return False

@@ -1,0 +1,223 @@
+"""Running a command inside a Bubblewrap sandbox, and finding out whether that works here.
+
+Theory of operation (issue 14; reference: codex's Linux sandbox, ``codex.md``). A
+sandboxed command is ``bwrap <flags> -- shell -c cmd`` started by the subreaper
+supervisor like any command (``_subreaper.py``). The flags build, per command:
+
+* a **PID namespace** (``--unshare-pid``): bwrap's own init is pid 1 and the shell
+  its child; when the shell exits, or the init is killed, the kernel kills every
+  process left in the namespace -- ``setsid`` daemons and double forks included --
+  and ``--die-with-parent`` does the same if the outer bwrap dies. The command sees
+  only its own processes in ``/proc`` (a fresh one, ``--proc /proc``), so the agent's
+  ``/proc/<pid>/environ`` is not there to read;
+* a **mount namespace**: the whole filesystem read-only (``--ro-bind / /``, submounts
+  included), a fresh minimal ``/dev`` and then, in ``workspace-write``, writable binds
+  of the workspace, a private temp dir as ``/tmp`` (one per ``ShellSessions``, removed
+  when they close) and ``Sandbox.writable_roots``, with ``.git`` (and the git dir a
+  ``.git`` file points to) bound read-only again unless ``writable_git``. In
+  ``read-only`` nothing is rebound and ``/dev`` is remounted read-only too;
+* a **network namespace** with only a loopback interface unless ``network=True``
+  (``--unshare-net``), an IPC namespace, and no capabilities (``--cap-drop ALL``: as
+  root, bwrap would otherwise keep them, and ``CAP_SYS_ADMIN`` could remount ``/``).
+
+Outside the sandbox stay: reading every file the agent's user can read; Unix-domain
+sockets reachable through the filesystem; the agent's uid (root stays uid 0, without
+capabilities). The environment is still scrubbed and the output redacted
+(``_shell_env``); ``TMPDIR`` is ``/tmp``.
+
+Detection (:func:`resolve_sandbox`) runs once per agent at its start, synchronously:
+``bwrap`` on ``$PATH`` (or ``Sandbox.bwrap``), then a trial ``bwrap <the same
+namespaces> -- /bin/sh -c :``. A trial that worked is remembered for the process
+(per executable and network setting), so later agents pay nothing; the first one
+blocks for one sandboxed spawn (a few ms; bounded by :data:`PROBE_TIMEOUT` of the OS
+clock, as it is a separate process that Trio cannot wait on without a thread -- and
+a thread wait would let ``MockClock`` jump past every deadline). A configured mode
+that cannot work raises :class:`SandboxUnavailable`; the default (``sandbox=None``)
+falls back to ``danger-full-access`` and says why (:attr:`Resolution.fallback`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+
+from .._errors import ConfigError
+from ._security import Sandbox, SandboxMode
+
+__all__ = [
+    "PROBE_TIMEOUT",
+    "SANDBOX_ENV",
+    "SCAFFOLD_DEPTH",
+    "Confinement",
+    "Resolution",
+    "SandboxUnavailable",
+    "bwrap_argv",
+    "protected_paths",
+    "resolve_sandbox",
+]
+
+#: Seconds the trial run may take (OS clock: see the module docstring).
+PROBE_TIMEOUT = 10.0
+#: Processes of the sandbox itself above the shell: the outer bwrap and its init.
+SCAFFOLD_DEPTH = 2
+#: Variables every sandboxed command gets (before the caller's overrides).
+SANDBOX_ENV = {"TMPDIR": "/tmp"}
+_INSTALL_HINT = "install Bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+_PROBE_COMMAND = ["/bin/sh", "-c", ":"]
+_working: set[tuple[str, bool]] = set()  # trial runs that worked in this process
+
+
+class SandboxUnavailable(ConfigError):
+    """Raised by ``open_agent`` when the configured sandbox mode cannot work on this
+    machine (no ``bwrap``, or it cannot create its namespaces). The message says what
+    is missing and how to opt out (``sandbox=ta.SandboxMode.DANGER_FULL_ACCESS``)."""
+
+
+@attrs.frozen
+class Confinement:
+    """An agent's effective sandbox: the settings and the ``bwrap`` that enforces them
+    (None for ``danger-full-access``)."""
+
+    sandbox: Sandbox
+    bwrap: str | None = None
+
+    @property
+    def confined(self) -> bool:
+        return self.bwrap is not None and self.sandbox.confined
+
+    def wrap(self, argv: list[str], workspace: Path, workdir: Path, private_tmp: Path | None) -> list[str]:
+        """``argv`` as a sandboxed command (unchanged when not confined)."""
+        if self.bwrap is None or not self.sandbox.confined:
+            return argv
+        return bwrap_argv(self.bwrap, self.sandbox, workspace, workdir, private_tmp, argv)
+
+
+@attrs.frozen
+class Resolution:
+    """What :func:`resolve_sandbox` found: the confinement, and why the default fell
+    back to ``danger-full-access`` (None if it did not)."""
+
+    confinement: Confinement
+    fallback: str | None = None
+
+
+def _namespace_flags(sandbox: Sandbox) -> list[str]:
+    flags = ["--die-with-parent", "--unshare-pid", "--unshare-ipc"]
+    if not sandbox.network:
+        flags.append("--unshare-net")
+    return [*flags, "--cap-drop", "ALL"]
+
+
+def bwrap_argv(
+    bwrap: str, sandbox: Sandbox, workspace: Path, workdir: Path, private_tmp: Path | None, argv: list[str]
+) -> list[str]:
+    """The full ``bwrap`` command line for ``argv`` (pure but for a few ``stat`` calls)."""
+    args = [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if sandbox.mode is SandboxMode.WORKSPACE_WRITE:
+        if private_tmp is not None:
+            args += ["--bind", str(private_tmp), "/tmp"]
+        writable = [workspace, *sandbox.writable_roots]
+        for root in writable:
+            args += ["--bind", str(root), str(root)]
+        if not sandbox.writable_git:
+            for path in protected_paths(writable):
+                args += ["--ro-bind", str(path), str(path)]
+    else:
+        # read-only: nothing rebound writable, and /dev read-only too (no /dev/shm either).
+        args += ["--remount-ro", "/dev"]
+    return [*args, "--chdir", str(workdir), "--", *argv]
+
+
+def protected_paths(roots: list[Path]) -> list[Path]:
+    """``.git`` of each writable root, and the git dir a ``.git`` file points to when it
+    lies inside a writable root (a worktree's ``gitdir:``)."""
+    found: list[Path] = []
+    for root in roots:
+        dotgit = root / ".git"
+        if not os.path.lexists(dotgit):
+            continue
+        found.append(dotgit)
+        if dotgit.is_file() and not dotgit.is_symlink():
+            target = _gitdir_target(dotgit)
+            if target is not None and target.exists() and any(target.is_relative_to(r) for r in roots):
+                found.append(target)
+    return list(dict.fromkeys(found))
+
+
+def _gitdir_target(dotgit: Path) -> Path | None:
+    try:
+        text = dotgit.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("gitdir:"):
+            return Path(os.path.realpath(dotgit.parent / line.removeprefix("gitdir:").strip()))
+    return None
+
+
+# -- detection ---------------------------------------------------------------------------------
+
+
+def resolve_sandbox(requested: Sandbox | None) -> Resolution:
+    """The effective sandbox for ``requested`` (None: the default, ``workspace-write``
+    when a sandbox works here, else ``danger-full-access`` with the reason).
+
+    Raises:
+      SandboxUnavailable: a configured sandbox mode cannot work here.
+    """
+    sandbox = requested if requested is not None else Sandbox()
+    if not sandbox.confined:
+        return Resolution(Confinement(sandbox))
+    bwrap, problem = _find_bwrap(sandbox)
+    if bwrap is not None:
+        problem = _trial(bwrap, sandbox)
+        if problem is None:
+            return Resolution(Confinement(sandbox, bwrap))
+    assert problem is not None
+    if requested is None:
+        fallback = Sandbox(SandboxMode.DANGER_FULL_ACCESS)
+        return Resolution(Confinement(fallback), fallback=f"{problem}; to confine commands, {_INSTALL_HINT}")
+    raise SandboxUnavailable(
+        f"sandbox mode {sandbox.mode.value!r} cannot work here: {problem}. To run commands in it, "
+        f"{_INSTALL_HINT} and make sure user namespaces are allowed; to run them unconfined instead, "
+        "pass AgentConfig(sandbox=ta.SandboxMode.DANGER_FULL_ACCESS)"
+    )
+
+
+def _find_bwrap(sandbox: Sandbox) -> tuple[str | None, str | None]:
+    if not sys.platform.startswith("linux"):
+        return None, f"the sandbox needs Linux namespaces (Bubblewrap), and this is {sys.platform}"
+    name = sandbox.bwrap or "bwrap"
+    found = shutil.which(name)
+    if found is None:
+        where = name if sandbox.bwrap else "bwrap on $PATH"
+        return None, f"Bubblewrap is not installed ({where} was not found)"
+    return os.path.realpath(found), None
+
+
+def _trial(bwrap: str, sandbox: Sandbox) -> str | None:
+    """Run one sandboxed no-op with the namespaces commands get; why it failed, or None."""
+    key = (bwrap, sandbox.network)
+    if key in _working:
+        return None
+    argv = [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--", *_PROBE_COMMAND]
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            timeout=PROBE_TIMEOUT, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"a trial run of {bwrap} gave no answer within {PROBE_TIMEOUT:g} s"
+    except OSError as exc:
+        return f"{bwrap} could not be run: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip() or "no message"
+        return f"a trial run of {bwrap} failed (exit {done.returncode}): {said}"
+    _working.add(key)
+    return None
