@@ -54,6 +54,9 @@ class EventKind(enum.StrEnum):
     MODEL_CONNECTION_FAILED = "model.connection.failed"
     SLEEP_STARTED = "sleep.started"
     SLEEP_COMPLETED = "sleep.completed"
+    PLAN_UPDATED = "plan.updated"  # update_plan: ``call_id``, ``explanation``, ``plan``
+    MCP_SERVER_READY = "mcp.server.ready"  # ``server``, ``tools`` (their mcp__ names)
+    MCP_SERVER_FAILED = "mcp.server.failed"  # ``server``, ``error``
     API_EVENT = "api.event"
     API_WARNING = "api.warning"  # server data that was wrong but handled: ``code``, ``message``, details
 
