@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Iterator, Mapping
-from typing import ForwardRef, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
+from typing import ForwardRef, Literal, NotRequired, Required, Union, cast, get_args, get_origin, is_typeddict
 
 from .._events import EventKind
 from . import EVENT_PAYLOADS
@@ -38,16 +38,18 @@ def payload_problems(kind: EventKind, payload: object) -> list[str]:
 
 def typeddict_problems(declared: type, value: object, where: str = "") -> list[str]:
     """The problems of ``value`` as an instance of the ``TypedDict`` ``declared``."""
-    if not isinstance(value, dict):
+    fields = _as_dict(value)
+    if fields is None:
         return [f"{_place(where)}{_shown(value)} is not an object ({declared.__name__})"]
     problems: list[str] = []
     hints: dict[str, object] = declared.__annotations__
     required: frozenset[str] = getattr(declared, "__required_keys__", frozenset())
-    for name in sorted(required - value.keys()):
-        problems.append(f"missing required field {where + name!r}")
-    for name, field in value.items():
-        if name not in hints:
-            problems.append(f"undeclared field {where + str(name)!r} = {_shown(field)}")
+    for missing in sorted(required - fields.keys()):
+        problems.append(f"missing required field {where + missing!r}")
+    for key, field in fields.items():
+        name = str(key)
+        if key not in hints:
+            problems.append(f"undeclared field {where + name!r} = {_shown(field)}")
         else:
             problems.extend(_problems(hints[name], field, f"{where}{name}"))
     return problems
@@ -61,10 +63,11 @@ def _problems(annotation: object, value: object, where: str) -> list[str]:
         assert isinstance(annotation, type)
         return typeddict_problems(annotation, value, f"{where}.")
     origin, args = get_origin(annotation), get_args(annotation)
-    if origin is list and isinstance(value, list):
-        return [p for i, item in enumerate(value) for p in _problems(args[0], item, f"{where}[{i}]")]
-    if origin is dict and isinstance(value, dict):
-        return [p for k, item in value.items() for p in _problems(args[1], item, f"{where}[{k!r}]")]
+    items, fields = _as_list(value), _as_dict(value)
+    if origin is list and items is not None:
+        return [p for i, item in enumerate(items) for p in _problems(args[0], item, f"{where}[{i}]")]
+    if origin is dict and fields is not None:
+        return [p for k, item in fields.items() for p in _problems(args[1], item, f"{where}[{k!r}]")]
     if origin in (Union, types.UnionType):
         arms = [_problems(arm, value, where) for arm in args]
         if any(not problems for problems in arms):
@@ -121,17 +124,26 @@ def _non_json(value: object, where: str) -> Iterator[str]:
     string-keyed objects are JSON), one problem per place."""
     if value is None or isinstance(value, str | int | float):
         return
-    if isinstance(value, list):
-        for i, item in enumerate(value):
+    items, fields = _as_list(value), _as_dict(value)
+    if items is not None:
+        for i, item in enumerate(items):
             yield from _non_json(item, f"{where}[{i}]")
-    elif isinstance(value, dict):
-        for key, item in value.items():
+    elif fields is not None:
+        for key, item in fields.items():
             if isinstance(key, str):
                 yield from _non_json(item, f"{where}[{key!r}]")
             else:
                 yield f"field {where!r}: the key {_shown(key)} is not a string"
     else:
         yield f"field {where!r}: {_shown(value)} is not JSON"
+
+
+def _as_list(value: object) -> list[object] | None:
+    return cast("list[object]", value) if isinstance(value, list) else None
+
+
+def _as_dict(value: object) -> dict[object, object] | None:
+    return cast("dict[object, object]", value) if isinstance(value, dict) else None
 
 
 def _unwrap(annotation: object) -> object:

@@ -17,7 +17,7 @@ from types import ModuleType
 import attrs
 
 from .._events import EventKind
-from . import EVENT_PAYLOADS, _model, _run, _shared, _tool
+from . import EVENT_PAYLOADS, _model, _run, _shared, _tool  # pyright: ignore[reportPrivateUsage]
 
 __all__ = ["render"]
 
