@@ -57,6 +57,8 @@ def summarize(event: ta.AgentEvent) -> str:
     if (failed := ta.payload_of(event, K.RUN_FAILED)) is not None:
         assert_type(failed["status"], Literal["failed", "cancelled"])
         assert_type(failed["duration_ns"], int)
+        if "reason" in failed:  # a cancelled turn says why
+            return f"cancelled: {failed['reason']}"
         return failed["status"]
     if (plan := ta.payload_of(event, K.PLAN_UPDATED)) is not None:
         for step in plan["plan"]:

@@ -54,7 +54,8 @@ class RunSteeredPayload(TypedDict):
 
 
 class RunErrorPayload(TypedDict):
-    """Why a turn is ending unsuccessfully; emitted just before its ``run.failed``."""
+    """A turn failed; emitted just before its ``run.failed`` (a cancelled turn emits none:
+    its ``run.failed`` carries the ``reason``)."""
 
     message: str
     """What went wrong (credentials the server echoed are redacted)."""
@@ -131,7 +132,9 @@ class RunFailedPayload(_RunEnd):
 
     status: Literal["failed", "cancelled"]
     """``"cancelled"`` when ``turn.cancel()`` (or the enclosing scope) stopped it, else
-    ``"failed"``."""
+    ``"failed"`` (after a ``run.error``)."""
+    reason: NotRequired[str]
+    """Cancelled turns only (always there): why, e.g. ``"turn 1 was cancelled"``."""
 
 
 class AssistantDeltaPayload(TypedDict):
