@@ -27,9 +27,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(autouse=True)
-def _events_match_their_declared_payloads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def payload_audit(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every event any test emits is checked against its ``TypedDict`` (docs/events.md);
-    a mismatch fails that test at teardown, naming the kind, the field and the value."""
+    a mismatch fails that test at teardown, naming the kind, the field and the value.
+    (The list it yields holds the problems found so far.)"""
     problems: list[str] = []
     emit = EventSink.emit
 
@@ -38,7 +39,7 @@ def _events_match_their_declared_payloads(monkeypatch: pytest.MonkeyPatch) -> It
         return emit(self, kind, payload, turn_id)
 
     monkeypatch.setattr(EventSink, "emit", checked)
-    yield
+    yield problems
     if problems:
         shown = "\n  ".join(problems[:20])
         pytest.fail(f"{len(problems)} event payload(s) do not match their declaration:\n  {shown}", pytrace=False)

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any, is_typeddict
 
 import pytest
+import trio
 
 import trio_agent as ta
 from trio_agent._event_payloads import _access, _doc
 from trio_agent._event_payloads._check import check_declarations, payload_problems
+from trio_agent._events import EventSink
 from trio_agent._runtime._model_events import stream_event
 from trio_agent._wire.stream import AssistantMessageDone, ReasoningDelta, TextDelta
 
@@ -147,3 +149,16 @@ def test_the_stream_builders_emit_what_is_declared() -> None:
         ta.EventKind.REASONING_SUMMARY_DELTA, ta.EventKind.ASSISTANT_DELTA, ta.EventKind.ASSISTANT_MESSAGE
     ]
     assert [problem for kind, payload in emitted for problem in payload_problems(kind, payload)] == []
+
+
+async def test_the_suite_wide_audit_records_what_an_agent_emits_wrongly(payload_audit: list[str]) -> None:
+    # tests/conftest.py wraps EventSink.emit for every test; here its findings are read
+    # (and then cleared, so that this test's teardown does not fail on purpose).
+    sink = EventSink("session")
+    sink.emit(ta.EventKind.RUN_STEERED, {"steer_index": 1, "instruction_bytes": 3}, 1)
+    assert payload_audit == []
+    event = sink.emit(ta.EventKind.RUN_STEERED, {"steer_index": "1", "instruction_bytes": 3}, 1)
+    assert payload_audit == ["run.steered: field 'steer_index': '1' is not int"]
+    assert sink.stream.receive_nowait().seq == 1 and event.seq == 2  # emitted all the same
+    payload_audit.clear()
+    await trio.lowlevel.checkpoint()
