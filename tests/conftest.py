@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import trio
 from hypothesis import settings
 
 import trio_agent as ta
+from trio_agent._event_payloads._check import payload_problems
+from trio_agent._events import EventSink
 from trio_agent.testing import EventLog as EventLog  # the public helpers; tests import them from here
 from trio_agent.testing import FakeConnection, FakeResponsesServer
 from trio_agent.testing import scripted as scripted
@@ -21,6 +24,25 @@ from trio_agent.testing import scripted as scripted
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def payload_audit(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every event any test emits is checked against its ``TypedDict`` (docs/events.md);
+    a mismatch fails that test at teardown, naming the kind, the field and the value.
+    (The list it yields holds the problems found so far.)"""
+    problems: list[str] = []
+    emit = EventSink.emit
+
+    def checked(self: EventSink, kind: ta.EventKind, payload: dict[str, Any], turn_id: int | None = None) -> Any:
+        problems.extend(p for p in payload_problems(kind, payload) if p not in problems)
+        return emit(self, kind, payload, turn_id)
+
+    monkeypatch.setattr(EventSink, "emit", checked)
+    yield problems
+    if problems:
+        shown = "\n  ".join(problems[:20])
+        pytest.fail(f"{len(problems)} event payload(s) do not match their declaration:\n  {shown}", pytrace=False)
 
 
 @pytest.fixture

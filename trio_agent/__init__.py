@@ -30,6 +30,49 @@ from ._errors import TurnNotCancellable as TurnNotCancellable
 from ._errors import TurnNotSteerable as TurnNotSteerable
 from ._errors import UsageLimitExceeded as UsageLimitExceeded
 from ._errors import WorkspaceChanged as WorkspaceChanged
+from ._event_payloads import EVENT_PAYLOADS as EVENT_PAYLOADS
+from ._event_payloads import ApiEventPayload as ApiEventPayload
+from ._event_payloads import ApiWarningPayload as ApiWarningPayload
+from ._event_payloads import ApprovalChange as ApprovalChange
+from ._event_payloads import ApprovalRequestedPayload as ApprovalRequestedPayload
+from ._event_payloads import ApprovalResolvedPayload as ApprovalResolvedPayload
+from ._event_payloads import AssistantDeltaPayload as AssistantDeltaPayload
+from ._event_payloads import AssistantMessagePayload as AssistantMessagePayload
+from ._event_payloads import EventPayload as EventPayload
+from ._event_payloads import JsonValue as JsonValue
+from ._event_payloads import McpServerFailedPayload as McpServerFailedPayload
+from ._event_payloads import McpServerReadyPayload as McpServerReadyPayload
+from ._event_payloads import ModelAttemptFailedPayload as ModelAttemptFailedPayload
+from ._event_payloads import ModelAttemptRetryingPayload as ModelAttemptRetryingPayload
+from ._event_payloads import ModelAttemptStartedPayload as ModelAttemptStartedPayload
+from ._event_payloads import ModelCallCompletedPayload as ModelCallCompletedPayload
+from ._event_payloads import ModelCallFailedPayload as ModelCallFailedPayload
+from ._event_payloads import ModelCallStartedPayload as ModelCallStartedPayload
+from ._event_payloads import ModelCompactionCompletedPayload as ModelCompactionCompletedPayload
+from ._event_payloads import ModelCompactionFailedPayload as ModelCompactionFailedPayload
+from ._event_payloads import ModelCompactionStartedPayload as ModelCompactionStartedPayload
+from ._event_payloads import ModelConnectionCompletedPayload as ModelConnectionCompletedPayload
+from ._event_payloads import ModelConnectionFailedPayload as ModelConnectionFailedPayload
+from ._event_payloads import ModelConnectionStartedPayload as ModelConnectionStartedPayload
+from ._event_payloads import ModelWarmupCompletedPayload as ModelWarmupCompletedPayload
+from ._event_payloads import ModelWarmupFailedPayload as ModelWarmupFailedPayload
+from ._event_payloads import ModelWarmupStartedPayload as ModelWarmupStartedPayload
+from ._event_payloads import PlanStep as PlanStep
+from ._event_payloads import PlanUpdatedPayload as PlanUpdatedPayload
+from ._event_payloads import ReasoningSummaryDeltaPayload as ReasoningSummaryDeltaPayload
+from ._event_payloads import RunCompletedPayload as RunCompletedPayload
+from ._event_payloads import RunErrorPayload as RunErrorPayload
+from ._event_payloads import RunFailedPayload as RunFailedPayload
+from ._event_payloads import RunStartedPayload as RunStartedPayload
+from ._event_payloads import RunSteeredPayload as RunSteeredPayload
+from ._event_payloads import SandboxUnavailablePayload as SandboxUnavailablePayload
+from ._event_payloads import SleepCompletedPayload as SleepCompletedPayload
+from ._event_payloads import SleepStartedPayload as SleepStartedPayload
+from ._event_payloads import TokenCounts as TokenCounts
+from ._event_payloads import ToolCallPayload as ToolCallPayload
+from ._event_payloads import ToolProgressPayload as ToolProgressPayload
+from ._event_payloads import ToolResultPayload as ToolResultPayload
+from ._event_payloads import payload_of as payload_of
 from ._events import AgentEvent as AgentEvent
 from ._events import AgentEvents as AgentEvents
 from ._events import EventKind as EventKind
@@ -79,7 +122,7 @@ from ._tracing import Tracing as Tracing
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py pins it
     "Agent",
     "AgentClosed",
     "AgentConfig",
@@ -89,11 +132,18 @@ __all__ = [
     "AgentHandle",
     "AgentStatistics",
     "ApiError",
+    "ApiEventPayload",
+    "ApiWarningPayload",
+    "ApprovalChange",
     "ApprovalDecision",
     "ApprovalKind",
     "ApprovalPolicy",
     "ApprovalRequest",
+    "ApprovalRequestedPayload",
+    "ApprovalResolvedPayload",
     "Approvals",
+    "AssistantDeltaPayload",
+    "AssistantMessagePayload",
     "AuthenticationError",
     "ChangedFile",
     "ChatGptAuth",
@@ -105,17 +155,40 @@ __all__ = [
     "ConnectionLost",
     "Declined",
     "DurableSession",
+    "EVENT_PAYLOADS",
     "EventKind",
+    "EventPayload",
     "ForkBeforeCompletedTurn",
     "Handler",
     "History",
     "InvalidImageRequest",
     "InvalidPrompt",
     "InvalidSessionSnapshot",
+    "JsonValue",
     "MailboxFull",
     "McpServer",
+    "McpServerFailedPayload",
+    "McpServerReadyPayload",
+    "ModelAttemptFailedPayload",
+    "ModelAttemptRetryingPayload",
+    "ModelAttemptStartedPayload",
+    "ModelCallCompletedPayload",
+    "ModelCallFailedPayload",
+    "ModelCallStartedPayload",
+    "ModelCompactionCompletedPayload",
+    "ModelCompactionFailedPayload",
+    "ModelCompactionStartedPayload",
+    "ModelConnectionCompletedPayload",
+    "ModelConnectionFailedPayload",
+    "ModelConnectionStartedPayload",
+    "ModelWarmupCompletedPayload",
+    "ModelWarmupFailedPayload",
+    "ModelWarmupStartedPayload",
+    "PlanStep",
+    "PlanUpdatedPayload",
     "Prompt",
     "ProtocolError",
+    "ReasoningSummaryDeltaPayload",
     "ResponseTimeout",
     "Responses",
     "ResponsesError",
@@ -123,10 +196,18 @@ __all__ = [
     "RolloutConfig",
     "RolloutError",
     "RolloutWarning",
+    "RunCompletedPayload",
+    "RunErrorPayload",
+    "RunFailedPayload",
+    "RunStartedPayload",
+    "RunSteeredPayload",
     "Sandbox",
     "SandboxMode",
     "SandboxUnavailable",
+    "SandboxUnavailablePayload",
     "SessionSnapshot",
+    "SleepCompletedPayload",
+    "SleepStartedPayload",
     "SteerQueueFull",
     "Submission",
     "Thinking",
@@ -136,7 +217,11 @@ __all__ = [
     "ThreadInfo",
     "ThreadManager",
     "ThreadStatus",
+    "TokenCounts",
+    "ToolCallPayload",
     "ToolContext",
+    "ToolProgressPayload",
+    "ToolResultPayload",
     "ToolSpec",
     "Tools",
     "Tracing",
@@ -154,6 +239,7 @@ __all__ = [
     "WorkspaceChanged",
     "open_agent",
     "open_thread_manager",
+    "payload_of",
     "tool",
     "write_jsonl",
 ]

@@ -1,0 +1,165 @@
+"""``docs/events.md`` from the payload declarations: ``python -m trio_agent._event_payloads``.
+
+The table is read from the source of the declaring modules: each class docstring says
+when its kind is emitted, each field's docstring (the string right under it) what it
+means, and a field's type is shown as written, with the enumerations of ``_shared``
+spelled out. Required-ness comes from the classes themselves (``__required_keys__``).
+A field without a docstring is an error, so nothing is emitted undocumented.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from types import ModuleType
+
+import attrs
+
+from .._events import EventKind
+from . import EVENT_PAYLOADS, _approval, _model, _run, _shared, _tool  # pyright: ignore[reportPrivateUsage]
+
+__all__ = ["render"]
+
+_SOURCES: tuple[ModuleType, ...] = (_shared, _run, _tool, _model, _approval)
+_SHARED_SHAPES = ("TokenCounts", "PlanStep", "ApprovalChange")
+
+
+@attrs.frozen
+class _Field:
+    name: str
+    annotation: ast.expr
+    doc: str
+
+
+@attrs.frozen
+class _Class:
+    name: str
+    doc: str
+    bases: tuple[str, ...]
+    fields: tuple[_Field, ...]
+
+
+def _prose(text: str) -> str:
+    """A docstring as one Markdown line (``x`` -> `x`)."""
+    return re.sub(r"\s+", " ", inspect.cleandoc(text)).replace("``", "`").strip()
+
+
+def _docstring(node: ast.stmt | None) -> str | None:
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        return node.value.value
+    return None
+
+
+def _class(node: ast.ClassDef) -> _Class:
+    fields: list[_Field] = []
+    body = node.body
+    for i, statement in enumerate(body):
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            doc = _docstring(body[i + 1] if i + 1 < len(body) else None)
+            if doc is None:
+                raise ValueError(f"{node.name}.{statement.target.id} has no docstring")
+            fields.append(_Field(statement.target.id, statement.annotation, _prose(doc)))
+    bases = tuple(base.id for base in node.bases if isinstance(base, ast.Name) and base.id != "TypedDict")
+    return _Class(node.name, _prose(ast.get_docstring(node) or ""), bases, tuple(fields))
+
+
+def _declarations() -> tuple[dict[str, _Class], dict[str, ast.expr]]:
+    """Every ``TypedDict`` class of the declaring modules, and the module-level aliases."""
+    classes: dict[str, _Class] = {}
+    aliases: dict[str, ast.expr] = {}
+    for module in _SOURCES:
+        for node in ast.parse(inspect.getsource(module)).body:
+            if isinstance(node, ast.ClassDef):
+                classes[node.name] = _class(node)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                aliases[node.target.id] = node.value
+    return classes, aliases
+
+
+def _type(node: ast.expr, aliases: dict[str, ast.expr]) -> str:
+    """A field's type as shown: ``NotRequired`` dropped (the table says it), the
+    aliases of ``_shared`` spelled out (``JsonValue`` stays: the intro defines it)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        head, inner = node.value.id, node.slice
+        if head == "NotRequired":
+            return _type(inner, aliases)
+        if head == "Literal":
+            choices = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            return " | ".join(ast.unparse(choice).replace("'", '"') for choice in choices)
+        parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+        return f"{head}[{', '.join(_type(part, aliases) for part in parts)}]"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return f"{_type(node.left, aliases)} | {_type(node.right, aliases)}"
+    if isinstance(node, ast.Name) and node.id in aliases and node.id != "JsonValue":
+        return _type(aliases[node.id], aliases)  # an enumeration, or JsonObject's dict[str, JsonValue]
+    return ast.unparse(node)
+
+
+def _fields(name: str, classes: dict[str, _Class]) -> list[_Field]:
+    """A class's own fields first, then those it inherits."""
+    declared = classes[name]
+    return [*declared.fields, *(field for base in declared.bases for field in _fields(base, classes))]
+
+
+def _table(cls: type, classes: dict[str, _Class], aliases: dict[str, ast.expr]) -> list[str]:
+    required: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+    rows = ["| field | type | required | meaning |", "| --- | --- | --- | --- |"]
+    for field in _fields(cls.__name__, classes):
+        shown = _type(field.annotation, aliases).replace("|", "\\|")
+        rows.append(f"| `{field.name}` | `{shown}` | {'yes' if field.name in required else 'no'} | {field.doc} |")
+    return rows
+
+
+def _anchor(heading: str) -> str:
+    return re.sub(r"[^a-z0-9 _-]", "", heading.lower()).replace(" ", "-")
+
+
+_INTRO = """\
+# Event reference
+
+<!-- Generated by `python -m trio_agent._event_payloads > docs/events.md` from the
+declarations in trio_agent/_event_payloads/; edit those, not this file. -->
+
+Every event is an `AgentEvent`: `kind` (an `EventKind`, whose value is the dotted name
+below), `payload`, `seq` (from 1, per agent), `session_id`, `turn_id` (None for events
+that belong to no turn: the warmup, MCP servers, background calls) and `time` (Trio's
+clock). `write_jsonl` writes each as one line: `protocol_version`, `request_id` (the
+session id), `seq`, `type` (the kind), `payload`, and `turn_id` when there is one.
+
+Each kind's payload is declared as a `TypedDict`, exported from `trio_agent`
+(`ta.EVENT_PAYLOADS` maps each kind to its class). To read a payload with its type:
+
+```python
+async for event in agent.events:
+    if (call := ta.payload_of(event, ta.EventKind.TOOL_CALL)) is not None:
+        print(call["tool"], call["arguments"])      # call: ta.ToolCallPayload
+```
+
+`payload_of` returns None for an event of another kind. Types are Python's: `None`
+is JSON `null`; `JsonValue` is any JSON value (`str | int | float | bool | None`, lists
+and string-keyed dicts of JSON values), used where the runtime passes data through as
+it came (a raw API frame, a tool's arguments and result, the server's `usage`). A field
+that is not required may be absent from the payload. Durations ending in `_ns` are
+nanoseconds of Trio's clock.
+"""
+
+
+def render() -> str:
+    """The whole of ``docs/events.md``."""
+    classes, aliases = _declarations()
+    lines = [_INTRO, "## Kinds", "", "| kind | payload | emitted when |", "| --- | --- | --- |"]
+    for kind in EventKind:
+        cls = EVENT_PAYLOADS[kind]
+        when = classes[cls.__name__].doc.split(". ")[0].rstrip(".") + "."
+        lines.append(f"| [`{kind}`](#{_anchor(kind.value)}) | `{cls.__name__}` | {when} |")
+    for kind in EventKind:
+        cls = EVENT_PAYLOADS[kind]
+        lines += ["", f"## `{kind}`", "", f"`{cls.__name__}`: {classes[cls.__name__].doc}", ""]
+        lines += _table(cls, classes, aliases)
+    lines += ["", "## Shared shapes"]
+    for name in _SHARED_SHAPES:
+        cls = getattr(_shared, name, None) or getattr(_tool, name, None) or getattr(_approval, name)
+        lines += ["", f"### `{name}`", "", classes[name].doc, ""]
+        lines += _table(cls, classes, aliases)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,310 @@
+"""Payloads of the model side: warmup, calls, compactions, attempts, connections and
+the raw API traffic (``model.*``, ``api.*``). Emitted by ``_runtime/_model.py``,
+``_runtime/_sampling.py``, ``_runtime/_model_events.py``, ``_runtime/_connections.py``
+and ``_runtime/_recorder.py``; nanocodex sec. 3.2."""
+
+from typing import Literal, NotRequired, TypedDict
+
+from ._shared import ApiPhase, ConnectionPurpose, Effort, FailurePhase, JsonObject, TransportName
+
+__all__ = [
+    "ApiEventPayload",
+    "ApiWarningPayload",
+    "ModelAttemptFailedPayload",
+    "ModelAttemptRetryingPayload",
+    "ModelAttemptStartedPayload",
+    "ModelCallCompletedPayload",
+    "ModelCallFailedPayload",
+    "ModelCallStartedPayload",
+    "ModelCompactionCompletedPayload",
+    "ModelCompactionFailedPayload",
+    "ModelCompactionStartedPayload",
+    "ModelConnectionCompletedPayload",
+    "ModelConnectionFailedPayload",
+    "ModelConnectionStartedPayload",
+    "ModelWarmupCompletedPayload",
+    "ModelWarmupFailedPayload",
+    "ModelWarmupStartedPayload",
+]
+
+
+class ModelWarmupStartedPayload(TypedDict):
+    """The agent starts its startup warmup (a ``generate: false`` request that sends the
+    prompt prefix ahead of the first prompt). No ``turn_id``."""
+
+    model: str
+    """The model warmed up."""
+    prompt_cache_key: str
+    """The prompt cache key the requests carry."""
+
+
+class ModelWarmupCompletedPayload(TypedDict):
+    """The warmup succeeded, or another agent had already warmed the same prefix
+    (``source: "shared_prefix"``, with a shared prompt cache). No ``turn_id``."""
+
+    source: Literal["response", "shared_prefix"]
+    """``"response"``: this agent's warmup request answered; ``"shared_prefix"``: no
+    request of its own was needed."""
+    response_id: NotRequired[str]
+    """The warmup response's id (``source: "response"`` only)."""
+    attempt: NotRequired[int]
+    """Always 1: the warmup is tried once (``source: "response"`` only)."""
+    connection_generation: NotRequired[int]
+    """The connection it went over (``source: "response"`` only)."""
+    duration_ns: int
+    """How long the warmup took."""
+    usage: JsonObject | None
+    """The server's ``usage`` object, verbatim; None when there is none."""
+
+
+class ModelWarmupFailedPayload(TypedDict):
+    """The warmup failed; the first prompt then replays in full on a new connection.
+    No ``turn_id``."""
+
+    duration_ns: int
+    """How long the warmup took before it failed."""
+    error: str
+    """What went wrong."""
+
+
+class ModelCallStartedPayload(TypedDict):
+    """A generation call starts (it may take several attempts)."""
+
+    call_index: int
+    """Which model call of the turn it is, from 1."""
+    model: str
+    """The model called."""
+    reasoning_mode: Literal["standard"]
+    """Always ``"standard"``."""
+    effort: Effort
+    """The reasoning effort requested."""
+    previous_response_id: NotRequired[str]
+    """The response the request chains on, when it chains."""
+
+
+class ModelCallCompletedPayload(TypedDict):
+    """A generation call got its whole response."""
+
+    call_index: int
+    """Which model call of the turn it is, from 1."""
+    model: str
+    """The model called."""
+    response_id: str
+    """The response's id."""
+    attempt: int
+    """Which attempt succeeded, from 1."""
+    connection_generation: int
+    """The connection that carried it (0 over HTTPS)."""
+    status: str
+    """The response's status: the server's (``"completed"``), ``"incomplete"`` for a
+    response the server stopped on an interrupt, ``"interrupted"`` for one cut short."""
+    duration_ns: int
+    """The whole call, every attempt and backoff included."""
+    time_to_first_event_ns: int
+    """From sending the successful attempt to its first server frame."""
+    time_to_first_output_ns: int | None
+    """From sending the successful attempt to its first output text, if there was any."""
+    tool_calls: int
+    """Tool calls in this response."""
+    usage: JsonObject | None
+    """The server's ``usage`` object, verbatim; None when there is none."""
+
+
+class ModelCallFailedPayload(TypedDict):
+    """A generation call failed after its last attempt (the turn fails)."""
+
+    call_index: int
+    """Which model call of the turn it is, from 1."""
+    model: str
+    """The model called."""
+    duration_ns: int
+    """The whole call, every attempt and backoff included."""
+    error: str
+    """What went wrong."""
+
+
+class ModelCompactionStartedPayload(TypedDict):
+    """The context grew past the compaction limit: a remote compaction request starts."""
+
+    after_model_call_index: int
+    """The model call after which it runs."""
+    active_context_tokens: int
+    """The tokens of the context that triggered it."""
+    auto_compact_token_limit: int
+    """The limit those tokens passed."""
+    previous_response_id: str | None
+    """The response the request chains on, or None for a full replay."""
+
+
+class ModelCompactionCompletedPayload(TypedDict):
+    """The compaction request returned its compaction item; history is replaced by it."""
+
+    after_model_call_index: int
+    """The model call after which it ran."""
+    response_id: str
+    """The compaction response's id."""
+    attempt: int
+    """Which attempt succeeded, from 1."""
+    connection_generation: int
+    """The connection that carried it (0 over HTTPS)."""
+    status: str
+    """The response's status (see ``model.call.completed``)."""
+    duration_ns: int
+    """The whole request, every attempt and backoff included."""
+    usage: JsonObject | None
+    """The server's ``usage`` object, verbatim; None when there is none."""
+
+
+class ModelCompactionFailedPayload(TypedDict):
+    """The compaction request failed (the turn fails)."""
+
+    after_model_call_index: int
+    """The model call after which it ran."""
+    duration_ns: int
+    """The whole request, every attempt and backoff included."""
+    error: str
+    """What went wrong."""
+
+
+class ModelAttemptStartedPayload(TypedDict):
+    """One request is about to be sent: the warmup, or an attempt of a generation or
+    compaction call (retries included)."""
+
+    phase: ApiPhase
+    """What the request is for."""
+    model_call_index: int | None
+    """The model call it belongs to, from 1 (None for the warmup)."""
+    attempt: int
+    """Which attempt it is, from 1."""
+    max_attempts: int
+    """How many attempts the call may take."""
+    replay_mode: Literal["incremental", "full_history"]
+    """``"incremental"``: it chains on ``previous_response_id``; ``"full_history"``: it
+    replays the whole history."""
+    previous_response_id: NotRequired[str]
+    """The response it chains on (``incremental`` only)."""
+    connection_generation: int
+    """The connection it goes over (0 over HTTPS)."""
+
+
+class _AttemptFailure(TypedDict):
+    """What both attempt-failure payloads say about the failure."""
+
+    phase: ApiPhase
+    """What the request was for."""
+    model_call_index: int
+    """The model call it belongs to, from 1 (for a compaction: the call after which it runs)."""
+    attempt: int
+    """Which attempt failed, from 1."""
+    max_attempts: int
+    """How many attempts the call may take."""
+    failure_phase: FailurePhase
+    """Where it failed (``ResponsesError.failure_phase``)."""
+    error_class: str
+    """A stable snake_case name of the failure (``ResponsesError.error_class``, e.g.
+    ``"premature_close"``)."""
+    connection_generation: int
+    """The connection it went over (0 over HTTPS)."""
+    error: str
+    """What went wrong."""
+
+
+class ModelAttemptFailedPayload(_AttemptFailure):
+    """An attempt failed; ``model.attempt.retrying`` follows when it is retried."""
+
+    duration_ns: int
+    """How long the attempt took."""
+    retryable: bool
+    """Whether this failure may be retried (if attempts remain)."""
+
+
+class ModelAttemptRetryingPayload(_AttemptFailure):
+    """A failed attempt will be retried after a backoff."""
+
+    next_attempt: int
+    """The attempt that follows."""
+    delay_ns: int
+    """The backoff before it."""
+    server_requested_delay: bool
+    """True when the server asked for the delay (a ``retry_after``)."""
+    opens_new_socket: bool
+    """True when the retry goes over a new connection."""
+    replay_mode: Literal["full_history"]
+    """Always ``"full_history"``: a retry replays the whole history."""
+
+
+class _Connection(TypedDict):
+    """What every connection event says (WebSocket only)."""
+
+    transport: Literal["responses_websocket_v2"]
+    """Always the WebSocket transport."""
+    attempt: int
+    """Which connection attempt of the agent it is, from 1."""
+    purpose: ConnectionPurpose
+    """Why it connects: the first connection, a reconnect, or the fallback after a
+    failed warmup."""
+    connection_generation: int
+    """The connection's number, from 1."""
+
+
+class ModelConnectionStartedPayload(_Connection):
+    """The agent opens a WebSocket connection."""
+
+    websocket_url: str
+    """The URL, without its query."""
+
+
+class ModelConnectionCompletedPayload(_Connection):
+    """The WebSocket handshake succeeded."""
+
+    duration_ns: int
+    """How long connecting took."""
+    http_status: int
+    """The handshake's HTTP status (101)."""
+    request_id: str | None
+    """The server's ``x-request-id`` header, if it sent one."""
+    server_model: str | None
+    """The server's ``openai-model`` header, if it sent one."""
+    server_reasoning_included: bool
+    """Whether the server sent ``x-reasoning-included``."""
+
+
+class ModelConnectionFailedPayload(_Connection):
+    """Connecting failed (the attempt fails; it may be retried)."""
+
+    duration_ns: int
+    """How long connecting took before it failed."""
+    error: str
+    """What went wrong."""
+
+
+class ApiEventPayload(TypedDict):
+    """One raw message of the API traffic: every request body sent and every server
+    frame received, unredacted (it holds prompts, outputs and encrypted reasoning)."""
+
+    direction: Literal["inbound", "outbound"]
+    """``"outbound"``: a request the agent sent; ``"inbound"``: a frame the server sent."""
+    transport: TransportName
+    """The transport it went over."""
+    phase: ApiPhase
+    """What the request is for."""
+    model_call_index: NotRequired[int]
+    """The model call it belongs to, from 1 (absent for the warmup)."""
+    event: JsonObject
+    """The request body or server frame, verbatim."""
+
+
+class ApiWarningPayload(TypedDict):
+    """The server sent something wrong that the agent handled (today: a frame of a
+    response other than the one being read, which is ignored)."""
+
+    code: str
+    """What was wrong, a stable snake_case name (``"foreign_response_frame"``)."""
+    message: str
+    """What happened, in words."""
+    frame: NotRequired[str]
+    """``foreign_response_frame``: the ignored frame's type."""
+    response_id: NotRequired[str]
+    """``foreign_response_frame``: the response that frame named."""
+    live_response_id: NotRequired[str | None]
+    """``foreign_response_frame``: the response being read, if its id was known."""

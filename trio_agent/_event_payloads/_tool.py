@@ -1,0 +1,137 @@
+"""Payloads of tool calls and of the built-in tools that report on their own
+(``tool.*``, ``sleep.*``, ``plan.updated``, ``mcp.server.*``). Emitted by
+``_runtime/_tool_runner.py``, ``_runtime/_tool_dispatch.py``, ``_runtime/_runner.py``,
+``_runtime/_sleep.py``, ``_runtime/_collaboration.py`` and ``_tools/_mcp.py``."""
+
+from typing import Literal, NotRequired, TypedDict
+
+from ._shared import JsonValue, ToolStatus
+
+__all__ = [
+    "McpServerFailedPayload",
+    "McpServerReadyPayload",
+    "PlanStep",
+    "PlanUpdatedPayload",
+    "SleepCompletedPayload",
+    "SleepStartedPayload",
+    "ToolCallPayload",
+    "ToolProgressPayload",
+    "ToolResultPayload",
+]
+
+
+class ToolCallPayload(TypedDict):
+    """A tool call starts: one the model made, or a nested call from an ``exec`` cell
+    (``tools.exec_command(...)`` and the like). Its ``tool.result`` follows."""
+
+    call_id: str
+    """The call's id; a nested call's is ``<exec call id>/code-<n>``."""
+    tool: str
+    """The tool's name, without its namespace (``clock.sleep`` is ``sleep``)."""
+    arguments: JsonValue
+    """The call's input: the raw text of a custom tool call (``exec``'s JavaScript), the
+    decoded arguments of a function call (their text when they are not valid JSON), the
+    value a nested call passed."""
+    model_call_index: int | None
+    """The model call that made it, from 1; for a nested call, the one that made its
+    ``exec`` (None when that cell is no longer known)."""
+    background: NotRequired[Literal[True]]
+    """Present, True, on a nested call whose turn had already ended; such events carry
+    no ``turn_id``."""
+
+
+class ToolResultPayload(TypedDict):
+    """A tool call ended: completed, failed (a failing tool is answered, the turn goes
+    on) or cancelled with its turn. Every ``tool.call`` gets exactly one."""
+
+    call_id: str
+    """The id of its ``tool.call``."""
+    tool: str
+    """The tool's name, without its namespace."""
+    status: ToolStatus
+    """How the call ended."""
+    duration_ns: int
+    """How long the call ran (0 for a call nothing could answer)."""
+    started_after_ns: NotRequired[int]
+    """Nested calls only: when the call started, counted from the start of its cell."""
+    result: str | list[JsonValue]
+    """What the call returned: text, or content items (``input_text``/``input_image``
+    objects); a nested call's list is passed through as the tool returned it."""
+    background: NotRequired[Literal[True]]
+    """Present, True, on a nested call whose turn had already ended."""
+
+
+class ToolProgressPayload(TypedDict):
+    """A running tool reported progress: a user tool's ``ctx.progress(message)``, or
+    ``collaboration.wait_agent`` starting to wait."""
+
+    call_id: str
+    """The id of the running call."""
+    tool: str
+    """The tool's name."""
+    message: str
+    """The progress message."""
+
+
+class SleepStartedPayload(TypedDict):
+    """A ``clock.sleep`` call starts waiting."""
+
+    id: str
+    """The call's id."""
+    duration_ms: int
+    """How long it will sleep unless new input arrives."""
+
+
+class SleepCompletedPayload(TypedDict):
+    """A ``clock.sleep`` call ended: it slept its duration, or new input (a steer,
+    mail, an injected item) woke it early."""
+
+    id: str
+    """The call's id."""
+    duration_ms: int
+    """The duration it asked for."""
+    interrupted: bool
+    """True when new input ended it early."""
+    wall_time_ns: int
+    """How long it slept."""
+
+
+class PlanStep(TypedDict):
+    """One step of an ``update_plan`` plan."""
+
+    step: str
+    """What to do, in a few words."""
+    status: Literal["pending", "in_progress", "completed"]
+    """Where the step stands."""
+
+
+class PlanUpdatedPayload(TypedDict):
+    """The model replaced its plan (a nested ``update_plan`` call)."""
+
+    call_id: str
+    """The id of the nested call."""
+    explanation: str | None
+    """Why the plan changed, when the model said."""
+    plan: list[PlanStep]
+    """Every step, in order."""
+    background: NotRequired[Literal[True]]
+    """Present, True, when the call's turn had already ended."""
+
+
+class McpServerReadyPayload(TypedDict):
+    """An MCP server started and listed its tools (servers start in the background;
+    no ``turn_id``)."""
+
+    server: str
+    """The server's name."""
+    tools: list[str]
+    """The names it gave the model, ``mcp__<server>__<tool>``."""
+
+
+class McpServerFailedPayload(TypedDict):
+    """An MCP server could not start, or failed after it started (no ``turn_id``)."""
+
+    server: str
+    """The server's name."""
+    error: str
+    """What went wrong, with the end of the server's stderr when there is one."""
