@@ -21,18 +21,32 @@ server runs two ways, with the same scripting API (``accept()``, ``accept_raw()`
 
   Its URLs name ``MEMORY_HOST`` (an ``.invalid`` name, so nothing real is reachable);
   pass a server-side ``ssl_context`` for ``wss://``/``https://`` over memory streams.
+
+``AppServerClient`` is a small typed client of the Codex app-server protocol, for
+tests of ``trio-agent serve`` (``open_app_server`` in process, over a
+``memory_stream_pair`` wrapped in ``LineChannel``; a subprocess's stdio; or a
+WebSocket through ``WebSocketChannel``).
 """
 
+from .._serve._channel import LineChannel, WebSocketChannel
 from . import _frames as frames
+from ._app_client import AppServerClient, AppServerError, ClientBufferFull, ServerNotification, ServerRequest
 from ._http import FakeHttpRequest
 from ._server import MEMORY_HOST, FakeConnection, FakeResponsesServer, Handshake, RawConnection
 
 __all__ = [
     "MEMORY_HOST",
+    "AppServerClient",
+    "AppServerError",
+    "ClientBufferFull",
     "FakeConnection",
     "FakeHttpRequest",
     "FakeResponsesServer",
     "Handshake",
+    "LineChannel",
     "RawConnection",
+    "ServerNotification",
+    "ServerRequest",
+    "WebSocketChannel",
     "frames",
 ]

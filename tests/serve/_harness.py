@@ -1,0 +1,137 @@
+"""An in-process ``trio-agent serve`` for tests: the app server over an in-memory
+stream pair, its threads talking to a scripted model on the in-memory seam, so that
+under ``MockClock(autojump_threshold=0)`` every timing window is exact."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+import trio_agent as ta
+from trio_agent._serve import AppServer, open_app_server
+from trio_agent.testing import AppServerClient, FakeConnection, FakeResponsesServer, LineChannel
+
+from ._schema import validate_server_message
+
+Reply = Callable[[FakeConnection, dict[str, Any]], Awaitable[None]]
+Json = dict[str, Any]
+
+
+async def answer_done(conn: FakeConnection, request: Json) -> None:
+    """``create_mock_responses_server_repeating_assistant("Done")``."""
+    await conn.send_final(f"resp-{len(conn.requests)}", "Done")
+
+
+class Model:
+    """Answers every connection: warmups, then each request with ``reply``."""
+
+    def __init__(self, server: FakeResponsesServer, reply: Reply) -> None:
+        self.server = server
+        self.reply = reply
+        self.requests: list[Json] = []
+        self._changed = trio.Event()
+
+    async def serve(self) -> None:
+        async with trio.open_nursery() as nursery:
+            while True:
+                try:
+                    conn = await self.server.accept()
+                except trio.BrokenResourceError:  # an agent closed while connecting
+                    continue
+                nursery.start_soon(self._connection, conn)
+
+    async def _connection(self, conn: FakeConnection) -> None:
+        try:
+            while True:
+                request = await conn.next_request()
+                if request.get("generate") is False:
+                    await conn.send_warmup("resp-warmup")
+                    continue
+                self.requests.append(request)
+                self._changed.set()
+                self._changed = trio.Event()
+                await self.reply(conn, request)
+        except Exception:  # the agent closed this socket
+            return
+
+    async def wait_for_request_count(self, count: int) -> None:
+        while len(self.requests) < count:
+            await self._changed.wait()
+
+
+@attrs.define
+class Harness:
+    app: AppServer
+    model: Model
+    nursery: trio.Nursery
+    workspace: Path
+    home: Path
+
+    async def connect(self) -> AppServerClient:
+        """A new client connection (not yet initialized)."""
+        client_end, server_end = trio.testing.memory_stream_pair()
+        self.nursery.start_soon(self.app.serve_connection, LineChannel(server_end))
+        return AppServerClient(LineChannel(client_end), validate=validate_server_message)
+
+    async def client(self) -> AppServerClient:
+        """A new initialized client."""
+        client = await self.connect()
+        await client.initialize()
+        return client
+
+
+@asynccontextmanager
+async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay: float = 60.0,
+                     max_attempts: int | None = None) -> AsyncIterator[Harness]:
+    server = FakeResponsesServer.in_memory()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    home = tmp_path / "home"
+    config = ta.AgentConfig(
+        auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW,
+        responses=ta.Responses(websocket_url=server.url, dialer=server.dial, max_attempts=max_attempts),
+    )
+    model = Model(server, reply)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        nursery.start_soon(model.serve)
+        async with open_app_server(config, home=home, unload_delay=unload_delay) as app:
+            yield Harness(app, model, nursery, workspace, home)
+        nursery.cancel_scope.cancel()
+
+
+async def start_thread(client: AppServerClient, **params: Any) -> Json:
+    result: Json = await client.request("thread/start", {"model": "mock-model", **params})
+    return result["thread"]  # type: ignore[no-any-return]
+
+
+def text_input(text: str) -> list[Json]:
+    return [{"type": "text", "text": text, "text_elements": []}]
+
+
+async def run_turn(client: AppServerClient, thread_id: str, text: str) -> Json:
+    """``start_turn_and_wait_for_completion``: the ``turn/completed`` params."""
+    result = await client.request("turn/start", {"threadId": thread_id, "input": text_input(text)})
+    turn_id = result["turn"]["id"]
+    return await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == turn_id)
+
+
+async def assert_quiet(client: AppServerClient, method: str, seconds: float) -> None:
+    """``assert!(timeout(seconds, read_stream_until_notification_message(method)).await.is_err())``."""
+    with trio.move_on_after(seconds) as window:
+        params = await client.read_notification(method)
+    assert window.cancelled_caught, f"{method} arrived within {seconds} s: {params}"
+
+
+async def send_message(conn: FakeConnection, response_id: str, text: str, item_id: str | None = None) -> None:
+    """A streamed assistant message (added, delta, done), then ``response.completed``."""
+    from trio_agent.testing import frames
+
+    done = await conn.send_assistant_output(0, item_id or f"msg-{response_id}", "final_answer", text)
+    await conn.send(frames.completed(response_id, [done]))
