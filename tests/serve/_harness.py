@@ -15,17 +15,19 @@ import trio.testing
 
 import trio_agent as ta
 from trio_agent._serve import AppServer, open_app_server
+from trio_agent._serve._channel import MAX_MESSAGE_BYTES
 from trio_agent.testing import AppServerClient, FakeConnection, FakeResponsesServer, LineChannel
 
 from ._schema import validate_server_message
 
+TEST_DEADLINE = 600  # seconds of Trio time (virtual under MockClock): a hung test fails instead
 Reply = Callable[[FakeConnection, dict[str, Any]], Awaitable[None]]
 Json = dict[str, Any]
 
 
 async def answer_done(conn: FakeConnection, request: Json) -> None:
-    """``create_mock_responses_server_repeating_assistant("Done")``."""
-    await conn.send_final(f"resp-{len(conn.requests)}", "Done")
+    """``create_mock_responses_server_repeating_assistant("Done")``: a streamed message."""
+    await send_message(conn, f"resp-{len(conn.requests)}", "Done")
 
 
 class Model:
@@ -35,6 +37,7 @@ class Model:
         self.server = server
         self.reply = reply
         self.requests: list[Json] = []
+        self.warmups = 0
         self._changed = trio.Event()
 
     async def serve(self) -> None:
@@ -52,6 +55,9 @@ class Model:
                 request = await conn.next_request()
                 if request.get("generate") is False:
                     await conn.send_warmup("resp-warmup")
+                    self.warmups += 1
+                    self._changed.set()
+                    self._changed = trio.Event()
                     continue
                 self.requests.append(request)
                 self._changed.set()
@@ -59,6 +65,12 @@ class Model:
                 await self.reply(conn, request)
         except Exception:  # the agent closed this socket
             return
+
+    async def wait_for_warmups(self, count: int) -> None:
+        """Until ``count`` warmups were answered (an agent closed mid-handshake is the
+        runtime's to handle; tests that unload a fresh thread wait for its warmup)."""
+        while self.warmups < count:
+            await self._changed.wait()
 
     async def wait_for_request_count(self, count: int) -> None:
         while len(self.requests) < count:
@@ -73,15 +85,16 @@ class Harness:
     workspace: Path
     home: Path
 
-    async def connect(self) -> AppServerClient:
+    async def connect(self, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> AppServerClient:
         """A new client connection (not yet initialized)."""
         client_end, server_end = trio.testing.memory_stream_pair()
-        self.nursery.start_soon(self.app.serve_connection, LineChannel(server_end))
+        channel = LineChannel(server_end, max_message_bytes=max_message_bytes)
+        self.nursery.start_soon(self.app.serve_connection, channel)
         return AppServerClient(LineChannel(client_end), validate=validate_server_message)
 
-    async def client(self) -> AppServerClient:
+    async def client(self, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> AppServerClient:
         """A new initialized client."""
-        client = await self.connect()
+        client = await self.connect(max_message_bytes=max_message_bytes)
         await client.initialize()
         return client
 
@@ -98,6 +111,14 @@ async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay
         responses=ta.Responses(websocket_url=server.url, dialer=server.dial, max_attempts=max_attempts),
     )
     model = Model(server, reply)
+    with trio.fail_after(TEST_DEADLINE):
+        async with _running(server, model, config, home, workspace, unload_delay) as harness:
+            yield harness
+
+
+@asynccontextmanager
+async def _running(server: FakeResponsesServer, model: Model, config: ta.AgentConfig, home: Path, workspace: Path,
+                   unload_delay: float) -> AsyncIterator[Harness]:
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         nursery.start_soon(model.serve)

@@ -57,6 +57,9 @@ class LineChannel:
     async def receive(self) -> str:
         while True:
             newline = self._buffer.find(b"\n")
+            if newline > self._limit:
+                del self._buffer[: newline + 1]
+                raise MessageTooLarge(newline, self._limit)
             if newline >= 0:
                 line = bytes(self._buffer[:newline])
                 del self._buffer[: newline + 1]

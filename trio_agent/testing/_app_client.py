@@ -162,8 +162,14 @@ class AppServerClient:
         return ServerRequest(message["id"], message["method"], message.get("params") or {})
 
     def pending(self, method: str | None = None) -> list[Json]:
-        """Messages read but not yet taken (of ``method``, if given)."""
+        """Messages read but not yet taken (of ``method``, if given), oldest first."""
         return [m for m in self._buffer if method is None or m.get("method") == method]
+
+    def take_pending(self, method: str | None = None) -> list[Json]:
+        """Like ``pending``, and forget them (later reads will not return them)."""
+        taken = self.pending(method)
+        self._buffer = [m for m in self._buffer if not (method is None or m.get("method") == method)]
+        return taken
 
     async def _take(self, wanted: Callable[[Json], bool]) -> Json:
         for index, message in enumerate(self._buffer):
