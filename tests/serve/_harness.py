@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent._serve import AppServer, open_app_server
+from trio_agent._serve import OUTGOING_LIMIT, AppServer, open_app_server
 from trio_agent._serve._channel import MAX_MESSAGE_BYTES
 from trio_agent.testing import AppServerClient, FakeConnection, FakeResponsesServer, LineChannel
 
@@ -84,24 +84,35 @@ class Harness:
     nursery: trio.Nursery
     workspace: Path
     home: Path
+    served: dict[AppServerClient, trio.Event] = attrs.field(factory=dict)
 
-    async def connect(self, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> AppServerClient:
-        """A new client connection (not yet initialized)."""
-        client_end, server_end = trio.testing.memory_stream_pair()
-        channel = LineChannel(server_end, max_message_bytes=max_message_bytes)
-        self.nursery.start_soon(self.app.serve_connection, channel)
-        return AppServerClient(LineChannel(client_end), validate=validate_server_message)
+    async def connect(self, *, max_message_bytes: int = MAX_MESSAGE_BYTES, lockstep: bool = False) -> AppServerClient:
+        """A new client connection (not yet initialized). ``lockstep``: the server's writes
+        wait until the client reads them (a client that stops reading stalls them)."""
+        pair = trio.testing.lockstep_stream_pair if lockstep else trio.testing.memory_stream_pair
+        client_end, server_end = pair()
+        client = AppServerClient(LineChannel(client_end), validate=validate_server_message)
+        done = self.served[client] = trio.Event()
 
-    async def client(self, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> AppServerClient:
+        async def serve() -> None:
+            try:
+                await self.app.serve_connection(LineChannel(server_end, max_message_bytes=max_message_bytes))
+            finally:
+                done.set()
+
+        self.nursery.start_soon(serve)
+        return client
+
+    async def client(self, *, max_message_bytes: int = MAX_MESSAGE_BYTES, lockstep: bool = False) -> AppServerClient:
         """A new initialized client."""
-        client = await self.connect(max_message_bytes=max_message_bytes)
+        client = await self.connect(max_message_bytes=max_message_bytes, lockstep=lockstep)
         await client.initialize()
         return client
 
 
 @asynccontextmanager
 async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay: float = 60.0,
-                     max_attempts: int | None = None) -> AsyncIterator[Harness]:
+                     max_attempts: int | None = None, outgoing_limit: int = OUTGOING_LIMIT) -> AsyncIterator[Harness]:
     server = FakeResponsesServer.in_memory()
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
@@ -112,17 +123,17 @@ async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay
     )
     model = Model(server, reply)
     with trio.fail_after(TEST_DEADLINE):
-        async with _running(server, model, config, home, workspace, unload_delay) as harness:
+        async with _running(server, model, config, home, workspace, unload_delay, outgoing_limit) as harness:
             yield harness
 
 
 @asynccontextmanager
 async def _running(server: FakeResponsesServer, model: Model, config: ta.AgentConfig, home: Path, workspace: Path,
-                   unload_delay: float) -> AsyncIterator[Harness]:
+                   unload_delay: float, outgoing_limit: int) -> AsyncIterator[Harness]:
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         nursery.start_soon(model.serve)
-        async with open_app_server(config, home=home, unload_delay=unload_delay) as app:
+        async with open_app_server(config, home=home, unload_delay=unload_delay, outgoing_limit=outgoing_limit) as app:
             yield Harness(app, model, nursery, workspace, home)
         nursery.cancel_scope.cancel()
 
