@@ -144,3 +144,31 @@ async def test_websocket_end_to_end(tmp_path: Path) -> None:
             with trio.fail_after(STEP * 3):
                 await scenario(client, workspace, home)
     assert processes_in(workspace) == []
+
+
+async def test_many_websocket_clients_at_once(tmp_path: Path) -> None:
+    workspace, home = tmp_path / "workspace", tmp_path / "home"
+    workspace.mkdir()
+    answers: dict[int, str] = {}
+
+    async def one_client(port: int, index: int) -> None:
+        async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{port}/any/path") as ws:
+            client = AppServerClient(WebSocketChannel(ws), validate=validate_server_message)
+            await client.initialize(name=f"client-{index}")
+            if index == 0:
+                await client.send_raw("{not json")  # one client misbehaves; nobody else notices
+                await client.read_notification("warning")
+            thread_id = (await client.request("thread/start", {}))["thread"]["id"]
+            started = await client.request("turn/start", {"threadId": thread_id,
+                                                          "input": text_input(f"hello from {index}")})
+            done = await client.read_notification("turn/completed",
+                                                  lambda p: p["turn"]["id"] == started["turn"]["id"])
+            answers[index] = done["turn"]["items"][0]["text"]
+
+    async with websocket_server(home, workspace) as port:
+        with trio.fail_after(STEP):
+            async with trio.open_nursery() as nursery:
+                for index in range(6):
+                    nursery.start_soon(one_client, port, index)
+    assert sorted(answers) == list(range(6))
+    assert all(f"hello from {index}" in answer for index, answer in answers.items())

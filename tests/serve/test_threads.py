@@ -179,22 +179,26 @@ async def test_closing_the_server_ends_running_turns_with_their_notifications(
 async def test_a_client_too_slow_to_read_is_dropped_and_nobody_else_waits(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    async def chatty(conn: FakeConnection, request: Json) -> None:  # 1000 deltas
+    async def chatty(conn: FakeConnection, request: Json) -> None:  # 100 deltas
         response_id = f"resp-{len(conn.requests)}"
-        message = frames.assistant_message("word " * 1000, item_id=f"msg-{response_id}", phase="final_answer")
+        message = frames.assistant_message("word " * 100, item_id=f"msg-{response_id}", phase="final_answer")
         await conn.send(frames.output_item_added(0, {**message, "status": "in_progress", "content": []}))
-        for _ in range(1000):
+        for _ in range(100):
             await conn.send(frames.text_delta(0, "word "))
         await conn.send(frames.output_item_done(0, message))
         await conn.send(frames.completed(response_id, [message]))
 
-    async with app_server(tmp_path, chatty, outgoing_limit=256) as harness:
+    async with app_server(tmp_path, chatty, outgoing_limit=16) as harness:
         client = await harness.client()
-        slow = await harness.client(lockstep=True)  # reads nothing from now on
-        thread_id = (await start_thread(client))["id"]
-        await slow.request("thread/resume", {"threadId": thread_id})
-        completed = await run_turn(client, thread_id, "talk a lot")  # hundreds of notifications
+        slow = await harness.client(lockstep=True)  # its writes wait for reads; it reads nothing from now on
+        noisy = (await start_thread(client))["id"]
+        await slow.request("thread/resume", {"threadId": noisy})  # subscribed: gets every delta
+        await client.request("thread/unsubscribe", {"threadId": noisy})
+        await client.request("turn/start", {"threadId": noisy, "input": text_input("talk a lot")})
+        await harness.served[slow].wait()  # its queue filled: dropped
+        await client.read_notification("thread/status/changed",
+                                       lambda p: p["threadId"] == noisy and p["status"]["type"] == "idle")
+        other = (await start_thread(client))["id"]
+        completed = await run_turn(client, other, "and you?")
         assert completed["turn"]["status"] == "completed"
-        await harness.served[slow].wait()  # the slow one was dropped
-        completed = await run_turn(client, thread_id, "and again")
-        assert completed["turn"]["status"] == "completed"
+        assert await client.request("thread/unsubscribe", {"threadId": noisy}) == {"status": "notSubscribed"}

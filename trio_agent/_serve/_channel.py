@@ -34,6 +34,10 @@ class MessageTooLarge(Exception):
 class MessageChannel(Protocol):
     async def send(self, text: str) -> None: ...
 
+    async def send_batch(self, texts: list[str]) -> None:
+        """Send several messages, in order (one write where the framing allows)."""
+        ...
+
     async def receive(self) -> str: ...
 
     async def aclose(self) -> None: ...
@@ -51,8 +55,12 @@ class LineChannel:
         self._send_lock = trio.Lock()
 
     async def send(self, text: str) -> None:
+        await self.send_batch([text])
+
+    async def send_batch(self, texts: list[str]) -> None:
+        data = "".join(text + "\n" for text in texts).encode("utf-8")
         async with self._send_lock:
-            await self._stream.send_all(text.encode("utf-8") + b"\n")
+            await self._stream.send_all(data)
 
     async def receive(self) -> str:
         while True:
@@ -110,8 +118,12 @@ class WebSocketChannel:
         self._ws = ws
 
     async def send(self, text: str) -> None:
+        await self.send_batch([text])
+
+    async def send_batch(self, texts: list[str]) -> None:
         try:
-            await self._ws.send_message(text)
+            for text in texts:
+                await self._ws.send_message(text)
         except trio_websocket.ConnectionClosed as exc:
             raise trio.BrokenResourceError("the WebSocket is closed") from exc
 

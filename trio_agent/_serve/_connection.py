@@ -55,6 +55,7 @@ __all__ = ["CLOSE_GRACE", "INBOX_LIMIT", "OUTGOING_LIMIT", "Connection", "Connec
 OUTGOING_LIMIT = 4096  # encoded messages queued for one client before it is dropped
 INBOX_LIMIT = 64  # requests read ahead of the one being served
 CLOSE_GRACE = 5.0  # seconds to finish queued requests and flush after the peer's EOF
+WRITE_BATCH = 512  # queued messages sent in one write
 _ids = itertools.count(1)
 
 
@@ -298,7 +299,15 @@ class Connection:
         try:
             async with self._out_receive:
                 async for text in self._out_receive:
-                    await self._channel.send(text)
+                    # Everything queued goes in one write: the writer keeps up with a burst
+                    # (the pump queues in one step what took the agent many).
+                    batch = [text]
+                    while len(batch) < WRITE_BATCH:
+                        try:
+                            batch.append(self._out_receive.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    await self._channel.send_batch(batch)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self.drop(f"its transport failed ({exc})")
         finally:

@@ -152,6 +152,8 @@ def stored_meta(server: AppServer, thread_id: str) -> tuple[ThreadMeta, list[Any
 
 
 async def _load_cold(server: AppServer, conn: Connection, thread_id: str) -> ThreadState:
+    if server.threads.is_ephemeral(thread_id):
+        raise InvalidRequest(f"cannot resume the ephemeral thread {thread_id}: it was unloaded and kept no rollout")
     meta, turns, usage = stored_meta(server, thread_id)
     states: list[ThreadState] = []
 
