@@ -3,10 +3,10 @@
 
 Layout: ``_jsonrpc`` (messages), ``_channel`` (line and WebSocket framing),
 ``_connection`` (one client: reader, dispatcher, bounded writer), ``_router`` and the
-``_*_methods`` modules (the methods), ``_items`` (agent events to v2 items, pure),
-``_shapes`` (the v2 objects), ``_dynamic`` (client-run tools), ``_store`` (the
-server's thread records), ``_server`` (the server, its pump and shutdown),
-``_transports`` (stdio and WebSocket listeners).
+``_*_methods`` modules (the methods), ``_items`` and ``_tool_items`` (agent events to
+v2 items, pure), ``_shapes`` (the v2 objects), ``_dynamic`` (client-run tools),
+``_store`` (the server's thread records), ``_server`` (the server, its pump and
+shutdown), ``_transports`` (stdio and WebSocket listeners), ``_command`` (the CLI).
 """
 
 from ._channel import LineChannel, MessageChannel, WebSocketChannel

@@ -26,8 +26,6 @@ never ahead of or behind the notifications: ``active`` from ``run.started``, the
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -36,12 +34,12 @@ import attrs
 from .._events import AgentEvent, EventKind
 from .._threads import ThreadStatus
 from ._shapes import TurnRecord, add_usage, status_json, usage_breakdown
+from ._tool_items import ToolItems, text_of
 
 __all__ = ["DynamicOutcome", "Out", "ThreadMapper", "TurnMapper", "UserInput"]
 
 Json = dict[str, Any]
 _PHASES = ("commentary", "partial_answer", "final_answer")
-_COMMAND_TOOLS = ("exec_command", "write_stdin")
 
 
 @attrs.frozen
@@ -76,14 +74,6 @@ class DynamicOutcome:
 
     content_items: tuple[Json, ...]
     success: bool
-
-
-def _text_of(result: object) -> str:
-    if isinstance(result, str):
-        return result
-    if isinstance(result, list):
-        return "".join(part.get("text", "") for part in result if isinstance(part, dict))
-    return json.dumps(result)
 
 
 def _ms(duration_ns: object) -> int | None:
@@ -215,7 +205,7 @@ class TurnMapper:
             item_id = item.get("id") if isinstance(item.get("id"), str) else None
             if item_id is not None and item_id in self._messages:
                 continue
-            text = _text_of(item.get("content") or [])
+            text = text_of(item.get("content") or [])
             message = {"item_id": item_id or self._thread.new_id(), "text": text, "phase": item.get("phase"),
                        "model_call_index": payload.get("model_call_index")}
             outs += self._assistant_message(message)
@@ -272,7 +262,7 @@ class TurnMapper:
         return outs
 
     def _tool_call(self, payload: Json) -> list[Out]:
-        item = self._thread.tool_item(payload)
+        item = self._thread.tools.started(payload)
         return [self.start_item(item)] if item is not None else []
 
     def _tool_result(self, payload: Json) -> list[Out]:
@@ -292,10 +282,10 @@ class TurnMapper:
         return self._command_result(call_id, payload)
 
     def _command_result(self, call_id: str, payload: Json) -> list[Out]:
-        fields = self._thread.command_outcome(payload)
+        fields = self._thread.tools.command_outcome(payload)
         item = self._open[call_id]
         if "processId" in fields and item["source"] == "agent":
-            self._thread.note_session(fields["processId"], item["command"])
+            self._thread.tools.note_session(fields["processId"], item["command"])
         outs: list[Out] = []
         output = fields.get("aggregatedOutput")
         if output:
@@ -347,7 +337,7 @@ class ThreadMapper:
         self.by_agent_turn: dict[int, TurnMapper] = {}
         self.status = status
         self.usage_total: Json | None = None
-        self._commands: dict[int, str] = {}  # shell session id -> its command (for write_stdin)
+        self.tools = ToolItems(cwd, dynamic_tools)
 
     # -- turns -------------------------------------------------------------------------
 
@@ -366,12 +356,6 @@ class ThreadMapper:
     def find_turn(self, wire_id: str) -> tuple[int, TurnMapper] | None:
         for agent_turn_id, mapper in self.by_agent_turn.items():
             if mapper.record.id == wire_id:
-                return agent_turn_id, mapper
-        return None
-
-    def running(self) -> tuple[int, TurnMapper] | None:
-        for agent_turn_id, mapper in self.by_agent_turn.items():
-            if mapper.record.started_at_ms is not None and not mapper.ended:
                 return agent_turn_id, mapper
         return None
 
@@ -420,64 +404,3 @@ class ThreadMapper:
 
     def dynamic_outcome(self, call_id: str) -> DynamicOutcome | None:
         return self._outcomes(call_id)
-
-    def tool_item(self, payload: Json) -> Json | None:
-        """The item a ``tool.call`` starts, or None for calls the protocol does not show."""
-        call_id, tool, args = payload.get("call_id"), payload.get("tool"), payload.get("arguments")
-        if not isinstance(call_id, str) or not isinstance(tool, str):
-            return None
-        nested = "/" in call_id
-        if tool in self.dynamic_tools:
-            return {"type": "dynamicToolCall", "id": call_id, "tool": tool, "namespace": None, "arguments": args,
-                    "status": "inProgress", "contentItems": None, "success": None, "durationMs": None}
-        if not nested and tool in ("exec", "wait"):
-            command = args if isinstance(args, str) else f"wait {json.dumps(args)}"
-            return self._command_item(call_id, command, self.cwd, None, "agent")
-        if nested and tool in _COMMAND_TOOLS and isinstance(args, dict):
-            return self._shell_item(call_id, tool, args)
-        return None
-
-    def _shell_item(self, call_id: str, tool: str, args: Json) -> Json:
-        if tool == "exec_command":
-            workdir = args.get("workdir")
-            cwd = os.path.join(self.cwd, workdir) if isinstance(workdir, str) and workdir else self.cwd
-            return self._command_item(call_id, str(args.get("cmd", "")), cwd, None, "agent")
-        session = args.get("session_id")
-        command = self._commands.get(session, "write_stdin") if isinstance(session, int) else "write_stdin"
-        return self._command_item(call_id, command, self.cwd, str(session) if session is not None else None,
-                                  "unifiedExecInteraction")
-
-    @staticmethod
-    def _command_item(call_id: str, command: str, cwd: str, process_id: str | None, source: str) -> Json:
-        return {
-            "type": "commandExecution", "id": call_id, "command": command, "cwd": cwd, "processId": process_id,
-            "source": source, "status": "inProgress", "commandActions": [{"type": "unknown", "command": command}],
-            "aggregatedOutput": None, "exitCode": None, "durationMs": None,
-        }
-
-    def command_outcome(self, payload: Json) -> Json:
-        """``status``, ``aggregatedOutput``, ``exitCode`` (and ``processId``) of a finished call."""
-        tool, result, status = payload.get("tool"), payload.get("result"), payload.get("status")
-        ok = status == "completed"
-        if tool not in _COMMAND_TOOLS:
-            return {"status": "completed" if ok else "failed", "aggregatedOutput": _text_of(result),
-                    "exitCode": 0 if ok else 1}
-        try:
-            parsed = json.loads(result) if isinstance(result, str) else None
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, dict):  # the call failed: its result is the error text
-            return {"status": "failed", "aggregatedOutput": _text_of(result), "exitCode": None}
-        exit_code = parsed.get("exit_code")
-        session = parsed.get("session_id")
-        fields: Json = {"aggregatedOutput": str(parsed.get("output", "")),
-                        "exitCode": exit_code if isinstance(exit_code, int) else None}
-        fields["status"] = "completed" if ok and exit_code in (None, 0) else "failed"
-        if isinstance(session, int):
-            fields["processId"] = str(session)
-        return fields
-
-    def note_session(self, process_id: str, command: str) -> None:
-        """An ``exec_command`` left its process running: ``write_stdin`` to it shows its command."""
-        if process_id.isdigit():
-            self._commands[int(process_id)] = command

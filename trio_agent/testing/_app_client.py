@@ -39,7 +39,7 @@ Validator = Callable[[Json, "str | None"], None]
 class AppServerError(Exception):
     """The server answered a request with a JSON-RPC error."""
 
-    def __init__(self, method: str, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, method: str, code: int, message: str, data: object = None) -> None:
         super().__init__(f"{method}: error {code}: {message}")
         self.method = method
         self.code = code
@@ -111,17 +111,21 @@ class AppServerClient:
 
     # -- requests --------------------------------------------------------------------
 
-    async def request(self, method: str, params: Json | None = None) -> Any:
+    async def request(self, method: str, params: Json | None = None) -> Json:
         """Send a request and wait for its result (``AppServerError`` for an error)."""
         return await self.read_response(await self.send_request(method, params))
 
-    async def read_response(self, request_id: RequestId) -> Any:
+    async def read_response(self, request_id: RequestId) -> Json:
+        """The result answering ``request_id`` (every result of this protocol is an object)."""
         message = await self._take(lambda m: m.get("id") == request_id and "method" not in m)
         if "error" in message:
             error = message["error"]
             raise AppServerError(self._methods.get(request_id, "?"), error.get("code"), error.get("message", ""),
                                  error.get("data"))
-        return message.get("result")
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise ValueError(f"the result of request {request_id} is not a JSON object: {result!r:.200}")
+        return result
 
     async def read_error(self, request_id: RequestId) -> AppServerError:
         """The error answering ``request_id`` (``AssertionError`` if it succeeded)."""
@@ -137,7 +141,7 @@ class AppServerClient:
         params: Json = {"clientInfo": {"name": name, "title": name, "version": version}}
         if capabilities is not None:
             params["capabilities"] = capabilities
-        result: Json = await self.request("initialize", params)
+        result = await self.request("initialize", params)
         await self.notify("initialized")
         return result
 
