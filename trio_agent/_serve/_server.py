@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import collections
 import math
+import sys
+import traceback
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -280,7 +282,12 @@ class AppServer:
     async def _pump(self, events: ThreadEvents) -> None:
         try:
             async for event in events:
-                await self._on_thread_event(event)
+                try:
+                    await self._on_thread_event(event)
+                except Exception:  # a bug in the mapping: lose this event's notifications, not every client
+                    print(f"trio-agent serve: internal error mapping {event.kind} of thread {event.thread_id}:",
+                          file=sys.stderr)
+                    traceback.print_exc(file=sys.stderr)
         finally:
             self._pump_done.set()
 
@@ -302,15 +309,17 @@ class AppServer:
         event = tevent.event
         if tevent.kind != "agent" or event is None or state is None:
             return
-        if event.kind in (EventKind.RUN_STARTED, EventKind.RUN_STEERED):
-            async with state.lock:
+        try:
+            if event.kind in (EventKind.RUN_STARTED, EventKind.RUN_STEERED):
+                async with state.lock:
+                    outs = state.mapper.on_event(event)
+            else:
                 outs = state.mapper.on_event(event)
-        else:
-            outs = state.mapper.on_event(event)
-        self.publish(state, outs)
-        if event.kind is EventKind.TOOL_CALL:
-            self._introduce(state, event.turn_id, event.payload)
-        elif event.kind is EventKind.TOOL_RESULT:
+            self.publish(state, outs)
+        finally:
+            if event.kind is EventKind.TOOL_CALL:  # even if mapping failed: the call must not wait forever
+                self._introduce(state, event.turn_id, event.payload)
+        if event.kind is EventKind.TOOL_RESULT:
             call_id = event.payload.get("call_id")
             if isinstance(call_id, str):
                 state.calls.forget(call_id)
