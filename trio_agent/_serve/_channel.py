@@ -55,14 +55,18 @@ class LineChannel:
         self._send_lock = trio.Lock()
 
     async def send(self, text: str) -> None:
+        """Send one message (a line)."""
         await self.send_batch([text])
 
     async def send_batch(self, texts: list[str]) -> None:
+        """Send several messages in one write."""
         data = "".join(text + "\n" for text in texts).encode("utf-8")
         async with self._send_lock:
             await self._stream.send_all(data)
 
     async def receive(self) -> str:
+        """The next message (``trio.EndOfChannel`` at EOF, ``MessageTooLarge`` for an
+        overlong line, after which the channel goes on)."""
         while True:
             newline = self._buffer.find(b"\n")
             if newline > self._limit:
@@ -108,6 +112,7 @@ class LineChannel:
         raise MessageTooLarge(size, self._limit)
 
     async def aclose(self) -> None:
+        """Close the stream."""
         await self._stream.aclose()
 
 
@@ -118,9 +123,11 @@ class WebSocketChannel:
         self._ws = ws
 
     async def send(self, text: str) -> None:
+        """Send one message (a text frame); ``trio.BrokenResourceError`` once closed."""
         await self.send_batch([text])
 
     async def send_batch(self, texts: list[str]) -> None:
+        """Send several messages, one text frame each."""
         try:
             for text in texts:
                 await self._ws.send_message(text)
@@ -128,6 +135,7 @@ class WebSocketChannel:
             raise trio.BrokenResourceError("the WebSocket is closed") from exc
 
     async def receive(self) -> str:
+        """The next message (``trio.EndOfChannel`` once the peer closed)."""
         try:
             message = await self._ws.get_message()
         except trio_websocket.ConnectionClosed:
@@ -137,4 +145,5 @@ class WebSocketChannel:
         return message
 
     async def aclose(self) -> None:
+        """Close the WebSocket (with its close handshake)."""
         await self._ws.aclose()

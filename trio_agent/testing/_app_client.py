@@ -55,6 +55,8 @@ class ClientBufferFull(Exception):
 @final
 @attrs.frozen
 class ServerNotification:
+    """A notification from the server: ``method``, ``params`` and its ``emittedAtMs``."""
+
     method: str
     params: Json
     emitted_at_ms: int | None = None
@@ -72,6 +74,9 @@ class ServerRequest:
 
 @final
 class AppServerClient:
+    """A client of the app-server protocol over a message channel (see the module
+    docstring): requests with ids, buffered reads by method, server-request answers."""
+
     def __init__(self, channel: MessageChannel, *, validate: Validator | None = None,
                  max_buffered: int = 10_000) -> None:
         self._channel = channel
@@ -84,6 +89,7 @@ class AppServerClient:
     # -- sending ---------------------------------------------------------------------
 
     async def send_request(self, method: str, params: Json | None = None) -> int:
+        """Send a request without waiting; returns its id (for ``read_response``/``read_error``)."""
         request_id = next(self._ids)
         self._methods[request_id] = method
         message: Json = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -93,6 +99,7 @@ class AppServerClient:
         return request_id
 
     async def notify(self, method: str, params: Json | None = None) -> None:
+        """Send a notification (no id, no answer)."""
         message: Json = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
@@ -103,9 +110,11 @@ class AppServerClient:
         await self._channel.send(text)
 
     async def respond(self, request_id: RequestId, result: Any) -> None:
+        """Answer the server request ``request_id`` with ``result``."""
         await self._channel.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}))
 
     async def respond_error(self, request_id: RequestId, code: int, message: str) -> None:
+        """Answer the server request ``request_id`` with a JSON-RPC error."""
         await self._channel.send(json.dumps({"jsonrpc": "2.0", "id": request_id,
                                              "error": {"code": code, "message": message}}))
 
@@ -154,6 +163,8 @@ class AppServerClient:
     async def read_notification_message(
         self, method: str, predicate: Callable[[Json], bool] | None = None
     ) -> ServerNotification:
+        """Like ``read_notification``, with the whole notification (``emitted_at_ms`` too)."""
+
         def wanted(message: Json) -> bool:
             return (message.get("method") == method and "id" not in message
                     and (predicate is None or predicate(message.get("params") or {})))
@@ -162,6 +173,7 @@ class AppServerClient:
         return ServerNotification(method, message.get("params") or {}, message.get("emittedAtMs"))
 
     async def read_server_request(self, method: str | None = None) -> ServerRequest:
+        """The next request from the server (of ``method``, if given)."""
         message = await self._take(lambda m: "id" in m and "method" in m and method in (None, m["method"]))
         return ServerRequest(message["id"], message["method"], message.get("params") or {})
 
@@ -198,4 +210,5 @@ class AppServerClient:
         return message
 
     async def aclose(self) -> None:
+        """Close the channel: for the server, this client went away."""
         await self._channel.aclose()
