@@ -4,6 +4,12 @@
 the built-in local scripted model otherwise (or with ``--local``), saying so on its
 first line. Human output streams the assistant's text and ends with one summary
 line; ``--jsonl`` prints every event as one JSON object per line instead.
+
+``trio-agent serve`` serves durable threads over the Codex app-server v2 protocol
+(``docs/app-server.md``): one client on stdio by default, any number with
+``--listen ws://127.0.0.1:PORT``. The model is configured as for ``run``; everything
+it prints goes to stderr (stdout is the protocol on stdio). SIGINT or SIGTERM shuts it
+down cleanly: threads cancelled with their terminal notifications, rollouts flushed.
 """
 
 from __future__ import annotations
@@ -42,6 +48,16 @@ def _parser() -> argparse.ArgumentParser:
         help="export OpenTelemetry spans and metrics over OTLP/HTTP (set OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
     add_record_option(run)
+    serve = sub.add_parser("serve", help="serve threads over the Codex app-server protocol (JSON-RPC)")
+    serve.add_argument("--listen", default=None, metavar="ws://HOST:PORT",
+                       help="serve any number of clients over WebSocket (default: one client on stdio)")
+    serve.add_argument("--home", type=Path, default=None,
+                       help="where rollouts and thread records live (default: $TRIO_AGENT_HOME or ~/.trio-agent)")
+    serve.add_argument("--local", action="store_true", help="use the built-in local scripted model")
+    serve.add_argument("--unload-delay", type=float, default=60.0, metavar="S",
+                       help="seconds an idle thread with no subscriber stays loaded (default: 60)")
+    serve.add_argument("--model", default=None, help="default model slug of new threads (default: gpt-5.5)")
+    serve.add_argument("--workspace", type=Path, default=None, help="default cwd of new threads (default: .)")
     sub.add_parser(
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
@@ -59,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "replay":
         return run_replay(args)
+    if args.command == "serve":
+        from ._serve._command import serve_main
+
+        return serve_main(args)
     try:
         if getattr(args, "otel", False):  # tracing: trio_agent/_tracing/_otlp.py
             from ._tracing._otlp import run_with_otlp

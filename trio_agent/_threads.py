@@ -220,8 +220,12 @@ class ThreadManager:
         if thread_id in self._ephemeral_gone:
             raise ThreadError(f"cannot resume an unloaded ephemeral thread {thread_id}: it kept no rollout")
         durable = self._load_durable(thread_id)
-        config = attrs.evolve(self._config, session_id=thread_id, resume=durable, rollout=self._rollouts,
-                              workspace=None, prompt_cache_key=None)
+        if durable.history:
+            config = attrs.evolve(self._config, session_id=thread_id, resume=durable, rollout=self._rollouts,
+                                  workspace=None, prompt_cache_key=None)
+        else:  # it never ran a turn: a fresh agent continues its (empty) rollout, in its workspace
+            config = attrs.evolve(self._config, session_id=thread_id, resume=None, rollout=self._rollouts,
+                                  workspace=durable.workspace or None, prompt_cache_key=None)
         if configure is not None:
             config = configure(config)
         return await self._load(thread_id, config, ephemeral=False, unload_delay=unload_delay,

@@ -36,10 +36,17 @@ session into a cassette; ``await replay(path)`` re-runs its prompts and steers a
 
 The remote tools' endpoints (web search, image generation) are answered with
 ``answer_web_search`` / ``answer_image_request``; see ``_tool_endpoints``.
+
+``AppServerClient`` is a small typed client of the Codex app-server protocol, for
+tests of ``trio-agent serve`` (``open_app_server`` in process, over a
+``memory_stream_pair`` wrapped in ``LineChannel``; a subprocess's stdio; or a
+WebSocket through ``WebSocketChannel``).
 """
 
 from .._cassette.format import Cassette, CassetteError, CassetteHeader, Observation
+from .._serve._channel import LineChannel, WebSocketChannel
 from . import _frames as frames
+from ._app_client import AppServerClient, AppServerError, ClientBufferFull, ServerNotification, ServerRequest
 from ._http import FakeHttpRequest
 from ._replay import ReplayedTurn, ReplayResult, replay, replay_config
 from ._replay_match import ReplayMatch, ReplayMismatch
@@ -58,15 +65,19 @@ from ._tool_endpoints import PNG_PIXEL, answer_image_request, answer_web_search,
 __all__ = [
     "MEMORY_HOST",
     "PNG_PIXEL",
+    "AppServerClient",
+    "AppServerError",
     "Cassette",
     "CassetteError",
     "CassetteHeader",
+    "ClientBufferFull",
     "ClientDisconnected",
     "EventLog",
     "FakeConnection",
     "FakeHttpRequest",
     "FakeResponsesServer",
     "Handshake",
+    "LineChannel",
     "Observation",
     "RawConnection",
     "ReplayMatch",
@@ -75,6 +86,9 @@ __all__ = [
     "ReplayServer",
     "ReplayedTurn",
     "ScriptUnfinished",
+    "ServerNotification",
+    "ServerRequest",
+    "WebSocketChannel",
     "answer_image_request",
     "answer_web_search",
     "frames",

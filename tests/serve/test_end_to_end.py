@@ -1,0 +1,174 @@
+"""A client written for ``codex app-server`` runs a thread end to end against
+``trio-agent serve``: over stdio (a real ``trio-agent serve`` subprocess with the
+built-in local model) and over WebSocket (the server in process on 127.0.0.1:0).
+
+One scenario, both transports: initialize, start a thread, a turn whose ``exec`` cell
+runs ``exec_command`` (command items with output deltas) and whose answer streams as
+deltas, a second turn that is steered while its command runs and then interrupted,
+unsubscribe (the thread unloads at once: ``--unload-delay 0``), resume cold from the
+rollout. Real processes and sockets: Trio's real clock, each step bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+import trio_websocket
+
+import trio_agent as ta
+from trio_agent._serve import open_app_server, serve_websocket
+from trio_agent.testing import AppServerClient, AppServerError, LineChannel, WebSocketChannel
+from trio_agent.testing._local_model import serve_local_model
+
+from .._os_facts import pid_alive, processes_in, wait_gone, wait_no_processes_in
+from ._harness import text_input
+from ._schema import validate_server_message
+
+REPO = Path(ta.__file__).resolve().parent.parent
+STEP = 20  # seconds for any one step (real processes)
+
+
+async def scenario(client: AppServerClient, workspace: Path, home: Path) -> None:
+    init = await client.initialize(name="codex-style-client", version="1.0.0")
+    assert Path(init["codexHome"]) == home.resolve()
+
+    started = await client.request("thread/start", {"model": "gpt-5.5", "cwd": str(workspace)})
+    thread_id = started["thread"]["id"]
+    assert started["thread"]["status"] == {"type": "idle"} and started["cwd"] == str(workspace.resolve())
+    assert (await client.read_notification("thread/started"))["thread"]["id"] == thread_id
+
+    # Turn 1: exec -> exec_command, streamed answer.
+    first = await client.request("turn/start", {"threadId": thread_id, "input": text_input("run: echo hello")})
+    first_id = first["turn"]["id"]
+    done = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == first_id)
+    assert done["turn"]["status"] == "completed"
+    seen = client.take_pending()
+    commands = [m["params"]["item"] for m in seen if m.get("method") == "item/completed"
+                and m["params"]["item"]["type"] == "commandExecution"]
+    shell = next(item for item in commands if item["command"] == "echo hello")
+    assert shell["exitCode"] == 0 and shell["status"] == "completed" and shell["aggregatedOutput"] == "hello\n"
+    assert any(item["command"].startswith("const r = await tools.exec_command") for item in commands)  # the cell
+    output = [m["params"]["delta"] for m in seen if m.get("method") == "item/commandExecution/outputDelta"
+              and m["params"]["itemId"] == shell["id"]]
+    assert output == ["hello\n"]
+    deltas = [m["params"]["delta"] for m in seen if m.get("method") == "item/agentMessage/delta"]
+    (answer,) = [m["params"]["item"] for m in seen if m.get("method") == "item/completed"
+                 and m["params"]["item"]["type"] == "agentMessage"]
+    assert len(deltas) > 1 and "".join(deltas) == answer["text"] and "hello" in answer["text"]
+    assert done["turn"]["items"] == [answer]  # itemsView "summary": the answer
+
+    # Turn 2: steered while its command runs, then interrupted.
+    second = await client.request("turn/start", {"threadId": thread_id, "input": text_input("run: sleep 30")})
+    second_id = second["turn"]["id"]
+    await client.read_notification("item/started", lambda p: p["item"].get("command") == "sleep 30")
+    steered = await client.request("turn/steer", {"threadId": thread_id, "expectedTurnId": second_id,
+                                                  "input": text_input("and then say hi")})
+    assert steered == {"turnId": second_id}
+    try:
+        await client.request("turn/steer", {"threadId": thread_id, "expectedTurnId": first_id,
+                                            "input": text_input("not this one")})
+        raise AssertionError("a steer naming a finished turn was accepted")
+    except AppServerError as exc:
+        assert exc.code == -32600 and second_id in exc.message
+    assert await client.request("turn/interrupt", {"threadId": thread_id, "turnId": second_id}) == {}
+    interrupted = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == second_id)
+    assert interrupted["turn"]["status"] == "interrupted"
+    await wait_no_processes_in(workspace)  # `sleep 30` was killed with its turn
+
+    # Unsubscribe: with no subscriber and no turn the thread unloads at once.
+    assert await client.request("thread/unsubscribe", {"threadId": thread_id}) == {"status": "unsubscribed"}
+    assert await client.read_notification("thread/closed") == {"threadId": thread_id}
+    assert await client.request("thread/loaded/list") == {"data": [], "nextCursor": None}
+
+    # Resume cold: the same thread, its turns with their ids, from the rollout.
+    resumed = await client.request("thread/resume", {"threadId": thread_id})
+    assert resumed["thread"]["status"] == {"type": "idle"}
+    assert [(t["id"], t["status"]) for t in resumed["thread"]["turns"]] == [
+        (first_id, "completed"), (second_id, "interrupted")]
+    third = await client.request("turn/start", {"threadId": thread_id, "input": text_input("still there?")})
+    again = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == third["turn"]["id"])
+    assert again["turn"]["status"] == "completed"
+
+
+async def test_stdio_subprocess_end_to_end(tmp_path: Path) -> None:
+    workspace, home = tmp_path / "workspace", tmp_path / "home"
+    workspace.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("OPENAI_API_KEY", None)
+    command = [sys.executable, "-m", "trio_agent", "serve", "--home", str(home), "--unload-delay", "0"]
+    process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path,
+                                               env=env)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        client = AppServerClient(LineChannel(trio.StapledStream(process.stdin, process.stdout)),
+                                 validate=validate_server_message)
+        with trio.fail_after(STEP * 3):
+            await scenario(client, workspace, home)
+        await process.stdin.aclose()  # the client goes away: the server shuts down
+        with trio.fail_after(STEP):
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    await wait_gone([process.pid])
+    assert not pid_alive(process.pid)
+    assert processes_in(workspace) == []
+
+
+@asynccontextmanager
+async def websocket_server(home: Path, workspace: Path) -> AsyncIterator[int]:
+    async with trio.open_nursery() as nursery:
+        model = await nursery.start(serve_local_model)
+        config = ta.AgentConfig(auth="local-key", workspace=workspace,
+                                responses=ta.Responses(websocket_url=model.url))
+        async with open_app_server(config, home=home, unload_delay=0, model_provider="trio-agent-local") as app:
+            listener = await nursery.start(serve_websocket, app, "127.0.0.1", 0)
+            yield listener.port
+            await app.aclose()
+        nursery.cancel_scope.cancel()
+
+
+async def test_websocket_end_to_end(tmp_path: Path) -> None:
+    workspace, home = tmp_path / "workspace", tmp_path / "home"
+    workspace.mkdir()
+    async with websocket_server(home, workspace) as port:
+        async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{port}") as ws:
+            client = AppServerClient(WebSocketChannel(ws), validate=validate_server_message)
+            with trio.fail_after(STEP * 3):
+                await scenario(client, workspace, home)
+    assert processes_in(workspace) == []
+
+
+async def test_many_websocket_clients_at_once(tmp_path: Path) -> None:
+    workspace, home = tmp_path / "workspace", tmp_path / "home"
+    workspace.mkdir()
+    answers: dict[int, str] = {}
+
+    async def one_client(port: int, index: int) -> None:
+        async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{port}/any/path") as ws:
+            client = AppServerClient(WebSocketChannel(ws), validate=validate_server_message)
+            await client.initialize(name=f"client-{index}")
+            if index == 0:
+                await client.send_raw("{not json")  # one client misbehaves; nobody else notices
+                await client.read_notification("warning")
+            thread_id = (await client.request("thread/start", {}))["thread"]["id"]
+            started = await client.request("turn/start", {"threadId": thread_id,
+                                                          "input": text_input(f"hello from {index}")})
+            done = await client.read_notification("turn/completed",
+                                                  lambda p: p["turn"]["id"] == started["turn"]["id"])
+            answers[index] = done["turn"]["items"][0]["text"]
+
+    async with websocket_server(home, workspace) as port:
+        with trio.fail_after(STEP):
+            async with trio.open_nursery() as nursery:
+                for index in range(6):
+                    nursery.start_soon(one_client, port, index)
+    assert sorted(answers) == list(range(6))
+    assert all(f"hello from {index}" in answer for index, answer in answers.items())

@@ -1,0 +1,293 @@
+"""Our events as protocol items, on the wire (docs/app-server.md, "Events to items").
+
+Tests with real commands (``exec`` cells running ``exec_command``) use Trio's real
+clock, each bounded; the others run under ``MockClock``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_agent.testing import AppServerClient, AppServerError, FakeConnection, frames
+
+from ._harness import Json, app_server, send_message, start_thread, text_input
+
+REAL_TIME_LIMIT = 30
+
+
+async def turn(client: AppServerClient, thread_id: str, text: str) -> tuple[Json, list[Json]]:
+    """Run a turn; its ``turn/completed`` params and every other message it caused, in order."""
+    client.take_pending()
+    started = await client.request("turn/start", {"threadId": thread_id, "input": text_input(text)})
+    turn_id = started["turn"]["id"]
+    completed = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == turn_id)
+    return completed, client.take_pending()
+
+
+def methods(messages: list[Json]) -> list[str]:
+    return [m["method"] for m in messages if "method" in m]
+
+
+def items(messages: list[Json], kind: str, method: str = "item/completed") -> list[Json]:
+    return [m["params"]["item"] for m in messages if m.get("method") == method and m["params"]["item"]["type"] == kind]
+
+
+def exec_then_answer(source: str) -> Any:
+    async def reply(conn: FakeConnection, request: Json) -> None:
+        if not any(item.get("type") == "custom_tool_call_output" for item in request["input"]):
+            call = frames.custom_tool_call("call-exec", "exec", source, item_id="ctc-1")
+            await conn.send(frames.output_item_done(0, call))
+            await conn.send(frames.completed("resp-1", [call]))
+        else:
+            await send_message(conn, "resp-2", "ran it")
+
+    return reply
+
+
+async def test_an_exec_cell_and_its_exec_command_are_command_executions_with_output(tmp_path: Path) -> None:
+    source = "const r = await tools.exec_command({cmd: \"printf 'a\\\\n'; exit 3\", login: false});\ntext(r.output);"
+    async with app_server(tmp_path, exec_then_answer(source)) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        with trio.fail_after(REAL_TIME_LIMIT):
+            completed, seen = await turn(client, thread_id, "run it")
+    assert completed["turn"]["status"] == "completed"
+    cell, shell = items(seen, "commandExecution", "item/started")
+    assert cell["id"] == "call-exec" and cell["command"] == source and cell["status"] == "inProgress"
+    assert shell["id"] == "call-exec/code-1" and shell["command"] == "printf 'a\\n'; exit 3"
+    assert shell["cwd"] == str(harness.workspace.resolve()) and shell["source"] == "agent"
+    done_shell, done_cell = items(seen, "commandExecution")
+    assert (done_shell["status"], done_shell["exitCode"], done_shell["aggregatedOutput"]) == ("failed", 3, "a\n")
+    assert isinstance(done_shell["durationMs"], int)
+    assert done_cell["status"] == "completed" and done_cell["exitCode"] == 0 and "a\n" in done_cell["aggregatedOutput"]
+    deltas = [m["params"] for m in seen if m.get("method") == "item/commandExecution/outputDelta"]
+    assert [d["itemId"] for d in deltas] == ["call-exec/code-1", "call-exec"] and deltas[0]["delta"] == "a\n"
+    order = [(m["method"], m["params"].get("item", {}).get("id") or m["params"].get("itemId")) for m in seen
+             if m.get("method", "").startswith("item/")]
+    assert order.index(("item/started", "call-exec")) < order.index(("item/started", "call-exec/code-1"))
+    assert order.index(("item/commandExecution/outputDelta", "call-exec/code-1")) < order.index(
+        ("item/completed", "call-exec/code-1")) < order.index(("item/completed", "call-exec"))
+    assert [item["text"] for item in items(seen, "agentMessage")] == ["ran it"]
+
+
+async def test_write_stdin_is_a_command_execution_of_the_session_it_feeds(tmp_path: Path) -> None:
+    source = (
+        'const s = await tools.exec_command({cmd: "read x; echo got $x", yield_time_ms: 250});\n'
+        'const r = await tools.write_stdin({session_id: s.session_id, chars: "hi\\n", yield_time_ms: 5000});\n'
+        "text(r.output);"
+    )
+    async with app_server(tmp_path, exec_then_answer(source)) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        with trio.fail_after(REAL_TIME_LIMIT):
+            completed, seen = await turn(client, thread_id, "talk to it")
+    assert completed["turn"]["status"] == "completed"
+    started, fed = (item for item in items(seen, "commandExecution") if item["id"] != "call-exec")
+    assert started["command"] == fed["command"] == "read x; echo got $x"
+    assert started["exitCode"] is None and started["status"] == "completed" and started["processId"]
+    assert fed["source"] == "unifiedExecInteraction" and fed["processId"] == started["processId"]
+    assert fed["exitCode"] == 0 and fed["aggregatedOutput"] == "got hi\n"
+
+
+async def reasoning_then_answer(conn: FakeConnection, request: Json) -> None:
+    await conn.send(frames.response_created("resp-1"))
+    for part in ("Thinking ", "hard."):
+        await conn.send({"type": "response.reasoning_summary_text.delta", "output_index": 0, "delta": part})
+    message = frames.assistant_message("Hello there", item_id="msg-a", phase="final_answer")
+    await conn.send(frames.output_item_added(1, {**message, "status": "in_progress", "content": []}))
+    for part in ("Hello", " there"):
+        await conn.send(frames.text_delta(1, part))
+    await conn.send(frames.output_item_done(1, message))
+    await conn.send(frames.completed("resp-1", [message], usage_block=frames.usage(30)))
+
+
+async def test_reasoning_and_streamed_answers_and_token_usage(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with app_server(tmp_path, reasoning_then_answer) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        completed, seen = await turn(client, thread_id, "think")
+        _, again = await turn(client, thread_id, "again")
+    (reasoning,) = items(seen, "reasoning")
+    assert reasoning["summary"] == ["Thinking hard."] and reasoning["content"] == []
+    summary_deltas = [m["params"]["delta"] for m in seen if m.get("method") == "item/reasoning/summaryTextDelta"]
+    assert summary_deltas == ["Thinking ", "hard."]
+    (answer,) = items(seen, "agentMessage")
+    assert answer == {**answer, "id": "msg-a", "text": "Hello there", "phase": "final_answer"}
+    deltas = [m["params"] for m in seen if m.get("method") == "item/agentMessage/delta"]
+    assert [d["delta"] for d in deltas] == ["Hello", " there"] and {d["itemId"] for d in deltas} == {"msg-a"}
+    assert completed["turn"]["items"] == [answer] and completed["turn"]["itemsView"] == "summary"
+    (usage,) = [m["params"]["tokenUsage"] for m in seen if m.get("method") == "thread/tokenUsage/updated"]
+    assert usage["last"]["totalTokens"] == 30 and usage["total"] == usage["last"]
+    assert usage["modelContextWindow"] == 272_000
+    (usage,) = [m["params"]["tokenUsage"] for m in again if m.get("method") == "thread/tokenUsage/updated"]
+    assert usage["total"]["totalTokens"] == 60 and usage["last"]["totalTokens"] == 30
+    # Order within a turn: status active, turn/started, the prompt, then what the model did, idle, completed.
+    in_turn = [m for m in methods(seen) if m != "thread/started"]  # thread/start's own notification
+    assert in_turn[:4] == ["thread/status/changed", "turn/started", "item/started", "item/completed"]
+    assert methods(seen)[-1] == "thread/status/changed"  # idle, announced before turn/completed
+    assert seen[-1]["params"]["status"] == {"type": "idle"}
+
+
+class Held:
+    """A model whose first answer waits for ``release``; later requests answer at once."""
+
+    def __init__(self) -> None:
+        self.release = trio.Event()
+        self.requests: list[Json] = []
+
+    async def __call__(self, conn: FakeConnection, request: Json) -> None:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            await self.release.wait()
+        await send_message(conn, f"resp-{len(self.requests)}", f"answer {len(self.requests)}")
+
+
+async def test_steers_join_the_running_turn_and_turn_start_on_a_busy_thread_steers(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    model = Held()
+    async with app_server(tmp_path, model) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        first = await client.request("turn/start", {"threadId": thread_id, "input": text_input("start")})
+        turn_id = first["turn"]["id"]
+        await harness.model.wait_for_request_count(1)
+        steered = await client.request("turn/steer", {"threadId": thread_id, "expectedTurnId": turn_id,
+                                                      "input": text_input("steer one")})
+        assert steered == {"turnId": turn_id}
+        busy = await client.request("turn/start", {"threadId": thread_id, "input": text_input("steer two"),
+                                                   "clientUserMessageId": "client-7"})
+        assert busy["turn"]["id"] == turn_id and busy["turn"]["status"] == "inProgress"
+        with pytest.raises(AppServerError) as caught:
+            await client.request("turn/steer", {"threadId": thread_id, "expectedTurnId": "other",
+                                                "input": text_input("wrong")})
+        assert caught.value.code == -32600 and f"expected turn other but turn {turn_id}" in caught.value.message
+        model.release.set()
+        completed = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == turn_id)
+        seen = client.take_pending()
+    assert completed["turn"]["status"] == "completed"
+    assert [text for item in model.requests[1]["input"] for text in [json.dumps(item)]
+            if "steer one" in text or "steer two" in text]
+    users = items(seen, "userMessage")
+    assert [u["content"][0]["text"] for u in users] == ["start", "steer one", "steer two"]
+    assert users[2]["clientId"] == "client-7"
+    assert [a["text"] for a in items(seen, "agentMessage")] == ["answer 1", "answer 2"]
+    assert len([m for m in seen if m.get("method") == "turn/started"]) == 1
+
+
+async def test_interrupt_ends_the_turn_as_interrupted(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    model = Held()
+    async with app_server(tmp_path, model) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        first = await client.request("turn/start", {"threadId": thread_id, "input": text_input("long")})
+        turn_id = first["turn"]["id"]
+        await harness.model.wait_for_request_count(1)
+        assert await client.request("turn/interrupt", {"threadId": thread_id, "turnId": turn_id}) == {}
+        completed = await client.read_notification("turn/completed")
+        assert completed["turn"]["id"] == turn_id and completed["turn"]["status"] == "interrupted"
+        assert completed["turn"]["error"] is None
+        with pytest.raises(AppServerError) as caught:
+            await client.request("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
+        assert "is not running" in caught.value.message
+        read = await client.request("thread/read", {"threadId": thread_id, "includeTurns": True})
+    assert read["thread"]["status"] == {"type": "idle"}
+    assert [(t["id"], t["status"]) for t in read["thread"]["turns"]] == [(turn_id, "interrupted")]
+
+
+async def test_a_failed_turn_reports_error_and_retries_say_will_retry(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    attempts: list[int] = []
+
+    async def flaky(conn: FakeConnection, request: Json) -> None:
+        attempts.append(1)
+        if len(attempts) == 1:  # retried (server_error is retryable)
+            await conn.send({"type": "response.failed", "response": {
+                "id": "resp-1", "error": {"code": "server_error", "message": "overloaded"}}})
+        else:  # not retried
+            await conn.send({"type": "response.failed", "response": {
+                "id": "resp-2", "error": {"code": "invalid_request_error", "message": "bad request"}}})
+
+    async with app_server(tmp_path, flaky) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        completed, seen = await turn(client, thread_id, "try")
+    retry, final = [m["params"] for m in seen if m.get("method") == "error"]
+    assert retry["willRetry"] is True and "overloaded" in retry["error"]["message"]
+    assert final["willRetry"] is False and "bad request" in final["error"]["message"]
+    assert completed["turn"]["status"] == "failed" and "bad request" in completed["turn"]["error"]["message"]
+    statuses = [m["params"]["status"] for m in seen if m.get("method") == "thread/status/changed"]
+    assert statuses == [{"type": "active", "activeFlags": []}, {"type": "systemError"}]
+
+
+COMPACTION_DONE = {
+    "type": "response.output_item.done",
+    "item": {"id": "cmp-server-id", "type": "compaction", "encrypted_content": "opaque-summary"},
+}
+
+
+async def test_an_automatic_compaction_is_a_context_compaction_item_and_thread_compacted(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def model(conn: FakeConnection, request: Json) -> None:
+        if request["input"][-1] == {"type": "compaction_trigger"}:
+            await conn.send(COMPACTION_DONE)
+            await conn.send(frames.completed("resp-compact", [], usage_block=frames.usage(120)))
+        else:  # a full context: the next turn compacts before sampling
+            message = frames.assistant_message("noted", item_id=f"msg-{len(conn.requests)}")
+            await conn.send(frames.output_item_done(0, message))
+            await conn.send(frames.completed(f"resp-{len(conn.requests)}", [message],
+                                             usage_block=frames.usage(372_001)))
+
+    async with app_server(tmp_path, model) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        _, first = await turn(client, thread_id, "fill the context")
+        completed, second = await turn(client, thread_id, "and more")
+    assert items(first, "contextCompaction") == []
+    (compaction,) = items(second, "contextCompaction")
+    (compacted,) = [m["params"] for m in second if m.get("method") == "thread/compacted"]
+    assert compacted == {"threadId": thread_id, "turnId": completed["turn"]["id"]}
+    assert compaction["id"].startswith("compaction-")
+
+
+async def test_injected_items_reach_the_next_request(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    injected = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "injected note"}]}
+    async with app_server(tmp_path) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        assert await client.request("thread/inject_items", {"threadId": thread_id, "items": [injected]}) == {}
+        with pytest.raises(AppServerError) as caught:
+            await client.request("thread/inject_items", {"threadId": thread_id, "items": [{"no": "type"}]})
+        assert caught.value.code == -32602
+        await turn(client, thread_id, "go")
+    assert "injected note" in json.dumps(harness.model.requests[0]["input"])
+
+
+async def test_manual_compaction_is_refused_with_a_reason(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with app_server(tmp_path) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        with pytest.raises(AppServerError) as caught:
+            await client.request("thread/compact/start", {"threadId": thread_id})
+    assert caught.value.code == -32600 and "compacts automatically" in caught.value.message
+
+
+async def test_model_list(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    async with app_server(tmp_path) as harness:
+        client = await harness.client()
+        result = await client.request("model/list", {})
+    default = [model for model in result["data"] if model["isDefault"]]
+    assert [model["id"] for model in default] == ["gpt-5.5"] and result["nextCursor"] is None
+    assert {"low", "medium", "high"} <= {e["reasoningEffort"] for e in default[0]["supportedReasoningEfforts"]}

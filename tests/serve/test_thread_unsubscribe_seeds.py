@@ -1,0 +1,215 @@
+"""Ports of ``codex_thread_unsubscribe_tests.rs`` through the JSON-RPC server.
+
+The server runs in process (``_harness``), its threads on the in-memory seam, under
+``MockClock(autojump_threshold=0)``: each of the seed's ``timeout(250 ms | 1200 ms |
+2200 ms, read_stream_until_notification_message("thread/closed"))`` windows is a
+``move_on_after`` on Trio's clock, and the unloads they bracket happen at exact virtual
+times (asserted where the seed implies them). ``thread_unload_delay_secs`` in the
+seed's config.toml is the server's ``unload_delay``. Not ported here:
+``v2_child_idle_eviction_preserves_mail_and_followup_context`` (sub-agent threads).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_agent.testing import FakeConnection, frames
+
+from ._harness import Json, answer_done, app_server, assert_quiet, run_turn, send_message, start_thread
+
+TIMEOUT = 10  # DEFAULT_READ_TIMEOUT, on Trio's clock
+
+
+async def test_thread_unsubscribe_keeps_thread_loaded_until_idle_timeout(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with app_server(tmp_path, unload_delay=2) as harness:  # thread_unload_delay_secs = 2
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        # Persist a rollout so both warm and cold resumes can find the thread.
+        with trio.fail_after(TIMEOUT):
+            await run_turn(client, thread_id, "hello")
+
+        unsubscribe = await client.request("thread/unsubscribe", {"threadId": thread_id})
+        assert unsubscribe == {"status": "unsubscribed"}
+        await assert_quiet(client, "thread/closed", 0.25)
+
+        loaded = await client.request("thread/loaded/list", {})
+        assert loaded == {"data": [thread_id], "nextCursor": None}
+
+        resume = await client.request("thread/resume", {"threadId": thread_id})
+        assert resume["thread"]["id"] == thread_id
+        # Resubscribing cancels the pending unload, even after the original deadline.
+        await assert_quiet(client, "thread/closed", 2.2)
+
+        await client.request("thread/unsubscribe", {"threadId": thread_id})
+        left = trio.current_time()
+        # Losing the last subscriber starts a fresh countdown.
+        await assert_quiet(client, "thread/closed", 0.25)
+        with trio.fail_after(TIMEOUT):
+            closed = await client.read_notification("thread/closed")
+        assert closed == {"threadId": thread_id}
+        assert trio.current_time() - left == pytest.approx(2.0, abs=1e-6)  # exactly the delay, on Trio's clock
+
+        with trio.fail_after(TIMEOUT):
+            status = await client.read_notification("thread/status/changed",
+                                                    lambda p: p["status"] == {"type": "notLoaded"})
+        assert status == {"threadId": thread_id, "status": {"type": "notLoaded"}}
+
+        loaded = await client.request("thread/loaded/list", {})
+        assert loaded == {"data": [], "nextCursor": None}
+
+        resume = await client.request("thread/resume", {"threadId": thread_id})  # cold, from the rollout
+        assert resume["thread"]["id"] == thread_id
+        assert resume["thread"]["status"] == {"type": "idle"}
+
+
+CALL_ID = "deterministic-wait-call"
+TOOL_NAME = "deterministic_wait"
+DYNAMIC_TOOL = {
+    "name": TOOL_NAME,
+    "description": "Deterministic wait tool",
+    "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+    "deferLoading": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("delay_secs", "expected_delay_secs", "thread_params"),
+    [
+        pytest.param(0, 0, {}, id="zero_delay"),
+        pytest.param(1, 1, {}, id="one_second_delay"),
+        pytest.param(0, 1, {"ephemeral": True, "config": {"thread_unload_delay_secs": 1}},
+                     id="per_thread_one_second_delay"),
+        pytest.param(1800, 0, {"ephemeral": True, "config": {"thread_unload_delay_secs": 0}},
+                     id="immediate_ephemeral"),
+        pytest.param(1800, 0, {"config": {"thread_unload_delay_secs": 0}}, id="immediate_persistent"),
+    ],
+)
+async def test_thread_unsubscribe_during_turn_keeps_turn_running(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, delay_secs: int, expected_delay_secs: int,
+    thread_params: Json,
+) -> None:
+    check_cold_resume = "config" in thread_params and not thread_params.get("ephemeral", False)
+    finished_at: list[float] = []
+
+    async def streaming_sse(conn: FakeConnection, request: Json) -> None:
+        if len(finished_at) == 0 and not any(i.get("type") == "function_call_output" for i in request["input"]):
+            call = frames.function_call(CALL_ID, TOOL_NAME, json.dumps({}))
+            await conn.send(frames.response_created("resp-1"))
+            await conn.send(frames.output_item_done(0, call))
+            await conn.send(frames.completed("resp-1", [call]))
+        else:
+            await send_message(conn, "resp-2", "Done", item_id="msg-1")
+            finished_at.append(trio.current_time())
+
+    async with app_server(tmp_path, streaming_sse, unload_delay=delay_secs) as harness:
+        client = await harness.client()
+        thread = await start_thread(client, dynamicTools=[DYNAMIC_TOOL], **thread_params)
+        thread_id = thread["id"]
+
+        # A subscribed, idle thread stays loaded even with no unload delay.
+        await assert_quiet(client, "thread/closed", 0.25)
+
+        await client.request("turn/start", {"threadId": thread_id, "clientUserMessageId": None,
+                                            "input": [{"type": "text", "text": "run deterministic tool",
+                                                       "text_elements": []}]})
+        with trio.fail_after(TIMEOUT):
+            await harness.model.wait_for_request_count(1)
+            started = await client.read_notification(
+                "item/started", lambda p: p["item"]["type"] == "dynamicToolCall" and p["item"]["id"] == CALL_ID)
+        assert started["threadId"] == thread_id
+
+        with trio.fail_after(TIMEOUT):
+            request = await client.read_server_request()
+        assert request.method == "item/tool/call"
+        assert request.params == {"threadId": thread_id, "turnId": started["turnId"], "callId": CALL_ID,
+                                  "namespace": None, "tool": TOOL_NAME, "arguments": {}}
+
+        unsubscribe = await client.request("thread/unsubscribe", {"threadId": thread_id})
+        assert unsubscribe == {"status": "unsubscribed"}
+        await assert_quiet(client, "thread/closed", 1.2)  # the blocked tool call keeps the turn, and the thread
+
+        await client.respond(request.id, {"contentItems": [{"type": "inputText", "text": "dynamic-ok"}],
+                                          "success": True})
+        with trio.fail_after(TIMEOUT):
+            await harness.model.wait_for_request_count(2)
+        output = next(i for i in harness.model.requests[1]["input"] if i.get("type") == "function_call_output")
+        assert output["call_id"] == CALL_ID
+        assert output["output"] == [{"type": "input_text", "text": "dynamic-ok"}]
+
+        if expected_delay_secs > 0:
+            # Once the turn finishes, inactivity starts a fresh countdown.
+            await assert_quiet(client, "thread/closed", 0.25)
+        with trio.fail_after(TIMEOUT):
+            closed = await client.read_notification("thread/closed")
+        assert closed == {"threadId": thread_id}
+        assert trio.current_time() - finished_at[0] == pytest.approx(expected_delay_secs, abs=1e-6)
+
+        if check_cold_resume:
+            # Immediate unloading preserves durable history. A cold resume uses the
+            # server's default delay rather than restoring the old runtime's override.
+            resume = await client.request("thread/resume", {"threadId": thread_id})
+            assert resume["thread"]["id"] == thread_id
+            assert len(resume["thread"]["turns"]) == 1
+            await client.request("thread/unsubscribe", {"threadId": thread_id})
+            await assert_quiet(client, "thread/closed", 0.25)
+
+
+async def test_thread_unsubscribe_preserves_cached_status_before_idle_unload(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def sse_failed(conn: FakeConnection, request: Json) -> None:
+        await conn.send({"type": "response.failed", "response": {
+            "id": "resp-1", "error": {"code": "server_error", "message": "simulated failure"}}})
+
+    # MockResponsesConfig writes stream_max_retries = 0 and request_max_retries = 0: one attempt.
+    async with app_server(tmp_path, sse_failed, max_attempts=1) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        await client.request("turn/start", {"threadId": thread_id, "clientUserMessageId": None,
+                                            "input": [{"type": "text", "text": "fail this turn",
+                                                       "text_elements": []}]})
+        with trio.fail_after(TIMEOUT):
+            error = await client.read_notification("error")
+        assert error["willRetry"] is False and "simulated failure" in error["error"]["message"]
+
+        read = await client.request("thread/read", {"threadId": thread_id, "includeTurns": False})
+        assert read["thread"]["status"] == {"type": "systemError"}
+
+        unsubscribe = await client.request("thread/unsubscribe", {"threadId": thread_id})
+        assert unsubscribe == {"status": "unsubscribed"}
+        await assert_quiet(client, "thread/closed", 0.25)
+
+        resume = await client.request("thread/resume", {"threadId": thread_id, "cwd": str(harness.home)})
+        assert resume["thread"]["status"] == {"type": "systemError"}
+
+
+@pytest.mark.parametrize(
+    "thread_params",
+    [
+        pytest.param({}, id="persistent"),
+        pytest.param({"ephemeral": True}, id="ephemeral"),
+        # ThreadSource::Feature("composer_predictions"): an analytics label of the thread,
+        # which has no counterpart here; the server accepts it and ignores it.
+        pytest.param({"threadSource": "composer_predictions"}, id="persistent_composer_prediction"),
+    ],
+)
+async def test_thread_unsubscribe_reports_not_subscribed_before_idle_unload(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, thread_params: dict[str, Any]
+) -> None:
+    async with app_server(tmp_path, answer_done) as harness:  # codex's default delay (60 s)
+        client = await harness.client()
+        thread_id = (await start_thread(client, **thread_params))["id"]
+
+        first = await client.request("thread/unsubscribe", {"threadId": thread_id})
+        assert first == {"status": "unsubscribed"}
+        second = await client.request("thread/unsubscribe", {"threadId": thread_id})
+        assert second == {"status": "notSubscribed"}
+        await assert_quiet(client, "thread/closed", 0.25)

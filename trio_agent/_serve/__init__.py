@@ -1,0 +1,26 @@
+"""``trio-agent serve``: the thread manager over the Codex app-server v2 protocol
+(JSON-RPC 2.0 on stdio or WebSocket). See ``docs/app-server.md``.
+
+Layout: ``_jsonrpc`` (messages), ``_channel`` (line and WebSocket framing),
+``_connection`` (one client: reader, dispatcher, bounded writer), ``_router`` and the
+``_*_methods`` modules (the methods), ``_items`` and ``_tool_items`` (agent events to
+v2 items, pure), ``_shapes`` (the v2 objects), ``_dynamic`` (client-run tools),
+``_store`` (the server's thread records), ``_server`` (the server, its pump and
+shutdown), ``_transports`` (stdio and WebSocket listeners), ``_command`` (the CLI).
+"""
+
+from ._channel import LineChannel, MessageChannel, WebSocketChannel
+from ._connection import OUTGOING_LIMIT
+from ._server import AppServer, open_app_server
+from ._transports import serve_stdio, serve_websocket
+
+__all__ = [
+    "OUTGOING_LIMIT",
+    "AppServer",
+    "LineChannel",
+    "MessageChannel",
+    "WebSocketChannel",
+    "open_app_server",
+    "serve_stdio",
+    "serve_websocket",
+]

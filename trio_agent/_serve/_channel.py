@@ -1,0 +1,149 @@
+"""Message channels: one JSON-RPC message per newline-terminated line of a Trio stream
+(stdio, an in-memory pair), or one per WebSocket text frame.
+
+Both sides (the server and ``trio_agent.testing.AppServerClient``) use these. A
+channel's ``receive`` returns the next message's text and raises ``trio.EndOfChannel``
+when the peer has finished cleanly; a broken transport raises
+``trio.BrokenResourceError``. A line longer than ``max_message_bytes`` is read to its
+end and thrown away (memory stays bounded), then reported with ``MessageTooLarge``;
+the channel stays usable.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import trio
+import trio_websocket
+
+__all__ = ["MAX_MESSAGE_BYTES", "LineChannel", "MessageChannel", "MessageTooLarge", "WebSocketChannel"]
+
+MAX_MESSAGE_BYTES = 16 << 20
+_READ_SIZE = 64 << 10
+
+
+class MessageTooLarge(Exception):
+    """A message longer than the channel's limit arrived and was discarded."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"a message of more than {limit} bytes was discarded ({size} bytes read)")
+        self.size = size
+        self.limit = limit
+
+
+class MessageChannel(Protocol):
+    async def send(self, text: str) -> None: ...
+
+    async def send_batch(self, texts: list[str]) -> None:
+        """Send several messages, in order (one write where the framing allows)."""
+        ...
+
+    async def receive(self) -> str: ...
+
+    async def aclose(self) -> None: ...
+
+
+class LineChannel:
+    """Newline-delimited messages over a ``trio.abc.Stream`` (``\\r\\n`` accepted, blank
+    lines skipped, invalid UTF-8 replaced with U+FFFD so it fails as bad JSON)."""
+
+    def __init__(self, stream: trio.abc.Stream, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        self._stream = stream
+        self._limit = max_message_bytes
+        self._buffer = bytearray()
+        self._eof = False
+        self._send_lock = trio.Lock()
+
+    async def send(self, text: str) -> None:
+        """Send one message (a line)."""
+        await self.send_batch([text])
+
+    async def send_batch(self, texts: list[str]) -> None:
+        """Send several messages in one write."""
+        data = "".join(text + "\n" for text in texts).encode("utf-8")
+        async with self._send_lock:
+            await self._stream.send_all(data)
+
+    async def receive(self) -> str:
+        """The next message (``trio.EndOfChannel`` at EOF, ``MessageTooLarge`` for an
+        overlong line, after which the channel goes on)."""
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline > self._limit:
+                del self._buffer[: newline + 1]
+                raise MessageTooLarge(newline, self._limit)
+            if newline >= 0:
+                line = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                text = line.rstrip(b"\r").decode("utf-8", errors="replace")
+                if text.strip():
+                    return text
+                continue
+            if self._eof:
+                if self._buffer.strip():
+                    line, self._buffer = bytes(self._buffer), bytearray()
+                    return line.decode("utf-8", errors="replace")
+                raise trio.EndOfChannel
+            if len(self._buffer) > self._limit:
+                await self._discard_line()
+                continue
+            await self._fill()
+
+    async def _fill(self) -> None:
+        data = await self._stream.receive_some(_READ_SIZE)
+        if not data:
+            self._eof = True
+        self._buffer += data
+
+    async def _discard_line(self) -> None:
+        size = len(self._buffer)
+        self._buffer.clear()
+        while not self._eof:
+            data = await self._stream.receive_some(_READ_SIZE)
+            if not data:
+                self._eof = True
+                break
+            newline = data.find(b"\n")
+            if newline >= 0:
+                size += newline
+                self._buffer += data[newline + 1:]
+                break
+            size += len(data)
+        raise MessageTooLarge(size, self._limit)
+
+    async def aclose(self) -> None:
+        """Close the stream."""
+        await self._stream.aclose()
+
+
+class WebSocketChannel:
+    """One message per WebSocket text frame (a binary frame is decoded as UTF-8)."""
+
+    def __init__(self, ws: trio_websocket.WebSocketConnection) -> None:
+        self._ws = ws
+
+    async def send(self, text: str) -> None:
+        """Send one message (a text frame); ``trio.BrokenResourceError`` once closed."""
+        await self.send_batch([text])
+
+    async def send_batch(self, texts: list[str]) -> None:
+        """Send several messages, one text frame each."""
+        try:
+            for text in texts:
+                await self._ws.send_message(text)
+        except trio_websocket.ConnectionClosed as exc:
+            raise trio.BrokenResourceError("the WebSocket is closed") from exc
+
+    async def receive(self) -> str:
+        """The next message (``trio.EndOfChannel`` once the peer closed)."""
+        try:
+            message = await self._ws.get_message()
+        except trio_websocket.ConnectionClosed:
+            raise trio.EndOfChannel from None
+        if isinstance(message, bytes):
+            return message.decode("utf-8", errors="replace")
+        return message
+
+    async def aclose(self) -> None:
+        """Close the WebSocket (with its close handshake)."""
+        await self._ws.aclose()

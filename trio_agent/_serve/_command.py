@@ -1,0 +1,103 @@
+"""``trio-agent serve``: the app server with the model configured as ``trio-agent run``
+does (an API key from ``OPENAI_API_KEY``, else the built-in local scripted model,
+labelled on stderr), on stdio or on a WebSocket listener."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import trio
+
+from ._server import AppServer, open_app_server
+from ._transports import serve_stdio, serve_websocket
+
+__all__ = ["parse_listen", "serve_main"]
+
+
+def parse_listen(url: str) -> tuple[str, int]:
+    """``ws://HOST:PORT`` as ``(host, port)``; ``ValueError`` saying what is wrong."""
+    parts = urlsplit(url)
+    if parts.scheme != "ws" or not parts.hostname:
+        raise ValueError(f"--listen takes ws://HOST:PORT (for example ws://127.0.0.1:4500), got {url!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        raise ValueError(f"--listen needs a port: ws://{parts.hostname}:PORT (0 picks a free one), got {url!r}")
+    return parts.hostname, port
+
+
+def _say(message: str) -> None:
+    print(f"trio-agent serve: {message}", file=sys.stderr, flush=True)
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    try:
+        listen = parse_listen(args.listen) if args.listen else None
+    except ValueError as exc:
+        _say(str(exc))
+        return 2
+    if not (args.unload_delay >= 0 and math.isfinite(args.unload_delay)):
+        _say(f"--unload-delay must be a number of seconds >= 0, got {args.unload_delay}")
+        return 2
+    if listen is None:
+        sys.stdout = sys.stderr  # stdout carries the protocol: nothing else may print there
+    return trio.run(_serve, args, listen)
+
+
+async def _serve(args: argparse.Namespace, listen: tuple[str, int] | None) -> int:
+    import trio_agent as ta
+
+    key = os.environ.get("OPENAI_API_KEY", "").strip()
+    local = args.local or not key
+    home = Path(args.home or os.environ.get("TRIO_AGENT_HOME") or Path.home() / ".trio-agent")
+    async with trio.open_nursery() as nursery:
+        responses, provider = ta.Responses(), "openai"
+        if local:
+            from ..testing._local_model import serve_local_model
+
+            reason = "--local given" if args.local else "no OPENAI_API_KEY set"
+            _say(f"{reason}; using the built-in local scripted model (not a real model)")
+            model_server = await nursery.start(serve_local_model)
+            responses, provider = ta.Responses(websocket_url=model_server.url), "trio-agent-local"
+        try:
+            config = ta.AgentConfig(auth=key or "local-key", workspace=args.workspace or Path.cwd(),
+                                    responses=responses, **({"model": args.model} if args.model else {}))
+        except ta.ConfigError as exc:
+            _say(str(exc))
+            nursery.cancel_scope.cancel()
+            return 2
+        async with open_app_server(config, home=home, unload_delay=args.unload_delay,
+                                   model_provider=provider) as app:
+            _say(f"threads live under {home}")
+            await _run_transport(app, listen)
+        nursery.cancel_scope.cancel()
+    return 0
+
+
+async def _run_transport(app: AppServer, listen: tuple[str, int] | None) -> None:
+    async with trio.open_nursery() as nursery:
+
+        async def stop_on_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for signum in signals:
+                    _say(f"{signal.Signals(signum).name}: shutting down (threads are cancelled, rollouts flushed)")
+                    await app.aclose()
+                    nursery.cancel_scope.cancel()
+
+        nursery.start_soon(stop_on_signal)
+        if listen is None:
+            _say("serving the Codex app-server protocol on stdio (one JSON-RPC message per line)")
+            await serve_stdio(app)
+            nursery.cancel_scope.cancel()
+            return
+        host, port = listen
+        listener = await nursery.start(serve_websocket, app, host, port)
+        _say(f"listening on ws://{host}:{listener.port}")

@@ -1,0 +1,315 @@
+"""One client connection: its nursery (reader, request dispatcher, writer), its bounded
+outgoing queue and the server requests it was asked to answer.
+
+Theory of operation. The reader task parses each incoming message: a reply to a
+server request is routed at once (``PendingReply``), so a client answering
+``item/tool/call`` is never stuck behind a slow request; requests and notifications
+go through a small inbox (``INBOX_LIMIT``; when it is full the reader waits, which is
+backpressure on the client) to the dispatcher, which serves requests one at a time,
+in order, and queues each answer. A malformed line is answered (``-32600``/``-32700``
+when its id is readable, else a ``warning`` notification) and the connection goes on.
+
+Everything the server sends goes through one queue of at most ``outgoing_limit``
+encoded messages, emptied by the writer task. Queuing never blocks the server: when a
+client reads too slowly for its queue to have room, the connection is dropped (its
+subscriptions end, running turns go on), so one slow client costs at most that many
+messages of memory and never delays another client or a thread.
+
+When the peer finishes (EOF), the queued requests are served and the queue flushed
+for up to ``CLOSE_GRACE`` seconds; then the nursery is cancelled. Either way the
+server is told (``ConnectionHost.connection_closed``): it unsubscribes the
+connection everywhere and fails the tool calls only it could answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import attrs
+import trio
+
+from ._channel import MessageChannel, MessageTooLarge
+from ._jsonrpc import (
+    INTERNAL_ERROR,
+    ErrorResponse,
+    Malformed,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    RpcError,
+    encode,
+    error_message,
+    notification_message,
+    parse,
+    request_message,
+    response_message,
+)
+
+__all__ = ["CLOSE_GRACE", "INBOX_LIMIT", "OUTGOING_LIMIT", "Connection", "ConnectionHost", "PendingReply", "Reply"]
+
+OUTGOING_LIMIT = 4096  # encoded messages queued for one client before it is dropped
+INBOX_LIMIT = 64  # requests read ahead of the one being served
+CLOSE_GRACE = 5.0  # seconds to finish queued requests and flush after the peer's EOF
+WRITE_BATCH = 512  # queued messages sent in one write
+_ids = itertools.count(1)
+
+
+@attrs.frozen
+class Reply:
+    """A handler's answer: the ``result``, and ``after`` to run right after the
+    response is queued (notifications that must follow it, e.g. ``thread/started``)."""
+
+    result: Any
+    after: Callable[[], None] | None = None
+
+
+class ConnectionHost(Protocol):
+    """What a connection needs from the server."""
+
+    async def handle_request(self, conn: Connection, request: Request) -> Reply: ...
+
+    def handle_notification(self, conn: Connection, notification: Notification) -> None: ...
+
+    def connection_closed(self, conn: Connection) -> None: ...
+
+    def now_ms(self) -> int: ...
+
+
+class PendingReply:
+    """A server-to-client request, possibly sent to several connections; the first
+    answer wins. ``wait()`` returns the ``result`` or raises ``RpcError``."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self._done = trio.Event()
+        self._asked: dict[Connection, RequestId] = {}
+        self._result: Any = None
+        self._error: RpcError | None = None
+
+    @property
+    def asked(self) -> int:
+        return len(self._asked)
+
+    def sent_to(self, conn: Connection, request_id: RequestId) -> None:
+        self._asked[conn] = request_id
+
+    def answered(self, conn: Connection, message: Response | ErrorResponse) -> None:
+        if self._done.is_set():
+            return
+        self._asked.pop(conn, None)
+        if isinstance(message, Response):
+            self._result = message.result
+        else:
+            self._error = RpcError(message.message or "the client answered with an error", code=message.code)
+        self._done.set()
+        self._resolved_elsewhere()
+
+    def gone(self, conn: Connection) -> None:
+        self._asked.pop(conn, None)
+        if not self._asked and not self._done.is_set():
+            self._error = RpcError("every client asked to answer this request went away before answering")
+            self._done.set()
+
+    def abandon(self) -> None:
+        """Nobody waits for the answer any more (the turn was cancelled)."""
+        if not self._done.is_set():
+            self._error = RpcError("abandoned")
+            self._done.set()
+        self._resolved_elsewhere()
+
+    def _resolved_elsewhere(self) -> None:
+        for conn, request_id in list(self._asked.items()):
+            conn.forget_request(request_id)
+            conn.notify("serverRequest/resolved", {"threadId": self.thread_id, "requestId": request_id})
+        self._asked.clear()
+
+    async def wait(self) -> Any:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class Connection:
+    """See the module docstring. Created and run by the server (``AppServer.serve_connection``)."""
+
+    def __init__(self, host: ConnectionHost, channel: MessageChannel, *, outgoing_limit: int = OUTGOING_LIMIT,
+                 label: str = "client") -> None:
+        self.id = next(_ids)
+        self.label = label
+        self.initialized = False
+        self.client_name: str | None = None
+        self.opt_out: frozenset[str] = frozenset()
+        self.closed = False
+        self._host = host
+        self._channel = channel
+        self._limit = outgoing_limit
+        self._out_send, self._out_receive = trio.open_memory_channel[str](outgoing_limit)
+        self._pending: dict[RequestId, PendingReply] = {}
+        self._next_request = itertools.count(0)
+        self._scope: trio.CancelScope | None = None
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.id} {self.label}>"
+
+    # -- sending (never blocks) ----------------------------------------------------------
+
+    def send_text(self, text: str, method: str | None = None) -> None:
+        """Queue one encoded message; drops the connection when its queue is full."""
+        if self.closed or (method is not None and method in self.opt_out):
+            return
+        try:
+            self._out_send.send_nowait(text)
+        except trio.WouldBlock:
+            self.drop(f"it read too slowly: {self._limit} messages were already queued for it")
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_text(encode(message), message.get("method"))
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send(notification_message(method, params, emitted_at_ms=self._host.now_ms()))
+
+    def warn(self, message: str) -> None:
+        self.notify("warning", {"message": message, "threadId": None})
+
+    def ask(self, method: str, params: Any, pending: PendingReply) -> None:
+        """Send a server request whose answer resolves ``pending``."""
+        if self.closed:
+            return
+        request_id = next(self._next_request)
+        self._pending[request_id] = pending
+        pending.sent_to(self, request_id)
+        self.send(request_message(request_id, method, params))
+
+    def forget_request(self, request_id: RequestId) -> None:
+        self._pending.pop(request_id, None)
+
+    def drop(self, reason: str) -> None:
+        """Close this connection now (from any task)."""
+        if self.closed:
+            return
+        self.closed = True
+        print(f"trio-agent serve: dropping {self.label} (connection {self.id}): {reason}", file=sys.stderr)
+        if self._scope is not None:
+            self._scope.cancel()
+
+    # -- running -------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Close gracefully (server shutdown): what is queued is flushed, then the
+        connection closes (``run`` returns)."""
+        self._out_send.close()
+
+    async def run(self) -> None:
+        """Serve the connection until the peer goes away, it is dropped or finished."""
+        inbox_send, inbox_receive = trio.open_memory_channel[Request | Notification](INBOX_LIMIT)
+        writer_done = trio.Event()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._scope = nursery.cancel_scope
+                if self.closed:
+                    nursery.cancel_scope.cancel()
+                nursery.start_soon(self._write_loop, writer_done)
+                nursery.start_soon(self._dispatch_loop, inbox_receive)
+                nursery.start_soon(self._read_then_drain, inbox_send, writer_done)
+                await writer_done.wait()  # the queue was closed and flushed (or the transport failed)
+                nursery.cancel_scope.cancel()
+        finally:
+            self.closed = True
+            for pending in list(self._pending.values()):
+                pending.gone(self)
+            self._pending.clear()
+            self._host.connection_closed(self)
+            with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                await self._channel.aclose()
+
+    async def _read_then_drain(self, inbox: trio.MemorySendChannel[Request | Notification],
+                               writer_done: trio.Event) -> None:
+        async with inbox:
+            await self._read_loop(inbox)
+        # EOF: the dispatcher serves what was queued, then closes the outgoing queue and
+        # the writer flushes it; if that takes longer than CLOSE_GRACE, stop anyway.
+        with trio.move_on_after(CLOSE_GRACE):
+            await writer_done.wait()
+        writer_done.set()
+
+    async def _read_loop(self, inbox: trio.MemorySendChannel[Request | Notification]) -> None:
+        while True:
+            try:
+                text = await self._channel.receive()
+            except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            except MessageTooLarge as exc:
+                self.warn(f"ignored a message: {exc}")
+                continue
+            message = parse(text)
+            if isinstance(message, Response | ErrorResponse):
+                self._route_reply(message)
+            elif isinstance(message, Malformed):
+                self._answer_malformed(message)
+            else:
+                await inbox.send(message)
+
+    def _route_reply(self, message: Response | ErrorResponse) -> None:
+        pending = self._pending.pop(message.id, None) if message.id is not None else None
+        if pending is not None:
+            pending.answered(self, message)
+        # A reply to a request that was resolved elsewhere or abandoned is expected; ignore it.
+
+    def _answer_malformed(self, message: Malformed) -> None:
+        if message.id is not None:
+            self.send(error_message(message.id, RpcError(message.reason, code=message.code)))
+        else:
+            self.warn(f"ignored a message that is not JSON-RPC: {message.reason}")
+
+    async def _dispatch_loop(self, inbox: trio.MemoryReceiveChannel[Request | Notification]) -> None:
+        async with inbox:
+            async for message in inbox:
+                if isinstance(message, Notification):
+                    self._host.handle_notification(self, message)
+                    continue
+                await self._serve(message)
+        self._out_send.close()  # EOF and nothing left to answer: the writer may finish
+
+    async def _serve(self, request: Request) -> None:
+        try:
+            reply = await self._host.handle_request(self, request)
+        except RpcError as exc:
+            self.send(error_message(request.id, exc))
+            return
+        except Exception as exc:  # a bug in a handler: answer it, keep serving everyone else
+            traceback.print_exc(file=sys.stderr)
+            error = RpcError(f"internal error in {request.method}: {type(exc).__name__}: {exc}", code=INTERNAL_ERROR)
+            self.send(error_message(request.id, error))
+            return
+        # No checkpoint between the handler's return and queuing its response, so a
+        # notification the handler caused cannot overtake it (see _hub).
+        self.send(response_message(request.id, reply.result))
+        if reply.after is not None:
+            reply.after()
+
+    async def _write_loop(self, done: trio.Event) -> None:
+        try:
+            async with self._out_receive:
+                async for text in self._out_receive:
+                    # Everything queued goes in one write: the writer keeps up with a burst
+                    # (the pump queues in one step what took the agent many).
+                    batch = [text]
+                    while len(batch) < WRITE_BATCH:
+                        try:
+                            batch.append(self._out_receive.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    await self._channel.send_batch(batch)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self.drop(f"its transport failed ({exc})")
+        finally:
+            done.set()
+

@@ -1,0 +1,406 @@
+"""Agent events to app-server v2 items and notifications (pure: no I/O, no Trio).
+
+Theory of operation. ``ThreadMapper`` follows one loaded thread's agent: it is fed
+every ``AgentEvent`` in order and returns the protocol messages (``Out``) they mean.
+Each agent turn gets a ``TurnMapper`` and a ``TurnRecord`` whose wire id is a string
+minted by the server; the mapping (``docs/app-server.md`` has the table):
+
+- the prompt and each steer that joins -> ``userMessage`` (started and completed at once);
+- ``assistant.delta``/``assistant.message`` -> ``agentMessage`` with
+  ``item/agentMessage/delta``;
+- ``reasoning.summary.delta`` -> ``reasoning`` with ``item/reasoning/summaryTextDelta``;
+- the ``exec`` and ``wait`` calls, and ``exec_command``/``write_stdin`` inside a cell
+  -> ``commandExecution``, their output as one ``item/commandExecution/outputDelta``;
+- a dynamic tool (declared by the client) -> ``dynamicToolCall``;
+- a compaction -> ``contextCompaction`` and ``thread/compacted``;
+- ``model.call.completed`` usage -> ``thread/tokenUsage/updated``;
+- a retry -> ``error`` with ``willRetry: true``; a failed turn -> ``error`` then
+  ``turn/completed`` with status ``failed``; a cancelled one -> ``interrupted``.
+
+The thread status the client sees is derived here too, from the same events, so it is
+never ahead of or behind the notifications: ``active`` from ``run.started``, then
+``idle`` or ``systemError`` (a failed turn) from the terminal event, each announced
+(``thread/status/changed``, to every connection) before ``turn/started`` /
+``turn/completed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from .._events import AgentEvent, EventKind
+from .._threads import ThreadStatus
+from ._shapes import TurnRecord, add_usage, status_json, usage_breakdown
+from ._tool_items import ToolItems, text_of
+
+__all__ = ["DynamicOutcome", "Out", "ThreadMapper", "TurnMapper", "UserInput"]
+
+Json = dict[str, Any]
+_PHASES = ("commentary", "partial_answer", "final_answer")
+
+
+@attrs.frozen
+class Out:
+    """One notification; ``broadcast`` ones go to every initialized connection, the
+    others to the thread's subscribers."""
+
+    method: str
+    params: Json
+    broadcast: bool = False
+
+
+@attrs.frozen
+class UserInput:
+    """A prompt or steer as the client gave it: the text and images for the agent, and
+    the v2 ``UserInput`` content for the ``userMessage`` item."""
+
+    text: str
+    images: tuple[str, ...] = ()
+    content: tuple[Json, ...] = ()
+    client_id: str | None = None
+
+    def item_content(self) -> list[Json]:
+        if self.content:
+            return [dict(part) for part in self.content]
+        return [{"type": "text", "text": self.text, "text_elements": []}]
+
+
+@attrs.frozen
+class DynamicOutcome:
+    """The client's answer to an ``item/tool/call`` (or the failure standing in for it)."""
+
+    content_items: tuple[Json, ...]
+    success: bool
+
+
+def _ms(duration_ns: object) -> int | None:
+    return duration_ns // 1_000_000 if isinstance(duration_ns, int) else None
+
+
+class TurnMapper:
+    """One turn's items. ``record`` is what ``thread/read`` shows of it."""
+
+    def __init__(self, thread: ThreadMapper, record: TurnRecord, user_input: UserInput | None) -> None:
+        self._thread = thread
+        self.record = record
+        self.user_input = user_input
+        self.steers: list[UserInput] = []  # accepted, waiting for their run.steered
+        self._open: dict[str, Json] = {}
+        self._reasoning: dict[int, str] = {}  # model call index -> open reasoning item id
+        self._compactions = 0
+        self._messages: set[str] = set()  # agentMessage ids shown in this turn
+        self._error: str | None = None
+        self.ended = False
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def _base(self) -> Json:
+        return {"threadId": self._thread.thread_id, "turnId": self.record.id}
+
+    def start_item(self, item: Json) -> Out:
+        now = self._thread.now_ms()
+        item["startedAtMs"] = now
+        item["completedAtMs"] = None
+        self._open[item["id"]] = item
+        return Out("item/started", {"item": dict(item), **self._base(), "startedAtMs": now})
+
+    def complete_item(self, item_id: str, **fields: Any) -> Out | None:
+        item = self._open.pop(item_id, None)
+        if item is None:
+            return None
+        now = self._thread.now_ms()
+        item.update(fields, completedAtMs=now)
+        self.record.items.append(item)
+        return Out("item/completed", {"item": dict(item), **self._base(), "contentTokenCount": None,
+                                      "completedAtMs": now})
+
+    def _user_message(self, given: UserInput) -> list[Out]:
+        item_id = self._thread.new_id()
+        item = {"type": "userMessage", "id": item_id, "clientId": given.client_id, "content": given.item_content()}
+        started = self.start_item(item)
+        completed = self.complete_item(item_id)
+        assert completed is not None
+        return [started, completed]
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def started(self) -> list[Out]:
+        self.record.started_at_ms = self._thread.now_ms()
+        outs = [Out("turn/started", {"threadId": self._thread.thread_id, "turn": self.record.to_json("notLoaded")})]
+        if self.user_input is not None:
+            outs += self._user_message(self.user_input)
+        return outs
+
+    def steered(self) -> list[Out]:
+        given = self.steers.pop(0) if self.steers else None
+        return self._user_message(given) if given is not None else []
+
+    def finish(self, status: str) -> list[Out]:
+        """The terminal event: close what is open, then ``error`` (a failure) and
+        ``turn/completed``; the status announcement goes between them (ThreadMapper)."""
+        outs = [out for open_id in list(self._open) if (out := self.complete_item(open_id)) is not None]
+        self.ended = True
+        self.record.completed_at_ms = self._thread.now_ms()
+        if status == "failed":
+            self.record.status = "failed"
+            self.record.error = {"message": self._error or "the turn failed", "codexErrorInfo": None,
+                                 "additionalDetails": None}
+            outs.append(Out("error", {"error": self.record.error, **self._base(), "willRetry": False}))
+        else:
+            self.record.status = "interrupted" if status == "cancelled" else "completed"
+        return outs
+
+    def completed(self) -> Out:
+        return Out("turn/completed", {"threadId": self._thread.thread_id, "turn": self.record.to_json("summary")})
+
+    # -- events ------------------------------------------------------------------------
+
+    def on_event(self, kind: EventKind, payload: Json) -> list[Out]:
+        handler = _HANDLERS.get(kind)
+        return handler(self, payload) if handler is not None else []
+
+    def _assistant_delta(self, payload: Json) -> list[Out]:
+        item_id = self._message_id(payload)
+        outs = [] if item_id in self._open else [self._start_message(item_id, payload)]
+        text = payload.get("text", "")
+        self._open[item_id]["text"] += text
+        outs.append(Out("item/agentMessage/delta", {**self._base(), "itemId": item_id, "delta": text}))
+        return outs
+
+    def _assistant_message(self, payload: Json) -> list[Out]:
+        item_id = self._message_id(payload)
+        outs = [] if item_id in self._open else [self._start_message(item_id, payload)]
+        done = self.complete_item(item_id, text=payload.get("text", ""))
+        return outs + ([done] if done is not None else [])
+
+    def _message_id(self, payload: Json) -> str:
+        item_id = payload.get("item_id")
+        if isinstance(item_id, str) and item_id:
+            return item_id
+        return f"msg-{self.record.id}-{payload.get('model_call_index')}"
+
+    def _start_message(self, item_id: str, payload: Json) -> Out:
+        self._messages.add(item_id)
+        phase = payload.get("phase")
+        return self.start_item({
+            "type": "agentMessage", "id": item_id, "text": "", "phase": phase if phase in _PHASES else None,
+            "moderation": None, "memoryCitation": None, "delivery": None, "questions": None,
+        })
+
+    def _api_event(self, payload: Json) -> list[Out]:
+        """A server that puts an assistant message only in ``response.completed`` (no
+        ``output_item.done`` before it): the message is shown from there."""
+        frame = payload.get("event")
+        if payload.get("direction") != "inbound" or not isinstance(frame, dict):
+            return []
+        if frame.get("type") != "response.completed" or not isinstance(frame.get("response"), dict):
+            return []
+        outs: list[Out] = []
+        for item in frame["response"].get("output") or []:
+            if not isinstance(item, dict) or item.get("type") != "message" or item.get("role") != "assistant":
+                continue
+            item_id = item.get("id") if isinstance(item.get("id"), str) else None
+            if item_id is not None and item_id in self._messages:
+                continue
+            text = text_of(item.get("content") or [])
+            message = {"item_id": item_id or self._thread.new_id(), "text": text, "phase": item.get("phase"),
+                       "model_call_index": payload.get("model_call_index")}
+            outs += self._assistant_message(message)
+        return outs
+
+    def _reasoning_delta(self, payload: Json) -> list[Out]:
+        index = payload.get("model_call_index")
+        index = index if isinstance(index, int) else 0
+        outs: list[Out] = []
+        item_id = self._reasoning.get(index)
+        if item_id is None:
+            item_id = self._reasoning[index] = f"rs-{self.record.id}-{index}"
+            outs.append(self.start_item({"type": "reasoning", "id": item_id, "summary": [""], "content": []}))
+        text = payload.get("text", "")
+        self._open[item_id]["summary"][0] += text
+        outs.append(Out("item/reasoning/summaryTextDelta", {**self._base(), "itemId": item_id, "delta": text,
+                                                             "summaryIndex": 0}))
+        return outs
+
+    def _call_ended(self, payload: Json) -> list[Out]:
+        outs = self._close_reasoning(payload.get("call_index"))
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            outs.append(self._thread.token_usage(self, usage_breakdown(usage)))
+        return outs
+
+    def _close_reasoning(self, index: object) -> list[Out]:
+        item_id = self._reasoning.pop(index, None) if isinstance(index, int) else None
+        done = self.complete_item(item_id) if item_id is not None else None
+        return [done] if done is not None else []
+
+    def _call_failed(self, payload: Json) -> list[Out]:
+        return self._close_reasoning(payload.get("call_index"))
+
+    def _retrying(self, payload: Json) -> list[Out]:
+        message = payload.get("error") or "the model call failed; retrying"
+        error = {"message": str(message), "codexErrorInfo": None, "additionalDetails": None}
+        return [Out("error", {"error": error, **self._base(), "willRetry": True})]
+
+    def _run_error(self, payload: Json) -> list[Out]:
+        self._error = str(payload.get("message") or "the turn failed")
+        return []
+
+    def _compaction_started(self, payload: Json) -> list[Out]:
+        self._compactions += 1
+        item_id = f"compaction-{self.record.id}-{self._compactions}"
+        return [self.start_item({"type": "contextCompaction", "id": item_id})]
+
+    def _compaction_ended(self, payload: Json, *, compacted: bool) -> list[Out]:
+        done = self.complete_item(f"compaction-{self.record.id}-{self._compactions}")
+        outs = [done] if done is not None else []
+        if compacted:
+            outs.append(Out("thread/compacted", self._base()))
+        return outs
+
+    def _tool_call(self, payload: Json) -> list[Out]:
+        item = self._thread.tools.started(payload)
+        return [self.start_item(item)] if item is not None else []
+
+    def _tool_result(self, payload: Json) -> list[Out]:
+        call_id = payload.get("call_id")
+        item = self._open.get(call_id) if isinstance(call_id, str) else None
+        if item is None or not isinstance(call_id, str):
+            return []
+        if item["type"] == "dynamicToolCall":
+            outcome = self._thread.dynamic_outcome(call_id)
+            success = outcome.success if outcome is not None else payload.get("status") == "completed"
+            done = self.complete_item(
+                call_id, status="completed" if success else "failed", success=success,
+                contentItems=[dict(c) for c in outcome.content_items] if outcome is not None else None,
+                durationMs=_ms(payload.get("duration_ns")),
+            )
+            return [done] if done is not None else []
+        return self._command_result(call_id, payload)
+
+    def _command_result(self, call_id: str, payload: Json) -> list[Out]:
+        fields = self._thread.tools.command_outcome(payload)
+        item = self._open[call_id]
+        if "processId" in fields and item["source"] == "agent":
+            self._thread.tools.note_session(fields["processId"], item["command"])
+        outs: list[Out] = []
+        output = fields.get("aggregatedOutput")
+        if output:
+            outs.append(Out("item/commandExecution/outputDelta", {**self._base(), "itemId": call_id, "delta": output}))
+        done = self.complete_item(call_id, durationMs=_ms(payload.get("duration_ns")), **fields)
+        return outs + ([done] if done is not None else [])
+
+
+_HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
+    EventKind.ASSISTANT_DELTA: TurnMapper._assistant_delta,
+    EventKind.ASSISTANT_MESSAGE: TurnMapper._assistant_message,
+    EventKind.REASONING_SUMMARY_DELTA: TurnMapper._reasoning_delta,
+    EventKind.MODEL_CALL_COMPLETED: TurnMapper._call_ended,
+    EventKind.MODEL_CALL_FAILED: TurnMapper._call_failed,
+    EventKind.MODEL_ATTEMPT_RETRYING: TurnMapper._retrying,
+    EventKind.RUN_ERROR: TurnMapper._run_error,
+    EventKind.MODEL_COMPACTION_STARTED: TurnMapper._compaction_started,
+    EventKind.MODEL_COMPACTION_COMPLETED: lambda m, p: m._compaction_ended(p, compacted=True),
+    EventKind.MODEL_COMPACTION_FAILED: lambda m, p: m._compaction_ended(p, compacted=False),
+    EventKind.TOOL_CALL: TurnMapper._tool_call,
+    EventKind.TOOL_RESULT: TurnMapper._tool_result,
+    EventKind.API_EVENT: TurnMapper._api_event,
+}
+
+
+class ThreadMapper:
+    """One loaded thread's agent events to protocol messages (see the module docstring).
+
+    ``turns`` holds every turn the client can read (earlier ones from the store, then
+    this agent's); ``by_agent_turn`` maps this agent's integer turn ids to their mapper.
+    ``new_id`` mints item and turn ids; ``now_ms`` is the wire clock; ``outcomes`` looks
+    up the client's answer to a dynamic tool call.
+    """
+
+    def __init__(
+        self, thread_id: str, *, cwd: str, model_context_window: int, dynamic_tools: frozenset[str],
+        new_id: Callable[[], str], now_ms: Callable[[], int],
+        outcomes: Callable[[str], DynamicOutcome | None] = lambda call_id: None,
+        turns: list[TurnRecord] | None = None, status: ThreadStatus = ThreadStatus.IDLE,
+    ) -> None:
+        self.thread_id = thread_id
+        self.cwd = cwd
+        self.dynamic_tools = dynamic_tools
+        self.new_id = new_id
+        self.now_ms = now_ms
+        self._outcomes = outcomes
+        self.window = model_context_window
+        self.turns: list[TurnRecord] = list(turns or [])
+        self.by_agent_turn: dict[int, TurnMapper] = {}
+        self.status = status
+        self.usage_total: Json | None = None
+        self.tools = ToolItems(cwd, dynamic_tools)
+
+    # -- turns -------------------------------------------------------------------------
+
+    def accept_turn(self, agent_turn_id: int, user_input: UserInput | None) -> TurnMapper:
+        """A turn the server accepted (or first heard of): its record, before it runs."""
+        mapper = self.by_agent_turn.get(agent_turn_id)
+        if mapper is None:
+            mapper = TurnMapper(self, TurnRecord(self.new_id()), user_input)
+            self.by_agent_turn[agent_turn_id] = mapper
+            self.turns.append(mapper.record)
+        return mapper
+
+    def wire_turn(self, agent_turn_id: int | None) -> TurnMapper | None:
+        return self.by_agent_turn.get(agent_turn_id) if agent_turn_id is not None else None
+
+    def find_turn(self, wire_id: str) -> tuple[int, TurnMapper] | None:
+        for agent_turn_id, mapper in self.by_agent_turn.items():
+            if mapper.record.id == wire_id:
+                return agent_turn_id, mapper
+        return None
+
+    # -- events ------------------------------------------------------------------------
+
+    def on_event(self, event: AgentEvent) -> list[Out]:
+        kind = event.kind
+        if event.turn_id is None:  # warmup, connections, background cells: not part of a turn
+            return []
+        if kind is EventKind.RUN_STARTED:
+            mapper = self.accept_turn(event.turn_id, None)
+            if mapper.record.started_at_ms is not None:
+                return []
+            return self._status(ThreadStatus.ACTIVE) + mapper.started()
+        live = self.wire_turn(event.turn_id)
+        if live is None or live.ended:
+            return []
+        mapper = live
+        if kind is EventKind.RUN_STEERED:
+            return mapper.steered()
+        if kind.is_terminal:
+            status = str(event.payload.get("status", "completed"))
+            outs = mapper.finish(status)
+            after = ThreadStatus.SYSTEM_ERROR if status == "failed" else ThreadStatus.IDLE
+            return outs + self._status(after) + [mapper.completed()]
+        return mapper.on_event(kind, event.payload)
+
+    def _status(self, status: ThreadStatus) -> list[Out]:
+        if status is self.status:
+            return []
+        self.status = status
+        return [Out("thread/status/changed", {"threadId": self.thread_id, "status": status_json(status)},
+                    broadcast=True)]
+
+    def set_status(self, status: ThreadStatus) -> list[Out]:
+        """A status the manager reported (``NOT_LOADED`` on unload)."""
+        return self._status(status)
+
+    def token_usage(self, turn: TurnMapper, last: Json) -> Out:
+        self.usage_total = last if self.usage_total is None else add_usage(self.usage_total, last)
+        usage = {"total": self.usage_total, "last": last, "modelContextWindow": self.window}
+        return Out("thread/tokenUsage/updated", {"threadId": self.thread_id, "turnId": turn.record.id,
+                                                 "tokenUsage": usage})
+
+    # -- tools -------------------------------------------------------------------------
+
+    def dynamic_outcome(self, call_id: str) -> DynamicOutcome | None:
+        return self._outcomes(call_id)

@@ -1,0 +1,201 @@
+"""JSON-RPC 2.0 messages as the Codex app-server speaks them: parsing and encoding (pure).
+
+One message is one JSON object. ``parse`` sorts an incoming text into a ``Request``
+(``id`` and ``method``), a ``Notification`` (``method``, no ``id``), a ``Response``
+(``id`` and ``result``), an ``ErrorResponse`` (``id`` and ``error``) or ``Malformed``
+(with the request ``id`` when one could be read, so the caller can still answer it).
+The ``jsonrpc`` member is optional on input (codex does not require it) and must be
+``"2.0"`` when present; the server always writes it.
+
+Encoded text never contains a raw line break: JSON escapes ``\\n`` and ``\\r``, and
+U+2028, U+2029 and U+0085 (which ``str.splitlines`` and JavaScript treat as line ends)
+are escaped too, so newline-delimited framing is safe for any reader.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from .._jsontext import dumps
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "ErrorResponse",
+    "InvalidParams",
+    "InvalidRequest",
+    "Malformed",
+    "Message",
+    "MethodNotFound",
+    "Notification",
+    "Request",
+    "RequestId",
+    "Response",
+    "RpcError",
+    "encode",
+    "error_message",
+    "notification_message",
+    "parse",
+    "request_message",
+    "response_message",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+RequestId = int | str
+JsonObject = dict[str, Any]
+_LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
+
+
+class RpcError(Exception):
+    """An error answered to a request: ``code``, ``message`` (and optional ``data``)."""
+
+    code = INTERNAL_ERROR
+
+    def __init__(self, message: str, *, code: int | None = None, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.data = data
+
+
+class InvalidRequest(RpcError):
+    """-32600: the request cannot be served as asked (unknown thread, wrong state...)."""
+
+    code = INVALID_REQUEST
+
+
+class MethodNotFound(RpcError):
+    code = METHOD_NOT_FOUND
+
+
+class InvalidParams(RpcError):
+    """-32602: the params do not have the shape the method needs."""
+
+    code = INVALID_PARAMS
+
+
+@attrs.frozen
+class Request:
+    id: RequestId
+    method: str
+    params: Any
+
+
+@attrs.frozen
+class Notification:
+    method: str
+    params: Any
+
+
+@attrs.frozen
+class Response:
+    id: RequestId
+    result: Any
+
+
+@attrs.frozen
+class ErrorResponse:
+    id: RequestId | None
+    code: int
+    message: str
+    data: Any = None
+
+
+@attrs.frozen
+class Malformed:
+    """Text that is not a JSON-RPC message; ``id`` when the request id was readable."""
+
+    reason: str
+    id: RequestId | None = None
+    code: int = INVALID_REQUEST
+
+
+Message = Request | Notification | Response | ErrorResponse | Malformed
+
+
+def _request_id(value: object) -> RequestId | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | str):
+        return value
+    return None
+
+
+def parse(text: str) -> Message:
+    """Sort one incoming JSON text into a message (never raises)."""
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        return Malformed(f"the line is not JSON ({exc})", code=PARSE_ERROR)
+    if not isinstance(raw, dict):
+        return Malformed(f"a JSON-RPC message is a JSON object, got {type(raw).__name__}")
+    has_id = "id" in raw
+    request_id = _request_id(raw.get("id"))
+    version = raw.get("jsonrpc", "2.0")
+    if version != "2.0":
+        return Malformed(f'"jsonrpc" must be "2.0", got {version!r}', request_id)
+    if has_id and request_id is None:
+        return Malformed(f"the id must be a string or an integer, got {raw.get('id')!r}")
+    method = raw.get("method")
+    if method is not None:
+        if not isinstance(method, str) or not method:
+            return Malformed(f"the method must be a non-empty string, got {method!r}", request_id)
+        params = raw.get("params")
+        if request_id is None:
+            return Notification(method, params)
+        return Request(request_id, method, params)
+    if request_id is not None and "result" in raw:
+        return Response(request_id, raw["result"])
+    if request_id is not None and isinstance(raw.get("error"), dict):
+        error = raw["error"]
+        code = error.get("code")
+        message = error.get("message")
+        return ErrorResponse(
+            request_id, code if isinstance(code, int) else INTERNAL_ERROR,
+            message if isinstance(message, str) else "", error.get("data"),
+        )
+    return Malformed('a message needs a "method" (request or notification) or an "id" with "result" or '
+                     '"error" (response)', request_id)
+
+
+def encode(message: JsonObject) -> str:
+    """Compact JSON text for one message, with no raw line break in it."""
+    text = dumps(message)
+    for char, escaped in _LINE_BREAKS:
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
+
+
+def response_message(request_id: RequestId, result: Any) -> JsonObject:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_message(request_id: RequestId, error: RpcError) -> JsonObject:
+    body: JsonObject = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        body["data"] = error.data
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}
+
+
+def notification_message(method: str, params: Any, *, emitted_at_ms: int | None = None) -> JsonObject:
+    message: JsonObject = {"jsonrpc": "2.0", "method": method, "params": params}
+    if emitted_at_ms is not None:
+        message["emittedAtMs"] = emitted_at_ms
+    return message
+
+
+def request_message(request_id: RequestId, method: str, params: Any) -> JsonObject:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}

@@ -1,0 +1,110 @@
+"""Method routing: the supported subset of the Codex app-server v2 protocol.
+
+``dispatch`` answers an unknown method with -32601, a request before ``initialize``
+with -32600 ("Not initialized"), and hands the rest to its handler with the params
+wrapped in ``Params`` (whose errors are -32602). A library error a handler lets
+through (``ta.AgentError``: an unknown thread, a refused config...) becomes -32600
+with its message. ``initialize`` and ``model/list`` live here; thread and turn
+methods in their own modules.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from .._config import DEFAULT_MODEL, Thinking
+from .._errors import AgentError
+from . import _thread_methods, _turn_methods
+from ._connection import Connection, Reply
+from ._jsonrpc import InvalidParams, InvalidRequest, MethodNotFound, Request
+from ._params import Params
+from ._shapes import CLI_VERSION
+
+if TYPE_CHECKING:
+    from ._server import AppServer
+
+__all__ = ["METHODS", "dispatch"]
+
+Handler = Callable[["AppServer", Connection, Params], Awaitable[Reply]]
+
+
+async def dispatch(server: AppServer, conn: Connection, request: Request) -> Reply:
+    handler = METHODS.get(request.method)
+    if handler is None:
+        raise MethodNotFound(
+            f"unknown method {request.method!r}: trio-agent serve speaks a subset of the Codex app-server v2 "
+            f"protocol ({', '.join(sorted(METHODS))}); see docs/app-server.md"
+        )
+    if not conn.initialized and request.method != "initialize":
+        raise InvalidRequest("Not initialized: send `initialize` (then the `initialized` notification) first")
+    params = Params(request.method, request.params)
+    try:
+        return await handler(server, conn, params)
+    except AgentError as exc:
+        raise InvalidRequest(f"{request.method}: {exc}") from exc
+
+
+async def initialize(server: AppServer, conn: Connection, params: Params) -> Reply:
+    if conn.initialized:
+        raise InvalidRequest("Already initialized: send `initialize` once per connection")
+    info = params.opt_object("clientInfo")
+    if info is None:
+        raise InvalidParams("initialize: missing required field `clientInfo` ({name, version})")
+    name, version = info.get("name"), info.get("version", "")
+    if not isinstance(name, str) or not name or not isinstance(version, str):
+        raise InvalidParams("initialize: `clientInfo` needs a non-empty string `name` (and a string `version`)")
+    capabilities = params.opt_object("capabilities") or {}
+    opt_out = capabilities.get("optOutNotificationMethods") or []
+    if not isinstance(opt_out, list) or not all(isinstance(method, str) for method in opt_out):
+        raise InvalidParams("initialize: `capabilities.optOutNotificationMethods` must be an array of method names")
+    conn.opt_out = frozenset(opt_out)
+    conn.initialized = True
+    conn.client_name = name
+    system = platform.system()
+    return Reply({
+        "userAgent": f"trio-agent/{CLI_VERSION} ({system} {platform.release()}; {platform.machine()}) "
+                     f"({name}; {version})",
+        "codexHome": str(server.home.resolve()),
+        "platformFamily": "windows" if sys.platform == "win32" else "unix",
+        "platformOs": {"Darwin": "macos", "Windows": "windows"}.get(system, system.lower()),
+    })
+
+
+_KNOWN_MODELS = ("gpt-5.5", "gpt-5.4", "gpt-5")
+_EFFORTS = {
+    Thinking.MINIMAL: "Fastest responses, least reasoning",
+    Thinking.LOW: "Fast responses with light reasoning",
+    Thinking.MEDIUM: "Balances speed and reasoning depth",
+    Thinking.HIGH: "Greater reasoning depth for complex problems",
+    Thinking.XHIGH: "Extra high reasoning depth",
+}
+
+
+def model_entry(model: str, *, default: bool, effort: Thinking) -> dict[str, Any]:
+    return {
+        "id": model, "model": model, "displayName": model, "description": f"{model} on the Responses API",
+        "hidden": False, "isDefault": default, "defaultReasoningEffort": effort.value,
+        "supportedReasoningEfforts": [{"reasoningEffort": e.value, "description": d} for e, d in _EFFORTS.items()],
+        "inputModalities": ["text", "image"], "supportsPersonality": False, "upgrade": None,
+    }
+
+
+async def model_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+    params.opt_string("cursor")
+    limit = params.opt_int("limit")
+    configured = server.config.model
+    models = [configured, *(m for m in (DEFAULT_MODEL, *_KNOWN_MODELS) if m != configured)]
+    unique = list(dict.fromkeys(models))
+    data = [model_entry(m, default=m == configured, effort=server.config.thinking) for m in unique]
+    return Reply({"data": data[:limit] if limit else data, "nextCursor": None})
+
+
+METHODS: dict[str, Handler] = {
+    "initialize": initialize,
+    "model/list": model_list,
+    **_thread_methods.METHODS,
+    **_turn_methods.METHODS,
+}

@@ -1,0 +1,168 @@
+"""The app-server v2 objects this server sends: ``Thread``, ``Turn``, ``ThreadStatus``,
+token usage (pure builders; field names and enums as the protocol schema has them).
+
+``ThreadMeta`` is what the server knows of a thread beyond its rollout (model, cwd,
+dynamic tools, creation time...); ``TurnRecord`` is one turn as the protocol shows it
+(``id`` is a string minted by the server, UUIDv7). Timestamps: ``createdAt``,
+``startedAt``... are Unix seconds, ``*AtMs`` Unix milliseconds (``_clock.WireClock``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .._threads import ThreadStatus
+
+__all__ = [
+    "ItemsView",
+    "ThreadMeta",
+    "TurnRecord",
+    "status_json",
+    "thread_json",
+    "usage_breakdown",
+]
+
+Json = dict[str, Any]
+ItemsView = str  # "notLoaded" | "summary" | "full"
+CLI_VERSION = "0.1.0"  # trio_agent.__version__ (not imported: the package imports this module)
+
+
+def status_json(status: ThreadStatus) -> Json:
+    if status is ThreadStatus.ACTIVE:
+        return {"type": "active", "activeFlags": []}
+    return {"type": status.value}
+
+
+@attrs.define
+class ThreadMeta:
+    """A thread's settings and identity, kept by the server (``_store``)."""
+
+    thread_id: str
+    created_at: int  # Unix seconds
+    cwd: str
+    model: str
+    model_provider: str
+    ephemeral: bool = False
+    forked_from: str | None = None
+    dynamic_tools: list[Json] = attrs.field(factory=list)
+    instructions: str | None = None
+    originator: str | None = None
+    preview: str = ""
+    updated_at: int | None = None
+
+    def to_json(self) -> Json:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Json) -> ThreadMeta:
+        names = {field.name for field in attrs.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+
+@attrs.define
+class TurnRecord:
+    """One turn: its items (completed ones, in order) and how it ended."""
+
+    id: str
+    status: str = "inProgress"  # TurnStatus: inProgress | completed | interrupted | failed
+    items: list[Json] = attrs.field(factory=list)
+    error: Json | None = None
+    started_at_ms: int | None = None
+    completed_at_ms: int | None = None
+
+    def to_json(self, view: ItemsView = "full") -> Json:
+        if view == "notLoaded":
+            items: list[Json] = []
+        elif view == "summary":  # what codex's turn/completed carries: the last agent message
+            messages = [item for item in self.items if item.get("type") == "agentMessage"]
+            items = messages[-1:]
+        else:
+            items = list(self.items)
+        started = self.started_at_ms
+        completed = self.completed_at_ms
+        return {
+            "id": self.id,
+            "rootTurnId": self.id,
+            "items": items,
+            "itemsView": view,
+            "status": self.status,
+            "error": self.error,
+            "startedAt": started // 1000 if started is not None else None,
+            "completedAt": completed // 1000 if completed is not None else None,
+            "durationMs": completed - started if started is not None and completed is not None else None,
+        }
+
+    def stored(self) -> Json:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_stored(cls, data: Json) -> TurnRecord:
+        names = {field.name for field in attrs.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+
+def thread_json(
+    meta: ThreadMeta, status: ThreadStatus, *, path: str | None, turns: list[TurnRecord] | None = None,
+    reasoning_effort: str | None = None,
+) -> Json:
+    updated = meta.updated_at if meta.updated_at is not None else meta.created_at
+    return {
+        "id": meta.thread_id,
+        "sessionId": meta.thread_id,
+        "forkedFromId": meta.forked_from,
+        "parentThreadId": None,
+        "preview": meta.preview,
+        "ephemeral": meta.ephemeral,
+        "modelProvider": meta.model_provider,
+        "model": meta.model,
+        "reasoningEffort": reasoning_effort,
+        "createdAt": meta.created_at,
+        "updatedAt": updated,
+        "recencyAt": updated,
+        "status": status_json(status),
+        "path": path,
+        "cwd": meta.cwd,
+        "cliVersion": CLI_VERSION,
+        "originator": meta.originator,
+        "source": "appServer",
+        "threadSource": None,
+        "agentNickname": None,
+        "agentRole": None,
+        "gitInfo": None,
+        "name": None,
+        "projectId": None,
+        "section": None,
+        "sectionEnteredAt": None,
+        "historyMode": "legacy",
+        "turns": [turn.to_json("full") for turn in turns or []],
+    }
+
+
+def usage_breakdown(raw: object) -> Json:
+    """A Responses ``usage`` object as a ``TokenUsageBreakdown``."""
+    usage = raw if isinstance(raw, dict) else {}
+
+    def count(value: object) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    input_details = _object(usage.get("input_tokens_details"))
+    output_details = _object(usage.get("output_tokens_details"))
+    inputs, outputs = count(usage.get("input_tokens")), count(usage.get("output_tokens"))
+    return {
+        "totalTokens": count(usage.get("total_tokens")) or inputs + outputs,
+        "inputTokens": inputs,
+        "cachedInputTokens": count(input_details.get("cached_tokens")),
+        "cacheWriteInputTokens": 0,
+        "outputTokens": outputs,
+        "reasoningOutputTokens": count(output_details.get("reasoning_tokens")),
+    }
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def add_usage(total: Json, last: Json) -> Json:
+    return {key: total.get(key, 0) + value for key, value in last.items()}

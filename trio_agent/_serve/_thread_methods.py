@@ -1,0 +1,322 @@
+"""``thread/*`` methods: start, resume (warm or cold), fork, read, list, loaded/list,
+unsubscribe, inject_items, compact/start.
+
+Threads are the thread manager's: the id is the agent's session id (UUIDv7), the
+rollout lives under the server's home. ``thread/start``, ``thread/resume`` and
+``thread/fork`` subscribe the caller. The state of a thread being loaded is created
+inside ``configure`` (which the manager calls with the new thread's id before its
+agent exists), so no event of the new agent can arrive before the server knows it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._rollout import RolloutConfig, read_history
+from .._session.snapshot import SessionSnapshot
+from .._threads import ThreadError, ThreadStatus
+from ._connection import Connection, Reply
+from ._dynamic import parse_dynamic_tools
+from ._jsonrpc import InvalidParams, InvalidRequest
+from ._params import Params, shown
+from ._shapes import ThreadMeta, thread_json
+
+if TYPE_CHECKING:
+    from .._config import AgentConfig
+    from ._server import AppServer, ThreadState
+
+__all__ = ["METHODS"]
+
+Json = dict[str, Any]
+DEFAULT_PAGE = 25
+MAX_PAGE = 200
+
+
+def _workspace(server: AppServer, cwd: str | None, method: str) -> str:
+    if cwd is None:
+        return os.path.realpath(server.config.resolved_workspace())
+    path = Path(cwd)
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if not path.is_dir():
+        raise InvalidParams(f"{method}: `cwd` {cwd!r} is not a directory; pass an existing directory (or omit it)")
+    return os.path.realpath(path)
+
+
+def _unload_delay(params: Params) -> float | None:
+    overrides = params.opt_object("config") or {}
+    value = overrides.get("thread_unload_delay_secs")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise InvalidParams(f"{params.method}: config.thread_unload_delay_secs must be a number of seconds >= 0, "
+                            f"got {shown(value)}")
+    return float(value)
+
+
+def _instructions(params: Params) -> str | None:
+    base = params.opt_string("baseInstructions")
+    developer = params.opt_string("developerInstructions")
+    if developer is None:
+        return base or None
+    from .._session.context import DEFAULT_INSTRUCTIONS
+
+    return f"{base or DEFAULT_INSTRUCTIONS}\n\n{developer}"
+
+
+async def thread_start(server: AppServer, conn: Connection, params: Params) -> Reply:
+    ephemeral = params.opt_bool("ephemeral") or False
+    specs = parse_dynamic_tools(params.opt_list("dynamicTools"))
+    meta_args: Json = {
+        "cwd": _workspace(server, params.opt_string("cwd"), params.method),
+        "model": params.opt_string("model") or server.config.model,
+        "model_provider": server.model_provider, "ephemeral": ephemeral,
+        "dynamic_tools": [spec.to_json() for spec in specs], "instructions": _instructions(params),
+        "originator": conn.client_name,
+    }
+    delay = _unload_delay(params)
+    states: list[ThreadState] = []
+
+    def configure(config: AgentConfig) -> AgentConfig:
+        meta = ThreadMeta(config.session_id, created_at=server.clock.now_s(), **meta_args)
+        state = server.new_state(meta, specs=specs)
+        states.append(state)
+        state.subscribers.add(conn)
+        return server.configure(state, config, workspace=meta.cwd)
+
+    try:
+        agent = await server.threads.start(ephemeral=ephemeral, unload_delay=delay, configure=configure,
+                                           subscriber=conn)
+    except BaseException:
+        for state in states:
+            server.drop_state(state)
+        raise
+    state = states[0]
+    state.agent = agent
+    if not ephemeral:
+        server.store.create(state.meta)
+    thread = server.thread_view(state, turns=True)
+    return Reply(server.settings_view(state, thread),
+                 after=lambda: server.broadcast("thread/started", {"thread": thread}))
+
+
+async def thread_resume(server: AppServer, conn: Connection, params: Params) -> Reply:
+    thread_id = params.string("threadId")
+    exclude_turns = params.opt_bool("excludeTurns") or False
+    threads = server.threads
+    state = server.state(thread_id)
+    cold = threads.agent(thread_id) is None or state is None
+    if not cold:
+        assert state is not None
+        await threads.resume(thread_id, subscriber=conn)
+        state.subscribers.add(conn)
+    else:
+        state = await _load_cold(server, conn, thread_id)
+    thread = server.thread_view(state, turns=not exclude_turns)
+    reply = server.settings_view(state, thread)
+    usage = state.mapper.usage_total
+    last_turn = state.mapper.turns[-1].id if state.mapper.turns else None
+    if not cold or usage is None or last_turn is None:
+        return Reply(reply)
+    # codex.md 7.4: a cold resume replays the persisted token usage right after the response.
+    token_usage = {"total": usage, "last": usage, "modelContextWindow": state.mapper.window}
+    return Reply(reply, after=lambda: conn.notify("thread/tokenUsage/updated", {
+        "threadId": thread_id, "turnId": last_turn, "tokenUsage": token_usage}))
+
+
+def stored_meta(server: AppServer, thread_id: str) -> tuple[ThreadMeta, list[Any], Json | None]:
+    """What the server knows of an unloaded thread: its record, else what its rollout says."""
+    stored = server.store.load(thread_id)
+    if stored is not None:
+        turns = stored.turns
+        meta = stored.meta
+        if turns and meta.updated_at is None:
+            meta.updated_at = (turns[-1].completed_at_ms or 0) // 1000 or None
+        return meta, turns, stored.usage_total
+    try:
+        path = RolloutConfig(server.home).find(thread_id)
+    except Exception as exc:  # an id that cannot name a rollout
+        raise InvalidRequest(f"thread not found: {thread_id} ({exc})") from exc
+    if path is None:
+        raise InvalidRequest(f"thread not found: {thread_id}; no rollout under {server.home}")
+    rollout_meta, _history = read_history(path)
+    rollout_meta = rollout_meta or {}
+    created = int(path.stat().st_mtime)
+    meta = ThreadMeta(thread_id, created_at=created, cwd=str(rollout_meta.get("cwd") or ""),
+                      model=str(rollout_meta.get("model") or server.config.model),
+                      model_provider=server.model_provider,
+                      instructions=None)
+    return meta, [], None
+
+
+async def _load_cold(server: AppServer, conn: Connection, thread_id: str) -> ThreadState:
+    if server.threads.is_ephemeral(thread_id):
+        raise InvalidRequest(f"cannot resume the ephemeral thread {thread_id}: it was unloaded and kept no rollout")
+    meta, turns, usage = stored_meta(server, thread_id)
+    states: list[ThreadState] = []
+
+    def configure(config: AgentConfig) -> AgentConfig:
+        state = server.new_state(meta, turns=turns, usage_total=usage)
+        states.append(state)
+        state.subscribers.add(conn)
+        return server.configure(state, config)
+
+    try:
+        agent = await server.threads.resume(thread_id, subscriber=conn, configure=configure)
+    except BaseException:
+        for state in states:
+            server.drop_state(state)
+        raise
+    state = states[0]
+    state.agent = agent
+    return state
+
+
+async def thread_fork(server: AppServer, conn: Connection, params: Params) -> Reply:
+    source_id = params.string("threadId")
+    ephemeral = params.opt_bool("ephemeral") or False
+    threads = server.threads
+    if threads.status(source_id) is ThreadStatus.ACTIVE:
+        raise InvalidRequest(f"thread {source_id} is running a turn; fork it after its turn/completed "
+                             "(or turn/interrupt it first)")
+    try:
+        history = list(threads.read(source_id).history)
+    except ThreadError as exc:
+        raise InvalidRequest(f"cannot fork thread {source_id}: {exc}") from exc
+    if not history:
+        raise InvalidRequest(f"thread {source_id} has no history to fork yet; run a turn on it first")
+    source = server.state(source_id)
+    source_meta, source_turns, _ = (source.meta, source.mapper.turns, None) if source else stored_meta(
+        server, source_id)
+    snapshot = SessionSnapshot(model=source_meta.model, lineage_id=source_id, prompt_cache_key=source_id,
+                               workspace=source_meta.cwd, request_prefix=[], history=history)
+    states: list[ThreadState] = []
+
+    def configure(config: AgentConfig) -> AgentConfig:
+        meta = ThreadMeta(config.session_id, created_at=server.clock.now_s(), cwd=source_meta.cwd,
+                          model=source_meta.model, model_provider=server.model_provider, ephemeral=ephemeral,
+                          forked_from=source_id, dynamic_tools=list(source_meta.dynamic_tools),
+                          instructions=source_meta.instructions, originator=conn.client_name,
+                          preview=source_meta.preview)
+        state = server.new_state(meta, turns=source_turns)
+        states.append(state)
+        state.subscribers.add(conn)
+        return server.configure(state, config, resume=snapshot, workspace=meta.cwd)
+
+    try:
+        agent = await threads.start(ephemeral=ephemeral, configure=configure, subscriber=conn)
+    except BaseException:
+        for state in states:
+            server.drop_state(state)
+        raise
+    state = states[0]
+    state.agent = agent
+    if not ephemeral:
+        server.store.create(state.meta, state.mapper.turns)
+    thread = server.thread_view(state, turns=not (params.opt_bool("excludeTurns") or False))
+    return Reply(server.settings_view(state, thread),
+                 after=lambda: server.broadcast("thread/started", {"thread": {**thread, "turns": []}}))
+
+
+async def thread_read(server: AppServer, conn: Connection, params: Params) -> Reply:
+    thread_id = params.string("threadId")
+    include_turns = params.opt_bool("includeTurns") or False
+    state = server.state(thread_id)
+    if state is not None and server.threads.agent(thread_id) is not None:
+        return Reply({"thread": server.thread_view(state, turns=include_turns)})
+    return Reply({"thread": _unloaded_thread(server, thread_id, turns=include_turns)})
+
+
+def _unloaded_thread(server: AppServer, thread_id: str, *, turns: bool) -> Json:
+    meta, stored_turns, _ = stored_meta(server, thread_id)
+    path = RolloutConfig(server.home).find(thread_id)
+    return thread_json(meta, ThreadStatus.NOT_LOADED, path=str(path) if path else None,
+                       turns=stored_turns if turns else None)
+
+
+def _page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
+    cursor = params.opt_string("cursor")
+    limit = params.opt_int("limit") or DEFAULT_PAGE
+    try:
+        start = int(cursor) if cursor else 0
+    except ValueError:
+        raise InvalidParams(f"{params.method}: `cursor` {cursor!r} is not a cursor this server gave out") from None
+    end = start + min(limit, MAX_PAGE)
+    return items[start:end], str(end) if end < len(items) else None
+
+
+async def thread_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+    if params.opt_bool("archived"):
+        return Reply({"data": [], "nextCursor": None, "backwardsCursor": None})  # nothing is archived here
+    cwd_filter = params.get("cwd")
+    cwds = {cwd_filter} if isinstance(cwd_filter, str) else set(cwd_filter) if isinstance(cwd_filter, list) else None
+    search = (params.opt_string("searchTerm") or "").lower()
+    providers = params.opt_list("modelProviders")
+    threads: list[Json] = []
+    for thread_id in server.threads.stored():
+        try:
+            loaded = server.state(thread_id)
+            view = server.thread_view(loaded, turns=False) if loaded is not None and server.threads.agent(
+                thread_id) is not None else _unloaded_thread(server, thread_id, turns=False)
+        except InvalidRequest:
+            continue
+        if cwds is not None and view["cwd"] not in cwds:
+            continue
+        if search and search not in view["preview"].lower():
+            continue
+        if providers and view["modelProvider"] not in providers:
+            continue
+        threads.append(view)
+    key = {"updated_at": "updatedAt", "recency_at": "recencyAt"}.get(params.opt_string("sortKey") or "", "createdAt")
+    threads.sort(key=lambda thread: thread[key] or 0, reverse=params.opt_string("sortDirection") != "asc")
+    page, next_cursor = _page(params, threads)
+    return Reply({"data": page, "nextCursor": next_cursor, "backwardsCursor": None})
+
+
+async def thread_loaded_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+    page, next_cursor = _page(params, server.threads.loaded())
+    return Reply({"data": page, "nextCursor": next_cursor})
+
+
+async def thread_unsubscribe(server: AppServer, conn: Connection, params: Params) -> Reply:
+    thread_id = params.string("threadId")
+    status = server.threads.unsubscribe(thread_id, conn)
+    state = server.state(thread_id)
+    if state is not None:
+        state.subscribers.discard(conn)
+    return Reply({"status": status.value})
+
+
+async def thread_inject_items(server: AppServer, conn: Connection, params: Params) -> Reply:
+    thread_id = params.string("threadId")
+    items = params.array("items")
+    if not items or not all(isinstance(item, dict) and isinstance(item.get("type"), str) for item in items):
+        raise InvalidParams("thread/inject_items: `items` must be a non-empty array of Responses items "
+                            "(objects with a string `type`)")
+    _state, agent = server.loaded_state(thread_id)
+    await agent.inject(items)
+    return Reply({})
+
+
+async def thread_compact_start(server: AppServer, conn: Connection, params: Params) -> Reply:
+    thread_id = params.string("threadId")
+    server.loaded_state(thread_id)
+    raise InvalidRequest(
+        "thread/compact/start: manual compaction is not supported yet; the thread compacts automatically at "
+        "90% of the model's context window and sends thread/compacted when it does"
+    )
+
+
+METHODS = {
+    "thread/start": thread_start,
+    "thread/resume": thread_resume,
+    "thread/fork": thread_fork,
+    "thread/read": thread_read,
+    "thread/list": thread_list,
+    "thread/loaded/list": thread_loaded_list,
+    "thread/unsubscribe": thread_unsubscribe,
+    "thread/inject_items": thread_inject_items,
+    "thread/compact/start": thread_compact_start,
+}

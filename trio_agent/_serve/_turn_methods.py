@@ -1,0 +1,141 @@
+"""``turn/start`` (steers a busy thread, as codex's ``start_or_steer_turn``), ``turn/steer``
+(only the running turn, named by ``expectedTurnId``) and ``turn/interrupt``.
+
+Each registers what the pump must know -- the new turn's wire id and input, or the
+steer's text -- under the thread's lock, in the same step as the agent accepts it.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._config import Thinking
+from .._runtime import Prompt, TurnStatus
+from ._connection import Connection, Reply
+from ._items import UserInput
+from ._jsonrpc import InvalidParams, InvalidRequest
+from ._params import Params, shown
+
+if TYPE_CHECKING:
+    from .._runtime import Agent
+    from ._server import AppServer, ThreadState
+
+__all__ = ["METHODS", "parse_input"]
+
+Json = dict[str, Any]
+MAX_LOCAL_IMAGE_BYTES = 20 << 20
+_EFFORTS = {thinking.value: thinking for thinking in Thinking}
+
+
+async def parse_input(params: Params) -> UserInput:
+    """``input`` (v2 ``UserInput`` items): text parts are joined with newlines, images
+    are sent as ``input_image`` (``localImage`` is read and sent as a ``data:`` URL)."""
+    texts: list[str] = []
+    images: list[str] = []
+    content: list[Json] = []
+    for index, item in enumerate(params.array("input")):
+        where = f"{params.method}: input[{index}]"
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text" and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+            content.append({"type": "text", "text": item["text"], "text_elements": item.get("text_elements") or []})
+        elif kind == "image" and isinstance(item.get("url"), str):
+            images.append(item["url"])
+            content.append({"type": "image", "url": item["url"]})
+        elif kind == "localImage" and isinstance(item.get("path"), str):
+            images.append(await _data_url(where, item["path"]))
+            content.append({"type": "localImage", "path": item["path"]})
+        else:
+            raise InvalidParams(f"{where} is not supported: {shown(item)}; this server takes "
+                                "{type: text, text}, {type: image, url} and {type: localImage, path}")
+    text = "\n".join(texts)
+    if not text.strip():
+        raise InvalidParams(f"{params.method}: `input` needs at least one non-empty text item")
+    return UserInput(text, tuple(images), tuple(content), client_id=params.opt_string("clientUserMessageId"))
+
+
+async def _data_url(where: str, path: str) -> str:
+    try:
+        data = await trio.Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidParams(f"{where}: cannot read the image {path!r}: {exc.strerror or exc}") from None
+    if len(data) > MAX_LOCAL_IMAGE_BYTES:
+        raise InvalidParams(f"{where}: the image {path!r} is larger than {MAX_LOCAL_IMAGE_BYTES >> 20} MiB")
+    mime = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+async def _apply_overrides(params: Params, state: ThreadState, agent: Agent) -> None:
+    """Per-turn settings: ``effort`` (kept for later turns, as codex does) and ``model``
+    (must be the thread's). Sandbox, approval and personality settings are accepted
+    and not enforced (docs/app-server.md)."""
+    model = params.opt_string("model")
+    if model is not None and model != state.meta.model:
+        raise InvalidParams(f"{params.method}: thread {state.thread_id} runs model {state.meta.model!r}; changing "
+                            f"it to {model!r} is not supported (start a new thread with that model)")
+    if params.get("outputSchema") is not None:
+        raise InvalidParams(f"{params.method}: `outputSchema` is not supported by this server")
+    effort = params.opt_string("effort")
+    if effort is not None:
+        if effort not in _EFFORTS:
+            raise InvalidParams(f"{params.method}: `effort` must be one of {', '.join(_EFFORTS)}, got {effort!r}")
+        await agent.set_thinking(_EFFORTS[effort])
+
+
+async def turn_start(server: AppServer, conn: Connection, params: Params) -> Reply:
+    state, agent = server.loaded_state(params.string("threadId"))
+    given = await parse_input(params)
+    await _apply_overrides(params, state, agent)
+    async with state.lock:
+        submission = await agent.submit(Prompt(given.text, images=given.images))
+        turn = submission.turn
+        if submission.kind == "started":
+            mapper = state.mapper.accept_turn(turn.turn_id, given)
+            state.handles[turn.turn_id] = turn
+        else:  # a busy thread: the input steered the running turn
+            mapper = state.mapper.accept_turn(turn.turn_id, None)
+            mapper.steers.append(given)
+        return Reply({"turn": mapper.record.to_json("notLoaded")})
+
+
+async def turn_steer(server: AppServer, conn: Connection, params: Params) -> Reply:
+    state, agent = server.loaded_state(params.string("threadId"))
+    expected = params.string("expectedTurnId")
+    given = await parse_input(params)
+    if given.images:
+        raise InvalidParams("turn/steer: a steer carries text only; send images with turn/start")
+    async with state.lock:
+        running = agent.statistics().running_turn
+        mapper = state.mapper.wire_turn(running)
+        handle = state.handles.get(running) if running is not None else None
+        if mapper is None or handle is None:
+            raise InvalidRequest(f"turn/steer: no turn is running on thread {state.thread_id}; use turn/start")
+        if mapper.record.id != expected:
+            raise InvalidRequest(f"turn/steer: expected turn {expected} but turn {mapper.record.id} is running")
+        await handle.steer(given.text)
+        mapper.steers.append(given)
+        return Reply({"turnId": mapper.record.id})
+
+
+async def turn_interrupt(server: AppServer, conn: Connection, params: Params) -> Reply:
+    state, _agent = server.loaded_state(params.string("threadId"))
+    turn_id = params.string("turnId")
+    found = state.mapper.find_turn(turn_id)
+    if found is None:
+        raise InvalidRequest(f"turn/interrupt: thread {state.thread_id} has no live turn {turn_id}")
+    handle = state.handles.get(found[0])
+    if handle is None or handle.status not in (TurnStatus.QUEUED, TurnStatus.RUNNING):
+        raise InvalidRequest(f"turn/interrupt: turn {turn_id} is not running; nothing to interrupt")
+    await handle.cancel()  # returns once the turn has ended (its terminal event is out)
+    return Reply({})
+
+
+METHODS = {
+    "turn/start": turn_start,
+    "turn/steer": turn_steer,
+    "turn/interrupt": turn_interrupt,
+}
