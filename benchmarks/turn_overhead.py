@@ -47,8 +47,17 @@ import trio_websocket
 import trio_agent as ta
 
 from ._common import (
-    ADDED_HEADER, BareHttp, Settings, Timing, added_row, bench_config, ms, open_bare_websocket, open_bench_server,
-    open_warm_agent, summary, table,
+    ADDED_HEADER,
+    BareHttp,
+    Settings,
+    Timing,
+    added_row,
+    bench_config,
+    ms,
+    open_bare_websocket,
+    open_bench_server,
+    open_warm_agent,
+    table,
 )
 
 RTTS = (0.0, 0.025)

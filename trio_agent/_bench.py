@@ -56,6 +56,8 @@ import trio_websocket
 
 import trio_agent as ta
 
+_TREE = str(Path(__file__).resolve().parent.parent)  # the child imports this very trio_agent
+
 __all__ = ["BenchServer", "Sample", "Settings", "main", "open_bench_server", "run"]
 
 
@@ -142,7 +144,11 @@ async def _accept_ws(raw: Any, state: _ServerState, nursery: trio.Nursery) -> No
 async def _serve_http(state: _ServerState, *, task_status: Any) -> None:
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     task_status.started(listeners[0].socket.getsockname()[1])
-    await trio.serve_listeners(lambda stream: _http_connection(stream, state), listeners)
+
+    async def handler(stream: trio.SocketStream) -> None:
+        await _http_connection(stream, state)
+
+    await trio.serve_listeners(handler, listeners)
 
 
 async def _http_connection(stream: trio.abc.Stream, state: _ServerState) -> None:
@@ -262,8 +268,7 @@ class BenchServer:
 @asynccontextmanager
 async def open_bench_server(settings: Settings) -> AsyncIterator[BenchServer]:
     """Start the scripted server in a child process (this tree's ``trio_agent``)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
-                                                        os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_TREE, os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "trio_agent._bench", "--serve", json.dumps(attrs.asdict(settings))]
     process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     try:
