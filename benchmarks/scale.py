@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     for count in (int(c) for c in args.counts.split(",")):
         wall = time.perf_counter()
         ours, bare = run_child("agents", count), run_child("bare", count)
-        rows.append([count, f"{ours['seconds']:.2f}", f"{bare['seconds']:.2f}", f"{ours['seconds'] / bare['seconds']:.2f}",
+        rows.append([count, f"{ours['seconds']:.2f}", f"{bare['seconds']:.2f}",
+                     f"{ours['seconds'] / bare['seconds']:.2f}",
                      f"{ours['rss'] / 2**20:.0f}", f"{bare['rss'] / 2**20:.0f}", f"{ours['rss'] / count / 1e3:.1f}",
                      f"{bare['rss'] / count / 1e3:.1f}", f"{ours['rss'] / bare['rss']:.2f}",
                      f"{ours['tasks'] / count:.1f}", f"{bare['tasks'] / count:.1f}",
