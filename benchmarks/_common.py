@@ -7,6 +7,7 @@ process's CPU time is the client's alone); see ``open_bench_server``.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from collections import Counter
@@ -173,3 +174,13 @@ def added_row(label: str, ours: Sequence[Timing], floor: Sequence[Timing], attr:
 
 
 ADDED_HEADER = ["path", "ours p50", "p99", "floor p50", "p99", "added p50", "added p99", "ratio", "n"]
+
+
+def record_summary(rows: Sequence[Sequence[Any]]) -> None:
+    """Append ``[metric, ours, floor, ratio or added, target]`` rows for ``run_all``
+    (only when it set ``BENCH_SUMMARY`` to a file)."""
+    path = os.environ.get("BENCH_SUMMARY")
+    if path:
+        with open(path, "a") as out:
+            for row in rows:
+                out.write(json.dumps([str(c) for c in row]) + "\n")

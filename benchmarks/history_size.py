@@ -48,6 +48,7 @@ from ._common import (
     open_bare_websocket,
     open_bench_server,
     open_warm_agent,
+    record_summary,
     summary,
     table,
 )
@@ -216,6 +217,18 @@ def report(results: list[dict[str, Any]]) -> str:
         snap_rows.append([n, f"{r['snapshot_us']:.0f}", f"{r['to_json_us']:.0f}", f"{r['to_json_text_us']:.0f}",
                           f"{r['dumps_us']:.0f}", f"{r['to_json_us'] / r['dumps_us']:.2f}",
                           f"{r['to_json_text_us'] / r['dumps_us']:.2f}"])
+    big, small = results[-1], results[0]
+    big_cpu = statistics.median(t.cpu for t in big["first"]) / statistics.median(t.cpu for t in big["bare_first"])
+    record_summary([
+        [f"warm turn CPU, {big['items']} vs {small['items']} items", warm_rows[-1][1] + " ms", warm_rows[0][1] + " ms",
+         f"{warm_rows[-1][5]}x", "flat (1.0x)"],
+        [f"first turn after resume, {big['items']} items (cpu)", first_rows[-1][3] + " ms", first_rows[-1][4] + " ms",
+         f"{big_cpu:.2f}x", "<= 1.5x"],
+        [f"fork() / fork_from(), {big['items']} items", f"{big['fork_us']:.1f} / {big['fork_from_us']:.1f} us", "-",
+         "-", "< 20 us"],
+        [f"snapshot().to_json(), {big['items']} items", f"{big['to_json_us'] / 1000:.2f} ms",
+         f"{big['dumps_us'] / 1000:.2f} ms", f"{big['to_json_us'] / big['dumps_us']:.2f}x", "<= 1.5x json.dumps"],
+    ])
     out = [
         table("warm (incremental) turn CPU, ms, by history size (floor: bare client, same frames)",
               ["items", "ours p50", "p99", "floor p50", "x floor", "x ours@smallest", "n"], warm_rows), "",

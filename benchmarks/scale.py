@@ -37,7 +37,7 @@ import trio_websocket
 
 import trio_agent as ta
 
-from ._common import Settings, bench_config, open_bench_server, table
+from ._common import Settings, bench_config, open_bench_server, record_summary, table
 
 
 def rss_bytes() -> int:
@@ -210,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
                      f"{bare['rss'] / count / 1e3:.1f}", f"{ours['rss'] / bare['rss']:.2f}",
                      f"{ours['tasks'] / count:.1f}", f"{bare['tasks'] / count:.1f}",
                      f"{time.perf_counter() - wall:.0f}"])
+    last = rows[-1]
+    record_summary([[f"{last[0]} idle warmed agents: RSS", f"{last[4]} MB ({last[6]} kB/agent)",
+                     f"{last[5]} MB", f"{last[8]}x", "< 600 MB at 10,000"],
+                    [f"{rows[0][0]} agents opened at once: all warm", f"{rows[0][1]} s", f"{rows[0][2]} s",
+                     f"{rows[0][3]}x", "report"]])
     print(table(f"N idle warmed agents in one process vs N bare sockets (cpus: {os.cpu_count()})",
                 ["N", "all warm s", "bare s", "x", "RSS MB", "bare MB", "kB/agent", "kB/bare", "x", "tasks/agent",
                  "tasks/bare", "bench s"],

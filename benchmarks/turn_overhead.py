@@ -57,6 +57,7 @@ from ._common import (
     open_bare_websocket,
     open_bench_server,
     open_warm_agent,
+    record_summary,
     table,
 )
 
@@ -117,6 +118,11 @@ async def first_after_prewarm(server: Any, workspace: str, samples: int) -> tupl
     return ours, floor
 
 
+def _summary(label: str, row: list[str], target: str) -> list[str]:
+    # row: label, ours p50, p99, floor p50, p99, added p50, added p99, ratio, n
+    return [label, f"{row[1]} ms", f"{row[3]} ms", f"{row[5]} ms (p99 {row[6]}, n={row[8]})", target]
+
+
 def _cpu_row(label: str, ours: list[Timing], floor: list[Timing]) -> list[str]:
     a = statistics.median(t.cpu for t in ours)
     b = statistics.median(t.cpu for t in floor)
@@ -125,6 +131,7 @@ def _cpu_row(label: str, ours: list[Timing], floor: list[Timing]) -> list[str]:
 
 async def measure(pairs: int) -> str:
     out = []
+    summary: list[list[str]] = []
     rows: list[list[str]] = []
     cpu_rows: list[list[str]] = []
     with tempfile.TemporaryDirectory() as workspace:
@@ -135,16 +142,20 @@ async def measure(pairs: int) -> str:
                 tag = f"rtt {rtt * 1000:.0f} ms"
                 ours, floor = await ws_warm(server, workspace, n)
                 rows.append(added_row(f"ws warm turn, {tag}", ours, floor))
+                summary.append(_summary(f"ws warm turn, {tag}", rows[-1], "+0.3 ms p50"))
                 rows.append(added_row(f"ws warm first token, {tag}", ours, floor, "first"))
                 cpu_rows.append(_cpu_row(f"ws warm turn, {tag}", ours, floor))
                 ours, floor = await https_warm(server, workspace, n)
                 rows.append(added_row(f"https warm turn, {tag}", ours, floor))
+                summary.append(_summary(f"https warm turn, {tag}", rows[-1], "+0.7 ms p50"))
                 rows.append(added_row(f"https warm first token, {tag}", ours, floor, "first"))
                 cpu_rows.append(_cpu_row(f"https warm turn, {tag}", ours, floor))
                 ours, floor = await first_after_prewarm(server, workspace, max(20, n // 5))
                 rows.append(added_row(f"first turn after prewarm, {tag}", ours, floor))
+                summary.append(_summary(f"first turn after prewarm, {tag}", rows[-1], "+0.5 ms p50"))
                 rows.append(added_row(f"first token after prewarm, {tag}", ours, floor, "first"))
                 cpu_rows.append(_cpu_row(f"first turn after prewarm, {tag}", ours, floor))
+    record_summary(summary)
     out.append(table("per-turn latency, ms (floor: bare trio-websocket / httpx client, same frames, same server)",
                      ADDED_HEADER, rows))
     out.append("")

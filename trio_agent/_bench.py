@@ -58,7 +58,9 @@ import trio_agent as ta
 
 _TREE = str(Path(__file__).resolve().parent.parent)  # the child imports this very trio_agent
 
-__all__ = ["BenchServer", "Sample", "Settings", "main", "open_bench_server", "run"]
+__all__ = [
+    "BenchServer", "Sample", "Settings", "agent_first_token", "bench_config", "main", "open_bench_server", "pct", "run",
+]
 
 
 @attrs.define
@@ -209,8 +211,8 @@ async def _serve(settings: Settings) -> None:
         http_port = await nursery.start(_serve_http, state)
         nursery.start_soon(_serve_websocket, ws, state)
         _reply({"ws_url": ws.url, "http_base_url": f"http://127.0.0.1:{http_port}/v1"})
-        control = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-        async for line in _lines(control):
+        control = _Lines(trio.lowlevel.FdStream(os.dup(sys.stdin.fileno())))
+        while (line := await control.next()) is not None:
             command = json.loads(line)
             if command["op"] == "configure":
                 state.settings = Settings(**command["settings"])
@@ -225,16 +227,22 @@ def _reply(value: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[str]:
-    buffer = b""
-    while True:
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            yield line.decode()
-        data = await stream.receive_some(65536)
-        if not data:
-            return
-        buffer += data
+class _Lines:
+    """Lines of a byte stream (a plain class: no async generator left to finalise)."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = b""
+
+    async def next(self) -> str | None:
+        """The next line without its newline, or ``None`` at EOF."""
+        while b"\n" not in self._buffer:
+            data = await self._stream.receive_some(65536)
+            if not data:
+                return None
+            self._buffer += data
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
 
 
 # -- the server, seen from the benchmark process --------------------------------------------
@@ -244,7 +252,7 @@ class BenchServer:
     """A handle on the child-process server: ``ws_url``, ``http_base_url``, ``configure``,
     ``last_requests`` (the last generating body per transport, and the counters)."""
 
-    def __init__(self, process: trio.Process, lines: AsyncIterator[str], hello: dict[str, Any]) -> None:
+    def __init__(self, process: trio.Process, lines: _Lines, hello: dict[str, Any]) -> None:
         self._process = process
         self._lines = lines
         self._lock = trio.Lock()
@@ -255,7 +263,10 @@ class BenchServer:
         assert self._process.stdin is not None
         async with self._lock:
             await self._process.stdin.send_all((json.dumps(command) + "\n").encode())
-            reply: dict[str, Any] = json.loads(await self._lines.__anext__())
+            line = await self._lines.next()
+            if line is None:
+                raise RuntimeError("the benchmark server exited")
+            reply: dict[str, Any] = json.loads(line)
             return reply
 
     async def configure(self, settings: Settings) -> None:
@@ -273,8 +284,11 @@ async def open_bench_server(settings: Settings) -> AsyncIterator[BenchServer]:
     process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     try:
         assert process.stdout is not None
-        lines = _lines(process.stdout)
-        yield BenchServer(process, lines, json.loads(await lines.__anext__()))
+        lines = _Lines(process.stdout)
+        hello = await lines.next()
+        if hello is None:
+            raise RuntimeError("the benchmark server exited before it listened")
+        yield BenchServer(process, lines, json.loads(hello))
     finally:
         with trio.CancelScope(shield=True):
             if process.stdin is not None:
