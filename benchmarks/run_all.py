@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
         ["benchmarks.scale", "--counts", "1000" if quick else "1000,10000"],
         ["benchmarks.cold_cli", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
     ]
+    load = os.getloadavg()
+    print(f"machine: {os.cpu_count()} cpus, load average {load[0]:.2f} at start (other processes share the cores: "
+          "compare ratios measured in the same run, not absolute numbers across runs)\n", flush=True)
     with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as summary:
         env = {**os.environ, "BENCH_SUMMARY": summary.name}
         for step in steps:
@@ -44,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run([sys.executable, "-m", *step], check=True, env=env)
             print(f"   ({time.perf_counter() - start:.0f} s)\n", flush=True)
         rows = [json.loads(line) for line in summary.read().splitlines() if line.strip()]
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
     print(table("summary: ours vs the floor measured in the same run, against issue 13's targets",
                 ["metric", "ours", "floor", "ratio / added", "target"], rows))
     return 0
