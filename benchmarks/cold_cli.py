@@ -63,8 +63,11 @@ trio.run(main, sys.argv[1])
 """
 
 
-def spawn_first_output(command: list[str], skip_lines: int, env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(seconds to the first byte after ``skip_lines`` lines of stdout, seconds to exit)."""
+def spawn_first_output(
+    command: list[str], skip_lines: int, env: dict[str, str] | None = None
+) -> tuple[float, float, float]:
+    """(seconds to the first byte after ``skip_lines`` lines of stdout, seconds to exit,
+    the child's CPU seconds, user + system, all its threads)."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                                env=env or ENV, cwd=TREE)
@@ -79,11 +82,12 @@ def spawn_first_output(command: list[str], skip_lines: int, env: dict[str, str] 
             first = time.perf_counter() - start
         if byte == b"\n":
             lines += 1
-    process.wait()
+    _pid, status, usage = os.wait4(process.pid, 0)
     end = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0 or first is None:
         raise RuntimeError(f"{command} exited {process.returncode} with {lines} lines and no answer")
-    return first, end
+    return first, end, usage.ru_utime + usage.ru_stime
 
 
 def importtime(code: str) -> dict[str, tuple[int, int]]:
@@ -130,8 +134,11 @@ def attrs_cost() -> tuple[float, int]:
     return max(cum, sum(define)) * 1000, built
 
 
-async def bare_and_codex(runs: int, codex: str | None) -> dict[str, list[tuple[float, float]]]:
-    out: dict[str, list[tuple[float, float]]] = {"bare_client": [], "codex": []}
+Sample = tuple[float, float, float]
+
+
+async def bare_and_codex(runs: int, codex: str | None) -> dict[str, list[Sample]]:
+    out: dict[str, list[Sample]] = {"bare_client": [], "codex": []}
     async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
         for i in range(runs + 1):
             sample = await trio.to_thread.run_sync(spawn_first_output, [sys.executable, "-c", BARE, server.ws_url], 0)
@@ -144,7 +151,7 @@ async def bare_and_codex(runs: int, codex: str | None) -> dict[str, list[tuple[f
     return out
 
 
-def run_codex(codex: str, base_url: str) -> tuple[float, float]:
+def run_codex(codex: str, base_url: str) -> Sample:
     home = Path.home() / ".cache" / "trio-agent-bench" / "codex-home"  # codex refuses helpers under /tmp
     (home / "work").mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=base_url))
@@ -185,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["COLD_CLI_NETNS"] = "1"
         os.execvp("unshare", ["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"])
     subprocess.run([sys.executable, "-m", "compileall", "-q", f"{TREE}/trio_agent"], check=True, env=ENV)
-    samples: dict[str, list[tuple[float, float]]] = {"python -c pass": [], "trio-agent run --local": []}
+    samples: dict[str, list[Sample]] = {"python -c pass": [], "trio-agent run --local": []}
     for i in range(args.runs + 1):
         python_pass = spawn_first_output([sys.executable, "-c", "print('x')"], 0)
         cli = spawn_first_output([sys.executable, "-m", "trio_agent", "run", "--local", "hello"], 1)
@@ -194,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             samples["trio-agent run --local"].append(cli)
     samples.update(trio.run(bare_and_codex, args.runs, args.codex))
     floor = statistics.median(s[0] for s in samples["bare_client"])
+    cpu_floor = statistics.median(s[2] for s in samples["bare_client"])
     rows = []
     for name, values in samples.items():
         if not values:
@@ -201,17 +209,23 @@ def main(argv: list[str] | None = None) -> int:
         first = [v[0] for v in values]
         rows.append([name, f"{statistics.median(first) * 1000:.1f}", f"{pct(first, 0.99) * 1000:.1f}",
                      f"{statistics.median(v[1] for v in values) * 1000:.1f}",
-                     f"{statistics.median(first) / floor:.2f}", len(values)])
+                     f"{statistics.median(first) / floor:.2f}", f"{statistics.median(v[2] for v in values) * 1000:.0f}",
+                     f"{statistics.median(v[2] for v in values) / cpu_floor:.2f}", len(values)])
     cli = statistics.median(s[0] for s in samples["trio-agent run --local"])
+    cli_cpu = statistics.median(s[2] for s in samples["trio-agent run --local"])
     if samples["codex"]:
         codex = statistics.median(s[0] for s in samples["codex"])
+        codex_cpu = statistics.median(s[2] for s in samples["codex"])
         record_summary([["cold CLI spawn -> first text", f"{cli * 1000:.1f} ms", f"codex {codex * 1000:.1f} ms",
-                         f"{cli / codex:.2f}x", "<= 1.2x codex"]])
+                         f"{cli / codex:.2f}x", "<= 1.2x codex"],
+                        ["cold CLI CPU (user+sys)", f"{cli_cpu * 1000:.0f} ms", f"codex {codex_cpu * 1000:.0f} ms",
+                         f"{cli_cpu / codex_cpu:.2f}x", "-"]])
     else:
         record_summary([["cold CLI spawn -> first text", f"{cli * 1000:.1f} ms", f"bare {floor * 1000:.1f} ms",
                          f"{cli / floor:.2f}x bare (codex not run)", "<= 1.2x codex"]])
-    print(table("spawn -> first text, ms (floor: a bare trio-websocket client script on the bench server)",
-                ["command", "first p50", "p99", "exit p50", "x bare", "n"], rows))
+    print(table("spawn -> first text, ms (floor: a bare trio-websocket client script on the bench server; cpu: "
+                "the child's user+sys, ms)", ["command", "first p50", "p99", "exit p50", "x bare", "cpu p50", "x bare",
+                                               "n"], rows))
     if not args.codex:
         print("codex: not run (pass --codex PATH to the native binary; see the module docstring)")
     print()

@@ -1,7 +1,8 @@
 """Many idle warmed agents in one process (issue 13, item 3).
 
 For each N (default 1,000 and 10,000), in a fresh child process each (so RSS starts
-from the same baseline): open N agents at once in one nursery (WebSocket, no tools,
+from the same baseline): open N agents at once in one nursery (at most ``IN_FLIGHT`` =
+1,000 of them connecting at a time, so 1,000 is "all at once") (WebSocket, no tools,
 against ``trio_agent._bench``'s child-process server with no injected delay), wait
 until every one reported ``model.warmup.completed``, then read the process's RSS
 (``/proc/self/status`` VmRSS) while they sit idle. The floor does the same with N bare
@@ -48,24 +49,40 @@ def rss_bytes() -> int:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
+# At most this many agents (or sockets) are connecting at once: 10,000 simultaneous
+# connects to one Python server on 2 busy cores outlast the agent's 30 s connect timeout.
+IN_FLIGHT = 1000
+
+
 async def open_agents(server: Any, workspace: str, count: int, on_warm: Any) -> None:
-    """Open ``count`` agents concurrently; call ``on_warm()`` once all are warm, then close them."""
+    """Open ``count`` agents (``IN_FLIGHT`` connecting at a time); call ``on_warm()`` once
+    all are warm, then close them."""
     all_warm = trio.Event()
     done = trio.Event()
     warm = 0
+    limiter = trio.CapacityLimiter(IN_FLIGHT)
 
     async def one() -> None:
         nonlocal warm
-        async with ta.open_agent(bench_config(server, workspace)) as agent:
-            async for event in agent.events:
-                if event.kind is ta.EventKind.MODEL_WARMUP_COMPLETED:
-                    break
-                if event.kind is ta.EventKind.MODEL_WARMUP_FAILED:
-                    raise RuntimeError(f"warmup failed: {event.payload}")
-            warm += 1
-            if warm == count:
-                all_warm.set()
-            await done.wait()
+        token = object()
+        await limiter.acquire_on_behalf_of(token)
+        held = True
+        try:
+            async with ta.open_agent(bench_config(server, workspace)) as agent:
+                async for event in agent.events:
+                    if event.kind is ta.EventKind.MODEL_WARMUP_COMPLETED:
+                        break
+                    if event.kind is ta.EventKind.MODEL_WARMUP_FAILED:
+                        raise RuntimeError(f"warmup failed: {event.payload}")
+                limiter.release_on_behalf_of(token)
+                held = False
+                warm += 1
+                if warm == count:
+                    all_warm.set()
+                await done.wait()
+        finally:
+            if held:
+                limiter.release_on_behalf_of(token)
 
     async with trio.open_nursery() as nursery:
         for _ in range(count):
@@ -80,16 +97,22 @@ async def open_bare(server: Any, count: int, on_warm: Any) -> None:
     done = trio.Event()
     warm = 0
     body = json.dumps({"type": "response.create", "model": "gpt-5.5", "generate": False, "input": [], "store": True})
+    limiter = trio.CapacityLimiter(IN_FLIGHT)
 
     async def one() -> None:
         nonlocal warm
-        async with trio_websocket.open_websocket_url(server.ws_url, max_message_size=64 << 20) as ws:
+        async with limiter:
+            cm = trio_websocket.open_websocket_url(server.ws_url, max_message_size=64 << 20)
+            ws = await cm.__aenter__()
             await ws.send_message(body)
             json.loads(await ws.get_message())
+        try:
             warm += 1
             if warm == count:
                 all_warm.set()
             await done.wait()
+        finally:
+            await cm.__aexit__(None, None, None)
 
     async with trio.open_nursery() as nursery:
         for _ in range(count):
@@ -180,7 +203,9 @@ def _top(diffs: list[Any], count: int, limit: int = 20) -> list[str]:
 
 def run_child(kind: str, count: int, trace: bool = False) -> dict[str, Any]:
     command = [sys.executable, "-m", "benchmarks.scale", "--child", kind, str(count)] + (["--trace"] if trace else [])
-    out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 

@@ -155,6 +155,8 @@ async def measure(pairs: int) -> str:
                 summary.append(_summary(f"first turn after prewarm, {tag}", rows[-1], "+0.5 ms p50"))
                 rows.append(added_row(f"first token after prewarm, {tag}", ours, floor, "first"))
                 cpu_rows.append(_cpu_row(f"first turn after prewarm, {tag}", ours, floor))
+    summary += [[f"cpu/turn: {r[0]}", f"{r[1]} ms", f"{r[2]} ms", f"{r[3]} ms ({r[4]}x)", "-"] for r in cpu_rows
+                if "rtt 0" in r[0]]
     record_summary(summary)
     out.append(table("per-turn latency, ms (floor: bare trio-websocket / httpx client, same frames, same server)",
                      ADDED_HEADER, rows))
@@ -239,6 +241,7 @@ async def profile(turns: int) -> str:
                            + ", ".join(f"{k} {v / turns:.1f}" for k, v in delta.most_common()) + ")")
                 # 3. timeline of a warm turn
                 out.append(await _timeline(agent, bare, body, turns))
+                out.append(components(body))
                 # 4. cProfile
                 profiler = cProfile.Profile()
                 profiler.enable()
@@ -289,6 +292,43 @@ async def _timeline(agent: Any, bare: Any, body: dict[str, Any], turns: int) -> 
             previous[name] = value
         lines.append(f"  {key:<22}{cells[0]:>16}{cells[1]:>16}")
     lines.append("  (the bare client has no events: its 'emitted'/'at app' marks are the frame read)")
+    return "\n".join(lines)
+
+
+def components(body: dict[str, Any]) -> str:
+    """Unprofiled per-call costs (us, best of 5 x 2000 calls) of the pieces on the per-frame
+    and per-request path; internal names, so a refactor may retire a line."""
+    import json
+    import timeit
+
+    from trio_agent._bench import answer_frames
+
+    frames_ = answer_frames("resp-x", 1)
+    delta, created = frames_[2], frames_[0]
+    text, created_text = json.dumps(delta, separators=(",", ":")), json.dumps(created, separators=(",", ":"))
+    cases: list[tuple[str, Any]] = [
+        ("json.loads(delta frame)", lambda: json.loads(text)),
+        ("json.dumps(warm request body)", lambda: json.dumps(body, separators=(",", ":"))),
+    ]
+    try:
+        from trio_agent._events import EventSink
+        from trio_agent._wire.frames import decode_frame, parse_frame
+
+        sink = EventSink("bench")
+        base = {"direction": "inbound", "transport": "websocket", "phase": "generate", "model_call_index": 0}
+        cases += [
+            ("_wire/frames.py:decode_frame(delta)", lambda: decode_frame(text)),
+            ("_wire/frames.py:parse_frame(delta) (cattrs)", lambda: parse_frame(delta)),
+            ("_wire/frames.py:parse_frame(response.created)", lambda: parse_frame(json.loads(created_text))),
+            ("_events.py:EventSink.emit(api.event) incl. dict merge", lambda: sink.emit(
+                ta.EventKind.API_EVENT, {**base, "event": delta}, 1)),
+        ]
+    except ImportError as exc:  # the runtime moved on: report what still exists
+        cases.append((f"(internal pieces not found: {exc})", lambda: None))
+    lines = ["unprofiled cost per call, us (best of 5 x 2000):"]
+    for name, fn in cases:
+        best = min(timeit.repeat(fn, number=2000, repeat=5)) / 2000
+        lines.append(f"  {best * 1e6:7.2f}  {name}")
     return "\n".join(lines)
 
 
