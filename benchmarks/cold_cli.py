@@ -1,0 +1,247 @@
+"""Cold CLI start-up (issue 13, item 4).
+
+Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script runs
+``python -m compileall -q`` on this tree's ``trio_agent`` before timing anything
+(otherwise every run would compile every module).
+
+- **spawn -> first text**: wall time from spawning ``python -m trio_agent run --local
+  "hello"`` (this tree's package; the built-in local scripted model, which runs in the
+  CLI's own process: the CLI has no option to point it at another server, and with a
+  key it would go to the real API) to the first byte of the answer on its stdout (the
+  line after the "using the built-in local scripted model" label), and to exit. The
+  floors, spawned the same way and the same number of times: ``python -c pass``
+  (interpreter start-up) and a bare client script (``import trio, trio_websocket,
+  json``, connect to ``trio_agent._bench``'s child-process server, send one body,
+  print the first delta). With ``--codex PATH`` (the native binary, installed
+  offline: ``npm install @openai/codex`` in a scratch directory; the binary is
+  ``node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex``)
+  ``codex exec`` runs against the same child-process server over HTTP/SSE with a local
+  provider and analytics, feedback and update checks off -- and the whole benchmark
+  then re-runs itself in a new network namespace (``unshare -n``, only ``lo`` up), so
+  that codex cannot reach any host but this machine's loopback.
+- **import time**: ``python -X importtime -c "import trio_agent"`` (and the CLI's
+  ``--local`` imports, ``trio_agent._cli`` + ``trio_agent.testing._local_model``),
+  broken down: ``trio`` (cumulative), trio_agent's own modules (self time), the test
+  server, ``trio.testing`` (which imports ``pytest`` when it is installed), the other
+  third-party packages; and attrs class creation, from cProfile of
+  the import (time under ``attr._make`` and the number of classes built).
+
+    /work/main/.venv/bin/python -m benchmarks.cold_cli [--runs 15] [--codex PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+from ._common import Settings, open_bench_server, pct, record_summary, table
+
+TREE = str(Path(__file__).resolve().parent.parent)
+ENV = {**os.environ, "PYTHONPATH": TREE}
+
+BARE = r"""
+import json, sys, trio, trio_websocket
+async def main(url):
+    async with trio_websocket.open_websocket_url(url) as ws:
+        await ws.send_message(json.dumps({"type": "response.create", "model": "gpt-5.5", "input": []}))
+        while True:
+            frame = json.loads(await ws.get_message())
+            if frame["type"] == "response.output_text.delta":
+                sys.stdout.write(frame["delta"]); sys.stdout.flush()
+            elif frame["type"] == "response.completed":
+                return
+trio.run(main, sys.argv[1])
+"""
+
+
+def spawn_first_output(
+    command: list[str], skip_lines: int, env: dict[str, str] | None = None
+) -> tuple[float, float, float]:
+    """(seconds to the first byte after ``skip_lines`` lines of stdout, seconds to exit,
+    the child's CPU seconds, user + system, all its threads)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                               env=env or ENV, cwd=TREE)
+    assert process.stdout is not None
+    first = None
+    lines = 0
+    while True:
+        byte = process.stdout.read(1)
+        if not byte:
+            break
+        if lines >= skip_lines and first is None:
+            first = time.perf_counter() - start
+        if byte == b"\n":
+            lines += 1
+    _pid, status, usage = os.wait4(process.pid, 0)
+    end = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0 or first is None:
+        raise RuntimeError(f"{command} exited {process.returncode} with {lines} lines and no answer")
+    return first, end, usage.ru_utime + usage.ru_stime
+
+
+def importtime(code: str) -> dict[str, tuple[int, int]]:
+    """module -> (self us, cumulative us) from ``-X importtime``."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
+                         env=ENV, cwd=TREE, check=True)
+    result: dict[str, tuple[int, int]] = {}
+    for line in out.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, cumulative, name = line[len("import time:"):].split("|")
+        result[name[1:].rstrip()] = (int(self_us), int(cumulative))  # nested imports keep their indent
+    return result
+
+
+def breakdown(code: str) -> dict[str, float]:
+    """ms: total, trio, trio_agent self, testing (the test server), the rest by package."""
+    data = importtime(code)
+    top = {name: cum for name, (_s, cum) in data.items() if not name.startswith(" ")}
+    total = sum(top.values()) / 1000
+    own = sum(s for name, (s, _c) in data.items() if name.strip().startswith("trio_agent")) / 1000
+    testing = sum(s for name, (s, _c) in data.items() if name.strip().startswith("trio_agent.testing")) / 1000
+
+    def package_cum(prefix: str) -> float:
+        # a package is imported once: its first (outermost) import line carries the cumulative
+        return sum(c for name, (_s, c) in data.items() if name.strip() == prefix) / 1000
+
+    pkgs = {p: package_cum(p) for p in ("trio", "trio.testing", "pytest", "trio_websocket", "attrs", "cattrs", "h11")}
+    return {"total": total, "trio_agent self": own, "of which testing": testing, **pkgs}
+
+
+def attrs_cost() -> tuple[float, int]:
+    """(ms spent in attrs' class machinery while importing trio_agent, classes built)."""
+    code = ("import cProfile, pstats, io\n"
+            "p = cProfile.Profile(); p.enable()\n"
+            "import trio_agent, trio_agent._cli\n"
+            "p.disable(); p.dump_stats('/tmp/_cold_cli_import.prof')\n")
+    subprocess.run([sys.executable, "-c", code], env=ENV, cwd=TREE, check=True)
+    stats = pstats.Stats("/tmp/_cold_cli_import.prof", stream=io.StringIO()).stats  # type: ignore[attr-defined]
+    built = sum(v[1] for (f, _l, fn), v in stats.items() if f.endswith("attr/_make.py") and fn == "build_class")
+    cum = sum(v[3] for (f, _l, fn), v in stats.items()
+              if f.endswith("attr/_make.py") and fn in ("attrs", "wrap") and "define" not in fn)
+    define = [v[3] for (f, _l, fn), v in stats.items() if f.endswith("attr/_next_gen.py") and fn == "wrap"]
+    return max(cum, sum(define)) * 1000, built
+
+
+Sample = tuple[float, float, float]
+
+
+async def bare_and_codex(runs: int, codex: str | None) -> dict[str, list[Sample]]:
+    out: dict[str, list[Sample]] = {"bare_client": [], "codex": []}
+    async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
+        for i in range(runs + 1):
+            sample = await trio.to_thread.run_sync(spawn_first_output, [sys.executable, "-c", BARE, server.ws_url], 0)
+            if i:
+                out["bare_client"].append(sample)
+            if codex:
+                sample = await trio.to_thread.run_sync(run_codex, codex, server.http_base_url)
+                if i:
+                    out["codex"].append(sample)
+    return out
+
+
+def run_codex(codex: str, base_url: str) -> Sample:
+    home = Path.home() / ".cache" / "trio-agent-bench" / "codex-home"  # codex refuses helpers under /tmp
+    (home / "work").mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=base_url))
+    env = {**os.environ, "CODEX_HOME": str(home), "LOCAL_KEY": "dummy-local-key"}
+    env.pop("OPENAI_API_KEY", None)
+    command = [codex, "exec", "--skip-git-repo-check", "-m", "gpt-5.5", "hello"]
+    return spawn_first_output(command, 0, env=env)
+
+
+CODEX_CONFIG = """\
+model = "gpt-5.5"
+model_provider = "local"
+check_for_update_on_startup = false
+
+[model_providers.local]
+name = "local"
+base_url = "{base_url}"
+env_key = "LOCAL_KEY"
+wire_api = "responses"
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--codex", default=None, help="path of the codex native binary (optional)")
+    args = parser.parse_args(argv)
+    if args.codex and os.environ.get("COLD_CLI_NETNS") != "1":
+        # codex runs only where nothing but loopback exists: this whole benchmark (its
+        # server included) re-runs in a new network namespace with just ``lo`` up.
+        inner = " ".join(["exec", sys.executable, "-m", "benchmarks.cold_cli", *(argv or sys.argv[1:])])
+        os.environ["COLD_CLI_NETNS"] = "1"
+        os.execvp("unshare", ["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"])
+    subprocess.run([sys.executable, "-m", "compileall", "-q", f"{TREE}/trio_agent"], check=True, env=ENV)
+    samples: dict[str, list[Sample]] = {"python -c pass": [], "trio-agent run --local": []}
+    for i in range(args.runs + 1):
+        python_pass = spawn_first_output([sys.executable, "-c", "print('x')"], 0)
+        cli = spawn_first_output([sys.executable, "-m", "trio_agent", "run", "--local", "hello"], 1)
+        if i:  # the first run of each warms the page cache
+            samples["python -c pass"].append(python_pass)
+            samples["trio-agent run --local"].append(cli)
+    samples.update(trio.run(bare_and_codex, args.runs, args.codex))
+    floor = statistics.median(s[0] for s in samples["bare_client"])
+    cpu_floor = statistics.median(s[2] for s in samples["bare_client"])
+    rows = []
+    for name, values in samples.items():
+        if not values:
+            continue
+        first = [v[0] for v in values]
+        rows.append([name, f"{statistics.median(first) * 1000:.1f}", f"{pct(first, 0.99) * 1000:.1f}",
+                     f"{statistics.median(v[1] for v in values) * 1000:.1f}",
+                     f"{statistics.median(first) / floor:.2f}", f"{statistics.median(v[2] for v in values) * 1000:.0f}",
+                     f"{statistics.median(v[2] for v in values) / cpu_floor:.2f}", len(values)])
+    cli = statistics.median(s[0] for s in samples["trio-agent run --local"])
+    cli_cpu = statistics.median(s[2] for s in samples["trio-agent run --local"])
+    if samples["codex"]:
+        codex = statistics.median(s[0] for s in samples["codex"])
+        codex_cpu = statistics.median(s[2] for s in samples["codex"])
+        record_summary([["cold CLI spawn -> first text", f"{cli * 1000:.1f} ms", f"codex {codex * 1000:.1f} ms",
+                         f"{cli / codex:.2f}x", "<= 1.2x codex"],
+                        ["cold CLI CPU (user+sys)", f"{cli_cpu * 1000:.0f} ms", f"codex {codex_cpu * 1000:.0f} ms",
+                         f"{cli_cpu / codex_cpu:.2f}x", "-"]])
+    else:
+        record_summary([["cold CLI spawn -> first text", f"{cli * 1000:.1f} ms", f"bare {floor * 1000:.1f} ms",
+                         f"{cli / floor:.2f}x bare (codex not run)", "<= 1.2x codex"]])
+    print(table("spawn -> first text, ms (floor: a bare trio-websocket client script on the bench server; cpu: "
+                "the child's user+sys, ms)", ["command", "first p50", "p99", "exit p50", "x bare", "cpu p50", "x bare",
+                                               "n"], rows))
+    if not args.codex:
+        print("codex: not run (pass --codex PATH to the native binary; see the module docstring)")
+    print()
+    import_rows = []
+    for label, code in (("import trio_agent", "import trio_agent"),
+                        ("run --local imports", "import trio_agent, trio_agent._cli, trio_agent.testing._local_model")):
+        runs = [breakdown(code) for _ in range(5)]
+        keys = list(runs[0])
+        import_rows.append([label, *[f"{statistics.median(r[k] for r in runs):.1f}" for k in keys]])
+    print(table("python -X importtime, ms, p50 of 5 (cumulative per package; trio_agent: own modules' self time)",
+                ["what", *keys], import_rows))
+    attrs_ms, classes = attrs_cost()
+    print(f"attrs class creation while importing trio_agent + _cli: {classes} classes built, "
+          f"{attrs_ms:.1f} ms in attrs' decorators (under cProfile, which inflates it ~2x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""Every benchmark of issue 13 in one go, and one table of the headline ratios.
+
+Runs, each in its own process: ``first_token`` (``trio-agent bench``),
+``turn_overhead``, ``history_size``, ``scale`` and ``cold_cli`` (with ``--codex PATH``
+when given), prints each one's full output, then the summary: ours, the floor
+measured in the same run, the ratio or added time, and the issue's target. About
+3-4 minutes on the 2-core machine (``--quick``: about one; ``scale`` then only opens
+1,000 agents).
+
+    /work/main/.venv/bin/python -m benchmarks.run_all [--quick] [--codex PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from ._common import table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--codex", default=None)
+    args = parser.parse_args(argv)
+    quick = args.quick
+    steps = [
+        ["benchmarks.first_token", "--runs", "10" if quick else "30"],
+        ["benchmarks.turn_overhead", "--pairs", "100" if quick else "300"],
+        ["benchmarks.history_size", *(["--sizes", "100,1000,10000"])],
+        ["benchmarks.scale", "--counts", "1000" if quick else "1000,10000"],
+        ["benchmarks.cold_cli", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
+    ]
+    load = os.getloadavg()
+    print(f"machine: {os.cpu_count()} cpus, load average {load[0]:.2f} at start (other processes share the cores: "
+          "compare ratios measured in the same run, not absolute numbers across runs)\n", flush=True)
+    with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as summary:
+        env = {**os.environ, "BENCH_SUMMARY": summary.name}
+        for step in steps:
+            start = time.perf_counter()
+            print(f"== python -m {' '.join(step)}", flush=True)
+            subprocess.run([sys.executable, "-m", *step], check=True, env=env)
+            print(f"   ({time.perf_counter() - start:.0f} s)\n", flush=True)
+        rows = [json.loads(line) for line in summary.read().splitlines() if line.strip()]
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    print(table("summary: ours vs the floor measured in the same run, against issue 13's targets",
+                ["metric", "ours", "floor", "ratio / added", "target"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

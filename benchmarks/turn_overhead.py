@@ -1,0 +1,371 @@
+"""Per-turn overhead of the runtime against a bare client (issue 13, item 1).
+
+What is measured (all against ``trio_agent._bench``'s scripted server, which runs in a
+child process on 127.0.0.1 and injects half the round trip on the way in and half on
+the way out; think time 0; 20 text deltas per answer):
+
+- **ws warm turn**: a follow-on prompt on an agent whose socket is warm (chained on the
+  previous response), from ``agent.prompt()`` to ``turn.result()`` returning, and to the
+  first ``assistant.delta`` received by the application's ``async for event in
+  agent.events``. The paired floor is a bare trio-websocket client, connected to the same
+  server, sending the agent's own request body (captured by the server) and reading every
+  frame with ``json.loads`` until ``response.completed``. Agent and bare turns alternate,
+  so both see the same machine state. At 0 and 25 ms round trip.
+- **https warm turn**: the same over HTTPS (``Transport.HTTPS``, ``store=True``, the
+  agent's own httpx client, kept alive after the first turn) against a bare
+  ``httpx.AsyncClient`` POSTing the same body and parsing the SSE lines.
+- **first turn after prewarm**: a fresh agent, opened and left to finish its startup
+  warmup, then prompted once; against the bare client's warm turn (the warm floor).
+- ``cpu``: this process's CPU per turn (the server is elsewhere), p50.
+
+"added" is ours minus the floor at the same percentile; ratio is p50 over p50; ``n``
+is the number of samples behind each percentile.
+
+``--profile`` instead profiles warm WebSocket turns at 0 ms: Trio task steps per turn
+(``trio.lowlevel.add_instrument``, ``before_task_step``) for the agent and the bare
+client, the events emitted per turn, a wall-clock timeline of one turn (the socket's
+``send_message``/``get_message`` wrapped), and cProfile's top functions by self time.
+
+    /work/main/.venv/bin/python -m benchmarks.turn_overhead [--pairs 300] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import tempfile
+from collections import Counter
+from typing import Any
+
+import httpx
+import trio
+import trio_websocket
+
+import trio_agent as ta
+
+from ._common import (
+    ADDED_HEADER,
+    BareHttp,
+    Settings,
+    Timing,
+    added_row,
+    bench_config,
+    ms,
+    open_bare_websocket,
+    open_bench_server,
+    open_warm_agent,
+    record_summary,
+    table,
+)
+
+RTTS = (0.0, 0.025)
+
+
+async def ws_warm(server: Any, workspace: str, pairs: int) -> tuple[list[Timing], list[Timing]]:
+    ours, floor = [], []
+    async with open_warm_agent(bench_config(server, workspace)) as agent, open_bare_websocket(server.ws_url) as bare:
+        for _ in range(5):  # the first turn after the prewarm and a few warm ones are not sampled
+            await agent.turn()
+        body = (await server.last_requests())["last"]["ws"]
+        for _ in range(5):
+            await bare.turn(body)
+        for i in range(pairs):
+            if i % 2:
+                floor.append(await bare.turn(body))
+                ours.append(await agent.turn())
+            else:
+                ours.append(await agent.turn())
+                floor.append(await bare.turn(body))
+    return ours, floor
+
+
+async def https_warm(server: Any, workspace: str, pairs: int) -> tuple[list[Timing], list[Timing]]:
+    ours, floor = [], []
+    config = bench_config(server, workspace, transport=ta.Transport.HTTPS, store=True)
+    async with open_warm_agent(config) as agent, httpx.AsyncClient() as client:
+        bare = BareHttp(client, server.http_base_url + "/responses")
+        for _ in range(5):
+            await agent.turn()
+        body = (await server.last_requests())["last"]["http"]
+        for _ in range(5):
+            await bare.turn(body)
+        for i in range(pairs):
+            if i % 2:
+                floor.append(await bare.turn(body))
+                ours.append(await agent.turn())
+            else:
+                ours.append(await agent.turn())
+                floor.append(await bare.turn(body))
+    return ours, floor
+
+
+async def first_after_prewarm(server: Any, workspace: str, samples: int) -> tuple[list[Timing], list[Timing]]:
+    ours, floor = [], []
+    config = bench_config(server, workspace)
+    async with open_bare_websocket(server.ws_url) as bare:
+        async with open_warm_agent(config) as agent:  # discarded: first-use caches
+            await agent.turn()
+        body = (await server.last_requests())["last"]["ws"]
+        for _ in range(3):
+            await bare.turn(body)
+        for _ in range(samples):
+            async with open_warm_agent(bench_config(server, workspace)) as agent:
+                ours.append(await agent.turn())
+            floor.append(await bare.turn(body))
+    return ours, floor
+
+
+def _summary(label: str, row: list[str], target: str) -> list[str]:
+    # row: label, ours p50, p99, floor p50, p99, added p50, added p99, ratio, n
+    return [label, f"{row[1]} ms", f"{row[3]} ms", f"{row[5]} ms (p99 {row[6]}, n={row[8]})", target]
+
+
+def _cpu_row(label: str, ours: list[Timing], floor: list[Timing]) -> list[str]:
+    a = statistics.median(t.cpu for t in ours)
+    b = statistics.median(t.cpu for t in floor)
+    return [label, ms(a), ms(b), f"{(a - b) * 1000:+.2f}", f"{a / b:.2f}", str(len(ours))]
+
+
+async def measure(pairs: int) -> str:
+    out = []
+    summary: list[list[str]] = []
+    rows: list[list[str]] = []
+    cpu_rows: list[list[str]] = []
+    with tempfile.TemporaryDirectory() as workspace:
+        async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
+            for rtt in RTTS:
+                await server.configure(Settings(delay=rtt / 2, think=0.0, deltas=20))
+                n = pairs if rtt == 0 else max(20, pairs // 2)
+                tag = f"rtt {rtt * 1000:.0f} ms"
+                ours, floor = await ws_warm(server, workspace, n)
+                rows.append(added_row(f"ws warm turn, {tag}", ours, floor))
+                summary.append(_summary(f"ws warm turn, {tag}", rows[-1], "+0.3 ms p50"))
+                rows.append(added_row(f"ws warm first token, {tag}", ours, floor, "first"))
+                cpu_rows.append(_cpu_row(f"ws warm turn, {tag}", ours, floor))
+                ours, floor = await https_warm(server, workspace, n)
+                rows.append(added_row(f"https warm turn, {tag}", ours, floor))
+                summary.append(_summary(f"https warm turn, {tag}", rows[-1], "+0.7 ms p50"))
+                rows.append(added_row(f"https warm first token, {tag}", ours, floor, "first"))
+                cpu_rows.append(_cpu_row(f"https warm turn, {tag}", ours, floor))
+                ours, floor = await first_after_prewarm(server, workspace, max(20, n // 5))
+                rows.append(added_row(f"first turn after prewarm, {tag}", ours, floor))
+                summary.append(_summary(f"first turn after prewarm, {tag}", rows[-1], "+0.5 ms p50"))
+                rows.append(added_row(f"first token after prewarm, {tag}", ours, floor, "first"))
+                cpu_rows.append(_cpu_row(f"first turn after prewarm, {tag}", ours, floor))
+    summary += [[f"cpu/turn: {r[0]}", f"{r[1]} ms", f"{r[2]} ms", f"{r[3]} ms ({r[4]}x)", "-"] for r in cpu_rows
+                if "rtt 0" in r[0]]
+    record_summary(summary)
+    out.append(table("per-turn latency, ms (floor: bare trio-websocket / httpx client, same frames, same server)",
+                     ADDED_HEADER, rows))
+    out.append("")
+    out.append(table("CPU per turn, ms p50 (this process only; the server runs in a child process)",
+                     ["path", "ours", "floor", "added", "ratio", "n"], cpu_rows))
+    return "\n".join(out)
+
+
+# -- the profile ------------------------------------------------------------------------------
+
+
+class StepCounter(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.steps = 0
+        self.tasks: Counter[str] = Counter()
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += 1
+        self.tasks[task.name.rsplit(".", 1)[-1]] += 1
+
+
+class SocketTimeline:
+    """Wraps trio-websocket's send/get to stamp when the body leaves and frames arrive."""
+
+    def __init__(self) -> None:
+        self.sent: list[float] = []
+        self.received: list[float] = []
+
+    def install(self) -> None:
+        cls = trio_websocket.WebSocketConnection
+        send, get = cls.send_message, cls.get_message
+        timeline = self
+
+        async def send_message(self: Any, message: Any) -> None:
+            timeline.sent.append(trio.current_time())
+            await send(self, message)
+
+        async def get_message(self: Any) -> Any:
+            message = await get(self)
+            timeline.received.append(trio.current_time())
+            return message
+
+        cls.send_message, cls.get_message = send_message, get_message  # type: ignore[method-assign]
+        self._restore = (send, get)
+
+    def uninstall(self) -> None:
+        cls = trio_websocket.WebSocketConnection
+        cls.send_message, cls.get_message = self._restore  # type: ignore[method-assign]
+
+
+async def profile(turns: int) -> str:
+    out: list[str] = []
+    with tempfile.TemporaryDirectory() as workspace:
+        async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
+            config = bench_config(server, workspace)
+            async with open_warm_agent(config) as agent, open_bare_websocket(server.ws_url) as bare:
+                for _ in range(20):
+                    await agent.turn()
+                body = (await server.last_requests())["last"]["ws"]
+                for _ in range(20):
+                    await bare.turn(body)
+                # 1. task steps per turn
+                counts = {}
+                for name, fn in (("agent", agent.turn), ("bare", lambda: bare.turn(body))):
+                    counter = StepCounter()
+                    trio.lowlevel.add_instrument(counter)
+                    for _ in range(turns):
+                        await fn()
+                    trio.lowlevel.remove_instrument(counter)
+                    counts[name] = counter
+                out.append(f"Trio task steps per warm turn: agent {counts['agent'].steps / turns:.1f}, "
+                           f"bare {counts['bare'].steps / turns:.1f} ({turns} turns each)")
+                per_task = ", ".join(f"{k} {v / turns:.1f}" for k, v in counts["agent"].tasks.most_common(8))
+                out.append(f"  agent steps by task: {per_task}")
+                # 2. events per turn
+                before = Counter(agent.kinds)
+                for _ in range(turns):
+                    await agent.turn()
+                delta = agent.kinds - before
+                out.append(f"events per warm turn: {sum(delta.values()) / turns:.1f} ("
+                           + ", ".join(f"{k} {v / turns:.1f}" for k, v in delta.most_common()) + ")")
+                # 3. timeline of a warm turn
+                out.append(await _timeline(agent, bare, body, turns))
+                out.append(components(body))
+                # 4. cProfile
+                profiler = cProfile.Profile()
+                profiler.enable()
+                for _ in range(turns):
+                    await agent.turn()
+                profiler.disable()
+                out.append(_top(profiler, turns))
+    return "\n".join(out)
+
+
+async def _timeline(agent: Any, bare: Any, body: dict[str, Any], turns: int) -> str:
+    """Median wall-clock marks of a warm turn, agent and bare client side by side."""
+    timeline = SocketTimeline()
+    marks: dict[str, dict[str, list[float]]] = {"agent": {}, "bare": {}}
+    timeline.install()
+    try:
+        for _ in range(turns):
+            for name in ("agent", "bare"):
+                timeline.sent.clear()
+                timeline.received.clear()
+                events: list[ta.AgentEvent] = []
+                start = trio.current_time()
+                if name == "agent":
+                    agent.tap = events.append
+                    timing = await agent.turn()
+                    agent.tap = None
+                else:
+                    timing = await bare.turn(body)
+                got = timeline.received
+                firsts = [e.time for e in events if e.kind is ta.EventKind.ASSISTANT_DELTA]
+                stamps = {
+                    "body on socket": timeline.sent[0], "1st frame read": got[0], "1st delta frame read": got[2],
+                    "1st delta emitted": firsts[0] if firsts else got[2], "1st delta at app": start + timing.first,
+                    "last frame read": got[-1], "turn done": start + timing.total,
+                }
+                for key, value in stamps.items():
+                    marks[name].setdefault(key, []).append(value - start)
+    finally:
+        timeline.uninstall()
+    lines = [f"timeline of a warm ws turn at 0 ms rtt, p50 of {turns} turns (ms since prompt()/send; (+step)):",
+             f"  {'mark':<22}{'agent':>16}{'bare':>16}"]
+    previous = {"agent": 0.0, "bare": 0.0}
+    for key in marks["agent"]:
+        cells = []
+        for name in ("agent", "bare"):
+            value = statistics.median(marks[name][key])
+            cells.append(f"{value * 1000:7.3f} (+{(value - previous[name]) * 1000:.3f})")
+            previous[name] = value
+        lines.append(f"  {key:<22}{cells[0]:>16}{cells[1]:>16}")
+    lines.append("  (the bare client has no events: its 'emitted'/'at app' marks are the frame read)")
+    return "\n".join(lines)
+
+
+def components(body: dict[str, Any]) -> str:
+    """Unprofiled per-call costs (us, best of 5 x 2000 calls) of the pieces on the per-frame
+    and per-request path; internal names, so a refactor may retire a line."""
+    import json
+    import timeit
+
+    from trio_agent._bench import answer_frames
+
+    frames_ = answer_frames("resp-x", 1)
+    delta, created = frames_[2], frames_[0]
+    text, created_text = json.dumps(delta, separators=(",", ":")), json.dumps(created, separators=(",", ":"))
+    cases: list[tuple[str, Any]] = [
+        ("json.loads(delta frame)", lambda: json.loads(text)),
+        ("json.dumps(warm request body)", lambda: json.dumps(body, separators=(",", ":"))),
+    ]
+    try:
+        from trio_agent._events import EventSink
+        from trio_agent._wire.frames import decode_frame, parse_frame
+
+        sink = EventSink("bench")
+        base = {"direction": "inbound", "transport": "websocket", "phase": "generate", "model_call_index": 0}
+        cases += [
+            ("_wire/frames.py:decode_frame(delta)", lambda: decode_frame(text)),
+            ("_wire/frames.py:parse_frame(delta) (cattrs)", lambda: parse_frame(delta)),
+            ("_wire/frames.py:parse_frame(response.created)", lambda: parse_frame(json.loads(created_text))),
+            ("_events.py:EventSink.emit(api.event) incl. dict merge", lambda: sink.emit(
+                ta.EventKind.API_EVENT, {**base, "event": delta}, 1)),
+        ]
+    except ImportError as exc:  # the runtime moved on: report what still exists
+        cases.append((f"(internal pieces not found: {exc})", lambda: None))
+    lines = ["unprofiled cost per call, us (best of 5 x 2000):"]
+    for name, fn in cases:
+        best = min(timeit.repeat(fn, number=2000, repeat=5)) / 2000
+        lines.append(f"  {best * 1e6:7.2f}  {name}")
+    return "\n".join(lines)
+
+
+def _top(profiler: cProfile.Profile, turns: int, limit: int = 30) -> str:
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    entries = stats.stats  # type: ignore[attr-defined]
+    total = sum(v[2] for v in entries.values())
+    lines = [f"cProfile, {turns} warm ws turns at 0 ms: {total / turns * 1000:.2f} ms/turn of CPU under the "
+             f"profiler (about 2-3x the unprofiled cost); top {limit} by self time (per turn):"]
+
+    def fmt(key: Any, value: Any) -> str:
+        (file, line, func), (_cc, nc, tt, ct, _callers) = key, value
+        short = file.split("site-packages/")[-1].split("wt-bench/")[-1].split("lib/python3.11/")[-1]
+        return f"  self {tt / turns * 1e6:7.1f} us  cum {ct / turns * 1e6:7.1f} us  {nc / turns:6.1f} calls  " \
+               f"{short}:{line}:{func}"
+
+    for key, value in sorted(entries.items(), key=lambda kv: kv[1][2], reverse=True)[:limit]:
+        lines.append(fmt(key, value))
+    lines.append(f"trio_agent functions, top {limit} by cumulative time (per turn):")
+    ours = [(k, v) for k, v in entries.items() if "trio_agent/" in k[0]]
+    for key, value in sorted(ours, key=lambda kv: kv[1][3], reverse=True)[:limit]:
+        lines.append(fmt(key, value))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=300, help="paired turns at 0 ms (half at 25 ms)")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--turns", type=int, default=200, help="turns per profile section")
+    args = parser.parse_args(argv)
+    if args.profile:
+        print(trio.run(profile, args.turns))
+    else:
+        print(trio.run(measure, args.pairs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
