@@ -1,9 +1,11 @@
-"""A user's event-reading file type-checks strict, with no ``Any`` reaching it.
+"""A user's code type-checks strict, with no ``Any`` reaching it (issue 12).
 
-``tests/typing/user_events.py`` reads payloads through ``ta.payload_of``; mypy
-(``--strict --disallow-any-expr``, errors in trio_agent itself not reported) must
-accept it, every ``assert_type`` included. Pyright runs too when it is installed
-(``pyright`` on PATH, or ``PYRIGHT=/path/to/pyright``), in strict mode.
+``tests/typing/user_events.py`` reads payloads through ``ta.payload_of``;
+``tests/typing/user_surface.py`` uses the rest of the public API (configs, turns,
+typed tool handlers, threads, sessions, errors). mypy (``--strict
+--disallow-any-expr``, errors in trio_agent itself not reported) and pyright (strict;
+installed by the ``test`` extra, or ``PYRIGHT=/path/to/pyright``) must accept both,
+every ``assert_type`` included, and together they name every public name.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 USER_FILE = ROOT / "tests" / "typing" / "user_events.py"
+USER_FILES = (USER_FILE, ROOT / "tests" / "typing" / "user_surface.py")
 
 
 def _mypy(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
@@ -35,8 +38,9 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mypy-cache")
 
 
-def test_mypy_strict_sees_no_any_in_a_users_event_code(cache: Path) -> None:
-    done = _mypy(USER_FILE, cache)
+@pytest.mark.parametrize("user_file", USER_FILES, ids=lambda path: path.stem)
+def test_mypy_strict_sees_no_any_in_a_users_code(cache: Path, user_file: Path) -> None:
+    done = _mypy(user_file, cache)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == ""
 
@@ -57,18 +61,26 @@ def test_the_check_catches_any_read_from_a_raw_payload(tmp_path: Path, cache: Pa
     assert "raw_reader.py:4: error" in done.stdout
 
 
-def _pyright() -> str | None:
-    return os.environ.get("PYRIGHT") or shutil.which("pyright")
+def _pyright() -> str:
+    beside = Path(sys.executable).parent / "pyright"  # the test extra installs it in the venv
+    found = os.environ.get("PYRIGHT") or (str(beside) if beside.exists() else shutil.which("pyright"))
+    assert found, "pyright is missing: install the test extra (pip install -e '.[test]') or set PYRIGHT"
+    return found
 
 
-@pytest.mark.skipif(_pyright() is None, reason="pyright is not installed (set PYRIGHT or put it on PATH)")
-def test_pyright_strict_accepts_a_users_event_code(tmp_path: Path) -> None:
-    pyright = _pyright()
-    assert pyright is not None
+def test_pyright_strict_accepts_a_users_code(tmp_path: Path) -> None:
     config = tmp_path / "pyrightconfig.json"
     config.write_text(json.dumps({"typeCheckingMode": "strict", "pythonVersion": "3.11", "extraPaths": [str(ROOT)]}))
-    command = [pyright, "--pythonpath", sys.executable, "-p", str(config), "--outputjson", str(USER_FILE)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    command = [_pyright(), "--pythonpath", sys.executable, "-p", str(config), "--outputjson", *map(str, USER_FILES)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     report = json.loads(done.stdout)
     assert report["generalDiagnostics"] == [], done.stdout
-    assert report["summary"]["filesAnalyzed"] == 1
+    assert report["summary"]["filesAnalyzed"] == len(USER_FILES)
+
+
+def test_the_user_files_name_every_public_name() -> None:
+    import trio_agent as ta
+
+    text = "".join(path.read_text(encoding="utf-8") for path in USER_FILES)
+    missing = [name for name in ta.__all__ if f"ta.{name}" not in text]
+    assert missing == []

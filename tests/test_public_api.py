@@ -112,6 +112,7 @@ EXPECTED_ALL = [
     "TokenCounts",
     "ToolCallPayload",
     "ToolContext",
+    "ToolDecorator",
     "ToolProgressPayload",
     "ToolResultPayload",
     "ToolSpec",

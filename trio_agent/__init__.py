@@ -106,6 +106,7 @@ from ._threads import open_thread_manager as open_thread_manager
 from ._tools import Handler as Handler
 from ._tools import McpServer as McpServer
 from ._tools import ToolContext as ToolContext
+from ._tools import ToolDecorator as ToolDecorator
 from ._tools import Tools as Tools
 from ._tools import ToolSpec as ToolSpec
 from ._tools import tool as tool
@@ -220,6 +221,7 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "TokenCounts",
     "ToolCallPayload",
     "ToolContext",
+    "ToolDecorator",
     "ToolProgressPayload",
     "ToolResultPayload",
     "ToolSpec",

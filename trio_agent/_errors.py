@@ -42,7 +42,10 @@ events and retry decisions), ``retryable`` and ``retry_after`` (seconds or None)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._event_payloads._shared import JsonValue
 
 __all__ = [
     "AgentClosed",
@@ -154,7 +157,7 @@ class ResponsesError(AgentError):
         failure_phase: str | None = None,
         code: str | None = None,
         status: int | None = None,
-        event: Any = None,
+        event: dict[str, JsonValue] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -164,7 +167,7 @@ class ResponsesError(AgentError):
         self.failure_phase = failure_phase or self.default_phase
         self.code = code
         self.status = status
-        self.event = event
+        self.event = event  # the raw frame (None when the failure was not a frame)
 
 
 class AuthenticationError(ResponsesError):

@@ -10,12 +10,15 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import AsyncIterable, Awaitable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
 
 from ._jsontext import dumps
+
+if TYPE_CHECKING:
+    from ._event_payloads._shared import JsonValue
 
 __all__ = ["PROTOCOL_VERSION", "AgentEvent", "AgentEvents", "EventKind", "write_jsonl"]
 
@@ -76,7 +79,7 @@ class AgentEvent:
     """One event. ``payload`` is a JSON-able dict; ``time`` is Trio's clock at emission."""
 
     kind: EventKind
-    payload: dict[str, Any]
+    payload: dict[str, JsonValue]
     seq: int
     session_id: str
     turn_id: int | None = None

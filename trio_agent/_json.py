@@ -12,12 +12,15 @@ a protocol error, not a value to guess at.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn
+
+from ._event_payloads._shared import JsonValue
 
 __all__ = ["converter"]
 
@@ -49,3 +52,20 @@ def _attrs_from_mapping(cls: type) -> Callable[[Any, Any], Any]:
 
 
 converter.register_structure_hook_factory(attrs.has, _attrs_from_mapping)
+
+
+def _json_value(value: Any, _type: Any) -> Any:
+    return value  # already decoded JSON: kept as it is (like ``Any`` before it was typed)
+
+
+def _is_json_value(kind: Any) -> bool:
+    """``JsonValue`` as an annotation resolves to a new ``Union`` object (its forward
+    references evaluated), so it is recognised by its members, not by identity."""
+    if kind is JsonValue:
+        return True
+    members = typing.get_args(kind) if typing.get_origin(kind) is typing.Union else ()
+    return {str, int, float, bool, type(None)} <= set(members) and len(members) == 7
+
+
+converter.register_structure_hook_func(_is_json_value, _json_value)
+converter.register_unstructure_hook_func(_is_json_value, lambda value: value)

@@ -36,6 +36,7 @@ import trio
 
 from ._config import AgentConfig, _default_session_id
 from ._errors import AgentError
+from ._event_payloads._shared import JsonValue
 from ._events import AgentEvent, EventKind
 from ._rollout import RolloutConfig
 from ._runtime import Agent, TurnStatus, open_agent
@@ -95,7 +96,7 @@ class ThreadInfo:
     status: ThreadStatus
     ephemeral: bool
     rollout_path: Path | None
-    history: tuple[dict[str, Any], ...]
+    history: tuple[dict[str, JsonValue], ...]
 
 
 @final

@@ -126,5 +126,17 @@ def every_kind(e: ta.AgentEvent) -> None:
     assert_type(ta.payload_of(e, K.PLAN_UPDATED), ta.PlanUpdatedPayload | None)
     assert_type(ta.payload_of(e, K.MCP_SERVER_READY), ta.McpServerReadyPayload | None)
     assert_type(ta.payload_of(e, K.MCP_SERVER_FAILED), ta.McpServerFailedPayload | None)
+    assert_type(ta.payload_of(e, K.APPROVAL_REQUESTED), ta.ApprovalRequestedPayload | None)
+    assert_type(ta.payload_of(e, K.APPROVAL_RESOLVED), ta.ApprovalResolvedPayload | None)
+    assert_type(ta.payload_of(e, K.SANDBOX_UNAVAILABLE), ta.SandboxUnavailablePayload | None)
     assert_type(ta.payload_of(e, K.API_EVENT), ta.ApiEventPayload | None)
     assert_type(ta.payload_of(e, K.API_WARNING), ta.ApiWarningPayload | None)
+
+
+def show_approval(event: ta.AgentEvent) -> list[str]:
+    request = ta.payload_of(event, K.APPROVAL_REQUESTED)
+    if request is None:
+        return []
+    assert_type(request["kind"], Literal["command", "file_change"])
+    changes: list[ta.ApprovalChange] = request.get("changes", [])
+    return [change["path"] for change in changes]

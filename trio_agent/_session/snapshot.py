@@ -22,6 +22,7 @@ import attrs
 import cattrs
 
 from .._errors import InvalidSessionSnapshot
+from .._event_payloads._shared import JsonValue
 from .._json import converter
 from .._jsontext import dumps
 from .context import DEFAULT_INSTRUCTIONS, additional_tools_item, instructions_message
@@ -39,8 +40,8 @@ class SessionSnapshot:
     lineage_id: str
     prompt_cache_key: str
     workspace: str
-    request_prefix: list[dict[str, Any]]
-    history: list[dict[str, Any]]
+    request_prefix: list[dict[str, JsonValue]]
+    history: list[dict[str, JsonValue]]
     version: int = SNAPSHOT_VERSION
     instructions: str | None = None
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 import attrs
 
 from .._errors import ConfigError
+from .._event_payloads._shared import JsonValue  # one JSON type for tools and events
 from ._definitions import (
     BUILTIN_NAMES,
     IMAGE_GENERATION,
@@ -53,6 +54,7 @@ __all__ = [
     "McpServer",
     "NestedToolError",
     "ToolContext",
+    "ToolDecorator",
     "ToolSpec",
     "Tools",
     "tool",
@@ -77,9 +79,8 @@ class ToolContext:
         self._progress(message)
 
 
-JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
-"""What a decoded JSON value can be (the type of tool arguments)."""
 
+_P = ParamSpec("_P")  # a typed tool's own parameters
 ArgsT = TypeVar("ArgsT", contravariant=True)
 
 
@@ -216,7 +217,7 @@ class Tools:
         return namespace in self._groups
 
     def function(
-        self, name: str, description: str, json_schema: dict[str, Any], handler: Handler[dict[str, JsonValue]]
+        self, name: str, description: str, json_schema: Mapping[str, object], handler: Handler[dict[str, JsonValue]]
     ) -> Tools:
         """Register a function tool (JSON arguments); returns ``self`` for chaining."""
         if not isinstance(json_schema, dict) or json_schema.get("type", "object") != "object":
@@ -241,7 +242,7 @@ class Tools:
 
     def add(
         self,
-        fn: ToolSpec | Callable[..., Awaitable[object]],
+        fn: ToolSpec | Callable[_P, Awaitable[object]],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -381,19 +382,24 @@ class Tools:
         return frozenset(names)
 
 
+class ToolDecorator(Protocol):
+    """What ``@ta.tool(name=..., description=...)`` returns: apply it to the function."""
+
+    def __call__(self, fn: Callable[_P, Awaitable[object]], /) -> ToolSpec: ...
+
+
 @overload
-def tool(fn: Callable[..., Awaitable[object]], /, *, name: str | None = None,
+def tool(fn: Callable[_P, Awaitable[object]], /, *, name: str | None = None,
          description: str | None = None) -> ToolSpec: ...
 @overload
-def tool(fn: None = None, /, *, name: str | None = None,
-         description: str | None = None) -> Callable[[Callable[..., Awaitable[object]]], ToolSpec]: ...
+def tool(fn: None = None, /, *, name: str | None = None, description: str | None = None) -> ToolDecorator: ...
 def tool(
-    fn: Callable[..., Awaitable[object]] | None = None,
+    fn: Callable[_P, Awaitable[object]] | None = None,
     /,
     *,
     name: str | None = None,
     description: str | None = None,
-) -> ToolSpec | Callable[[Callable[..., Awaitable[object]]], ToolSpec]:
+) -> ToolSpec | ToolDecorator:
     """Make a typed tool from an ``async`` function: ``@ta.tool`` or
     ``@ta.tool(name=..., description=...)``; returns the ``ToolSpec`` to pass to
     ``Tools.add``.
