@@ -50,6 +50,8 @@ EXPECTED_ALL = [
     "EVENT_PAYLOADS",
     "EventKind",
     "EventPayload",
+    "EventSubscription",
+    "EventsOverflowed",
     "ForkBeforeCompletedTurn",
     "Handler",
     "History",

@@ -76,6 +76,8 @@ from ._event_payloads import payload_of as payload_of
 from ._events import AgentEvent as AgentEvent
 from ._events import AgentEvents as AgentEvents
 from ._events import EventKind as EventKind
+from ._events import EventsOverflowed as EventsOverflowed
+from ._events import EventSubscription as EventSubscription
 from ._events import write_jsonl as write_jsonl
 from ._rollout import DurableSession as DurableSession
 from ._rollout import RolloutConfig as RolloutConfig
@@ -159,6 +161,8 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "EVENT_PAYLOADS",
     "EventKind",
     "EventPayload",
+    "EventSubscription",
+    "EventsOverflowed",
     "ForkBeforeCompletedTurn",
     "Handler",
     "History",

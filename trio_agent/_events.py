@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import AsyncIterable, Awaitable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
 
+from ._errors import AgentError
 from ._jsontext import dumps
 
 if TYPE_CHECKING:
     from ._event_payloads._shared import JsonValue
 
-__all__ = ["PROTOCOL_VERSION", "AgentEvent", "AgentEvents", "EventKind", "write_jsonl"]
+__all__ = [
+    "PROTOCOL_VERSION", "AgentEvent", "AgentEvents", "EventKind", "EventSubscription", "EventsOverflowed",
+    "write_jsonl",
+]
 
 PROTOCOL_VERSION = 1
 _LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
@@ -116,7 +120,18 @@ class EventSink:
         self._seq = 0
         send, receive = trio.open_memory_channel[AgentEvent](math.inf)
         self._send = send
-        self.stream = AgentEvents(session_id, receive)
+        self._subscribers: list[EventSubscription] = []
+        self._closed = False
+        self.stream = AgentEvents(session_id, receive, self._subscribe)
+
+    def _subscribe(self, max_buffer: int) -> EventSubscription:
+        subscription = EventSubscription(self.session_id, max_buffer, self._subscribers.remove)
+        if self._closed:
+            subscription._listening = False
+            subscription._end()
+        else:
+            self._subscribers.append(subscription)
+        return subscription
 
     def emit(
         self, kind: EventKind, payload: dict[str, Any], turn_id: int | None = None
@@ -127,10 +142,16 @@ class EventSink:
             self._send.send_nowait(event)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # nobody listens any more; the seq is still consumed
+        if self._subscribers:
+            for subscription in tuple(self._subscribers):
+                subscription._offer(event)
         return event
 
     def close(self) -> None:
+        self._closed = True
         self._send.close()
+        for subscription in tuple(self._subscribers):
+            subscription._end()
 
 
 class AgentEvents:
@@ -140,9 +161,29 @@ class AgentEvents:
     session id that every JSONL line carries.
     """
 
-    def __init__(self, request_id: str, receive: trio.MemoryReceiveChannel[AgentEvent]) -> None:
+    def __init__(
+        self, request_id: str, receive: trio.MemoryReceiveChannel[AgentEvent],
+        subscribe: Callable[[int], EventSubscription] | None = None,
+    ) -> None:
         self.request_id = request_id
         self._receive = receive
+        self._subscribe = subscribe
+
+    def subscribe(self, *, max_buffer: int = 4096) -> EventSubscription:
+        """A second view of the stream: every event emitted from now on, in order, for
+        another consumer (a UI beside ``write_jsonl``, a tracer, a test). Use it as
+        ``async with agent.events.subscribe() as events: async for event in events``;
+        it ends when the agent closes, and leaving the block unsubscribes.
+
+        Each subscription buffers at most ``max_buffer`` events: a consumer that falls
+        further behind is dropped (the emitter never waits for it); it still receives
+        what was buffered, then ``EventsOverflowed``. ``agent.events`` itself is
+        unaffected."""
+        if self._subscribe is None:
+            raise RuntimeError("this event stream has no emitter to subscribe to")
+        if type(max_buffer) is not int or max_buffer < 1:
+            raise ValueError(f"max_buffer must be a positive int, got {max_buffer!r}")
+        return self._subscribe(max_buffer)
 
     async def receive(self) -> AgentEvent:
         """The next event; raises ``trio.EndOfChannel`` after the agent closed."""
@@ -159,6 +200,74 @@ class AgentEvents:
         # leaves nothing for the garbage collector to finalise.
         try:
             return await self._receive.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+
+class EventsOverflowed(AgentError):
+    """An ``agent.events.subscribe()`` consumer fell more than ``max_buffer`` events behind
+    and was dropped; the events it missed went to every other consumer."""
+
+
+class EventSubscription:
+    """One subscriber's view of an agent's events (see ``AgentEvents.subscribe``)."""
+
+    def __init__(self, request_id: str, max_buffer: int, unsubscribe: Callable[[EventSubscription], None]) -> None:
+        self.request_id = request_id
+        self._send, self._receive = trio.open_memory_channel[AgentEvent](max_buffer)
+        self._unsubscribe = unsubscribe
+        self._max_buffer = max_buffer
+        self._overflowed = False
+        self._listening = True
+
+    def _offer(self, event: AgentEvent) -> None:
+        try:
+            self._send.send_nowait(event)
+        except trio.WouldBlock:
+            self._overflowed = True
+            self._stop()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._stop()
+
+    def _end(self) -> None:
+        self._send.close()
+
+    def _stop(self) -> None:
+        self._send.close()
+        if self._listening:
+            self._listening = False
+            self._unsubscribe(self)
+
+    def close(self) -> None:
+        """Unsubscribe now (idempotent); buffered events are discarded."""
+        self._stop()
+        self._receive.close()
+
+    async def __aenter__(self) -> EventSubscription:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    async def receive(self) -> AgentEvent:
+        """The next event; ``trio.EndOfChannel`` after the agent closed, and
+        ``EventsOverflowed`` (after the buffered events) if this consumer fell behind."""
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            if self._overflowed:
+                raise EventsOverflowed(
+                    f"this subscriber fell more than {self._max_buffer} events behind and was dropped; "
+                    "consume faster or subscribe with a larger max_buffer"
+                ) from None
+            raise
+
+    def __aiter__(self) -> EventSubscription:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        try:
+            return await self.receive()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 

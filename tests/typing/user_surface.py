@@ -162,8 +162,15 @@ async def converse(agent: ta.Agent) -> str:
 
 async def record(agent: ta.Agent) -> int:
     out = io.StringIO()
+    async with trio.open_nursery() as nursery:
+        watched: ta.EventSubscription = agent.events.subscribe(max_buffer=128)
+        nursery.start_soon(ta.write_jsonl, watched, io.StringIO())
     count = await ta.write_jsonl(agent.events, out)
     assert_type(count, int)
+    try:
+        await watched.receive()
+    except ta.EventsOverflowed:
+        pass
     return count
 
 
