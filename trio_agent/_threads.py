@@ -35,7 +35,7 @@ import attrs
 import trio
 
 from ._config import AgentConfig, _default_session_id
-from ._errors import AgentError
+from ._errors import AgentError, ConfigError
 from ._event_payloads._shared import JsonValue
 from ._events import AgentEvent, EventKind
 from ._rollout import RolloutConfig
@@ -401,6 +401,12 @@ async def open_thread_manager(
         raise TypeError("open_thread_manager() needs config=ta.AgentConfig(...) as the template of its threads")
     if unload_delay < 0 or not math.isfinite(unload_delay):
         raise ValueError(f"unload_delay must be a finite number of seconds >= 0, got {unload_delay!r}")
+    if config.record is not None:
+        # Every thread would truncate the same cassette; one cassette is one agent's session.
+        raise ConfigError(
+            f"record={str(config.record)!r} cannot be the template of many threads (each would overwrite "
+            "the same cassette); record a single agent with ta.open_agent(AgentConfig(record=...)) instead"
+        )
     manager: ThreadManager | None = None
     try:
         async with trio.open_nursery() as nursery:

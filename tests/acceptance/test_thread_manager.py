@@ -227,3 +227,13 @@ async def test_unknown_threads_are_thread_errors(tmp_path: Path, autojump_clock:
             await threads.resume("01a23200-0000-7000-8000-000000000000")
         assert threads.unsubscribe("nope", "client") is ta.UnsubscribeStatus.NOT_LOADED
         assert threads.subscribe("nope", "client") is False
+
+
+async def test_a_recording_config_cannot_be_the_template_of_many_threads(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    config = ta.AgentConfig(auth="test", workspace=workspace, record=tmp_path / "session.jsonl")
+    with pytest.raises(ta.ConfigError, match="each would overwrite the same cassette"):
+        async with ta.open_thread_manager(tmp_path / "home", config=config):
+            pass  # pragma: no cover
+    assert not (tmp_path / "session.jsonl").exists()
