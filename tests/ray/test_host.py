@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import ray.cloudpickle
 import trio
 import trio.testing
 
@@ -19,6 +20,11 @@ from trio_agent.testing import FakeResponsesServer
 def config(model: FakeResponsesServer, workspace: Path, **kw: object) -> ta.AgentConfig:
     return ta.AgentConfig(auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW,
                           responses=ta.Responses(websocket_url=model.url), **kw)  # type: ignore[arg-type]
+
+
+def submit(task: AgentTask, stream: bool) -> tuple[str, bytes, bool]:
+    """``run_task``'s arguments, as the driver sends them."""
+    return task.task_id, ray.cloudpickle.dumps(task), stream
 
 
 async def drain(host: AgentHost, task_id: str) -> tuple[list[ta.AgentEvent], TaskResult]:
@@ -38,7 +44,7 @@ async def test_events_then_result_and_a_lost_reply_is_resent(model: FakeResponse
     task = AgentTask(config(model, workspace), prompts=["one", "two"])
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(host.run_task, task, True)
+            nursery.start_soon(host.run_task, *submit(task, True))
             first = await host.poll(task.task_id, 0, False)
             assert first.start is not None and first.start.session_id == task.config.session_id
             while not (batch := await host.poll(task.task_id, 0, True)).events:
@@ -74,7 +80,7 @@ async def test_a_task_cancelled_before_it_arrives_never_opens_its_agent(
             nursery.start_soon(poll_first)  # the driver's poll may arrive before the task
             await trio.testing.wait_all_tasks_blocked()
             host.cancel(task.task_id)  # kept in the record the poll made
-            nursery.start_soon(host.run_task, task, True)
+            nursery.start_soon(host.run_task, *submit(task, True))
     [(events, result)] = drained
     assert result.status is TaskStatus.CANCELLED and isinstance(result.error, TaskCancelled)
     assert events == [] and result.events == 0 and model.connections == []
@@ -89,7 +95,7 @@ async def test_cancelling_a_running_task_still_delivers_its_terminal_event(
     events: list[ta.AgentEvent] = []
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(host.run_task, task, True)
+            nursery.start_soon(host.run_task, *submit(task, True))
             while not pid_file.exists() or not pid_file.read_text().strip():
                 batch = await host.poll(task.task_id, len(events), True)
                 events.extend(batch.events)
@@ -113,7 +119,7 @@ async def test_without_a_stream_events_are_counted_not_kept(model: FakeResponses
     task = AgentTask(config(model, workspace), prompts=["quiet"])
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(host.run_task, task, False)
+            nursery.start_soon(host.run_task, *submit(task, False))
             events, result = await drain(host, task.task_id)
     assert events == [] and result.events > 0 and result.final_message == "echo: quiet"
 
@@ -146,7 +152,7 @@ async def test_a_failing_body_is_a_failed_result(
     task = AgentTask(config(model, workspace), body=body)  # type: ignore[arg-type]
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(host.run_task, task, True)
+            nursery.start_soon(host.run_task, *submit(task, True))
             _, result = await drain(host, task.task_id)
     assert result.status is TaskStatus.FAILED and isinstance(result.error, error)
     assert text in str(result.error)
@@ -161,17 +167,27 @@ async def test_resume_without_a_rollout_starts_the_session_fresh(model: FakeResp
     task = AgentTask(config(model, workspace, rollout=rollout), prompts=["p"], resume=True)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(host.run_task, task, True)
+            nursery.start_soon(host.run_task, *submit(task, True))
             _, result = await drain(host, task.task_id)
     assert result.status is TaskStatus.COMPLETED and result.session_id == task.config.session_id
     assert result.rollout_path is not None and result.rollout_path.exists()
     # Resumed again, the same session continues from that rollout.
     again = task.resumed("q")
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(host.run_task, again, False)
+        nursery.start_soon(host.run_task, *submit(again, False))
         _, result = await drain(host, again.task_id)
     history = result.turns[-1].snapshot().history
     assert [m["content"][0]["text"] for m in history if m.get("role") == "user"][-2:] == ["p", "q"]
+
+
+async def test_a_task_the_actor_cannot_load_is_a_failed_result() -> None:
+    host = AgentHost(2)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(host.run_task, "task-x", b"not a pickle", True)
+        events, result = await drain(host, "task-x")
+    assert result.status is TaskStatus.FAILED and isinstance(result.error, TaskCrashed)
+    assert "actor 2 could not load task task-x" in str(result.error) and events == []
+    assert host.statistics().tasks_finished == 1
 
 
 def test_an_unusable_task_is_refused_where_it_is_written(workspace: Path) -> None:

@@ -7,6 +7,7 @@ import collections
 import functools
 import json
 import signal
+import ssl
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,8 @@ pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 
 def config(model: FakeResponsesServer, workspace: Path, **kw: object) -> ta.AgentConfig:
-    return ta.AgentConfig(auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW,
-                          responses=ta.Responses(websocket_url=model.url), **kw)  # type: ignore[arg-type]
+    kw.setdefault("responses", ta.Responses(websocket_url=model.url))
+    return ta.AgentConfig(auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW, **kw)  # type: ignore[arg-type]
 
 
 class Events:
@@ -249,4 +250,8 @@ async def test_pool_arguments_are_checked(model: FakeResponsesServer, workspace:
                 await pool.start(AgentTask(cfg, prompts=["b"]))
             assert (await first.result()).status is TaskStatus.COMPLETED
             again = await pool.run(AgentTask(cfg, prompts=["b"], resume=True))  # the session is free again
+            local_only = ta.Responses(websocket_url=model.url, ssl_context=ssl.create_default_context())
+            with pytest.raises(ta.ConfigError, match="cannot be sent to an actor"):
+                await pool.start(AgentTask(config(model, workspace, responses=local_only), prompts=["x"]))
+            assert pool.statistics().queued == 0
     assert again.status is TaskStatus.COMPLETED

@@ -19,7 +19,7 @@ import ray
 
 from ._host import AgentHost
 from ._portal import TrioPortal
-from ._values import ActorInfo, ActorStatistics, AgentTask, EventBatch
+from ._values import ActorInfo, ActorStatistics, EventBatch
 
 __all__ = ["CONTROL_CONCURRENCY", "AgentActor", "actor_class"]
 
@@ -36,8 +36,8 @@ class AgentActor:
     async def ready(self) -> ActorInfo:
         return await self._portal.call_sync(self._host.info)
 
-    async def run_task(self, task: AgentTask, stream: bool) -> None:
-        await self._portal.call(self._host.run_task, task, stream)
+    async def run_task(self, task_id: str, payload: bytes, stream: bool) -> None:
+        await self._portal.call(self._host.run_task, task_id, payload, stream)
 
     async def poll(self, task_id: str, cursor: int, start_seen: bool) -> EventBatch:
         return await self._portal.call(self._host.poll, task_id, cursor, start_seen)

@@ -106,7 +106,7 @@ class TaskDriver:
                 self._slots.release(slot)
 
     async def _run_on(self, slot: Slot, state: TaskState) -> None:
-        slot.handle.run_task.remote(state.task, state.events is not None)
+        slot.handle.run_task.remote(state.task_id, state.payload, state.events is not None)
         try:
             await self._pump(slot, state)
         except trio.Cancelled:

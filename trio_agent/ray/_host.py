@@ -199,13 +199,23 @@ class AgentHost:
 
     # -- running a task -------------------------------------------------------------------
 
-    async def run_task(self, task: AgentTask, stream: bool) -> None:
-        """Run ``task`` to its end; its result goes to the record (see ``poll``)."""
-        record = self._record(task.task_id)
+    async def run_task(self, task_id: str, payload: bytes, stream: bool) -> None:
+        """Run the pickled task to its end; its result goes to the record (see ``poll``).
+        A task that cannot be unpickled here (a module this actor cannot import) is a
+        failed result like any other."""
+        record = self._record(task_id)
         if record.started:
-            raise RuntimeError(f"task {task.task_id} was submitted twice")
-        record.started, record.session_id = True, task.config.session_id
+            raise RuntimeError(f"task {task_id} was submitted twice")
+        record.started = True
         self._started += 1
+        try:
+            task = pickle.loads(payload)  # the driver's own task (Ray's cloudpickle wrote it)
+            if not isinstance(task, AgentTask) or task.task_id != task_id:
+                raise TypeError(f"the payload of task {task_id} is not that AgentTask")
+        except Exception as exc:
+            self._unloadable(record, task_id, exc)
+            return
+        record.session_id = task.config.session_id
         record.notify()
         run = _Run(task, task.config.session_id)
         try:
@@ -228,6 +238,16 @@ class AgentHost:
             record.result = run.result(self._index, self._pid, record.emitted)
             self._finished += 1
             record.notify()
+
+    def _unloadable(self, record: _Record, task_id: str, exc: Exception) -> None:
+        error = TaskCrashed(
+            f"actor {self._index} could not load task {task_id}: {type(exc).__name__}: {exc}; the actor's "
+            "workers must import everything the task refers to (see runtime_env in docs/ray.md)",
+            exception_type=type(exc).__qualname__, traceback="".join(traceback.format_exception(exc)),
+        )
+        record.result = TaskResult(task_id, "", TaskStatus.FAILED, error=error, actor=self._index, pid=self._pid)
+        self._finished += 1
+        record.notify()
 
     async def _execute(
         self, task: AgentTask, stream: bool, record: _Record, run: _Run, pumps: trio.Nursery

@@ -78,6 +78,7 @@ class RayPool:
         if not isinstance(task, AgentTask):
             raise ConfigError(f"start() takes a trio_agent.ray.AgentTask, got {type(task).__name__}")
         self._check_open()
+        payload = _pickled(task)
         await self._queue.acquire()
         try:
             self._check_open()
@@ -90,7 +91,7 @@ class RayPool:
         except BaseException:
             self._queue.release()
             raise
-        state = TaskState(task, events)
+        state = TaskState(task, payload, events)
         self._states.add(state)
         if session is not None:
             self._sessions.add(session)
@@ -178,6 +179,19 @@ class RayPool:
                 if slot.alive:
                     nursery.start_soon(ask, slot)
         return tuple(results)
+
+
+def _pickled(task: AgentTask) -> bytes:
+    """``task`` as the bytes an actor loads; ``ConfigError`` when it cannot travel."""
+    try:
+        payload: bytes = ray.cloudpickle.dumps(task)
+    except Exception as exc:  # whatever the config or body holds that refuses pickling
+        raise ConfigError(
+            f"task {task.task_id} cannot be sent to an actor: {type(exc).__name__}: {exc}. A task's config and "
+            "body are pickled: leave out sockets, clients (Responses(http_client=...)), dialers, SSL contexts "
+            "and open files, and create them inside the body instead"
+        ) from exc
+    return payload
 
 
 def _check_positive(name: str, value: object) -> None:

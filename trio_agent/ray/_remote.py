@@ -22,6 +22,7 @@ class TaskState:
     """Everything the driver knows about one task (owned by the pool's driver task)."""
 
     task: AgentTask
+    payload: bytes  # the task, pickled once on the driver
     events: trio.abc.SendChannel[TaskEvent] | None
     status: TaskStatus = TaskStatus.QUEUED
     slot: Slot | None = None
