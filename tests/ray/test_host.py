@@ -3,6 +3,7 @@ cancellation before and during a run, and what a task's outcome is made of."""
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.ray import AgentTask, TaskCancelled, TaskCrashed, TaskStatus
 from trio_agent.ray._host import AgentHost
-from trio_agent.ray._values import EventBatch, TaskResult
+from trio_agent.ray._values import EventBatch, PollReply, TaskResult
 from trio_agent.testing import FakeResponsesServer
+
+from .._os_facts import pid_alive
 
 
 def config(model: FakeResponsesServer, workspace: Path, **kw: object) -> ta.AgentConfig:
@@ -27,63 +30,81 @@ def submit(task: AgentTask, stream: bool) -> tuple[str, bytes, bool]:
     return task.task_id, ray.cloudpickle.dumps(task), stream
 
 
+class Driver:
+    """Polls like the pool's link does: acknowledges what it received, per task."""
+
+    def __init__(self, host: AgentHost) -> None:
+        self.host = host
+        self.events: dict[str, list[ta.AgentEvent]] = collections.defaultdict(list)
+        self.results: dict[str, TaskResult] = {}
+        self.started: list[str] = []
+        self.replies: list[PollReply] = []
+
+    async def poll(self, *task_ids: str, paused: frozenset[str] = frozenset(), wait: float | None = None) -> PollReply:
+        reply = await self.host.poll({t: len(self.events[t]) for t in task_ids}, paused, wait)
+        self.replies.append(reply)
+        for task_id, batch in reply.batches.items():
+            assert task_id not in self.results, "nothing comes after a task's result"
+            if batch.start is not None:
+                assert not self.events[task_id], "the start comes with the first batch"
+                self.started.append(task_id)
+            self.events[task_id].extend(batch.events)
+            if batch.result is not None:
+                self.results[task_id] = batch.result
+        return reply
+
+    async def drain(self, *task_ids: str) -> None:
+        while not all(t in self.results for t in task_ids):
+            await self.poll(*task_ids)
+
+
 async def drain(host: AgentHost, task_id: str) -> tuple[list[ta.AgentEvent], TaskResult]:
-    """Poll like the driver does until the result arrives."""
-    events: list[ta.AgentEvent] = []
-    start_seen = False
-    while True:
-        batch = await host.poll(task_id, len(events), start_seen)
-        start_seen = start_seen or batch.start is not None
-        events.extend(batch.events)
-        if batch.result is not None:
-            return events, batch.result
+    driver = Driver(host)
+    await driver.drain(task_id)
+    return driver.events[task_id], driver.results[task_id]
 
 
-async def test_events_then_result_and_a_lost_reply_is_resent(model: FakeResponsesServer, workspace: Path) -> None:
-    host = AgentHost(3)
-    task = AgentTask(config(model, workspace), prompts=["one", "two"])
-    with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(host.run_task, *submit(task, True))
-            first = await host.poll(task.task_id, 0, False)
-            assert first.start is not None and first.start.session_id == task.config.session_id
-            while not (batch := await host.poll(task.task_id, 0, True)).events:
-                pass
-            again = await host.poll(task.task_id, 0, True)  # the same cursor: nothing was acknowledged
-            assert again.events[: len(batch.events)] == batch.events
-            assert host.statistics().buffered_events >= len(again.events)
-            events, result = await drain(host, task.task_id)
-    assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    assert result.status is TaskStatus.COMPLETED and result.error is None
-    assert [turn.final_message for turn in result.turns] == ["echo: one", "echo: two"]
-    assert result.events == len(events) and result.actor == 3
-    assert [e.payload["status"] for e in events if e.kind.is_terminal] == ["completed", "completed"]
-    stats = host.statistics()
-    assert (stats.tasks_started, stats.tasks_finished, stats.agents, stats.buffered_events) == (1, 1, 0, 0)
-    assert stats.rss_bytes > 0 and stats.peak_rss_bytes >= stats.rss_bytes
-
-
-async def test_a_task_cancelled_before_it_arrives_never_opens_its_agent(
+async def test_one_poll_serves_every_task_in_order_and_a_paused_task_waits(
     model: FakeResponsesServer, workspace: Path
 ) -> None:
-    host = AgentHost(0)
-    host.cancel("unknown")  # a task that ended (or never came) leaves nothing behind
-    assert host.statistics().buffered_events == 0 and not host._records
-    task = AgentTask(config(model, workspace), prompts=["never"])
-    drained: list[tuple[list[ta.AgentEvent], TaskResult]] = []
-
-    async def poll_first() -> None:
-        drained.append(await drain(host, task.task_id))
-
-    with trio.fail_after(10):
+    host = AgentHost(3)
+    first = AgentTask(config(model, workspace), prompts=["one", "two"])
+    second = AgentTask(config(model, workspace), prompts=["three"])
+    driver = Driver(host)
+    with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(poll_first)  # the driver's poll may arrive before the task
-            await trio.testing.wait_all_tasks_blocked()
-            host.cancel(task.task_id)  # kept in the record the poll made
-            nursery.start_soon(host.run_task, *submit(task, True))
-    [(events, result)] = drained
-    assert result.status is TaskStatus.CANCELLED and isinstance(result.error, TaskCancelled)
-    assert events == [] and result.events == 0 and model.connections == []
+            nursery.start_soon(host.run_task, *submit(first, True))
+            nursery.start_soon(host.run_task, *submit(second, True))
+            # Pause the second task: its events wait on the actor, counted, never sent.
+            paused = frozenset({second.task_id})
+            while len(driver.events[first.task_id]) < 10:
+                reply = await driver.poll(first.task_id, second.task_id, paused=paused, wait=0.5)
+                assert second.task_id not in reply.batches
+            while host.statistics().buffered_events <= len(driver.events[first.task_id]):
+                await driver.poll(first.task_id, second.task_id, paused=paused, wait=0.05)
+            await driver.drain(first.task_id, second.task_id)
+    assert sorted(driver.started) == sorted([first.task_id, second.task_id])
+    assert any(len(reply.batches) == 2 for reply in driver.replies)  # one reply served both
+    for task in (first, second):
+        events, result = driver.events[task.task_id], driver.results[task.task_id]
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))  # in order, none twice, none lost
+        assert result.status is TaskStatus.COMPLETED and result.error is None
+        assert result.events == len(events) and result.actor == 3
+        assert events[-1].kind.is_terminal
+    assert [t.final_message for t in driver.results[first.task_id].turns] == ["echo: one", "echo: two"]
+    stats = host.statistics()
+    assert (stats.tasks_started, stats.tasks_finished, stats.agents, stats.buffered_events) == (2, 2, 0, 0)
+    assert stats.rss_bytes > 0 and stats.peak_rss_bytes >= stats.rss_bytes and stats.cpu_seconds > 0
+    assert not host._records
+
+
+async def test_a_poll_with_nothing_to_say_waits_at_most_its_bound() -> None:
+    host = AgentHost(0)
+    with trio.fail_after(5):
+        reply = await host.poll({"gone": 3}, frozenset(), 0.05)
+    assert reply.batches == {} and reply.statistics.index == 0
+    host.cancel("unknown")  # a task that ended (or never came) leaves nothing behind
+    assert not host._records
 
 
 async def test_cancelling_a_running_task_still_delivers_its_terminal_event(
@@ -92,25 +113,20 @@ async def test_cancelling_a_running_task_still_delivers_its_terminal_event(
     host = AgentHost(0)
     pid_file = workspace / "tool.pid"
     task = AgentTask(config(model, workspace), prompts=["first", f"run: echo $$ > {pid_file}; exec sleep 60"])
-    events: list[ta.AgentEvent] = []
+    driver = Driver(host)
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(host.run_task, *submit(task, True))
             while not pid_file.exists() or not pid_file.read_text().strip():
-                batch = await host.poll(task.task_id, len(events), True)
-                events.extend(batch.events)
+                await driver.poll(task.task_id, wait=0.05)
             host.cancel(task.task_id)
-            more, result = await drain(host, task.task_id)
-    events += more
+            await driver.drain(task.task_id)
+    events, result = driver.events[task.task_id], driver.results[task.task_id]
     assert result.status is TaskStatus.CANCELLED and isinstance(result.error, TaskCancelled)
     assert [turn.final_message for turn in result.turns] == ["echo: first"]
     assert [e.payload["status"] for e in events if e.kind.is_terminal] == ["completed", "cancelled"]
     assert events[-1].kind.is_terminal
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        import os
-
-        os.kill(pid, 0)
+    assert not pid_alive(int(pid_file.read_text()))  # its process tree was killed before the result
     assert result.rollout_path is None
 
 
@@ -205,4 +221,4 @@ def test_an_unusable_task_is_refused_where_it_is_written(workspace: Path) -> Non
 
 
 def test_batches_default_to_empty() -> None:
-    assert EventBatch() == EventBatch((), None, None, None)
+    assert EventBatch() == EventBatch((), None, None)

@@ -6,7 +6,7 @@ through the ``TrioPortal`` (see there for why and how). Each method belongs to a
 concurrency group, so Ray -- not this library -- bounds and queues them:
 
 - ``agents`` (``run_task``): at most ``agents_per_actor`` run at once; Ray queues more;
-- ``events`` (``poll``): one long poll per task the driver has submitted;
+- ``events`` (``poll``): the driver's one long poll for the whole actor;
 - ``control`` (``ready``, ``cancel``, ``statistics``): never waits behind the others,
   so a cancel reaches a busy actor at once.
 """
@@ -19,11 +19,12 @@ import ray
 
 from ._host import AgentHost
 from ._portal import TrioPortal
-from ._values import ActorInfo, ActorStatistics, EventBatch
+from ._values import ActorInfo, ActorStatistics, PollReply
 
-__all__ = ["CONTROL_CONCURRENCY", "AgentActor", "actor_class"]
+__all__ = ["CONTROL_CONCURRENCY", "POLL_CONCURRENCY", "AgentActor", "actor_class"]
 
 CONTROL_CONCURRENCY = 8
+POLL_CONCURRENCY = 2  # one poll in flight, and room for one that Ray is still finishing
 
 
 class AgentActor:
@@ -39,8 +40,8 @@ class AgentActor:
     async def run_task(self, task_id: str, payload: bytes, stream: bool) -> None:
         await self._portal.call(self._host.run_task, task_id, payload, stream)
 
-    async def poll(self, task_id: str, cursor: int, start_seen: bool) -> EventBatch:
-        return await self._portal.call(self._host.poll, task_id, cursor, start_seen)
+    async def poll(self, acks: dict[str, int], paused: frozenset[str], wait: float | None) -> PollReply:
+        return await self._portal.call(self._host.poll, acks, paused, wait)
 
     async def cancel(self, task_id: str) -> None:
         await self._portal.call_sync(self._host.cancel, task_id)
@@ -54,7 +55,7 @@ for _name, _group in _GROUPS.items():
     ray.method(concurrency_group=_group)(getattr(AgentActor, _name))  # marks the function in place
 
 
-def actor_class(agents_per_actor: int, polls: int) -> Any:  # a ray.actor.ActorClass (Ray is untyped here)
+def actor_class(agents_per_actor: int) -> Any:  # a ray.actor.ActorClass (Ray is untyped here)
     """The Ray actor class with this pool's concurrency bounds."""
-    groups = {"agents": agents_per_actor, "events": polls, "control": CONTROL_CONCURRENCY}
+    groups = {"agents": agents_per_actor, "events": POLL_CONCURRENCY, "control": CONTROL_CONCURRENCY}
     return ray.remote(concurrency_groups=groups)(AgentActor)

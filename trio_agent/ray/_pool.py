@@ -29,13 +29,13 @@ from ._actor import actor_class
 from ._dispatch import Slot, Slots
 from ._drive import TaskDriver
 from ._errors import ActorLost, PoolClosed
+from ._link import ActorLink
 from ._refs import PendingRef, is_actor_loss
 from ._remote import RemoteTask, TaskState
 from ._values import ActorInfo, ActorStatistics, AgentTask, PoolStatistics, TaskEvent, TaskResult, TaskStatus
 
 __all__ = ["RayPool", "open_ray_pool"]
 
-_POLL_SLACK = 8  # poll concurrency beyond agents_per_actor (replies still in flight)
 _FIXED_OPTIONS = {"max_restarts": 0, "max_task_retries": 0}
 
 
@@ -43,15 +43,15 @@ _FIXED_OPTIONS = {"max_restarts": 0, "max_task_retries": 0}
 class RayPool:
     """A pool of Ray actors running agents; create it with ``open_ray_pool``."""
 
-    def __init__(self, slots: Slots, nursery: trio.Nursery, *, agents_per_actor: int, max_queued: int,
-                 cancel_grace: float) -> None:
+    def __init__(self, slots: Slots, links: list[ActorLink], nursery: trio.Nursery, *, agents_per_actor: int,
+                 max_queued: int, cancel_grace: float) -> None:
         self._slots = slots
         self._nursery = nursery
         self._agents_per_actor = agents_per_actor
         self._max_queued = max_queued
         self._grace = cancel_grace
         self._queue = trio.Semaphore(max_queued)
-        self._driver = TaskDriver(slots, cancel_grace, self._count)
+        self._driver = TaskDriver(slots, links, cancel_grace, self._count)
         self._closing = False
         self._states: set[TaskState] = set()
         self._sessions: set[str] = set()
@@ -212,7 +212,7 @@ def _options(actor_options: Mapping[str, object] | None) -> dict[str, object]:
 
 async def _start_actors(num_actors: int, agents_per_actor: int, options: dict[str, object],
                         patience: float) -> list[Slot]:
-    cls = actor_class(agents_per_actor, agents_per_actor + _POLL_SLACK)
+    cls = actor_class(agents_per_actor)
     handles: list[Any] = [cls.options(**options).remote(index) for index in range(num_actors)]
     slots: list[Slot] = []
     try:
@@ -287,20 +287,34 @@ def open_ray_pool(
 async def _open(num_actors: int, agents_per_actor: int, max_queued: int, options: dict[str, object],
                 cancel_grace: float, startup_timeout: float) -> AsyncIterator[RayPool]:
     slots = await _start_actors(num_actors, agents_per_actor, options, startup_timeout)
+    dispatch = Slots(slots, agents_per_actor)
+    links = [ActorLink(slot, dispatch.lost) for slot in slots]
     try:
-        async with trio.open_nursery() as nursery:
-            pool = RayPool(Slots(slots, agents_per_actor), nursery, agents_per_actor=agents_per_actor,
-                           max_queued=max_queued, cancel_grace=cancel_grace)
+        # Two nurseries: the actors' links (shielded) outlive the tasks, so that
+        # cancelled tasks still receive their last events and results through them.
+        async with trio.open_nursery() as outer:
+            for link in links:
+                outer.start_soon(link.run)
             try:
-                yield pool
-            except BaseException:
-                nursery.cancel_scope.cancel()  # every driver task cancels its remote agent (see _drive)
-                raise
+                async with trio.open_nursery() as nursery:
+                    pool = RayPool(dispatch, links, nursery, agents_per_actor=agents_per_actor,
+                                   max_queued=max_queued, cancel_grace=cancel_grace)
+                    try:
+                        yield pool
+                    except BaseException:
+                        nursery.cancel_scope.cancel()  # every driver task cancels its remote agent (see _drive)
+                        raise
+                    finally:
+                        pool._closing = True
             finally:
-                pool._closing = True
+                for link in links:
+                    link.close()
     except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
-            raise group.exceptions[0] from None
+        single: BaseException = group
+        while isinstance(single, BaseExceptionGroup) and len(single.exceptions) == 1:
+            single = single.exceptions[0]
+        if not isinstance(single, BaseExceptionGroup):
+            raise single from None  # the block's own error (or cancellation), as itself
         raise
     finally:
         _kill(slot.handle for slot in slots)

@@ -2,33 +2,39 @@
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 import attrs
 import trio
 
-from ._values import AgentTask, TaskEvent, TaskResult, TaskStatus
+from ._values import AgentTask, EventBatch, TaskEvent, TaskResult, TaskStatus
 
 if TYPE_CHECKING:
     from ._dispatch import Slot
-    from ._refs import PendingRef
 
 __all__ = ["RemoteTask", "TaskState"]
 
 
 @attrs.define(eq=False)
 class TaskState:
-    """Everything the driver knows about one task (owned by the pool's driver task)."""
+    """Everything the driver knows about one task (owned by the pool's driver task).
+
+    The actor's link ``take``s batches into ``pending``; the task's driver delivers
+    them in order (``offset``: events of ``pending[0]`` already delivered), so a
+    delivery cancelled half-way resumes exactly where it stopped."""
 
     task: AgentTask
     payload: bytes  # the task, pickled once on the driver
     events: trio.abc.SendChannel[TaskEvent] | None
     status: TaskStatus = TaskStatus.QUEUED
     slot: Slot | None = None
-    cursor: int = 0  # events received from the actor (the poll's acknowledgement)
+    received: int = 0  # events received from the actor: the acknowledgement the link sends
+    pending: collections.deque[EventBatch] = attrs.field(factory=collections.deque)
+    offset: int = 0
+    failure: Exception | None = None  # the link's error: the actor is gone (or failed)
     start_seen: bool = False
-    poll: PendingRef | None = None  # the poll in flight, kept across a cancelled wait
     queue_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)  # running, or ended without running
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -36,10 +42,24 @@ class TaskState:
     cancel_requested: bool = False
     cancel_sent: bool = False
     delivered: int = 0
+    _inbox: trio.Event = attrs.field(factory=trio.Event)
 
     @property
     def task_id(self) -> str:
         return self.task.task_id
+
+    def take(self, batch: EventBatch) -> None:
+        self.pending.append(batch)
+        self.received += len(batch.events)
+        self._inbox.set()
+
+    def fail(self, exc: Exception) -> None:
+        self.failure = exc
+        self._inbox.set()
+
+    async def wait_inbox(self) -> None:
+        await self._inbox.wait()
+        self._inbox = trio.Event()
 
     def finish(self, result: TaskResult) -> None:
         if self.result is not None:

@@ -28,6 +28,7 @@ __all__ = [
     "ActorStatistics",
     "AgentTask",
     "EventBatch",
+    "PollReply",
     "PoolStatistics",
     "TaskBody",
     "TaskEvent",
@@ -171,8 +172,8 @@ class ActorStatistics:
 
     ``agents`` are open now; ``buffered_events`` wait on the actor for the driver to
     take them (events are never dropped: a slow consumer costs memory here, shown in
-    this number); ``rss_bytes`` is the process's resident memory now and
-    ``peak_rss_bytes`` its high-water mark.
+    this number); ``rss_bytes`` is the process's resident memory now,
+    ``peak_rss_bytes`` its high-water mark, ``cpu_seconds`` its CPU time so far.
     """
 
     index: int
@@ -183,6 +184,7 @@ class ActorStatistics:
     buffered_events: int
     rss_bytes: int
     peak_rss_bytes: int
+    cpu_seconds: float
 
 
 @final
@@ -218,10 +220,17 @@ class TaskStart:
 
 @attrs.frozen
 class EventBatch:
-    """One poll reply: events from index ``cursor`` on, the start report, and -- once
-    every event was taken -- the result and the actor's statistics."""
+    """One task's part of a poll reply: its next events, the start report (in its
+    first batch) and, in the batch with its last events, its result."""
 
     events: tuple[AgentEvent, ...] = ()
     start: TaskStart | None = None
     result: TaskResult | None = None
-    statistics: ActorStatistics | None = None
+
+
+@attrs.frozen
+class PollReply:
+    """One actor's answer to the driver's poll: batches by task id, and its statistics."""
+
+    batches: dict[str, EventBatch]
+    statistics: ActorStatistics
