@@ -41,12 +41,14 @@ class Driver:
         self.replies: list[PollReply] = []
 
     async def poll(self, *task_ids: str, paused: frozenset[str] = frozenset(), wait: float | None = None) -> PollReply:
-        reply = await self.host.poll({t: len(self.events[t]) for t in task_ids}, paused, wait)
+        following = [t for t in task_ids if t not in self.results]  # a result, once received, is acknowledged
+        acks = {t: (len(self.events[t]), t in self.started) for t in following}
+        reply = await self.host.poll(acks, paused, wait)
         self.replies.append(reply)
         for task_id, batch in reply.batches.items():
             assert task_id not in self.results, "nothing comes after a task's result"
             if batch.start is not None:
-                assert not self.events[task_id], "the start comes with the first batch"
+                assert not self.events[task_id], "the start comes first"
                 self.started.append(task_id)
             self.events[task_id].extend(batch.events)
             if batch.result is not None:
@@ -75,16 +77,20 @@ async def test_one_poll_serves_every_task_in_order_and_a_paused_task_waits(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(host.run_task, *submit(first, True))
             nursery.start_soon(host.run_task, *submit(second, True))
+            both = await driver.poll(first.task_id, second.task_id)
+            assert set(both.batches) == {first.task_id, second.task_id}  # one reply serves every task
             # Pause the second task: its events wait on the actor, counted, never sent.
             paused = frozenset({second.task_id})
             while len(driver.events[first.task_id]) < 10:
                 reply = await driver.poll(first.task_id, second.task_id, paused=paused, wait=0.5)
                 assert second.task_id not in reply.batches
-            while host.statistics().buffered_events <= len(driver.events[first.task_id]):
+            while not host._records[second.task_id].ended:
                 await driver.poll(first.task_id, second.task_id, paused=paused, wait=0.05)
+            held = len(host._records[second.task_id].buffer)
+            assert held > 0 and host.statistics().buffered_events >= held
+            assert driver.events[second.task_id] == []
             await driver.drain(first.task_id, second.task_id)
     assert sorted(driver.started) == sorted([first.task_id, second.task_id])
-    assert any(len(reply.batches) == 2 for reply in driver.replies)  # one reply served both
     for task in (first, second):
         events, result = driver.events[task.task_id], driver.results[task.task_id]
         assert [e.seq for e in events] == list(range(1, len(events) + 1))  # in order, none twice, none lost
@@ -92,16 +98,37 @@ async def test_one_poll_serves_every_task_in_order_and_a_paused_task_waits(
         assert result.events == len(events) and result.actor == 3
         assert events[-1].kind.is_terminal
     assert [t.final_message for t in driver.results[first.task_id].turns] == ["echo: one", "echo: two"]
+    assert host._records  # the last events and the results, kept until acknowledged
+    await driver.poll(wait=0)  # acknowledges both results: the actor forgets the tasks
+    assert not host._records
     stats = host.statistics()
     assert (stats.tasks_started, stats.tasks_finished, stats.agents, stats.buffered_events) == (2, 2, 0, 0)
     assert stats.rss_bytes > 0 and stats.peak_rss_bytes >= stats.rss_bytes and stats.cpu_seconds > 0
-    assert not host._records
+
+
+async def test_a_reply_lost_in_flight_is_sent_again(model: FakeResponsesServer, workspace: Path) -> None:
+    host = AgentHost(0)
+    task = AgentTask(config(model, workspace), prompts=["again"])
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(host.run_task, *submit(task, True))
+            first = await host.poll({task.task_id: (0, False)}, frozenset(), None)  # then "lost"
+            again = await host.poll({task.task_id: (0, False)}, frozenset(), None)
+            batch, resent = first.batches[task.task_id], again.batches[task.task_id]
+            assert batch.start is not None and resent.start is not None
+            assert resent.events[: len(batch.events)] == batch.events
+            driver = Driver(host)
+            await driver.drain(task.task_id)  # from the beginning: nothing was acknowledged
+            final = driver.results[task.task_id]
+            lost_final = await host.poll({task.task_id: (len(driver.events[task.task_id]), True)}, frozenset(), 0)
+    assert lost_final.batches[task.task_id].result == final  # the result, sent again
+    assert [e.seq for e in driver.events[task.task_id]] == list(range(1, final.events + 1))
 
 
 async def test_a_poll_with_nothing_to_say_waits_at_most_its_bound() -> None:
     host = AgentHost(0)
     with trio.fail_after(5):
-        reply = await host.poll({"gone": 3}, frozenset(), 0.05)
+        reply = await host.poll({"gone": (3, True)}, frozenset(), 0.05)
     assert reply.batches == {} and reply.statistics.index == 0
     host.cancel("unknown")  # a task that ended (or never came) leaves nothing behind
     assert not host._records

@@ -11,15 +11,17 @@ Theory of operation. Every task has a record, keyed by task id and created by
   last -- and it ends when the agent's stream does. The result is set only after the
   pump has finished.
 - ``poll(acks, paused, wait)`` is the driver's one long poll for the whole actor.
-  ``acks`` says, per task, how many events the driver has received: those are
-  dropped here. The reply carries, for every task that has news and is not
-  ``paused`` (the driver is still delivering its last batch: back-pressure), the
-  events not sent yet, the start report with the first of them, and -- with its
-  last events -- the result, after which the record is gone. It waits for news (at
-  most ``wait`` seconds, None: no bound) and then lingers while a burst of events
-  lasts, so one reply carries as much as it can: one Ray call serves every agent of
-  the actor. Events are sent once; they wait here, counted in ``buffered_events``,
-  as long as the driver does not take them -- never dropped.
+  ``acks`` says, per task the driver follows, how many events it has received and
+  whether it knows the task started: those events are dropped here, and anything
+  sent beyond them was lost in flight (a call Ray could not complete) and is sent
+  again. The reply carries, for every task that has news and is not ``paused`` (the
+  driver is still delivering its last batch: back-pressure), the start report
+  first, the events not sent yet, and -- with its last events -- the result; once a
+  poll no longer lists a task whose result was sent, its record is gone. The poll
+  waits for news (at most ``wait`` seconds; None: no bound) and then lingers while a
+  burst of events lasts, so one reply carries as much as it can: one Ray call
+  serves every agent of the actor. Events wait here, counted in
+  ``buffered_events``, until the driver has them -- never dropped.
 - ``cancel(task_id)`` cancels the task's scope. The driver sends it only once a
   reply reported the start, so the record exists unless the task already ended
   (then it is a no-op).
@@ -66,6 +68,7 @@ class _Record:
     buffer: list[AgentEvent] = attrs.field(factory=list)  # not yet acknowledged by the driver
     acked: int = 0  # the number of the first buffered event in the task's sequence
     sent: int = 0  # events sent to the driver so far
+    final_sent: bool = False
     emitted: int = 0
     pumping: bool = False
     result: TaskResult | None = None
@@ -81,13 +84,17 @@ class _Record:
 
     @property
     def has_news(self) -> bool:
-        return self.unsent > 0 or self.ended
+        return self.unsent > 0 or not self.start_reported or (self.ended and not self.final_sent)
 
-    def acknowledge(self, cursor: int) -> None:
-        taken = min(max(cursor - self.acked, 0), len(self.buffer))
+    def acknowledge(self, received: int, start_seen: bool) -> None:
+        """The driver has ``received`` events and knows (or not) that the task started.
+        Anything sent beyond that was lost in flight and is sent again."""
+        taken = min(max(received - self.acked, 0), len(self.buffer))
         del self.buffer[:taken]
         self.acked += taken
-        self.sent = max(self.sent, self.acked)
+        self.sent = self.acked
+        self.start_reported = start_seen
+        self.final_sent = False
 
 
 class AgentHost:
@@ -115,7 +122,7 @@ class AgentHost:
 
     def statistics(self) -> ActorStatistics:
         rss, peak, cpu = usage()
-        buffered = sum(len(record.buffer) for record in self._records.values())
+        buffered = sum(record.unsent for record in self._records.values())
         return ActorStatistics(
             self._index, self._pid, self._agents, self._started, self._finished, buffered, rss, peak, cpu
         )
@@ -130,6 +137,7 @@ class AgentHost:
             raise RuntimeError(f"task {task_id} was submitted twice")
         record = self._records[task_id] = _Record(task_id, started=True)
         self._started += 1
+        self._touch(record)  # news: the start
         try:
             task = pickle.loads(payload)  # the driver's own task (Ray's cloudpickle wrote it)
             if not isinstance(task, AgentTask) or task.task_id != task_id:
@@ -204,14 +212,18 @@ class AgentHost:
 
     # -- the driver's side ------------------------------------------------------------------
 
-    async def poll(self, acks: dict[str, int], paused: frozenset[str], wait: float | None) -> PollReply:
+    async def poll(self, acks: dict[str, tuple[int, bool]], paused: frozenset[str], wait: float | None) -> PollReply:
         """The next reply for the driver (see the module docstring)."""
-        for task_id, cursor in acks.items():
-            record = self._records.get(task_id)
-            if record is not None:
-                record.acknowledge(cursor)
-                if not record.has_news:
+        for task_id, record in list(self._records.items()):
+            if task_id in acks:
+                record.acknowledge(*acks[task_id])
+                if record.has_news:
+                    self._news.add(task_id)
+                else:
                     self._news.discard(task_id)
+            elif record.final_sent:  # the driver has its result: the task is over here
+                del self._records[task_id]
+                self._news.discard(task_id)
         with trio.move_on_after(math.inf if wait is None else wait):
             while not self._ready(paused):
                 await self._changed.wait()
@@ -248,10 +260,9 @@ class AgentHost:
                 record.start_reported = True
                 start = TaskStart(record.session_id, self._pid)
             last = record.ended and record.unsent == 0
+            record.final_sent = last
             batches[task_id] = EventBatch(events, start, record.result if last else None)
-            if last:
-                del self._records[task_id]
-            if not record.unsent:
+            if not record.has_news:
                 self._news.discard(task_id)
             if budget <= 0:
                 break

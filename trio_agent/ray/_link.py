@@ -13,11 +13,14 @@ reply the link waits a moment (``SETTLE``) for the deliveries to finish, so the
 common case -- a caller that keeps up -- acknowledges everything in the next poll.
 While some task is paused the poll waits at most ``PAUSED_WAIT``, so a task that
 catches up is resumed soon even when the others are quiet; when every task is paused
-the link does not poll at all until one catches up.
+the link does not poll at all until one catches up. Results are acknowledged by
+the next poll not listing their task, so a poll follows every reply with a result,
+if only to let the actor forget it.
 
 Loss: a poll that fails because the actor died fails every task of the link (their
 drivers end them as LOST with ``ActorLost``); ``ActorUnavailableError`` (the actor
-may come back) is retried with backoff. The link runs shielded, in the pool's outer
+may come back) is retried with backoff, and the acknowledgements of the retry make
+the actor send again whatever the failed call carried. The link runs shielded, in the pool's outer
 nursery, and is stopped only after every task has ended: cancelled tasks still get
 their last events and results through it.
 """
@@ -30,7 +33,7 @@ import ray
 import trio
 
 from ._dispatch import Slot
-from ._refs import PendingRef, is_actor_loss
+from ._refs import PendingRef
 from ._remote import TaskState
 from ._values import PollReply
 
@@ -50,6 +53,7 @@ class ActorLink:
         self._tasks: dict[str, TaskState] = {}
         self._kick = trio.Event()
         self._scope = trio.CancelScope(shield=True)
+        self._release = False  # results were received: the next poll acknowledges them
         self.failure: Exception | None = None
 
     def add(self, state: TaskState) -> None:
@@ -79,15 +83,17 @@ class ActorLink:
         with self._scope:
             delay = _RETRY_FIRST
             while True:
-                if not any(not state.pending for state in self._tasks.values()):
+                paused = frozenset(task_id for task_id, state in self._tasks.items() if state.pending)
+                if len(paused) == len(self._tasks) and not self._release:
                     await self._wait_kick()  # no task, or every task still delivering
                     continue
-                acks = {task_id: state.received for task_id, state in self._tasks.items()}
-                paused = frozenset(task_id for task_id, state in self._tasks.items() if state.pending)
+                acks = {task_id: (state.received, state.start_known) for task_id, state in self._tasks.items()}
+                # No bound while every task can take more; a short one while some cannot
+                # (see the module docstring); none at all to only acknowledge results.
+                wait = 0.0 if len(paused) == len(self._tasks) else PAUSED_WAIT if paused else None
+                self._release = False
                 try:
-                    reply: PollReply = await PendingRef(
-                        self.slot.handle.poll.remote(acks, paused, PAUSED_WAIT if paused else None)
-                    ).wait()
+                    reply: PollReply = await PendingRef(self.slot.handle.poll.remote(acks, paused, wait)).wait()
                 except ray.exceptions.ActorUnavailableError:
                     await trio.sleep(delay)
                     delay = min(delay * 2, _RETRY_MAX)
@@ -103,17 +109,20 @@ class ActorLink:
         served = []
         for task_id, batch in reply.batches.items():
             state = self._tasks.get(task_id)
-            if state is not None:  # else: a task given up on (cancelled past its grace)
-                state.take(batch)
-                served.append(state)
+            if state is None:
+                continue  # a task given up on (cancelled past its grace)
+            state.take(batch)
+            served.append(state)
+            if batch.result is not None:
+                del self._tasks[task_id]  # not in the next acks: the actor forgets it
+                self._release = True  # ... so there must be a next poll
         with trio.move_on_after(SETTLE):
             while any(state.pending for state in served):
                 await self._wait_kick()
 
     def _fail(self, exc: Exception) -> None:
         self.failure = exc
-        if is_actor_loss(exc):
-            self._lost(self.slot)
+        self._lost(self.slot)  # dead or broken: no task goes there again
         for state in list(self._tasks.values()):
             state.fail(exc)
         self._tasks.clear()

@@ -34,7 +34,8 @@ class TaskState:
     pending: collections.deque[EventBatch] = attrs.field(factory=collections.deque)
     offset: int = 0
     failure: Exception | None = None  # the link's error: the actor is gone (or failed)
-    start_seen: bool = False
+    start_known: bool = False  # a received batch reported the start (acknowledged to the actor)
+    start_seen: bool = False  # ... and this task's driver has handled it
     queue_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)  # running, or ended without running
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -51,6 +52,7 @@ class TaskState:
     def take(self, batch: EventBatch) -> None:
         self.pending.append(batch)
         self.received += len(batch.events)
+        self.start_known = self.start_known or batch.start is not None
         self._inbox.set()
 
     def fail(self, exc: Exception) -> None:

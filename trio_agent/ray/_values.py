@@ -172,8 +172,9 @@ class ActorStatistics:
 
     ``agents`` are open now; ``buffered_events`` wait on the actor for the driver to
     take them (events are never dropped: a slow consumer costs memory here, shown in
-    this number); ``rss_bytes`` is the process's resident memory now,
-    ``peak_rss_bytes`` its high-water mark, ``cpu_seconds`` its CPU time so far.
+    this number; events the driver took are kept until it acknowledges them);
+    ``rss_bytes`` is the process's resident memory now, ``peak_rss_bytes`` its
+    high-water mark, ``cpu_seconds`` its CPU time so far.
     """
 
     index: int
