@@ -4,6 +4,7 @@ cancellation before and during a run, and what a task's outcome is made of."""
 from __future__ import annotations
 
 import collections
+import ssl
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.ray import AgentTask, TaskCancelled, TaskCrashed, TaskStatus
 from trio_agent.ray._host import AgentHost
+from trio_agent.ray._running import with_tls
 from trio_agent.ray._values import EventBatch, PollReply, TaskResult
 from trio_agent.testing import FakeResponsesServer
 
@@ -249,3 +251,15 @@ def test_an_unusable_task_is_refused_where_it_is_written(workspace: Path) -> Non
 
 def test_batches_default_to_empty() -> None:
     assert EventBatch() == EventBatch((), None, None)
+
+
+def test_agents_of_an_actor_share_its_tls_context(workspace: Path) -> None:
+    host = AgentHost(0)
+    shared = host._tls()
+    assert host._tls() is shared
+    cfg = ta.AgentConfig(auth="test-key", workspace=workspace)
+    assert with_tls(cfg, shared).responses.ssl_context is shared
+    assert with_tls(cfg, shared).session_id == cfg.session_id
+    own = ssl.create_default_context()
+    mine = ta.AgentConfig(auth="test-key", workspace=workspace, responses=ta.Responses(ssl_context=own))
+    assert with_tls(mine, shared) is mine

@@ -131,13 +131,20 @@ async def test_cancelling_one_task_leaves_the_others_running(
                                       events=events.send)
             others = [await pool.start(AgentTask(config(model, workspace), prompts=[f"p{i}"]), events=events.send)
                       for i in range(6)]
+            quiet_pid = workspace / "quiet.pid"  # a task without an event channel is cancelled the same way
+            quiet = await pool.start(AgentTask(config(model, workspace),
+                                               prompts=[f"run: echo $$ > {quiet_pid}; exec sleep 300"]))
             assert await victim.wait_running()
-            await wait_for(pids_written([pid_file]), "the victim's tool starting")
+            await wait_for(pids_written([pid_file, quiet_pid]), "the victims' tools starting")
             await victim.cancel()
             await victim.cancel()  # a no-op once it ended
             result = await victim.result()
+            await quiet.cancel()
+            quiet_result = await quiet.result()
             rest = [await other.result() for other in others]
         await events.send.aclose()
+    assert quiet_result.status is TaskStatus.CANCELLED and quiet_result.events > 0
+    assert alive(read_pids([quiet_pid])) == []
     assert result.status is TaskStatus.CANCELLED and isinstance(result.error, TaskCancelled)
     assert [turn.final_message for turn in result.turns] == ["echo: warm up"]
     assert alive(read_pids([pid_file])) == []

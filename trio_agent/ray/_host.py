@@ -26,6 +26,9 @@ Theory of operation. Every task has a record, keyed by task id and created by
   reply reported the start, so the record exists unless the task already ended
   (then it is a no-op).
 
+Agents of one actor share its Trio loop and one TLS context (``with_tls``); nothing
+else -- each has its own connection, history, tools and rollout.
+
 Cancelling the scope is the agent's own cancellation (DESIGN "Concurrency shape"): the
 live turn is cancelled, its tools' process trees are killed, aborted calls are paired,
 its terminal event is emitted, and closing the agent flushes the rollout.
@@ -36,6 +39,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import ssl
 import traceback
 
 import attrs
@@ -46,7 +50,7 @@ from .._errors import AgentError
 from .._events import AgentEvent, AgentEvents
 from .._runtime import open_agent
 from ._errors import TaskCrashed
-from ._running import Run, only_cancelled, resumed_config, run_body, usage
+from ._running import Run, only_cancelled, resumed_config, run_body, usage, with_tls
 from ._values import ActorInfo, ActorStatistics, AgentTask, EventBatch, PollReply, TaskResult, TaskStart, TaskStatus
 
 __all__ = ["BATCH_LIMIT", "BURST_GAP", "LINGER", "REPLY_LIMIT", "AgentHost"]
@@ -107,9 +111,16 @@ class AgentHost:
         self._records: dict[str, _Record] = {}
         self._news: set[str] = set()  # records with unsent events or an unreported end
         self._changed = trio.Event()
+        self._tls_context: ssl.SSLContext | None = None
         self._agents = 0
         self._started = 0
         self._finished = 0
+
+    def _tls(self) -> ssl.SSLContext:
+        """The TLS context every agent of this actor shares (see ``with_tls``)."""
+        if self._tls_context is None:
+            self._tls_context = ssl.create_default_context()
+        return self._tls_context
 
     def _touch(self, record: _Record) -> None:
         if record.has_news:
@@ -183,6 +194,7 @@ class AgentHost:
     async def _execute(self, task: AgentTask, stream: bool, record: _Record, run: Run, pumps: trio.Nursery) -> None:
         try:
             config = await trio.to_thread.run_sync(resumed_config, task.config) if task.resume else task.config
+            config = with_tls(config, self._tls())
             run.session_id = config.session_id
             async with open_agent(config) as agent:
                 self._agents += 1

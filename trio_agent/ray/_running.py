@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pickle
 import resource
+import ssl
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from .._runtime import Agent, TurnResult
 from ._errors import TaskCancelled, TaskCrashed
 from ._values import AgentTask, TaskResult, TaskStatus
 
-__all__ = ["Run", "only_cancelled", "resumed_config", "run_body", "usage"]
+__all__ = ["Run", "only_cancelled", "resumed_config", "run_body", "usage", "with_tls"]
 
 
 @attrs.define(eq=False)
@@ -70,6 +71,16 @@ def _portable(error: AgentError | None) -> AgentError | None:
     except Exception:  # any object inside may refuse pickling
         return AgentError(f"{type(error).__name__}: {error}")
     return error
+
+
+def with_tls(config: AgentConfig, context: ssl.SSLContext) -> AgentConfig:
+    """``config`` using the actor's shared TLS context when it brings none of its own
+    (it cannot: an ``SSLContext`` does not pickle). The system's CA store is then
+    loaded once per actor instead of once per connection."""
+    responses = config.responses
+    if responses.ssl_context is not None or responses.http_client is not None:
+        return config
+    return attrs.evolve(config, responses=attrs.evolve(responses, ssl_context=context))
 
 
 def resumed_config(config: AgentConfig) -> AgentConfig:
