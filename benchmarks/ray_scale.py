@@ -285,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.address:
         ray.init(address=args.address, log_to_driver=False)
     else:
-        ray.init(num_cpus=args.actors, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address="local", num_cpus=args.actors, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
     server, url = _start_server(args)
     try:
         with tempfile.TemporaryDirectory() as workspace:

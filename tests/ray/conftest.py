@@ -23,13 +23,14 @@ except ModuleNotFoundError:  # pip install -e '.[test,ray]' to run them
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[None]:
     """A local cluster for the session. Its workers start in this directory, so they
-    import the same trio_agent (and these test modules) as the driver.
+    import the same trio_agent (and these test modules) as the driver. ``address="local"``:
+    always a new cluster of its own, never one that ``ray start`` left running here.
 
     Nothing leaves the machine: the model server listens on 127.0.0.1, and Ray names
     its node by the host's own address (it resolves 127.0.0.1 to that on purpose),
     which Linux routes through the loopback device."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no telemetry attempts
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         yield
     finally:

@@ -24,6 +24,7 @@ from typing import Any, final
 import ray
 import trio
 
+from .. import __version__
 from .._errors import ConfigError
 from ._actor import actor_class
 from ._dispatch import Slot, Slots
@@ -222,6 +223,11 @@ async def _start_actors(num_actors: int, agents_per_actor: int, options: dict[st
                     info: ActorInfo = await PendingRef(handle.ready.remote()).wait()
                 except Exception as exc:  # Ray's error: the actor could not be created
                     raise ActorLost(f"actor {index} of the pool failed to start: {exc}", actor=index) from None
+                if info.version != __version__:
+                    raise ConfigError(
+                        f"actor {index} runs trio_agent {info.version} but this driver runs {__version__}; install "
+                        "the same version on the cluster's workers (runtime_env, see docs/ray.md)"
+                    )
                 slots.append(Slot(index, handle, info))
         if waited.cancelled_caught:
             raise ActorLost(
