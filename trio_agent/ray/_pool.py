@@ -1,8 +1,11 @@
 """``open_ray_pool`` and ``RayPool``: many agents on a pool of Ray actors, from Trio.
 
 Concurrency shape (the same as one agent's, DESIGN "Concurrency shape"): the pool owns
-one Trio nursery on the driver, holding one driver task per accepted task (see
-``_drive``), and the actors, which it creates on entry and kills on exit. Nothing
+two Trio nurseries on the driver -- an outer one with one shielded link per actor (the
+long poll, ``_link``) and an inner one with one driver task per accepted task
+(``_drive``) -- and the actors, which it creates on entry and kills on exit. The links
+stop only after the inner nursery has finished, so cancelled tasks can still hear
+from their actors. Nothing
 outlives the ``async with`` block: leaving it normally waits for every accepted task;
 an exception or a cancellation in the block cancels every task -- each remote agent is
 cancelled in its own actor and its terminal events and result are still collected,
