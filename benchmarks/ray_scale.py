@@ -35,10 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import trio
-import trio_websocket
 
 import trio_agent as ta
-from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
+from trio_agent.testing import ClientDisconnected, FakeConnection, FakeResponsesServer, frames
 
 # -- the model server (its own process: ``--serve``) ---------------------------------------
 
@@ -65,7 +64,7 @@ async def _answer(conn: FakeConnection, think: float, deltas: int) -> None:
 async def _serve_connection(conn: FakeConnection, think: float, deltas: int) -> None:
     try:
         await _answer(conn, think, deltas)
-    except trio_websocket.ConnectionClosed:
+    except ClientDisconnected:
         return  # the agent closed
 
 

@@ -13,9 +13,8 @@ import json
 from typing import Any
 
 import trio
-import trio_websocket
 
-from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
+from trio_agent.testing import ClientDisconnected, FakeConnection, FakeResponsesServer, frames
 
 
 async def serve_model(*, task_status: trio.TaskStatus[FakeResponsesServer] = trio.TASK_STATUS_IGNORED) -> None:
@@ -36,12 +35,12 @@ async def _serve(conn: FakeConnection) -> None:
     while True:
         try:
             request = await conn.next_request()
-        except trio_websocket.ConnectionClosed:
+        except ClientDisconnected:
             return
         count += 1
         try:
             await _answer(conn, request, f"resp-{count}")
-        except trio_websocket.ConnectionClosed:
+        except ClientDisconnected:
             return
 
 

@@ -20,6 +20,7 @@ from trio_agent.ray._values import EventBatch, PollReply, TaskResult
 from trio_agent.testing import FakeResponsesServer
 
 from .._os_facts import pid_alive
+from ._facts import long_tool, new_markers, tool_pids, tools_running
 
 
 def config(model: FakeResponsesServer, workspace: Path, **kw: object) -> ta.AgentConfig:
@@ -140,14 +141,15 @@ async def test_cancelling_a_running_task_still_delivers_its_terminal_event(
     model: FakeResponsesServer, workspace: Path
 ) -> None:
     host = AgentHost(0)
-    pid_file = workspace / "tool.pid"
-    task = AgentTask(config(model, workspace), prompts=["first", f"run: echo $$ > {pid_file}; exec sleep 60"])
+    [marker] = new_markers(1)
+    task = AgentTask(config(model, workspace), prompts=["first", long_tool(marker)])
     driver = Driver(host)
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(host.run_task, *submit(task, True))
-            while not pid_file.exists() or not pid_file.read_text().strip():
+            while not tools_running([marker])():
                 await driver.poll(task.task_id, wait=0.05)
+            [pid] = tool_pids([marker])
             host.cancel(task.task_id)
             await driver.drain(task.task_id)
     events, result = driver.events[task.task_id], driver.results[task.task_id]
@@ -155,7 +157,7 @@ async def test_cancelling_a_running_task_still_delivers_its_terminal_event(
     assert [turn.final_message for turn in result.turns] == ["echo: first"]
     assert [e.payload["status"] for e in events if e.kind.is_terminal] == ["completed", "cancelled"]
     assert events[-1].kind.is_terminal
-    assert not pid_alive(int(pid_file.read_text()))  # its process tree was killed before the result
+    assert not pid_alive(pid)  # its process tree was killed before the result
     assert result.rollout_path is None
 
 

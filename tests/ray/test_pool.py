@@ -25,7 +25,7 @@ from trio_agent.ray import (
 )
 from trio_agent.testing import FakeResponsesServer
 
-from ._facts import alive, kill, pids_written, read_pids, wait_for
+from ._facts import alive, kill, long_tool, new_markers, tool_pids, tools_running, wait_for
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
@@ -87,18 +87,15 @@ async def test_cancelling_the_callers_scope_kills_every_remote_tool_and_delivers
     events = Events()
     nursery.start_soon(events.consume)
     rollout = ta.RolloutConfig(tmp_path / "rollouts")
-    pid_files = [workspace / f"tool-{i}.pid" for i in range(8)]
-    tasks = [
-        AgentTask(config(model, workspace, rollout=rollout), prompts=[f"run: echo $$ > {pid}; exec sleep 300"])
-        for pid in pid_files
-    ]
+    markers = new_markers(8)
+    tasks = [AgentTask(config(model, workspace, rollout=rollout), prompts=[long_tool(m)]) for m in markers]
     with trio.fail_after(120):
         async with open_ray_pool(num_actors=2, agents_per_actor=4) as pool:
             with trio.CancelScope() as scope:
                 async with trio.open_nursery() as inner:
                     inner.start_soon(functools.partial(pool.map, tasks, events=events.send))
-                    await wait_for(pids_written(pid_files), "every remote tool starting")
-                    pids = read_pids(pid_files)
+                    await wait_for(tools_running(markers), "every remote tool starting")
+                    pids = tool_pids(markers)
                     scope.cancel()
             assert scope.cancelled_caught
             assert alive(pids) == []  # the tools' process trees are gone by the time map returns
@@ -123,19 +120,19 @@ async def test_cancelling_one_task_leaves_the_others_running(
 ) -> None:
     events = Events()
     nursery.start_soon(events.consume)
-    pid_file = workspace / "victim.pid"
+    victim_tool, quiet_tool = new_markers(2)
     with trio.fail_after(120):
         async with open_ray_pool(num_actors=2, agents_per_actor=2) as pool:
             victim = await pool.start(AgentTask(config(model, workspace),
-                                                prompts=["warm up", f"run: echo $$ > {pid_file}; exec sleep 300"]),
+                                                prompts=["warm up", long_tool(victim_tool)]),
                                       events=events.send)
             others = [await pool.start(AgentTask(config(model, workspace), prompts=[f"p{i}"]), events=events.send)
                       for i in range(6)]
-            quiet_pid = workspace / "quiet.pid"  # a task without an event channel is cancelled the same way
-            quiet = await pool.start(AgentTask(config(model, workspace),
-                                               prompts=[f"run: echo $$ > {quiet_pid}; exec sleep 300"]))
+            # A task without an event channel is cancelled the same way.
+            quiet = await pool.start(AgentTask(config(model, workspace), prompts=[long_tool(quiet_tool)]))
             assert await victim.wait_running()
-            await wait_for(pids_written([pid_file, quiet_pid]), "the victims' tools starting")
+            await wait_for(tools_running([victim_tool, quiet_tool]), "the victims' tools starting")
+            pids = tool_pids([victim_tool, quiet_tool])
             await victim.cancel()
             await victim.cancel()  # a no-op once it ended
             result = await victim.result()
@@ -144,10 +141,9 @@ async def test_cancelling_one_task_leaves_the_others_running(
             rest = [await other.result() for other in others]
         await events.send.aclose()
     assert quiet_result.status is TaskStatus.CANCELLED and quiet_result.events > 0
-    assert alive(read_pids([quiet_pid])) == []
+    assert alive(pids) == []
     assert result.status is TaskStatus.CANCELLED and isinstance(result.error, TaskCancelled)
     assert [turn.final_message for turn in result.turns] == ["echo: warm up"]
-    assert alive(read_pids([pid_file])) == []
     assert events.terminal(victim.task_id) == ["completed", "cancelled"]
     assert [r.status for r in rest] == [TaskStatus.COMPLETED] * 6
 
@@ -158,16 +154,16 @@ async def test_a_killed_actor_fails_its_tasks_and_the_task_resumes_from_its_roll
     events = Events()
     nursery.start_soon(events.consume)
     rollout = ta.RolloutConfig(tmp_path / "shared-rollouts")  # storage both actors reach
-    pid_file = workspace / "doomed.pid"
+    [marker] = new_markers(1)
     doomed = AgentTask(config(model, workspace, rollout=rollout),
-                       prompts=["remember the number 7", f"run: echo $$ > {pid_file}; exec sleep 300"])
+                       prompts=["remember the number 7", long_tool(marker)])
     with trio.fail_after(120):
         async with open_ray_pool(num_actors=2, agents_per_actor=4) as pool:
             handle = await pool.start(doomed, events=events.send)
             bystander = await pool.start(AgentTask(config(model, workspace), prompts=["bystander"]))
-            await wait_for(pids_written([pid_file]), "the doomed task's tool starting")
+            await wait_for(tools_running([marker]), "the doomed task's tool starting")
             assert (handle.actor, bystander.actor) == (0, 1)  # the least busy actor first
-            tool_pid = read_pids([pid_file])[0]
+            [tool_pid] = tool_pids([marker])
             kill(pool.actors[0].pid, signal.SIGKILL)
             lost = await handle.result()
             assert (await bystander.result()).status is TaskStatus.COMPLETED
@@ -187,7 +183,7 @@ async def test_a_killed_actor_fails_its_tasks_and_the_task_resumes_from_its_roll
     # answered as interrupted, then the new prompt.
     replay = next(r for r in model.requests if "what was the number?" in json.dumps(r))
     texts = json.dumps(replay["input"])
-    assert "remember the number 7" in texts and "exec sleep 300" in texts
+    assert "remember the number 7" in texts and long_tool(marker).removeprefix("run: ") in texts
     assert "the session ended (its process exited)" in texts
     assert after.status is TaskStatus.COMPLETED and after.actor == 1
 
