@@ -194,7 +194,9 @@ async def test_back_pressure_bounds_the_queue_and_a_slow_consumer_loses_nothing(
     with trio.fail_after(120):
         async with open_ray_pool(num_actors=1, agents_per_actor=1, max_queued=1) as pool:
             slow_send, slow_receive = trio.open_memory_channel[TaskEvent](0)
-            first = await pool.start(AgentTask(config(model, workspace), prompts=["a", "b", "c"]), events=slow_send)
+            # A second of tool time in the middle: the task cannot end within one reply.
+            first = await pool.start(AgentTask(config(model, workspace), prompts=["a", "run: sleep 1", "c"]),
+                                     events=slow_send)
             second = await pool.start(AgentTask(config(model, workspace), prompts=["queued"]))
             assert pool.statistics().queued == 1
             third = AgentTask(config(model, workspace), prompts=["third"])
