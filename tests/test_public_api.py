@@ -289,7 +289,8 @@ def test_wire_and_session_import_nothing_impure(path: Path) -> None:
 
 
 def test_import_is_lazy_about_heavy_dependencies() -> None:
-    heavy = ("httpx", "quickjs", "mcp", "httpx2", "pydantic")
+    # ray: only trio_agent.ray (the [ray] extra) imports it
+    heavy = ("httpx", "quickjs", "mcp", "httpx2", "pydantic", "ray")
     code = f"import sys, trio_agent\nprint(','.join(sorted(m for m in {heavy!r} if m in sys.modules)))\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert result.stdout.strip() == "", f"`import trio_agent` imported: {result.stdout.strip()}"

@@ -1,0 +1,302 @@
+"""N agents on a local Ray pool (2 actors) beside the same N agents in one process.
+
+The model is the same scripted Responses server for both, in a process of its own on
+127.0.0.1: a warmup is answered at once; a prompt waits ``--think-ms`` and then streams
+``--deltas`` text deltas. Every agent opens, runs one prompt and closes. Measured, in
+the driver, on one clock:
+
+- ``first token``: from submitting the agent (``open_agent`` in one process,
+  ``pool.start`` on the pool) to its first ``assistant.delta`` event reaching the
+  caller (``agent.events``, or the pool's event channel), for one agent at a time
+  (``single``: the cost of one trip through the distribution layer) and for a burst
+  of ``--concurrency`` agents started together (``burst``);
+- ``throughput``: ``--agents`` agents, at most ``--concurrency`` at once, agents per
+  second from the first submission to the last result.
+
+The cost of the distribution layer is reported as the difference in first-token p50
+and the throughput ratio. One machine runs everything (Ray's daemons, the driver, the
+actors and the model server share its cores), so compare the rows with each other.
+
+    python -m benchmarks.ray_scale --agents 400 --concurrency 64
+    python -m benchmarks.ray_scale --address auto ...     (an existing cluster)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+import trio_agent as ta
+from trio_agent.testing import ClientDisconnected, FakeConnection, FakeResponsesServer, frames
+
+# -- the model server (its own process: ``--serve``) ---------------------------------------
+
+
+async def _answer(conn: FakeConnection, think: float, deltas: int) -> None:
+    count = 0
+    while True:
+        request = await conn.next_request()
+        count += 1
+        if request.get("generate") is False:
+            await conn.send_warmup(f"warm-{count}")
+            continue
+        await trio.sleep(think)
+        response_id = f"resp-{count}"
+        message = frames.assistant_message("x" * deltas, item_id=f"msg_{response_id}", phase="final_answer")
+        await conn.send(frames.response_created(response_id))
+        await conn.send(frames.output_item_added(0, {**message, "status": "in_progress", "content": []}))
+        for _ in range(deltas):
+            await conn.send(frames.text_delta(0, "x"))
+        await conn.send(frames.output_item_done(0, message))
+        await conn.send(frames.completed(response_id, [message]))
+
+
+async def _serve_connection(conn: FakeConnection, think: float, deltas: int) -> None:
+    try:
+        await _answer(conn, think, deltas)
+    except ClientDisconnected:
+        return  # the agent closed
+
+
+async def serve(think: float, deltas: int) -> None:
+    server = FakeResponsesServer()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        print(server.url, flush=True)
+        while True:
+            try:
+                conn = await server.accept()
+            except trio.BrokenResourceError:
+                continue
+            nursery.start_soon(_serve_connection, conn, think, deltas)
+
+
+# -- measuring ----------------------------------------------------------------------------
+
+
+class Round:
+    """One measured round: per-agent first-token latencies and the wall time."""
+
+    def __init__(self) -> None:
+        self.first_token: list[float] = []
+        self.wall = 0.0
+        self.failed = 0
+
+
+def _config(url: str, workspace: Path) -> ta.AgentConfig:
+    return ta.AgentConfig(auth="bench", workspace=workspace, thinking=ta.Thinking.LOW,
+                          responses=ta.Responses(websocket_url=url))
+
+
+Runner = Callable[[int, int], Awaitable[Round]]
+
+
+def local_runner(url: str, workspace: Path) -> Runner:
+    async def run(count: int, concurrency: int) -> Round:
+        result = Round()
+        limiter = trio.CapacityLimiter(concurrency)
+
+        async def one() -> None:
+            async with limiter, trio.open_nursery() as nursery:
+                submitted = trio.current_time()
+                async with ta.open_agent(_config(url, workspace)) as agent:
+                    nursery.start_soon(_first_delta, agent.events, submitted, result)
+                    turn = await agent.prompt("hello")
+                    try:
+                        await turn.result()
+                    except ta.AgentError:
+                        result.failed += 1
+
+        began = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for _ in range(count):
+                nursery.start_soon(one)
+        result.wall = trio.current_time() - began
+        return result
+
+    return run
+
+
+async def _first_delta(events: ta.AgentEvents, submitted: float, result: Round) -> None:
+    seen = False
+    async for event in events:
+        if not seen and event.kind is ta.EventKind.ASSISTANT_DELTA:
+            result.first_token.append(trio.current_time() - submitted)
+            seen = True
+
+
+def ray_runner(url: str, workspace: Path, pool: Any) -> Runner:
+    from trio_agent.ray import AgentTask, TaskEvent, TaskStatus
+
+    async def run(count: int, concurrency: int) -> Round:
+        result = Round()
+        submitted: dict[str, float] = {}
+        send, receive = trio.open_memory_channel[TaskEvent](1024)
+
+        async def watch() -> None:
+            seen: set[str] = set()
+            async for item in receive:
+                if item.task_id not in seen and item.event.kind is ta.EventKind.ASSISTANT_DELTA:
+                    seen.add(item.task_id)
+                    result.first_token.append(trio.current_time() - submitted[item.task_id])
+
+        limiter = trio.CapacityLimiter(concurrency)  # the same bound as in one process
+
+        async def one() -> None:
+            task = AgentTask(_config(url, workspace), prompts=["hello"])
+            async with limiter:
+                submitted[task.task_id] = trio.current_time()
+                done = await pool.run(task, events=send)
+            if done.status is not TaskStatus.COMPLETED:
+                result.failed += 1
+
+        async with trio.open_nursery() as outer:
+            outer.start_soon(watch)
+            began = trio.current_time()
+            async with send, trio.open_nursery() as nursery:
+                for _ in range(count):
+                    nursery.start_soon(one)
+            result.wall = trio.current_time() - began
+        return result
+
+    return run
+
+
+def _ms(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _own_cpu() -> float:
+    await trio.lowlevel.checkpoint()
+    return time.process_time()
+
+
+async def measure(run: Runner, args: argparse.Namespace, cpu: Callable[[], Awaitable[float]]) -> dict[str, float]:
+    """``cpu()``: CPU seconds used so far by every process that runs agents (and the driver)."""
+    await run(args.concurrency, args.concurrency)  # discarded: imports, JS engine, connections
+    single = Round()
+    for _ in range(args.single):
+        single.first_token += (await run(1, 1)).first_token
+    burst = await run(args.concurrency, args.concurrency)
+    before = await cpu()
+    bulk = await run(args.agents, args.concurrency)
+    used = await cpu() - before
+    return {
+        "single_p50_ms": _ms(single.first_token, 0.5),
+        "burst_p50_ms": _ms(burst.first_token, 0.5),
+        "burst_p99_ms": _ms(burst.first_token, 0.99),
+        "agents_per_s": args.agents / bulk.wall if bulk.wall else float("nan"),
+        "cpu_ms_per_agent": 1000 * used / args.agents,
+        "wall_s": bulk.wall,
+        "failed": float(burst.failed + bulk.failed),
+    }
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+    command = [sys.executable, "-m", "benchmarks.ray_scale", "--serve", "--think-ms", str(args.think_ms),
+               "--deltas", str(args.deltas)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+async def _compare(args: argparse.Namespace, url: str, workspace: Path) -> dict[str, Any]:
+    from trio_agent.ray import open_ray_pool
+
+    load = os.getloadavg()[0]
+    local = await measure(local_runner(url, workspace), args, _own_cpu)
+    async with open_ray_pool(num_actors=args.actors, agents_per_actor=-(-args.concurrency // args.actors)) as pool:
+
+        async def cluster_cpu() -> float:
+            actors = await pool.actor_statistics()
+            return time.process_time() + sum(a.cpu_seconds for a in actors if a is not None)
+
+        distributed = await measure(ray_runner(url, workspace, pool), args, cluster_cpu)
+        actors = await pool.actor_statistics()
+    return {
+        "settings": {"agents": args.agents, "concurrency": args.concurrency, "actors": args.actors,
+                     "think_ms": args.think_ms, "deltas": args.deltas, "cpus": os.cpu_count(),
+                     "load_before": round(load, 1)},
+        "one_process": local,
+        "ray_pool": distributed,
+        "actor_peak_rss_mib": [round(a.peak_rss_bytes / 2**20, 1) for a in actors if a is not None],
+        "cost": {
+            "single_first_token_ms": distributed["single_p50_ms"] - local["single_p50_ms"],
+            "burst_first_token_p50_ms": distributed["burst_p50_ms"] - local["burst_p50_ms"],
+            "throughput_ratio": distributed["agents_per_s"] / local["agents_per_s"],
+            "cpu_ms_per_agent": distributed["cpu_ms_per_agent"] - local["cpu_ms_per_agent"],
+        },
+    }
+
+
+def _report(data: dict[str, Any]) -> str:
+    s, local, ray_, cost = data["settings"], data["one_process"], data["ray_pool"], data["cost"]
+    lines = [
+        f"{s['agents']} agents, {s['concurrency']} at once, {s['actors']} actors, think {s['think_ms']} ms, "
+        f"{s['deltas']} deltas, {s['cpus']} CPUs, load average {s['load_before']} before",
+        f"{'':14}{'single p50':>12}{'burst p50':>12}{'burst p99':>12}{'agents/s':>10}{'cpu/agent':>11}{'failed':>8}",
+    ]
+    for name, row in (("one process", local), ("ray pool", ray_)):
+        lines.append(f"{name:14}{row['single_p50_ms']:>10.1f}ms{row['burst_p50_ms']:>10.1f}ms"
+                     f"{row['burst_p99_ms']:>10.1f}ms{row['agents_per_s']:>10.1f}{row['cpu_ms_per_agent']:>9.1f}ms"
+                     f"{int(row['failed']):>8}")
+    lines.append(f"distribution cost: {cost['single_first_token_ms']:+.1f} ms first token (one agent), "
+                 f"{cost['burst_first_token_p50_ms']:+.1f} ms (burst p50), throughput x{cost['throughput_ratio']:.2f}, "
+                 f"{cost['cpu_ms_per_agent']:+.1f} ms CPU per agent (driver + actors); "
+                 f"actor peak RSS {data['actor_peak_rss_mib']} MiB")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", type=int, default=400)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--actors", type=int, default=2)
+    parser.add_argument("--single", type=int, default=20, help="one-at-a-time agents for the single p50")
+    parser.add_argument("--think-ms", type=float, default=20.0)
+    parser.add_argument("--deltas", type=int, default=20)
+    parser.add_argument("--address", default=None, help="an existing Ray cluster (default: start a local one)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        trio.run(serve, args.think_ms / 1000, args.deltas)
+        return 0
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if args.address:
+        ray.init(address=args.address, log_to_driver=False)
+    else:
+        ray.init(address="local", num_cpus=args.actors, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+    server, url = _start_server(args)
+    try:
+        with tempfile.TemporaryDirectory() as workspace:
+            data = trio.run(_compare, args, url, Path(workspace))
+    finally:
+        server.terminate()
+        server.wait(10)
+        ray.shutdown()
+    print(json.dumps(data, indent=2) if args.json else _report(data))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
