@@ -226,9 +226,10 @@ class HumanPrinter(_Tracker):
         self.streamed = True
 
     def _message(self, event: Any, payload: dict[str, Any]) -> None:
-        if self.streamed:
-            self.out.write("\n")
-            self.out.flush()
+        if not self.streamed and payload.get("text") and event.turn_id is not None:
+            self.out.write(payload["text"])  # it came whole, without deltas
+        self.out.write("\n" if self.streamed or payload.get("text") else "")
+        self.out.flush()
         self.streamed = False
 
     def _tool_call(self, event: Any, payload: dict[str, Any]) -> None:

@@ -1,0 +1,84 @@
+"""Ctrl-C in ``trio-agent run`` and ``trio-agent replay``, sent to the console script
+as a real SIGINT while the local model's turn runs a real command."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
+from ._cli import open_cli, run_cli
+
+# Starts a long command, then says so with a marker file (its processes exist by then).
+LONG = "run: sleep 60 & touch started; wait"
+# The same, but it notes SIGTERM and ignores it, so its cleanup takes the kill grace.
+STUBBORN = "run: trap 'touch got-term' TERM; sleep 60 & touch started; while :; do wait; done"
+
+
+async def _started(workspace: Path) -> list[int]:
+    await wait_for_os_fact((workspace / "started").exists, "the command starting (the turn is live)")
+    pids = processes_in(workspace)
+    assert pids, "the command's processes run in the workspace"
+    return pids
+
+
+@pytest.mark.parametrize("jsonl", [False, True], ids=["human", "jsonl"])
+async def test_ctrl_c_kills_the_command_and_exits_130_with_one_line(
+    tmp_path: Path, workspace: Path, jsonl: bool
+) -> None:
+    flags = ["--jsonl"] if jsonl else []
+    async with open_cli("run", *flags, "--workspace", str(workspace), LONG, cwd=tmp_path) as cli:
+        pids = await _started(workspace)
+        cli.signal(signal.SIGINT)
+        assert await cli.wait() == 130
+    assert not any(pid_alive(pid) for pid in pids), "the command ended before the CLI exited"
+    shown = cli.stderr if jsonl else cli.stdout
+    cancelled = [line for line in shown.splitlines() if line.startswith("-- cancelled")]
+    assert len(cancelled) == 1, shown
+    assert cancelled[0] == shown.splitlines()[-1]
+    assert cancelled[0].startswith("-- cancelled by Ctrl-C after ")
+    assert ": the turn, 1 model call(s), " in cancelled[0] and cancelled[0].endswith("; stopped exec_command")
+    assert "Traceback" not in cli.stdout + cli.stderr
+    if jsonl:
+        assert '"status":"cancelled"' in cli.lines[-1]  # the turn's own run.failed still got out
+    else:
+        assert "[tool] exec_command -> cancelled in " in cli.stdout
+
+
+async def test_a_second_ctrl_c_during_cleanup_exits_at_once(tmp_path: Path, workspace: Path) -> None:
+    async with open_cli("run", "--workspace", str(workspace), STUBBORN, cwd=tmp_path) as cli:
+        pids = await _started(workspace)
+        cli.signal(signal.SIGINT)
+        # The turn's cancellation reached the command (SIGTERM, which it ignores): the
+        # cleanup now waits out the kill grace, and a second Ctrl-C cuts it short.
+        await wait_for_os_fact((workspace / "got-term").exists, "the command getting SIGTERM")
+        cli.signal(signal.SIGINT)
+        assert await cli.wait() == 130
+    assert "trio-agent: Ctrl-C again: exiting now, without waiting for cleanup" in cli.stderr
+    assert not any(line.startswith("-- cancelled") for line in cli.lines)  # it did not wait to say more
+    assert "Traceback" not in cli.stdout + cli.stderr
+    await wait_gone(pids)  # the supervisor kills what it left behind
+
+
+async def test_sigterm_cancels_the_same_way_with_143(tmp_path: Path, workspace: Path) -> None:
+    async with open_cli("run", "--workspace", str(workspace), LONG, cwd=tmp_path) as cli:
+        pids = await _started(workspace)
+        cli.signal(signal.SIGTERM)
+        assert await cli.wait() == 143
+    assert not any(pid_alive(pid) for pid in pids)
+    assert cli.lines[-1].startswith("-- cancelled by SIGTERM after ")
+
+
+async def test_ctrl_c_during_a_replay_exits_130_with_one_line(tmp_path: Path, workspace: Path) -> None:
+    recorded = await run_cli("run", "--record", "session.jsonl", "--workspace", str(workspace),
+                             "run: touch started; sleep 1", cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr.decode()
+    (workspace / "started").unlink()
+    async with open_cli("replay", "session.jsonl", "--workspace", str(workspace), cwd=tmp_path) as cli:
+        await wait_for_os_fact((workspace / "started").exists, "the replayed command starting")
+        cli.signal(signal.SIGINT)
+        assert await cli.wait() == 130
+    assert cli.lines[-1].startswith("-- cancelled by Ctrl-C: the replay, after ")
+    assert "Traceback" not in cli.stdout + cli.stderr
