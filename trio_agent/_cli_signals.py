@@ -15,10 +15,11 @@ Instead, a command runs its work inside :func:`open_interrupts`, which holds
   takes too long. Commands' processes still end: the subreaper helper and every
   supervisor see their sockets close and terminate their trees.
 
-Outside the block -- before the receiver is installed, or after ``trio.run`` returned
-(``--otel`` flushing its exporters) -- :func:`exit_on_signal` makes a signal exit at
-once as well, and ``_cli.main`` turns a ``KeyboardInterrupt`` that still escapes (bare
-or inside an exception group) into exit status 130 without a traceback.
+After ``trio.run`` returned (``--otel`` flushing its exporters, which can wait long on
+a silent collector), :func:`exit_on_signal` makes a signal exit at once, from a
+daemon thread (see there why). Before the receiver is installed Trio's own handling
+applies, and ``_cli.main`` turns the ``KeyboardInterrupt`` that escapes (bare or
+inside an exception group) into exit status 130 without a traceback.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import FrameType
 
@@ -62,24 +64,41 @@ class Interrupts:
         return 128 + (self.signum if self.signum is not None else signal.SIGINT)
 
 
-def exit_now(signum: int) -> None:
+def exit_now(signum: int, *, again: bool = True) -> None:
     """Leave the process at once (no cleanup), saying so in one line on stderr."""
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
     name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
     with contextlib.suppress(OSError):
-        os.write(2, f"trio-agent: {name} again: exiting now, without waiting for cleanup\n".encode())
+        os.write(2, f"trio-agent: {name}{' again' if again else ''}: exiting now, without waiting for "
+                    "cleanup\n".encode())
     os._exit(128 + signum)
 
 
 def exit_on_signal() -> None:
-    """From now on SIGINT and SIGTERM exit at once (for the time after ``trio.run``)."""
+    """From now on SIGINT and SIGTERM exit at once (for the time after ``trio.run``).
 
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        exit_now(signum)
+    A Python signal handler runs in the main thread only, and only once that thread
+    runs Python code again; a main thread blocked joining an exporter's thread that
+    waits on a silent collector may never get there (the kernel delivered the signal to
+    that other thread). So the handlers do nothing, and the exit happens in a daemon
+    thread woken by the signal's byte on ``signal.set_wakeup_fd``, which CPython's C
+    handler writes whichever thread the signal interrupted."""
 
+    def ignore(_signum: int, _frame: FrameType | None) -> None:
+        pass
+
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+
+    def watch() -> None:
+        data = os.read(read, 1)
+        exit_now(data[0] if data else signal.SIGINT, again=False)
+
+    threading.Thread(target=watch, name="trio-agent: exit on a signal", daemon=True).start()
+    signal.set_wakeup_fd(write, warn_on_full_buffer=False)
     for signum in _SIGNALS:
-        signal.signal(signum, handler)
+        signal.signal(signum, ignore)
 
 
 @contextlib.asynccontextmanager

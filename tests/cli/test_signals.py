@@ -7,9 +7,11 @@ import signal
 from pathlib import Path
 
 import pytest
+import trio
 
 from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
-from ._cli import open_cli, run_cli
+from ..tracing.test_cli_otel import Collector
+from ._cli import cli_env, open_cli, run_cli
 
 # Starts a long command, then says so with a marker file (its processes exist by then).
 LONG = "run: sleep 60 & touch started; wait"
@@ -81,4 +83,38 @@ async def test_ctrl_c_during_a_replay_exits_130_with_one_line(tmp_path: Path, wo
         cli.signal(signal.SIGINT)
         assert await cli.wait() == 130
     assert cli.lines[-1].startswith("-- cancelled by Ctrl-C: the replay, after ")
+    assert "Traceback" not in cli.stdout + cli.stderr
+
+
+async def test_ctrl_c_with_otel_exits_130_and_still_flushes_the_spans(
+    nursery: trio.Nursery, tmp_path: Path, workspace: Path
+) -> None:
+    collector = Collector()
+    port = await nursery.start(collector.serve)
+    env = cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}")
+    async with open_cli("run", "--otel", "--workspace", str(workspace), LONG, cwd=tmp_path, env=env) as cli:
+        await _started(workspace)
+        cli.signal(signal.SIGINT)
+        assert await cli.wait() == 130
+    assert cli.lines[-1].startswith("-- cancelled by Ctrl-C after ")
+    assert "Traceback" not in cli.stdout + cli.stderr
+    turns = [attributes for name, attributes in collector.spans() if name == "invoke_agent /root"]
+    assert turns == [{"service": "trio-agent", "status": "cancelled"}]
+
+
+async def test_ctrl_c_while_otel_flushes_to_a_silent_collector_exits_at_once(tmp_path: Path) -> None:
+    # A collector that never answers: the exporters would wait out their timeouts (60 s).
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    env = cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", OTEL_EXPORTER_OTLP_TIMEOUT="60",
+                  OTEL_BSP_SCHEDULE_DELAY="600000", OTEL_METRIC_EXPORT_INTERVAL="600000")  # export at exit only
+    async with listener, open_cli("run", "--otel", "--workspace", str(tmp_path), "hello", cwd=tmp_path,
+                                  env=env) as cli:
+        async with await listener.accept():  # the run is over: the exporters flush at exit
+            cli.signal(signal.SIGINT)
+            with trio.move_on_after(15):
+                await cli.process.wait()
+            assert cli.process.returncode == 130, (cli.stdout, cli.stderr)
+    assert cli.lines[-1].startswith("-- completed: ")
+    assert cli.stderr.splitlines()[-1] == "trio-agent: Ctrl-C: exiting now, without waiting for cleanup"
     assert "Traceback" not in cli.stdout + cli.stderr
