@@ -61,8 +61,12 @@ async def test_api_base_with_the_https_transport_talks_to_that_server(
     server: FakeResponsesServer, tmp_path: Path
 ) -> None:
     result, request = await _https_run(server, tmp_path, "run", "--api-base", server.http_base_url,
-                                       "--transport", "https")
+                                       "--transport", "https", PYTHONPROFILEIMPORTTIME="1")
     assert result.returncode == 0, result.stderr.decode()
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines()
+                if line.startswith("import time:")]
+    assert "trio_agent._cli_run" in imported
+    assert not [name for name in imported if name.startswith("trio_agent.testing")]  # the real path stays lean
     out = result.stdout.decode()
     assert "local scripted model" not in out
     assert out.splitlines()[0] == "hello over https"
