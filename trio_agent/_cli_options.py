@@ -107,6 +107,7 @@ def _directory(text: str) -> Path:
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
     """The connection, tool, sandbox and approval options of ``trio-agent run``."""
+    # One declaration per option, grouped as --help shows them: long, but flat.
     model = run.add_argument_group("model connection (the real API; need OPENAI_API_KEY)")
     model.add_argument("--api-base", default=None, metavar="URL",
                        help="HTTPS base URL of the Responses API; the WebSocket URL is derived from it "
