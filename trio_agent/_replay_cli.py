@@ -57,9 +57,26 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"trio-agent: {exc}", file=sys.stderr)
         return 2
     try:
-        return trio.run(_replay, cassette, workspace, args.timing, ReplayMatch(args.match), args.timeout)
+        return trio.run(_interruptible, cassette, workspace, args.timing, ReplayMatch(args.match), args.timeout)
     except KeyboardInterrupt:
         return 130
+
+
+async def _interruptible(cassette: Cassette, workspace: Path, timing: float, match: ReplayMatch, limit: float) -> int:
+    """The replay, cancelled by Ctrl-C/SIGTERM with one line and 130/143 (``_cli_signals``)."""
+    from ._cli_signals import Interrupts, open_interrupts
+
+    started = trio.current_time()
+    replaying = trio.CancelScope()
+
+    async def on_interrupt(_: Interrupts) -> None:
+        replaying.cancel()
+
+    async with open_interrupts(Interrupts(), on_interrupt) as interrupts:
+        with replaying:
+            return await _replay(cassette, workspace, timing, match, limit)
+    print(f"-- cancelled by {interrupts.name}: the replay, after {trio.current_time() - started:.1f} s", flush=True)
+    return interrupts.exit_code
 
 
 async def _replay(cassette: Cassette, workspace: Path, timing: float, match: ReplayMatch, limit: float) -> int:

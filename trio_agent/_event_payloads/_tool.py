@@ -62,15 +62,23 @@ class ToolResultPayload(TypedDict):
 
 
 class ToolProgressPayload(TypedDict):
-    """A running tool reported progress: a user tool's ``ctx.progress(message)``, or
-    ``collaboration.wait_agent`` starting to wait."""
+    """A running tool reported progress: a user tool's ``ctx.progress(message)``,
+    ``collaboration.wait_agent`` starting to wait, or a nested ``exec_command`` /
+    ``write_stdin`` call's command printing output while the call waits for it (one
+    event per read, between the call's ``tool.call`` and ``tool.result``)."""
 
     call_id: str
     """The id of the running call."""
     tool: str
     """The tool's name."""
     message: str
-    """The progress message."""
+    """The progress message; with ``stream``, the text the command printed (redacted as
+    results are, at most one 64 KiB read; lines may span events; at most 1 MiB per call,
+    then a note says how much was not streamed)."""
+    stream: NotRequired[Literal["output"]]
+    """Present on command output: ``message`` is output, not a status message."""
+    background: NotRequired[Literal[True]]
+    """Present, True, on output of a nested call whose turn had already ended."""
 
 
 class SleepStartedPayload(TypedDict):

@@ -134,9 +134,11 @@ class ExecGuard:
     # -- exec_command ----------------------------------------------------------------------
 
     async def exec_command(
-        self, shell: ShellSessions, args: Mapping[str, object], call_id: str, turn_id: int | None
+        self, shell: ShellSessions, args: Mapping[str, object], call_id: str, turn_id: int | None,
+        *, on_output: Callable[[str], None] | None = None,
     ) -> ExecResult:
-        """Run ``args`` in ``shell`` as the policy allows; ``ShellError`` if it was denied."""
+        """Run ``args`` in ``shell`` as the policy allows; ``ShellError`` if it was denied.
+        ``on_output`` gets the output as it arrives (of both runs, when one is retried)."""
         request = parse_exec_args(args, self._workspace)
         sandbox = self.sandbox
         plan = plan_command(
@@ -148,7 +150,7 @@ class ExecGuard:
         if plan.action == "ask":
             await self._approve_command(request.cmd, request.workdir, plan.reason, plan.outside_sandbox,
                                         call_id, turn_id)
-        result = await shell.exec_command(args, outside_sandbox=plan.outside_sandbox)
+        result = await shell.exec_command(args, outside_sandbox=plan.outside_sandbox, on_output=on_output)
         if not plan.retry_on_denial or plan.outside_sandbox:
             return result
         hint = denial_hint(result.get("exit_code"), result["output"])
@@ -163,7 +165,7 @@ class ExecGuard:
             raise ShellError(
                 f"{exc}\nOutput of the run in the sandbox (exit code {result.get('exit_code')}):\n{result['output']}"
             ) from None
-        return await shell.exec_command(args, outside_sandbox=True)
+        return await shell.exec_command(args, outside_sandbox=True, on_output=on_output)
 
     async def _approve_command(
         self, cmd: str, cwd: Path, reason: str, outside: bool, call_id: str, turn_id: int | None

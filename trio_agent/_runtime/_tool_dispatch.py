@@ -249,6 +249,17 @@ class ToolDispatcher:
             payload["background"] = True  # its turn already ended (or it never had one)
         self._env.emit(kind, payload, turn_id)
 
+    def _output_progress(self, name: str, call_id: str, origin: _CellOrigin | None) -> Callable[[str], None]:
+        """A shell call's output as it arrives: ``tool.progress`` with ``stream: "output"``."""
+
+        def emit(text: str) -> None:
+            self._emit_nested(
+                EventKind.TOOL_PROGRESS, {"call_id": call_id, "tool": name, "message": text, "stream": "output"},
+                origin,
+            )
+
+        return emit
+
     async def _call_nested(self, name: str, args: Any, nested_call_id: str) -> Any:
         from .._tools.code_mode import ToolCallError
 
@@ -311,11 +322,14 @@ class ToolDispatcher:
         turn_id = origin.turn_id if origin is not None else None  # None: a background cell's call
         try:
             if name == "exec_command":
+                on_output = self._output_progress(name, call_id, origin)
                 if guard is not None:
-                    return await guard.exec_command(self._shell_sessions(), args, call_id, turn_id)
-                return await self._shell_sessions().exec_command(args)
+                    return await guard.exec_command(self._shell_sessions(), args, call_id, turn_id,
+                                                    on_output=on_output)
+                return await self._shell_sessions().exec_command(args, on_output=on_output)
             if name == "write_stdin":
-                return await self._shell_sessions().write_stdin(args)
+                return await self._shell_sessions().write_stdin(
+                    args, on_output=self._output_progress(name, call_id, origin))
             if name == "apply_patch":
                 if guard is not None:
                     return await guard.apply_patch(str(args), self._env.workspace, call_id, turn_id)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from .._cli_signals import exit_now
 from ._server import AppServer, open_app_server
 from ._transports import serve_stdio, serve_websocket
 
@@ -85,12 +86,20 @@ async def _serve(args: argparse.Namespace, listen: tuple[str, int] | None) -> in
 async def _run_transport(app: AppServer, listen: tuple[str, int] | None) -> None:
     async with trio.open_nursery() as nursery:
 
+        async def stop() -> None:
+            await app.aclose()
+            nursery.cancel_scope.cancel()
+
         async def stop_on_signal() -> None:
             with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                stopping = False
                 async for signum in signals:
-                    _say(f"{signal.Signals(signum).name}: shutting down (threads are cancelled, rollouts flushed)")
-                    await app.aclose()
-                    nursery.cancel_scope.cancel()
+                    if stopping:  # a second signal while shutting down: exit at once
+                        exit_now(signum)
+                    stopping = True
+                    _say(f"{signal.Signals(signum).name}: shutting down (threads are cancelled, rollouts flushed; "
+                         "again to exit at once)")
+                    nursery.start_soon(stop)
 
         nursery.start_soon(stop_on_signal)
         if listen is None:

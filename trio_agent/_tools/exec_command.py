@@ -42,6 +42,11 @@ created with the first command and removed by :meth:`ShellSessions.aclose`.
 fallback (no supervisor) the group signals reach bwrap too, so Ctrl-C ends a
 sandboxed command as a whole there.
 
+Progress: ``on_output`` (a callback given to one ``exec_command``/``write_stdin`` call)
+also receives what the command prints while that call waits for it, read by read,
+decoded and redacted (``_output_progress``); the dispatcher emits it as
+``tool.progress``. It is attached to the session for the duration of the call only.
+
 Notes: Secrets are redacted per returned chunk, so a secret split across two reads, or
 across an omission notice, is not caught.
 """
@@ -53,7 +58,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import NotRequired, TypedDict, cast, final
 
@@ -63,6 +68,7 @@ import trio
 from ._command_process import REAP_TIMEOUT, CommandProcess
 from ._command_slots import SLOT_WAIT_LIMIT, CommandSlots
 from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
+from ._output_progress import OutputProgress
 from ._process_tree import Isolation, ProcessLauncher
 from ._real_time import real_process_running
 from ._sandbox import SANDBOX_ENV, SCAFFOLD_DEPTH, Confinement
@@ -148,6 +154,7 @@ class _Session:
     write_lock: trio.Lock = attrs.field(factory=trio.Lock)
     exit_code: int | None = None
     session_id: int | None = None
+    progress: OutputProgress | None = None  # the waiting call's on_output, if any
 
 
 @final
@@ -220,7 +227,10 @@ class ShellSessions:
         """How commands are confined (the sandbox given, or none)."""
         return self._sandbox
 
-    async def exec_command(self, args: Mapping[str, object], *, outside_sandbox: bool = False) -> ExecResult:
+    async def exec_command(
+        self, args: Mapping[str, object], *, outside_sandbox: bool = False,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ExecResult:
         """Run ``args["cmd"]``; return its result, or a ``session_id`` if still running.
 
         Arguments: ``cmd`` (required), ``workdir`` (relative to the workspace or
@@ -234,7 +244,8 @@ class ShellSessions:
         ``Cancelled`` propagates. A command that was returned as a session is no longer
         tied to this call; see :meth:`aclose`.
 
-        ``outside_sandbox=True`` runs this command without the sandbox.
+        ``outside_sandbox=True`` runs this command without the sandbox. ``on_output``
+        receives the output while this call waits (see the module docstring).
 
         Raises:
           ShellError: invalid arguments, closed sessions, or no slot within the bound.
@@ -262,10 +273,13 @@ class ShellSessions:
         except BaseException:
             self._slots.release()
             raise
-        await self._wait_or_kill(session, request.yield_seconds)
+        with _streaming(session, on_output):
+            await self._wait_or_kill(session, request.yield_seconds)
         return self._collect(session, request.max_bytes, started)
 
-    async def write_stdin(self, args: Mapping[str, object]) -> ExecResult:
+    async def write_stdin(
+        self, args: Mapping[str, object], *, on_output: Callable[[str], None] | None = None
+    ) -> ExecResult:
         """Write ``args["chars"]`` to a session's stdin and return its output since the
         last read (with ``exit_code`` if it has finished, else its ``session_id``).
 
@@ -273,7 +287,8 @@ class ShellSessions:
         being written. Empty ``chars`` just polls. The call waits for the command to
         finish for at most ``yield_time_ms`` (non-empty: default 250, 250..30000;
         empty: default 5000, 5000..300000). Cancelling this call only stops waiting:
-        the session keeps running and no output is lost.
+        the session keeps running and no output is lost. ``on_output`` receives what
+        it prints while this call waits (as for ``exec_command``).
 
         Raises:
           ShellError: invalid arguments; ``unknown session_id N; ...``; stdin closed or
@@ -284,9 +299,10 @@ class ShellSessions:
         session = self._lookup(request.session_id)
         started = trio.current_time()
         session.last_used = started
-        await self._send_input(session, request)
-        with trio.move_on_after(request.yield_seconds):
-            await session.done.wait()
+        with _streaming(session, on_output):
+            await self._send_input(session, request)
+            with trio.move_on_after(request.yield_seconds):
+                await session.done.wait()
         return self._collect(session, request.max_bytes, started)
 
     async def aclose(self) -> None:
@@ -503,7 +519,23 @@ async def _pump_output(session: _Session) -> None:
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         while data := await stdout.receive_some(_READ_SIZE):
             session.output.write(bytes(data))
+            if session.progress is not None:
+                session.progress.feed(bytes(data))
     session.eof.set()
+
+
+@contextlib.contextmanager
+def _streaming(session: _Session, on_output: Callable[[str], None] | None) -> Iterator[None]:
+    """Give ``session``'s output to ``on_output`` too while the block runs (one call's wait)."""
+    if on_output is None or session.progress is not None:  # a call already streams it
+        yield
+        return
+    session.progress = progress = OutputProgress(on_output, session.secrets)
+    try:
+        yield
+    finally:
+        session.progress = None
+        progress.close()
 
 
 def _exit_code(code: int | None) -> int | None:

@@ -1,0 +1,278 @@
+"""The options of ``trio-agent run`` beyond the prompt -- the model connection, tools,
+sandbox and approvals -- their environment defaults, and the :class:`RunSettings`
+they make.
+
+Parsing is pure: nothing starts, no Trio. Every bad value, from a flag or from the
+environment, is an argparse error (usage line, message, exit status 2) that names
+the flag or variable and says what to do. Environment defaults are read here, not as
+argparse defaults, so that an error names the variable it came from; they apply to
+the real API only (the local scripted model ignores them), while the flags
+themselves need a credential.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import trio_agent as ta
+
+__all__ = ["ENVIRONMENT", "RunSettings", "add_run_options", "environment_epilog", "run_settings"]
+
+#: The variables ``trio-agent run`` reads, for ``--help``.
+ENVIRONMENT = (
+    ("OPENAI_API_KEY", "the API key; without it (or with --local) the built-in local scripted model answers"),
+    ("OPENAI_BASE_URL", "default of --api-base (also read: OPENAI_API_BASE_URL, nanocodex's name)"),
+    ("OPENAI_RESPONSES_WEBSOCKET_URL", "default of --websocket-url"),
+    ("NANOCODEX_RESPONSES_TRANSPORT", "default of --transport: websocket (or ws), https (or http)"),
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "where --otel exports spans and metrics (OTLP/HTTP)"),
+)
+_TRANSPORTS = {"websocket": "websocket", "ws": "websocket", "https": "https", "http": "https"}
+
+
+def environment_epilog() -> str:
+    width = max(len(name) for name, _ in ENVIRONMENT)
+    lines = [f"  {name.ljust(width)}  {text}" for name, text in ENVIRONMENT]
+    return "environment variables:\n" + "\n".join(lines)
+
+
+@attrs.frozen
+class McpEntry:
+    """One ``--mcp`` (``kind="http"``, ``target`` the URL) or ``--mcp-stdio``
+    (``"stdio"``, ``target`` the command) and the ``--mcp-arg`` values after it."""
+
+    kind: str
+    name: str
+    target: str
+    args: tuple[str, ...] = ()
+
+
+class _McpAction(argparse.Action):
+    """``--mcp``, ``--mcp-stdio`` and ``--mcp-arg``, recorded in order into one list."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None, option_string: str | None = None,
+    ) -> None:
+        entries: list[McpEntry] = list(getattr(namespace, self.dest) or [])
+        value = str(values)
+        if option_string == "--mcp-arg":
+            stdio = [i for i, entry in enumerate(entries) if entry.kind == "stdio"]
+            if not stdio:
+                parser.error(f"--mcp-arg {value!r} adds an argument to the command of an earlier --mcp-stdio; "
+                             "give --mcp-stdio NAME=COMMAND before it")
+            last = entries[stdio[-1]]
+            entries[stdio[-1]] = attrs.evolve(last, args=(*last.args, value))
+        else:
+            name, sep, target = value.partition("=")
+            what = "URL" if option_string == "--mcp" else "COMMAND"
+            if not sep or not name.strip() or not target.strip():
+                parser.error(f"{option_string} takes NAME={what} (for example "
+                             f"{'docs=https://example.com/mcp' if what == 'URL' else 'git=uvx mcp-server-git'}), "
+                             f"got {value!r}")
+            if option_string == "--mcp-stdio":
+                try:
+                    argv = shlex.split(target)
+                except ValueError as exc:
+                    parser.error(f"--mcp-stdio {value!r}: the command cannot be split like a shell line ({exc})")
+                entries.append(McpEntry("stdio", name, argv[0], tuple(argv[1:])))
+            else:
+                entries.append(McpEntry("http", name, target.strip()))
+        setattr(namespace, self.dest, entries)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of attempts >= 1, got {text!r}")
+    return value
+
+
+def _directory(text: str) -> Path:
+    path = Path(text).expanduser().resolve()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not an existing directory")
+    return path
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """The connection, tool, sandbox and approval options of ``trio-agent run``."""
+    # One declaration per option, grouped as --help shows them: long, but flat.
+    model = run.add_argument_group("model connection (the real API; need OPENAI_API_KEY)")
+    model.add_argument("--api-base", default=None, metavar="URL",
+                       help="HTTPS base URL of the Responses API; the WebSocket URL is derived from it "
+                            "(https://H/v1 -> wss://H/v1/responses) (default: $OPENAI_BASE_URL, "
+                            "else https://api.openai.com/v1)")
+    model.add_argument("--websocket-url", default=None, metavar="URL",
+                       help="the WebSocket endpoint itself, ws:// or wss:// "
+                            "(default: $OPENAI_RESPONSES_WEBSOCKET_URL, else derived from --api-base)")
+    model.add_argument("--transport", choices=["websocket", "https"], default=None,
+                       help="a persistent WebSocket, or one HTTPS request with server-sent events per "
+                            "model call (default: $NANOCODEX_RESPONSES_TRANSPORT, else websocket)")
+    model.add_argument("--max-attempts", type=_positive_int, default=None, metavar="N",
+                       help="attempts per model call before the turn fails (default: 5)")
+    run.add_argument("--instructions", default=None, metavar="TEXT|@FILE",
+                     help="replace the default instructions with TEXT, or with the contents of FILE")
+    tools = run.add_argument_group("tools")
+    tools.add_argument("--mcp", action=_McpAction, dest="mcp", default=None, metavar="NAME=URL",
+                       help="add a Streamable HTTP MCP server (repeatable); its tools are mcp__NAME__TOOL")
+    tools.add_argument("--mcp-stdio", action=_McpAction, dest="mcp", default=None, metavar="NAME=COMMAND",
+                       help="add an MCP server run as COMMAND (split like a shell line; repeatable)")
+    tools.add_argument("--mcp-arg", action=_McpAction, dest="mcp", default=None, metavar="ARG",
+                       help="append ARG to the command of the last --mcp-stdio (repeatable; "
+                            "write --mcp-arg=-x for an ARG that starts with -)")
+    tools.add_argument("--no-web-search", action="store_true", help="turn off the web__run web search tool")
+    tools.add_argument("--image-generation", action="store_true",
+                       help="add the image_gen__imagegen tool (gpt-image-2)")
+    sandbox = run.add_argument_group("sandbox and approvals")
+    sandbox.add_argument("--sandbox", choices=[mode.value for mode in ta.SandboxMode], default=None,
+                         help="how commands are confined (default: workspace-write where Bubblewrap works, "
+                              "else unconfined, with a warning); a mode given here that cannot work exits 2")
+    sandbox.add_argument("--network", action="store_true",
+                         help="let sandboxed commands use the network (implies --sandbox workspace-write)")
+    sandbox.add_argument("--writable-git", action="store_true",
+                         help="let workspace-write commands write .git (implies --sandbox workspace-write)")
+    sandbox.add_argument("--writable-root", action="append", type=_directory, default=None, metavar="DIR",
+                         help="one more directory workspace-write commands may write (repeatable)")
+    sandbox.add_argument("--ask-for-approval", choices=[policy.value for policy in ta.ApprovalPolicy],
+                         default="never", metavar="POLICY",
+                         help="when to ask you on the terminal before a command or patch: never (default), "
+                              "on-request, on-failure or untrusted; answer y, N, a (always) or abort")
+
+
+@attrs.frozen
+class RunSettings:
+    """What ``trio-agent run`` runs with, checked."""
+
+    key: str
+    local_reason: str | None  # why the local scripted model answers (None: the real API)
+    responses: dict[str, Any]  # ``ta.Responses`` keyword arguments
+    instructions: str | None
+    tools: ta.Tools
+    sandbox: ta.Sandbox | None
+    approval: ta.ApprovalPolicy
+
+
+def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                 environ: Mapping[str, str]) -> RunSettings:
+    """Check ``args`` (and the environment); ``parser.error`` (exit 2) on a bad value."""
+    key = environ.get("OPENAI_API_KEY", "").strip()
+    local_reason = "--local given" if args.local else None if key else "no OPENAI_API_KEY set"
+    try:
+        return RunSettings(
+            key=key, local_reason=local_reason, responses=_responses(parser, args, environ, local_reason),
+            instructions=_instructions(parser, args.instructions), tools=_tools(parser, args),
+            sandbox=_sandbox(parser, args), approval=_approval(parser, args),
+        )
+    except ta.ConfigError as exc:
+        parser.error(str(exc))
+
+
+def _responses(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str],
+               local_reason: str | None) -> dict[str, Any]:
+    given = [flag for flag, value in (("--api-base", args.api_base), ("--websocket-url", args.websocket_url),
+                                      ("--transport https", args.transport == "https")) if value]
+    options: dict[str, Any] = {}
+    if args.max_attempts is not None:
+        options["max_attempts"] = args.max_attempts
+    if local_reason is not None:
+        if given:
+            parser.error(f"{given[0]} talks to a real Responses API, which needs a credential, but {local_reason}: "
+                         "set OPENAI_API_KEY (any value for a server that ignores it), or drop "
+                         f"{given[0]} to use the local scripted model")
+        return options
+    sources = [("--api-base", args.api_base), ("OPENAI_BASE_URL", environ.get("OPENAI_BASE_URL")),
+               ("OPENAI_API_BASE_URL", environ.get("OPENAI_API_BASE_URL"))]
+    base = next(((name, value.strip()) for name, value in sources if value and value.strip()), None)
+    if base is not None:
+        options["api_base_url"] = _url(parser, *base, ("http://", "https://"), "https://api.openai.com/v1")
+    websocket = args.websocket_url or environ.get("OPENAI_RESPONSES_WEBSOCKET_URL", "").strip()
+    if websocket:
+        name = "--websocket-url" if args.websocket_url else "OPENAI_RESPONSES_WEBSOCKET_URL"
+        options["websocket_url"] = _url(parser, name, websocket, ("ws://", "wss://"), "wss://api.openai.com/v1/responses")
+    transport = args.transport
+    if transport is None and environ.get("NANOCODEX_RESPONSES_TRANSPORT", "").strip():
+        value = environ["NANOCODEX_RESPONSES_TRANSPORT"].strip()
+        transport = _TRANSPORTS.get(value.lower())
+        if transport is None:
+            parser.error(f"NANOCODEX_RESPONSES_TRANSPORT={value!r} is not a transport: set it to websocket or "
+                         "https, or unset it")
+    if transport is not None:
+        options["transport"] = ta.Transport.HTTPS if transport == "https" else ta.Transport.WEBSOCKET
+    return options
+
+
+def _url(parser: argparse.ArgumentParser, name: str, value: str, schemes: tuple[str, ...], example: str) -> str:
+    if not value.startswith(schemes) or len(value) <= len(value.split("//", 1)[0]) + 2:
+        where = f"{name} {value!r}" if name.startswith("--") else f"{name}={value!r}"
+        parser.error(f"{where} is not a {' or '.join(s.rstrip(':/') for s in schemes)} URL; "
+                     f"pass a full URL such as {example}")
+    return value.rstrip("/")
+
+
+def _instructions(parser: argparse.ArgumentParser, value: str | None) -> str | None:
+    if value is None:
+        return None
+    text = value
+    if value.startswith("@"):
+        path = Path(value[1:]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            parser.error(f"--instructions {value}: cannot read {str(path)!r} ({exc.__class__.__name__}: {exc}); "
+                         "pass @FILE with a readable UTF-8 file, or the text itself")
+    if not text.strip():
+        parser.error(f"--instructions {value!r} is empty; give the instructions, or omit it for the default")
+    return text
+
+
+def _tools(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ta.Tools:
+    tools = ta.Tools.default()
+    entries: list[McpEntry] = args.mcp or []
+    if entries and importlib.util.find_spec("mcp") is None:
+        parser.error("--mcp and --mcp-stdio need the MCP SDK: pip install 'trio-agent[mcp]'")
+    for entry in entries:
+        server = (ta.McpServer.http(entry.target) if entry.kind == "http"
+                  else ta.McpServer.stdio(entry.target, list(entry.args)))
+        tools.with_mcp(entry.name, server)  # ConfigError: a bad or duplicate name
+    if args.no_web_search:
+        tools.without_web_search()
+    if args.image_generation:
+        tools.with_image_generation()
+    return tools
+
+
+def _sandbox(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ta.Sandbox | None:
+    roots: list[Path] = args.writable_root or []
+    tuning = [flag for flag, on in (("--network", args.network), ("--writable-git", args.writable_git),
+                                    ("--writable-root", roots)) if on]
+    mode = ta.SandboxMode(args.sandbox) if args.sandbox else None
+    if not tuning:
+        return None if mode is None else ta.Sandbox(mode)
+    if mode is ta.SandboxMode.DANGER_FULL_ACCESS:
+        parser.error(f"{tuning[0]} sets up the sandbox, and --sandbox danger-full-access has none; "
+                     "drop one of them")
+    if mode is ta.SandboxMode.READ_ONLY and (args.writable_git or roots):
+        flag = "--writable-git" if args.writable_git else "--writable-root"
+        parser.error(f"{flag} makes something writable, and --sandbox read-only writes nothing; "
+                     "use --sandbox workspace-write")
+    return ta.Sandbox(mode or ta.SandboxMode.WORKSPACE_WRITE, network=args.network, writable_git=args.writable_git,
+                      writable_roots=roots)
+
+
+def _approval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ta.ApprovalPolicy:
+    policy = ta.ApprovalPolicy(args.ask_for_approval)
+    if policy is not ta.ApprovalPolicy.NEVER and not sys.stdin.isatty():
+        parser.error(f"--ask-for-approval {policy.value} asks you on the terminal, and stdin is not a terminal; "
+                     "run trio-agent in a terminal, or pass --ask-for-approval never")
+    return policy

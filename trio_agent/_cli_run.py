@@ -1,0 +1,128 @@
+"""``trio-agent run PROMPT``: one prompt against the real API or the built-in local
+scripted model, printed as it happens (``_cli_output``), Ctrl-C handled
+(``_cli_signals``).
+
+Exit status: 0 when the turn completed, 1 when it failed, 2 for a configuration the
+agent refuses (a bad workspace, a sandbox mode that cannot work here), 130 after
+Ctrl-C (143 after SIGTERM). On the first signal the live turn is cancelled through
+its handle -- its tools are killed, its terminal event is printed, the agent closes
+as usual (rollout and cassette flushed, OpenTelemetry spans ended) -- and the command
+prints one ``-- cancelled ...`` line; a signal before the turn was accepted cancels
+the start-up instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+import trio_agent as ta
+
+from ._cli_options import RunSettings
+from ._cli_output import HumanPrinter, JsonlPrinter
+from ._cli_signals import Interrupts, open_interrupts
+
+if TYPE_CHECKING:
+    from ._tracing import Tracing
+
+__all__ = ["run_command"]
+
+Printer = HumanPrinter | JsonlPrinter
+
+
+async def run_command(
+    args: argparse.Namespace, settings: RunSettings, interrupts: Interrupts, tracing: Tracing | None = None
+) -> int:
+    """The whole ``run`` command inside ``trio.run``; returns the exit status."""
+    starting = trio.current_time()
+    printer: Printer = JsonlPrinter(interrupts) if args.jsonl else HumanPrinter(interrupts)
+    turns: list[ta.Turn] = []
+    work = trio.CancelScope()
+
+    async def on_interrupt(_: Interrupts) -> None:
+        if turns:
+            try:
+                await turns[0].cancel()  # returns once its terminal event is out
+                return
+            except ta.TurnNotCancellable:  # it had already ended: the agent is closing
+                pass
+        work.cancel()
+
+    code = 1
+    async with open_interrupts(interrupts, on_interrupt):
+        with work:
+            code = await _run(args, settings, printer, tracing, turns)
+    if interrupts.received:
+        print(printer.cancelled_line(starting), file=sys.stderr if args.jsonl else sys.stdout, flush=True)
+        return interrupts.exit_code
+    return code
+
+
+def _say(args: argparse.Namespace, message: str) -> None:
+    print(f"trio-agent: {message}", file=sys.stderr if args.jsonl else sys.stdout, flush=True)
+
+
+async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer, tracing: Tracing | None,
+               turns: list[ta.Turn]) -> int:
+    async with trio.open_nursery() as nursery:
+        responses = dict(settings.responses)
+        if settings.local_reason is not None:
+            from .testing._local_model import serve_local_model
+
+            _say(args, f"{settings.local_reason}; using the built-in local scripted model (not a real model)")
+            server = await nursery.start(serve_local_model)
+            responses["websocket_url"] = server.url
+        approval = ta.Approvals()
+        if settings.approval is not ta.ApprovalPolicy.NEVER:
+            from ._cli_approval import TerminalApprover
+
+            approval = ta.Approvals(settings.approval, hook=TerminalApprover(nursery).ask)
+        try:
+            config = ta.AgentConfig(
+                auth=settings.key or "local-key",
+                thinking=ta.Thinking(args.thinking),
+                workspace=args.workspace or Path.cwd(),
+                responses=ta.Responses(**responses),
+                instructions=settings.instructions,
+                tools=settings.tools,
+                sandbox=settings.sandbox,
+                approval=approval,
+                tracing=tracing,
+                record=args.record,
+                **({"model": args.model} if args.model else {}),
+            )
+        except ta.ConfigError as exc:
+            print(f"trio-agent: {exc}", file=sys.stderr)
+            nursery.cancel_scope.cancel()
+            return 2
+        code = await _prompt(config, args, printer, turns)
+        nursery.cancel_scope.cancel()
+    return code
+
+
+async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Printer, turns: list[ta.Turn]) -> int:
+    async with trio.open_nursery() as nursery:
+        try:
+            async with ta.open_agent(config) as agent:
+                nursery.start_soon(printer.consume, agent.events)
+                turn = await agent.prompt(args.prompt)
+                turns.append(turn)
+                code = await _outcome(turn, printer)
+        except ta.SandboxUnavailable as exc:
+            print(f"trio-agent: {exc} (here: --sandbox danger-full-access)", file=sys.stderr)
+            return 2
+    return code
+
+
+async def _outcome(turn: ta.Turn, printer: Any) -> int:
+    try:
+        await turn.result()
+    except ta.AgentError as exc:
+        if not printer.interrupts.received:
+            print(f"\ntrio-agent: the turn failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
