@@ -18,6 +18,10 @@ from trio_agent.testing import EventLog as EventLog  # the public helpers; tests
 from trio_agent.testing import FakeConnection, FakeResponsesServer
 from trio_agent.testing import scripted as scripted
 
+# The suite never signs in with the developer's own Codex login (~/.codex/auth.json):
+# `trio-agent run` without OPENAI_API_KEY would use it. Tests of logins pass their own.
+os.environ["CODEX_HOME"] = str(Path(__file__).parent / "fixtures" / "no-codex-home")
+
 # The suite runs derandomized by default (the same examples every run, so CI and the
 # README command cannot flake) and without per-example deadlines. Explore new examples
 # locally with HYPOTHESIS_PROFILE=explore.

@@ -154,8 +154,9 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
 class RunSettings:
     """What ``trio-agent run`` runs with, checked."""
 
-    key: str
+    key: str | ta.ChatGptAuth  # the API key, or an existing Codex login's credential
     local_reason: str | None  # why the local scripted model answers (None: the real API)
+    credential_note: str | None  # where the credential came from, when not OPENAI_API_KEY
     responses: dict[str, Any]  # ``ta.Responses`` keyword arguments
     instructions: str | None
     tools: ta.Tools
@@ -166,16 +167,41 @@ class RunSettings:
 def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
                  environ: Mapping[str, str]) -> RunSettings:
     """Check ``args`` (and the environment); ``parser.error`` (exit 2) on a bad value."""
-    key = environ.get("OPENAI_API_KEY", "").strip()
+    key: str | ta.ChatGptAuth = environ.get("OPENAI_API_KEY", "").strip()
     local_reason = "--local given" if args.local else None if key else "no OPENAI_API_KEY set"
+    credential_note = None
+    if local_reason == "no OPENAI_API_KEY set":
+        key, local_reason, credential_note = _codex_login(parser, environ)
     try:
         return RunSettings(
-            key=key, local_reason=local_reason, responses=_responses(parser, args, environ, local_reason),
+            key=key, local_reason=local_reason, credential_note=credential_note,
+            responses=_responses(parser, args, environ, local_reason),
             instructions=_instructions(parser, args.instructions), tools=_tools(parser, args),
             sandbox=_sandbox(parser, args), approval=_approval(parser, args),
         )
     except ta.ConfigError as exc:
         parser.error(str(exc))
+
+
+def _codex_login(
+    parser: argparse.ArgumentParser, environ: Mapping[str, str]
+) -> tuple[str | ta.ChatGptAuth, str | None, str | None]:
+    """Without ``OPENAI_API_KEY``: an existing Codex login (``$CODEX_HOME/auth.json``, else
+    ``~/.codex/auth.json``) when there is one -- a broken one is an error, never a silent
+    switch to the local model -- else the local scripted model. Returns the credential,
+    the local model's reason (None: the real API) and a note naming the login used."""
+    from ._codex_login import codex_auth_path
+
+    home = environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+    path = codex_auth_path(home)
+    if not path.exists():
+        return "", f"no OPENAI_API_KEY set and no Codex login at {path}", None
+    try:
+        credential = ta.ChatGptAuth.from_codex_home(home)
+    except ta.ConfigError as exc:
+        parser.error(f"{exc} (or set OPENAI_API_KEY, or pass --local)")
+    mode = "an API key" if isinstance(credential, str) else "ChatGPT"
+    return credential, None, f"signed in with the Codex login at {path} ({mode})"
 
 
 def _responses(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str],

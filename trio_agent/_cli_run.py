@@ -70,6 +70,8 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
                turns: list[ta.Turn]) -> int:
     async with trio.open_nursery() as nursery:
         responses = dict(settings.responses)
+        if settings.credential_note is not None:
+            print(f"trio-agent: {settings.credential_note}", file=sys.stderr, flush=True)
         if settings.local_reason is not None:
             from .testing._local_model import serve_local_model
 

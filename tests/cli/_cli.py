@@ -23,13 +23,16 @@ import trio_agent as ta
 
 ROOT = Path(ta.__file__).resolve().parent.parent
 COMMAND = [sys.executable, "-m", "trio_agent"]
-_READ_BY_CLI = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE_URL", "OPENAI_RESPONSES_WEBSOCKET_URL")
+_READ_BY_CLI = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE_URL", "OPENAI_RESPONSES_WEBSOCKET_URL",
+                "CODEX_HOME")
+NO_CODEX_HOME = str(ROOT / "tests" / "fixtures" / "no-codex-home")  # no Codex login to sign in with
 
 
 def cli_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in _READ_BY_CLI and not k.startswith(("OTEL_", "NANOCODEX_"))}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)  # this checkout
+    env["CODEX_HOME"] = NO_CODEX_HOME
     env.update(extra)
     return env
 

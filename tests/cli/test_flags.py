@@ -178,3 +178,43 @@ async def test_bad_values_exit_2_saying_what_to_do(
     assert err.startswith("usage: trio-agent run ")
     assert says in err, err
     assert result.stdout == b""
+
+
+async def test_without_an_api_key_an_existing_codex_login_is_used(server: FakeResponsesServer, tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "auth.json").write_text('{"auth_mode": "apikey", "OPENAI_API_KEY": "sk-from-codex"}')
+    seen: list[FakeHttpRequest] = []
+
+    async def model() -> None:
+        request = await server.accept_http()
+        seen.append(request)
+        await request.send_sse(answer("resp-1", "hello via codex login"))
+
+    env = cli_env(CODEX_HOME=str(home))
+    async with scripted(model, 60):
+        result = await run_cli("run", "--api-base", server.http_base_url, "--transport", "https",
+                               "--workspace", str(tmp_path), "hi", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert seen[0].headers["authorization"] == "Bearer sk-from-codex"
+    assert f"trio-agent: signed in with the Codex login at {home / 'auth.json'} (an API key)" in result.stderr.decode()
+    assert "hello via codex login" in result.stdout.decode()
+
+
+async def test_a_broken_codex_login_is_an_error_not_the_local_model(tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "auth.json").write_text("{not json")
+    result = await run_cli("run", "hi", cwd=tmp_path, env=cli_env(CODEX_HOME=str(home)))
+    assert result.returncode == 2
+    error = result.stderr.decode()
+    assert "is not JSON" in error and "run `codex login` again" in error and "or pass --local" in error
+    assert "local scripted model" not in result.stdout.decode()
+
+
+async def test_without_any_credential_the_local_model_says_why(tmp_path: Path) -> None:
+    result = await run_cli("run", "hi", cwd=tmp_path)
+    assert result.returncode == 0
+    first = result.stdout.decode().splitlines()[0]
+    assert first.startswith("trio-agent: no OPENAI_API_KEY set and no Codex login at ")
+    assert first.endswith("; using the built-in local scripted model (not a real model)")

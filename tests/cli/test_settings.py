@@ -11,6 +11,8 @@ import trio_agent as ta
 from trio_agent._cli import _parsers
 from trio_agent._cli_options import McpEntry, RunSettings, run_settings
 
+from ._cli import NO_CODEX_HOME
+
 KEY = {"OPENAI_API_KEY": "sk-dummy"}
 
 
@@ -28,8 +30,9 @@ def test_the_defaults_leave_everything_to_the_library() -> None:
 
 
 def test_without_a_key_the_local_model_answers_and_the_environment_is_ignored() -> None:
-    got = settings("--max-attempts", "2", environ={"OPENAI_BASE_URL": "https://proxy.example/v1"})
-    assert got.local_reason == "no OPENAI_API_KEY set"
+    got = settings("--max-attempts", "2", environ={"OPENAI_BASE_URL": "https://proxy.example/v1",
+                                                   "CODEX_HOME": NO_CODEX_HOME})
+    assert got.local_reason == f"no OPENAI_API_KEY set and no Codex login at {NO_CODEX_HOME}/auth.json"
     assert got.responses == {"max_attempts": 2}
     assert settings("--local").local_reason == "--local given"
 
