@@ -175,7 +175,7 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
             error_class="unexpected_binary",
         )
     try:
-        value = json.loads(text, parse_constant=_not_json)
+        value = _DECODER.decode(text)
     except ValueError as exc:
         raise ProtocolError(
             f"the Responses server sent a frame that is not JSON: {text[:200]!r}",
@@ -192,6 +192,12 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
 def _not_json(constant: str) -> Any:
     # ``NaN``/``Infinity`` are not JSON (RFC 8259); a frame holding one is refused.
     raise ValueError(f"{constant} is not a JSON value")
+
+
+# One decoder for every frame: ``json.loads(text, parse_constant=...)`` would build a
+# new ``JSONDecoder`` (and its scanner) per call, on the per-frame path. ``decode`` is
+# what ``json.loads`` calls on a str; it keeps no state between calls.
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 def _excerpt(raw: dict[str, Any]) -> str:
