@@ -282,6 +282,12 @@ class AgentConfig:
     that cannot work makes ``open_agent`` raise ``ta.SandboxUnavailable``.
     ``approval``: when calls wait for a decision and who decides (a ``ta.Approvals``;
     a bare ``ta.ApprovalPolicy.NEVER``, the default, asks nobody).
+    ``api_events``: emit an ``api.event`` for every request sent and every server frame
+    received (the nanocodex event protocol; on by default). ``False`` leaves them out of
+    ``agent.events`` -- about half the events of a streamed answer, each one a wake-up
+    of the consumer -- and changes nothing else: every other event, its payload and its
+    order stay the same (``seq`` then counts only the events emitted). For applications
+    that never read raw frames; tracing still sees them when ``tracing`` is set.
     """
 
     auth: str | ChatGptAuth = attrs.field(repr=_redact)
@@ -304,9 +310,12 @@ class AgentConfig:
     record: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     sandbox: Sandbox | None = attrs.field(default=None, converter=_sandbox)
     approval: Approvals = attrs.field(factory=Approvals, converter=_approval)
+    api_events: bool = True
 
     def __attrs_post_init__(self) -> None:
         self._check_auth()
+        if not isinstance(self.api_events, bool):
+            raise ConfigError(f"api_events must be True or False, got {self.api_events!r}")
         if not isinstance(self.thinking, Thinking):
             raise ConfigError(f"thinking must be a ta.Thinking, got {self.thinking!r}")
         if not isinstance(self.responses, Responses):

@@ -280,7 +280,8 @@ class ModelConnectionFailedPayload(_Connection):
 
 class ApiEventPayload(TypedDict):
     """One raw message of the API traffic: every request body sent and every server
-    frame received, unredacted (it holds prompts, outputs and encrypted reasoning)."""
+    frame received, unredacted (it holds prompts, outputs and encrypted reasoning).
+    On by default; never emitted with ``AgentConfig(api_events=False)``."""
 
     direction: Literal["inbound", "outbound"]
     """``"outbound"``: a request the agent sent; ``"inbound"``: a frame the server sent."""

@@ -71,6 +71,9 @@ class ModelClient:
         self._emit = emit
         self._lock = trio.Lock()
         self._idle_timeout = config.responses.idle_timeout
+        # Tracing reads the outbound interrupts from api.event; its sink keeps them out of
+        # agent.events when the application turned them off (_tracing/_sink.py).
+        self._api_events = config.api_events or config.tracing is not None
         self.stats = TransportStats()
         self.chain = chain or Chain()
         self.redactor = Redactor()
@@ -241,7 +244,7 @@ class ModelClient:
             stale = tuple(self._finished)
         recorder = ExchangeRecorder(
             transport=transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
-            call_index=call_index, turn_id=turn_id, stale=stale,
+            call_index=call_index, turn_id=turn_id, stale=stale, api_events=self._api_events,
         )
         recorder.accumulator.cut_check = cut_check
         return recorder

@@ -1,7 +1,8 @@
 """What both exchanges (WebSocket and HTTPS) record about one response attempt.
 
 An ``ExchangeRecorder`` is composed into each exchange: it emits the ``api.event``
-of every outbound body and inbound frame, notes when the request went out and when
+of every outbound body and inbound frame (unless ``AgentConfig(api_events=False)``:
+then nothing of the frame is built for an event), notes when the request went out and when
 the first frame and the first output arrived (for ``model.call.completed``), and
 feeds each decoded frame through the attempt's sans-IO ``ResponseAccumulator``,
 passing the stream events it implies to the model client.
@@ -41,8 +42,10 @@ class ExchangeRecorder:
         call_index: int | None,
         turn_id: int | None,
         stale: Collection[str] = (),
+        api_events: bool = True,
     ) -> None:
         self._emit = emit
+        self._api_events = api_events
         self._on_stream_event = on_stream_event
         self._turn_id = turn_id
         self._api_base: dict[str, Any] = {"direction": "inbound", "transport": transport, "phase": phase}
@@ -54,7 +57,8 @@ class ExchangeRecorder:
         self.first_output: float | None = None
 
     def outbound(self, frame: dict[str, Any]) -> None:
-        self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": frame}, self._turn_id)
+        if self._api_events:
+            self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": frame}, self._turn_id)
 
     def sent(self) -> None:
         self.sent_at = trio.current_time()
@@ -63,7 +67,8 @@ class ExchangeRecorder:
         """Feed one decoded frame; returns the outcome once the response completed."""
         if self.first_event is None:
             self.first_event = now
-        self._emit(EventKind.API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
+        if self._api_events:
+            self._emit(EventKind.API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
         for event in self.accumulator.feed(parse_frame(raw)):
             if isinstance(event, ResponseFinished):
                 return event.outcome
