@@ -33,6 +33,7 @@ __all__ = [
     "UnknownFrame",
     "decode_frame",
     "parse_frame",
+    "text_delta_fields",
 ]
 
 
@@ -165,6 +166,27 @@ def parse_frame(raw: dict[str, Any]) -> Frame:
     if raw_cls is not None:
         return raw_cls(raw)  # type: ignore[no-any-return]
     return UnknownFrame(kind, raw)
+
+
+TEXT_DELTA = "response.output_text.delta"
+
+
+def text_delta_fields(raw: dict[str, Any]) -> tuple[str, int, str | None] | None:
+    """``delta``, ``output_index`` and ``item_id`` of a well-formed text delta frame,
+    read without the converter (most frames of an answer are deltas); None when a field
+    has a type ``parse_frame`` would refuse, so that frame takes the general path and
+    fails there with the same ``ProtocolError``. The defaults are ``OutputTextDelta``'s."""
+    delta = raw.get("delta", "")
+    output_index = raw.get("output_index", 0)
+    item_id = raw.get("item_id")
+    if (
+        type(delta) is not str
+        or type(output_index) is not int
+        or type(raw.get("content_index", 0)) is not int
+        or (item_id is not None and type(item_id) is not str)
+    ):
+        return None
+    return delta, output_index, item_id
 
 
 def decode_frame(text: str | bytes) -> dict[str, Any]:
