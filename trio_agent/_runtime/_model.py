@@ -183,8 +183,17 @@ class ModelClient:
     async def attempt_slot(self, turn_id: int | None) -> AsyncIterator[AttemptSlot]:
         """Hold the model for one attempt: the socket (or HTTPS headers) is ready and the
         chain is what the request will use. Join pending input, then ``send``."""
-        async with self._lock:
+        # An uncontended lock is taken without a schedule point: the attempt goes on to its
+        # send in the same step, and the events emitted so far reach the consumer after
+        # the request is on the wire. The send (or ``_enter``'s connect) is the checkpoint.
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
             yield await self._enter(turn_id)
+        finally:
+            self._lock.release()
 
     async def _enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1
