@@ -436,6 +436,20 @@ class AgentConfig:
                 "newline or quote where OPENAI_API_KEY is set"
             )
 
+    def _derive(self, **changes: Any) -> AgentConfig:
+        """A copy with ``changes`` that are valid by construction -- a fresh session id,
+        this config's own cache key, thinking and resolved workspace, ``resume=None`` --
+        without validating everything again (``attrs.evolve`` would: realpath,
+        ``is_dir()``, the URL checks, the auth). For the agent's forks and children only;
+        anything a caller passes goes through ``attrs.evolve``."""
+        derived: AgentConfig = object.__new__(AgentConfig)
+        for field in _CONFIG_FIELDS:
+            name = field.name
+            object.__setattr__(derived, name, changes.pop(name) if name in changes else getattr(self, name))
+        if changes:
+            raise TypeError(f"not AgentConfig fields: {sorted(changes)}")
+        return derived
+
     @property
     def is_chatgpt(self) -> bool:
         return isinstance(self.auth, ChatGptAuth)
@@ -488,3 +502,6 @@ class AgentConfig:
         if self.resume is not None and self.resume.workspace:
             return Path(os.path.realpath(self.resume.workspace))
         return Path.cwd()
+
+
+_CONFIG_FIELDS = attrs.fields(AgentConfig)
