@@ -29,3 +29,17 @@ def test_derive_is_evolve_for_the_agents_changes(tmp_path: Path) -> None:
 def test_derive_refuses_what_is_not_a_field(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="not AgentConfig fields"):
         ta.AgentConfig(auth="test", workspace=tmp_path)._derive(sessionid="x")
+
+
+def test_uuid7_text_is_a_version_7_uuid_in_canonical_form() -> None:
+    import uuid
+
+    from trio_agent._ids import new_item_id, uuid7_text
+
+    texts = [uuid7_text() for _ in range(200)]
+    for text in texts:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 7 and parsed.variant == uuid.RFC_4122
+    assert len(set(texts)) == len(texts)
+    item_id = new_item_id("message")
+    assert item_id is not None and item_id.startswith("msg_") and uuid.UUID(item_id[4:]).version == 7

@@ -266,9 +266,9 @@ def _approval(value: Approvals | ApprovalPolicy | str) -> Approvals:
 
 
 def _default_session_id() -> str:
-    from ._ids import uuid7
+    from ._ids import uuid7_text
 
-    return str(uuid7())
+    return uuid7_text()
 
 
 @attrs.frozen
@@ -442,12 +442,15 @@ class AgentConfig:
         without validating everything again (``attrs.evolve`` would: realpath,
         ``is_dir()``, the URL checks, the auth). For the agent's forks and children only;
         anything a caller passes goes through ``attrs.evolve``."""
+        unknown = changes.keys() - _CONFIG_FIELDS
+        if unknown:
+            raise TypeError(f"not AgentConfig fields: {sorted(unknown)}")
         derived: AgentConfig = object.__new__(AgentConfig)
-        for field in _CONFIG_FIELDS:
-            name = field.name
-            object.__setattr__(derived, name, changes.pop(name) if name in changes else getattr(self, name))
-        if changes:
-            raise TypeError(f"not AgentConfig fields: {sorted(changes)}")
+        put = object.__setattr__  # the class is frozen
+        for name in _CONFIG_FIELDS:
+            put(derived, name, getattr(self, name))
+        for name, value in changes.items():
+            put(derived, name, value)
         return derived
 
     @property
@@ -504,4 +507,4 @@ class AgentConfig:
         return Path.cwd()
 
 
-_CONFIG_FIELDS = attrs.fields(AgentConfig)
+_CONFIG_FIELDS = tuple(field.name for field in attrs.fields(AgentConfig))
