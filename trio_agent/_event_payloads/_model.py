@@ -44,7 +44,8 @@ class ModelWarmupCompletedPayload(TypedDict):
 
     source: Literal["response", "shared_prefix"]
     """``"response"``: this agent's warmup request answered; ``"shared_prefix"``: no
-    request of its own was needed."""
+    request of its own was needed (the socket is opened all the same, before this
+    event, so that the first request does not wait for it)."""
     response_id: NotRequired[str]
     """The warmup response's id (``source: "response"`` only)."""
     attempt: NotRequired[int]

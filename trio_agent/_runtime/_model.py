@@ -142,6 +142,7 @@ class ModelClient:
         start = trio.current_time()
         if await SharedWarmups.claim(key) is not None:
             # Another agent warmed this prefix: no warmup of our own, a full first request.
+            await self._open_early()  # before "completed": the agent is then ready to send
             self._emit(EventKind.MODEL_WARMUP_COMPLETED, {
                 "source": "shared_prefix", "duration_ns": ns(trio.current_time() - start), "usage": None,
             })
@@ -151,6 +152,17 @@ class ModelClient:
             succeeded = await self._warmup_request(settings)
         finally:
             SharedWarmups.record(key, succeeded=succeeded)
+
+    async def _open_early(self) -> None:
+        """Open the socket now, still holding the model, so that the first request -- a
+        full one, the prefix being warm on the server -- does not wait for the connect
+        and the handshake (about one round trip). A failure here is only reported
+        (``model.connection.failed``); the first request connects again, as it would
+        have without this."""
+        try:
+            await self._sockets.ensure(None)
+        except ResponsesError:
+            pass
 
     async def _warmup_request(self, settings: RequestSettings) -> bool:
         start = trio.current_time()
