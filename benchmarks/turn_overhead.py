@@ -14,6 +14,7 @@ the way out; think time 0; 20 text deltas per answer):
 - **https warm turn**: the same over HTTPS (``Transport.HTTPS``, ``store=True``, the
   agent's own httpx client, kept alive after the first turn) against a bare
   ``httpx.AsyncClient`` POSTing the same body and parsing the SSE lines.
+- the same two with ``AgentConfig(api_events=False)`` (no ``api.event`` per frame).
 - **first turn after prewarm**: a fresh agent, opened and left to finish its startup
   warmup, then prompted once; against the bare client's warm turn (the warm floor).
 - ``cpu``: this process's CPU per turn (the server is elsewhere), p50.
@@ -40,6 +41,7 @@ import tempfile
 from collections import Counter
 from typing import Any
 
+import attrs
 import httpx
 import trio
 import trio_websocket
@@ -64,9 +66,12 @@ from ._common import (
 RTTS = (0.0, 0.025)
 
 
-async def ws_warm(server: Any, workspace: str, pairs: int) -> tuple[list[Timing], list[Timing]]:
+async def ws_warm(
+    server: Any, workspace: str, pairs: int, api_events: bool = True
+) -> tuple[list[Timing], list[Timing]]:
     ours, floor = [], []
-    async with open_warm_agent(bench_config(server, workspace)) as agent, open_bare_websocket(server.ws_url) as bare:
+    config = attrs.evolve(bench_config(server, workspace), api_events=api_events)
+    async with open_warm_agent(config) as agent, open_bare_websocket(server.ws_url) as bare:
         for _ in range(5):  # the first turn after the prewarm and a few warm ones are not sampled
             await agent.turn()
         body = (await server.last_requests())["last"]["ws"]
@@ -82,9 +87,12 @@ async def ws_warm(server: Any, workspace: str, pairs: int) -> tuple[list[Timing]
     return ours, floor
 
 
-async def https_warm(server: Any, workspace: str, pairs: int) -> tuple[list[Timing], list[Timing]]:
+async def https_warm(
+    server: Any, workspace: str, pairs: int, api_events: bool = True
+) -> tuple[list[Timing], list[Timing]]:
     ours, floor = [], []
-    config = bench_config(server, workspace, transport=ta.Transport.HTTPS, store=True)
+    config = attrs.evolve(bench_config(server, workspace, transport=ta.Transport.HTTPS, store=True),
+                          api_events=api_events)
     async with open_warm_agent(config) as agent, httpx.AsyncClient() as client:
         bare = BareHttp(client, server.http_base_url + "/responses")
         for _ in range(5):
@@ -150,6 +158,12 @@ async def measure(pairs: int) -> str:
                 summary.append(_summary(f"https warm turn, {tag}", rows[-1], "+0.7 ms p50"))
                 rows.append(added_row(f"https warm first token, {tag}", ours, floor, "first"))
                 cpu_rows.append(_cpu_row(f"https warm turn, {tag}", ours, floor))
+                for warm, name in ((ws_warm, "ws"), (https_warm, "https")):
+                    label = f"{name} warm turn, api_events=False, {tag}"
+                    ours, floor = await warm(server, workspace, n, api_events=False)
+                    rows.append(added_row(label, ours, floor))
+                    summary.append(_summary(label, rows[-1], "+0.3 ms p50" if name == "ws" else "+0.7 ms p50"))
+                    cpu_rows.append(_cpu_row(label, ours, floor))
                 ours, floor = await first_after_prewarm(server, workspace, max(20, n // 5))
                 rows.append(added_row(f"first turn after prewarm, {tag}", ours, floor))
                 summary.append(_summary(f"first turn after prewarm, {tag}", rows[-1], "+0.5 ms p50"))

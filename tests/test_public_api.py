@@ -459,9 +459,10 @@ def test_config_errors_are_value_errors(tmp_path: Path) -> None:
 # -- layering inside _runtime: runtime imports point downward; only faces import _agent --
 
 RUNTIME_RANKS = {
-    # leaves: counters, payload helpers, context I/O, recorder, the shared-warmup registry
-    "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0, "_recorder": 0,
+    # leaves: counters, payload helpers, context I/O, the shared-warmup registry
+    "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0,
     "_sessions": 0, "_handle": 0, "_secrets": 0, "_input": 0, "_approval": 0,
+    "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,
     "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2,

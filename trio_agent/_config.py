@@ -266,9 +266,9 @@ def _approval(value: Approvals | ApprovalPolicy | str) -> Approvals:
 
 
 def _default_session_id() -> str:
-    from ._ids import uuid7
+    from ._ids import uuid7_text
 
-    return str(uuid7())
+    return uuid7_text()
 
 
 @attrs.frozen
@@ -282,6 +282,12 @@ class AgentConfig:
     that cannot work makes ``open_agent`` raise ``ta.SandboxUnavailable``.
     ``approval``: when calls wait for a decision and who decides (a ``ta.Approvals``;
     a bare ``ta.ApprovalPolicy.NEVER``, the default, asks nobody).
+    ``api_events``: emit an ``api.event`` for every request sent and every server frame
+    received (the nanocodex event protocol; on by default). ``False`` leaves them out of
+    ``agent.events`` -- about half the events of a streamed answer, each one a wake-up
+    of the consumer -- and changes nothing else: every other event, its payload and its
+    order stay the same (``seq`` then counts only the events emitted). For applications
+    that never read raw frames; tracing still sees them when ``tracing`` is set.
     """
 
     auth: str | ChatGptAuth = attrs.field(repr=_redact)
@@ -304,9 +310,12 @@ class AgentConfig:
     record: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     sandbox: Sandbox | None = attrs.field(default=None, converter=_sandbox)
     approval: Approvals = attrs.field(factory=Approvals, converter=_approval)
+    api_events: bool = True
 
     def __attrs_post_init__(self) -> None:
         self._check_auth()
+        if not isinstance(self.api_events, bool):
+            raise ConfigError(f"api_events must be True or False, got {self.api_events!r}")
         if not isinstance(self.thinking, Thinking):
             raise ConfigError(f"thinking must be a ta.Thinking, got {self.thinking!r}")
         if not isinstance(self.responses, Responses):
@@ -427,6 +436,23 @@ class AgentConfig:
                 "newline or quote where OPENAI_API_KEY is set"
             )
 
+    def _derive(self, **changes: Any) -> AgentConfig:
+        """A copy with ``changes`` that are valid by construction -- a fresh session id,
+        this config's own cache key, thinking and resolved workspace, ``resume=None`` --
+        without validating everything again (``attrs.evolve`` would: realpath,
+        ``is_dir()``, the URL checks, the auth). For the agent's forks and children only;
+        anything a caller passes goes through ``attrs.evolve``."""
+        unknown = changes.keys() - _CONFIG_FIELDS
+        if unknown:
+            raise TypeError(f"not AgentConfig fields: {sorted(unknown)}")
+        derived: AgentConfig = object.__new__(AgentConfig)
+        put = object.__setattr__  # the class is frozen
+        for name in _CONFIG_FIELDS:
+            put(derived, name, getattr(self, name))
+        for name, value in changes.items():
+            put(derived, name, value)
+        return derived
+
     @property
     def is_chatgpt(self) -> bool:
         return isinstance(self.auth, ChatGptAuth)
@@ -479,3 +505,6 @@ class AgentConfig:
         if self.resume is not None and self.resume.workspace:
             return Path(os.path.realpath(self.resume.workspace))
         return Path.cwd()
+
+
+_CONFIG_FIELDS = tuple(field.name for field in attrs.fields(AgentConfig))

@@ -11,7 +11,7 @@ import os
 import time
 import uuid
 
-__all__ = ["ID_PREFIXES", "new_item_id", "uuid7"]
+__all__ = ["ID_PREFIXES", "new_item_id", "uuid7", "uuid7_text"]
 
 # Item type -> id prefix (reference: nanocodex sec. 4.6).
 ID_PREFIXES = {
@@ -31,8 +31,7 @@ ID_PREFIXES = {
 }
 
 
-def uuid7() -> uuid.UUID:
-    """A time-ordered UUID (RFC 9562 version 7): 48-bit Unix ms, then random bits."""
+def _uuid7_int() -> int:
     millis = time.time_ns() // 1_000_000
     rand = int.from_bytes(os.urandom(10), "big")
     value = (millis & ((1 << 48) - 1)) << 80
@@ -40,7 +39,19 @@ def uuid7() -> uuid.UUID:
     value |= ((rand >> 62) & 0xFFF) << 64
     value |= 0b10 << 62
     value |= rand & ((1 << 62) - 1)
-    return uuid.UUID(int=value)
+    return value
+
+
+def uuid7() -> uuid.UUID:
+    """A time-ordered UUID (RFC 9562 version 7): 48-bit Unix ms, then random bits."""
+    return uuid.UUID(int=_uuid7_int())
+
+
+def uuid7_text() -> str:
+    """``str(uuid7())`` without building the ``UUID`` (session and item ids, per fork and
+    per item)."""
+    h = f"{_uuid7_int():032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def new_item_id(item_type: str) -> str | None:
@@ -48,7 +59,7 @@ def new_item_id(item_type: str) -> str | None:
     prefix = ID_PREFIXES.get(item_type)
     if prefix is None:
         return None
-    return f"{prefix}_{uuid7()}"
+    return f"{prefix}_{uuid7_text()}"
 
 
 SESSION_ID_MAX = 128

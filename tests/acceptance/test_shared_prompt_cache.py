@@ -80,3 +80,39 @@ async def test_concurrent_agents_wait_for_the_one_warmup_in_flight(
                 nursery.start_soon(run_agent)
     warmups = [body for body in server.requests if body.get("generate") is False]
     assert len(warmups) == 1
+
+
+async def test_a_shared_prefix_agent_opens_its_socket_at_startup(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    # No warmup of its own, but the socket is open before the first prompt: the first
+    # (full) request does not wait for the connect and the handshake.
+    opened = trio.Event()
+
+    async def script() -> None:
+        first = await server.accept()
+        await first.next_request()
+        await first.send_warmup("resp-shared-warmup")
+        await first.next_request()
+        await first.send_final("resp-first")
+        second = await server.accept()  # the second agent's startup, before its prompt
+        opened.set()
+        request = await second.next_request()
+        assert "previous_response_id" not in request and "generate" not in request
+        await second.send_final("resp-second")
+
+    log = EventLog()
+    async with scripted(script) as nursery:
+        async with ta.open_agent(shared_config(server, workspace)) as first_agent:
+            await (await first_agent.prompt("first")).result()
+        async with ta.open_agent(shared_config(server, workspace)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            await opened.wait()
+            await (await agent.prompt("hello")).result()
+    kinds = log.kinds()
+    assert kinds.index("model.connection.completed") < kinds.index("model.warmup.completed") < kinds.index(
+        "run.started")
+    (connected,) = log.of("model.connection.completed")
+    assert connected.turn_id is None and connected.payload["purpose"] == "initial"
+    (done,) = log.payloads("run.completed")
+    assert done["connection_attempts"] == 1

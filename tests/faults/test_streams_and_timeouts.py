@@ -134,6 +134,43 @@ async def test_the_idle_timeout_is_the_configured_one(
     assert (failed["error_class"], failed["duration_ns"]) == ("event_idle_timeout", 7_500_000_000)
 
 
+async def test_frames_keep_a_websocket_response_alive_and_the_timeout_counts_from_the_last(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Frames 5 s apart keep a response alive well past the 7.5 s idle timeout; after the
+    last one the attempt fails exactly 7.5 s later (the read re-arms its deadline from
+    the latest frame when the first one expires)."""
+    times: list[float] = []
+
+    async def script() -> None:
+        conn = await server.accept()
+        await conn.next_request()  # the warmup
+        await conn.send_warmup("resp-warmup")
+        await conn.next_request()
+        await conn.send(frames.response_created("resp-1"))
+        for index in range(4):
+            await trio.sleep(5.0)
+            await conn.send(frames.text_delta(0, f"part {index} "))
+        times.append(trio.current_time())
+        retry = await server.accept()
+        await retry.next_request()
+        times.append(trio.current_time())
+        await retry.send_final("resp-2", "complete answer")
+
+    log = EventLog()
+    config = ta.AgentConfig(auth="test", workspace=workspace,
+                            responses=ta.Responses(websocket_url=server.url, idle_timeout=7.5))
+    async with scripted(script, 120) as nursery, ta.open_agent(config) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        assert (await (await agent.prompt("go")).result()).final_message == "complete answer"
+    from trio_agent._transport.retry import backoff_delay
+
+    assert times[1] - times[0] == pytest.approx(7.5 + backoff_delay(1, call_index=1), abs=1e-9)
+    (failed,) = log.payloads("model.attempt.failed")
+    assert (failed["error_class"], failed["duration_ns"]) == ("event_idle_timeout", 27_500_000_000)
+    assert len(log.payloads("assistant.delta")) == 4
+
+
 @pytest.mark.parametrize("which", ["connect", "handshake"])
 async def test_connect_and_handshake_timeouts_are_the_configured_ones(
     workspace: Path, autojump_clock: trio.testing.MockClock, which: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -138,3 +139,21 @@ def test_random_extends_match_the_concatenation(chunks: list[list[dict[str, Any]
     for version, items in versions:
         assert list(version) == items
         assert len(version) == len(items)
+
+
+def _json_size(items: list[dict[str, Any]]) -> int:
+    return sum(len(json.dumps(i, separators=(",", ":"))) for i in items)
+
+
+@given(extends_strategy, st.lists(st.integers(min_value=-3, max_value=90), max_size=6), st.booleans())
+def test_json_size_since_is_the_size_of_since(
+    chunks: list[list[dict[str, Any]]], starts: list[int], measure_early: bool
+) -> None:
+    # Measured as it grows (sizes carried over the flattening) or only at the end.
+    h = History()
+    for chunk in chunks:
+        h = h.extend([{**i, "text": "caf\u00e9 \"q\"" * (i["n"] % 3)} for i in chunk])
+        if measure_early:
+            assert h.json_size_since(0) == _json_size(list(h))
+    for start in [0, len(h), *starts]:
+        assert h.json_size_since(start) == _json_size(h.since(start)), start

@@ -87,9 +87,11 @@ async def test_a_compaction_is_a_span_of_its_turn(
     assert dict(traces.one("invoke_agent /root").attributes or {})["trio_agent.turn.compactions"] == 1
 
 
+@pytest.mark.parametrize("api_events", [True, False])
 async def test_an_interrupting_steer_is_an_event_of_the_turn_and_of_the_interrupted_attempt(
-    server: FakeResponsesServer, workspace: Path, traces: Traces
+    server: FakeResponsesServer, workspace: Path, traces: Traces, api_events: bool
 ) -> None:
+    # With api_events=False the tracer still sees the interrupt frame; agent.events does not.
     streaming = trio.Event()
 
     async def script() -> None:
@@ -105,12 +107,18 @@ async def test_an_interrupting_steer_is_an_event_of_the_turn_and_of_the_interrup
         await conn.send_final("resp-2")
 
     async with scripted(script):
-        async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as agent:
+        config = make_config(server, workspace, tracing=traces.tracing, api_events=api_events)
+        async with ta.open_agent(config) as agent, trio.open_nursery() as nursery:
+            log = EventLog()
+            nursery.start_soon(log.consume, agent.events)
             turn = await agent.prompt("go")
             await streaming.wait()
             await turn.steer("change course", interrupt=True)
             await turn.result()
+            nursery.cancel_scope.cancel()
 
+    assert bool(log.of(ta.EventKind.API_EVENT)) is api_events
+    assert [e.seq for e in log.events] == list(range(1, len(log.events) + 1))
     turn_span = traces.one("invoke_agent /root")
     assert [e.name for e in turn_span.events] == ["trio_agent.interrupt", "trio_agent.steer"]
     assert dict(turn_span.events[0].attributes or {}) == {"gen_ai.response.id": "resp-live"}

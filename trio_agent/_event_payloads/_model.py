@@ -44,7 +44,8 @@ class ModelWarmupCompletedPayload(TypedDict):
 
     source: Literal["response", "shared_prefix"]
     """``"response"``: this agent's warmup request answered; ``"shared_prefix"``: no
-    request of its own was needed."""
+    request of its own was needed (the socket is opened all the same, before this
+    event, so that the first request does not wait for it)."""
     response_id: NotRequired[str]
     """The warmup response's id (``source: "response"`` only)."""
     attempt: NotRequired[int]
@@ -280,7 +281,8 @@ class ModelConnectionFailedPayload(_Connection):
 
 class ApiEventPayload(TypedDict):
     """One raw message of the API traffic: every request body sent and every server
-    frame received, unredacted (it holds prompts, outputs and encrypted reasoning)."""
+    frame received, unredacted (it holds prompts, outputs and encrypted reasoning).
+    On by default; never emitted with ``AgentConfig(api_events=False)``."""
 
     direction: Literal["inbound", "outbound"]
     """``"outbound"``: a request the agent sent; ``"inbound"``: a frame the server sent."""

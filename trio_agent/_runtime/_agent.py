@@ -412,8 +412,7 @@ class Agent:
 
     def _child_config(self, *, keep_lineage: bool) -> AgentConfig:
         key = self._config.cache_key if keep_lineage else self._config.prompt_cache_key
-        return attrs.evolve(
-            self._config,
+        return self._config._derive(  # no re-validation: every change is valid by construction
             session_id=_default_session_id(),
             prompt_cache_key=key,
             thinking=self._thinking,

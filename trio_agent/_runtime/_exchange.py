@@ -2,9 +2,11 @@
 
 Theory of operation: send the body, then read frames until the terminal frame,
 feeding each through the attempt's sans-IO ``ResponseAccumulator`` (via the
-``ExchangeRecorder``). One cancel scope bounds the whole read; its deadline moves
-forward on every frame (the idle timeout), so the per-frame cost is one attribute
-store.
+``ExchangeRecorder``). One cancel scope bounds the read (the idle timeout); a frame
+only records its arrival time, and when the deadline expires with frames received
+since, the read goes on under a new scope due at the latest frame plus the idle
+timeout -- so the per-frame cost is one clock read, and a silent server times out at
+exactly its last frame plus ``idle_timeout``.
 
 A preempting steer (``Preemption``) only *signals* this exchange; the exchange's own
 side does the socket I/O. The signal is registered before the request is sent, so
@@ -95,17 +97,23 @@ class Exchange:
         link = self._link
         recorder = self.recorder
         accumulator = recorder.accumulator
-        self._scope.deadline = trio.current_time() + self._idle
-        with self._scope:
-            while True:
-                text = await link.receive_text()
-                now = trio.current_time()
-                self._scope.deadline = min(now + self._idle, self._interrupt_deadline)
-                outcome = recorder.feed(decode_frame(text), now)
-                if outcome is not None:
-                    return outcome
-                if accumulator.interrupt_due:
-                    self._start_sender()
+        last = trio.current_time()  # when the latest frame arrived (or the read began)
+        while True:
+            # The deadline is not pushed forward on every frame (a cancel scope's deadline
+            # is a heap update): when it expires, a frame that came since re-arms it at
+            # that frame's time plus the idle timeout, so it fires exactly as if it had.
+            self._scope = trio.CancelScope(deadline=min(last + self._idle, self._interrupt_deadline))
+            with self._scope:
+                while True:
+                    text = await link.receive_text()
+                    last = trio.current_time()
+                    outcome = recorder.feed(decode_frame(text), last)
+                    if outcome is not None:
+                        return outcome
+                    if accumulator.interrupt_due:
+                        self._start_sender()
+            if trio.current_time() >= min(last + self._idle, self._interrupt_deadline):
+                break
         if accumulator.phase is Phase.DRAINING:
             return accumulator.abandoned_outcome()
         raise ResponseTimeout(f"no Responses WebSocket frame arrived for {self._idle:g} s")

@@ -71,6 +71,9 @@ class ModelClient:
         self._emit = emit
         self._lock = trio.Lock()
         self._idle_timeout = config.responses.idle_timeout
+        # Tracing reads the outbound interrupts from api.event; its sink keeps them out of
+        # agent.events when the application turned them off (_tracing/_sink.py).
+        self._api_events = config.api_events or config.tracing is not None
         self.stats = TransportStats()
         self.chain = chain or Chain()
         self.redactor = Redactor()
@@ -139,6 +142,7 @@ class ModelClient:
         start = trio.current_time()
         if await SharedWarmups.claim(key) is not None:
             # Another agent warmed this prefix: no warmup of our own, a full first request.
+            await self._open_early()  # before "completed": the agent is then ready to send
             self._emit(EventKind.MODEL_WARMUP_COMPLETED, {
                 "source": "shared_prefix", "duration_ns": ns(trio.current_time() - start), "usage": None,
             })
@@ -148,6 +152,17 @@ class ModelClient:
             succeeded = await self._warmup_request(settings)
         finally:
             SharedWarmups.record(key, succeeded=succeeded)
+
+    async def _open_early(self) -> None:
+        """Open the socket now, still holding the model, so that the first request -- a
+        full one, the prefix being warm on the server -- does not wait for the connect
+        and the handshake (about one round trip). A failure here is only reported
+        (``model.connection.failed``); the first request connects again, as it would
+        have without this."""
+        try:
+            await self._sockets.ensure(None)
+        except ResponsesError:
+            pass
 
     async def _warmup_request(self, settings: RequestSettings) -> bool:
         start = trio.current_time()
@@ -180,8 +195,17 @@ class ModelClient:
     async def attempt_slot(self, turn_id: int | None) -> AsyncIterator[AttemptSlot]:
         """Hold the model for one attempt: the socket (or HTTPS headers) is ready and the
         chain is what the request will use. Join pending input, then ``send``."""
-        async with self._lock:
+        # An uncontended lock is taken without a schedule point: the attempt goes on to its
+        # send in the same step, and the events emitted so far reach the consumer after
+        # the request is on the wire. The send (or ``_enter``'s connect) is the checkpoint.
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
             yield await self._enter(turn_id)
+        finally:
+            self._lock.release()
 
     async def _enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1
@@ -241,7 +265,7 @@ class ModelClient:
             stale = tuple(self._finished)
         recorder = ExchangeRecorder(
             transport=transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
-            call_index=call_index, turn_id=turn_id, stale=stale,
+            call_index=call_index, turn_id=turn_id, stale=stale, api_events=self._api_events,
         )
         recorder.accumulator.cut_check = cut_check
         return recorder

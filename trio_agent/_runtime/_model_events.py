@@ -19,6 +19,7 @@ __all__ = [
     "omit_none",
     "retrying",
     "stream_event",
+    "text_payload",
 ]
 
 Emit = Callable[..., Any]
@@ -28,12 +29,25 @@ def omit_none(payload: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, 
     return {k: v for k, v in payload.items() if v is not None or k in keep}
 
 
+def text_payload(event: TextDelta | AssistantMessageDone, call_index: int | None) -> dict[str, Any]:
+    """The payload of ``assistant.delta`` and ``assistant.message`` (absent fields omitted,
+    in this order). Built by hand: it is the per-delta path."""
+    payload: dict[str, Any] = {}
+    if call_index is not None:
+        payload["model_call_index"] = call_index
+    if event.item_id is not None:
+        payload["item_id"] = event.item_id
+    if event.phase is not None:
+        payload["phase"] = event.phase
+    payload["text"] = event.text
+    return payload
+
+
 def stream_event(emit: Emit, event: Any, call_index: int | None, turn_id: int | None) -> None:
     """``assistant.delta`` / ``assistant.message`` / ``reasoning.summary.delta``."""
     if isinstance(event, TextDelta | AssistantMessageDone):
         kind = EventKind.ASSISTANT_DELTA if isinstance(event, TextDelta) else EventKind.ASSISTANT_MESSAGE
-        payload = {"model_call_index": call_index, "item_id": event.item_id, "phase": event.phase, "text": event.text}
-        emit(kind, omit_none(payload), turn_id)
+        emit(kind, text_payload(event, call_index), turn_id)
     elif isinstance(event, ReasoningDelta):
         emit(EventKind.REASONING_SUMMARY_DELTA, {"model_call_index": call_index, "text": event.text}, turn_id)
 

@@ -1,10 +1,15 @@
 """What both exchanges (WebSocket and HTTPS) record about one response attempt.
 
 An ``ExchangeRecorder`` is composed into each exchange: it emits the ``api.event``
-of every outbound body and inbound frame, notes when the request went out and when
+of every outbound body and inbound frame (unless ``AgentConfig(api_events=False)``:
+then nothing of the frame is built for an event), notes when the request went out and when
 the first frame and the first output arrived (for ``model.call.completed``), and
 feeds each decoded frame through the attempt's sans-IO ``ResponseAccumulator``,
-passing the stream events it implies to the model client.
+passing the stream events it implies to the model client. Text deltas, most of the
+frames of an answer, take a shorter road with the same result: their fields are read
+straight from the decoded frame (``text_delta_fields``), the accumulator takes them
+(``feed_text_delta``) and the ``assistant.delta`` is emitted here; any other frame, or
+a delta with a field of the wrong type, goes through ``parse_frame`` and ``feed``.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 import trio
 
 from .._events import EventKind
-from .._wire.frames import parse_frame
+from .._wire.frames import TEXT_DELTA, parse_frame, text_delta_fields
 from .._wire.stream import (
     AssistantMessageDone,
     ResponseAccumulator,
@@ -24,6 +29,7 @@ from .._wire.stream import (
     StreamEvent,
     TextDelta,
 )
+from ._model_events import text_payload
 
 __all__ = ["ExchangeRecorder"]
 
@@ -41,10 +47,13 @@ class ExchangeRecorder:
         call_index: int | None,
         turn_id: int | None,
         stale: Collection[str] = (),
+        api_events: bool = True,
     ) -> None:
         self._emit = emit
+        self._api_events = api_events
         self._on_stream_event = on_stream_event
         self._turn_id = turn_id
+        self._call_index = call_index
         self._api_base: dict[str, Any] = {"direction": "inbound", "transport": transport, "phase": phase}
         if call_index is not None:
             self._api_base["model_call_index"] = call_index
@@ -54,7 +63,8 @@ class ExchangeRecorder:
         self.first_output: float | None = None
 
     def outbound(self, frame: dict[str, Any]) -> None:
-        self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": frame}, self._turn_id)
+        if self._api_events:
+            self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": frame}, self._turn_id)
 
     def sent(self) -> None:
         self.sent_at = trio.current_time()
@@ -63,7 +73,15 @@ class ExchangeRecorder:
         """Feed one decoded frame; returns the outcome once the response completed."""
         if self.first_event is None:
             self.first_event = now
-        self._emit(EventKind.API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
+        if self._api_events:
+            self._emit(EventKind.API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
+        if raw.get("type") == TEXT_DELTA and (fields := text_delta_fields(raw)) is not None:
+            delta = self.accumulator.feed_text_delta(*fields)
+            if delta is not None:
+                if self.first_output is None:
+                    self.first_output = now
+                self._emit(EventKind.ASSISTANT_DELTA, text_payload(delta, self._call_index), self._turn_id)
+            return None
         for event in self.accumulator.feed(parse_frame(raw)):
             if isinstance(event, ResponseFinished):
                 return event.outcome

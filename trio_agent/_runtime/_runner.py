@@ -32,7 +32,7 @@ import trio
 from .._config import context_window
 from .._errors import AgentError, ResponsesError, TurnCancelled, TurnFailed
 from .._events import EventKind
-from .._session.compaction import auto_compact_limit, estimate_tokens
+from .._session.compaction import auto_compact_limit, estimate_history_tokens, estimate_tokens
 from .._session.context import permissions_message
 from .._session.conversation import ConversationSnapshot
 from .._session.ledger import TurnLedger
@@ -276,7 +276,7 @@ class TurnRunner:
         ledger = self._ledger
         window = context_window(self._session.model)
         limit = auto_compact_limit(window)
-        active = self._last_total_tokens + estimate_tokens(self._model.chain.incremental_input(ledger.history))
+        active = self._last_total_tokens + estimate_history_tokens(ledger.history, self._model.chain.delta_start)
         if active < limit:
             return False
         if estimate_tokens([*ledger.prefix, *ledger.history]) > window:

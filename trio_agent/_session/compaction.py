@@ -18,11 +18,14 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .history import History
+
 __all__ = [
     "COMPACTION_TRIGGER",
     "USER_MESSAGE_BUDGET",
     "auto_compact_limit",
     "compacted_history",
+    "estimate_history_tokens",
     "estimate_tokens",
     "is_real_user_message",
     "truncate_tool_outputs",
@@ -42,6 +45,12 @@ def auto_compact_limit(context_window: int) -> int:
 def estimate_tokens(items: Iterable[Item]) -> int:
     """About one token per 4 bytes of the items' JSON."""
     return sum(len(json.dumps(item, separators=(",", ":"))) for item in items) // 4
+
+
+def estimate_history_tokens(history: History, start: int = 0) -> int:
+    """``estimate_tokens(history.since(start))``, from the sizes the history keeps per
+    segment (each item is serialised once, not at every model call)."""
+    return history.json_size_since(start) // 4
 
 
 def _text(item: Item) -> str:

@@ -46,11 +46,27 @@ class SessionSnapshot:
     instructions: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = converter.unstructure(self)
-        return {"version": data.pop("version"), **data}
+        """The snapshot as JSON data: ``version`` first, then the fields in order; every
+        dict and list in it is a new copy (changing it changes no history)."""
+        data: dict[str, Any] = _copy_json(self._fields())
+        return data
 
     def to_json_text(self) -> str:
-        return dumps(self.to_json())
+        return dumps(self._fields())  # serialised as it is: no copy needed
+
+    def _fields(self) -> dict[str, Any]:
+        # By hand rather than through the converter: the history is already JSON data,
+        # and unstructuring walks every value of it through cattrs' dispatch.
+        return {
+            "version": self.version,
+            "model": self.model,
+            "lineage_id": self.lineage_id,
+            "prompt_cache_key": self.prompt_cache_key,
+            "workspace": self.workspace,
+            "request_prefix": self.request_prefix,
+            "history": self.history,
+            "instructions": self.instructions,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | str | bytes) -> SessionSnapshot:
@@ -85,6 +101,19 @@ def check_snapshot(snapshot: SessionSnapshot, *, explicit_cache_key: str | None)
             f"{snapshot.prompt_cache_key!r}; omit prompt_cache_key to keep the session's"
         )
     _check_tool_pairs(snapshot.history)
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists and tuples copied; strings, numbers and None
+    shared), as the converter's ``unstructure`` made it."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy_json(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy_json(item) for item in value]
+    if kind is tuple:
+        return tuple(_copy_json(item) for item in value)
+    return value
 
 
 def request_prefix(

@@ -44,7 +44,7 @@ def open_event_sink(config: AgentConfig, *, path: str, parent_id: str | None, fo
         warnings.warn(f"trio_agent: tracing is off for agent session {config.session_id}: the tracer could not "
                       f"start ({exc!r})", RuntimeWarning, stacklevel=2)
         return EventSink(config.session_id)
-    return TracedSink(config.session_id, tracer)
+    return TracedSink(config.session_id, tracer, api_events=config.api_events)
 
 
 def accept_hook(sink: EventSink) -> Callable[[int], None] | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, Protocol
 
+import trio
+
 from .._events import AgentEvent, EventKind, EventSink
 
 __all__ = ["AgentObserver", "TracedSink"]
@@ -28,12 +30,18 @@ class TracedSink(EventSink):
     task, so the observer sees the emitter's context). A failing observer is dropped
     with a ``RuntimeWarning``: tracing never changes what the agent does."""
 
-    def __init__(self, session_id: str, observer: AgentObserver) -> None:
+    def __init__(self, session_id: str, observer: AgentObserver, *, api_events: bool = True) -> None:
         super().__init__(session_id)
         self._observer: AgentObserver | None = observer
+        # AgentConfig(api_events=False): the model client still reports frames, for the
+        # tracer's sake (interrupts), but they never reach agent.events nor take a seq.
+        self._api_events = api_events
 
     def emit(self, kind: EventKind, payload: dict[str, Any], turn_id: int | None = None) -> AgentEvent:
-        event = super().emit(kind, payload, turn_id)
+        if kind is EventKind.API_EVENT and not self._api_events:
+            event = AgentEvent(kind, payload, 0, self.session_id, turn_id, trio.current_time())
+        else:
+            event = super().emit(kind, payload, turn_id)
         if self._observer is not None:
             try:
                 self._observer.on_event(event)

@@ -147,8 +147,15 @@ class WebSocketLink:
         """Send one text frame (``ConnectionLost``/``ResponseTimeout`` on failure)."""
         try:
             with trio.fail_after(self._options.send_timeout):
-                async with self._send_lock:
+                # Uncontended (the usual case): no schedule point before the send itself.
+                try:
+                    self._send_lock.acquire_nowait()
+                except trio.WouldBlock:
+                    await self._send_lock.acquire()
+                try:
                     await self._ws.send_message(text)
+                finally:
+                    self._send_lock.release()
         except trio.TooSlowError as exc:
             raise ResponseTimeout(
                 f"sending a Responses WebSocket frame took over {self._options.send_timeout:g} s",

@@ -33,6 +33,7 @@ __all__ = [
     "UnknownFrame",
     "decode_frame",
     "parse_frame",
+    "text_delta_fields",
 ]
 
 
@@ -167,6 +168,27 @@ def parse_frame(raw: dict[str, Any]) -> Frame:
     return UnknownFrame(kind, raw)
 
 
+TEXT_DELTA = "response.output_text.delta"
+
+
+def text_delta_fields(raw: dict[str, Any]) -> tuple[str, int, str | None] | None:
+    """``delta``, ``output_index`` and ``item_id`` of a well-formed text delta frame,
+    read without the converter (most frames of an answer are deltas); None when a field
+    has a type ``parse_frame`` would refuse, so that frame takes the general path and
+    fails there with the same ``ProtocolError``. The defaults are ``OutputTextDelta``'s."""
+    delta = raw.get("delta", "")
+    output_index = raw.get("output_index", 0)
+    item_id = raw.get("item_id")
+    if (
+        type(delta) is not str
+        or type(output_index) is not int
+        or type(raw.get("content_index", 0)) is not int
+        or (item_id is not None and type(item_id) is not str)
+    ):
+        return None
+    return delta, output_index, item_id
+
+
 def decode_frame(text: str | bytes) -> dict[str, Any]:
     """Decode one message's JSON text into a dict (``ProtocolError`` otherwise)."""
     if isinstance(text, bytes):
@@ -175,7 +197,7 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
             error_class="unexpected_binary",
         )
     try:
-        value = json.loads(text, parse_constant=_not_json)
+        value = _DECODER.decode(text)
     except ValueError as exc:
         raise ProtocolError(
             f"the Responses server sent a frame that is not JSON: {text[:200]!r}",
@@ -192,6 +214,12 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
 def _not_json(constant: str) -> Any:
     # ``NaN``/``Infinity`` are not JSON (RFC 8259); a frame holding one is refused.
     raise ValueError(f"{constant} is not a JSON value")
+
+
+# One decoder for every frame: ``json.loads(text, parse_constant=...)`` would build a
+# new ``JSONDecoder`` (and its scanner) per call, on the per-frame path. ``decode`` is
+# what ``json.loads`` calls on a str; it keeps no state between calls.
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 def _excerpt(raw: dict[str, Any]) -> str:

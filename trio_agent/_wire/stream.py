@@ -280,6 +280,19 @@ class ResponseAccumulator:
         events: list[StreamEvent] = handler(self, frame)
         return events
 
+    def feed_text_delta(self, delta: str, output_index: int, item_id: str | None) -> TextDelta | None:
+        """``feed`` for a text delta frame, from its fields (``frames.text_delta_fields``):
+        the same transition and the same ``TextDelta`` as ``feed(parse_frame(raw))``, or
+        None when the response was cut. A delta names no response, so it is never foreign."""
+        if self.phase is Phase.WAITING:
+            self.phase = Phase.STREAMING
+        elif self.phase in (Phase.DONE, Phase.FAILED):
+            raise ProtocolError("frame OutputTextDelta after the response ended")
+        if self._cut:
+            return None
+        known_id, phase = self._messages.get(output_index, (item_id, None))
+        return TextDelta(delta, known_id or item_id, phase)
+
     # -- transitions -------------------------------------------------------------------
 
     def _started(self, response_id: str | None) -> list[StreamEvent]:
@@ -300,12 +313,8 @@ class ResponseAccumulator:
         return self._started(None)
 
     def _on_text_delta(self, frame: OutputTextDelta) -> list[StreamEvent]:
-        events = self._started(None)
-        if self._cut:
-            return events
-        item_id, phase = self._messages.get(frame.output_index, (frame.item_id, None))
-        events.append(TextDelta(frame.delta, item_id or frame.item_id, phase))
-        return events
+        delta = self.feed_text_delta(frame.delta, frame.output_index, frame.item_id)
+        return [] if delta is None else [delta]
 
     def _on_reasoning(self, frame: ReasoningSummaryDelta) -> list[StreamEvent]:
         if self._cut:

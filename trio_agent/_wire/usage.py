@@ -46,11 +46,34 @@ class TokenUsage:
             total_tokens=_int(raw.get("total_tokens")),
         )
 
+    # Field by field rather than through attrs.astuple/asdict: these run for every
+    # response and every terminal payload.
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
+        return TokenUsage(
+            self.input_tokens + other.input_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_input_tokens + other.cache_write_input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reasoning_output_tokens + other.reasoning_output_tokens,
+            self.total_tokens + other.total_tokens,
+        )
 
     def __sub__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(*(a - b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
+        return TokenUsage(
+            self.input_tokens - other.input_tokens,
+            self.cached_input_tokens - other.cached_input_tokens,
+            self.cache_write_input_tokens - other.cache_write_input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.reasoning_output_tokens - other.reasoning_output_tokens,
+            self.total_tokens - other.total_tokens,
+        )
 
     def to_json(self) -> dict[str, int]:
-        return attrs.asdict(self)
+        return {
+            "input_tokens": self.input_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+            "cache_write_input_tokens": self.cache_write_input_tokens,
+            "output_tokens": self.output_tokens,
+            "reasoning_output_tokens": self.reasoning_output_tokens,
+            "total_tokens": self.total_tokens,
+        }

@@ -43,24 +43,70 @@ tests of ``trio-agent serve`` (``open_app_server`` in process, over a
 WebSocket through ``WebSocketChannel``).
 """
 
-from .._cassette.format import Cassette, CassetteError, CassetteHeader, Observation
-from .._serve._channel import LineChannel, WebSocketChannel
-from . import _frames as frames
-from ._app_client import AppServerClient, AppServerError, ClientBufferFull, ServerNotification, ServerRequest
-from ._http import FakeHttpRequest
-from ._replay import ReplayedTurn, ReplayResult, replay, replay_config
-from ._replay_match import ReplayMatch, ReplayMismatch
-from ._replay_server import ReplayServer
-from ._scripted import EventLog, ScriptUnfinished, record_events, scripted
-from ._server import (
-    MEMORY_HOST,
-    ClientDisconnected,
-    FakeConnection,
-    FakeResponsesServer,
-    Handshake,
-    RawConnection,
-)
-from ._tool_endpoints import PNG_PIXEL, answer_image_request, answer_web_search, image_response, search_response
+
+# The kit is imported lazily, name by name (PEP 562): ``trio-agent run --local`` reaches
+# ``testing._local_model`` through this package, and importing every module here
+# would load ``trio.testing`` -- and with it pytest -- and the cassette, replay and
+# app-server modules before the first prompt. ``from trio_agent.testing import X``
+# and ``trio_agent.testing.X`` behave as before; the type checkers read the imports
+# below.
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._cassette.format import Cassette, CassetteError, CassetteHeader, Observation
+    from .._serve._channel import LineChannel, WebSocketChannel
+    from . import _frames as frames
+    from ._app_client import AppServerClient, AppServerError, ClientBufferFull, ServerNotification, ServerRequest
+    from ._http import FakeHttpRequest
+    from ._replay import ReplayedTurn, ReplayResult, replay, replay_config
+    from ._replay_match import ReplayMatch, ReplayMismatch
+    from ._replay_server import ReplayServer
+    from ._scripted import EventLog, ScriptUnfinished, record_events, scripted
+    from ._server import (
+        MEMORY_HOST,
+        ClientDisconnected,
+        FakeConnection,
+        FakeResponsesServer,
+        Handshake,
+        RawConnection,
+    )
+    from ._tool_endpoints import PNG_PIXEL, answer_image_request, answer_web_search, image_response, search_response
+
+_HOMES: dict[str, tuple[str, ...]] = {
+    "trio_agent._cassette.format": ("Cassette", "CassetteError", "CassetteHeader", "Observation"),
+    "trio_agent._serve._channel": ("LineChannel", "WebSocketChannel"),
+    "trio_agent.testing._app_client": (
+        "AppServerClient", "AppServerError", "ClientBufferFull", "ServerNotification", "ServerRequest",
+    ),
+    "trio_agent.testing._http": ("FakeHttpRequest",),
+    "trio_agent.testing._replay": ("ReplayedTurn", "ReplayResult", "replay", "replay_config"),
+    "trio_agent.testing._replay_match": ("ReplayMatch", "ReplayMismatch"),
+    "trio_agent.testing._replay_server": ("ReplayServer",),
+    "trio_agent.testing._scripted": ("EventLog", "ScriptUnfinished", "record_events", "scripted"),
+    "trio_agent.testing._server": (
+        "MEMORY_HOST", "ClientDisconnected", "FakeConnection", "FakeResponsesServer", "Handshake", "RawConnection",
+    ),
+    "trio_agent.testing._tool_endpoints": (
+        "PNG_PIXEL", "answer_image_request", "answer_web_search", "image_response", "search_response",
+    ),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "frames":
+        value: Any = import_module("trio_agent.testing._frames")
+    elif name in _HOME_OF:
+        value = getattr(import_module(_HOME_OF[name]), name)
+    else:
+        raise AttributeError(f"module 'trio_agent.testing' has no attribute {name!r}")
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 __all__ = [
     "MEMORY_HOST",

@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
-import trio.testing
 import trio_websocket
 
 from . import _frames as frames
@@ -323,7 +322,11 @@ class FakeResponsesServer:
                 errno.ECONNREFUSED, f"{host}:{port} is not serving; start it: await nursery.start(server.serve)"
             )
         self.dialed.append((host, port))
-        client, server_end = trio.testing.memory_stream_pair()
+        # Imported here, not at the top: trio.testing imports pytest, which `run --local`
+        # (a real loopback server) does not need.
+        from trio.testing import memory_stream_pair
+
+        client, server_end = memory_stream_pair()
         self._admit(server_end)
         return client
 
