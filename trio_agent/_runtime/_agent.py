@@ -443,6 +443,12 @@ class Agent:
         self._model.close()
         await self._tools.aclose()
         await self._model.aclose()
+
+    def _close_rollout(self) -> None:
+        """Flush and close the rollout: only once every task of the agent has ended, so
+        what a cancelled turn commits on its way out (its prompt, ``<turn_aborted>``) is
+        in the file. Under an outer cancellation the turn task runs its abort only after
+        ``_shutdown`` began, and with no tool running there is no checkpoint before it."""
         if self._rollout is not None:
             self._rollout.close()
 
@@ -498,6 +504,7 @@ async def _open_agent(
     cassette: CassetteWriter | None = None,
 ) -> AsyncIterator[Agent]:
     sinks: list[EventSink] = []
+    agents: list[Agent] = []
     owned: CassetteWriter | None = None
     if cassette is None and config.record is not None:
         from .._cassette.recorder import open_cassette  # lazy: only when recording
@@ -507,6 +514,7 @@ async def _open_agent(
         async with trio.open_nursery() as nursery:
             agent = Agent(config, nursery, seed, parent_id, lineage_id, path, parent, cassette)
             sinks.append(agent._sink)
+            agents.append(agent)
             try:
                 await agent._startup()
                 yield agent
@@ -523,7 +531,9 @@ async def _open_agent(
         raise
     finally:
         # Only now, with every task of the agent finished (terminal events of cancelled
-        # turns included), does the event stream end.
+        # turns included), are the rollout closed and the event stream ended.
+        for agent in agents:
+            agent._close_rollout()
         for sink in sinks:
             sink.close()
         if owned is not None:
