@@ -131,6 +131,7 @@ class _Thread:
         self.reported = ThreadStatus.IDLE  # the status last announced
         self.scope = trio.CancelScope()  # the agent's: cancelled when the manager closes
         self.changed = trio.Event()
+        self.load_done = trio.Event()  # set when the agent is up, or its load failed
         self.rollout_path: Path | None = None
 
     @property
@@ -208,6 +209,11 @@ class ThreadManager:
         unless ``unload_delay`` is given). ``ThreadError`` for an unknown or unloaded
         ephemeral thread."""
         entry = self._threads.get(thread_id)
+        while entry is not None and entry.agent is None and not entry.closing:
+            # Another resume (or start) is loading it: wait for that one load and share
+            # it; if it failed, the entry is gone and this resume loads it itself.
+            await entry.load_done.wait()
+            entry = self._threads.get(thread_id)
         if entry is not None:
             if entry.closing:
                 raise ThreadError(f"thread {thread_id} is closing; retry the resume after the thread is closed")
@@ -316,9 +322,15 @@ class ThreadManager:
         self._threads[thread_id] = entry
         try:
             await self._nursery.start(self._run_thread, entry, config)
-        except BaseException:
-            self._threads.pop(thread_id, None)
+        except BaseException as exc:
+            if self._threads.get(thread_id) is entry:
+                del self._threads[thread_id]
+            failure = _only_agent_error(exc)
+            if failure is not None and failure is not exc:
+                raise failure from None  # a refused config or sandbox, not wrapped in groups
             raise
+        finally:
+            entry.load_done.set()
         if started:
             self._emit(ThreadEvent(thread_id, "thread.started"))
         assert entry.agent is not None
@@ -339,7 +351,8 @@ class ThreadManager:
                         await self._idle_watch(entry)
                         entry.closing = True
         finally:
-            self._threads.pop(entry.thread_id, None)
+            if self._threads.get(entry.thread_id) is entry:
+                del self._threads[entry.thread_id]
             if entry.ephemeral:
                 self._ephemeral_gone.add(entry.thread_id)
         self._emit(ThreadEvent(entry.thread_id, "thread.status", ThreadStatus.NOT_LOADED))
@@ -383,6 +396,13 @@ class ThreadManager:
     def _close(self) -> None:
         self._closed = True
         self._send.close()
+
+
+def _only_agent_error(exc: BaseException) -> AgentError | None:
+    """The one ``AgentError`` inside nested single-exception groups, else None."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, AgentError) else None
 
 
 @asynccontextmanager

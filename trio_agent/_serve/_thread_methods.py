@@ -169,6 +169,13 @@ async def _load_cold(server: AppServer, conn: Connection, thread_id: str) -> Thr
         for state in states:
             server.drop_state(state)
         raise
+    if not states:  # another client's cold resume was loading it: this one shared that load
+        shared = server.state(thread_id)
+        if shared is None:
+            raise InvalidRequest(f"thread {thread_id} closed while it was being resumed; retry thread/resume")
+        shared.agent = agent
+        shared.subscribers.add(conn)
+        return shared
     state = states[0]
     state.agent = agent
     return state
