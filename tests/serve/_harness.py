@@ -112,13 +112,18 @@ class Harness:
 
 @asynccontextmanager
 async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay: float = 60.0,
-                     max_attempts: int | None = None, outgoing_limit: int = OUTGOING_LIMIT) -> AsyncIterator[Harness]:
+                     max_attempts: int | None = None, outgoing_limit: int = OUTGOING_LIMIT,
+                     sandbox: ta.SandboxMode | None = ta.SandboxMode.DANGER_FULL_ACCESS,
+                     approval: ta.Approvals | None = None) -> AsyncIterator[Harness]:
     server = FakeResponsesServer.in_memory()
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     home = tmp_path / "home"
+    # The seeds' MockResponsesConfig::with_sandbox_mode("danger-full-access"): threads that ask
+    # for nothing run unconfined; tests of sandboxes ask for one (or pass ``sandbox=``).
     config = ta.AgentConfig(
-        auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW,
+        auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW, sandbox=sandbox,
+        approval=approval or ta.Approvals(),
         responses=ta.Responses(websocket_url=server.url, dialer=server.dial, max_attempts=max_attempts),
     )
     model = Model(server, reply)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 import attrs
 import trio
 
-from .._config import AgentConfig, Thinking, Transport, _default_session_id
+from .._config import AgentConfig, Thinking, Transport, _approval, _default_session_id, _sandbox
 from .._errors import CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
 from .._events import AgentEvents, EventSink
 from .._ids import new_item_id
@@ -37,7 +37,7 @@ from .._session.ledger import TurnLedger
 from .._session.snapshot import check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
-from .._tools._security import SandboxMode
+from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
 from .._tracing import accept_hook, open_event_sink
 from .._wire.request import RequestSettings
 from .._wire.usage import TokenUsage
@@ -189,6 +189,34 @@ class Agent:
     def sandbox(self) -> SandboxMode:
         """The sandbox mode commands run in (after the default's fallback, if any)."""
         return self._guard.sandbox.mode
+
+    @property
+    def sandbox_settings(self) -> Sandbox:
+        """The effective sandbox: mode, network, writable roots (after any fallback)."""
+        return self._guard.sandbox
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        """The approval policy calls are decided by now."""
+        return self._guard.approvals.policy
+
+    async def set_permissions(
+        self, *, sandbox: Sandbox | SandboxMode | str | None, approval: Approvals | ApprovalPolicy | str
+    ) -> None:
+        """Confine commands and decide approvals differently from now on: the calls a
+        running turn makes next and every later turn (a command already running keeps
+        its sandbox). ``sandbox`` and ``approval`` take what ``AgentConfig`` takes
+        (``None``: the default, which falls back to ``danger-full-access`` where no
+        sandbox works). When they change what the model was told, the next turn
+        starts with a new permissions message. Raises ``SandboxUnavailable`` -- and
+        changes nothing -- when an explicit mode cannot work here, ``ConfigError`` for a
+        value ``AgentConfig`` would refuse."""
+        await trio.lowlevel.checkpoint()
+        requested, approvals = _sandbox(sandbox), _approval(approval)
+        told = self._guard.permissions_message()
+        self._guard.reconfigure(requested, approvals)
+        if self._guard.permissions_message() != told:
+            self._runner.permissions_changed()
 
     def _record_event(self, payload: dict[str, Any]) -> None:
         if self._rollout is not None:

@@ -103,7 +103,23 @@ class ExecGuard:
         """Resolve the sandbox once (idempotent); raises ``SandboxUnavailable``."""
         if self._confinement is not None:
             return
-        resolution = resolve_sandbox(self._requested)
+        self._install(self._requested)
+
+    def reconfigure(self, sandbox: Sandbox | None, approvals: Approvals) -> None:
+        """Another sandbox and approval policy for the calls made from now on (a command
+        already running keeps its sandbox; approvals given for the session stay given).
+        Raises ``SandboxUnavailable`` -- and changes nothing -- when an explicit mode
+        cannot work here; ``None`` falls back as at start."""
+        self._install(sandbox)
+        self._requested = sandbox
+        self._approvals = approvals
+
+    @property
+    def approvals(self) -> Approvals:
+        return self._approvals
+
+    def _install(self, requested: Sandbox | None) -> None:
+        resolution = resolve_sandbox(requested)
         self._confinement = resolution.confinement
         if resolution.fallback is not None:
             reason = f"commands run without a sandbox (danger-full-access): {resolution.fallback}"
@@ -148,6 +164,7 @@ class ExecGuard:
         if plan.action == "ask":
             await self._approve_command(request.cmd, request.workdir, plan.reason, plan.outside_sandbox,
                                         call_id, turn_id)
+        shell.confinement = self.confinement  # the sandbox current now (reconfigure may have changed it)
         result = await shell.exec_command(args, outside_sandbox=plan.outside_sandbox)
         if not plan.retry_on_denial or plan.outside_sandbox:
             return result

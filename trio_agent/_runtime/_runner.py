@@ -93,9 +93,14 @@ class TurnRunner:
         self._workspace = workspace
         self._context_recorded = context_recorded
         self._permissions = permissions  # the developer message with the sandbox mode and approval policy
+        self._tell_permissions = False  # set_permissions changed them since the model was told
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
         self._queue: TurnQueue | None = None
+
+    def permissions_changed(self) -> None:
+        """The sandbox or approval policy changed: the next turn tells the model."""
+        self._tell_permissions = True
 
     async def run(self, queue: TurnQueue) -> None:
         """Run turns until the queue is closed and empty (or this task is cancelled:
@@ -156,8 +161,12 @@ class TurnRunner:
         if not self._context_recorded:
             ledger.record_context([self._permissions(), context_user_message(self._workspace)])
             self._context_recorded = True
+            self._tell_permissions = False
         else:
             await self._maybe_compact(state, stats, live)  # before the new prompt joins (SPEC sec. 8)
+        if self._tell_permissions:  # codex: a changed sandbox or policy is a new developer message
+            self._tell_permissions = False
+            ledger.record_context([self._permissions()])
         self._record_own_input(state, live)
         idle_items = queue.take_idle_items()
         if idle_items:  # injected while idle: they join this turn's first request
@@ -294,6 +303,7 @@ class TurnRunner:
         installed = ledger.install_compaction(
             summary, permissions=self._permissions(), context=context_user_message(self._workspace)
         )
+        self._tell_permissions = False  # the compacted history carries the current ones
         self._last_total_tokens = estimate_tokens([*ledger.prefix, *installed])
         return True
 

@@ -43,13 +43,23 @@ from .._events import EventKind
 from .._ids import uuid7
 from .._runtime import Agent, Turn
 from .._threads import ThreadEvent, ThreadEvents, ThreadManager, ThreadStatus, open_thread_manager
-from .._tools._security import SandboxMode
+from .._tools._security import ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approvals
+from ._approvals import APPROVAL_METHODS, ApprovalUnanswered, decision_of, request_params
 from ._channel import MessageChannel
 from ._clock import WireClock
 from ._connection import OUTGOING_LIMIT, Connection, PendingReply, Reply
-from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, failure, parse_dynamic_tools, parse_reply
+from ._dynamic import (
+    DynamicCalls,
+    DynamicToolSpec,
+    Introductions,
+    build_tools,
+    failure,
+    parse_dynamic_tools,
+    parse_reply,
+)
 from ._items import DynamicOutcome, Out, ThreadMapper
 from ._jsonrpc import InvalidRequest, Notification, Request, RpcError, encode, notification_message
+from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._shapes import ThreadMeta, TurnRecord, thread_json
 from ._store import ThreadStore
 
@@ -68,6 +78,7 @@ class ThreadState:
         self.mapper = mapper
         self.specs = specs
         self.calls = calls
+        self.gate = Introductions()  # approvals, by approval id
         self.lock = trio.Lock()
         self.subscribers: set[Connection] = set()
         self.handles: dict[int, Turn] = {}  # this agent's turns that the server started
@@ -227,28 +238,40 @@ class AppServer:
                     del self._retired[state.thread_id]
 
     def configure(self, state: ThreadState, config: AgentConfig, **changes: Any) -> AgentConfig:
-        """The agent config of ``state``'s thread: its model, instructions and tools."""
+        """The agent config of ``state``'s thread: its model, instructions, tools, sandbox
+        and approval policy (what the thread asked for, else the server's), its approval
+        hook asking the thread's clients."""
         meta = state.meta
         tools = build_tools(state.specs, self._asker(state))
-        # The server does not map sandboxes and approvals yet (docs/app-server.md): its
-        # threads run unconfined, which is what thread/start answers (dangerFullAccess).
-        changes.setdefault("sandbox", SandboxMode.DANGER_FULL_ACCESS)
+        changes.setdefault("sandbox", requested_sandbox(meta.sandbox) if meta.sandbox is not None else config.sandbox)
+        changes.setdefault("approval", self.approvals(state, meta.approval_policy))
         return attrs.evolve(config, model=meta.model, instructions=meta.instructions, tools=tools, **changes)
+
+    def approvals(self, state: ThreadState, policy: str | None) -> Approvals:
+        """``ta.Approvals`` of a thread: ``policy`` (None: the server's) decided by its clients."""
+        template = self.config.approval
+        chosen = ApprovalPolicy(policy) if policy is not None else template.policy
+        return Approvals(chosen, hook=self._approver(state), timeout=template.timeout)
 
     def thread_view(self, state: ThreadState, *, turns: bool, status: ThreadStatus | None = None) -> Json:
         path = state.agent.rollout.path if state.agent is not None and state.agent.rollout is not None else None
         shown_status = status if status is not None else state.mapper.status
         effort = state.agent.thinking.value if state.agent is not None else None
         return thread_json(state.meta, shown_status, path=str(path) if path else None,
-                           turns=state.mapper.turns if turns else None, reasoning_effort=effort)
+                           turns=state.mapper.turns if turns else None, reasoning_effort=effort,
+                           active_flags=state.mapper.active_flags)
 
     def settings_view(self, state: ThreadState, thread: Json) -> Json:
-        """The fields ``thread/start``, ``thread/resume`` and ``thread/fork`` answer with."""
+        """The fields ``thread/start``, ``thread/resume`` and ``thread/fork`` answer with:
+        the sandbox and approval policy the agent runs (after any fallback)."""
+        agent = state.agent
+        assert agent is not None
         return {
             "thread": thread, "model": state.meta.model, "modelProvider": state.meta.model_provider,
-            "serviceTier": None, "cwd": state.meta.cwd, "instructionSources": [], "approvalPolicy": "never",
-            "approvalsReviewer": "user", "sandbox": {"type": "dangerFullAccess"},
-            "reasoningEffort": thread.get("reasoningEffort"), "disabledPluginIds": [],
+            "serviceTier": None, "cwd": state.meta.cwd, "instructionSources": [],
+            "approvalPolicy": approval_json(agent.approval_policy), "approvalsReviewer": "user",
+            "sandbox": sandbox_json(agent.sandbox_settings), "reasoningEffort": thread.get("reasoningEffort"),
+            "disabledPluginIds": [],
         }
 
     # -- dynamic tools -------------------------------------------------------------------
@@ -280,6 +303,35 @@ class AppServer:
         finally:
             pending.abandon()  # the others who were asked are told it is resolved
         return parse_reply(result)
+
+    # -- approvals (docs/app-server.md "Approvals and sandboxes") -----------------------------
+
+    def _approver(self, state: ThreadState) -> Callable[[ApprovalRequest], Any]:
+        async def approve(request: ApprovalRequest) -> ApprovalDecision:
+            method = APPROVAL_METHODS[request.kind]
+            if request.turn_id is None:
+                raise ApprovalUnanswered(f"{method} needs a turn to ask in; this call's cell outlived its turn")
+            try:
+                turn_id = await state.gate.wait_introduced(request.approval_id)
+                result = await self._ask_for_approval(state, method, turn_id, request)
+            finally:
+                state.gate.forget(request.approval_id)
+            return decision_of(request.kind, result)
+
+        return approve
+
+    async def _ask_for_approval(self, state: ThreadState, method: str, turn_id: str, request: ApprovalRequest) -> Any:
+        targets = [conn for conn in state.subscribers if conn.initialized and not conn.closed]
+        if not targets:
+            raise ApprovalUnanswered(f"no client is subscribed to thread {state.thread_id} to answer {method}")
+        pending = PendingReply(state.thread_id)
+        params = request_params(state.thread_id, turn_id, request, self.now_ms())
+        for conn in targets:
+            conn.ask(method, params, pending)
+        try:
+            return await pending.wait()  # an error reply or every client gone: RpcError, a denial
+        finally:
+            pending.abandon()  # cancelled (timeout, turn ended): each client asked is told it is resolved
 
     # -- the pump ------------------------------------------------------------------------
 
@@ -323,6 +375,8 @@ class AppServer:
         finally:
             if event.kind is EventKind.TOOL_CALL:  # even if mapping failed: the call must not wait forever
                 self._introduce(state, event.turn_id, event.payload)
+            elif event.kind is EventKind.APPROVAL_REQUESTED:
+                self._introduce_approval(state, event.turn_id, event.payload)
         if event.kind is EventKind.TOOL_RESULT:
             call_id = event.payload.get("call_id")
             if isinstance(call_id, str):
@@ -339,6 +393,13 @@ class AppServer:
         turn = state.mapper.wire_turn(agent_turn_id)
         turn_id = turn.record.id if turn is not None else state.mapper.turns[-1].id if state.mapper.turns else ""
         state.calls.introduce(call_id, turn_id)
+
+    def _introduce_approval(self, state: ThreadState, agent_turn_id: int | None, payload: Json) -> None:
+        """An approval's item and status are out: its request may go now."""
+        approval_id = payload.get("approval_id")
+        turn = state.mapper.wire_turn(agent_turn_id)
+        if isinstance(approval_id, str):
+            state.gate.introduce(approval_id, turn.record.id if turn is not None else "")
 
     def _turn_ended(self, state: ThreadState, agent_turn_id: int | None) -> None:
         mapper = state.mapper.wire_turn(agent_turn_id)
@@ -389,6 +450,9 @@ async def open_app_server(
         raise TypeError("open_app_server() needs a ta.AgentConfig as the template of its threads")
     if outgoing_limit < 1 or not math.isfinite(outgoing_limit):
         raise ValueError(f"outgoing_limit must be a positive number of messages, got {outgoing_limit!r}")
+    if config.approval.policy is ApprovalPolicy.ON_FAILURE:
+        raise ValueError("the app-server protocol has no on-failure approval policy (AskForApproval is untrusted, "
+                         "on-request or never); configure the server with one of those")
     async with trio.open_nursery() as nursery:
         server = AppServer(config, Path(home), nursery, unload_delay=unload_delay, model_provider=model_provider,
                            outgoing_limit=outgoing_limit)

@@ -9,6 +9,7 @@ dynamic tools, creation time...); ``TurnRecord`` is one turn as the protocol sho
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -29,9 +30,10 @@ ItemsView = str  # "notLoaded" | "summary" | "full"
 CLI_VERSION = "0.1.0"  # trio_agent.__version__ (not imported: the package imports this module)
 
 
-def status_json(status: ThreadStatus) -> Json:
+def status_json(status: ThreadStatus, active_flags: Sequence[str] = ()) -> Json:
+    """``ThreadStatus``; ``active_flags`` (``waitingOnApproval``) count only when active."""
     if status is ThreadStatus.ACTIVE:
-        return {"type": "active", "activeFlags": []}
+        return {"type": "active", "activeFlags": list(active_flags)}
     return {"type": status.value}
 
 
@@ -51,6 +53,8 @@ class ThreadMeta:
     originator: str | None = None
     preview: str = ""
     updated_at: int | None = None
+    sandbox: Json | None = None  # the SandboxPolicy asked for (None: the server's configuration)
+    approval_policy: str | None = None  # the AskForApproval asked for (None: the server's configuration)
 
     def to_json(self) -> Json:
         return attrs.asdict(self)
@@ -105,7 +109,7 @@ class TurnRecord:
 
 def thread_json(
     meta: ThreadMeta, status: ThreadStatus, *, path: str | None, turns: list[TurnRecord] | None = None,
-    reasoning_effort: str | None = None,
+    reasoning_effort: str | None = None, active_flags: Sequence[str] = (),
 ) -> Json:
     updated = meta.updated_at if meta.updated_at is not None else meta.created_at
     return {
@@ -121,7 +125,7 @@ def thread_json(
         "createdAt": meta.created_at,
         "updatedAt": updated,
         "recencyAt": updated,
-        "status": status_json(status),
+        "status": status_json(status, active_flags),
         "path": path,
         "cwd": meta.cwd,
         "cliVersion": CLI_VERSION,

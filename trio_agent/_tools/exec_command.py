@@ -220,6 +220,11 @@ class ShellSessions:
         """How commands are confined (the sandbox given, or none)."""
         return self._sandbox
 
+    @confinement.setter
+    def confinement(self, confinement: Confinement) -> None:
+        """Commands started from now on are confined so; running sessions keep theirs."""
+        self._sandbox = confinement
+
     async def exec_command(self, args: Mapping[str, object], *, outside_sandbox: bool = False) -> ExecResult:
         """Run ``args["cmd"]``; return its result, or a ``session_id`` if still running.
 
