@@ -288,6 +288,21 @@ class Agent:
         await trio.lowlevel.checkpoint()
         return Turn(self._queue.accept(_prompt(prompt), self._settings()), self._queue)
 
+    async def compact(self) -> Turn:
+        """Compact the conversation now, as a turn of its own; returns once it is queued.
+
+        It is queued like a prompt (FIFO: it runs when the turns accepted before it have
+        ended, and turns accepted after it wait for it), whatever the size of the
+        context. It sends one compaction request (``model.compaction.*`` events) and,
+        as the automatic compaction does, continues from the returned summary: the
+        next request replays the compacted history in full. It takes no steers
+        (``TurnNotSteerable``; ``submit`` starts a turn after it instead) and can be
+        cancelled like any turn. ``result()`` is a ``TurnResult`` with an empty
+        ``final_message``, or ``TurnFailed`` when the compaction failed (history is
+        then unchanged). Raises ``AgentClosed`` once the agent's block is closing."""
+        await trio.lowlevel.checkpoint()
+        return Turn(self._queue.accept(None, self._settings(), compact=True), self._queue)
+
     async def submit(self, given: str | Prompt | Sequence[dict[str, Any]]) -> Submission:
         """Steer the running turn if it can still take a steer, else start a turn;
         returns which (``Submission.kind``) and the turn. ``given`` is text, a

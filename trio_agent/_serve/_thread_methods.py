@@ -337,12 +337,15 @@ async def thread_inject_items(server: AppServer, conn: Connection, params: Param
 
 
 async def thread_compact_start(server: AppServer, conn: Connection, params: Params) -> Reply:
-    thread_id = params.string("threadId")
-    server.loaded_state(thread_id)
-    raise InvalidRequest(
-        "thread/compact/start: manual compaction is not supported yet; the thread compacts automatically at "
-        "90% of the model's context window and sends thread/compacted when it does"
-    )
+    """Compact now (``Agent.compact``): a turn of its own, queued behind a running one,
+    whose ``contextCompaction`` item, ``thread/compacted`` and ``turn/completed`` follow
+    the answer, as codex's compact task does."""
+    state, agent = server.loaded_state(params.string("threadId"))
+    async with state.lock:
+        turn = await agent.compact()
+        state.mapper.accept_turn(turn.turn_id, None)
+        state.handles[turn.turn_id] = turn
+    return Reply({})
 
 
 METHODS = {
