@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, final
@@ -133,9 +133,15 @@ class _Thread:
         self.changed = trio.Event()
         self.load_done = trio.Event()  # set when the agent is up, or its load failed
         self.rollout_path: Path | None = None
+        self.parent: _Thread | None = None  # a child thread: the thread whose worker it is
+        self.children: set[_Thread] = set()  # loaded child threads (workers of this agent)
 
     @property
     def running(self) -> bool:
+        """A turn runs or waits, here or in a loaded child (a parent whose workers work
+        stays loaded: they are part of its agent)."""
+        if any(child.running for child in self.children):
+            return True
         if self.agent is None:
             return False
         stats = self.agent.statistics()
@@ -153,9 +159,11 @@ class _Thread:
         return ThreadStatus.SYSTEM_ERROR if stats.last_turn_status is TurnStatus.FAILED else ThreadStatus.IDLE
 
     def touch(self) -> None:
-        """Something happened: wake the idle-unload countdown (it restarts)."""
+        """Something happened: wake the idle-unload countdown (it restarts), the parent's too."""
         self.changed.set()
         self.changed = trio.Event()
+        if self.parent is not None:
+            self.parent.touch()
 
 
 @final
@@ -236,6 +244,55 @@ class ThreadManager:
             config = configure(config)
         return await self._load(thread_id, config, ephemeral=False, unload_delay=unload_delay,
                                 subscriber=subscriber, started=False)
+
+    async def run_child(self, agent: Agent, *, parent_id: str, subscribers: Iterable[Hashable] = (),
+                        started: bool = True, unload_delay: float | None = None) -> None:
+        """Hold ``agent`` -- a worker of thread ``parent_id``'s agent, which owns it -- as a
+        child thread for as long as it is open: its events reach ``events``, it has
+        ``subscribers`` and a status, and idle unload *suspends* it (its owner closes it,
+        keeping its history and unread mail, and reopens it when something reaches it).
+        Returns once the agent has closed, after ``NOT_LOADED`` and ``thread.closed``;
+        ``started`` says whether this is its first load (``thread.started``)."""
+        parent = self._threads.get(parent_id)
+        thread_id = agent.session_id
+        if parent is None or thread_id in self._threads:
+            raise ThreadError(f"cannot hold {thread_id} as a child of {parent_id}: the parent is not loaded "
+                              "or the child already is")
+        delay = self._unload_delay if unload_delay is None else unload_delay
+        entry = _Thread(thread_id, ephemeral=parent.ephemeral, unload_delay=delay)
+        entry.agent, entry.parent = agent, parent
+        entry.subscribers.update(subscribers)
+        entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
+        entry.load_done.set()
+        self._threads[thread_id] = entry
+        parent.children.add(entry)
+        if started:
+            self._emit(ThreadEvent(thread_id, "thread.started"))
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._suspend_when_idle, entry, agent)
+                await self._forward(entry, agent)  # until its events end: it has closed
+                nursery.cancel_scope.cancel()
+        finally:
+            if self._threads.get(thread_id) is entry:
+                del self._threads[thread_id]
+            parent.children.discard(entry)
+            parent.touch()
+            if entry.ephemeral:
+                self._ephemeral_gone.add(thread_id)
+            self._emit(ThreadEvent(thread_id, "thread.status", ThreadStatus.NOT_LOADED))
+            self._emit(ThreadEvent(thread_id, "thread.closed"))
+
+    async def _suspend_when_idle(self, entry: _Thread, agent: Agent) -> None:
+        """A child's idle unload: ask its owner to suspend it. It is *closing* (resumes
+        are refused) until its agent has closed -- which cancels this task -- unless the
+        owner refused (a turn had started) or something happened first: then the
+        countdown starts again."""
+        while True:
+            await self._idle_watch(entry)
+            entry.closing = agent._request_unload()
+            await entry.changed.wait()
+            entry.closing = False
 
     def subscribe(self, thread_id: str, subscriber: Hashable) -> bool:
         """Subscribe ``subscriber`` to a loaded thread; False when it is not loaded."""

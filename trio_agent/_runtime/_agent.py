@@ -19,7 +19,7 @@ them holds a reference back to it.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, final
 
@@ -34,7 +34,7 @@ from .._session.context import DEFAULT_INSTRUCTIONS
 from .._session.conversation import ConversationSnapshot
 from .._session.history import History
 from .._session.ledger import TurnLedger
-from .._session.snapshot import check_prefix, request_prefix
+from .._session.snapshot import SessionSnapshot, check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
 from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
@@ -159,10 +159,12 @@ class Agent:
         if tools.collaboration is not None:
             self._collaboration = Collaboration(
                 tools.collaboration, path=path, spawn=self._handle.spawn, watch=tools.collaboration.watch,
-                queue=self._queue, nursery=nursery, emit=emit,
+                queue=self._queue, nursery=nursery, emit=emit, reopen=self._reopen_child,
             )
             groups[COLLABORATION] = self._collaboration.runner
-        self._guard = ExecGuard(config.sandbox, config.approval, self._workspace, emit, self._cancel_turn)
+        self._unload: Callable[[], bool] | None = None  # set when this agent is a worker (Workers)
+        self._guard = ExecGuard(config.sandbox, config.approval, self._workspace, emit, self._cancel_turn,
+                                session_id=config.session_id)
         self._tools = ToolDispatcher(ToolEnvironment(
             tools, self._workspace, self._handle, emit, nursery, groups,
             config=config, history=lambda: self._ledger.history, guard=self._guard,
@@ -442,6 +444,41 @@ class Agent:
             self._child_config(keep_lineage=False), parent_id=self.session_id, path=self._child_path(name, "child"),
             parent=self._address, cassette=self._cassette,
         )
+
+    def _reopen_child(
+        self, name: str, session_id: str, snapshot: SessionSnapshot
+    ) -> AbstractAsyncContextManager[Agent]:
+        """A suspended worker back from its snapshot: the same name, path and session id
+        (so its rollout goes on in the same file), spawned again from this agent."""
+        config = attrs.evolve(self._child_config(keep_lineage=False), session_id=session_id, resume=snapshot)
+        return _open_agent(config, parent_id=self.session_id, path=f"{self._path}/{name}", parent=self._address,
+                           cassette=self._cassette)
+
+    # -- as a worker (Workers: suspension for idle eviction) -------------------------------
+
+    def _as_worker(self, *, unload: Callable[[], bool], automatic: Callable[[Turn], None]) -> None:
+        """This agent is a worker: ``unload`` asks its owner to suspend it when idle
+        (False: it is busy); ``automatic`` is told each automatic turn it accepts (to be
+        reported)."""
+        self._unload = unload
+        self._queue.accept_observers.append(
+            lambda state: automatic(Turn(state, self._queue)) if state.automatic else None)
+
+    def _request_unload(self) -> bool:
+        """Ask the owner of a worker to close it now that it is idle, to be reloaded on
+        demand (the app server's idle eviction); False when it will not: it is not a
+        worker, or a turn of it runs or waits."""
+        return self._unload() if self._unload is not None else False
+
+    def _suspended_state(self) -> tuple[SessionSnapshot, list[Mail]]:
+        """A closed worker's way back: its committed history and the mail it had not read."""
+        checkpoint = self._ledger.snapshot(self._model.chain)
+        return self._session.snapshot(checkpoint), self._queue.mailbox.take_all()
+
+    def _restore_mail(self, mail: list[Mail]) -> None:
+        """Mail a worker held when it was suspended, back in its mailbox (first, in order)."""
+        for held in mail:
+            self._queue.post_mail(held, self._settings())
 
     def _child_path(self, name: str | None, kind: str) -> str:
         self._children += 1

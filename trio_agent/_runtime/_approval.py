@@ -85,7 +85,9 @@ class ExecGuard:
         workspace: Path,
         emit: Callable[..., Any],
         cancel_turn: Callable[[int], None],
+        session_id: str | None = None,
     ) -> None:
+        self._session_id = session_id  # named in each request: whose call it is
         self._requested = sandbox
         self._approvals = approvals
         self._workspace = workspace
@@ -235,7 +237,7 @@ class ExecGuard:
                  **fields: Any) -> ApprovalRequest:
         approval_id = f"approval-{self._next_id}"
         self._next_id += 1
-        return ApprovalRequest(kind, approval_id, call_id, turn_id, cwd, reason, **fields)
+        return ApprovalRequest(kind, approval_id, call_id, turn_id, cwd, reason, session_id=self._session_id, **fields)
 
     async def _decide(self, request: ApprovalRequest) -> ApprovalDecision:
         """The hook's approval, or ``_Denied``; an ``abort`` also cancels the turn."""

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import trio
 
+from .._runtime import Agent
 from .._tools import ToolContext, Tools
 from ._items import DynamicOutcome
 from ._jsonrpc import InvalidParams
@@ -67,10 +68,14 @@ def parse_dynamic_tools(raw: list[Any] | None) -> list[DynamicToolSpec]:
 Ask = Callable[[str, Any, str], Awaitable[DynamicOutcome]]  # (call id, arguments, tool) -> outcome
 
 
-def build_tools(specs: list[DynamicToolSpec], ask: Ask) -> Tools:
-    """The built-in tools plus one function tool per spec, each answered by ``ask``.
-    Raises ``ConfigError`` for a name or schema the runtime refuses."""
+def build_tools(specs: list[DynamicToolSpec], ask: Ask, *,
+                collaboration: Callable[[Agent], Awaitable[None]] | None = None) -> Tools:
+    """The built-in tools plus one function tool per spec, each answered by ``ask``;
+    with ``collaboration`` (a worker watcher) the multi-agent tools too. Raises
+    ``ConfigError`` for a name or schema the runtime refuses."""
     tools = Tools.default()
+    if collaboration is not None:
+        tools.with_collaboration(watch=collaboration)
     for spec in specs:
         tools.function(spec.name, spec.description, spec.input_schema, _handler(spec.name, ask))
     return tools

@@ -41,8 +41,9 @@ import trio
 from .._config import AgentConfig, context_window
 from .._events import EventKind
 from .._ids import uuid7
-from .._runtime import Agent, Turn
+from .._runtime import Agent, AgentHandle, Turn
 from .._threads import ThreadEvent, ThreadEvents, ThreadManager, ThreadStatus, open_thread_manager
+from .._tools import Tools
 from .._tools._security import ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approvals
 from ._approvals import APPROVAL_METHODS, ApprovalUnanswered, decision_of, request_params
 from ._channel import MessageChannel
@@ -94,8 +95,12 @@ class AppServer:
     """See the module docstring; create it with ``open_app_server``."""
 
     def __init__(self, config: AgentConfig, home: Path, nursery: trio.Nursery, *, unload_delay: float,
-                 model_provider: str, outgoing_limit: int) -> None:
+                 model_provider: str, outgoing_limit: int, multi_agent: bool = False) -> None:
+        from ._children import Children
+
         self.config = config
+        self.multi_agent = multi_agent
+        self.children = Children(self)
         self.home = home
         self.model_provider = model_provider
         self.unload_delay = unload_delay
@@ -240,18 +245,28 @@ class AppServer:
     def configure(self, state: ThreadState, config: AgentConfig, **changes: Any) -> AgentConfig:
         """The agent config of ``state``'s thread: its model, instructions, tools, sandbox
         and approval policy (what the thread asked for, else the server's), its approval
-        hook asking the thread's clients."""
+        hook asking the thread's clients. Its workers (child threads) share it: tools are
+        built per agent, and dynamic tool calls and approvals go to the thread that made
+        them (by session id)."""
         meta = state.meta
-        tools = build_tools(state.specs, self._asker(state))
-        changes.setdefault("sandbox", requested_sandbox(meta.sandbox) if meta.sandbox is not None else config.sandbox)
-        changes.setdefault("approval", self.approvals(state, meta.approval_policy))
-        return attrs.evolve(config, model=meta.model, instructions=meta.instructions, tools=tools, **changes)
+        specs = state.specs
+        build_tools(specs, self._asker(meta.thread_id))  # a name or schema the runtime refuses: refused now
 
-    def approvals(self, state: ThreadState, policy: str | None) -> Approvals:
-        """``ta.Approvals`` of a thread: ``policy`` (None: the server's) decided by its clients."""
+        def tools_factory(handle: AgentHandle) -> Tools:
+            watch = self.children.watcher(handle.session_id) if self.multi_agent else None
+            return build_tools(specs, self._asker(handle.session_id), collaboration=watch)
+
+        changes.setdefault("sandbox", requested_sandbox(meta.sandbox) if meta.sandbox is not None else config.sandbox)
+        changes.setdefault("approval", self.approvals(meta.approval_policy))
+        return attrs.evolve(config, model=meta.model, instructions=meta.instructions, tools=None,
+                            tools_factory=tools_factory, **changes)
+
+    def approvals(self, policy: str | None) -> Approvals:
+        """``ta.Approvals`` of a thread: ``policy`` (None: the server's) decided by the
+        clients of the thread that asks."""
         template = self.config.approval
         chosen = ApprovalPolicy(policy) if policy is not None else template.policy
-        return Approvals(chosen, hook=self._approver(state), timeout=template.timeout)
+        return Approvals(chosen, hook=self._approve, timeout=template.timeout)
 
     def thread_view(self, state: ThreadState, *, turns: bool, status: ThreadStatus | None = None) -> Json:
         path = state.agent.rollout.path if state.agent is not None and state.agent.rollout is not None else None
@@ -276,8 +291,12 @@ class AppServer:
 
     # -- dynamic tools -------------------------------------------------------------------
 
-    def _asker(self, state: ThreadState) -> Callable[[str, Any, str], Any]:
+    def _asker(self, thread_id: str) -> Callable[[str, Any, str], Any]:
         async def ask(call_id: str, arguments: Any, tool: str) -> DynamicOutcome:
+            state = self._states.get(thread_id)
+            if state is None:
+                await trio.lowlevel.checkpoint()
+                return failure(f"dynamic tool {tool} could not run: thread {thread_id} is not served")
             turn_id = await state.calls.wait_introduced(call_id)
             outcome = await self._ask_subscribers(state, call_id, turn_id, tool, arguments)
             state.calls.outcomes[call_id] = outcome
@@ -306,19 +325,20 @@ class AppServer:
 
     # -- approvals (docs/app-server.md "Approvals and sandboxes") -----------------------------
 
-    def _approver(self, state: ThreadState) -> Callable[[ApprovalRequest], Any]:
-        async def approve(request: ApprovalRequest) -> ApprovalDecision:
-            method = APPROVAL_METHODS[request.kind]
-            if request.turn_id is None:
-                raise ApprovalUnanswered(f"{method} needs a turn to ask in; this call's cell outlived its turn")
-            try:
-                turn_id = await state.gate.wait_introduced(request.approval_id)
-                result = await self._ask_for_approval(state, method, turn_id, request)
-            finally:
-                state.gate.forget(request.approval_id)
-            return decision_of(request.kind, result)
-
-        return approve
+    async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Every served agent's approval hook: the clients of the thread that asks decide."""
+        method = APPROVAL_METHODS[request.kind]
+        state = self._states.get(request.session_id or "")
+        if state is None:
+            raise ApprovalUnanswered(f"{method}: thread {request.session_id} is not served")
+        if request.turn_id is None:
+            raise ApprovalUnanswered(f"{method} needs a turn to ask in; this call's cell outlived its turn")
+        try:
+            turn_id = await state.gate.wait_introduced(request.approval_id)
+            result = await self._ask_for_approval(state, method, turn_id, request)
+        finally:
+            state.gate.forget(request.approval_id)
+        return decision_of(request.kind, result)
 
     async def _ask_for_approval(self, state: ThreadState, method: str, turn_id: str, request: ApprovalRequest) -> Any:
         targets = [conn for conn in state.subscribers if conn.initialized and not conn.closed]
@@ -435,7 +455,7 @@ def _preview(record: TurnRecord) -> str:
 @asynccontextmanager
 async def open_app_server(
     config: AgentConfig, *, home: str | Path, unload_delay: float = 60.0, model_provider: str = "openai",
-    outgoing_limit: int = OUTGOING_LIMIT,
+    outgoing_limit: int = OUTGOING_LIMIT, multi_agent: bool = False,
 ) -> AsyncIterator[AppServer]:
     """Run an app server for the duration of the block; serve clients with
     ``await server.serve_connection(channel)`` (see ``serve_stdio``/``serve_websocket``).
@@ -444,7 +464,9 @@ async def open_app_server(
     ``home`` holds the rollouts (``sessions/``) and the server's thread records
     (``app-server/``); ``unload_delay`` is the default idle-unload delay in seconds;
     ``outgoing_limit`` bounds each client's queue of unsent messages (a client that
-    falls that far behind is dropped). Leaving the block shuts down as ``aclose()``.
+    falls that far behind is dropped); ``multi_agent`` gives every thread the
+    collaboration tools, whose workers are child threads (codex's multi-agent v2).
+    Leaving the block shuts down as ``aclose()``.
     """
     if not isinstance(config, AgentConfig):
         raise TypeError("open_app_server() needs a ta.AgentConfig as the template of its threads")
@@ -455,7 +477,7 @@ async def open_app_server(
                          "on-request or never); configure the server with one of those")
     async with trio.open_nursery() as nursery:
         server = AppServer(config, Path(home), nursery, unload_delay=unload_delay, model_provider=model_provider,
-                           outgoing_limit=outgoing_limit)
+                           outgoing_limit=outgoing_limit, multi_agent=multi_agent)
         await nursery.start(server._run_manager)
         try:
             yield server

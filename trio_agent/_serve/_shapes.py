@@ -55,6 +55,13 @@ class ThreadMeta:
     updated_at: int | None = None
     sandbox: Json | None = None  # the SandboxPolicy asked for (None: the server's configuration)
     approval_policy: str | None = None  # the AskForApproval asked for (None: the server's configuration)
+    parent_thread_id: str | None = None  # a child thread: the thread whose worker it is
+    agent_path: str | None = None  # a child thread: its mail path (/root/<name>)
+
+    @property
+    def nickname(self) -> str | None:
+        """A child thread's worker name (the last part of its path)."""
+        return self.agent_path.rsplit("/", 1)[-1] if self.agent_path else None
 
     def to_json(self) -> Json:
         return attrs.asdict(self)
@@ -116,7 +123,7 @@ def thread_json(
         "id": meta.thread_id,
         "sessionId": meta.thread_id,
         "forkedFromId": meta.forked_from,
-        "parentThreadId": None,
+        "parentThreadId": meta.parent_thread_id,
         "preview": meta.preview,
         "ephemeral": meta.ephemeral,
         "modelProvider": meta.model_provider,
@@ -130,9 +137,9 @@ def thread_json(
         "cwd": meta.cwd,
         "cliVersion": CLI_VERSION,
         "originator": meta.originator,
-        "source": "appServer",
+        "source": _source(meta),
         "threadSource": None,
-        "agentNickname": None,
+        "agentNickname": meta.nickname,
         "agentRole": None,
         "gitInfo": None,
         "name": None,
@@ -142,6 +149,16 @@ def thread_json(
         "historyMode": "legacy",
         "turns": [turn.to_json("full") for turn in turns or []],
     }
+
+
+def _source(meta: ThreadMeta) -> Json | str:
+    """``SessionSource``: a child thread was spawned by its parent's agent."""
+    if meta.parent_thread_id is None:
+        return "appServer"
+    depth = (meta.agent_path or "/root/x").count("/") - 1
+    return {"subAgent": {"thread_spawn": {"parent_thread_id": meta.parent_thread_id, "depth": depth,
+                                          "agent_path": meta.agent_path, "agent_nickname": meta.nickname,
+                                          "agent_role": None}}}
 
 
 def usage_breakdown(raw: object) -> Json:

@@ -184,6 +184,8 @@ async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permis
     if server.threads.is_ephemeral(thread_id):
         raise InvalidRequest(f"cannot resume the ephemeral thread {thread_id}: it was unloaded and kept no rollout")
     meta, turns, usage = stored_meta(server, thread_id)
+    if meta.parent_thread_id is not None:  # a child thread: its parent's agent reloads it
+        return await server.children.resume(conn, meta)
     changed = any(getattr(meta, name) != value for name, value in permissions.items())
     for name, value in permissions.items():
         setattr(meta, name, value)

@@ -101,7 +101,7 @@ async def _apply_permissions(server: AppServer, method: str, state: ThreadState,
         return
     requested = requested_sandbox(wanted_sandbox) if wanted_sandbox is not None else server.config.sandbox
     try:
-        await agent.set_permissions(sandbox=requested, approval=server.approvals(state, wanted_policy))
+        await agent.set_permissions(sandbox=requested, approval=server.approvals(wanted_policy))
     except SandboxUnavailable as exc:
         raise unavailable(method, exc) from None
     meta.sandbox, meta.approval_policy = wanted_sandbox, wanted_policy
