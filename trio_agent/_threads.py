@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, final
@@ -132,10 +132,17 @@ class _Thread:
         self.reported = ThreadStatus.IDLE  # the status last announced
         self.scope = trio.CancelScope()  # the agent's: cancelled when the manager closes
         self.changed = trio.Event()
+        self.load_done = trio.Event()  # set when the agent is up, or its load failed
         self.rollout_path: Path | None = None
+        self.parent: _Thread | None = None  # a child thread: the thread whose worker it is
+        self.children: set[_Thread] = set()  # loaded child threads (workers of this agent)
 
     @property
     def running(self) -> bool:
+        """A turn runs or waits, here or in a loaded child (a parent whose workers work
+        stays loaded: they are part of its agent)."""
+        if any(child.running for child in self.children):
+            return True
         if self.agent is None:
             return False
         stats = self.agent.statistics()
@@ -153,9 +160,11 @@ class _Thread:
         return ThreadStatus.SYSTEM_ERROR if stats.last_turn_status is TurnStatus.FAILED else ThreadStatus.IDLE
 
     def touch(self) -> None:
-        """Something happened: wake the idle-unload countdown (it restarts)."""
+        """Something happened: wake the idle-unload countdown (it restarts), the parent's too."""
         self.changed.set()
         self.changed = trio.Event()
+        if self.parent is not None:
+            self.parent.touch()
 
 
 @final
@@ -209,6 +218,11 @@ class ThreadManager:
         unless ``unload_delay`` is given). ``ThreadError`` for an unknown or unloaded
         ephemeral thread."""
         entry = self._threads.get(thread_id)
+        while entry is not None and entry.agent is None and not entry.closing:
+            # Another resume (or start) is loading it: wait for that one load and share
+            # it; if it failed, the entry is gone and this resume loads it itself.
+            await entry.load_done.wait()
+            entry = self._threads.get(thread_id)
         if entry is not None:
             if entry.closing:
                 raise ThreadError(f"thread {thread_id} is closing; retry the resume after the thread is closed")
@@ -231,6 +245,55 @@ class ThreadManager:
             config = configure(config)
         return await self._load(thread_id, config, ephemeral=False, unload_delay=unload_delay,
                                 subscriber=subscriber, started=False)
+
+    async def run_child(self, agent: Agent, *, parent_id: str, subscribers: Iterable[Hashable] = (),
+                        started: bool = True, unload_delay: float | None = None) -> None:
+        """Hold ``agent`` -- a worker of thread ``parent_id``'s agent, which owns it -- as a
+        child thread for as long as it is open: its events reach ``events``, it has
+        ``subscribers`` and a status, and idle unload *suspends* it (its owner closes it,
+        keeping its history and unread mail, and reopens it when something reaches it).
+        Returns once the agent has closed, after ``NOT_LOADED`` and ``thread.closed``;
+        ``started`` says whether this is its first load (``thread.started``)."""
+        parent = self._threads.get(parent_id)
+        thread_id = agent.session_id
+        if parent is None or thread_id in self._threads:
+            raise ThreadError(f"cannot hold {thread_id} as a child of {parent_id}: the parent is not loaded "
+                              "or the child already is")
+        delay = self._unload_delay if unload_delay is None else unload_delay
+        entry = _Thread(thread_id, ephemeral=parent.ephemeral, unload_delay=delay)
+        entry.agent, entry.parent = agent, parent
+        entry.subscribers.update(subscribers)
+        entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
+        entry.load_done.set()
+        self._threads[thread_id] = entry
+        parent.children.add(entry)
+        if started:
+            self._emit(ThreadEvent(thread_id, "thread.started"))
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._suspend_when_idle, entry, agent)
+                await self._forward(entry, agent)  # until its events end: it has closed
+                nursery.cancel_scope.cancel()
+        finally:
+            if self._threads.get(thread_id) is entry:
+                del self._threads[thread_id]
+            parent.children.discard(entry)
+            parent.touch()
+            if entry.ephemeral:
+                self._ephemeral_gone.add(thread_id)
+            self._emit(ThreadEvent(thread_id, "thread.status", ThreadStatus.NOT_LOADED))
+            self._emit(ThreadEvent(thread_id, "thread.closed"))
+
+    async def _suspend_when_idle(self, entry: _Thread, agent: Agent) -> None:
+        """A child's idle unload: ask its owner to suspend it. It is *closing* (resumes
+        are refused) until its agent has closed -- which cancels this task -- unless the
+        owner refused (a turn had started) or something happened first: then the
+        countdown starts again."""
+        while True:
+            await self._idle_watch(entry)
+            entry.closing = agent._request_unload()
+            await entry.changed.wait()
+            entry.closing = False
 
     def subscribe(self, thread_id: str, subscriber: Hashable) -> bool:
         """Subscribe ``subscriber`` to a loaded thread; False when it is not loaded."""
@@ -317,9 +380,15 @@ class ThreadManager:
         self._threads[thread_id] = entry
         try:
             await self._nursery.start(self._run_thread, entry, config)
-        except BaseException:
-            self._threads.pop(thread_id, None)
+        except BaseException as exc:
+            if self._threads.get(thread_id) is entry:
+                del self._threads[thread_id]
+            failure = _only_agent_error(exc)
+            if failure is not None and failure is not exc:
+                raise failure from None  # a refused config or sandbox, not wrapped in groups
             raise
+        finally:
+            entry.load_done.set()
         if started:
             self._emit(ThreadEvent(thread_id, "thread.started"))
         assert entry.agent is not None
@@ -340,7 +409,8 @@ class ThreadManager:
                         await self._idle_watch(entry)
                         entry.closing = True
         finally:
-            self._threads.pop(entry.thread_id, None)
+            if self._threads.get(entry.thread_id) is entry:
+                del self._threads[entry.thread_id]
             if entry.ephemeral:
                 self._ephemeral_gone.add(entry.thread_id)
         self._emit(ThreadEvent(entry.thread_id, "thread.status", ThreadStatus.NOT_LOADED))
@@ -384,6 +454,13 @@ class ThreadManager:
     def _close(self) -> None:
         self._closed = True
         self._send.close()
+
+
+def _only_agent_error(exc: BaseException) -> AgentError | None:
+    """The one ``AgentError`` inside nested single-exception groups, else None."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, AgentError) else None
 
 
 @asynccontextmanager

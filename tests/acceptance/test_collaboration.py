@@ -365,4 +365,5 @@ def test_with_collaboration_checks_its_settings() -> None:
         ta.Tools.default().with_collaboration(max_depth=0)
     tools = ta.Tools.default().with_collaboration()
     (group,) = [t for t in tools.definitions() if t.get("type") == "namespace"]
-    assert [t["name"] for t in group["tools"]] == ["spawn_agent", "send_input", "wait_agent", "close_agent"]
+    assert [t["name"] for t in group["tools"]] == [
+        "spawn_agent", "send_input", "send_message", "followup_task", "wait_agent", "close_agent"]

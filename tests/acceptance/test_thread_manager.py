@@ -237,3 +237,81 @@ async def test_a_recording_config_cannot_be_the_template_of_many_threads(tmp_pat
         async with ta.open_thread_manager(tmp_path / "home", config=config):
             pass  # pragma: no cover
     assert not (tmp_path / "session.jsonl").exists()
+
+
+async def unloaded_thread(threads: ta.ThreadManager, seen: ThreadLog) -> str:
+    """A durable thread that ran one turn and was unloaded (delay 0)."""
+    agent = await threads.start(subscriber="a")
+    await (await agent.prompt("hello")).result()
+    threads.unsubscribe(agent.session_id, "a")
+    await seen.wait_closed(agent.session_id)
+    return agent.session_id
+
+
+def slow_startups(monkeypatch: pytest.MonkeyPatch, *, fail_first: bool = False) -> list[float]:
+    """Every agent load takes 1 s (the first fails then, with ``fail_first``); the
+    times the loads began."""
+    from trio_agent._runtime._agent import Agent
+
+    startup = Agent._startup
+    began: list[float] = []
+
+    async def slow(agent: Agent) -> None:
+        began.append(trio.current_time())
+        await trio.sleep(1)
+        if fail_first and len(began) == 1:
+            raise ta.ConfigError("this load fails")
+        await startup(agent)
+
+    monkeypatch.setattr(Agent, "_startup", slow)
+    return began
+
+
+async def test_concurrent_cold_resumes_share_one_load(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with manager(tmp_path, unload_delay=0.0) as (threads, seen):
+        thread_id = await unloaded_thread(threads, seen)
+        began = slow_startups(monkeypatch)
+        resumed: dict[str, ta.Agent] = {}
+
+        async def resume(subscriber: str) -> None:
+            resumed[subscriber] = await threads.resume(thread_id, subscriber=subscriber)
+
+        async with trio.open_nursery() as nursery:  # the second while the first is loading
+            nursery.start_soon(resume, "a")
+            nursery.start_soon(resume, "b")
+        assert resumed["a"] is resumed["b"]
+        assert began == [0.0]  # one load, shared
+        assert threads.loaded() == [thread_id]
+        # Both are subscribed: one leaving keeps the thread (delay 0), the other's leaving unloads it.
+        threads.unsubscribe(thread_id, "a")
+        await trio.sleep(10)
+        assert threads.loaded() == [thread_id]
+        threads.unsubscribe(thread_id, "b")
+        await trio.testing.wait_all_tasks_blocked()
+        assert threads.loaded() == []
+        assert len([e for e in seen if e.kind == "thread.closed"]) == 2  # the first unload, and this one
+
+
+async def test_a_resume_waiting_on_a_failed_load_loads_again(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with manager(tmp_path, unload_delay=0.0) as (threads, seen):
+        thread_id = await unloaded_thread(threads, seen)
+        began = slow_startups(monkeypatch, fail_first=True)
+        outcomes: dict[str, object] = {}
+
+        async def resume(name: str) -> None:
+            try:
+                outcomes[name] = await threads.resume(thread_id, subscriber=name)
+            except ta.ConfigError as exc:  # not wrapped in exception groups
+                outcomes[name] = exc
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(resume, "first")
+            nursery.start_soon(resume, "second")
+        # Whichever came second waited for the first load, which failed, then loaded it itself.
+        assert began == [0.0, 1.0]
+        assert sorted(type(outcome).__name__ for outcome in outcomes.values()) == ["Agent", "ConfigError"]
+        assert threads.loaded() == [thread_id]

@@ -112,28 +112,35 @@ class Harness:
 
 @asynccontextmanager
 async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay: float = 60.0,
-                     max_attempts: int | None = None, outgoing_limit: int = OUTGOING_LIMIT) -> AsyncIterator[Harness]:
+                     max_attempts: int | None = None, outgoing_limit: int = OUTGOING_LIMIT,
+                     sandbox: ta.SandboxMode | None = ta.SandboxMode.DANGER_FULL_ACCESS,
+                     approval: ta.Approvals | None = None, multi_agent: bool = False) -> AsyncIterator[Harness]:
     server = FakeResponsesServer.in_memory()
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     home = tmp_path / "home"
+    # The seeds' MockResponsesConfig::with_sandbox_mode("danger-full-access"): threads that ask
+    # for nothing run unconfined; tests of sandboxes ask for one (or pass ``sandbox=``).
     config = ta.AgentConfig(
-        auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW,
+        auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW, sandbox=sandbox,
+        approval=approval or ta.Approvals(),
         responses=ta.Responses(websocket_url=server.url, dialer=server.dial, max_attempts=max_attempts),
     )
     model = Model(server, reply)
     with trio.fail_after(TEST_DEADLINE):
-        async with _running(server, model, config, home, workspace, unload_delay, outgoing_limit) as harness:
+        async with _running(server, model, config, home, workspace, unload_delay, outgoing_limit,
+                            multi_agent) as harness:
             yield harness
 
 
 @asynccontextmanager
 async def _running(server: FakeResponsesServer, model: Model, config: ta.AgentConfig, home: Path, workspace: Path,
-                   unload_delay: float, outgoing_limit: int) -> AsyncIterator[Harness]:
+                   unload_delay: float, outgoing_limit: int, multi_agent: bool) -> AsyncIterator[Harness]:
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         nursery.start_soon(model.serve)
-        async with open_app_server(config, home=home, unload_delay=unload_delay, outgoing_limit=outgoing_limit) as app:
+        async with open_app_server(config, home=home, unload_delay=unload_delay, outgoing_limit=outgoing_limit,
+                                   multi_agent=multi_agent) as app:
             yield Harness(app, model, nursery, workspace, home)
         nursery.cancel_scope.cancel()
 

@@ -273,15 +273,68 @@ async def test_injected_items_reach_the_next_request(tmp_path: Path, autojump_cl
     assert "injected note" in json.dumps(harness.model.requests[0]["input"])
 
 
-async def test_manual_compaction_is_refused_with_a_reason(
+async def compacting(conn: FakeConnection, request: Json) -> None:
+    """A compaction request gets its summary; anything else a short answer."""
+    if request["input"][-1] == {"type": "compaction_trigger"}:
+        await conn.send(COMPACTION_DONE)
+        await conn.send(frames.completed(f"resp-compact-{len(conn.requests)}", [], usage_block=frames.usage(120)))
+    else:
+        await send_message(conn, f"resp-{len(conn.requests)}", "noted")
+
+
+async def test_manual_compaction_is_a_turn_with_a_context_compaction_item(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    async with app_server(tmp_path) as harness:
+    async with app_server(tmp_path, compacting) as harness:
         client = await harness.client()
         thread_id = (await start_thread(client))["id"]
+        await turn(client, thread_id, "remember this")
+        client.take_pending()
+        assert await client.request("thread/compact/start", {"threadId": thread_id}) == {}
+        started = await client.read_notification("turn/started")
+        turn_id = started["turn"]["id"]
+        completed = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == turn_id)
+        seen = client.take_pending()
+        _, after = await turn(client, thread_id, "and now?")
+    assert completed["turn"]["status"] == "completed" and completed["turn"]["items"] == []
+    assert [m["method"] for m in seen] == ["thread/status/changed", "item/started", "item/completed",
+                                           "thread/compacted", "thread/status/changed"]
+    (compaction,) = items(seen, "contextCompaction")
+    assert compaction["id"] == f"compaction-{turn_id}-1"
+    assert seen[3]["params"] == {"threadId": thread_id, "turnId": turn_id}
+    compact_request, next_request = harness.model.requests[1:3]
+    assert compact_request["input"] == [{"type": "compaction_trigger"}]
+    assert next_request["input"][-2]["type"] == "compaction" and "remember this" in json.dumps(next_request)
+    assert items(after, "contextCompaction") == []
+
+
+async def test_manual_compaction_on_a_busy_thread_runs_after_its_turn_and_refuses_steers(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    release, release_compaction = trio.Event(), trio.Event()
+
+    async def held(conn: FakeConnection, request: Json) -> None:
+        await (release_compaction if request["input"][-1] == {"type": "compaction_trigger"} else release).wait()
+        await compacting(conn, request)
+
+    async with app_server(tmp_path, held) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        first = await client.request("turn/start", {"threadId": thread_id, "input": text_input("long job")})
+        await harness.model.wait_for_request_count(1)
+        assert await client.request("thread/compact/start", {"threadId": thread_id}) == {}
+        release.set()
+        await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == first["turn"]["id"])
+        compaction = await client.read_notification("turn/started", lambda p: p["turn"]["id"] != first["turn"]["id"])
+        compaction_id = compaction["turn"]["id"]
         with pytest.raises(AppServerError) as caught:
-            await client.request("thread/compact/start", {"threadId": thread_id})
-    assert caught.value.code == -32600 and "compacts automatically" in caught.value.message
+            await client.request("turn/steer", {"threadId": thread_id, "expectedTurnId": compaction_id,
+                                                "input": text_input("not during compaction")})
+        assert caught.value.code == -32600 and "is a compaction and takes no steers" in caught.value.message
+        release_compaction.set()
+        done = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == compaction_id)
+    assert done["turn"]["status"] == "completed"
+    assert harness.model.requests[1]["input"][-1] == {"type": "compaction_trigger"}
 
 
 async def test_model_list(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:

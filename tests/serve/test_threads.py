@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from trio_agent._rollout import read_history
 from trio_agent.testing import AppServerError, FakeConnection, frames
 
 from ._harness import Json, app_server, run_turn, send_message, start_thread, text_input
@@ -172,8 +173,11 @@ async def test_closing_the_server_ends_running_turns_with_their_notifications(
         assert await client.read_notification("thread/closed") == {"threadId": thread_id}
         with pytest.raises(trio.EndOfChannel):
             await client.read_notification("anything")  # then the server closed the connection
-    rollout = next((tmp_path / "home" / "sessions").rglob("*.jsonl")).read_text()
-    assert "never ends" in rollout  # (the <turn_aborted> marker is lost: see the report)
+    rollout = next((tmp_path / "home" / "sessions").rglob("*.jsonl"))
+    _meta, history = read_history(rollout)
+    prompt, marker = history[-2:]
+    assert prompt["content"][0]["text"] == "never ends"  # the cancelled turn's committed history...
+    assert marker["content"][0]["text"].startswith("<turn_aborted>")  # ...marker included, on disk
 
 
 async def test_a_client_too_slow_to_read_is_dropped_and_nobody_else_waits(
@@ -202,3 +206,39 @@ async def test_a_client_too_slow_to_read_is_dropped_and_nobody_else_waits(
         completed = await run_turn(client, other, "and you?")
         assert completed["turn"]["status"] == "completed"
         assert await client.request("thread/unsubscribe", {"threadId": noisy}) == {"status": "notSubscribed"}
+
+
+async def test_two_clients_cold_resuming_one_thread_at_once_share_its_load(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trio_agent._runtime._agent import Agent
+
+    startup = Agent._startup
+    loads: list[float] = []
+
+    async def slow_startup(agent: Agent) -> None:  # a load that takes a second (say, a slow disk)
+        loads.append(trio.current_time())
+        await trio.sleep(1)
+        await startup(agent)
+
+    monkeypatch.setattr(Agent, "_startup", slow_startup)
+    async with app_server(tmp_path, unload_delay=0) as harness:
+        first = await harness.client()
+        second = await harness.client()
+        thread_id = (await start_thread(first))["id"]
+        done = await run_turn(first, thread_id, "hello")
+        await first.request("thread/unsubscribe", {"threadId": thread_id})
+        await first.read_notification("thread/closed")
+        # Both requests are in before either load finishes.
+        asked = [await client.send_request("thread/resume", {"threadId": thread_id}) for client in (first, second)]
+        answers = [await client.read_response(rid) for client, rid in zip((first, second), asked, strict=True)]
+        for answer in answers:
+            assert answer["thread"]["id"] == thread_id and answer["thread"]["status"] == {"type": "idle"}
+            assert [t["id"] for t in answer["thread"]["turns"]] == [done["turn"]["id"]]
+        assert (await first.request("thread/loaded/list"))["data"] == [thread_id]
+        assert len(loads) == 2  # thread/start's, and the one cold load both resumes shared
+        # One agent, both subscribed: a turn started by one is seen by the other.
+        completed = await run_turn(first, thread_id, "again")
+        seen = await second.read_notification("turn/completed")
+        assert seen["turn"]["id"] == completed["turn"]["id"]
+        assert len(harness.model.requests) == 2

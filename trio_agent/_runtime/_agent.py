@@ -19,14 +19,14 @@ them holds a reference back to it.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, final
 
 import attrs
 import trio
 
-from .._config import AgentConfig, Thinking, Transport, _default_session_id
+from .._config import AgentConfig, Thinking, Transport, _approval, _default_session_id, _sandbox
 from .._errors import CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
 from .._events import AgentEvents, EventSink
 from .._ids import new_item_id
@@ -34,10 +34,10 @@ from .._session.context import DEFAULT_INSTRUCTIONS
 from .._session.conversation import ConversationSnapshot
 from .._session.history import History
 from .._session.ledger import TurnLedger
-from .._session.snapshot import check_prefix, request_prefix
+from .._session.snapshot import SessionSnapshot, check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
-from .._tools._security import SandboxMode
+from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
 from .._tracing import accept_hook, open_event_sink
 from .._wire.request import RequestSettings
 from .._wire.usage import TokenUsage
@@ -159,10 +159,12 @@ class Agent:
         if tools.collaboration is not None:
             self._collaboration = Collaboration(
                 tools.collaboration, path=path, spawn=self._handle.spawn, watch=tools.collaboration.watch,
-                queue=self._queue, nursery=nursery, emit=emit,
+                queue=self._queue, nursery=nursery, emit=emit, reopen=self._reopen_child,
             )
             groups[COLLABORATION] = self._collaboration.runner
-        self._guard = ExecGuard(config.sandbox, config.approval, self._workspace, emit, self._cancel_turn)
+        self._unload: Callable[[], bool] | None = None  # set when this agent is a worker (Workers)
+        self._guard = ExecGuard(config.sandbox, config.approval, self._workspace, emit, self._cancel_turn,
+                                session_id=config.session_id)
         self._tools = ToolDispatcher(ToolEnvironment(
             tools, self._workspace, self._handle, emit, nursery, groups,
             config=config, history=lambda: self._ledger.history, guard=self._guard,
@@ -189,6 +191,34 @@ class Agent:
     def sandbox(self) -> SandboxMode:
         """The sandbox mode commands run in (after the default's fallback, if any)."""
         return self._guard.sandbox.mode
+
+    @property
+    def sandbox_settings(self) -> Sandbox:
+        """The effective sandbox: mode, network, writable roots (after any fallback)."""
+        return self._guard.sandbox
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        """The approval policy calls are decided by now."""
+        return self._guard.approvals.policy
+
+    async def set_permissions(
+        self, *, sandbox: Sandbox | SandboxMode | str | None, approval: Approvals | ApprovalPolicy | str
+    ) -> None:
+        """Confine commands and decide approvals differently from now on: the calls a
+        running turn makes next and every later turn (a command already running keeps
+        its sandbox). ``sandbox`` and ``approval`` take what ``AgentConfig`` takes
+        (``None``: the default, which falls back to ``danger-full-access`` where no
+        sandbox works). When they change what the model was told, the next turn
+        starts with a new permissions message. Raises ``SandboxUnavailable`` -- and
+        changes nothing -- when an explicit mode cannot work here, ``ConfigError`` for a
+        value ``AgentConfig`` would refuse."""
+        await trio.lowlevel.checkpoint()
+        requested, approvals = _sandbox(sandbox), _approval(approval)
+        told = self._guard.permissions_message()
+        self._guard.reconfigure(requested, approvals)
+        if self._guard.permissions_message() != told:
+            self._runner.permissions_changed()
 
     def _record_event(self, payload: dict[str, Any]) -> None:
         if self._rollout is not None:
@@ -259,6 +289,21 @@ class Agent:
         """
         await trio.lowlevel.checkpoint()
         return Turn(self._queue.accept(_prompt(prompt), self._settings()), self._queue)
+
+    async def compact(self) -> Turn:
+        """Compact the conversation now, as a turn of its own; returns once it is queued.
+
+        It is queued like a prompt (FIFO: it runs when the turns accepted before it have
+        ended, and turns accepted after it wait for it), whatever the size of the
+        context. It sends one compaction request (``model.compaction.*`` events) and,
+        as the automatic compaction does, continues from the returned summary: the
+        next request replays the compacted history in full. It takes no steers
+        (``TurnNotSteerable``; ``submit`` starts a turn after it instead) and can be
+        cancelled like any turn. ``result()`` is a ``TurnResult`` with an empty
+        ``final_message``, or ``TurnFailed`` when the compaction failed (history is
+        then unchanged). Raises ``AgentClosed`` once the agent's block is closing."""
+        await trio.lowlevel.checkpoint()
+        return Turn(self._queue.accept(None, self._settings(), compact=True), self._queue)
 
     async def submit(self, given: str | Prompt | Sequence[dict[str, Any]]) -> Submission:
         """Steer the running turn if it can still take a steer, else start a turn;
@@ -400,6 +445,41 @@ class Agent:
             parent=self._address, cassette=self._cassette,
         )
 
+    def _reopen_child(
+        self, name: str, session_id: str, snapshot: SessionSnapshot
+    ) -> AbstractAsyncContextManager[Agent]:
+        """A suspended worker back from its snapshot: the same name, path and session id
+        (so its rollout goes on in the same file), spawned again from this agent."""
+        config = attrs.evolve(self._child_config(keep_lineage=False), session_id=session_id, resume=snapshot)
+        return _open_agent(config, parent_id=self.session_id, path=f"{self._path}/{name}", parent=self._address,
+                           cassette=self._cassette)
+
+    # -- as a worker (Workers: suspension for idle eviction) -------------------------------
+
+    def _as_worker(self, *, unload: Callable[[], bool], automatic: Callable[[Turn], None]) -> None:
+        """This agent is a worker: ``unload`` asks its owner to suspend it when idle
+        (False: it is busy); ``automatic`` is told each automatic turn it accepts (to be
+        reported)."""
+        self._unload = unload
+        self._queue.accept_observers.append(
+            lambda state: automatic(Turn(state, self._queue)) if state.automatic else None)
+
+    def _request_unload(self) -> bool:
+        """Ask the owner of a worker to close it now that it is idle, to be reloaded on
+        demand (the app server's idle eviction); False when it will not: it is not a
+        worker, or a turn of it runs or waits."""
+        return self._unload() if self._unload is not None else False
+
+    def _suspended_state(self) -> tuple[SessionSnapshot, list[Mail]]:
+        """A closed worker's way back: its committed history and the mail it had not read."""
+        checkpoint = self._ledger.snapshot(self._model.chain)
+        return self._session.snapshot(checkpoint), self._queue.mailbox.take_all()
+
+    def _restore_mail(self, mail: list[Mail]) -> None:
+        """Mail a worker held when it was suspended, back in its mailbox (first, in order)."""
+        for held in mail:
+            self._queue.post_mail(held, self._settings())
+
     def _child_path(self, name: str | None, kind: str) -> str:
         self._children += 1
         if name is None:
@@ -442,6 +522,12 @@ class Agent:
         self._model.close()
         await self._tools.aclose()
         await self._model.aclose()
+
+    def _close_rollout(self) -> None:
+        """Flush and close the rollout: only once every task of the agent has ended, so
+        what a cancelled turn commits on its way out (its prompt, ``<turn_aborted>``) is
+        in the file. Under an outer cancellation the turn task runs its abort only after
+        ``_shutdown`` began, and with no tool running there is no checkpoint before it."""
         if self._rollout is not None:
             self._rollout.close()
 
@@ -497,6 +583,7 @@ async def _open_agent(
     cassette: CassetteWriter | None = None,
 ) -> AsyncIterator[Agent]:
     sinks: list[EventSink] = []
+    agents: list[Agent] = []
     owned: CassetteWriter | None = None
     if cassette is None and config.record is not None:
         from .._cassette.recorder import open_cassette  # lazy: only when recording
@@ -506,6 +593,7 @@ async def _open_agent(
         async with trio.open_nursery() as nursery:
             agent = Agent(config, nursery, seed, parent_id, lineage_id, path, parent, cassette)
             sinks.append(agent._sink)
+            agents.append(agent)
             try:
                 await agent._startup()
                 yield agent
@@ -522,7 +610,9 @@ async def _open_agent(
         raise
     finally:
         # Only now, with every task of the agent finished (terminal events of cancelled
-        # turns included), does the event stream end.
+        # turns included), are the rollout closed and the event stream ended.
+        for agent in agents:
+            agent._close_rollout()
         for sink in sinks:
             sink.close()
         if owned is not None:

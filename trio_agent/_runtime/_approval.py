@@ -85,7 +85,9 @@ class ExecGuard:
         workspace: Path,
         emit: Callable[..., Any],
         cancel_turn: Callable[[int], None],
+        session_id: str | None = None,
     ) -> None:
+        self._session_id = session_id  # named in each request: whose call it is
         self._requested = sandbox
         self._approvals = approvals
         self._workspace = workspace
@@ -103,7 +105,23 @@ class ExecGuard:
         """Resolve the sandbox once (idempotent); raises ``SandboxUnavailable``."""
         if self._confinement is not None:
             return
-        resolution = resolve_sandbox(self._requested)
+        self._install(self._requested)
+
+    def reconfigure(self, sandbox: Sandbox | None, approvals: Approvals) -> None:
+        """Another sandbox and approval policy for the calls made from now on (a command
+        already running keeps its sandbox; approvals given for the session stay given).
+        Raises ``SandboxUnavailable`` -- and changes nothing -- when an explicit mode
+        cannot work here; ``None`` falls back as at start."""
+        self._install(sandbox)
+        self._requested = sandbox
+        self._approvals = approvals
+
+    @property
+    def approvals(self) -> Approvals:
+        return self._approvals
+
+    def _install(self, requested: Sandbox | None) -> None:
+        resolution = resolve_sandbox(requested)
         self._confinement = resolution.confinement
         if resolution.fallback is not None:
             reason = f"commands run without a sandbox (danger-full-access): {resolution.fallback}"
@@ -150,6 +168,7 @@ class ExecGuard:
         if plan.action == "ask":
             await self._approve_command(request.cmd, request.workdir, plan.reason, plan.outside_sandbox,
                                         call_id, turn_id)
+        shell.confinement = self.confinement  # the sandbox current now (reconfigure may have changed it)
         result = await shell.exec_command(args, outside_sandbox=plan.outside_sandbox, on_output=on_output)
         if not plan.retry_on_denial or plan.outside_sandbox:
             return result
@@ -220,7 +239,7 @@ class ExecGuard:
                  **fields: Any) -> ApprovalRequest:
         approval_id = f"approval-{self._next_id}"
         self._next_id += 1
-        return ApprovalRequest(kind, approval_id, call_id, turn_id, cwd, reason, **fields)
+        return ApprovalRequest(kind, approval_id, call_id, turn_id, cwd, reason, session_id=self._session_id, **fields)
 
     async def _decide(self, request: ApprovalRequest) -> ApprovalDecision:
         """The hook's approval, or ``_Denied``; an ``abort`` also cancels the turn."""

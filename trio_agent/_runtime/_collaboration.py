@@ -13,7 +13,8 @@ Theory of operation (SPEC sec. 10; codex.md 3.2 and 3.7):
   waiting when it starts ends it at once, classified the same way (a steer first).
   The timeout is clamped up to ``WAIT_MIN_MS`` with a note; above ``WAIT_MAX_MS`` it is
   a failed output (as codex).
-- The worker tools (``spawn_agent``, ``send_input``, ``close_agent``) are ``_workers``.
+- The worker tools (``spawn_agent``, ``send_input``, ``send_message``, ``followup_task``,
+  ``close_agent``) and the workers' suspension are ``_workers``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ._tool_runner import Runner, ToolOutcome, json_text
 from ._workers import A, Workers
 
 if TYPE_CHECKING:
+    from .._session.snapshot import SessionSnapshot
     from ._turn import Turn, TurnState
     from ._turn_queue import TurnQueue
 
@@ -113,10 +115,11 @@ class Collaboration(Generic[A]):
         queue: TurnQueue,
         nursery: trio.Nursery,
         emit: Callable[..., Any],
+        reopen: Callable[[str, str, SessionSnapshot], AbstractAsyncContextManager[A]] | None = None,
     ) -> None:
         self._queue = queue
         self._emit = emit
-        self._workers = Workers(options, path=path, spawn=spawn, watch=watch, nursery=nursery) \
+        self._workers = Workers(options, path=path, spawn=spawn, watch=watch, nursery=nursery, reopen=reopen) \
             if options.max_workers else None
 
     def runner(self, name: str, state: TurnState) -> Runner | None:
@@ -128,6 +131,7 @@ class Collaboration(Generic[A]):
             return wait
         workers = self._workers
         tool = {"spawn_agent": workers.spawn_agent, "send_input": workers.send_input,
+                "send_message": workers.send_message, "followup_task": workers.followup_task,
                 "close_agent": workers.close_agent}.get(name) if workers is not None else None
         if tool is None:
             return None
@@ -136,6 +140,12 @@ class Collaboration(Generic[A]):
             return await tool(arguments)
 
         return run
+
+    async def reload_worker(self, name: str) -> A:
+        """Worker ``name``'s agent, reloaded first if it was suspended (``Workers.reload``)."""
+        if self._workers is None:
+            raise AgentClosed("this agent runs no workers (with_collaboration(max_workers=0))")
+        return await self._workers.reload(name)
 
     def close(self) -> None:
         """The agent is shutting down: every worker is cancelled (never blocks)."""

@@ -4,6 +4,13 @@ A socket is opened on demand (``ensure``) with a ``purpose`` of ``initial``,
 ``warmup_fallback`` or ``reconnect`` and a fresh ``connection_generation``;
 ``invalidate`` abandons it (its task closes it) and says why the next one opens.
 Forgetting the server-side chain when a socket goes is the caller's business.
+
+``close`` (the agent is shutting down) abandons the socket and refuses new ones. A
+handshake that completes in the same scheduling tick as ``close`` -- its task was
+already woken with the server's answer, so the cancellation of the caller cannot reach
+it before it reports the link -- hands back a link ``close`` never saw; ``ensure``
+checks the closed flag right after the handshake (no checkpoint between) and abandons
+that link itself, so its task ends and the agent's nursery can exit.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._config import AgentConfig, Transport
-from .._errors import AuthenticationError, ResponsesError
+from .._errors import AuthenticationError, ConnectionFailed, ResponsesError
 from .._events import EventKind
 from .._transport.auth import recover_unauthorized, websocket_auth
 from .._units import ns
@@ -42,6 +49,7 @@ class Connections:
         self.link: WebSocketLink | None = None
         self.generation = 0
         self.next_purpose = "initial"
+        self._closed = False
 
     def invalidate(self, purpose: str) -> None:
         if self.link is not None:
@@ -50,6 +58,8 @@ class Connections:
         self.next_purpose = purpose
 
     def close(self) -> None:
+        """Abandon the socket and open no other (idempotent)."""
+        self._closed = True
         if self.link is not None:
             self.link.abandon()
             self.link = None
@@ -76,7 +86,6 @@ class Connections:
             )
             try:
                 link: WebSocketLink = await open_connection(self._nursery, options)
-                return link
             except ResponsesError as exc:
                 if self._tap is not None:
                     self._tap.websocket_failed(purpose, options.url, exc)
@@ -84,6 +93,11 @@ class Connections:
                     raise
                 recovered = True
                 await recover_unauthorized(self._config, snapshot)
+                continue
+            if self._closed:  # see the module docstring: close() ran during the handshake
+                link.abandon()
+                raise _closed_error()
+            return link
 
     async def ensure(self, turn_id: int | None) -> WebSocketLink:
         """The live socket, opening one (with connection events) when there is none."""
@@ -91,6 +105,9 @@ class Connections:
             return self.link
         from .._transport.websocket import WebSocketOptions, open_connection  # lazy: lean `import trio_agent`
 
+        if self._closed:
+            await trio.lowlevel.checkpoint()
+            raise _closed_error()
         purpose = self.next_purpose
         self.generation += 1
         self._stats.connection_attempts += 1
@@ -123,3 +140,8 @@ class Connections:
             "connection_generation": self.generation,
         }, turn_id)
         return link
+
+
+def _closed_error() -> ConnectionFailed:
+    return ConnectionFailed("the agent is closing: no Responses WebSocket is opened for it any more",
+                            error_class="agent_closing", retryable=False)

@@ -49,7 +49,11 @@ class AgentHandle:
 
     @property
     def session_id(self) -> str:
-        return self._get().session_id
+        """The agent's session id (also while it closes, and inside ``tools_factory``)."""
+        agent = self._agent()
+        if agent is None:
+            raise AgentClosed("the agent behind this handle has closed")
+        return agent.session_id
 
     @property
     def path(self) -> str:

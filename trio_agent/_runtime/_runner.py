@@ -93,9 +93,14 @@ class TurnRunner:
         self._workspace = workspace
         self._context_recorded = context_recorded
         self._permissions = permissions  # the developer message with the sandbox mode and approval policy
+        self._tell_permissions = False  # set_permissions changed them since the model was told
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
         self._queue: TurnQueue | None = None
+
+    def permissions_changed(self) -> None:
+        """The sandbox or approval policy changed: the next turn tells the model."""
+        self._tell_permissions = True
 
     async def run(self, queue: TurnQueue) -> None:
         """Run turns until the queue is closed and empty (or this task is cancelled:
@@ -114,7 +119,7 @@ class TurnRunner:
 
     async def _run_turn(self, state: TurnState, queue: TurnQueue) -> None:
         state.status = TurnStatus.RUNNING
-        state.steerable = True
+        state.steerable = not state.compact
         state.ran = True
         state.started.set()
         self._reporter.started(state)
@@ -152,12 +157,18 @@ class TurnRunner:
         self._abort(state, stats, live, start)
 
     async def _drive(self, state: TurnState, queue: TurnQueue, stats: TurnStats, live: _Live) -> TurnResult:
+        if state.compact:
+            return await self._compact_turn(state, stats, live)
         ledger = self._ledger
         if not self._context_recorded:
             ledger.record_context([self._permissions(), context_user_message(self._workspace)])
             self._context_recorded = True
+            self._tell_permissions = False
         else:
             await self._maybe_compact(state, stats, live)  # before the new prompt joins (SPEC sec. 8)
+        if self._tell_permissions:  # codex: a changed sandbox or policy is a new developer message
+            self._tell_permissions = False
+            ledger.record_context([self._permissions()])
         self._record_own_input(state, live)
         idle_items = queue.take_idle_items()
         if idle_items:  # injected while idle: they join this turn's first request
@@ -273,12 +284,32 @@ class TurnRunner:
     async def _maybe_compact(self, state: TurnState, stats: TurnStats, live: _Live) -> bool:
         """Compact when the active context reached the auto-compact limit (SPEC sec. 8);
         True if it did."""
-        ledger = self._ledger
         window = context_window(self._session.model)
         limit = auto_compact_limit(window)
-        active = self._last_total_tokens + estimate_history_tokens(ledger.history, self._model.chain.delta_start)
+        active = self._last_total_tokens + estimate_history_tokens(self._ledger.history, self._model.chain.delta_start)
         if active < limit:
             return False
+        await self._compact(state, stats, live, window, active, limit)
+        return True
+
+    async def _compact_turn(self, state: TurnState, stats: TurnStats, live: _Live) -> TurnResult:
+        """A manual compaction (``Agent.compact``): one compaction request, whatever the
+        size of the context; the turn has no input of its own."""
+        live.input_recorded = True
+        window = context_window(self._session.model)
+        active = self._last_total_tokens + estimate_history_tokens(self._ledger.history,
+                                                                   self._model.chain.delta_start)
+        response_id = await self._compact(state, stats, live, window, active, auto_compact_limit(window))
+        self._context_recorded = True  # the compacted history carries the context messages
+        checkpoint = self._ledger.snapshot(self._model.chain)
+        self._fork_point.latest = checkpoint
+        return TurnResult(state.turn_id, "", response_id, checkpoint=checkpoint,
+                          lineage=self._session.prompt_cache_key, session=self._session)
+
+    async def _compact(self, state: TurnState, stats: TurnStats, live: _Live, window: int, active: int,
+                       limit: int) -> str | None:
+        """Compact now and install the summary; the compaction's response id."""
+        ledger = self._ledger
         if estimate_tokens([*ledger.prefix, *ledger.history]) > window:
             ledger.truncate_tool_outputs(window)
         stats.compactions += 1
@@ -294,8 +325,9 @@ class TurnRunner:
         installed = ledger.install_compaction(
             summary, permissions=self._permissions(), context=context_user_message(self._workspace)
         )
+        self._tell_permissions = False  # the compacted history carries the current ones
         self._last_total_tokens = estimate_tokens([*ledger.prefix, *installed])
-        return True
+        return outcome.response_id
 
     # -- endings (each emits exactly one terminal event) ---------------------------------
 
@@ -334,7 +366,8 @@ class TurnRunner:
                 state.turn_id,
             )
         live.pending_calls = []
-        self._ledger.mark_aborted()
+        if not state.compact:  # a cancelled manual compaction had no input to mark as aborted
+            self._ledger.mark_aborted()
         self._model.abandon()
         self._fork_point.latest = self._ledger.snapshot(self._model.chain)
         error = TurnCancelled(f"turn {state.turn_id} was cancelled")

@@ -180,7 +180,9 @@ class ToolDispatcher:
         if self._host is None:
             from .._tools.code_mode import CodeModeHost
 
-            self._host = CodeModeHost(self._env.nursery)
+            # A resumed (or reloaded) agent numbers its cells after those its history
+            # already ran, so no cell id the model saw before is handed out again.
+            self._host = CodeModeHost(self._env.nursery, first_cell_id=_cells_run(self._env.history()) + 1)
         return self._host
 
     def _shell_sessions(self) -> ShellSessions:
@@ -409,6 +411,14 @@ class ToolDispatcher:
             await self._shell.aclose()
         if self._remote is not None:
             await self._remote.aclose()
+
+
+def _cells_run(history: Iterable[Mapping[str, Any]]) -> int:
+    """How many ``exec`` cells the history ran (each answered ``exec`` call made one)."""
+    calls = {item.get("call_id") for item in history if item.get("type") == "custom_tool_call"
+             and item.get("name") == "exec"}
+    answered = {item.get("call_id") for item in history if item.get("type") == "custom_tool_call_output"}
+    return len(calls & answered)
 
 
 def _first_sentence(text: str) -> str:

@@ -155,7 +155,8 @@ class TurnResult:
 class TurnState:
     """A turn's state. Its own input is ``prompt`` (a user turn) or ``items`` (raw
     Responses items, or triggering mail: an *automatic* turn, whose first request also
-    takes the input that was waiting, as codex's automatic idle work does)."""
+    takes the input that was waiting, as codex's automatic idle work does); a
+    ``compact`` turn has none."""
 
     turn_id: int
     prompt: Prompt | None
@@ -176,10 +177,11 @@ class TurnState:
     terminal_emitted: bool = False  # exactly one run.completed / run.failed per turn
     ran: bool = False  # the runner started it (a queued turn cancelled in time never does)
     on_steer: Callable[[str, bool], None] | None = None  # a cassette recording the session's steers
+    compact: bool = False  # a manual compaction turn (Agent.compact): no input, one compaction request
 
     @property
     def automatic(self) -> bool:
-        return self.prompt is None
+        return self.prompt is None and not self.compact
 
     def finish(self, status: TurnStatus, *, result: TurnResult | None = None,
                error: AgentError | None = None) -> None:
@@ -278,6 +280,9 @@ class Turn:
             raise InvalidPrompt("a steer needs non-empty text")
         state = self._state
         await trio.lowlevel.checkpoint()
+        if state.compact:
+            raise TurnNotSteerable(f"turn {state.turn_id} is a compaction and takes no steers; prompt() or "
+                                   "submit() queue a turn after it")
         if state.status is not TurnStatus.RUNNING or not state.steerable:
             raise TurnNotSteerable(
                 f"turn {state.turn_id} is {state.status.value}; only a running turn can be steered"

@@ -72,13 +72,13 @@ class TurnQueue:
         return self.running is None and not self._queued
 
     def accept(self, prompt: Prompt | None, settings: RequestSettings, items: tuple[dict[str, Any], ...] = (),
-               mail: tuple[dict[str, Any], ...] = ()) -> TurnState:
-        """Queue a turn: a user turn (``prompt``) or an automatic one (raw ``items``, or
-        the ``mail`` that started it)."""
+               mail: tuple[dict[str, Any], ...] = (), *, compact: bool = False) -> TurnState:
+        """Queue a turn: a user turn (``prompt``), an automatic one (raw ``items``, or
+        the ``mail`` that started it) or a manual compaction (``compact``)."""
         if self._closing:
             raise AgentClosed("the agent is closing; open a new agent to send more prompts")
         self._next_id += 1
-        state = TurnState(self._next_id, prompt, settings, self.activity, items, mail)
+        state = TurnState(self._next_id, prompt, settings, self.activity, items, mail, compact=compact)
         for observe in self.accept_observers:
             observe(state)
         if self.running is not None:

@@ -1,20 +1,37 @@
-"""The workers of one agent: ``spawn_agent``, ``send_input`` and ``close_agent``.
+"""The workers of one agent: ``spawn_agent``, ``send_input``, ``send_message``,
+``followup_task`` and ``close_agent``.
 
 Theory of operation (codex.md 3.2; the collaboration tools of Multi-Agent V2): each
 worker is a task in the agent's nursery that opens ``spawn(name)`` -- a clean child at
 ``<path>/<name>`` -- prompts it with its task, and then reports the worker's turns, in
 the order they started, to the agent as mail from the worker's path
-(``post_to_parent``): the final message, or a short text saying the turn failed.
-``send_input`` submits to the worker (a steer while it is busy, else a new turn that
-is reported the same way). A worker's cancel scope is cancelled by ``close_agent``
-and, for every worker, when the agent shuts down (``close``); an outer cancellation
-reaches them through the nursery. Bounds: at most ``max_workers`` at once, and per
-worker at most ``TURN_BACKLOG`` turns waiting to be reported (in practice one: input
-for a busy worker is a steer). Model mistakes are failed tool outputs.
+(``post_to_parent``): the final message, or a short text saying the turn failed. The
+turns reported are the ones the tools prompted (the task, ``send_input``) and every
+*automatic* turn of the worker (mail that triggered one, ``followup_task``).
+``send_input`` submits to the worker (a steer while it is busy, else a new turn);
+``send_message`` is queue-only mail (it joins the worker's running turn or waits for
+its next one); ``followup_task`` is triggering mail. A worker's cancel scope is
+cancelled by ``close_agent`` and, for every worker, when the agent shuts down
+(``close``); an outer cancellation reaches them through the nursery.
+
+Suspension (idle eviction, for a host such as the app server): the worker's agent
+can be asked to unload (``Agent._request_unload``). When it is idle -- no turn
+running or queued, every finished turn reported -- the worker closes it and keeps
+what it needs to come back: its session snapshot (the committed history; the rollout
+goes on in the same file) and the queue-only mail it had not read yet. The next
+tool that reaches the worker (``send_input``, ``send_message``, ``followup_task``), or
+``reload(name)``, reopens it -- same name, path and session id (``reopen``) -- puts the
+held mail back first, then delivers; a reload that fails leaves it suspended and the
+tool's output (or ``reload``'s error) says why. Each load runs ``watch`` again.
+
+Bounds: at most ``max_workers`` at once (suspended ones included), and per worker at
+most ``TURN_BACKLOG`` turns waiting to be reported. Model mistakes are failed tool
+outputs.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -26,10 +43,12 @@ import trio
 
 from .._errors import AgentClosed, AgentError, SteerQueueFull, TurnCancelled, TurnFailed
 from .._events import AgentEvents
+from .._session.snapshot import SessionSnapshot
 from .._tools._namespaces import CollaborationOptions
 from ._tool_runner import ToolOutcome, json_text
 
 if TYPE_CHECKING:
+    from ._input import Mail
     from ._pending_input import Submission
     from ._turn import Turn
 
@@ -55,15 +74,26 @@ class WorkerAgent(Protocol):
     def path(self) -> str: ...
 
     @property
+    def session_id(self) -> str: ...
+
+    @property
     def events(self) -> AgentEvents: ...
 
     async def prompt(self, prompt: str) -> Turn: ...
 
     async def submit(self, given: str) -> Submission: ...
 
+    async def post_mail(self, author: str, text: str, *, trigger_turn: bool = False) -> Turn | None: ...
+
     async def post_to_parent(self, text: str, *, trigger_turn: bool = False) -> Turn | None: ...
 
     def statistics(self) -> _Counters: ...
+
+    def _as_worker(self, *, unload: Callable[[], bool], automatic: Callable[[Turn], None]) -> None: ...
+
+    def _suspended_state(self) -> tuple[SessionSnapshot, list[Mail]]: ...
+
+    def _restore_mail(self, mail: list[Mail]) -> None: ...
 
 
 A = TypeVar("A", bound=WorkerAgent)
@@ -71,6 +101,13 @@ A = TypeVar("A", bound=WorkerAgent)
 
 def _shown(value: Any) -> str:
     return json.dumps(value)[:60]
+
+
+class _Phase(enum.Enum):
+    STARTING = "starting"  # spawn_agent has not returned yet
+    LOADED = "loaded"
+    SUSPENDED = "suspended"  # its agent is closed; a tool reaching it reloads it
+    LOADING = "loading"  # a reload is under way
 
 
 @attrs.define(eq=False)
@@ -82,10 +119,25 @@ class _Worker(Generic[A]):
     started: bool = False  # running in the agent's nursery (spawn_agent has returned)
     closed: trio.Event = attrs.field(factory=trio.Event)
     turns: trio.MemorySendChannel[Turn] | None = None
+    phase: _Phase = _Phase.STARTING
+    changed: trio.Event = attrs.field(factory=trio.Event)  # set (and replaced) at each phase change
+    unload_wanted: trio.Event = attrs.field(factory=trio.Event)
+    reload_wanted: trio.Event = attrs.field(factory=trio.Event)
+    reporting: bool = False  # a finished turn is being reported to the parent
+    unload_after_report: bool = False  # an unload asked while reporting: done once the reports are
+    session_id: str | None = None
+    snapshot: SessionSnapshot | None = None  # while suspended: its history
+    held_mail: list[Mail] = attrs.field(factory=list)  # while suspended: mail it had not read
+    load_error: AgentError | None = None  # why the latest reload failed
+
+    def set_phase(self, phase: _Phase) -> None:
+        self.phase = phase
+        self.changed.set()
+        self.changed = trio.Event()
 
     def busy(self) -> bool:
         if self.agent is None:
-            return True  # still starting
+            return self.phase is not _Phase.SUSPENDED  # starting or reloading
         stats = self.agent.statistics()
         return stats.running_turn is not None or stats.turns_queued > 0
 
@@ -138,11 +190,13 @@ class Workers(Generic[A]):
         spawn: Callable[[str], AbstractAsyncContextManager[A]],
         watch: Callable[[A], Awaitable[None]] | None,
         nursery: trio.Nursery,
+        reopen: Callable[[str, str, SessionSnapshot], AbstractAsyncContextManager[A]] | None = None,
     ) -> None:
         self._options = options
         self._path = path
         self._depth = path.count("/") - 1  # /root is 0, /root/<name> is 1
         self._spawn = spawn
+        self._reopen = reopen
         self._watch = watch
         self._nursery = nursery
         self._workers: dict[str, _Worker[A]] = {}
@@ -183,9 +237,13 @@ class Workers(Generic[A]):
                 f"collaboration.send_input: worker {found[0].path} has {TURN_BACKLOG} turns waiting already; "
                 "wait_agent for its answers first"), "failed")
         worker, (_, text) = found
-        assert worker.agent is not None and worker.turns is not None
+        assert worker.turns is not None
         try:
-            submission = await worker.agent.submit(text)
+            agent = await self._loaded(worker)
+        except AgentError as exc:
+            return ToolOutcome(f"collaboration.send_input to {worker.path} failed: {exc}", "failed")
+        try:
+            submission = await agent.submit(text)
         except SteerQueueFull:
             return ToolOutcome(f"collaboration.send_input: worker {worker.path} already holds the most pending "
                                "input it can; wait_agent for its answer before sending more", "failed")
@@ -195,6 +253,73 @@ class Workers(Generic[A]):
             worker.turns.send_nowait(submission.turn)  # room was checked above, with no await since
             return ToolOutcome(worker.summary("running", delivered="new_turn"), "completed")
         return ToolOutcome(worker.summary("running", delivered="joined_running_turn"), "completed")
+
+    async def send_message(self, arguments: Any) -> ToolOutcome:
+        """Queue-only mail for the worker: its running turn's next request, or its next turn."""
+        return await self._mail("send_message", arguments, trigger=False)
+
+    async def followup_task(self, arguments: Any) -> ToolOutcome:
+        """Triggering mail: a turn of an idle worker (reported), or its running turn's next request."""
+        return await self._mail("followup_task", arguments, trigger=True)
+
+    async def _mail(self, tool: str, arguments: Any, *, trigger: bool) -> ToolOutcome:
+        found = self._find(tool, arguments, "name", "text")
+        if isinstance(found, str) or (trigger and found[0].backlog_full()):
+            await trio.lowlevel.checkpoint()
+            return ToolOutcome(found if isinstance(found, str) else (
+                f"collaboration.{tool}: worker {found[0].path} has {TURN_BACKLOG} turns waiting already; "
+                "wait_agent for its answers first"), "failed")
+        worker, (_, text) = found
+        try:
+            agent = await self._loaded(worker)
+            turn = await agent.post_mail(self._path, text, trigger_turn=trigger)
+        except AgentError as exc:  # a reload that failed, a full mailbox, a worker closing
+            return ToolOutcome(f"collaboration.{tool} to {worker.path} failed: {exc}", "failed")
+        delivered = "new_turn" if turn is not None else "mail" if not worker.busy() else "joined_running_turn"
+        return ToolOutcome(worker.summary("running" if worker.busy() else "idle", delivered=delivered), "completed")
+
+    async def reload(self, name: str) -> A:
+        """Worker ``name``'s agent, reopened first if it was suspended (``AgentError``
+        saying why when it cannot be: unknown, closed, or its reload failed)."""
+        worker = self._workers.get(name)
+        if worker is None or not worker.started:
+            raise AgentClosed(f"{self._path} runs no worker named {name!r}")
+        return await self._loaded(worker)
+
+    async def _loaded(self, worker: _Worker[A]) -> A:
+        """The worker's agent; a suspended worker is reloaded first (one reload at a time,
+        shared by everyone waiting). Raises the reload's ``AgentError`` when it failed."""
+        asked = False
+        while True:
+            if worker.phase is _Phase.LOADED and worker.agent is not None:
+                await trio.lowlevel.checkpoint()
+                return worker.agent
+            if worker.phase is _Phase.SUSPENDED:
+                if asked:  # the reload this call asked for failed
+                    raise worker.load_error or AgentClosed(f"worker {worker.path} could not be reloaded")
+                asked = True
+                worker.load_error = None
+                worker.set_phase(_Phase.LOADING)
+                worker.reload_wanted.set()
+            if worker.closed.is_set():
+                raise AgentClosed(f"worker {worker.path} has closed")
+            await worker.changed.wait()
+
+    def _request_unload(self, worker: _Worker[A]) -> bool:
+        """Suspend the worker if it is idle (once the turns it finished are reported);
+        False -- nothing happens -- while a turn of it runs or waits."""
+        if worker.phase is not _Phase.LOADED or worker.busy():
+            return False
+        worker.unload_wanted.set()
+        return True
+
+    def _automatic(self, worker: _Worker[A], turn: Turn) -> None:
+        """An automatic turn of the worker (mail started it): its answer is reported too."""
+        if worker.turns is not None:
+            try:
+                worker.turns.send_nowait(turn)
+            except trio.WouldBlock:  # the backlog is full: this one answers nobody
+                pass
 
     async def close_agent(self, arguments: Any) -> ToolOutcome:
         found = self._find("close_agent", arguments, "name")
@@ -274,25 +399,76 @@ class Workers(Generic[A]):
 
     async def _live(self, worker: _Worker[A], task: str, receive: trio.MemoryReceiveChannel[Turn],
                     task_status: trio.TaskStatus[None]) -> None:
-        assert worker.turns is not None
-        # The watcher runs beside the worker and may outlive its block by as long as it
-        # takes to read the last events (they end when the worker has closed). Without
+        # The watcher runs beside each load of the worker and may outlive it by as long as
+        # it takes to read the last events (they end when that agent has closed). Without
         # one, nobody else can read them: they are read and dropped, so a long-lived
         # worker does not pile them up.
         async with trio.open_nursery() as watchers:
             with worker.scope:
-                async with self._spawn(worker.name) as agent:
-                    worker.agent = agent
-                    watchers.start_soon(self._watch or _discard_events, agent)
-                    worker.turns.send_nowait(await agent.prompt(task))
-                    task_status.started()
-                    worker.started = True
-                    await self._report(agent, receive)
+                await self._load(worker, self._spawn(worker.name), receive, watchers, task, task_status)
+                while True:  # suspended: until something reaches it
+                    await worker.reload_wanted.wait()
+                    worker.reload_wanted = trio.Event()
+                    assert self._reopen is not None and worker.session_id is not None and worker.snapshot is not None
+                    try:
+                        await self._load(worker, self._reopen(worker.name, worker.session_id, worker.snapshot),
+                                         receive, watchers)
+                    except AgentError as exc:
+                        if worker.phase is not _Phase.LOADING:
+                            raise
+                        worker.load_error = exc  # it stays suspended; whoever asked is told why
+                        worker.set_phase(_Phase.SUSPENDED)
 
-    async def _report(self, agent: A, receive: trio.MemoryReceiveChannel[Turn]) -> None:
-        async for turn in receive:
-            text = await _turn_text(turn)
+    async def _load(self, worker: _Worker[A], opening: AbstractAsyncContextManager[A],
+                    receive: trio.MemoryReceiveChannel[Turn], watchers: trio.Nursery, task: str | None = None,
+                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """One load of the worker: open it, run it until it is suspended (or closed)."""
+        assert worker.turns is not None
+        async with opening as agent:
+            worker.agent = agent
+            worker.session_id = agent.session_id
+            agent._as_worker(unload=lambda: self._request_unload(worker),
+                             automatic=lambda turn: self._automatic(worker, turn))
+            agent._restore_mail(worker.held_mail)
+            worker.held_mail = []
+            watchers.start_soon(self._watch or _discard_events, agent)
+            if task is not None:
+                worker.turns.send_nowait(await agent.prompt(task))
+                task_status.started()
+                worker.started = True
+            worker.set_phase(_Phase.LOADED)
+            await self._serve(worker, agent, receive)
+        worker.snapshot, worker.held_mail = agent._suspended_state()  # after its close: nothing is missed
+        worker.agent = None
+        worker.set_phase(_Phase.SUSPENDED)
+
+    async def _serve(self, worker: _Worker[A], agent: A, receive: trio.MemoryReceiveChannel[Turn]) -> None:
+        """Report the worker's turns; return when it was asked to unload while idle."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._report, worker, agent, receive)
+            while True:
+                await worker.unload_wanted.wait()
+                worker.unload_wanted = trio.Event()
+                if worker.busy():
+                    continue  # a turn started since: it stays (its host asks again when idle)
+                if worker.reporting or receive.statistics().current_buffer_used:
+                    worker.unload_after_report = True  # _report asks again once it is done
+                    continue
+                nursery.cancel_scope.cancel()
+                return
+
+    async def _report(self, worker: _Worker[A], agent: A, receive: trio.MemoryReceiveChannel[Turn]) -> None:
+        while True:
+            turn = await receive.receive()
+            worker.reporting = True
             try:
-                await agent.post_to_parent(text, trigger_turn=self._options.trigger_turn)
-            except AgentError:
-                pass  # the parent has closed (AgentClosed) or is flooded (MailboxFull): nobody takes it
+                text = await _turn_text(turn)
+                try:
+                    await agent.post_to_parent(text, trigger_turn=self._options.trigger_turn)
+                except AgentError:
+                    pass  # the parent has closed (AgentClosed) or is flooded (MailboxFull): nobody takes it
+            finally:
+                worker.reporting = False
+            if worker.unload_after_report and not receive.statistics().current_buffer_used:
+                worker.unload_after_report = False
+                worker.unload_wanted.set()

@@ -19,12 +19,13 @@ from typing import Any
 import attrs
 import trio
 
+from .._runtime import Agent
 from .._tools import ToolContext, Tools
 from ._items import DynamicOutcome
 from ._jsonrpc import InvalidParams
 from ._params import shown
 
-__all__ = ["DynamicCalls", "DynamicToolSpec", "build_tools", "parse_dynamic_tools", "parse_reply"]
+__all__ = ["DynamicCalls", "DynamicToolSpec", "Introductions", "build_tools", "parse_dynamic_tools", "parse_reply"]
 
 Json = dict[str, Any]
 
@@ -67,10 +68,14 @@ def parse_dynamic_tools(raw: list[Any] | None) -> list[DynamicToolSpec]:
 Ask = Callable[[str, Any, str], Awaitable[DynamicOutcome]]  # (call id, arguments, tool) -> outcome
 
 
-def build_tools(specs: list[DynamicToolSpec], ask: Ask) -> Tools:
-    """The built-in tools plus one function tool per spec, each answered by ``ask``.
-    Raises ``ConfigError`` for a name or schema the runtime refuses."""
+def build_tools(specs: list[DynamicToolSpec], ask: Ask, *,
+                collaboration: Callable[[Agent], Awaitable[None]] | None = None) -> Tools:
+    """The built-in tools plus one function tool per spec, each answered by ``ask``;
+    with ``collaboration`` (a worker watcher) the multi-agent tools too. Raises
+    ``ConfigError`` for a name or schema the runtime refuses."""
     tools = Tools.default()
+    if collaboration is not None:
+        tools.with_collaboration(watch=collaboration)
     for spec in specs:
         tools.function(spec.name, spec.description, spec.input_schema, _handler(spec.name, ask))
     return tools
@@ -122,28 +127,41 @@ def failure(text: str) -> DynamicOutcome:
     return DynamicOutcome(({"type": "inputText", "text": text},), False)
 
 
-class DynamicCalls:
-    """One thread's dynamic calls: when each was introduced (its ``item/started`` sent,
-    and in which turn) and how each ended."""
+class Introductions:
+    """Things (tool calls, approvals) whose server request must wait until the pump has
+    mapped the event that introduces them -- their item started on the wire -- and the
+    wire id of the turn each belongs to."""
 
     def __init__(self) -> None:
         self._introduced: dict[str, trio.Event] = {}
         self.turn_of: dict[str, str] = {}
+
+    def introduce(self, key: str, turn_id: str) -> None:
+        self.turn_of[key] = turn_id
+        self._introduced.setdefault(key, trio.Event()).set()
+
+    async def wait_introduced(self, key: str) -> str:
+        """The wire turn id of ``key``, once it was introduced."""
+        await self._introduced.setdefault(key, trio.Event()).wait()
+        return self.turn_of.get(key, "")
+
+    def forget(self, key: str) -> None:
+        """Nothing refers to ``key`` any more (its item is complete)."""
+        self._introduced.pop(key, None)
+        self.turn_of.pop(key, None)
+
+
+class DynamicCalls(Introductions):
+    """One thread's dynamic calls: when each was introduced (its ``item/started`` sent,
+    and in which turn) and how each ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.outcomes: dict[str, DynamicOutcome] = {}
-
-    def introduce(self, call_id: str, turn_id: str) -> None:
-        self.turn_of[call_id] = turn_id
-        self._introduced.setdefault(call_id, trio.Event()).set()
-
-    async def wait_introduced(self, call_id: str) -> str:
-        await self._introduced.setdefault(call_id, trio.Event()).wait()
-        return self.turn_of.get(call_id, "")
 
     def outcome(self, call_id: str) -> DynamicOutcome | None:
         return self.outcomes.get(call_id)
 
     def forget(self, call_id: str) -> None:
-        """The call's item is complete: nothing refers to it any more."""
-        self._introduced.pop(call_id, None)
-        self.turn_of.pop(call_id, None)
+        super().forget(call_id)
         self.outcomes.pop(call_id, None)

@@ -12,6 +12,9 @@ minted by the server; the mapping (``docs/app-server.md`` has the table):
 - the ``exec`` and ``wait`` calls, and ``exec_command``/``write_stdin`` inside a cell
   -> ``commandExecution``, their output as one ``item/commandExecution/outputDelta``;
 - a dynamic tool (declared by the client) -> ``dynamicToolCall``;
+- ``apply_patch`` inside a cell -> ``fileChange`` (its changes parsed from the patch);
+- ``approval.requested``/``approval.resolved`` -> the thread's ``waitingOnApproval``
+  flag while any is pending; a call whose approval was not given ends ``declined``;
 - a compaction -> ``contextCompaction`` and ``thread/compacted``;
 - ``model.call.completed`` usage -> ``thread/tokenUsage/updated``;
 - a retry -> ``error`` with ``willRetry: true``; a failed turn -> ``error`` then
@@ -270,6 +273,11 @@ class TurnMapper:
         item = self._open.get(call_id) if isinstance(call_id, str) else None
         if item is None or not isinstance(call_id, str):
             return []
+        if item["type"] == "fileChange":
+            status = "completed" if payload.get("status") == "completed" else (
+                "declined" if self._thread.was_declined(call_id) else "failed")
+            done = self.complete_item(call_id, status=status)
+            return [done] if done is not None else []
         if item["type"] == "dynamicToolCall":
             outcome = self._thread.dynamic_outcome(call_id)
             success = outcome.success if outcome is not None else payload.get("status") == "completed"
@@ -283,6 +291,8 @@ class TurnMapper:
 
     def _command_result(self, call_id: str, payload: Json) -> list[Out]:
         fields = self._thread.tools.command_outcome(payload)
+        if self._thread.was_declined(call_id):
+            fields["status"] = "declined"
         item = self._open[call_id]
         if "processId" in fields and item["source"] == "agent":
             self._thread.tools.note_session(fields["processId"], item["command"])
@@ -338,6 +348,9 @@ class ThreadMapper:
         self.status = status
         self.usage_total: Json | None = None
         self.tools = ToolItems(cwd, dynamic_tools)
+        self._shown_flags: tuple[str, ...] = ()
+        self._approvals: dict[str, str] = {}  # pending approval id -> its call id
+        self._declined: set[str] = set()  # calls whose approval was not given (until their item ends)
 
     # -- turns -------------------------------------------------------------------------
 
@@ -365,6 +378,8 @@ class ThreadMapper:
         kind = event.kind
         if event.turn_id is None:  # warmup, connections, background cells: not part of a turn
             return []
+        if kind is EventKind.APPROVAL_REQUESTED or kind is EventKind.APPROVAL_RESOLVED:
+            return self._approval(event)  # thread-wide, also after the turn ended (withdrawn)
         if kind is EventKind.RUN_STARTED:
             mapper = self.accept_turn(event.turn_id, None)
             if mapper.record.started_at_ms is not None:
@@ -383,12 +398,38 @@ class ThreadMapper:
             return outs + self._status(after) + [mapper.completed()]
         return mapper.on_event(kind, event.payload)
 
+    @property
+    def active_flags(self) -> tuple[str, ...]:
+        """``waitingOnApproval`` while an approval of a running turn is pending."""
+        return ("waitingOnApproval",) if self._approvals and self.status is ThreadStatus.ACTIVE else ()
+
     def _status(self, status: ThreadStatus) -> list[Out]:
-        if status is self.status:
-            return []
+        before = (self.status, self._shown_flags)
         self.status = status
-        return [Out("thread/status/changed", {"threadId": self.thread_id, "status": status_json(status)},
-                    broadcast=True)]
+        self._shown_flags = self.active_flags
+        if (status, self._shown_flags) == before:
+            return []
+        return [Out("thread/status/changed", {"threadId": self.thread_id,
+                                              "status": status_json(status, self._shown_flags)}, broadcast=True)]
+
+    def _approval(self, event: AgentEvent) -> list[Out]:
+        approval_id, call_id = event.payload.get("approval_id"), event.payload.get("call_id")
+        if not isinstance(approval_id, str) or not isinstance(call_id, str):
+            return []
+        if event.kind is EventKind.APPROVAL_REQUESTED:
+            self._approvals[approval_id] = call_id
+        else:
+            self._approvals.pop(approval_id, None)
+            if event.payload.get("decision") not in ("approve", "approve_for_session"):
+                self._declined.add(call_id)
+        return self._status(self.status)
+
+    def was_declined(self, call_id: str) -> bool:
+        """Whether ``call_id``'s approval was refused (asked once: its item is ending)."""
+        if call_id in self._declined:
+            self._declined.discard(call_id)
+            return True
+        return False
 
     def set_status(self, status: ThreadStatus) -> list[Out]:
         """A status the manager reported (``NOT_LOADED`` on unload)."""

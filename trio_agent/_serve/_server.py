@@ -41,15 +41,26 @@ import trio
 from .._config import AgentConfig, context_window
 from .._events import EventKind
 from .._ids import uuid7
-from .._runtime import Agent, Turn
+from .._runtime import Agent, AgentHandle, Turn
 from .._threads import ThreadEvent, ThreadEvents, ThreadManager, ThreadStatus, open_thread_manager
-from .._tools._security import SandboxMode
+from .._tools import Tools
+from .._tools._security import ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approvals
+from ._approvals import APPROVAL_METHODS, ApprovalUnanswered, decision_of, request_params
 from ._channel import MessageChannel
 from ._clock import WireClock
 from ._connection import OUTGOING_LIMIT, Connection, PendingReply, Reply
-from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, failure, parse_dynamic_tools, parse_reply
+from ._dynamic import (
+    DynamicCalls,
+    DynamicToolSpec,
+    Introductions,
+    build_tools,
+    failure,
+    parse_dynamic_tools,
+    parse_reply,
+)
 from ._items import DynamicOutcome, Out, ThreadMapper
 from ._jsonrpc import InvalidRequest, Notification, Request, RpcError, encode, notification_message
+from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._shapes import ThreadMeta, TurnRecord, thread_json
 from ._store import ThreadStore
 
@@ -68,6 +79,7 @@ class ThreadState:
         self.mapper = mapper
         self.specs = specs
         self.calls = calls
+        self.gate = Introductions()  # approvals, by approval id
         self.lock = trio.Lock()
         self.subscribers: set[Connection] = set()
         self.handles: dict[int, Turn] = {}  # this agent's turns that the server started
@@ -83,8 +95,12 @@ class AppServer:
     """See the module docstring; create it with ``open_app_server``."""
 
     def __init__(self, config: AgentConfig, home: Path, nursery: trio.Nursery, *, unload_delay: float,
-                 model_provider: str, outgoing_limit: int) -> None:
+                 model_provider: str, outgoing_limit: int, multi_agent: bool = False) -> None:
+        from ._children import Children
+
         self.config = config
+        self.multi_agent = multi_agent
+        self.children = Children(self)
         self.home = home
         self.model_provider = model_provider
         self.unload_delay = unload_delay
@@ -227,34 +243,60 @@ class AppServer:
                     del self._retired[state.thread_id]
 
     def configure(self, state: ThreadState, config: AgentConfig, **changes: Any) -> AgentConfig:
-        """The agent config of ``state``'s thread: its model, instructions and tools."""
+        """The agent config of ``state``'s thread: its model, instructions, tools, sandbox
+        and approval policy (what the thread asked for, else the server's), its approval
+        hook asking the thread's clients. Its workers (child threads) share it: tools are
+        built per agent, and dynamic tool calls and approvals go to the thread that made
+        them (by session id)."""
         meta = state.meta
-        tools = build_tools(state.specs, self._asker(state))
-        # The server does not map sandboxes and approvals yet (docs/app-server.md): its
-        # threads run unconfined, which is what thread/start answers (dangerFullAccess).
-        changes.setdefault("sandbox", SandboxMode.DANGER_FULL_ACCESS)
-        return attrs.evolve(config, model=meta.model, instructions=meta.instructions, tools=tools, **changes)
+        specs = state.specs
+        build_tools(specs, self._asker(meta.thread_id))  # a name or schema the runtime refuses: refused now
+
+        def tools_factory(handle: AgentHandle) -> Tools:
+            watch = self.children.watcher(handle.session_id) if self.multi_agent else None
+            return build_tools(specs, self._asker(handle.session_id), collaboration=watch)
+
+        changes.setdefault("sandbox", requested_sandbox(meta.sandbox) if meta.sandbox is not None else config.sandbox)
+        changes.setdefault("approval", self.approvals(meta.approval_policy))
+        return attrs.evolve(config, model=meta.model, instructions=meta.instructions, tools=None,
+                            tools_factory=tools_factory, **changes)
+
+    def approvals(self, policy: str | None) -> Approvals:
+        """``ta.Approvals`` of a thread: ``policy`` (None: the server's) decided by the
+        clients of the thread that asks."""
+        template = self.config.approval
+        chosen = ApprovalPolicy(policy) if policy is not None else template.policy
+        return Approvals(chosen, hook=self._approve, timeout=template.timeout)
 
     def thread_view(self, state: ThreadState, *, turns: bool, status: ThreadStatus | None = None) -> Json:
         path = state.agent.rollout.path if state.agent is not None and state.agent.rollout is not None else None
         shown_status = status if status is not None else state.mapper.status
         effort = state.agent.thinking.value if state.agent is not None else None
         return thread_json(state.meta, shown_status, path=str(path) if path else None,
-                           turns=state.mapper.turns if turns else None, reasoning_effort=effort)
+                           turns=state.mapper.turns if turns else None, reasoning_effort=effort,
+                           active_flags=state.mapper.active_flags)
 
     def settings_view(self, state: ThreadState, thread: Json) -> Json:
-        """The fields ``thread/start``, ``thread/resume`` and ``thread/fork`` answer with."""
+        """The fields ``thread/start``, ``thread/resume`` and ``thread/fork`` answer with:
+        the sandbox and approval policy the agent runs (after any fallback)."""
+        agent = state.agent
+        assert agent is not None
         return {
             "thread": thread, "model": state.meta.model, "modelProvider": state.meta.model_provider,
-            "serviceTier": None, "cwd": state.meta.cwd, "instructionSources": [], "approvalPolicy": "never",
-            "approvalsReviewer": "user", "sandbox": {"type": "dangerFullAccess"},
-            "reasoningEffort": thread.get("reasoningEffort"), "disabledPluginIds": [],
+            "serviceTier": None, "cwd": state.meta.cwd, "instructionSources": [],
+            "approvalPolicy": approval_json(agent.approval_policy), "approvalsReviewer": "user",
+            "sandbox": sandbox_json(agent.sandbox_settings), "reasoningEffort": thread.get("reasoningEffort"),
+            "disabledPluginIds": [],
         }
 
     # -- dynamic tools -------------------------------------------------------------------
 
-    def _asker(self, state: ThreadState) -> Callable[[str, Any, str], Any]:
+    def _asker(self, thread_id: str) -> Callable[[str, Any, str], Any]:
         async def ask(call_id: str, arguments: Any, tool: str) -> DynamicOutcome:
+            state = self._states.get(thread_id)
+            if state is None:
+                await trio.lowlevel.checkpoint()
+                return failure(f"dynamic tool {tool} could not run: thread {thread_id} is not served")
             turn_id = await state.calls.wait_introduced(call_id)
             outcome = await self._ask_subscribers(state, call_id, turn_id, tool, arguments)
             state.calls.outcomes[call_id] = outcome
@@ -280,6 +322,36 @@ class AppServer:
         finally:
             pending.abandon()  # the others who were asked are told it is resolved
         return parse_reply(result)
+
+    # -- approvals (docs/app-server.md "Approvals and sandboxes") -----------------------------
+
+    async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Every served agent's approval hook: the clients of the thread that asks decide."""
+        method = APPROVAL_METHODS[request.kind]
+        state = self._states.get(request.session_id or "")
+        if state is None:
+            raise ApprovalUnanswered(f"{method}: thread {request.session_id} is not served")
+        if request.turn_id is None:
+            raise ApprovalUnanswered(f"{method} needs a turn to ask in; this call's cell outlived its turn")
+        try:
+            turn_id = await state.gate.wait_introduced(request.approval_id)
+            result = await self._ask_for_approval(state, method, turn_id, request)
+        finally:
+            state.gate.forget(request.approval_id)
+        return decision_of(request.kind, result)
+
+    async def _ask_for_approval(self, state: ThreadState, method: str, turn_id: str, request: ApprovalRequest) -> Any:
+        targets = [conn for conn in state.subscribers if conn.initialized and not conn.closed]
+        if not targets:
+            raise ApprovalUnanswered(f"no client is subscribed to thread {state.thread_id} to answer {method}")
+        pending = PendingReply(state.thread_id)
+        params = request_params(state.thread_id, turn_id, request, self.now_ms())
+        for conn in targets:
+            conn.ask(method, params, pending)
+        try:
+            return await pending.wait()  # an error reply or every client gone: RpcError, a denial
+        finally:
+            pending.abandon()  # cancelled (timeout, turn ended): each client asked is told it is resolved
 
     # -- the pump ------------------------------------------------------------------------
 
@@ -323,6 +395,8 @@ class AppServer:
         finally:
             if event.kind is EventKind.TOOL_CALL:  # even if mapping failed: the call must not wait forever
                 self._introduce(state, event.turn_id, event.payload)
+            elif event.kind is EventKind.APPROVAL_REQUESTED:
+                self._introduce_approval(state, event.turn_id, event.payload)
         if event.kind is EventKind.TOOL_RESULT:
             call_id = event.payload.get("call_id")
             if isinstance(call_id, str):
@@ -339,6 +413,13 @@ class AppServer:
         turn = state.mapper.wire_turn(agent_turn_id)
         turn_id = turn.record.id if turn is not None else state.mapper.turns[-1].id if state.mapper.turns else ""
         state.calls.introduce(call_id, turn_id)
+
+    def _introduce_approval(self, state: ThreadState, agent_turn_id: int | None, payload: Json) -> None:
+        """An approval's item and status are out: its request may go now."""
+        approval_id = payload.get("approval_id")
+        turn = state.mapper.wire_turn(agent_turn_id)
+        if isinstance(approval_id, str):
+            state.gate.introduce(approval_id, turn.record.id if turn is not None else "")
 
     def _turn_ended(self, state: ThreadState, agent_turn_id: int | None) -> None:
         mapper = state.mapper.wire_turn(agent_turn_id)
@@ -374,7 +455,7 @@ def _preview(record: TurnRecord) -> str:
 @asynccontextmanager
 async def open_app_server(
     config: AgentConfig, *, home: str | Path, unload_delay: float = 60.0, model_provider: str = "openai",
-    outgoing_limit: int = OUTGOING_LIMIT,
+    outgoing_limit: int = OUTGOING_LIMIT, multi_agent: bool = False,
 ) -> AsyncIterator[AppServer]:
     """Run an app server for the duration of the block; serve clients with
     ``await server.serve_connection(channel)`` (see ``serve_stdio``/``serve_websocket``).
@@ -383,15 +464,20 @@ async def open_app_server(
     ``home`` holds the rollouts (``sessions/``) and the server's thread records
     (``app-server/``); ``unload_delay`` is the default idle-unload delay in seconds;
     ``outgoing_limit`` bounds each client's queue of unsent messages (a client that
-    falls that far behind is dropped). Leaving the block shuts down as ``aclose()``.
+    falls that far behind is dropped); ``multi_agent`` gives every thread the
+    collaboration tools, whose workers are child threads (codex's multi-agent v2).
+    Leaving the block shuts down as ``aclose()``.
     """
     if not isinstance(config, AgentConfig):
         raise TypeError("open_app_server() needs a ta.AgentConfig as the template of its threads")
     if outgoing_limit < 1 or not math.isfinite(outgoing_limit):
         raise ValueError(f"outgoing_limit must be a positive number of messages, got {outgoing_limit!r}")
+    if config.approval.policy is ApprovalPolicy.ON_FAILURE:
+        raise ValueError("the app-server protocol has no on-failure approval policy (AskForApproval is untrusted, "
+                         "on-request or never); configure the server with one of those")
     async with trio.open_nursery() as nursery:
         server = AppServer(config, Path(home), nursery, unload_delay=unload_delay, model_provider=model_provider,
-                           outgoing_limit=outgoing_limit)
+                           outgoing_limit=outgoing_limit, multi_agent=multi_agent)
         await nursery.start(server._run_manager)
         try:
             yield server

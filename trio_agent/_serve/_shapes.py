@@ -9,6 +9,7 @@ dynamic tools, creation time...); ``TurnRecord`` is one turn as the protocol sho
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -29,9 +30,10 @@ ItemsView = str  # "notLoaded" | "summary" | "full"
 CLI_VERSION = "0.1.0"  # trio_agent.__version__ (not imported: the package imports this module)
 
 
-def status_json(status: ThreadStatus) -> Json:
+def status_json(status: ThreadStatus, active_flags: Sequence[str] = ()) -> Json:
+    """``ThreadStatus``; ``active_flags`` (``waitingOnApproval``) count only when active."""
     if status is ThreadStatus.ACTIVE:
-        return {"type": "active", "activeFlags": []}
+        return {"type": "active", "activeFlags": list(active_flags)}
     return {"type": status.value}
 
 
@@ -51,6 +53,15 @@ class ThreadMeta:
     originator: str | None = None
     preview: str = ""
     updated_at: int | None = None
+    sandbox: Json | None = None  # the SandboxPolicy asked for (None: the server's configuration)
+    approval_policy: str | None = None  # the AskForApproval asked for (None: the server's configuration)
+    parent_thread_id: str | None = None  # a child thread: the thread whose worker it is
+    agent_path: str | None = None  # a child thread: its mail path (/root/<name>)
+
+    @property
+    def nickname(self) -> str | None:
+        """A child thread's worker name (the last part of its path)."""
+        return self.agent_path.rsplit("/", 1)[-1] if self.agent_path else None
 
     def to_json(self) -> Json:
         return attrs.asdict(self)
@@ -105,14 +116,14 @@ class TurnRecord:
 
 def thread_json(
     meta: ThreadMeta, status: ThreadStatus, *, path: str | None, turns: list[TurnRecord] | None = None,
-    reasoning_effort: str | None = None,
+    reasoning_effort: str | None = None, active_flags: Sequence[str] = (),
 ) -> Json:
     updated = meta.updated_at if meta.updated_at is not None else meta.created_at
     return {
         "id": meta.thread_id,
         "sessionId": meta.thread_id,
         "forkedFromId": meta.forked_from,
-        "parentThreadId": None,
+        "parentThreadId": meta.parent_thread_id,
         "preview": meta.preview,
         "ephemeral": meta.ephemeral,
         "modelProvider": meta.model_provider,
@@ -121,14 +132,14 @@ def thread_json(
         "createdAt": meta.created_at,
         "updatedAt": updated,
         "recencyAt": updated,
-        "status": status_json(status),
+        "status": status_json(status, active_flags),
         "path": path,
         "cwd": meta.cwd,
         "cliVersion": CLI_VERSION,
         "originator": meta.originator,
-        "source": "appServer",
+        "source": _source(meta),
         "threadSource": None,
-        "agentNickname": None,
+        "agentNickname": meta.nickname,
         "agentRole": None,
         "gitInfo": None,
         "name": None,
@@ -138,6 +149,16 @@ def thread_json(
         "historyMode": "legacy",
         "turns": [turn.to_json("full") for turn in turns or []],
     }
+
+
+def _source(meta: ThreadMeta) -> Json | str:
+    """``SessionSource``: a child thread was spawned by its parent's agent."""
+    if meta.parent_thread_id is None:
+        return "appServer"
+    depth = (meta.agent_path or "/root/x").count("/") - 1
+    return {"subAgent": {"thread_spawn": {"parent_thread_id": meta.parent_thread_id, "depth": depth,
+                                          "agent_path": meta.agent_path, "agent_nickname": meta.nickname,
+                                          "agent_role": None}}}
 
 
 def usage_breakdown(raw: object) -> Json:

@@ -67,6 +67,11 @@ class ThreadStore:
         for turn in turns:
             self._append(meta.thread_id, {"type": "turn", "turn": turn.stored(), "usageTotal": None})
 
+    def update(self, meta: ThreadMeta) -> None:
+        """The thread's settings changed (a sandbox or approval override): the last
+        ``meta`` line is the one ``load`` returns."""
+        self._append(meta.thread_id, {"type": "meta", "meta": meta.to_json()})
+
     def append_turn(self, thread_id: str, turn: TurnRecord, usage_total: dict[str, Any] | None) -> None:
         self._append(thread_id, {"type": "turn", "turn": turn.stored(), "usageTotal": usage_total})
 

@@ -11,16 +11,20 @@ agent exists), so no event of the new agent can arrive before the server knows i
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._rollout import RolloutConfig, read_history
 from .._session.snapshot import SessionSnapshot
 from .._threads import ThreadError, ThreadStatus
+from .._tools._sandbox import SandboxUnavailable
 from ._connection import Connection, Reply
 from ._dynamic import parse_dynamic_tools
 from ._jsonrpc import InvalidParams, InvalidRequest
 from ._params import Params, shown
+from ._permissions import parse_approval, parse_sandbox_mode, unavailable
 from ._shapes import ThreadMeta, thread_json
 
 if TYPE_CHECKING:
@@ -56,6 +60,33 @@ def _unload_delay(params: Params) -> float | None:
     return float(value)
 
 
+def _permissions(params: Params) -> Json:
+    """The ``sandbox``/``approvalPolicy`` a thread asks for, as ``ThreadMeta`` fields
+    (absent: none, the server's configuration or what the thread had stays)."""
+    fields: Json = {}
+    sandbox = parse_sandbox_mode(params)
+    if sandbox is not None:
+        fields["sandbox"] = sandbox
+    policy = parse_approval(params)
+    if policy is not None:
+        fields["approval_policy"] = policy.value
+    return fields
+
+
+@contextmanager
+def _dropped_if_failed(server: AppServer, states: list[ThreadState], method: str) -> Iterator[None]:
+    """A load that fails forgets the states its ``configure`` made; a sandbox the machine
+    cannot provide is said in protocol terms."""
+    try:
+        yield
+    except BaseException as exc:
+        for state in states:
+            server.drop_state(state)
+        if isinstance(exc, SandboxUnavailable):
+            raise unavailable(method, exc) from None
+        raise
+
+
 def _instructions(params: Params) -> str | None:
     base = params.opt_string("baseInstructions")
     developer = params.opt_string("developerInstructions")
@@ -74,7 +105,7 @@ async def thread_start(server: AppServer, conn: Connection, params: Params) -> R
         "model": params.opt_string("model") or server.config.model,
         "model_provider": server.model_provider, "ephemeral": ephemeral,
         "dynamic_tools": [spec.to_json() for spec in specs], "instructions": _instructions(params),
-        "originator": conn.client_name,
+        "originator": conn.client_name, **_permissions(params),
     }
     delay = _unload_delay(params)
     states: list[ThreadState] = []
@@ -86,13 +117,9 @@ async def thread_start(server: AppServer, conn: Connection, params: Params) -> R
         state.subscribers.add(conn)
         return server.configure(state, config, workspace=meta.cwd)
 
-    try:
+    with _dropped_if_failed(server, states, params.method):
         agent = await server.threads.start(ephemeral=ephemeral, unload_delay=delay, configure=configure,
-                                           subscriber=conn)
-    except BaseException:
-        for state in states:
-            server.drop_state(state)
-        raise
+                                               subscriber=conn)
     state = states[0]
     state.agent = agent
     if not ephemeral:
@@ -113,7 +140,7 @@ async def thread_resume(server: AppServer, conn: Connection, params: Params) -> 
         await threads.resume(thread_id, subscriber=conn)
         state.subscribers.add(conn)
     else:
-        state = await _load_cold(server, conn, thread_id)
+        state = await _load_cold(server, conn, thread_id, _permissions(params))
     thread = server.thread_view(state, turns=not exclude_turns)
     reply = server.settings_view(state, thread)
     usage = state.mapper.usage_total
@@ -151,10 +178,17 @@ def stored_meta(server: AppServer, thread_id: str) -> tuple[ThreadMeta, list[Any
     return meta, [], None
 
 
-async def _load_cold(server: AppServer, conn: Connection, thread_id: str) -> ThreadState:
+async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permissions: Json) -> ThreadState:
+    """Load ``thread_id`` from its rollout; ``permissions`` (``sandbox``/``approvalPolicy``
+    of the request) override what the thread had, as codex's cold resume does."""
     if server.threads.is_ephemeral(thread_id):
         raise InvalidRequest(f"cannot resume the ephemeral thread {thread_id}: it was unloaded and kept no rollout")
     meta, turns, usage = stored_meta(server, thread_id)
+    if meta.parent_thread_id is not None:  # a child thread: its parent's agent reloads it
+        return await server.children.resume(conn, meta)
+    changed = any(getattr(meta, name) != value for name, value in permissions.items())
+    for name, value in permissions.items():
+        setattr(meta, name, value)
     states: list[ThreadState] = []
 
     def configure(config: AgentConfig) -> AgentConfig:
@@ -163,12 +197,17 @@ async def _load_cold(server: AppServer, conn: Connection, thread_id: str) -> Thr
         state.subscribers.add(conn)
         return server.configure(state, config)
 
-    try:
+    with _dropped_if_failed(server, states, "thread/resume"):
         agent = await server.threads.resume(thread_id, subscriber=conn, configure=configure)
-    except BaseException:
-        for state in states:
-            server.drop_state(state)
-        raise
+    if states and changed and not meta.ephemeral:
+        server.store.update(meta)
+    if not states:  # another client's cold resume was loading it: this one shared that load
+        shared = server.state(thread_id)
+        if shared is None:
+            raise InvalidRequest(f"thread {thread_id} closed while it was being resumed; retry thread/resume")
+        shared.agent = agent
+        shared.subscribers.add(conn)
+        return shared
     state = states[0]
     state.agent = agent
     return state
@@ -187,6 +226,7 @@ async def thread_fork(server: AppServer, conn: Connection, params: Params) -> Re
         raise InvalidRequest(f"cannot fork thread {source_id}: {exc}") from exc
     if not history:
         raise InvalidRequest(f"thread {source_id} has no history to fork yet; run a turn on it first")
+    permissions = _permissions(params)
     source = server.state(source_id)
     source_meta, source_turns, _ = (source.meta, source.mapper.turns, None) if source else stored_meta(
         server, source_id)
@@ -199,18 +239,16 @@ async def thread_fork(server: AppServer, conn: Connection, params: Params) -> Re
                           model=source_meta.model, model_provider=server.model_provider, ephemeral=ephemeral,
                           forked_from=source_id, dynamic_tools=list(source_meta.dynamic_tools),
                           instructions=source_meta.instructions, originator=conn.client_name,
-                          preview=source_meta.preview)
+                          preview=source_meta.preview,
+                          **{"sandbox": source_meta.sandbox, "approval_policy": source_meta.approval_policy,
+                             **permissions})
         state = server.new_state(meta, turns=source_turns)
         states.append(state)
         state.subscribers.add(conn)
         return server.configure(state, config, resume=snapshot, workspace=meta.cwd)
 
-    try:
+    with _dropped_if_failed(server, states, params.method):
         agent = await threads.start(ephemeral=ephemeral, configure=configure, subscriber=conn)
-    except BaseException:
-        for state in states:
-            server.drop_state(state)
-        raise
     state = states[0]
     state.agent = agent
     if not ephemeral:
@@ -301,12 +339,15 @@ async def thread_inject_items(server: AppServer, conn: Connection, params: Param
 
 
 async def thread_compact_start(server: AppServer, conn: Connection, params: Params) -> Reply:
-    thread_id = params.string("threadId")
-    server.loaded_state(thread_id)
-    raise InvalidRequest(
-        "thread/compact/start: manual compaction is not supported yet; the thread compacts automatically at "
-        "90% of the model's context window and sends thread/compacted when it does"
-    )
+    """Compact now (``Agent.compact``): a turn of its own, queued behind a running one,
+    whose ``contextCompaction`` item, ``thread/compacted`` and ``turn/completed`` follow
+    the answer, as codex's compact task does."""
+    state, agent = server.loaded_state(params.string("threadId"))
+    async with state.lock:
+        turn = await agent.compact()
+        state.mapper.accept_turn(turn.turn_id, None)
+        state.handles[turn.turn_id] = turn
+    return Reply({})
 
 
 METHODS = {

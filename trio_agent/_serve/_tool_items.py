@@ -1,16 +1,21 @@
 """Which tool calls are protocol items, and their fields (pure): the ``exec`` and ``wait``
 calls and the ``exec_command``/``write_stdin`` calls inside a cell are
-``commandExecution`` items; a dynamic tool (client-run) is a ``dynamicToolCall``.
-Other calls (``apply_patch``, user tools inside a cell, unsupported calls) are not shown.
+``commandExecution`` items; ``apply_patch`` inside a cell is a ``fileChange`` (its
+changes parsed from the patch, each with a unified diff; a patch that does not parse
+shows no changes and fails); a dynamic tool (client-run) is a ``dynamicToolCall``.
+Other calls (user tools inside a cell, unsupported calls) are not shown.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from typing import Any
 
-__all__ = ["ToolItems", "text_of"]
+from .._tools._patch_parse import FileChange, PatchError, parse_patch
+
+__all__ = ["ToolItems", "file_changes", "text_of"]
 
 Json = dict[str, Any]
 _COMMAND_TOOLS = ("exec_command", "write_stdin")
@@ -47,6 +52,8 @@ class ToolItems:
             return self._command_item(call_id, command, self.cwd, None, "agent")
         if nested and tool in _COMMAND_TOOLS and isinstance(args, dict):
             return self._shell_item(call_id, tool, args)
+        if nested and tool == "apply_patch" and isinstance(args, str):
+            return {"type": "fileChange", "id": call_id, "changes": file_changes(args), "status": "inProgress"}
         return None
 
     def _shell_item(self, call_id: str, tool: str, args: Json) -> Json:
@@ -93,3 +100,34 @@ class ToolItems:
         """An ``exec_command`` left its process running: ``write_stdin`` to it shows its command."""
         if process_id.isdigit():
             self._commands[int(process_id)] = command
+
+
+def file_changes(patch: str) -> list[Json]:
+    """``FileUpdateChange`` objects of a patch (``[]`` when it does not parse)."""
+    try:
+        parsed = parse_patch(patch)
+    except PatchError:
+        return []
+    return [{"path": change.path, "kind": _change_kind(change), "diff": _diff(change)} for change in parsed.changes]
+
+
+def _change_kind(change: FileChange) -> Json:
+    if change.kind == "update":
+        return {"type": "update", "move_path": change.move_to}
+    return {"type": change.kind}
+
+
+def _diff(change: FileChange) -> str:
+    """The new content of an added file; a unified diff of an update's hunks; nothing
+    for a deletion (the file's content is not read here)."""
+    if change.kind == "add":
+        return "".join(f"{line}\n" for line in change.new_lines)
+    if change.kind == "delete":
+        return ""
+    lines: list[str] = []
+    for hunk in change.hunks:
+        header = [f"@@ {hunk.header} @@"] if hunk.header else ["@@"]
+        old, new = list(hunk.old_lines), list(hunk.new_lines)
+        body = difflib.unified_diff(old, new, lineterm="", n=len(old))  # one hunk: its context whole
+        lines += header + [line for line in list(body)[2:] if not line.startswith("@@")]
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -15,10 +15,13 @@ import trio
 
 from .._config import Thinking
 from .._runtime import Prompt, TurnStatus
+from .._tools._sandbox import SandboxUnavailable
+from .._tools._security import ApprovalPolicy
 from ._connection import Connection, Reply
 from ._items import UserInput
 from ._jsonrpc import InvalidParams, InvalidRequest
 from ._params import Params, shown
+from ._permissions import parse_approval, parse_sandbox_policy, requested_sandbox, unavailable
 
 if TYPE_CHECKING:
     from .._runtime import Agent
@@ -69,10 +72,12 @@ async def _data_url(where: str, path: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-async def _apply_overrides(params: Params, state: ThreadState, agent: Agent) -> None:
-    """Per-turn settings: ``effort`` (kept for later turns, as codex does) and ``model``
-    (must be the thread's). Sandbox, approval and personality settings are accepted
-    and not enforced (docs/app-server.md)."""
+async def _apply_overrides(server: AppServer, params: Params, state: ThreadState, agent: Agent) -> None:
+    """Per-turn settings, each kept for later turns as codex keeps them: ``effort``,
+    ``sandboxPolicy`` and ``approvalPolicy`` (the thread's record keeps them for a cold
+    resume); ``model`` must be the thread's. Personality and the rest are ignored
+    (docs/app-server.md). Every param is checked before anything changes."""
+    sandbox, policy = parse_sandbox_policy(params), parse_approval(params)
     model = params.opt_string("model")
     if model is not None and model != state.meta.model:
         raise InvalidParams(f"{params.method}: thread {state.thread_id} runs model {state.meta.model!r}; changing "
@@ -80,16 +85,34 @@ async def _apply_overrides(params: Params, state: ThreadState, agent: Agent) -> 
     if params.get("outputSchema") is not None:
         raise InvalidParams(f"{params.method}: `outputSchema` is not supported by this server")
     effort = params.opt_string("effort")
+    if effort is not None and effort not in _EFFORTS:
+        raise InvalidParams(f"{params.method}: `effort` must be one of {', '.join(_EFFORTS)}, got {effort!r}")
+    await _apply_permissions(server, params.method, state, agent, sandbox, policy)
     if effort is not None:
-        if effort not in _EFFORTS:
-            raise InvalidParams(f"{params.method}: `effort` must be one of {', '.join(_EFFORTS)}, got {effort!r}")
         await agent.set_thinking(_EFFORTS[effort])
+
+
+async def _apply_permissions(server: AppServer, method: str, state: ThreadState, agent: Agent,
+                             sandbox: Json | None, policy: ApprovalPolicy | None) -> None:
+    meta = state.meta
+    wanted_sandbox = sandbox if sandbox is not None else meta.sandbox
+    wanted_policy = policy.value if policy is not None else meta.approval_policy
+    if (wanted_sandbox, wanted_policy) == (meta.sandbox, meta.approval_policy):
+        return
+    requested = requested_sandbox(wanted_sandbox) if wanted_sandbox is not None else server.config.sandbox
+    try:
+        await agent.set_permissions(sandbox=requested, approval=server.approvals(wanted_policy))
+    except SandboxUnavailable as exc:
+        raise unavailable(method, exc) from None
+    meta.sandbox, meta.approval_policy = wanted_sandbox, wanted_policy
+    if not meta.ephemeral:
+        server.store.update(meta)
 
 
 async def turn_start(server: AppServer, conn: Connection, params: Params) -> Reply:
     state, agent = server.loaded_state(params.string("threadId"))
     given = await parse_input(params)
-    await _apply_overrides(params, state, agent)
+    await _apply_overrides(server, params, state, agent)
     async with state.lock:
         submission = await agent.submit(Prompt(given.text, images=given.images))
         turn = submission.turn

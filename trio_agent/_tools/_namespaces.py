@@ -133,12 +133,26 @@ def _worker_tools(max_workers: int) -> list[dict[str, Any]]:
         _object({"name": _NAME, "text": {"type": "string", "description": "The input for the worker."}},
                 ["name", "text"]),
     )
+    message = _function(
+        "send_message",
+        "Send a worker a message it reads with its next request: it joins the worker's running turn, or "
+        "waits for its next turn; it does not start one. Use it for notes that need no answer now.",
+        _object({"name": _NAME, "text": {"type": "string", "description": "The message."}}, ["name", "text"]),
+    )
+    followup = _function(
+        "followup_task",
+        "Give a worker a follow-up task as a message: it starts a turn of the worker (with any messages "
+        "waiting for it) when the worker is idle, or joins its running turn. Its answer reaches you as a "
+        "message.",
+        _object({"name": _NAME, "text": {"type": "string", "description": "The follow-up task."}},
+                ["name", "text"]),
+    )
     close = _function(
         "close_agent",
         "Close a worker: a running turn is cancelled and its tools are stopped. Frees its slot and name.",
         _object({"name": _NAME}, ["name"]),
     )
-    return [spawn, send, _wait_agent(), close]
+    return [spawn, send, message, followup, _wait_agent(), close]
 
 
 def collaboration_namespace(max_workers: int) -> dict[str, Any]:

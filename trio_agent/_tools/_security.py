@@ -108,7 +108,8 @@ class ApprovalRequest:
     workspace). ``reason`` says why approval is needed (it asks to leave the sandbox,
     it failed in a way that looks like a sandbox denial, it writes ``.git``, ...).
     ``outside_sandbox`` is True when approving runs the command without the sandbox.
-    ``changes`` lists the files of a patch.
+    ``changes`` lists the files of a patch. ``session_id`` is the session of the agent
+    that asks (children and forks share their parent's hook).
     """
 
     kind: ApprovalKind
@@ -120,6 +121,7 @@ class ApprovalRequest:
     command: str | None = None
     outside_sandbox: bool = False
     changes: tuple[ChangedFile, ...] = ()
+    session_id: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The ``approval.requested`` event payload."""

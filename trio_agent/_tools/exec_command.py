@@ -227,6 +227,11 @@ class ShellSessions:
         """How commands are confined (the sandbox given, or none)."""
         return self._sandbox
 
+    @confinement.setter
+    def confinement(self, confinement: Confinement) -> None:
+        """Commands started from now on are confined so; running sessions keep theirs."""
+        self._sandbox = confinement
+
     async def exec_command(
         self, args: Mapping[str, object], *, outside_sandbox: bool = False,
         on_output: Callable[[str], None] | None = None,

@@ -84,12 +84,13 @@ class CodeModeHost:
         stack_limit: int = 1 << 20,
         default_yield_ms: int = 10_000,
         engine_factory: EngineFactory = quickjs_engine,
+        first_cell_id: int = 1,
     ) -> None:
         self._nursery = nursery
         self._limits = EngineLimits(step_time_limit, memory_limit, stack_limit)
         self._default_yield_ms = default_yield_ms
         self._engine_factory = engine_factory
-        self._next_cell_id = 1
+        self._next_cell_id = first_cell_id  # > 1 for an agent resumed mid-lineage: ids are never reused
         self._cells: dict[int, Cell] = {}  # cells whose final output is not yet returned
         self._live: set[Cell] = set()  # cells whose task has not ended
         self._store: dict[str, object] = {}

@@ -1,0 +1,77 @@
+"""Approvals over the protocol: a served thread's ``ta.Approvals`` hook asks its clients.
+
+Theory of operation (issue 14 item 5). A thread's agent runs with ``ta.Approvals(policy,
+hook=...)`` whose hook (``AppServer._approver``) turns each ``ta.ApprovalRequest`` into
+a server request to the thread's subscribers -- ``item/commandExecution/requestApproval``
+for a command, ``item/fileChange/requestApproval`` for a patch -- and the first answer
+into a ``ta.ApprovalDecision`` (``decision_of``). The request waits until the pump has
+passed the ``approval.requested`` event (``_dynamic.Introductions``, keyed by approval
+id): by then the item it names
+(the command's ``commandExecution``, the patch's ``fileChange``) has been started on the
+wire, and the thread's status says ``waitingOnApproval``.
+
+Everything but an answer is the hook raising, which the runtime counts as a denial: a
+JSON-RPC error reply, a reply that is not a decision, every asked client gone, no
+subscriber at all, a request from a cell that outlived its turn. When the hook is
+cancelled -- the approval timed out, its turn ended or was cancelled -- every client
+that was asked gets ``serverRequest/resolved`` and the cancellation goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tools._security import ApprovalDecision, ApprovalKind, ApprovalRequest
+from ._params import shown
+
+__all__ = ["APPROVAL_METHODS", "ApprovalUnanswered", "decision_of", "request_params"]
+
+Json = dict[str, Any]
+APPROVAL_METHODS = {
+    ApprovalKind.COMMAND: "item/commandExecution/requestApproval",
+    ApprovalKind.FILE_CHANGE: "item/fileChange/requestApproval",
+}
+_PLAIN = {
+    "accept": ApprovalDecision.APPROVE,
+    "acceptForSession": ApprovalDecision.APPROVE_FOR_SESSION,
+    "decline": ApprovalDecision.DENY,
+    "cancel": ApprovalDecision.ABORT,
+}
+# Amendments are codex's policy engines (exec policy, network rules); here they approve:
+# the command for the session, the network access for this call.
+_AMENDED = {
+    "acceptWithExecpolicyAmendment": ApprovalDecision.APPROVE_FOR_SESSION,
+    "applyNetworkPolicyAmendment": ApprovalDecision.APPROVE,
+}
+
+
+class ApprovalUnanswered(Exception):
+    """Nobody can answer this approval (the runtime denies the call, saying why)."""
+
+
+def request_params(thread_id: str, turn_id: str, request: ApprovalRequest, now_ms: int) -> Json:
+    """The params of the server request asking for ``request`` (see ``APPROVAL_METHODS``)."""
+    base: Json = {"threadId": thread_id, "turnId": turn_id, "itemId": request.call_id, "reason": request.reason,
+                  "startedAtMs": now_ms}
+    if request.kind is ApprovalKind.FILE_CHANGE:
+        return {**base, "grantRoot": None}
+    command = request.command or ""
+    return {**base, "approvalId": request.approval_id, "command": command, "cwd": str(request.cwd),
+            "commandActions": [{"type": "unknown", "command": command}], "proposedExecpolicyAmendment": None,
+            "proposedNetworkPolicyAmendments": None, "networkApprovalContext": None}
+
+
+def decision_of(kind: ApprovalKind, result: object) -> ApprovalDecision:
+    """The decision in a client's ``*RequestApprovalResponse``; ``ValueError`` saying what
+    is wrong with anything else (the runtime then denies)."""
+    decision = result.get("decision") if isinstance(result, dict) else None
+    if isinstance(decision, str) and decision in _PLAIN:
+        return _PLAIN[decision]
+    if kind is ApprovalKind.COMMAND and isinstance(decision, dict) and len(decision) == 1:
+        (name,) = decision
+        if name in _AMENDED:
+            return _AMENDED[name]
+    allowed = "accept, acceptForSession, decline, cancel" + (
+        ", {acceptWithExecpolicyAmendment}, {applyNetworkPolicyAmendment}" if kind is ApprovalKind.COMMAND else "")
+    raise ValueError(f"the client's answer to {APPROVAL_METHODS[kind]} is not a decision ({allowed}): "
+                     f"{shown(result)}")
