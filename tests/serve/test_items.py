@@ -76,6 +76,36 @@ async def test_an_exec_cell_and_its_exec_command_are_command_executions_with_out
     assert [item["text"] for item in items(seen, "agentMessage")] == ["ran it"]
 
 
+async def test_command_output_streams_as_deltas_while_the_command_runs(tmp_path: Path) -> None:
+    # The command prints, then waits for a file the test creates only once the first
+    # delta has arrived: that delta came while the command was running.
+    gate = tmp_path / "gate"
+    cmd = f"echo first; while [ ! -e {gate} ]; do sleep 0.01; done; echo second"
+    source = (f"const r = await tools.exec_command({{cmd: {json.dumps(cmd)}, login: false, yield_time_ms: 20000}});\n"
+              "text(r.output);")
+    async with app_server(tmp_path, exec_then_answer(source)) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        with trio.fail_after(REAL_TIME_LIMIT):
+            client.take_pending()
+            started = await client.request("turn/start", {"threadId": thread_id, "input": text_input("stream it")})
+            first = await client.read_notification(
+                "item/commandExecution/outputDelta", lambda p: p["itemId"] == "call-exec/code-1")
+            assert first["delta"] == "first\n"
+            gate.touch()
+            await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == started["turn"]["id"])
+            seen = client.take_pending()
+    deltas = [first["delta"]] + [m["params"]["delta"] for m in seen
+                                 if m.get("method") == "item/commandExecution/outputDelta"
+                                 and m["params"]["itemId"] == "call-exec/code-1"]
+    (shell,) = [item for item in items(seen, "commandExecution") if item["id"] == "call-exec/code-1"]
+    assert shell["aggregatedOutput"] == "first\nsecond\n" and "".join(deltas) == shell["aggregatedOutput"]
+    order = [(m["method"], m["params"].get("itemId") or m["params"].get("item", {}).get("id")) for m in seen]
+    last_delta = max(i for i, entry in enumerate(order)
+                     if entry == ("item/commandExecution/outputDelta", "call-exec/code-1"))
+    assert last_delta < order.index(("item/completed", "call-exec/code-1"))
+
+
 async def test_write_stdin_is_a_command_execution_of_the_session_it_feeds(tmp_path: Path) -> None:
     source = (
         'const s = await tools.exec_command({cmd: "read x; echo got $x", yield_time_ms: 250});\n'

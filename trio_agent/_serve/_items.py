@@ -10,7 +10,10 @@ minted by the server; the mapping (``docs/app-server.md`` has the table):
   ``item/agentMessage/delta``;
 - ``reasoning.summary.delta`` -> ``reasoning`` with ``item/reasoning/summaryTextDelta``;
 - the ``exec`` and ``wait`` calls, and ``exec_command``/``write_stdin`` inside a cell
-  -> ``commandExecution``, their output as one ``item/commandExecution/outputDelta``;
+  -> ``commandExecution``; a nested command's output streams as
+  ``item/commandExecution/outputDelta`` while it runs (its ``tool.progress`` output
+  chunks), and whatever of the final output was not streamed follows as one more delta
+  before ``item/completed`` (whose ``aggregatedOutput`` is the authoritative text);
 - a dynamic tool (declared by the client) -> ``dynamicToolCall``;
 - ``apply_patch`` inside a cell -> ``fileChange`` (its changes parsed from the patch);
 - ``approval.requested``/``approval.resolved`` -> the thread's ``waitingOnApproval``
@@ -95,6 +98,7 @@ class TurnMapper:
         self._reasoning: dict[int, str] = {}  # model call index -> open reasoning item id
         self._compactions = 0
         self._messages: set[str] = set()  # agentMessage ids shown in this turn
+        self._streamed: dict[str, str] = {}  # open command item id -> output sent as deltas
         self._error: str | None = None
         self.ended = False
 
@@ -268,6 +272,16 @@ class TurnMapper:
         item = self._thread.tools.started(payload)
         return [self.start_item(item)] if item is not None else []
 
+    def _tool_progress(self, payload: Json) -> list[Out]:
+        call_id, chunk = payload.get("call_id"), payload.get("message")
+        if payload.get("stream") != "output" or not isinstance(call_id, str) or not isinstance(chunk, str):
+            return []
+        item = self._open.get(call_id)
+        if item is None or item["type"] != "commandExecution" or not chunk:
+            return []  # output after the item ended (a background session) has no item to go to
+        self._streamed[call_id] = self._streamed.get(call_id, "") + chunk
+        return [Out("item/commandExecution/outputDelta", {**self._base(), "itemId": call_id, "delta": chunk})]
+
     def _tool_result(self, payload: Json) -> list[Out]:
         call_id = payload.get("call_id")
         item = self._open.get(call_id) if isinstance(call_id, str) else None
@@ -298,8 +312,12 @@ class TurnMapper:
             self._thread.tools.note_session(fields["processId"], item["command"])
         outs: list[Out] = []
         output = fields.get("aggregatedOutput")
-        if output:
-            outs.append(Out("item/commandExecution/outputDelta", {**self._base(), "itemId": call_id, "delta": output}))
+        streamed = self._streamed.pop(call_id, "")
+        # The rest of the output, when the streamed chunks are its start; when they are
+        # not (the result's output was cut in the middle), item/completed has the text.
+        rest = output[len(streamed):] if isinstance(output, str) and output.startswith(streamed) else ""
+        if rest:
+            outs.append(Out("item/commandExecution/outputDelta", {**self._base(), "itemId": call_id, "delta": rest}))
         done = self.complete_item(call_id, durationMs=_ms(payload.get("duration_ns")), **fields)
         return outs + ([done] if done is not None else [])
 
@@ -317,6 +335,7 @@ _HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
     EventKind.MODEL_COMPACTION_FAILED: lambda m, p: m._compaction_ended(p, compacted=False),
     EventKind.TOOL_CALL: TurnMapper._tool_call,
     EventKind.TOOL_RESULT: TurnMapper._tool_result,
+    EventKind.TOOL_PROGRESS: TurnMapper._tool_progress,
     EventKind.API_EVENT: TurnMapper._api_event,
 }
 
