@@ -171,6 +171,33 @@ async def test_accept_for_the_session_asks_once_for_the_same_command(tmp_path: P
     assert model.outputs == ["ok 0:|ok 0:"]  # the second ran without asking (no second request arrived)
 
 
+@pytest.mark.parametrize(("action", "first"), [
+    pytest.param("allow", "ok 0:", id="allow"),
+    pytest.param("deny", "error exec_command was denied", id="deny"),
+])
+async def test_a_turns_approval_policy_asks_and_a_network_rule_decides_only_that_call(
+    tmp_path: Path, action: str, first: str
+) -> None:
+    model = Model(command("touch net.txt") * 2)
+    async with served(tmp_path, model) as (harness, client):
+        started = await client.request("thread/start", {})
+        assert started["approvalPolicy"] == "never"
+        thread_id = started["thread"]["id"]
+        turn_id = await start_turn(client, thread_id, approvalPolicy="untrusted")  # from this turn on
+        request, _ = await approval_request(client, "item/commandExecution/requestApproval")
+        rule = {"network_policy_amendment": {"host": "example.com", "action": action}}
+        await client.respond(request.id, {"decision": {"applyNetworkPolicyAmendment": rule}})
+        second, before = await approval_request(client, "item/commandExecution/requestApproval")  # asked again
+        await client.respond(second.id, {"decision": "decline"})
+        await finish(client, turn_id)
+        resumed = await client.request("thread/resume", {"threadId": thread_id})
+    assert resumed["approvalPolicy"] == "untrusted"
+    ran, refused = model.outputs[0].split("|")
+    assert ran.startswith(first) and refused.startswith("error exec_command was denied")
+    assert (harness.workspace / "net.txt").exists() is (action == "allow")
+    assert completed_item(before, "call-1/code-1")["status"] == ("completed" if action == "allow" else "declined")
+
+
 @pytest.mark.parametrize(("how", "why"), [
     pytest.param("error", "the approval hook failed", id="error-reply"),
     pytest.param("nonsense", "is not a decision", id="malformed-reply"),
@@ -278,6 +305,19 @@ async def test_a_patch_shows_its_file_change_then_asks(tmp_path: Path, decision:
     assert completed_item(after, item["id"])["status"] == status
 
 
+async def test_a_patch_answered_with_a_command_only_decision_is_denied(tmp_path: Path) -> None:
+    model = Model(patch(PATCH))
+    async with served(tmp_path, model) as (harness, client):
+        thread_id = (await start_thread(client, approvalPolicy="untrusted"))["id"]
+        turn_id = await start_turn(client, thread_id)
+        request, _ = await approval_request(client, "item/fileChange/requestApproval")
+        await client.respond(request.id, {"decision": {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": []}}})
+        done, after = await finish(client, turn_id)
+    assert done["turn"]["status"] == "completed" and not (harness.workspace / "hello.txt").exists()
+    assert "is not a decision (accept, acceptForSession, decline, cancel)" in model.outputs[0]
+    assert completed_item(after, "call-1/code-1")["status"] == "declined"
+
+
 async def test_an_update_patch_carries_its_diff_and_move(tmp_path: Path) -> None:
     (tmp_path / "workspace").mkdir()
     (tmp_path / "workspace" / "a.txt").write_text("one\ntwo\n")
@@ -323,6 +363,39 @@ async def test_a_turns_sandbox_policy_applies_from_that_turn_on_and_survives_a_c
     # (The first turn's context already said read-only: it was set before that turn began.)
     assert len(told) == 2 and "`read-only`" in told[0] and "`workspace-write`" in told[1]
     assert replay[-2]["role"] == "developer" and replay[-1]["content"][0]["text"] == "go"
+
+
+async def test_the_default_is_a_workspace_sandbox_asking_nobody(tmp_path: Path) -> None:
+    model = Model(command("touch made.txt && echo made"))
+    async with served(tmp_path, model, sandbox=None) as (harness, client):  # trio-agent serve's configuration
+        started = await client.request("thread/start", {"approvalsReviewer": "auto_review"})
+        assert started["sandbox"] == {"type": "workspaceWrite", "writableRoots": [], "networkAccess": False,
+                                      "excludeTmpdirEnvVar": False, "excludeSlashTmp": False}
+        assert started["approvalPolicy"] == "never" and started["approvalsReviewer"] == "user"
+        _, seen = await finish(client, await start_turn(client, started["thread"]["id"]))
+    assert model.outputs == ["ok 0:made\n"] and (harness.workspace / "made.txt").exists()
+    assert not [m for m in seen if "id" in m and "method" in m]  # no server request: nobody was asked
+
+
+async def test_resume_and_fork_keep_the_threads_settings_or_take_the_requested_ones(tmp_path: Path) -> None:
+    model = Model("text('hi');\n")
+    read_only = {"type": "readOnly", "networkAccess": False}
+    async with served(tmp_path, model, unload_delay=0) as (_harness, client):
+        started = await client.request("thread/start", {"approvalPolicy": "untrusted", "sandbox": "read-only"})
+        thread_id = started["thread"]["id"]
+        await finish(client, await start_turn(client, thread_id))
+        warm = await client.request("thread/resume", {"threadId": thread_id, "approvalPolicy": "never",
+                                                      "sandbox": "danger-full-access"})
+        same = await client.request("thread/fork", {"threadId": thread_id})
+        other = await client.request("thread/fork", {"threadId": thread_id, "approvalPolicy": "on-request",
+                                                     "sandbox": "workspace-write"})
+        await client.request("thread/unsubscribe", {"threadId": thread_id})
+        await client.read_notification("thread/closed", lambda p: p["threadId"] == thread_id)
+        cold = await client.request("thread/resume", {"threadId": thread_id, "approvalPolicy": "on-request"})
+    assert (warm["approvalPolicy"], warm["sandbox"]) == ("untrusted", read_only)  # loaded: the overrides ignored
+    assert (same["approvalPolicy"], same["sandbox"]) == ("untrusted", read_only)  # a fork inherits
+    assert other["approvalPolicy"] == "on-request" and other["sandbox"]["type"] == "workspaceWrite"
+    assert (cold["approvalPolicy"], cold["sandbox"]) == ("on-request", read_only)  # cold: what it asks wins
 
 
 @pytest.mark.parametrize(("method", "params", "wrong"), [

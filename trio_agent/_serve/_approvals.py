@@ -37,12 +37,10 @@ _PLAIN = {
     "decline": ApprovalDecision.DENY,
     "cancel": ApprovalDecision.ABORT,
 }
-# Amendments are codex's policy engines (exec policy, network rules); here they approve:
-# the command for the session, the network access for this call.
-_AMENDED = {
-    "acceptWithExecpolicyAmendment": ApprovalDecision.APPROVE_FOR_SESSION,
-    "applyNetworkPolicyAmendment": ApprovalDecision.APPROVE,
-}
+# Amendments are codex's policy engines (exec policy, network rules), which this server
+# does not have; they decide this call: an exec-policy amendment approves the command for
+# the session, a network rule approves this call ("allow") or denies it ("deny").
+_NETWORK_ACTIONS = {"allow": ApprovalDecision.APPROVE, "deny": ApprovalDecision.DENY}
 
 
 class ApprovalUnanswered(Exception):
@@ -68,10 +66,16 @@ def decision_of(kind: ApprovalKind, result: object) -> ApprovalDecision:
     if isinstance(decision, str) and decision in _PLAIN:
         return _PLAIN[decision]
     if kind is ApprovalKind.COMMAND and isinstance(decision, dict) and len(decision) == 1:
-        (name,) = decision
-        if name in _AMENDED:
-            return _AMENDED[name]
+        [(name, value)] = decision.items()
+        if name == "acceptWithExecpolicyAmendment":
+            return ApprovalDecision.APPROVE_FOR_SESSION
+        if name == "applyNetworkPolicyAmendment":
+            amendment = value.get("network_policy_amendment") if isinstance(value, dict) else None
+            action = amendment.get("action") if isinstance(amendment, dict) else None
+            if isinstance(action, str) and action in _NETWORK_ACTIONS:
+                return _NETWORK_ACTIONS[action]
     allowed = "accept, acceptForSession, decline, cancel" + (
-        ", {acceptWithExecpolicyAmendment}, {applyNetworkPolicyAmendment}" if kind is ApprovalKind.COMMAND else "")
+        ", {acceptWithExecpolicyAmendment}, {applyNetworkPolicyAmendment: {network_policy_amendment: "
+        "{host, action: allow | deny}}}" if kind is ApprovalKind.COMMAND else "")
     raise ValueError(f"the client's answer to {APPROVAL_METHODS[kind]} is not a decision ({allowed}): "
                      f"{shown(result)}")
