@@ -367,6 +367,42 @@ async def test_manual_compaction_on_a_busy_thread_runs_after_its_turn_and_refuse
     assert harness.model.requests[1]["input"][-1] == {"type": "compaction_trigger"}
 
 
+async def test_a_failed_manual_compaction_fails_its_turn_and_a_turn_started_meanwhile_runs_after(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    release = trio.Event()
+
+    async def model(conn: FakeConnection, request: Json) -> None:
+        if request["input"][-1] == {"type": "compaction_trigger"}:
+            await release.wait()
+            await conn.send(frames.completed(f"resp-compact-{len(conn.requests)}", []))  # no compaction item
+        else:
+            await send_message(conn, f"resp-{len(conn.requests)}", "noted")
+
+    async with app_server(tmp_path, model) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        await turn(client, thread_id, "remember this")
+        assert await client.request("thread/compact/start", {"threadId": thread_id}) == {}
+        compaction_id = (await client.read_notification("turn/started"))["turn"]["id"]
+        await harness.model.wait_for_request_count(2)
+        client.take_pending()
+        queued = await client.request("turn/start", {"threadId": thread_id, "input": text_input("next")})
+        assert queued["turn"]["id"] != compaction_id  # not a steer: a turn of its own, after the compaction
+        release.set()
+        failed = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == compaction_id)
+        during = client.take_pending()
+        after = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == queued["turn"]["id"])
+    assert failed["turn"]["status"] == "failed" and "compaction" in failed["turn"]["error"]["message"]
+    assert len(items(during, "contextCompaction")) == 1
+    assert not [m for m in during if m.get("method") == "thread/compacted"]
+    (error,) = [m["params"] for m in during if m.get("method") == "error" and not m["params"]["willRetry"]]
+    assert error["turnId"] == compaction_id
+    assert [m["params"]["status"] for m in during if m.get("method") == "thread/status/changed"][-1] == {
+        "type": "systemError"}
+    assert after["turn"]["status"] == "completed"
+
+
 async def test_model_list(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     async with app_server(tmp_path) as harness:
         client = await harness.client()
