@@ -210,8 +210,9 @@ async def test_an_error_or_a_malformed_reply_denies(tmp_path: Path, how: str, wh
             await client.respond_error(request.id, -32000, "the user closed the dialog")
         else:
             await client.respond(request.id, {"decision": "maybe"})
-        done, _ = await finish(client, turn_id)
+        done, after = await finish(client, turn_id)
     assert done["turn"]["status"] == "completed" and not (harness.workspace / "nope.txt").exists()
+    assert completed_item(after, "call-1/code-1")["status"] == "declined"
     assert model.outputs[0].startswith("error exec_command was denied") and why in model.outputs[0]
 
 
@@ -254,8 +255,9 @@ async def test_an_approval_nobody_answers_in_time_is_resolved_and_denied(tmp_pat
         thread_id, turn_id, request = await asked(client)
         resolved = await client.read_notification("serverRequest/resolved")
         assert resolved == {"threadId": thread_id, "requestId": request.id}
-        done, _ = await finish(client, turn_id)
+        done, after = await finish(client, turn_id)
     assert done["turn"]["status"] == "completed" and not (harness.workspace / "late.txt").exists()
+    assert completed_item(after, "call-1/code-1")["status"] == "declined"
     assert "nobody decided within 0.5 s" in model.outputs[0]
 
 
