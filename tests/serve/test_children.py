@@ -11,15 +11,17 @@ message is checked against the schema (the harness client validates).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
-from trio_agent.testing import AppServerClient, AppServerError
+from trio_agent.testing import AppServerClient, AppServerError, FakeConnection, frames
 
-from ._harness import Harness, app_server, run_turn, start_thread
+from ._harness import Harness, Json, app_server, run_turn, send_message, start_thread, text_input
+from .test_approvals import command
 from .test_thread_unsubscribe_seeds import ParentAndChild
 
 TIMEOUT = 10  # seconds of Trio time
@@ -101,3 +103,52 @@ async def test_a_child_closes_with_its_parent_and_cannot_resume_without_it(
     assert f"its parent thread {parent_id} is not loaded" in orphaned.value.message
     assert "runs no worker named 'worker'" in gone.value.message
     assert read["status"] == {"type": "notLoaded"} and len(read["turns"]) == 1  # its record stays readable
+
+
+class ChildRunsACommand:
+    """The parent spawns ``worker``, then is done; the child runs ``touch child.txt`` in a
+    cell (reporting what happened), then answers."""
+
+    def __init__(self) -> None:
+        self.parent_id = ""
+        self.child_outputs: list[str] = []
+
+    async def __call__(self, conn: FakeConnection, request: Json) -> None:
+        body = json.dumps(request["input"])
+        if request["client_metadata"]["session_id"] == self.parent_id:
+            if "spawn-1" in body:
+                await conn.send(frames.completed("parent-done", []))
+            else:
+                args = json.dumps({"name": "worker", "task": "make the file"})
+                call = frames.function_call("spawn-1", "spawn_agent", args, namespace="collaboration")
+                await conn.send(frames.output_item_done(0, call))
+                await conn.send(frames.completed("parent-call", [call]))
+            return
+        outputs = [item for item in request["input"] if item.get("type") == "custom_tool_call_output"]
+        if not outputs:
+            call = frames.custom_tool_call("child-exec", "exec", command("touch child.txt"))
+            await conn.send(frames.output_item_done(0, call))
+            await conn.send(frames.completed("child-exec", [call]))
+            return
+        self.child_outputs.append(json.dumps(outputs[-1]["output"]))
+        await send_message(conn, "child-done", "made it", item_id="child-result")
+
+
+async def test_a_childs_approval_is_asked_in_the_child_thread(tmp_path: Path) -> None:
+    model = ChildRunsACommand()
+    async with app_server(tmp_path, model, multi_agent=True) as harness:
+        client = await harness.client()
+        with trio.fail_after(30):
+            model.parent_id = parent_id = (await start_thread(client, approvalPolicy="untrusted"))["id"]
+            await client.request("turn/start", {"threadId": parent_id, "input": text_input("spawn")})
+            request = await client.read_server_request("item/commandExecution/requestApproval")
+            before = client.take_pending()
+            await client.respond(request.id, {"decision": "accept"})
+            done = await client.read_notification("turn/completed", lambda p: p["threadId"] != parent_id)
+    child_id = done["threadId"]
+    assert request.params["threadId"] == child_id and request.params["itemId"] == "child-exec/code-1"
+    assert request.params["command"] == "touch child.txt"
+    waiting = [m["params"] for m in before if m.get("method") == "thread/status/changed"
+               and m["params"]["status"].get("activeFlags") == ["waitingOnApproval"]]
+    assert [params["threadId"] for params in waiting] == [child_id]  # the child waits, not its parent
+    assert (harness.workspace / "child.txt").exists() and "ok 0:" in model.child_outputs[0]
