@@ -194,15 +194,20 @@ class StepCounter(trio.abc.Instrument):
 
 
 class SocketTimeline:
-    """Wraps trio-websocket's send/get to stamp when the body leaves and frames arrive."""
+    """Stamps when the body leaves and when each frame reaches its reader: trio-websocket's
+    ``send_message``/``get_message`` for the bare client, ``WebSocketLink.receive_text``
+    for the agent (which takes a waiting frame without ``get_message``)."""
 
     def __init__(self) -> None:
         self.sent: list[float] = []
         self.received: list[float] = []
+        self.reading = "bare"  # whose frames are stamped: "agent" or "bare"
 
     def install(self) -> None:
+        from trio_agent._transport.websocket import WebSocketLink
+
         cls = trio_websocket.WebSocketConnection
-        send, get = cls.send_message, cls.get_message
+        send, get, receive_text = cls.send_message, cls.get_message, WebSocketLink.receive_text
         timeline = self
 
         async def send_message(self: Any, message: Any) -> None:
@@ -211,15 +216,25 @@ class SocketTimeline:
 
         async def get_message(self: Any) -> Any:
             message = await get(self)
-            timeline.received.append(trio.current_time())
+            if timeline.reading == "bare":
+                timeline.received.append(trio.current_time())
+            return message
+
+        async def link_receive_text(self: Any) -> Any:
+            message = await receive_text(self)
+            if timeline.reading == "agent":
+                timeline.received.append(trio.current_time())
             return message
 
         cls.send_message, cls.get_message = send_message, get_message  # type: ignore[method-assign]
-        self._restore = (send, get)
+        WebSocketLink.receive_text = link_receive_text  # type: ignore[method-assign]
+        self._restore = (send, get, receive_text)
 
     def uninstall(self) -> None:
+        from trio_agent._transport.websocket import WebSocketLink
+
         cls = trio_websocket.WebSocketConnection
-        cls.send_message, cls.get_message = self._restore  # type: ignore[method-assign]
+        cls.send_message, cls.get_message, WebSocketLink.receive_text = self._restore  # type: ignore[method-assign]
 
 
 async def profile(turns: int) -> str:
@@ -274,6 +289,7 @@ async def _timeline(agent: Any, bare: Any, body: dict[str, Any], turns: int) -> 
     try:
         for _ in range(turns):
             for name in ("agent", "bare"):
+                timeline.reading = name
                 timeline.sent.clear()
                 timeline.received.clear()
                 events: list[ta.AgentEvent] = []

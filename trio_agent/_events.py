@@ -3,6 +3,13 @@
 Emission is synchronous and never blocks the agent: events go into an unbounded
 memory channel (as the reference does), so a slow or absent consumer costs memory,
 never latency. ``seq`` is consumed per agent in emission order, starting at 1.
+
+Receiving takes events that already wait without a scheduler round each (a memory
+channel's ``receive`` is a schedule point even when it has a value): one frame often
+emits two events (``api.event``, ``assistant.delta``), and a round per event left the
+consumer further behind with every frame. It still raises ``Cancelled`` at once when
+the consumer is cancelled, and yields for real at least every ``_BURST`` events, so a
+consumer whose own handling emits events cannot starve the other tasks.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
+_BURST = 64  # events received in a row without a real schedule point, at most
 _LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
 
 
@@ -154,6 +162,30 @@ class EventSink:
             subscription._end()
 
 
+class _Burst:
+    """``receive`` of a memory channel that takes a waiting value without a schedule point
+    (up to ``_BURST`` in a row; ``checkpoint_if_cancelled`` keeps it a cancel point)."""
+
+    __slots__ = ("_count", "_receive")
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[AgentEvent]) -> None:
+        self._receive = receive
+        self._count = 0
+
+    async def receive(self) -> AgentEvent:
+        if self._count < _BURST:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                event = self._receive.receive_nowait()
+            except trio.WouldBlock:
+                pass
+            else:
+                self._count += 1
+                return event
+        self._count = 0
+        return await self._receive.receive()
+
+
 class AgentEvents:
     """``agent.events``: every event of one agent, in ``seq`` order; ends after close.
 
@@ -167,6 +199,7 @@ class AgentEvents:
     ) -> None:
         self.request_id = request_id
         self._receive = receive
+        self._burst = _Burst(receive)
         self._subscribe = subscribe
 
     def subscribe(self, *, max_buffer: int = 4096) -> EventSubscription:
@@ -187,7 +220,7 @@ class AgentEvents:
 
     async def receive(self) -> AgentEvent:
         """The next event; raises ``trio.EndOfChannel`` after the agent closed."""
-        return await self._receive.receive()
+        return await self._burst.receive()
 
     def receive_nowait(self) -> AgentEvent:
         return self._receive.receive_nowait()
@@ -199,7 +232,7 @@ class AgentEvents:
         # A plain async iterator, not an async generator: a consumer cancelled mid-way
         # leaves nothing for the garbage collector to finalise.
         try:
-            return await self._receive.receive()
+            return await self._burst.receive()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 
@@ -215,6 +248,7 @@ class EventSubscription:
     def __init__(self, request_id: str, max_buffer: int, unsubscribe: Callable[[EventSubscription], None]) -> None:
         self.request_id = request_id
         self._send, self._receive = trio.open_memory_channel[AgentEvent](max_buffer)
+        self._burst = _Burst(self._receive)
         self._unsubscribe = unsubscribe
         self._max_buffer = max_buffer
         self._overflowed = False
@@ -253,7 +287,7 @@ class EventSubscription:
         """The next event; ``trio.EndOfChannel`` after the agent closed, and
         ``EventsOverflowed`` (after the buffered events) if this consumer fell behind."""
         try:
-            return await self._receive.receive()
+            return await self._burst.receive()
         except trio.EndOfChannel:
             if self._overflowed:
                 raise EventsOverflowed(

@@ -6,7 +6,9 @@ feeding each through the attempt's sans-IO ``ResponseAccumulator`` (via the
 only records its arrival time, and when the deadline expires with frames received
 since, the read goes on under a new scope due at the latest frame plus the idle
 timeout -- so the per-frame cost is one clock read, and a silent server times out at
-exactly its last frame plus ``idle_timeout``.
+exactly its last frame plus ``idle_timeout``. Frames that already wait are taken
+without a schedule point each; the first output of a response is followed by one, so
+the application sees its first token before the rest of a burst is processed.
 
 A preempting steer (``Preemption``) only *signals* this exchange; the exchange's own
 side does the socket I/O. The signal is registered before the request is sent, so
@@ -98,6 +100,7 @@ class Exchange:
         recorder = self.recorder
         accumulator = recorder.accumulator
         last = trio.current_time()  # when the latest frame arrived (or the read began)
+        first_pending = recorder.first_output is None
         while True:
             # The deadline is not pushed forward on every frame (a cancel scope's deadline
             # is a heap update): when it expires, a frame that came since re-arms it at
@@ -112,6 +115,12 @@ class Exchange:
                         return outcome
                     if accumulator.interrupt_due:
                         self._start_sender()
+                    if first_pending and recorder.first_output is not None:
+                        # Frames that wait are read without a schedule point (see
+                        # WebSocketLink.receive_text); the first output of a response goes
+                        # to the consumer before the rest of a burst is processed.
+                        first_pending = False
+                        await trio.lowlevel.checkpoint()
             if trio.current_time() >= min(last + self._idle, self._interrupt_deadline):
                 break
         if accumulator.phase is Phase.DRAINING:

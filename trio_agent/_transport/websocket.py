@@ -19,10 +19,22 @@ as ``ConnectionFailed`` (``AuthenticationError`` for a 401/403 rejection); after
 only means the socket is dead: the link becomes unusable and the model call reading it
 sees ``ConnectionLost``.
 
-The per-frame path is just ``get_message()``: model calls read the socket directly
-(no extra task or channel hop); idle timeouts are one cancel scope per response whose
-deadline is pushed forward, not a scope per frame. Sends go through one lock per
+The per-frame path is trio-websocket's message queue, read by the model call itself
+(no extra task or channel hop of ours); idle timeouts are one cancel scope per response
+whose deadline is pushed forward, not a scope per frame. Sends go through one lock per
 socket with a send timeout.
+
+Bursts cost one scheduler round, not one per frame: trio-websocket's reader hands each
+message to its queue with ``await send()`` -- a schedule point per message, so the
+frames of one ``receive_some`` would reach the model call one round at a time -- and
+``get_message()`` is a schedule point even when a message waits. Once the handshake is
+done ``_eager_queue`` swaps the reader's end of the queue for ``_EagerSend`` (delivers
+at once while the queue has room, the ordinary ``send`` when it is full), and
+``receive_text`` takes a waiting message with ``receive_nowait``. Neither loop can run
+unbounded: the queue holds at most ``message_queue_size`` messages, and the reader yields
+on every ``receive_some``. Both touch trio-websocket internals (``_send_channel``,
+``_recv_channel``), looked up once per connection; if a release renames them the socket
+works exactly as before, one round per frame.
 
 trio-websocket defaults are raised: 1 MiB max message -> 64 MiB (``response.completed``
 frames can be large), 4 KiB receive buffer -> 256 KiB.
@@ -116,11 +128,41 @@ class _WatchedStream(trio.abc.Stream):
         await self.inner.aclose()
 
 
+class _EagerSend:
+    """The reader's end of trio-websocket's message queue, without a schedule point per
+    message while the queue has room (see the module docstring). The reader uses
+    ``send`` and ``aclose`` only; both keep the channel's exceptions."""
+
+    def __init__(self, inner: trio.MemorySendChannel[str | bytes]) -> None:
+        self._inner = inner
+
+    async def send(self, value: str | bytes) -> None:
+        try:
+            self._inner.send_nowait(value)
+        except trio.WouldBlock:
+            await self._inner.send(value)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _eager_queue(ws: trio_websocket.WebSocketConnection) -> trio.MemoryReceiveChannel[str | bytes] | None:
+    """Make the reader deliver bursts without a round per message; returns the queue's
+    receiving end for ``receive_nowait`` (None: this trio-websocket is laid out otherwise)."""
+    send = getattr(ws, "_send_channel", None)
+    receive = getattr(ws, "_recv_channel", None)
+    if not isinstance(send, trio.MemorySendChannel) or not isinstance(receive, trio.MemoryReceiveChannel):
+        return None
+    ws._send_channel = _EagerSend(send)  # type: ignore[assignment]  # duck-typed: send/aclose
+    return receive
+
+
 class WebSocketLink:
     """One open socket. ``abandon()`` (sync, idempotent) makes its task close it."""
 
     def __init__(self, ws: trio_websocket.WebSocketConnection, options: WebSocketOptions) -> None:
         self._ws = ws
+        self._queue = _eager_queue(ws)
         self._options = options
         self._send_lock = trio.Lock()
         self._abandoned = trio.Event()
@@ -171,7 +213,13 @@ class WebSocketLink:
             ) from exc
 
     async def receive_text(self) -> str | bytes:
-        """The next message (``ConnectionLost`` when the socket closed)."""
+        """The next message (``ConnectionLost`` when the socket closed). A message that
+        already waits is returned without a schedule point (bounded by the queue size)."""
+        if self._queue is not None:
+            try:
+                return self._queue.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                pass  # nothing waits, or the socket closed: get_message says which
         try:
             return await self._ws.get_message()
         except trio_websocket.ConnectionClosed as exc:
