@@ -29,11 +29,14 @@ message to its queue with ``await send()`` -- a schedule point per message, so t
 frames of one ``receive_some`` would reach the model call one round at a time -- and
 ``get_message()`` is a schedule point even when a message waits. Once the handshake is
 done ``_eager_queue`` swaps the reader's end of the queue for ``_EagerSend`` (delivers
-at once while the queue has room, the ordinary ``send`` when it is full), and
-``receive_text`` takes a waiting message with ``receive_nowait``. Neither loop can run
+at once while the queue has room, the ordinary ``send`` when it is full; per frame, as
+before, while ``deliver_bursts(False)`` -- a response until its first output), and
+``receive_text`` takes a waiting message with ``receive_nowait``; its send lock, free in
+the usual case, is taken without the schedule point that would hold the request back a
+round (``_EagerLock``; the send is still one, after the bytes left). Neither loop can run
 unbounded: the queue holds at most ``message_queue_size`` messages, and the reader yields
-on every ``receive_some``. Both touch trio-websocket internals (``_send_channel``,
-``_recv_channel``), looked up once per connection; if a release renames them the socket
+on every ``receive_some``. These touch trio-websocket internals (``_send_channel``,
+``_recv_channel``, ``_stream_lock``), looked up once per connection; if a release renames them the socket
 works exactly as before, one round per frame.
 
 trio-websocket defaults are raised: 1 MiB max message -> 64 MiB (``response.completed``
@@ -135,26 +138,55 @@ class _EagerSend:
 
     def __init__(self, inner: trio.MemorySendChannel[str | bytes]) -> None:
         self._inner = inner
+        self.eager = True  # False: a schedule point per message, as trio-websocket's own
 
     async def send(self, value: str | bytes) -> None:
-        try:
-            self._inner.send_nowait(value)
-        except trio.WouldBlock:
-            await self._inner.send(value)
+        if self.eager:
+            try:
+                self._inner.send_nowait(value)
+                return
+            except trio.WouldBlock:
+                pass
+        await self._inner.send(value)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-def _eager_queue(ws: trio_websocket.WebSocketConnection) -> trio.MemoryReceiveChannel[str | bytes] | None:
-    """Make the reader deliver bursts without a round per message; returns the queue's
-    receiving end for ``receive_nowait`` (None: this trio-websocket is laid out otherwise)."""
+class _EagerLock:
+    """trio-websocket's send lock, without a schedule point before a send that finds it
+    free (the send itself is still one, after the bytes went out: ``send_all``)."""
+
+    def __init__(self, inner: trio.StrictFIFOLock) -> None:
+        self._inner = inner
+
+    async def __aenter__(self) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._inner.acquire_nowait()
+        except trio.WouldBlock:
+            await self._inner.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._inner.release()
+
+
+def _eager_queue(
+    ws: trio_websocket.WebSocketConnection,
+) -> tuple[_EagerSend, trio.MemoryReceiveChannel[str | bytes]] | None:
+    """Make the reader deliver bursts without a round per message; returns its new end of
+    the queue and the receiving end for ``receive_nowait`` (None: this trio-websocket is
+    laid out otherwise)."""
     send = getattr(ws, "_send_channel", None)
     receive = getattr(ws, "_recv_channel", None)
     if not isinstance(send, trio.MemorySendChannel) or not isinstance(receive, trio.MemoryReceiveChannel):
         return None
-    ws._send_channel = _EagerSend(send)  # type: ignore[assignment]  # duck-typed: send/aclose
-    return receive
+    eager = _EagerSend(send)
+    ws._send_channel = eager  # type: ignore[assignment]  # duck-typed: send/aclose
+    lock = getattr(ws, "_stream_lock", None)
+    if isinstance(lock, trio.StrictFIFOLock):
+        ws._stream_lock = _EagerLock(lock)  # type: ignore[assignment]  # duck-typed: async with
+    return eager, receive
 
 
 class WebSocketLink:
@@ -162,7 +194,8 @@ class WebSocketLink:
 
     def __init__(self, ws: trio_websocket.WebSocketConnection, options: WebSocketOptions) -> None:
         self._ws = ws
-        self._queue = _eager_queue(ws)
+        queue = _eager_queue(ws)
+        self._eager, self._queue = queue if queue is not None else (None, None)
         self._options = options
         self._send_lock = trio.Lock()
         self._abandoned = trio.Event()
@@ -211,6 +244,13 @@ class WebSocketLink:
                 error_class="send_transport",
                 failure_phase="send",
             ) from exc
+
+    def deliver_bursts(self, eager: bool) -> None:
+        """Whether the reader hands a burst over in one round (True, the default) or each
+        frame in a round of its own (False: the first frame of a burst reaches the model
+        call before the rest is parsed -- what a response wants until its first output)."""
+        if self._eager is not None:
+            self._eager.eager = eager
 
     async def receive_text(self) -> str | bytes:
         """The next message (``ConnectionLost`` when the socket closed). A message that
