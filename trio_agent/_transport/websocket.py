@@ -195,7 +195,8 @@ class WebSocketLink:
     def __init__(self, ws: trio_websocket.WebSocketConnection, options: WebSocketOptions) -> None:
         self._ws = ws
         queue = _eager_queue(ws)
-        self._eager, self._queue = queue if queue is not None else (None, None)
+        self._eager: _EagerSend | None = queue[0] if queue is not None else None
+        self._queue: trio.MemoryReceiveChannel[str | bytes] | None = queue[1] if queue is not None else None
         self._options = options
         self._send_lock = trio.Lock()
         self._abandoned = trio.Event()
