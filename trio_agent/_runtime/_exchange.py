@@ -123,8 +123,10 @@ class Exchange:
                         # WebSocketLink.receive_text); the first output of a response goes
                         # to the consumer before the rest of a burst is processed.
                         first_pending = False
-                        link.deliver_bursts(True)
                         await trio.lowlevel.checkpoint()
+                        # after the round in which the consumer takes the first output: a
+                        # reader in that same round still hands over one frame, not a burst
+                        link.deliver_bursts(True)
             if trio.current_time() >= min(last + self._idle, self._interrupt_deadline):
                 break
         if accumulator.phase is Phase.DRAINING:
