@@ -13,7 +13,10 @@ the way out; think time 0; 20 text deltas per answer):
   so both see the same machine state. At 0 and 25 ms round trip.
 - **https warm turn**: the same over HTTPS (``Transport.HTTPS``, ``store=True``, the
   agent's own httpx client, kept alive after the first turn) against a bare
-  ``httpx.AsyncClient`` POSTing the same body and parsing the SSE lines.
+  ``httpx.AsyncClient`` POSTing the same body and parsing the SSE lines. The floor's
+  turn ends at ``response.completed``, before its response is closed; the row "floor to
+  its close" times the same floor turns to the close (the connection back in the pool),
+  which the agent's ``turn.result()`` also comes after.
 - the same two with ``AgentConfig(api_events=False)`` (no ``api.event`` per frame).
   These are the rows the targets are judged on: the bare client emits nothing per
   frame, and ``api.event`` (a copy of every wire frame) is a debugging/tracing stream an
@@ -93,8 +96,9 @@ async def ws_warm(
 
 
 async def https_warm(
-    server: Any, workspace: str, pairs: int, api_events: bool = True
+    server: Any, workspace: str, pairs: int, api_events: bool = True, closed: list[Timing] | None = None
 ) -> tuple[list[Timing], list[Timing]]:
+    """``closed``, when given, receives the floor's turns timed to its response's close."""
     ours, floor = [], []
     config = attrs.evolve(bench_config(server, workspace, transport=ta.Transport.HTTPS, store=True),
                           api_events=api_events)
@@ -105,6 +109,7 @@ async def https_warm(
         body = (await server.last_requests())["last"]["http"]
         for _ in range(5):
             await bare.turn(body)
+        bare.closed.clear()
         for i in range(pairs):
             if i % 2:
                 floor.append(await bare.turn(body))
@@ -112,6 +117,8 @@ async def https_warm(
             else:
                 ours.append(await agent.turn())
                 floor.append(await bare.turn(body))
+    if closed is not None:
+        closed.extend(bare.closed)
     return ours, floor
 
 
@@ -165,11 +172,17 @@ async def measure(pairs: int) -> str:
                 summary.append(_summary(f"https warm turn, api_events=True, {tag}", rows[-1], "(informative)"))
                 rows.append(added_row(f"https warm first token, api_events=True, {tag}", ours, floor, "first"))
                 cpu_rows.append(_cpu_row(f"https warm turn, api_events=True, {tag}", ours, floor))
-                for warm, name in ((ws_warm, "ws"), (https_warm, "https")):
+                for name in ("ws", "https"):
                     label = f"{name} warm turn, api_events=False, {tag}"
-                    ours, floor = await warm(server, workspace, n, api_events=False)
+                    closed: list[Timing] = []
+                    if name == "ws":
+                        ours, floor = await ws_warm(server, workspace, n, api_events=False)
+                    else:
+                        ours, floor = await https_warm(server, workspace, n, api_events=False, closed=closed)
                     rows.append(added_row(label, ours, floor))
                     summary.append(_summary(label, rows[-1], "+0.3 ms p50" if name == "ws" else "+0.7 ms p50"))
+                    if closed:
+                        rows.append(added_row(f"{label}, floor to its close", ours, closed))
                     rows.append(added_row(label.replace("turn", "first token", 1), ours, floor, "first"))
                     cpu_rows.append(_cpu_row(label, ours, floor))
                 ours, floor = await first_after_prewarm(server, workspace, max(20, n // 5), api_events=False)
