@@ -172,11 +172,12 @@ class _EventQueue:
     events (``trio.EndOfChannel``); ``discard`` drops them and closes the receiving
     side (``trio.ClosedResourceError``)."""
 
-    __slots__ = ("_count", "_events", "_lot", "_max", "closed", "discarded")
+    __slots__ = ("_count", "_events", "_lot", "_max", "_parked", "closed", "discarded")
 
     def __init__(self, max_size: float = math.inf) -> None:
         self._events: collections.deque[AgentEvent] = collections.deque()
         self._lot = trio.lowlevel.ParkingLot()
+        self._parked = 0  # tasks parked in get (counted here: len(ParkingLot) is a call)
         self._max = max_size
         self._count = 0
         self.closed = False
@@ -189,7 +190,7 @@ class _EventQueue:
         if len(events) >= self._max:
             raise trio.WouldBlock
         events.append(event)
-        if self._lot:
+        if self._parked:
             self._lot.unpark()
         return True
 
@@ -214,7 +215,7 @@ class _EventQueue:
     async def get(self) -> AgentEvent:
         await trio.lowlevel.checkpoint_if_cancelled()
         events = self._events
-        if events and self._count < _BURST and not self.discarded:
+        if events and self._count < _BURST:  # (discarding empties it)
             self._count += 1
             return events.popleft()
         self._count = 0
@@ -229,7 +230,11 @@ class _EventQueue:
             elif self.closed:
                 raise trio.EndOfChannel
             else:
-                await self._lot.park()
+                self._parked += 1
+                try:
+                    await self._lot.park()
+                finally:
+                    self._parked -= 1
             yielded = True
 
 
