@@ -138,11 +138,16 @@ async def open_bare_websocket(url: str) -> AsyncIterator[BareWebSocket]:
 
 class BareHttp:
     """The HTTPS floor: one kept-alive httpx client POSTing the same body and reading
-    the server-sent events line by line (``json.loads`` of every ``data:`` line)."""
+    the server-sent events line by line (``json.loads`` of every ``data:`` line). Its
+    ``total`` ends at ``response.completed``, before the response is closed; ``closed``
+    keeps each turn's time to the close as well (the agent's ``turn.result()`` comes
+    after its response is closed)."""
 
     def __init__(self, client: Any, url: str) -> None:
         self.client = client
         self.url = url
+        self.closed: list[Timing] = []  # per turn: ``total`` once the response is closed
+
 
     async def turn(self, body: dict[str, Any]) -> Timing:
         cpu, start = time.process_time(), trio.current_time()
@@ -160,6 +165,8 @@ class BareHttp:
                 elif kind == "response.completed":
                     total = trio.current_time() - start
         assert first is not None
+        # The connection is back in the pool only now, ready for the next request.
+        self.closed.append(Timing(first, trio.current_time() - start, time.process_time() - cpu))
         return Timing(first, total, time.process_time() - cpu)
 
 

@@ -13,9 +13,17 @@ the way out; think time 0; 20 text deltas per answer):
   so both see the same machine state. At 0 and 25 ms round trip.
 - **https warm turn**: the same over HTTPS (``Transport.HTTPS``, ``store=True``, the
   agent's own httpx client, kept alive after the first turn) against a bare
-  ``httpx.AsyncClient`` POSTing the same body and parsing the SSE lines.
+  ``httpx.AsyncClient`` POSTing the same body and parsing the SSE lines. The floor's
+  turn ends at ``response.completed``, before its response is closed; the row "floor to
+  its close" times the same floor turns to the close (the connection back in the pool),
+  which the agent's ``turn.result()`` also comes after.
 - the same two with ``AgentConfig(api_events=False)`` (no ``api.event`` per frame).
-- **first turn after prewarm**: a fresh agent, opened and left to finish its startup
+  These are the rows the targets are judged on: the bare client emits nothing per
+  frame, and ``api.event`` (a copy of every wire frame) is a debugging/tracing stream an
+  application turns on when it wants it. The default rows (``api_events=True``, one more
+  event per frame) are printed beside them. Every row's agent has a consumer reading
+  ``agent.events`` (the bare clients have none), so emit-to-application costs count.
+- **first turn after prewarm** (``api_events=False``): a fresh agent, opened and left to finish its startup
   warmup, then prompted once; against the bare client's warm turn (the warm floor).
 - ``cpu``: this process's CPU per turn (the server is elsewhere), p50.
 
@@ -88,8 +96,9 @@ async def ws_warm(
 
 
 async def https_warm(
-    server: Any, workspace: str, pairs: int, api_events: bool = True
+    server: Any, workspace: str, pairs: int, api_events: bool = True, closed: list[Timing] | None = None
 ) -> tuple[list[Timing], list[Timing]]:
+    """``closed``, when given, receives the floor's turns timed to its response's close."""
     ours, floor = [], []
     config = attrs.evolve(bench_config(server, workspace, transport=ta.Transport.HTTPS, store=True),
                           api_events=api_events)
@@ -100,6 +109,7 @@ async def https_warm(
         body = (await server.last_requests())["last"]["http"]
         for _ in range(5):
             await bare.turn(body)
+        bare.closed.clear()
         for i in range(pairs):
             if i % 2:
                 floor.append(await bare.turn(body))
@@ -107,12 +117,16 @@ async def https_warm(
             else:
                 ours.append(await agent.turn())
                 floor.append(await bare.turn(body))
+    if closed is not None:
+        closed.extend(bare.closed)
     return ours, floor
 
 
-async def first_after_prewarm(server: Any, workspace: str, samples: int) -> tuple[list[Timing], list[Timing]]:
+async def first_after_prewarm(
+    server: Any, workspace: str, samples: int, api_events: bool = True
+) -> tuple[list[Timing], list[Timing]]:
     ours, floor = [], []
-    config = bench_config(server, workspace)
+    config = attrs.evolve(bench_config(server, workspace), api_events=api_events)
     async with open_bare_websocket(server.ws_url) as bare:
         async with open_warm_agent(config) as agent:  # discarded: first-use caches
             await agent.turn()
@@ -120,7 +134,7 @@ async def first_after_prewarm(server: Any, workspace: str, samples: int) -> tupl
         for _ in range(3):
             await bare.turn(body)
         for _ in range(samples):
-            async with open_warm_agent(bench_config(server, workspace)) as agent:
+            async with open_warm_agent(config) as agent:
                 ours.append(await agent.turn())
             floor.append(await bare.turn(body))
     return ours, floor
@@ -149,26 +163,33 @@ async def measure(pairs: int) -> str:
                 n = pairs if rtt == 0 else max(20, pairs // 2)
                 tag = f"rtt {rtt * 1000:.0f} ms"
                 ours, floor = await ws_warm(server, workspace, n)
-                rows.append(added_row(f"ws warm turn, {tag}", ours, floor))
-                summary.append(_summary(f"ws warm turn, {tag}", rows[-1], "+0.3 ms p50"))
-                rows.append(added_row(f"ws warm first token, {tag}", ours, floor, "first"))
-                cpu_rows.append(_cpu_row(f"ws warm turn, {tag}", ours, floor))
+                rows.append(added_row(f"ws warm turn, api_events=True, {tag}", ours, floor))
+                summary.append(_summary(f"ws warm turn, api_events=True, {tag}", rows[-1], "(informative)"))
+                rows.append(added_row(f"ws warm first token, api_events=True, {tag}", ours, floor, "first"))
+                cpu_rows.append(_cpu_row(f"ws warm turn, api_events=True, {tag}", ours, floor))
                 ours, floor = await https_warm(server, workspace, n)
-                rows.append(added_row(f"https warm turn, {tag}", ours, floor))
-                summary.append(_summary(f"https warm turn, {tag}", rows[-1], "+0.7 ms p50"))
-                rows.append(added_row(f"https warm first token, {tag}", ours, floor, "first"))
-                cpu_rows.append(_cpu_row(f"https warm turn, {tag}", ours, floor))
-                for warm, name in ((ws_warm, "ws"), (https_warm, "https")):
+                rows.append(added_row(f"https warm turn, api_events=True, {tag}", ours, floor))
+                summary.append(_summary(f"https warm turn, api_events=True, {tag}", rows[-1], "(informative)"))
+                rows.append(added_row(f"https warm first token, api_events=True, {tag}", ours, floor, "first"))
+                cpu_rows.append(_cpu_row(f"https warm turn, api_events=True, {tag}", ours, floor))
+                for name in ("ws", "https"):
                     label = f"{name} warm turn, api_events=False, {tag}"
-                    ours, floor = await warm(server, workspace, n, api_events=False)
+                    closed: list[Timing] = []
+                    if name == "ws":
+                        ours, floor = await ws_warm(server, workspace, n, api_events=False)
+                    else:
+                        ours, floor = await https_warm(server, workspace, n, api_events=False, closed=closed)
                     rows.append(added_row(label, ours, floor))
                     summary.append(_summary(label, rows[-1], "+0.3 ms p50" if name == "ws" else "+0.7 ms p50"))
+                    if closed:
+                        rows.append(added_row(f"{label}, floor to its close", ours, closed))
+                    rows.append(added_row(label.replace("turn", "first token", 1), ours, floor, "first"))
                     cpu_rows.append(_cpu_row(label, ours, floor))
-                ours, floor = await first_after_prewarm(server, workspace, max(20, n // 5))
-                rows.append(added_row(f"first turn after prewarm, {tag}", ours, floor))
-                summary.append(_summary(f"first turn after prewarm, {tag}", rows[-1], "+0.5 ms p50"))
-                rows.append(added_row(f"first token after prewarm, {tag}", ours, floor, "first"))
-                cpu_rows.append(_cpu_row(f"first turn after prewarm, {tag}", ours, floor))
+                ours, floor = await first_after_prewarm(server, workspace, max(20, n // 5), api_events=False)
+                rows.append(added_row(f"first turn after prewarm, api_events=False, {tag}", ours, floor))
+                summary.append(_summary(f"first turn after prewarm, api_events=False, {tag}", rows[-1], "+0.5 ms p50"))
+                rows.append(added_row(f"first token after prewarm, api_events=False, {tag}", ours, floor, "first"))
+                cpu_rows.append(_cpu_row(f"first turn after prewarm, api_events=False, {tag}", ours, floor))
     summary += [[f"cpu/turn: {r[0]}", f"{r[1]} ms", f"{r[2]} ms", f"{r[3]} ms ({r[4]}x)", "-"] for r in cpu_rows
                 if "rtt 0" in r[0]]
     record_summary(summary)
@@ -194,15 +215,20 @@ class StepCounter(trio.abc.Instrument):
 
 
 class SocketTimeline:
-    """Wraps trio-websocket's send/get to stamp when the body leaves and frames arrive."""
+    """Stamps when the body leaves and when each frame reaches its reader: trio-websocket's
+    ``send_message``/``get_message`` for the bare client, ``WebSocketLink.receive_text``
+    for the agent (which takes a waiting frame without ``get_message``)."""
 
     def __init__(self) -> None:
         self.sent: list[float] = []
         self.received: list[float] = []
+        self.reading = "bare"  # whose frames are stamped: "agent" or "bare"
 
     def install(self) -> None:
+        from trio_agent._transport.websocket import WebSocketLink
+
         cls = trio_websocket.WebSocketConnection
-        send, get = cls.send_message, cls.get_message
+        send, get, receive_text = cls.send_message, cls.get_message, WebSocketLink.receive_text
         timeline = self
 
         async def send_message(self: Any, message: Any) -> None:
@@ -211,15 +237,25 @@ class SocketTimeline:
 
         async def get_message(self: Any) -> Any:
             message = await get(self)
-            timeline.received.append(trio.current_time())
+            if timeline.reading == "bare":
+                timeline.received.append(trio.current_time())
+            return message
+
+        async def link_receive_text(self: Any) -> Any:
+            message = await receive_text(self)
+            if timeline.reading == "agent":
+                timeline.received.append(trio.current_time())
             return message
 
         cls.send_message, cls.get_message = send_message, get_message  # type: ignore[method-assign]
-        self._restore = (send, get)
+        WebSocketLink.receive_text = link_receive_text  # type: ignore[method-assign]
+        self._restore = (send, get, receive_text)
 
     def uninstall(self) -> None:
+        from trio_agent._transport.websocket import WebSocketLink
+
         cls = trio_websocket.WebSocketConnection
-        cls.send_message, cls.get_message = self._restore  # type: ignore[method-assign]
+        cls.send_message, cls.get_message, WebSocketLink.receive_text = self._restore  # type: ignore[method-assign]
 
 
 async def profile(turns: int) -> str:
@@ -274,6 +310,7 @@ async def _timeline(agent: Any, bare: Any, body: dict[str, Any], turns: int) -> 
     try:
         for _ in range(turns):
             for name in ("agent", "bare"):
+                timeline.reading = name
                 timeline.sent.clear()
                 timeline.received.clear()
                 events: list[ta.AgentEvent] = []

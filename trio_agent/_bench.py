@@ -503,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"first-token latency: {args.runs} runs per path, delay {args.delay_ms:.2f} ms one way, "
           f"think {args.think_ms:.2f} ms, {args.deltas} deltas; server in a child process")
     print(format_table(rows))
+    print(f"n: samples behind every percentile; p99 is nearest-rank"
+          f"{' (with n < 100: the slowest sample)' if args.runs < 100 else ''}; cpu/turn: this process's CPU "
+          "from prompt() to turn.result() (no server, agent open or warmup)")
     reason = missing_reference()
     if reason is not None:
         print(f"openai_sdk_https: not run: {reason}")

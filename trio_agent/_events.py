@@ -3,10 +3,20 @@
 Emission is synchronous and never blocks the agent: events go into an unbounded
 memory channel (as the reference does), so a slow or absent consumer costs memory,
 never latency. ``seq`` is consumed per agent in emission order, starting at 1.
+
+Events wait in an ``_EventQueue`` (a deque and a parking lot: a memory channel's
+costs, the exception per empty ``receive_nowait`` included, without its generality).
+Receiving takes events that already wait without a scheduler round each (a memory
+channel's ``receive`` is a schedule point even when it has a value): one frame often
+emits two events (``api.event``, ``assistant.delta``), and a round per event left the
+consumer further behind with every frame. It still raises ``Cancelled`` at once when
+the consumer is cancelled, and yields for real at least every ``_BURST`` events, so a
+consumer whose own handling emits events cannot starve the other tasks.
 """
 
 from __future__ import annotations
 
+import collections
 import enum
 import math
 from collections.abc import AsyncIterable, Awaitable, Callable
@@ -27,6 +37,7 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
+_BURST = 64  # events received in a row without a real schedule point, at most
 _LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
 
 
@@ -118,11 +129,10 @@ class EventSink:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self._seq = 0
-        send, receive = trio.open_memory_channel[AgentEvent](math.inf)
-        self._send = send
+        self._queue = _EventQueue()
         self._subscribers: list[EventSubscription] = []
         self._closed = False
-        self.stream = AgentEvents(session_id, receive, self._subscribe)
+        self.stream = AgentEvents(session_id, self._queue, self._subscribe)
 
     def _subscribe(self, max_buffer: int) -> EventSubscription:
         subscription = EventSubscription(self.session_id, max_buffer, self._subscribers.remove)
@@ -138,10 +148,7 @@ class EventSink:
     ) -> AgentEvent:
         self._seq += 1
         event = AgentEvent(kind, payload, self._seq, self.session_id, turn_id, trio.current_time())
-        try:
-            self._send.send_nowait(event)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # nobody listens any more; the seq is still consumed
+        self._queue.put(event)  # False once nobody listens any more; the seq is still consumed
         if self._subscribers:
             for subscription in tuple(self._subscribers):
                 subscription._offer(event)
@@ -149,9 +156,86 @@ class EventSink:
 
     def close(self) -> None:
         self._closed = True
-        self._send.close()
+        self._queue.close()
         for subscription in tuple(self._subscribers):
             subscription._end()
+
+
+class _EventQueue:
+    """A one-way queue of events (what a memory channel did, for this one job, cheaper).
+
+    ``put`` never blocks: it appends and wakes a parked ``get``; past ``max_size`` it
+    raises ``trio.WouldBlock`` (a subscription's overflow), and it returns False once
+    the receiving side is gone. ``get`` takes a waiting event without a schedule point
+    (``checkpoint_if_cancelled`` keeps it a cancel point; a real yield at least every
+    ``_BURST`` events) and parks otherwise. ``close`` ends the queue after the waiting
+    events (``trio.EndOfChannel``); ``discard`` drops them and closes the receiving
+    side (``trio.ClosedResourceError``)."""
+
+    __slots__ = ("_count", "_events", "_lot", "_max", "_parked", "closed", "discarded")
+
+    def __init__(self, max_size: float = math.inf) -> None:
+        self._events: collections.deque[AgentEvent] = collections.deque()
+        self._lot = trio.lowlevel.ParkingLot()
+        self._parked = 0  # tasks parked in get (counted here: len(ParkingLot) is a call)
+        self._max = max_size
+        self._count = 0
+        self.closed = False
+        self.discarded = False
+
+    def put(self, event: AgentEvent) -> bool:
+        if self.closed or self.discarded:
+            return False
+        events = self._events
+        if len(events) >= self._max:
+            raise trio.WouldBlock
+        events.append(event)
+        if self._parked:
+            self._lot.unpark()
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        self._lot.unpark_all()
+
+    def discard(self) -> None:
+        self.discarded = True
+        self._events.clear()
+        self._lot.unpark_all()
+
+    def get_nowait(self) -> AgentEvent:
+        if self.discarded:
+            raise trio.ClosedResourceError("this event stream was closed")
+        if self._events:
+            return self._events.popleft()
+        if self.closed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
+    async def get(self) -> AgentEvent:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        events = self._events
+        if events and self._count < _BURST:  # (discarding empties it)
+            self._count += 1
+            return events.popleft()
+        self._count = 0
+        yielded = False
+        while True:
+            if self.discarded:
+                raise trio.ClosedResourceError("this event stream was closed")
+            if events:
+                if yielded:
+                    return events.popleft()
+                await trio.lowlevel.cancel_shielded_checkpoint()  # the cancel point was above
+            elif self.closed:
+                raise trio.EndOfChannel
+            else:
+                self._parked += 1
+                try:
+                    await self._lot.park()
+                finally:
+                    self._parked -= 1
+            yielded = True
 
 
 class AgentEvents:
@@ -162,11 +246,10 @@ class AgentEvents:
     """
 
     def __init__(
-        self, request_id: str, receive: trio.MemoryReceiveChannel[AgentEvent],
-        subscribe: Callable[[int], EventSubscription] | None = None,
+        self, request_id: str, queue: _EventQueue, subscribe: Callable[[int], EventSubscription] | None = None,
     ) -> None:
         self.request_id = request_id
-        self._receive = receive
+        self._queue = queue
         self._subscribe = subscribe
 
     def subscribe(self, *, max_buffer: int = 4096) -> EventSubscription:
@@ -187,10 +270,10 @@ class AgentEvents:
 
     async def receive(self) -> AgentEvent:
         """The next event; raises ``trio.EndOfChannel`` after the agent closed."""
-        return await self._receive.receive()
+        return await self._queue.get()
 
     def receive_nowait(self) -> AgentEvent:
-        return self._receive.receive_nowait()
+        return self._queue.get_nowait()
 
     def __aiter__(self) -> AgentEvents:
         return self
@@ -199,7 +282,7 @@ class AgentEvents:
         # A plain async iterator, not an async generator: a consumer cancelled mid-way
         # leaves nothing for the garbage collector to finalise.
         try:
-            return await self._receive.receive()
+            return await self._queue.get()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 
@@ -214,7 +297,7 @@ class EventSubscription:
 
     def __init__(self, request_id: str, max_buffer: int, unsubscribe: Callable[[EventSubscription], None]) -> None:
         self.request_id = request_id
-        self._send, self._receive = trio.open_memory_channel[AgentEvent](max_buffer)
+        self._queue = _EventQueue(max_buffer)
         self._unsubscribe = unsubscribe
         self._max_buffer = max_buffer
         self._overflowed = False
@@ -222,18 +305,19 @@ class EventSubscription:
 
     def _offer(self, event: AgentEvent) -> None:
         try:
-            self._send.send_nowait(event)
+            delivered = self._queue.put(event)
         except trio.WouldBlock:
             self._overflowed = True
             self._stop()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+        if not delivered:
             self._stop()
 
     def _end(self) -> None:
-        self._send.close()
+        self._queue.close()
 
     def _stop(self) -> None:
-        self._send.close()
+        self._queue.close()
         if self._listening:
             self._listening = False
             self._unsubscribe(self)
@@ -241,7 +325,7 @@ class EventSubscription:
     def close(self) -> None:
         """Unsubscribe now (idempotent); buffered events are discarded."""
         self._stop()
-        self._receive.close()
+        self._queue.discard()
 
     async def __aenter__(self) -> EventSubscription:
         return self
@@ -253,7 +337,7 @@ class EventSubscription:
         """The next event; ``trio.EndOfChannel`` after the agent closed, and
         ``EventsOverflowed`` (after the buffered events) if this consumer fell behind."""
         try:
-            return await self._receive.receive()
+            return await self._queue.get()
         except trio.EndOfChannel:
             if self._overflowed:
                 raise EventsOverflowed(

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
+import h11
+import pytest
+import trio
+import trio.testing
+
 import trio_agent as ta
 from trio_agent import _bench
 
@@ -54,3 +61,55 @@ def test_a_missing_reference_client_is_explained() -> None:
     reason = _bench.missing_reference()
     assert reason is None or "openai" in reason
     assert ("openai_sdk_https" in _bench.available_paths()) == (reason is None)
+
+
+async def _one_http_exchange(stream: trio.abc.Stream, client: h11.Connection) -> bytes:
+    body = json.dumps({"model": "m", "input": []}).encode()
+    request = h11.Request(method="POST", target="/v1/responses", headers=[
+        ("host", "bench"), ("content-type", "application/json"), ("content-length", str(len(body)))])
+    await stream.send_all(client.send(request) + client.send(h11.Data(data=body)) + client.send(h11.EndOfMessage()))
+    received = b""
+    while True:
+        event = client.next_event()
+        if event is h11.NEED_DATA:
+            client.receive_data(await stream.receive_some(65536))
+        elif isinstance(event, h11.Data):
+            received += bytes(event.data)
+        elif isinstance(event, h11.EndOfMessage):
+            client.start_next_cycle()
+            return received
+
+
+async def test_the_https_server_charges_the_handshake_delay_once_per_connection(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # On Trio's virtual clock: a new connection pays the TCP+TLS round trip (2 x delay)
+    # once; every request pays delay + think + delay, on the first connection and on a
+    # kept-alive one alike.
+    delay, think = 0.010, 0.020
+    state = _bench._ServerState(_bench.Settings(delay=delay, think=think, deltas=2))
+    for _ in range(2):  # a second connection pays its handshake again
+        client_stream, server_stream = trio.testing.memory_stream_pair()
+        client = h11.Connection(h11.CLIENT)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_bench._http_connection, server_stream, state)
+            took = []
+            for _ in range(3):
+                start = trio.current_time()
+                body = await _one_http_exchange(client_stream, client)
+                took.append(trio.current_time() - start)
+                assert body.endswith(b"data: [DONE]\n\n") and b"response.completed" in body
+            await client_stream.aclose()
+        assert took == pytest.approx([2 * delay + delay + think + delay, delay + think + delay,
+                                      delay + think + delay])
+    assert state.counts["http_connections"] == 2 and state.counts["http_requests"] == 6
+
+
+def test_the_table_shows_emit_and_received_first_tokens_cpu_and_the_samples_behind_p99() -> None:
+    row = {"path": "startup_prewarm", "first_emit_p50_ms": 1.0, "first_recv_p50_ms": 1.25, "first_recv_p99_ms": 3.5,
+           "ratio_to_floor": 1.1, "cpu_ms_per_turn": 0.75, "runs": 30}
+    table = _bench.format_table([row])
+    head, units, line = table.splitlines()
+    assert head.split() == ["path", "first", "emit", "first", "recv", "p99", "recv", "x", "floor", "cpu/turn", "n"]
+    assert line.split() == ["startup_prewarm", "1.00", "1.25", "3.50", "1.10", "0.75", "30"]
+    assert "p50 ms" in units

@@ -38,6 +38,9 @@ class StubLink:
         self.inbox_send, self.inbox = trio.open_memory_channel[str](10)
         self.sender_tasks: list[trio.lowlevel.Task] = []
 
+    def deliver_bursts(self, eager: bool) -> None:
+        pass  # a scripted inbox has no reader to tune
+
     async def send_text(self, text: str) -> None:
         frame = json.loads(text)
         if frame.get("type") == "response.create":

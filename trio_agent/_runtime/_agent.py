@@ -287,8 +287,13 @@ class Agent:
         before it runs. Raises ``InvalidPrompt`` for empty text and ``AgentClosed``
         once the agent's block is closing.
         """
-        await trio.lowlevel.checkpoint()
-        return Turn(self._queue.accept(_prompt(prompt), self._settings()), self._queue)
+        # Trio's pattern for an operation that succeeds at once (a socket send): a cancel
+        # point before it, a schedule point after it, so the runner woken by ``accept``
+        # starts the turn in the same scheduler round as this caller resumes.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        turn = Turn(self._queue.accept(_prompt(prompt), self._settings()), self._queue)
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return turn
 
     async def compact(self) -> Turn:
         """Compact the conversation now, as a turn of its own; returns once it is queued.

@@ -6,7 +6,11 @@ feeding each through the attempt's sans-IO ``ResponseAccumulator`` (via the
 only records its arrival time, and when the deadline expires with frames received
 since, the read goes on under a new scope due at the latest frame plus the idle
 timeout -- so the per-frame cost is one clock read, and a silent server times out at
-exactly its last frame plus ``idle_timeout``.
+exactly its last frame plus ``idle_timeout``. Until the first output of a response
+the socket's reader hands over each frame in a round of its own (the first token is not
+held up behind the parsing of a whole burst); from then on a burst comes in one round,
+and frames that already wait are taken without a schedule point each. The first output
+is followed by one, so the application sees it before the rest of a burst is processed.
 
 A preempting steer (``Preemption``) only *signals* this exchange; the exchange's own
 side does the socket I/O. The signal is registered before the request is sent, so
@@ -91,6 +95,7 @@ class Exchange:
         text = _dumps(body)
         self.recorder.outbound(body)
         self.recorder.sent()
+        self._link.deliver_bursts(False)  # frame by frame until the first output (see _read)
         await self._link.send_text(text)
 
     async def _read(self) -> ResponseOutcome:
@@ -98,6 +103,7 @@ class Exchange:
         recorder = self.recorder
         accumulator = recorder.accumulator
         last = trio.current_time()  # when the latest frame arrived (or the read began)
+        first_pending = recorder.first_output is None
         while True:
             # The deadline is not pushed forward on every frame (a cancel scope's deadline
             # is a heap update): when it expires, a frame that came since re-arms it at
@@ -112,6 +118,15 @@ class Exchange:
                         return outcome
                     if accumulator.interrupt_due:
                         self._start_sender()
+                    if first_pending and recorder.first_output is not None:
+                        # Frames that wait are read without a schedule point (see
+                        # WebSocketLink.receive_text); the first output of a response goes
+                        # to the consumer before the rest of a burst is processed.
+                        first_pending = False
+                        await trio.lowlevel.checkpoint()
+                        # after the round in which the consumer takes the first output: a
+                        # reader in that same round still hands over one frame, not a burst
+                        link.deliver_bursts(True)
             if trio.current_time() >= min(last + self._idle, self._interrupt_deadline):
                 break
         if accumulator.phase is Phase.DRAINING:

@@ -2,9 +2,11 @@
 
 The body is POSTed, the event stream decoded (``SseDecoder``), and each event's data
 goes through the same frame decoder and ``ResponseAccumulator`` as the WebSocket
-(``ExchangeRecorder``). There is no socket to drain, so a preempting steer simply
-closes the stream: the items finished so far are kept, nothing chains on the
-abandoned response, and the turn continues with the steer (SPEC sec. 4).
+(``ExchangeRecorder``); the first output of a response is followed by a schedule
+point, so the application sees it before the rest of its chunk is processed. There
+is no socket to drain, so a preempting steer simply closes the stream: the items
+finished so far are kept, nothing chains on the abandoned response, and the turn
+continues with the steer (SPEC sec. 4).
 
 Once the terminal frame has produced the outcome, the response is paid for and is
 never thrown away: preemption no longer applies, and reading the rest of the body
@@ -77,14 +79,21 @@ class HttpsExchange:
 
     async def _read(self, chunks: AsyncIterator[bytes]) -> ResponseOutcome:
         decoder = SseDecoder()
-        accumulator = self.recorder.accumulator
+        recorder = self.recorder
+        accumulator = recorder.accumulator
+        first_pending = recorder.first_output is None
         async for chunk in chunks:
             for data in decoder.feed(chunk):
-                outcome = self.recorder.feed(decode_frame(data), trio.current_time())
+                outcome = recorder.feed(decode_frame(data), trio.current_time())
                 if outcome is not None:
                     return outcome
                 if accumulator.was_cut:  # mail cut it: what follows is discarded anyway
                     return accumulator.abandoned_outcome()
+                if first_pending and recorder.first_output is not None:
+                    # A chunk often holds many events: the first output goes to the
+                    # application before the rest of the chunk is processed.
+                    first_pending = False
+                    await trio.lowlevel.checkpoint()
         decoder.close()  # an unterminated final event is discarded (the SSE standard)
         if decoder.truncated:
             raise ConnectionLost(

@@ -19,10 +19,25 @@ as ``ConnectionFailed`` (``AuthenticationError`` for a 401/403 rejection); after
 only means the socket is dead: the link becomes unusable and the model call reading it
 sees ``ConnectionLost``.
 
-The per-frame path is just ``get_message()``: model calls read the socket directly
-(no extra task or channel hop); idle timeouts are one cancel scope per response whose
-deadline is pushed forward, not a scope per frame. Sends go through one lock per
+The per-frame path is trio-websocket's message queue, read by the model call itself
+(no extra task or channel hop of ours); idle timeouts are one cancel scope per response
+whose deadline is pushed forward, not a scope per frame. Sends go through one lock per
 socket with a send timeout.
+
+Bursts cost one scheduler round, not one per frame: trio-websocket's reader hands each
+message to its queue with ``await send()`` -- a schedule point per message, so the
+frames of one ``receive_some`` would reach the model call one round at a time -- and
+``get_message()`` is a schedule point even when a message waits. Once the handshake is
+done ``_eager_queue`` swaps the reader's end of the queue for ``_EagerSend`` (delivers
+at once while the queue has room, the ordinary ``send`` when it is full; per frame, as
+before, while ``deliver_bursts(False)`` -- a response until its first output), and
+``receive_text`` takes a waiting message with ``receive_nowait``; its send lock, free in
+the usual case, is taken without the schedule point that would hold the request back a
+round (``_EagerLock``; the send is still one, after the bytes left). Neither loop can run
+unbounded: the queue holds at most ``message_queue_size`` messages, and the reader yields
+on every ``receive_some``. These touch trio-websocket internals (``_send_channel``,
+``_recv_channel``, ``_stream_lock``), looked up once per connection; if a release renames them the socket
+works exactly as before, one round per frame.
 
 trio-websocket defaults are raised: 1 MiB max message -> 64 MiB (``response.completed``
 frames can be large), 4 KiB receive buffer -> 256 KiB.
@@ -116,11 +131,72 @@ class _WatchedStream(trio.abc.Stream):
         await self.inner.aclose()
 
 
+class _EagerSend:
+    """The reader's end of trio-websocket's message queue, without a schedule point per
+    message while the queue has room (see the module docstring). The reader uses
+    ``send`` and ``aclose`` only; both keep the channel's exceptions."""
+
+    def __init__(self, inner: trio.MemorySendChannel[str | bytes]) -> None:
+        self._inner = inner
+        self.eager = True  # False: a schedule point per message, as trio-websocket's own
+
+    async def send(self, value: str | bytes) -> None:
+        if self.eager:
+            try:
+                self._inner.send_nowait(value)
+                return
+            except trio.WouldBlock:
+                pass
+        await self._inner.send(value)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _EagerLock:
+    """trio-websocket's send lock, without a schedule point before a send that finds it
+    free (the send itself is still one, after the bytes went out: ``send_all``)."""
+
+    def __init__(self, inner: trio.StrictFIFOLock) -> None:
+        self._inner = inner
+
+    async def __aenter__(self) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._inner.acquire_nowait()
+        except trio.WouldBlock:
+            await self._inner.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._inner.release()
+
+
+def _eager_queue(
+    ws: trio_websocket.WebSocketConnection,
+) -> tuple[_EagerSend, trio.MemoryReceiveChannel[str | bytes]] | None:
+    """Make the reader deliver bursts without a round per message; returns its new end of
+    the queue and the receiving end for ``receive_nowait`` (None: this trio-websocket is
+    laid out otherwise)."""
+    send = getattr(ws, "_send_channel", None)
+    receive = getattr(ws, "_recv_channel", None)
+    if not isinstance(send, trio.MemorySendChannel) or not isinstance(receive, trio.MemoryReceiveChannel):
+        return None
+    eager = _EagerSend(send)
+    ws._send_channel = eager  # type: ignore[assignment]  # duck-typed: send/aclose
+    lock = getattr(ws, "_stream_lock", None)
+    if isinstance(lock, trio.StrictFIFOLock):
+        ws._stream_lock = _EagerLock(lock)  # type: ignore[assignment]  # duck-typed: async with
+    return eager, receive
+
+
 class WebSocketLink:
     """One open socket. ``abandon()`` (sync, idempotent) makes its task close it."""
 
     def __init__(self, ws: trio_websocket.WebSocketConnection, options: WebSocketOptions) -> None:
         self._ws = ws
+        queue = _eager_queue(ws)
+        self._eager: _EagerSend | None = queue[0] if queue is not None else None
+        self._queue: trio.MemoryReceiveChannel[str | bytes] | None = queue[1] if queue is not None else None
         self._options = options
         self._send_lock = trio.Lock()
         self._abandoned = trio.Event()
@@ -170,8 +246,21 @@ class WebSocketLink:
                 failure_phase="send",
             ) from exc
 
+    def deliver_bursts(self, eager: bool) -> None:
+        """Whether the reader hands a burst over in one round (True, the default) or each
+        frame in a round of its own (False: the first frame of a burst reaches the model
+        call before the rest is parsed -- what a response wants until its first output)."""
+        if self._eager is not None:
+            self._eager.eager = eager
+
     async def receive_text(self) -> str | bytes:
-        """The next message (``ConnectionLost`` when the socket closed)."""
+        """The next message (``ConnectionLost`` when the socket closed). A message that
+        already waits is returned without a schedule point (bounded by the queue size)."""
+        if self._queue is not None:
+            try:
+                return self._queue.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                pass  # nothing waits, or the socket closed: get_message says which
         try:
             return await self._ws.get_message()
         except trio_websocket.ConnectionClosed as exc:

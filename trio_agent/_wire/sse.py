@@ -103,6 +103,12 @@ class SseDecoder:
         """The data of every event completed by ``chunk`` (which may be empty)."""
         if self._closed:
             raise RuntimeError("SseDecoder.feed() called after close()")
+        if not self._after_cr and b"\r" not in chunk:
+            if not self._at_start:
+                return self._feed_lf(chunk)
+            if not self._partial and chunk[:1] != _BOM[:1] and b"\n" in chunk:
+                self._at_start = False  # the first line completes here, without a mark to strip
+                return self._feed_lf(chunk)
         events: list[str] = []
         start = 0
         if chunk and self._after_cr:
@@ -119,6 +125,41 @@ class SseDecoder:
         self._scanned += len(chunk) - start
         self._check_line_length(len(self._partial) + len(chunk) - start)
         self._partial += chunk[start:]
+        return events
+
+    def _feed_lf(self, chunk: bytes) -> list[str]:
+        """``feed`` for a chunk with no CR (what servers send): the same result, with the
+        lines cut by ``bytes.split`` and ``data:`` lines handled inline."""
+        events: list[str] = []
+        lines = chunk.split(b"\n")
+        tail = lines.pop()  # after the last LF: the next unfinished line
+        self._scanned += len(chunk)
+        if lines and self._partial:
+            self._complete_line(lines[0], 0, len(lines[0]), events)
+            del lines[0]
+        max_line = self._max_line
+        for line in lines:
+            if not line:
+                self._dispatch(events)
+            elif line.startswith(b"data: ") and self._event_bytes == 0 and not self._data:
+                # the first data line of an event (the usual one): _add_data, inline
+                if len(line) > max_line:
+                    self._check_line_length(len(line))
+                if len(line) - 6 > self._max_event:
+                    self._add_data(line[6:])  # raises sse_event_too_large
+                try:
+                    self._data.append(line[6:].decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    raise ProtocolError(
+                        "the Responses event stream is not valid UTF-8", error_class="invalid_sse_utf8"
+                    ) from exc
+                self._event_bytes = len(line) - 6
+                self._in_event = True
+            else:
+                self._check_line_length(len(line))
+                self._line(line, events)
+        self._check_line_length(len(self._partial) + len(tail))
+        self._partial += tail
         return events
 
     def close(self) -> list[str]:

@@ -1,0 +1,115 @@
+"""Bursts cost one scheduler round, not one per frame or per event (issue 13, item 1).
+
+Frames that wait in trio-websocket's queue and events that wait in ``agent.events``
+are taken without a schedule point each; a cancelled reader still sees ``Cancelled``
+at once, and an event consumer yields for real at least every ``_BURST`` events.
+Counted with an instrument (task steps), never timed.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+import trio_agent as ta
+from trio_agent._events import _BURST, EventSink
+from trio_agent._transport.websocket import WebSocketOptions, _EagerSend, open_connection
+from trio_agent.testing import FakeConnection, FakeResponsesServer
+
+
+class Steps(trio.abc.Instrument):
+    """Counts the steps of one task (each is a return from a schedule point)."""
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task is self.task:
+            self.steps += 1
+
+
+def counting() -> Steps:
+    steps = Steps(trio.lowlevel.current_task())
+    trio.lowlevel.add_instrument(steps)
+    return steps
+
+
+async def test_frames_that_wait_are_read_without_a_round_each(
+    memory_server: FakeResponsesServer, autojump_clock: trio.testing.MockClock
+) -> None:
+    accepted: list[FakeConnection] = []
+
+    async def accept() -> None:
+        accepted.append(await memory_server.accept())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(accept)
+        link = await open_connection(nursery, WebSocketOptions(url=memory_server.url, dialer=memory_server.dial))
+        # This trio-websocket has the layout the fast path needs (else: one round per frame).
+        assert isinstance(link._ws._send_channel, _EagerSend)
+        await trio.testing.wait_all_tasks_blocked()
+        frames = [{"type": "response.output_text.delta", "delta": str(i)} for i in range(10)]
+        await accepted[0].send_all(frames)
+        await trio.testing.wait_all_tasks_blocked()  # all ten wait in the queue
+        steps = counting()
+        texts = [await link.receive_text() for _ in frames]
+        trio.lowlevel.remove_instrument(steps)
+        assert [f'"delta":"{i}"' in text for i, text in enumerate(texts)] == [True] * 10
+        assert steps.steps == 0
+        with trio.move_on_after(1) as scope:  # nothing waits: an ordinary blocking read
+            await link.receive_text()
+        assert scope.cancelled_caught
+        link.abandon()
+
+
+async def test_the_reader_end_delivers_at_once_while_the_queue_has_room() -> None:
+    send, receive = trio.open_memory_channel[str | bytes](2)
+    eager = _EagerSend(send)
+    steps = counting()
+    await eager.send("a")
+    await eager.send("b")
+    trio.lowlevel.remove_instrument(steps)
+    assert steps.steps == 0
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(eager.send, "c")  # full: waits like the channel's own send
+        await trio.testing.wait_all_tasks_blocked()
+        assert [receive.receive_nowait(), receive.receive_nowait()] == ["a", "b"]
+    assert receive.receive_nowait() == "c"
+    await eager.aclose()
+    with pytest.raises(trio.EndOfChannel):
+        receive.receive_nowait()
+
+
+async def test_events_that_wait_are_received_in_one_round_and_cancellation_still_wins() -> None:
+    sink = EventSink("s")
+    for i in range(_BURST + 1):
+        sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": str(i)})
+    steps = counting()
+    received = [await sink.stream.receive() for _ in range(_BURST + 1)]
+    trio.lowlevel.remove_instrument(steps)
+    assert [e.seq for e in received] == list(range(1, _BURST + 2))
+    assert steps.steps == 1  # a real schedule point after _BURST events in a row
+    sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": "late"})
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(trio.Cancelled):
+            await sink.stream.receive()  # an event waits, but the consumer is cancelled
+    assert (await sink.stream.receive()).payload["message"] == "late"
+    sink.close()
+    assert [e async for e in sink.stream] == []
+
+
+async def test_a_subscription_receives_a_burst_in_one_round_too() -> None:
+    sink = EventSink("s")
+    async with sink.stream.subscribe(max_buffer=16) as events:
+        for i in range(10):
+            sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": str(i)})
+        steps = counting()
+        received = [await events.receive() for _ in range(10)]
+        trio.lowlevel.remove_instrument(steps)
+        assert [e.payload["message"] for e in received] == [str(i) for i in range(10)]
+        assert steps.steps == 0
+        sink.close()
+        assert [e async for e in events] == []
