@@ -25,7 +25,7 @@ the CLI's own ``run`` code up to the prompt -- agent open, socket warmed -- and 
   :data:`FAILED_FOR` seconds, during which its requests fall back without a worker.
 - A client that goes away cancels its run (``detach``), never the daemon.
 
-Bounds: at most :data:`MAX_SPARES` spares (starting one more closes the least recently
+Bounds: at most :data:`MAX_SPARES` spares (``TRIO_AGENT_DAEMON_SPARES``; starting one more closes the least recently
 used ready one); a spare unused for :data:`SPARE_IDLE` seconds is closed. Workers
 serve one run each, so no state carries from one run to the next.
 
@@ -50,7 +50,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
@@ -62,6 +62,7 @@ from ._daemon_channel import LineSocket, close_fds
 
 __all__ = ["CLOSE_GRACE", "FAILED_FOR", "MAX_SPARES", "SPARE_IDLE", "VOLATILE", "RunRequest", "main", "serve_daemon"]
 
+#: At most this many spares (``TRIO_AGENT_DAEMON_SPARES`` when the daemon starts overrides it).
 MAX_SPARES = 4
 SPARE_IDLE = 15 * 60.0
 FAILED_FOR = 30.0
@@ -203,6 +204,7 @@ class _Pool:
         self.running: set[_Worker] = set()
         self.failed: dict[str, float] = {}
         self.stopping = False
+        self.max_spares = int(os.environ.get("TRIO_AGENT_DAEMON_SPARES") or MAX_SPARES)
 
     async def take(self, request: RunRequest) -> _Worker | str:
         """A ready worker for ``request``, or why the client should run in-process."""
@@ -232,7 +234,7 @@ class _Pool:
             return
         ready = sorted((w for w in self.spares.values() if w.ready.is_set() and not w.closing),
                        key=lambda w: w.used_at)
-        if len(self.spares) >= MAX_SPARES and ready:
+        if len(self.spares) >= self.max_spares and ready:
             self._close(ready[0])
         worker = _Worker(key, request)
         self.spares[key] = worker
@@ -310,9 +312,8 @@ class _Daemon:
             return
         fields = payload.decode("utf-8", "surrogateescape").split("\0")
         if fields[0] == "status":
-            pids = ",".join(str(w.pid) for w in self.pool.workers() if w.pid is not None)
-            ready = sum(w.ready.is_set() for w in self.pool.spares.values())
-            await conn.send(f"daemon {os.getpid()} {ready} {pids or '-'}\n".encode())
+            ready = _pids(w for w in self.pool.spares.values() if w.ready.is_set() and not w.closing)
+            await conn.send(f"daemon {os.getpid()} {ready} {_pids(self.pool.workers())}\n".encode())
         elif fields[0] == "stop":
             await conn.send(f"stopping {os.getpid()}\n".encode())
             self.stop.set()
@@ -343,6 +344,10 @@ class _Daemon:
             if word == "signal" and number.isdigit() and int(number) in (signal.SIGINT, signal.SIGTERM):
                 worker.signal(int(number))
         await worker.tell("detach")  # the client went away: cancel its run, never the daemon
+
+
+def _pids(workers: Iterable[_Worker]) -> str:
+    return ",".join(str(w.pid) for w in workers if w.pid is not None) or "-"
 
 
 def _bind(directory: str) -> tuple[trio.socket.SocketType, int]:

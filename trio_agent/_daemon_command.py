@@ -34,7 +34,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 @attrs.frozen
 class DaemonStatus:
     pid: int
-    ready: int  # spares ready to take a run
+    ready: tuple[int, ...]  # pids of the spares ready to take a run
     workers: tuple[int, ...]  # pids of every worker process (spares and running)
 
 
@@ -64,7 +64,11 @@ def daemon_status(directory: str | None = None) -> DaemonStatus | None:
     if reply is None or not reply.startswith("daemon "):
         return None
     _, pid, ready, workers = reply.split(" ")
-    return DaemonStatus(int(pid), int(ready), tuple(int(p) for p in workers.split(",") if p != "-"))
+    return DaemonStatus(int(pid), _pids(ready), _pids(workers))
+
+
+def _pids(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(",") if p != "-")
 
 
 def _say(message: str) -> None:

@@ -1,0 +1,122 @@
+"""``trio-agent run`` through the warm daemon: the same output and exit status as the
+in-process path, Ctrl-C and SIGTERM forwarded, a vanished client cancelling only its
+own run, and a thin client that imports neither trio nor trio_agent."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
+from ..cli._cli import ROOT, cli_env, open_cli, run_cli
+from ._daemon import Daemon, normalised, running_daemon
+
+LONG = "run: sleep 60 & touch started; wait"
+STUBBORN = "run: trap 'touch got-term' TERM; sleep 60 & touch started; while :; do wait; done"
+
+
+@pytest.fixture(scope="module")
+def daemon() -> Iterator[Daemon]:
+    with running_daemon() as daemon:
+        yield daemon
+
+
+async def _started(workspace: Path) -> list[int]:
+    await wait_for_os_fact((workspace / "started").exists, "the command starting (the turn is live)")
+    pids = processes_in(workspace)
+    assert pids
+    return pids
+
+
+@pytest.mark.parametrize("prompt", ["hello", "run: echo one; echo two >&2; exit 3"], ids=["answer", "tool"])
+async def test_the_daemon_prints_what_the_in_process_run_prints(
+    daemon: Daemon, tmp_path: Path, workspace: Path, prompt: str
+) -> None:
+    options = ("--local", "--workspace", str(workspace))
+    spares = await daemon.prime(*options, cwd=tmp_path)
+    warm = await run_cli("run", *options, prompt, cwd=tmp_path, env=daemon.env)
+    daemon.served(spares)
+    local = await run_cli("run", *options, prompt, cwd=tmp_path, env=cli_env())  # TRIO_AGENT_NO_DAEMON=1
+    assert (warm.returncode, normalised(warm.stdout), normalised(warm.stderr)) == (
+        local.returncode, normalised(local.stdout), normalised(local.stderr))
+    assert warm.returncode == 0 and "-- completed: " in warm.stdout.decode()
+
+
+async def test_an_option_error_is_the_same_error(daemon: Daemon, tmp_path: Path) -> None:
+    # The daemon's worker cannot start with this option: the client runs in-process and
+    # the key is remembered as failing, so the second run does not wait for a worker.
+    for _ in range(2):
+        warm = await run_cli("run", "--local", "--max-attempts", "0", "hi", cwd=tmp_path, env=daemon.env)
+        local = await run_cli("run", "--local", "--max-attempts", "0", "hi", cwd=tmp_path)
+        assert (warm.returncode, warm.stdout, warm.stderr) == (local.returncode, local.stdout, local.stderr)
+        assert warm.returncode == 2 and b"--max-attempts" in warm.stderr
+
+
+async def test_the_thin_client_imports_neither_trio_nor_trio_agent(daemon: Daemon, tmp_path: Path) -> None:
+    spares = await daemon.prime("--local", cwd=tmp_path)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import _trio_agent_launch as launch\n"
+            "code = launch.main(['run', '--local', 'hello'])\n"
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('trio', 'trio_agent', 'attrs'))\n"
+            "print('loaded:', loaded, file=sys.stderr); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT)], cwd=tmp_path, env=daemon.env,
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert "loaded: []" in done.stderr.decode()
+    assert "Hello from trio_agent's local scripted model" in done.stdout.decode()
+    daemon.served(spares)
+
+
+@pytest.mark.parametrize(("signum", "code", "name"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+async def test_a_signal_cancels_the_turn_in_the_daemon(
+    daemon: Daemon, tmp_path: Path, workspace: Path, signum: int, code: int, name: str
+) -> None:
+    spares = await daemon.prime("--local", "--workspace", str(workspace), cwd=tmp_path)
+    async with open_cli("run", "--local", "--workspace", str(workspace), LONG, cwd=tmp_path,
+                        env=daemon.env) as cli:
+        pids = await _started(workspace)
+        cli.signal(signum)
+        assert await cli.wait() == code
+    spare = daemon.served(spares)
+    assert not any(pid_alive(pid) for pid in pids), "the command ended before the client exited"
+    assert cli.lines[-1].startswith(f"-- cancelled by {name} after ")
+    assert [line for line in cli.lines if line.startswith("-- cancelled")] == [cli.lines[-1]]
+    assert "[tool] exec_command -> cancelled in " in cli.stdout
+    assert "Traceback" not in cli.stdout + cli.stderr
+    await wait_gone([spare])
+
+
+async def test_a_second_ctrl_c_exits_at_once(daemon: Daemon, tmp_path: Path, workspace: Path) -> None:
+    spares = await daemon.prime("--local", "--workspace", str(workspace), cwd=tmp_path)
+    async with open_cli("run", "--local", "--workspace", str(workspace), STUBBORN, cwd=tmp_path,
+                        env=daemon.env) as cli:
+        pids = await _started(workspace)
+        cli.signal(signal.SIGINT)
+        await wait_for_os_fact((workspace / "got-term").exists, "the command getting SIGTERM")
+        cli.signal(signal.SIGINT)
+        assert await cli.wait() == 130
+    spare = daemon.served(spares)
+    assert "trio-agent: Ctrl-C again: exiting now, without waiting for cleanup" in cli.stderr
+    assert not any(line.startswith("-- cancelled") for line in cli.lines)
+    await wait_gone([spare, *pids])
+
+
+async def test_a_vanished_client_cancels_its_run_and_not_the_daemon(
+    daemon: Daemon, tmp_path: Path, workspace: Path
+) -> None:
+    spares = await daemon.prime("--local", "--workspace", str(workspace), cwd=tmp_path)
+    async with open_cli("run", "--local", "--workspace", str(workspace), LONG, cwd=tmp_path,
+                        env=daemon.env) as cli:
+        pids = await _started(workspace)
+        cli.process.kill()
+        assert await cli.wait() == -signal.SIGKILL
+    (spare,) = spares - await daemon.settle()  # the spare that took the run has gone; another replaced it
+    await wait_gone([spare, *pids])  # the worker cancelled the turn (its command killed) and exited
+    status = daemon.status()
+    assert status is not None and status.pid == daemon.pid
+    again = await run_cli("run", "--local", "hello", cwd=tmp_path, env=daemon.env)
+    assert again.returncode == 0, again.stderr.decode()
