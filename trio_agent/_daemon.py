@@ -379,13 +379,15 @@ async def serve_daemon(directory: str, *, task_status: trio.TaskStatus[None] = t
             daemon = _Daemon(directory, nursery)
             nursery.start_soon(daemon.pool.reap_idle)
             nursery.start_soon(_watch_signals, daemon.stop)
-            nursery.start_soon(_accept, listener, daemon, nursery)
+            accepting = trio.CancelScope()
+            nursery.start_soon(_accept, listener, daemon, nursery, accepting)
             print(f"trio-agent daemon: pid {os.getpid()} listening on {socket_path(directory)}", file=sys.stderr,
                   flush=True)
             task_status.started()
             await daemon.stop.wait()
             with trio.CancelScope(shield=True):
-                _unlink(directory)
+                accepting.cancel()
+                _unlink(directory)  # from now on clients fall back to running in-process
                 listener.close()
                 with trio.move_on_after(CLOSE_GRACE):
                     await daemon.pool.aclose()
@@ -404,13 +406,12 @@ def _unlink(directory: str) -> None:
         os.unlink(socket_path(directory))
 
 
-async def _accept(listener: trio.socket.SocketType, daemon: _Daemon, nursery: trio.Nursery) -> None:
-    while True:
-        try:
+async def _accept(listener: trio.socket.SocketType, daemon: _Daemon, nursery: trio.Nursery,
+                  scope: trio.CancelScope) -> None:
+    with scope:
+        while True:
             sock, _ = await listener.accept()
-        except OSError:  # the listener was closed: stopping
-            return
-        nursery.start_soon(daemon.serve_client, sock)
+            nursery.start_soon(daemon.serve_client, sock)
 
 
 async def _watch_signals(stop: trio.Event) -> None:

@@ -41,7 +41,7 @@ def daemon_env(directory: str, **extra: str) -> dict[str, str]:
 
 def normalised(output: bytes) -> str:
     """Output with the measured durations (first token, totals, tool times) blanked."""
-    text = re.sub(r"\d+(\.\d+)? (ms|s)\b", r"N \2", output.decode())
+    text = re.sub(r"\d+(\.\d+)? (ms|s|seconds)\b", r"N \2", output.decode())
     return re.sub(r'"wall_time_seconds":\s*[\d.]+', '"wall_time_seconds":N', text)
 
 

@@ -4,13 +4,14 @@ own run, and a thin client that imports neither trio nor trio_agent."""
 
 from __future__ import annotations
 
+import difflib
 import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
 from ..cli._cli import ROOT, cli_env, open_cli, run_cli
@@ -42,8 +43,10 @@ async def test_the_daemon_prints_what_the_in_process_run_prints(
     warm = await run_cli("run", *options, prompt, cwd=tmp_path, env=daemon.env)
     daemon.served(spares)
     local = await run_cli("run", *options, prompt, cwd=tmp_path, env=cli_env())  # TRIO_AGENT_NO_DAEMON=1
-    assert (warm.returncode, normalised(warm.stdout), normalised(warm.stderr)) == (
-        local.returncode, normalised(local.stdout), normalised(local.stderr))
+    assert warm.returncode == local.returncode
+    for ours, theirs in ((warm.stdout, local.stdout), (warm.stderr, local.stderr)):
+        diff = difflib.unified_diff(normalised(theirs).splitlines(), normalised(ours).splitlines(), lineterm="")
+        assert normalised(ours) == normalised(theirs), "\n".join(diff)
     assert warm.returncode == 0 and "-- completed: " in warm.stdout.decode()
 
 
@@ -63,8 +66,9 @@ async def test_the_thin_client_imports_neither_trio_nor_trio_agent(daemon: Daemo
             "code = launch.main(['run', '--local', 'hello'])\n"
             "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('trio', 'trio_agent', 'attrs'))\n"
             "print('loaded:', loaded, file=sys.stderr); sys.exit(code)")
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT)], cwd=tmp_path, env=daemon.env,
-                          capture_output=True, timeout=60, check=False)
+    with trio.fail_after(60):
+        done = await trio.run_process([sys.executable, "-c", code, str(ROOT)], cwd=tmp_path, env=daemon.env,
+                                      capture_stdout=True, capture_stderr=True, check=False)
     assert done.returncode == 0, done.stderr.decode()
     assert "loaded: []" in done.stderr.decode()
     assert "Hello from trio_agent's local scripted model" in done.stdout.decode()
