@@ -48,6 +48,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -305,6 +306,8 @@ class _Daemon:
                 self.no_clients.set()
 
     async def _serve_client(self, conn: LineSocket) -> None:
+        if _peer_uid(conn.sock) != os.getuid():  # the directory is 0700; this is the second lock
+            return
         with trio.move_on_after(REQUEST_BOUND):
             size = await conn.line()
             payload = None if size is None else await conn.exactly(int(size))
@@ -344,6 +347,11 @@ class _Daemon:
             if word == "signal" and number.isdigit() and int(number) in (signal.SIGINT, signal.SIGTERM):
                 worker.signal(int(number))
         await worker.tell("detach")  # the client went away: cancel its run, never the daemon
+
+
+def _peer_uid(sock: trio.socket.SocketType) -> int:
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return int(uid)
 
 
 def _pids(workers: Iterable[_Worker]) -> str:

@@ -5,6 +5,7 @@ own run, and a thin client that imports neither trio nor trio_agent."""
 from __future__ import annotations
 
 import difflib
+import json
 import signal
 import sys
 from collections.abc import Iterator
@@ -48,6 +49,23 @@ async def test_the_daemon_prints_what_the_in_process_run_prints(
         diff = difflib.unified_diff(normalised(theirs).splitlines(), normalised(ours).splitlines(), lineterm="")
         assert normalised(ours) == normalised(theirs), "\n".join(diff)
     assert warm.returncode == 0 and "-- completed: " in warm.stdout.decode()
+
+
+async def test_json_lines_carry_the_same_events(daemon: Daemon, tmp_path: Path) -> None:
+    # The same events; those of the warmup come before run.started, as they happened
+    # (the worker warmed up before the prompt arrived).
+    spares = await daemon.prime("--local", "--jsonl", cwd=tmp_path)
+    warm = await run_cli("run", "--local", "--jsonl", "hello", cwd=tmp_path, env=daemon.env)
+    daemon.served(spares)
+    local = await run_cli("run", "--local", "--jsonl", "hello", cwd=tmp_path)
+    assert warm.returncode == local.returncode == 0
+    assert warm.stderr == local.stderr
+
+    def kinds(output: bytes) -> list[str]:
+        return sorted(json.loads(line)["type"] for line in output.decode().splitlines())
+
+    assert kinds(warm.stdout) == kinds(local.stdout)
+    assert json.loads(warm.stdout.decode().splitlines()[-1])["payload"]["status"] == "completed"
 
 
 async def test_an_option_error_is_the_same_error(daemon: Daemon, tmp_path: Path) -> None:
