@@ -214,8 +214,12 @@ def _thin(argv: list[str]) -> int | None:
 
 
 def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed: let the CLI say what that means
+        return None
     env = [f"{name}={value}" for name, value in os.environ.items()]
-    data = encode_request(["run", os.getcwd(), str(index), str(len(argv)), *argv, *env])
+    data = encode_request(["run", cwd, str(index), str(len(argv)), *argv, *env])
     fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
     sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
     if sent < len(data):

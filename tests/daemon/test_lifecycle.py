@@ -57,6 +57,13 @@ async def test_stop_cancels_a_live_run_cleanly(tmp_path: Path, workspace: Path) 
         assert not pid_alive(daemon.pid)
 
 
+async def test_app_server_options_do_not_configure_the_daemon(directory: str, tmp_path: Path) -> None:
+    done = await run_cli("serve", "--daemon", "--local", cwd=tmp_path, env=daemon_env(directory))
+    assert done.returncode == 2
+    assert b"--local configures the app server; the warm daemon takes each run's own options" in done.stderr
+    assert not os.listdir(directory)
+
+
 async def test_a_stale_socket_falls_back_to_the_in_process_run(directory: str, tmp_path: Path) -> None:
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(os.path.join(directory, "daemon.sock"))
