@@ -119,9 +119,11 @@ class Worker:
                     self.code = int(message["code"])
             status = await self.process.wait()
         finally:
+            # Our end closed first: a worker still waiting for a client (or running one
+            # when the daemon is cancelled) sees the daemon go away and ends by itself.
+            self.channel.close()
             with trio.CancelScope(shield=True):
                 await self._reap()
-            self.channel.close()
             self.done.set()
         if self.code is None:
             self.code = 128 - status if status < 0 else status
@@ -141,7 +143,7 @@ class Worker:
         message = {"op": "attach", "prompt": request.prompt, "env": dict(request.env)}
         try:
             await self.channel.send_message(message, fds)
-        except OSError:
+        except (OSError, trio.ClosedResourceError):
             return False
         return True
 
@@ -188,7 +190,7 @@ class Pool:
 
                 nursery.start_soon(until, spare.ready)
                 nursery.start_soon(until, spare.done)
-            if not spare.ready.is_set() or spare.done.is_set():
+            if not spare.ready.is_set() or spare.done.is_set() or self.spares.get(key) is not spare:
                 return "the prewarmed agent failed to start"
         del self.spares[key]
         self.running.add(spare)

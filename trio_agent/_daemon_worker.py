@@ -83,8 +83,11 @@ class _Hold:
     async def __call__(self, agent: ta.Agent) -> str:
         if self._warms:
             await _warm(agent)
-        await self._channel.send_message({"op": "ready"})
-        message = await self._channel.message()
+        try:
+            await self._channel.send_message({"op": "ready"})
+            message = await self._channel.message()
+        except OSError:
+            message = None
         if message is None or message.get("op") != "attach":  # "close", or the daemon went away
             self._nursery.cancel_scope.cancel()
             await trio.sleep_forever()

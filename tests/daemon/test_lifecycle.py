@@ -4,6 +4,7 @@ socket, and the launcher's reading of the command line."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import tempfile
@@ -164,3 +165,13 @@ async def test_auto_starts_a_daemon_on_first_use(directory: str, tmp_path: Path)
     stopped = await run_cli("serve", "--stop", cwd=tmp_path, env=env)
     assert stopped.returncode == 0
     await wait_gone([status.pid, *status.workers])
+
+
+async def test_a_killed_daemon_leaves_no_worker_and_its_socket_falls_back(tmp_path: Path) -> None:
+    with running_daemon() as daemon:
+        spares = await daemon.prime("--local", cwd=tmp_path)
+        os.kill(daemon.pid, signal.SIGKILL)
+        await wait_gone([daemon.pid, *spares])  # each worker saw its socket to the daemon close
+        run = await run_cli("run", "--local", "hello", cwd=tmp_path, env=daemon.env)  # refused: in-process
+        assert run.returncode == 0 and b"Hello from" in run.stdout and not run.stderr
+        os.unlink(os.path.join(daemon.directory, "daemon.sock"))  # what the daemon would have removed
