@@ -221,11 +221,14 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
     env = [f"{name}={value}" for name, value in os.environ.items()]
     data = encode_request(["run", cwd, str(index), str(len(argv)), *argv, *env])
     fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
-    sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-    if sent < len(data):
-        sock.sendall(data[sent:])
     lines = _Lines(sock)
-    reply = lines.next()
+    try:
+        sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        if sent < len(data):
+            sock.sendall(data[sent:])
+        reply = lines.next()
+    except OSError:  # it went away before it took the run
+        return None
     if reply != "ok":
         return None  # "fallback ...", or the daemon went away: in-process
     return _wait_exit(sock, lines)
@@ -250,16 +253,18 @@ def _wait_exit(sock: _socket.socket, lines: _Lines) -> int:
         while True:
             try:
                 line = lines.next()
+                if line is not None and line.startswith("exit "):
+                    return int(line[5:])
+                if line is None:
+                    os.write(2, b"trio-agent: the daemon went away before the run ended\n")
+                    return 1
             except _SecondSignal:
                 sock.settimeout(SECOND_SIGNAL_GRACE)
-                continue
             except TimeoutError:  # the daemon did not act on the second signal: leave now
                 _exit_now(received[-1])
-            if line is None:
+            except OSError:
                 os.write(2, b"trio-agent: the daemon went away before the run ended\n")
                 return 1
-            if line.startswith("exit "):
-                return int(line[5:])
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
