@@ -117,7 +117,7 @@ class _Daemon:
         await conn.send(b"ok\n")
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._forward_signals, conn, worker)
-            await worker.done.wait()
+            await worker.finished.wait()
             nursery.cancel_scope.cancel()
         await conn.send(f"exit {worker.code}\n".encode())
 

@@ -86,7 +86,8 @@ class Worker:
         self.key = key
         self.request = request
         self.ready = trio.Event()
-        self.done = trio.Event()
+        self.finished = trio.Event()  # the run's exit status is known (:attr:`code`)
+        self.done = trio.Event()  # the process has exited and was reaped
         self.taken = False
         self.closing = False
         self.code: int | None = None
@@ -105,6 +106,8 @@ class Worker:
         except OSError as exc:
             ours.close()
             print(f"trio-agent daemon: cannot start a worker: {exc}", file=sys.stderr, flush=True)
+            self.code = 1
+            self.finished.set()
             self.done.set()
             return
         finally:
@@ -115,18 +118,21 @@ class Worker:
                 if message.get("op") == "ready":
                     self.used_at = trio.current_time()
                     self.ready.set()
-                elif message.get("op") == "exit":
+                elif message.get("op") == "exit":  # sent before the interpreter's own exit: answer now
                     self.code = int(message["code"])
-            status = await self.process.wait()
+                    self.finished.set()
+            await self.process.wait()
         finally:
             # Our end closed first: a worker still waiting for a client (or running one
             # when the daemon is cancelled) sees the daemon go away and ends by itself.
             self.channel.close()
             with trio.CancelScope(shield=True):
                 await self._reap()
+            if self.code is None:  # it ended without saying (a second Ctrl-C, a crash)
+                status = self.process.returncode
+                self.code = 1 if status is None else 128 - status if status < 0 else status
+            self.finished.set()
             self.done.set()
-        if self.code is None:
-            self.code = 128 - status if status < 0 else status
 
     async def _reap(self) -> None:
         assert self.process is not None

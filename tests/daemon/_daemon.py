@@ -26,7 +26,7 @@ import trio
 
 from trio_agent._daemon_command import DaemonStatus, daemon_status
 
-from .._os_facts import pid_alive
+from .._os_facts import pid_alive, wait_gone
 from ..cli._cli import COMMAND, cli_env, run_cli
 
 SPARE_BOUND = 60.0  # seconds for a spare to start (a Python process importing the runtime)
@@ -75,13 +75,21 @@ class Daemon:
         assert done.returncode == 0, done.stderr.decode()
         return await self.settle()
 
-    def served(self, spares: set[int]) -> int:
-        """The one spare of ``spares`` that a run took (right after that run)."""
-        status = self.status()
-        assert status is not None
-        gone = spares - set(status.workers)
-        assert len(gone) == 1, f"spares {spares}, workers now {status.workers}"
-        return gone.pop()
+    async def served(self, spares: set[int]) -> int:
+        """The one spare of ``spares`` that a run took, once it has exited (the client
+        may exit first: the worker reports the status before its interpreter's exit)."""
+        with trio.fail_after(SPARE_BOUND):
+            while True:
+                status = self.status()
+                assert status is not None, "the daemon went away"
+                if not set(status.ready) >= spares:
+                    break  # one was taken
+                await trio.sleep(_POLL)
+        gone = spares - set(status.ready)
+        assert len(gone) == 1, f"spares {spares}, ready now {status.ready}"
+        (spare,) = gone
+        await wait_gone([spare])
+        return spare
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -42,7 +42,7 @@ async def test_the_daemon_prints_what_the_in_process_run_prints(
     options = ("--local", "--workspace", str(workspace))
     spares = await daemon.prime(*options, cwd=tmp_path)
     warm = await run_cli("run", *options, prompt, cwd=tmp_path, env=daemon.env)
-    daemon.served(spares)
+    await daemon.served(spares)
     local = await run_cli("run", *options, prompt, cwd=tmp_path, env=cli_env())  # TRIO_AGENT_NO_DAEMON=1
     assert warm.returncode == local.returncode
     for ours, theirs in ((warm.stdout, local.stdout), (warm.stderr, local.stderr)):
@@ -56,7 +56,7 @@ async def test_json_lines_carry_the_same_events(daemon: Daemon, tmp_path: Path) 
     # (the worker warmed up before the prompt arrived).
     spares = await daemon.prime("--local", "--jsonl", cwd=tmp_path)
     warm = await run_cli("run", "--local", "--jsonl", "hello", cwd=tmp_path, env=daemon.env)
-    daemon.served(spares)
+    await daemon.served(spares)
     local = await run_cli("run", "--local", "--jsonl", "hello", cwd=tmp_path)
     assert warm.returncode == local.returncode == 0
     assert warm.stderr == local.stderr
@@ -90,7 +90,7 @@ async def test_the_thin_client_imports_neither_trio_nor_trio_agent(daemon: Daemo
     assert done.returncode == 0, done.stderr.decode()
     assert "loaded: []" in done.stderr.decode()
     assert "Hello from trio_agent's local scripted model" in done.stdout.decode()
-    daemon.served(spares)
+    await daemon.served(spares)
 
 
 @pytest.mark.parametrize(("signum", "code", "name"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
@@ -103,7 +103,7 @@ async def test_a_signal_cancels_the_turn_in_the_daemon(
         pids = await _started(workspace)
         cli.signal(signum)
         assert await cli.wait() == code
-    spare = daemon.served(spares)
+    spare = await daemon.served(spares)
     assert not any(pid_alive(pid) for pid in pids), "the command ended before the client exited"
     assert cli.lines[-1].startswith(f"-- cancelled by {name} after ")
     assert [line for line in cli.lines if line.startswith("-- cancelled")] == [cli.lines[-1]]
@@ -121,7 +121,7 @@ async def test_a_second_ctrl_c_exits_at_once(daemon: Daemon, tmp_path: Path, wor
         await wait_for_os_fact((workspace / "got-term").exists, "the command getting SIGTERM")
         cli.signal(signal.SIGINT)
         assert await cli.wait() == 130
-    spare = daemon.served(spares)
+    spare = await daemon.served(spares)
     assert "trio-agent: Ctrl-C again: exiting now, without waiting for cleanup" in cli.stderr
     assert not any(line.startswith("-- cancelled") for line in cli.lines)
     await wait_gone([spare, *pids])
