@@ -16,7 +16,9 @@ printer measures the terminal again (``attached``). From then on the worker is t
 in-process CLI, on the client's terminal; the daemon forwards the client's signals
 with ``kill``, so Ctrl-C is handled by the same code.
 
-When the command ends the worker points fds 0-2 at ``/dev/null`` (whoever reads the
+A worker that ends without a client (a bad option, a sandbox that cannot work, an
+error) writes what it printed to the daemon's log. When the command ends the worker
+points fds 0-2 at ``/dev/null`` (whoever reads the
 client's pipes sees them close with the client), reports ``exit`` with the status and
 exits: a worker serves one run. ``detach`` (the client went away) silences fds 0-2
 and cancels the run as a Ctrl-C would; ``close`` before a client came, or the daemon
@@ -51,6 +53,7 @@ class _Recorder:
 
     def __init__(self) -> None:
         self.chunks: list[tuple[int, str]] = []
+        self.attached = False  # a client's descriptors are fds 0-2
 
     def stream(self, fd: int) -> io.TextIOBase:
         recorder = self
@@ -119,6 +122,7 @@ def _attach(message: dict[str, Any], fds: list[int], recorder: _Recorder) -> Non
     assert sys.__stdout__ is not None and sys.__stderr__ is not None
     # Python chose stdout's buffering for the daemon's log file; the client's may be a terminal.
     sys.__stdout__.reconfigure(line_buffering=os.isatty(1))
+    recorder.attached = True
     recorder.replay()
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
 
@@ -155,7 +159,8 @@ async def _serve(fd: int, args: Any, settings: Any, interrupts: Interrupts, reco
         code = await run_command(args, settings, interrupts, hold=hold)
         nursery.cancel_scope.cancel()
     if code is not None:
-        _silence()
+        if recorder.attached:
+            _silence()
         try:
             await channel.send_message({"op": "exit", "code": code})
         except OSError:
@@ -174,9 +179,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         args = parser.parse_args(run_argv)
         settings = run_settings(run_parser, args, os.environ)
-    except SystemExit:  # the client runs in-process from now on, and sees the same error there
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        recorder.replay()
-        raise
-    warnings.filterwarnings("ignore", message="trio_agent: commands run without a sandbox", category=RuntimeWarning)
-    trio.run(_serve, int(fd), args, settings, Interrupts(), recorder)
+        warnings.filterwarnings("ignore", message="trio_agent: commands run without a sandbox",
+                                category=RuntimeWarning)
+        trio.run(_serve, int(fd), args, settings, Interrupts(), recorder)
+    finally:
+        if not recorder.attached:  # it never served a client: what it printed goes to the daemon's log
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            recorder.replay()

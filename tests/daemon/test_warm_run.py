@@ -76,6 +76,8 @@ async def test_an_option_error_is_the_same_error(daemon: Daemon, tmp_path: Path)
         local = await run_cli("run", "--local", "--max-attempts", "0", "hi", cwd=tmp_path)
         assert (warm.returncode, warm.stdout, warm.stderr) == (local.returncode, local.stdout, local.stderr)
         assert warm.returncode == 2 and b"--max-attempts" in warm.stderr
+    log = Path(daemon.directory, "daemon.log").read_text()
+    assert "argument --max-attempts: expected a whole number of attempts >= 1" in log  # the worker's own words
 
 
 async def test_the_thin_client_imports_neither_trio_nor_trio_agent(daemon: Daemon, tmp_path: Path) -> None:
