@@ -66,7 +66,7 @@ def _settle(directory: str, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         status = daemon_status(directory)
-        if status is not None and status.ready and set(status.ready) == set(status.workers):
+        if status is not None and status.ready and not status.starting and set(status.ready) == set(status.workers):
             return
         time.sleep(0.01)
     raise RuntimeError(f"the daemon has no ready spare after {seconds:.0f} s")

@@ -97,7 +97,8 @@ class _Daemon:
         fields = payload.decode("utf-8", "surrogateescape").split("\0")
         if fields[0] == "status":
             ready = _pids(w for w in self.pool.spares.values() if w.ready.is_set() and not w.closing)
-            await conn.send(f"daemon {os.getpid()} {ready} {_pids(self.pool.workers())}\n".encode())
+            starting = sum(w.pid is None for w in self.pool.workers())
+            await conn.send(f"daemon {os.getpid()} {ready} {_pids(self.pool.workers())} {starting}\n".encode())
         elif fields[0] == "stop":
             await conn.send(f"stopping {os.getpid()}\n".encode())
             self.stop.set()

@@ -36,6 +36,7 @@ class DaemonStatus:
     pid: int
     ready: tuple[int, ...]  # pids of the spares ready to take a run
     workers: tuple[int, ...]  # pids of every worker process (spares and running)
+    starting: int = 0  # workers whose process is being spawned (no pid yet)
 
 
 def _ask(directory: str, op: str) -> str | None:
@@ -63,8 +64,8 @@ def daemon_status(directory: str | None = None) -> DaemonStatus | None:
     reply = _ask(directory or daemon_directory(), "status")
     if reply is None or not reply.startswith("daemon "):
         return None
-    _, pid, ready, workers = reply.split(" ")
-    return DaemonStatus(int(pid), _pids(ready), _pids(workers))
+    _, pid, ready, workers, starting = reply.split(" ")
+    return DaemonStatus(int(pid), _pids(ready), _pids(workers), int(starting))
 
 
 def _pids(text: str) -> tuple[int, ...]:

@@ -30,8 +30,11 @@ __all__ = ["CLOSE_GRACE", "FAILED_FOR", "MAX_SPARES", "SPARE_IDLE", "VOLATILE", 
 
 #: At most this many spares (``TRIO_AGENT_DAEMON_SPARES`` when the daemon starts overrides it).
 MAX_SPARES = 4
+#: Seconds a ready spare may stay unused before it is closed (``TRIO_AGENT_DAEMON_IDLE`` overrides it).
 SPARE_IDLE = 15 * 60.0
+#: Seconds during which a configuration whose worker failed before it was ready falls back at once.
 FAILED_FOR = 30.0
+#: Seconds a closing worker has to exit before it is killed.
 CLOSE_GRACE = 10.0
 #: Variables left out of the configuration key: they describe the shell session or the
 #: terminal, not the run (the worker still gets the client's values at attach time).
@@ -85,6 +88,7 @@ class Worker:
     def __init__(self, key: str, request: RunRequest) -> None:
         self.key = key
         self.request = request
+        self.spawned = trio.Event()  # the process exists (or could not be started)
         self.ready = trio.Event()
         self.finished = trio.Event()  # the run's exit status is known (:attr:`code`)
         self.done = trio.Event()  # the process has exited and was reaped
@@ -112,6 +116,7 @@ class Worker:
             return
         finally:
             theirs.close()
+            self.spawned.set()
         self.channel = LineSocket(trio.socket.from_stdlib_socket(ours))
         try:
             while (message := await self.channel.message()) is not None:
@@ -178,6 +183,7 @@ class Pool:
         self.failed: dict[str, float] = {}
         self.stopping = False
         self.max_spares = int(os.environ.get("TRIO_AGENT_DAEMON_SPARES") or MAX_SPARES)
+        self.idle = float(os.environ.get("TRIO_AGENT_DAEMON_IDLE") or SPARE_IDLE)
 
     async def take(self, request: RunRequest) -> Worker | str:
         """A ready worker for ``request``, or why the client should run in-process."""
@@ -186,7 +192,9 @@ class Pool:
             return "this configuration failed to start in the daemon recently"
         spare = self.spares.get(key)
         if spare is None:
-            self.start(key, request)
+            worker = self.start(key, request)
+            if worker is not None:
+                await worker.spawned.wait()  # so that `status` lists its pid once the client has its answer
             return "no prewarmed agent for this configuration yet: starting one"
         if not spare.ready.is_set():
             async with trio.open_nursery() as nursery:
@@ -202,9 +210,10 @@ class Pool:
         self.running.add(spare)
         return spare
 
-    def start(self, key: str, request: RunRequest) -> None:
+    def start(self, key: str, request: RunRequest) -> Worker | None:
+        """Start a spare for ``key`` unless there is one (or the daemon is stopping)."""
         if self.stopping or key in self.spares:
-            return
+            return None
         ready = sorted((w for w in self.spares.values() if w.ready.is_set() and not w.closing),
                        key=lambda w: w.used_at)
         if len(self.spares) >= self.max_spares and ready:
@@ -212,6 +221,7 @@ class Pool:
         worker = Worker(key, request)
         self.spares[key] = worker
         self._nursery.start_soon(self._keep, worker)
+        return worker
 
     def _close(self, worker: Worker) -> None:
         worker.closing = True
@@ -233,10 +243,10 @@ class Pool:
 
     async def reap_idle(self) -> None:
         while True:
-            await trio.sleep(min(SPARE_IDLE, 60.0))
+            await trio.sleep(min(self.idle, 60.0))
             now = trio.current_time()
             for worker in list(self.spares.values()):
-                if worker.ready.is_set() and now - worker.used_at >= SPARE_IDLE:
+                if worker.ready.is_set() and now - worker.used_at >= self.idle:
                     self._close(worker)
 
     def workers(self) -> list[Worker]:

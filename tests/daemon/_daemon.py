@@ -34,7 +34,7 @@ _POLL = 0.02
 
 
 def daemon_env(directory: str, **extra: str) -> dict[str, str]:
-    env = cli_env(TRIO_AGENT_DAEMON_DIR=directory, TRIO_AGENT_DAEMON_SPARES="32", **extra)
+    env = cli_env(**{"TRIO_AGENT_DAEMON_DIR": directory, "TRIO_AGENT_DAEMON_SPARES": "32", **extra})
     env.pop("TRIO_AGENT_NO_DAEMON")
     return env
 
@@ -46,9 +46,9 @@ def normalised(output: bytes) -> str:
 
 
 class Daemon:
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, **extra: str) -> None:
         self.directory = directory
-        self.env = daemon_env(directory)
+        self.env = daemon_env(directory, **extra)
         self.seen: set[int] = set()  # every pid the daemon reported: all must be gone at the end
         self.pid = 0
 
@@ -64,7 +64,7 @@ class Daemon:
             while True:
                 status = self.status()
                 assert status is not None, "the daemon went away"
-                if set(status.workers) == set(status.ready):
+                if not status.starting and set(status.workers) == set(status.ready):
                     return set(status.ready)
                 await trio.sleep(_POLL)  # another process's state: polled, with a bound
 
@@ -104,9 +104,10 @@ def _wait_gone(pids: set[int], seconds: float = 30.0) -> None:
 
 
 @contextmanager
-def running_daemon() -> Iterator[Daemon]:
+def running_daemon(**extra: str) -> Iterator[Daemon]:
+    """A daemon started with ``daemon_env(directory, **extra)``, stopped at the end."""
     directory = tempfile.mkdtemp(prefix="tad-")  # short (a socket path has 108 bytes), mode 0700
-    daemon = Daemon(directory)
+    daemon = Daemon(directory, **extra)
     try:
         started = _cli("serve", "--daemon", env=daemon.env)
         assert started.returncode == 0, started.stdout + started.stderr

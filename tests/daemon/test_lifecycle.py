@@ -175,3 +175,35 @@ async def test_a_killed_daemon_leaves_no_worker_and_its_socket_falls_back(tmp_pa
         run = await run_cli("run", "--local", "hello", cwd=tmp_path, env=daemon.env)  # refused: in-process
         assert run.returncode == 0 and b"Hello from" in run.stdout and not run.stderr
         os.unlink(os.path.join(daemon.directory, "daemon.sock"))  # what the daemon would have removed
+
+
+async def test_spares_are_bounded_least_recently_used_first(tmp_path: Path) -> None:
+    with running_daemon(TRIO_AGENT_DAEMON_SPARES="1") as daemon:
+        (first,) = await daemon.prime("--local", cwd=tmp_path)
+        (second,) = await daemon.prime("--local", "--jsonl", cwd=tmp_path)  # another configuration
+        assert second != first
+        await wait_gone([first])  # closed to make room
+
+
+async def test_an_unused_spare_is_closed_after_the_idle_time(tmp_path: Path) -> None:
+    with running_daemon(TRIO_AGENT_DAEMON_IDLE="0.5") as daemon:
+        spares = await daemon.prime("--local", cwd=tmp_path)
+        await wait_gone(list(spares))
+        status = daemon.status()
+        assert status is not None and status.workers == ()
+
+
+def test_the_configuration_key_leaves_out_the_prompt_and_the_terminal_session() -> None:
+    from trio_agent._daemon_pool import RunRequest
+
+    def key(argv: list[str], index: int, cwd: str = "/w", **env: str) -> str:
+        fields = ["run", cwd, str(index), str(len(argv)), *argv, *(f"{k}={v}" for k, v in env.items())]
+        return RunRequest.parse(fields).key()
+
+    base = key(["run", "--local", "hi"], 2, OPENAI_API_KEY="k", PWD="/a")
+    assert key(["run", "--local", "another prompt"], 2, OPENAI_API_KEY="k", PWD="/b", TERM="xterm") == base
+    assert key(["run", "--local", "hi"], 2, OPENAI_API_KEY="other") != base  # credentials
+    assert key(["run", "--local", "hi"], 2, cwd="/elsewhere", OPENAI_API_KEY="k") != base
+    assert key(["run", "--jsonl", "hi"], 2, OPENAI_API_KEY="k") != base
+    with pytest.raises(ValueError, match="prompt index"):
+        RunRequest.parse(["run", "/w", "5", "2", "run", "hi"])
