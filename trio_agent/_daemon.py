@@ -27,7 +27,8 @@ the CLI's own ``run`` code up to the prompt -- agent open, socket warmed -- and 
 
 Bounds (``_daemon_pool``): at most ``MAX_SPARES`` (4) spares, or
 ``TRIO_AGENT_DAEMON_SPARES`` when the daemon starts; starting one more closes the least
-recently used ready one. A spare unused for ``SPARE_IDLE`` (15 minutes) is closed.
+recently used ready one. A spare unused for ``SPARE_IDLE`` (15 minutes, or
+``TRIO_AGENT_DAEMON_IDLE`` seconds) is closed.
 Workers serve one run each, so no state carries from one run to the next.
 
 Concurrency: one Trio nursery holds the accept loop, one task per client connection,
