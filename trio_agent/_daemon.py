@@ -7,10 +7,13 @@
 Theory of operation. A request's *configuration key* is everything the command reads
 before it sends the prompt: the argv with the prompt taken out, the working directory,
 and the environment but for the variables that only describe the terminal session
-(``_daemon_pool.VOLATILE``). That covers the model, the API base and transport, the workspace,
-the sandbox and approval options, the instructions and the credentials. For each key
-the daemon keeps at most one *spare*: a worker process (``_daemon_worker``) that ran
-the CLI's own ``run`` code up to the prompt -- agent open, socket warmed -- and waits.
+(``_daemon_pool.VOLATILE``), and without ``OPENAI_API_KEY`` the Codex login file's
+identity (a refreshed login is a new key). That covers the model, the API base and
+transport, the workspace, the sandbox and approval options, the instructions and the
+credentials. (``AGENTS.md`` and the environment context are read when the prompt
+arrives, as in-process.) For each key the daemon keeps at most one *spare*: a worker
+process (``_daemon_worker``) that ran the CLI's own ``run`` code up to the prompt --
+agent open, socket warmed -- and waits.
 
 - A request whose key has a ready spare takes it: the daemon hands the worker the
   prompt, the client's environment and descriptors, answers ``ok``, forwards the

@@ -79,7 +79,19 @@ class RunRequest:
 
     def key(self) -> str:
         env = sorted((k, v) for k, v in self.env.items() if k not in VOLATILE)
-        return hashlib.sha256(json.dumps([self.template, self.cwd, env]).encode()).hexdigest()
+        return hashlib.sha256(json.dumps([self.template, self.cwd, env, self._login()]).encode()).hexdigest()
+
+    def _login(self) -> list[int] | None:
+        """Without ``OPENAI_API_KEY`` the command signs in with the Codex login, read when
+        the worker starts: a login written since (a refresh, another account) is a new key."""
+        if self.env.get("OPENAI_API_KEY", "").strip():
+            return None
+        home = self.env.get("CODEX_HOME") or os.path.join(self.env.get("HOME") or os.path.expanduser("~"), ".codex")
+        try:
+            info = os.stat(os.path.join(os.path.expanduser(home), "auth.json"))
+        except OSError:
+            return None
+        return [info.st_ino, info.st_mtime_ns, info.st_size]
 
 
 class Worker:

@@ -205,5 +205,11 @@ def test_the_configuration_key_leaves_out_the_prompt_and_the_terminal_session() 
     assert key(["run", "--local", "hi"], 2, OPENAI_API_KEY="other") != base  # credentials
     assert key(["run", "--local", "hi"], 2, cwd="/elsewhere", OPENAI_API_KEY="k") != base
     assert key(["run", "--jsonl", "hi"], 2, OPENAI_API_KEY="k") != base
+    home = Path(tempfile.mkdtemp(prefix="tad-login-"))
+    login = key(["run", "hi"], 1, CODEX_HOME=str(home))
+    (home / "auth.json").write_text("{}")
+    assert key(["run", "hi"], 1, CODEX_HOME=str(home)) != login  # a login written since: a new key
+    (home / "auth.json").unlink()
+    home.rmdir()
     with pytest.raises(ValueError, match="prompt index"):
         RunRequest.parse(["run", "/w", "5", "2", "run", "hi"])
