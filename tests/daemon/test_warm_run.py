@@ -5,9 +5,15 @@ own run, and a thin client that imports neither trio nor trio_agent."""
 from __future__ import annotations
 
 import difflib
+import fcntl
 import json
+import os
+import pty
 import signal
+import struct
+import subprocess
 import sys
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +21,7 @@ import pytest
 import trio
 
 from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
-from ..cli._cli import ROOT, cli_env, open_cli, run_cli
+from ..cli._cli import COMMAND, ROOT, cli_env, open_cli, run_cli
 from ._daemon import Daemon, normalised, running_daemon
 
 LONG = "run: sleep 60 & touch started; wait"
@@ -144,3 +150,44 @@ async def test_a_vanished_client_cancels_its_run_and_not_the_daemon(
     assert status is not None and status.pid == daemon.pid
     again = await run_cli("run", "--local", "hello", cwd=tmp_path, env=daemon.env)
     assert again.returncode == 0, again.stderr.decode()
+
+
+async def _on_terminal(args: list[str], cwd: Path, env: dict[str, str], columns: int) -> tuple[int, str]:
+    """Run the command with a terminal of ``columns`` columns as stdout and stderr."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
+    try:
+        process = await trio.lowlevel.open_process([*COMMAND, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                                   stdout=slave, stderr=slave)
+    finally:
+        os.close(slave)
+    output = b""
+    stream = trio.lowlevel.FdStream(master)
+    with trio.fail_after(60):
+        while True:
+            try:
+                data = await stream.receive_some(65536)
+            except trio.BrokenResourceError:  # EIO: every holder of the terminal's other end closed it
+                break
+            if not data:
+                break
+            output += data
+        code = await process.wait()
+    await stream.aclose()
+    return code, output.decode()
+
+
+async def test_the_worker_writes_to_the_clients_terminal_at_its_width(
+    daemon: Daemon, tmp_path: Path, workspace: Path
+) -> None:
+    options = ["--local", "--workspace", str(workspace)]
+    spares = await daemon.prime(*options, cwd=tmp_path)
+    prompt = "run: printf '%080d\\n' 0"
+    warm = await _on_terminal(["run", *options, prompt], tmp_path, daemon.env, 50)
+    await daemon.served(spares)
+    local = await _on_terminal(["run", *options, prompt], tmp_path, cli_env(), 50)
+    assert warm[0] == local[0] == 0
+    assert normalised(warm[1].encode()) == normalised(local[1].encode())
+    cut = [line for line in warm[1].splitlines() if line.startswith("  | 0")]
+    assert cut == ["  | " + "0" * 43 + "..."]  # the terminal's 50 columns, not 200 for a pipe
