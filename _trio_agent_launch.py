@@ -187,7 +187,7 @@ class _SecondSignal(Exception):
 
 def _thin(argv: list[str]) -> int | None:
     """Run ``argv`` through the daemon; None when it cannot (then: in-process)."""
-    if os.environ.get("TRIO_AGENT_NO_DAEMON"):
+    if os.environ.get("TRIO_AGENT_NO_DAEMON", "0") not in ("", "0"):
         return None
     index = prompt_index(argv)
     if index is None:
