@@ -2,8 +2,8 @@
 
 This module is the console script's target and what ``python -m trio_agent`` runs
 first. It imports the standard library only -- and of it only what the interpreter
-has already loaded plus ``_socket`` and ``signal`` -- never trio nor ``trio_agent``
-(whose ``__init__`` imports the whole runtime), so that ``trio-agent run PROMPT``
+has already loaded plus the C modules ``_socket`` and ``_signal`` -- never trio nor
+``trio_agent`` (whose ``__init__`` imports the whole runtime), so that ``trio-agent run PROMPT``
 against a running daemon costs an interpreter start-up and one Unix-socket round
 trip before the prewarmed agent sends the prompt.
 
@@ -235,7 +235,10 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
 
 
 def _wait_exit(sock: _socket.socket, lines: _Lines) -> int:
-    import signal
+    if TYPE_CHECKING:  # typeshed describes `signal` only
+        import signal as _signal
+    else:
+        import _signal  # not `signal`: it imports enum, which costs more than the rest of this module
 
     received: list[int] = []
 
@@ -248,7 +251,7 @@ def _wait_exit(sock: _socket.socket, lines: _Lines) -> int:
         if len(received) >= 2:
             raise _SecondSignal
 
-    previous = {signum: signal.signal(signum, forward) for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous = {signum: _signal.signal(signum, forward) for signum in (_signal.SIGINT, _signal.SIGTERM)}
     try:
         while True:
             try:
@@ -267,7 +270,7 @@ def _wait_exit(sock: _socket.socket, lines: _Lines) -> int:
                 return 1
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            _signal.signal(signum, handler)
 
 
 def _exit_now(signum: int) -> None:
