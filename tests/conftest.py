@@ -21,6 +21,8 @@ from trio_agent.testing import scripted as scripted
 # The suite never signs in with the developer's own Codex login (~/.codex/auth.json):
 # `trio-agent run` without OPENAI_API_KEY would use it. Tests of logins pass their own.
 os.environ["CODEX_HOME"] = str(Path(__file__).parent / "fixtures" / "no-codex-home")
+# Nor does it send runs to a warm daemon the developer runs (tests/daemon start their own).
+os.environ["TRIO_AGENT_NO_DAEMON"] = "1"
 
 # The suite runs derandomized by default (the same examples every run, so CI and the
 # README command cannot flake) and without per-example deadlines. Explore new examples

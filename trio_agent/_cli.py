@@ -19,7 +19,9 @@ bare, or in Trio's exception groups -- into exit status 130 without a traceback.
 ``--listen ws://127.0.0.1:PORT``. The model is configured as for ``run``; everything
 it prints goes to stderr (stdout is the protocol on stdio). SIGINT or SIGTERM shuts it
 down cleanly: threads cancelled with their terminal notifications, rollouts flushed;
-a second one exits at once.
+a second one exits at once. ``trio-agent serve --daemon`` starts the warm daemon
+instead, which serves ``trio-agent run`` from prewarmed agents (``_daemon``; the thin
+client is ``_trio_agent_launch``, the console script's target); ``--stop`` stops it.
 
 Start-up stays lean: the heavy modules (the local model's test kit, the app server,
 OpenTelemetry, the MCP SDK, the benchmark) are imported only by the command that
@@ -83,6 +85,11 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
                        help="seconds an idle thread with no subscriber stays loaded (default: 60)")
     serve.add_argument("--model", default=None, help="default model slug of new threads (default: gpt-5.5)")
     serve.add_argument("--workspace", type=Path, default=None, help="default cwd of new threads (default: .)")
+    lifecycle = serve.add_mutually_exclusive_group()
+    lifecycle.add_argument("--daemon", action="store_true",
+                           help="start the warm daemon in the background instead: `trio-agent run` then runs on "
+                                "prewarmed agents (socket in $XDG_RUNTIME_DIR/trio-agent, else /tmp/trio-agent-$UID)")
+    lifecycle.add_argument("--stop", action="store_true", help="stop the warm daemon (its runs are cancelled)")
     sub.add_parser(
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
@@ -111,6 +118,15 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "replay":
         return run_replay(args)
+    if args.command == "serve" and (args.daemon or args.stop):
+        given = [flag for flag, value in (("--listen", args.listen), ("--home", args.home), ("--local", args.local),
+                                          ("--model", args.model), ("--workspace", args.workspace)) if value]
+        if given:
+            parser.error(f"{given[0]} configures the app server; the warm daemon takes each run's own options "
+                         f"(drop {given[0]})")
+        from ._daemon_command import start_daemon, stop_daemon
+
+        return start_daemon() if args.daemon else stop_daemon()
     if args.command == "serve":
         from ._serve._command import serve_main
 

@@ -33,6 +33,10 @@ ENVIRONMENT = (
     ("OPENAI_RESPONSES_WEBSOCKET_URL", "default of --websocket-url"),
     ("NANOCODEX_RESPONSES_TRANSPORT", "default of --transport: websocket (or ws), https (or http)"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "where --otel exports spans and metrics (OTLP/HTTP)"),
+    ("TRIO_AGENT_NO_DAEMON", "1: never hand the run to a warm daemon (trio-agent serve --daemon)"),
+    ("TRIO_AGENT_DAEMON", "auto: start a warm daemon when none answers (this run stays in-process)"),
+    ("TRIO_AGENT_DAEMON_DIR", "the warm daemon's directory (default: $XDG_RUNTIME_DIR/trio-agent, "
+                              "else /tmp/trio-agent-$UID)"),
 )
 _TRANSPORTS = {"websocket": "websocket", "ws": "websocket", "https": "https", "http": "https"}
 

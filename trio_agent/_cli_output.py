@@ -125,6 +125,9 @@ class _Tracker:
             self.err.write(f"trio-agent: {payload['reason']}\n")
             self.err.flush()
 
+    def attached(self) -> None:
+        """Standard output changed under the printer (a warm daemon's worker took a client)."""
+
     def cancelled_line(self, starting_since: float) -> str:
         """The one line after Ctrl-C: what was cancelled, and after how long."""
         how = f"-- cancelled by {self.interrupts.name}"
@@ -170,6 +173,7 @@ class HumanPrinter(_Tracker):
                  *, width: int | None = None) -> None:
         super().__init__(interrupts, err)
         self._out = out
+        self._fixed_width = width is not None
         self.width = width if width is not None else _width(out or sys.stdout)
         self.running: dict[str, _Running] = {}
         self.first_token: float | None = None
@@ -179,6 +183,10 @@ class HumanPrinter(_Tracker):
     @property
     def out(self) -> TextIO:
         return self._out or sys.stdout
+
+    def attached(self) -> None:
+        if not self._fixed_width:
+            self.width = _width(self.out)
 
     async def consume(self, events: AsyncIterable[Any]) -> None:
         """Print ``events`` until they end, with the "still running" ticker beside."""

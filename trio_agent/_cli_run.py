@@ -9,6 +9,12 @@ its handle -- its tools are killed, its terminal event is printed, the agent clo
 as usual (rollout and cassette flushed, OpenTelemetry spans ended) -- and the command
 prints one ``-- cancelled ...`` line; a signal before the turn was accepted cancels
 the start-up instead.
+
+The warm daemon's workers (``_daemon_worker``) run this same command with a
+:class:`Hold`: once the agent is open, ``run_command`` waits in it -- for the warmup,
+then for a client, whose terminal becomes the process's stdout and stderr -- and
+sends the prompt the client brought. Everything printed before the hold returned is
+shown to that client first, so its output is the in-process output.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
 import trio
 
 import trio_agent as ta
@@ -29,18 +36,32 @@ from ._cli_signals import Interrupts, open_interrupts
 if TYPE_CHECKING:
     from ._tracing import Tracing
 
-__all__ = ["run_command"]
+__all__ = ["Hold", "run_command"]
 
 Printer = HumanPrinter | JsonlPrinter
 
 
+class Hold(Protocol):
+    """Called once the agent is open; returns the prompt to send (``_daemon_worker``)."""
+
+    async def __call__(self, agent: ta.Agent) -> str: ...
+
+
+@attrs.define
+class _State:
+    starting: float  # Trio's clock when the command started (for the cancelled line)
+    turns: list[ta.Turn] = attrs.Factory(list)
+    hold: Hold | None = None
+
+
 async def run_command(
-    args: argparse.Namespace, settings: RunSettings, interrupts: Interrupts, tracing: Tracing | None = None
+    args: argparse.Namespace, settings: RunSettings, interrupts: Interrupts, tracing: Tracing | None = None,
+    *, hold: Hold | None = None,
 ) -> int:
     """The whole ``run`` command inside ``trio.run``; returns the exit status."""
-    starting = trio.current_time()
+    state = _State(trio.current_time(), hold=hold)
+    turns = state.turns
     printer: Printer = JsonlPrinter(interrupts) if args.jsonl else HumanPrinter(interrupts)
-    turns: list[ta.Turn] = []
     work = trio.CancelScope()
 
     async def on_interrupt(_: Interrupts) -> None:
@@ -55,9 +76,9 @@ async def run_command(
     code = 1
     async with open_interrupts(interrupts, on_interrupt):
         with work:
-            code = await _run(args, settings, printer, tracing, turns)
+            code = await _run(args, settings, printer, tracing, state)
     if interrupts.received:
-        print(printer.cancelled_line(starting), file=sys.stderr if args.jsonl else sys.stdout, flush=True)
+        print(printer.cancelled_line(state.starting), file=sys.stderr if args.jsonl else sys.stdout, flush=True)
         return interrupts.exit_code
     return code
 
@@ -67,7 +88,7 @@ def _say(args: argparse.Namespace, message: str) -> None:
 
 
 async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer, tracing: Tracing | None,
-               turns: list[ta.Turn]) -> int:
+               state: _State) -> int:
     async with trio.open_nursery() as nursery:
         responses = dict(settings.responses)
         if settings.credential_note is not None:
@@ -101,18 +122,23 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
             print(f"trio-agent: {exc}", file=sys.stderr)
             nursery.cancel_scope.cancel()
             return 2
-        code = await _prompt(config, args, printer, turns)
+        code = await _prompt(config, args, printer, state)
         nursery.cancel_scope.cancel()
     return code
 
 
-async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Printer, turns: list[ta.Turn]) -> int:
+async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Printer, state: _State) -> int:
     async with trio.open_nursery() as nursery:
         try:
             async with ta.open_agent(config) as agent:
                 nursery.start_soon(printer.consume, agent.events)
-                turn = await agent.prompt(args.prompt)
-                turns.append(turn)
+                prompt: str = args.prompt
+                if state.hold is not None:
+                    prompt = await state.hold(agent)
+                    state.starting = trio.current_time()
+                    printer.attached()
+                turn = await agent.prompt(prompt)
+                state.turns.append(turn)
                 code = await _outcome(turn, printer)
         except ta.SandboxUnavailable as exc:
             print(f"trio-agent: {exc} (here: --sandbox danger-full-access)", file=sys.stderr)

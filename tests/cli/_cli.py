@@ -1,7 +1,7 @@
 """Running the ``trio-agent`` console script as a subprocess, from this checkout.
 
-``cli_env()`` is the environment of a user with no API key and none of the variables
-the command reads (so the built-in local model answers unless a test says otherwise);
+``cli_env()`` is the environment of a user with no API key, no warm daemon and none
+of the variables the command reads (so the built-in local model answers unless a test says otherwise);
 ``run_cli()`` runs the command to its end; ``open_cli()`` starts it and collects its
 output line by line as it arrives, so a test can wait for a line (a marker the command
 printed) before it acts, and kills it if the test fails first.
@@ -33,6 +33,7 @@ def cli_env(**extra: str) -> dict[str, str]:
            if k not in _READ_BY_CLI and not k.startswith(("OTEL_", "NANOCODEX_"))}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)  # this checkout
     env["CODEX_HOME"] = NO_CODEX_HOME
+    env["TRIO_AGENT_NO_DAEMON"] = "1"  # never a warm daemon the developer runs (tests/daemon: their own)
     env.update(extra)
     return env
 

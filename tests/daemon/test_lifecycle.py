@@ -1,0 +1,215 @@
+"""``trio-agent serve --daemon`` / ``--stop``, the runtime directory's checks, a stale
+socket, and the launcher's reading of the command line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from _trio_agent_launch import daemon_directory, directory_problem, prompt_index
+
+from .._os_facts import pid_alive, wait_for_os_fact, wait_gone
+from ..cli._cli import COMMAND, open_cli, run_cli
+from ._daemon import _wait_gone, daemon_env, normalised, running_daemon
+
+LONG = "run: sleep 60 & touch started; wait"
+
+
+@pytest.fixture
+def directory() -> Iterator[str]:
+    path = tempfile.mkdtemp(prefix="tad-")
+    yield path
+    subprocess.run([*COMMAND, "serve", "--stop"], env=daemon_env(path), capture_output=True, timeout=120, check=False)
+    for name in os.listdir(path):
+        os.unlink(os.path.join(path, name))
+    os.rmdir(path)
+
+
+async def test_a_second_start_says_one_runs_and_stop_leaves_nothing(tmp_path: Path) -> None:
+    with running_daemon() as daemon:
+        again = await run_cli("serve", "--daemon", cwd=tmp_path, env=daemon.env)
+        assert again.returncode == 0
+        assert f"a daemon is already running (pid {daemon.pid}, " in again.stdout.decode()
+        status = daemon.status()
+        assert status is not None and status.pid == daemon.pid
+    assert not pid_alive(daemon.pid)  # running_daemon stopped it and waited for every pid it saw
+    stopped = await run_cli("serve", "--stop", cwd=tmp_path, env=daemon.env)
+    assert stopped.returncode == 0
+    assert "no daemon is running" in stopped.stdout.decode()
+
+
+async def test_stop_cancels_a_live_run_cleanly(tmp_path: Path, workspace: Path) -> None:
+    with running_daemon() as daemon:
+        options = ("--local", "--workspace", str(workspace))
+        await daemon.prime(*options, cwd=tmp_path)
+        async with open_cli("run", *options, LONG, cwd=tmp_path, env=daemon.env) as cli:
+            await wait_for_os_fact((workspace / "started").exists, "the command starting")
+            stopped = await run_cli("serve", "--stop", cwd=tmp_path, env=daemon.env)
+            assert stopped.returncode == 0, stopped.stderr.decode()
+            assert await cli.wait() == 143
+        assert cli.lines[-1].startswith("-- cancelled by SIGTERM after ")
+        assert not pid_alive(daemon.pid)
+
+
+async def test_app_server_options_do_not_configure_the_daemon(directory: str, tmp_path: Path) -> None:
+    done = await run_cli("serve", "--daemon", "--local", cwd=tmp_path, env=daemon_env(directory))
+    assert done.returncode == 2
+    assert b"--local configures the app server; the warm daemon takes each run's own options" in done.stderr
+    assert not os.listdir(directory)
+
+
+async def test_a_stale_socket_falls_back_to_the_in_process_run(directory: str, tmp_path: Path) -> None:
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(os.path.join(directory, "daemon.sock"))
+    stale.close()  # the file stays; nobody listens: connecting is refused
+    env = daemon_env(directory)
+    warm = await run_cli("run", "--local", "hello", cwd=tmp_path, env=env)
+    local = await run_cli("run", "--local", "hello", cwd=tmp_path)
+    assert warm.returncode == local.returncode == 0
+    assert (normalised(warm.stdout), warm.stderr) == (normalised(local.stdout), local.stderr)
+    with running_daemon_on(directory) as pid:  # a daemon replaces the stale socket
+        assert pid_alive(pid)
+
+
+class running_daemon_on:  # a context manager, named like a function
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.pid = 0
+
+    def __enter__(self) -> int:
+        started = subprocess.run([*COMMAND, "serve", "--daemon"], env=daemon_env(self.directory), capture_output=True,
+                                 text=True, timeout=120, check=False)
+        assert started.returncode == 0, started.stdout + started.stderr
+        self.pid = int(started.stdout.split("(pid ")[1].split(",")[0])
+        return self.pid
+
+    def __exit__(self, *exc: object) -> None:
+        stopped = subprocess.run([*COMMAND, "serve", "--stop"], env=daemon_env(self.directory), capture_output=True,
+                                 text=True, timeout=120, check=False)
+        assert stopped.returncode == 0 and f"daemon stopped (pid {self.pid})" in stopped.stdout
+        _wait_gone({self.pid})
+
+
+async def test_an_unsafe_directory_is_refused(directory: str, tmp_path: Path) -> None:
+    os.chmod(directory, 0o755)
+    env = daemon_env(directory)
+    start = await run_cli("serve", "--daemon", cwd=tmp_path, env=env)
+    assert start.returncode == 2
+    assert f"{directory} is open to other users (mode 755); chmod 700 {directory}" in start.stderr.decode()
+    assert not os.path.exists(os.path.join(directory, "daemon.sock"))
+    run = await run_cli("run", "--local", "hello", cwd=tmp_path, env=env)  # in-process, with one note
+    assert run.returncode == 0
+    assert run.stderr.decode().startswith(f"trio-agent: not using the daemon: {directory} is open to other users")
+    os.chmod(directory, 0o700)
+
+
+def test_directory_checks(tmp_path: Path) -> None:
+    assert directory_problem(str(tmp_path / "missing")) is None
+    (tmp_path / "file").write_text("")
+    assert "is not a directory" in (directory_problem(str(tmp_path / "file")) or "")
+    (tmp_path / "link").symlink_to(tmp_path)
+    assert "is not a directory" in (directory_problem(str(tmp_path / "link")) or "")
+    assert daemon_directory({"TRIO_AGENT_DAEMON_DIR": "/x", "XDG_RUNTIME_DIR": "/run/user/7"}) == "/x"
+    assert daemon_directory({"XDG_RUNTIME_DIR": "/run/user/7"}) == "/run/user/7/trio-agent"
+    assert daemon_directory({}) == f"/tmp/trio-agent-{os.getuid()}"
+
+
+@pytest.mark.parametrize(("argv", "index"), [
+    (["run", "hi"], 1),
+    (["run", "--local", "--jsonl", "hi"], 3),
+    (["run", "--model", "m", "hi", "--workspace=/w"], 3),
+    (["run", "--instructions", "be brief", "--ask-for-approval", "never", "hi"], 5),
+    (["run", "--mcp-stdio", "git=uvx git", "--mcp-arg=-x", "hi"], 4),
+    (["run"], None),  # argparse says what is missing
+    (["run", "a", "b"], None),
+    (["run", "--otel", "hi"], None),
+    (["run", "--record", "x.jsonl", "hi"], None),
+    (["run", "--instructions", "@file.md", "hi"], None),
+    (["run", "--ask-for-approval", "on-request", "hi"], None),
+    (["run", "--help"], None),
+    (["run", "--jso", "hi"], None),  # an abbreviation argparse would accept
+    (["run", "--", "-hi"], None),
+    (["run", "--model"], None),
+    (["serve"], None),
+    ([], None),
+])
+def test_which_runs_the_daemon_takes(argv: list[str], index: int | None) -> None:
+    assert prompt_index(argv) == index
+
+
+async def test_no_daemon_variable_keeps_the_run_in_process(tmp_path: Path) -> None:
+    with running_daemon() as daemon:
+        before = await daemon.prime("--local", cwd=tmp_path)
+        env = {**daemon.env, "TRIO_AGENT_NO_DAEMON": "1"}
+        done = await run_cli("run", "--local", "hello", cwd=tmp_path, env=env)
+        assert done.returncode == 0
+        assert await daemon.settle() == before  # no spare was taken
+
+
+async def test_auto_starts_a_daemon_on_first_use(directory: str, tmp_path: Path) -> None:
+    env = {**daemon_env(directory), "TRIO_AGENT_DAEMON": "auto"}
+    done = await run_cli("run", "--local", "hello", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and b"Hello from" in done.stdout
+    from trio_agent._daemon_command import daemon_status
+
+    await wait_for_os_fact(lambda: daemon_status(directory) is not None, "the daemon answering")
+    status = daemon_status(directory)
+    assert status is not None
+    stopped = await run_cli("serve", "--stop", cwd=tmp_path, env=env)
+    assert stopped.returncode == 0
+    await wait_gone([status.pid, *status.workers])
+
+
+async def test_a_killed_daemon_leaves_no_worker_and_its_socket_falls_back(tmp_path: Path) -> None:
+    with running_daemon() as daemon:
+        spares = await daemon.prime("--local", cwd=tmp_path)
+        os.kill(daemon.pid, signal.SIGKILL)
+        await wait_gone([daemon.pid, *spares])  # each worker saw its socket to the daemon close
+        run = await run_cli("run", "--local", "hello", cwd=tmp_path, env=daemon.env)  # refused: in-process
+        assert run.returncode == 0 and b"Hello from" in run.stdout and not run.stderr
+        os.unlink(os.path.join(daemon.directory, "daemon.sock"))  # what the daemon would have removed
+
+
+async def test_spares_are_bounded_least_recently_used_first(tmp_path: Path) -> None:
+    with running_daemon(TRIO_AGENT_DAEMON_SPARES="1") as daemon:
+        (first,) = await daemon.prime("--local", cwd=tmp_path)
+        (second,) = await daemon.prime("--local", "--jsonl", cwd=tmp_path)  # another configuration
+        assert second != first
+        await wait_gone([first])  # closed to make room
+
+
+async def test_an_unused_spare_is_closed_after_the_idle_time(tmp_path: Path) -> None:
+    with running_daemon(TRIO_AGENT_DAEMON_IDLE="0.5") as daemon:
+        spares = await daemon.prime("--local", cwd=tmp_path)
+        await wait_gone(list(spares))
+        status = daemon.status()
+        assert status is not None and status.workers == ()
+
+
+def test_the_configuration_key_leaves_out_the_prompt_and_the_terminal_session() -> None:
+    from trio_agent._daemon_pool import RunRequest
+
+    def key(argv: list[str], index: int, cwd: str = "/w", **env: str) -> str:
+        fields = ["run", cwd, str(index), str(len(argv)), *argv, *(f"{k}={v}" for k, v in env.items())]
+        return RunRequest.parse(fields).key()
+
+    base = key(["run", "--local", "hi"], 2, OPENAI_API_KEY="k", PWD="/a")
+    assert key(["run", "--local", "another prompt"], 2, OPENAI_API_KEY="k", PWD="/b", TERM="xterm") == base
+    assert key(["run", "--local", "hi"], 2, OPENAI_API_KEY="other") != base  # credentials
+    assert key(["run", "--local", "hi"], 2, cwd="/elsewhere", OPENAI_API_KEY="k") != base
+    assert key(["run", "--jsonl", "hi"], 2, OPENAI_API_KEY="k") != base
+    home = Path(tempfile.mkdtemp(prefix="tad-login-"))
+    login = key(["run", "hi"], 1, CODEX_HOME=str(home))
+    (home / "auth.json").write_text("{}")
+    assert key(["run", "hi"], 1, CODEX_HOME=str(home)) != login  # a login written since: a new key
+    (home / "auth.json").unlink()
+    home.rmdir()
+    with pytest.raises(ValueError, match="prompt index"):
+        RunRequest.parse(["run", "/w", "5", "2", "run", "hi"])

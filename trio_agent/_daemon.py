@@ -1,0 +1,224 @@
+"""The warm daemon: ``trio-agent run`` served by prewarmed worker processes.
+
+``python -m trio_agent._daemon DIR`` (started detached by ``trio-agent serve
+--daemon``, ``_daemon_command``) listens on ``DIR/daemon.sock``; the thin client
+(``_trio_agent_launch``) sends it ``run`` requests with its stdin, stdout and stderr.
+
+Theory of operation. A request's *configuration key* is everything the command reads
+before it sends the prompt: the argv with the prompt taken out, the working directory,
+and the environment but for the variables that only describe the terminal session
+(``_daemon_pool.VOLATILE``), and without ``OPENAI_API_KEY`` the Codex login file's
+identity (a refreshed login is a new key). That covers the model, the API base and
+transport, the workspace, the sandbox and approval options, the instructions and the
+credentials. (``AGENTS.md`` and the environment context are read when the prompt
+arrives, as in-process.) For each key the daemon keeps at most one *spare*: a worker
+process (``_daemon_worker``) that ran the CLI's own ``run`` code up to the prompt --
+agent open, socket warmed -- and waits.
+
+- A request whose key has a ready spare takes it: the daemon hands the worker the
+  prompt, the client's environment and descriptors, answers ``ok``, forwards the
+  client's signals to the worker (``kill``) and finally sends ``exit N``. The output
+  never passes through the daemon. When the worker has exited, the daemon starts the
+  next spare for that key -- after the run, so that it does not compete with the
+  turn for the CPU.
+- A spare still starting is waited for (it started earlier than any fallback could).
+- No spare: the daemon answers ``fallback`` at once, the client runs in-process, and
+  the daemon starts a spare for next time. A worker that fails before it is ready
+  (a bad option: the in-process run shows the error) marks its key as failing for
+  ``FAILED_FOR`` (30) seconds, during which its requests fall back without a worker.
+- A client that goes away cancels its run (``detach``), never the daemon.
+
+Bounds (``_daemon_pool``): at most ``MAX_SPARES`` (4) spares, or
+``TRIO_AGENT_DAEMON_SPARES`` when the daemon starts; starting one more closes the least
+recently used ready one. A spare unused for ``SPARE_IDLE`` (15 minutes, or
+``TRIO_AGENT_DAEMON_IDLE`` seconds) is closed.
+Workers serve one run each, so no state carries from one run to the next.
+
+Concurrency: one Trio nursery holds the accept loop, one task per client connection,
+one task per worker process (which owns it: spawn, messages, exit) and the idle
+reaper. ``stop`` (or SIGTERM/SIGINT) removes the socket file first, so new clients
+fall back, then closes every spare cleanly and cancels running turns (SIGTERM, as if
+the user had sent it: the client prints the cancelled line and exits 143), waits
+for every worker -- bounded by ``CLOSE_GRACE`` (10 s), then killed -- and ends.
+A ``daemon.lock`` file held with ``flock`` makes a second daemon on the same
+directory refuse to start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import struct
+import sys
+from collections.abc import Iterable
+
+import trio
+
+from _trio_agent_launch import directory_problem, socket_path
+
+from ._daemon_channel import LineSocket, close_fds
+from ._daemon_pool import CLOSE_GRACE, Pool, RunRequest, Worker
+
+__all__ = ["main", "serve_daemon"]
+
+REQUEST_BOUND = 10.0  # seconds a connected client has to send its request
+
+
+class _Daemon:
+    def __init__(self, directory: str, nursery: trio.Nursery) -> None:
+        self.directory = directory
+        self.pool = Pool(nursery)
+        self.stop = trio.Event()
+        self.clients = 0
+        self.no_clients = trio.Event()
+        self.no_clients.set()
+
+    async def serve_client(self, sock: trio.socket.SocketType) -> None:
+        self.clients += 1
+        self.no_clients = trio.Event()
+        conn = LineSocket(sock)
+        try:
+            await self._serve_client(conn)
+        except (OSError, trio.BrokenResourceError, ValueError, IndexError) as exc:
+            print(f"trio-agent daemon: a client connection failed: {exc!r}", file=sys.stderr, flush=True)
+        finally:
+            conn.close()
+            self.clients -= 1
+            if not self.clients:
+                self.no_clients.set()
+
+    async def _serve_client(self, conn: LineSocket) -> None:
+        if _peer_uid(conn.sock) != os.getuid():  # the directory is 0700; this is the second lock
+            return
+        with trio.move_on_after(REQUEST_BOUND):
+            size = await conn.line()
+            payload = None if size is None else await conn.exactly(int(size))
+        if size is None or payload is None:
+            return
+        fields = payload.decode("utf-8", "surrogateescape").split("\0")
+        if fields[0] == "status":
+            ready = _pids(w for w in self.pool.spares.values() if w.ready.is_set() and not w.closing)
+            starting = sum(w.pid is None for w in self.pool.workers())
+            await conn.send(f"daemon {os.getpid()} {ready} {_pids(self.pool.workers())} {starting}\n".encode())
+        elif fields[0] == "stop":
+            await conn.send(f"stopping {os.getpid()}\n".encode())
+            self.stop.set()
+        elif fields[0] == "run":
+            await self._run(conn, RunRequest.parse(fields))
+
+    async def _run(self, conn: LineSocket, request: RunRequest) -> None:
+        fds = conn.take_fds()
+        try:
+            worker = await self.pool.take(request) if len(fds) == 3 else "the standard streams did not arrive"
+            if not isinstance(worker, Worker) or not await worker.attach(request, fds):
+                reason = worker if isinstance(worker, str) else "the prewarmed agent went away"
+                await conn.send(f"fallback {reason}\n".encode())
+                return
+        finally:
+            close_fds(fds)  # the worker has its own copies now
+        await conn.send(b"ok\n")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._forward_signals, conn, worker)
+            await worker.finished.wait()
+            nursery.cancel_scope.cancel()
+        await conn.send(f"exit {worker.code}\n".encode())
+
+    @staticmethod
+    async def _forward_signals(conn: LineSocket, worker: Worker) -> None:
+        while (line := await conn.line()) is not None:
+            word, _, number = line.decode().partition(" ")
+            if word == "signal" and number.isdigit() and int(number) in (signal.SIGINT, signal.SIGTERM):
+                worker.signal(int(number))
+        await worker.tell("detach")  # the client went away: cancel its run, never the daemon
+
+
+def _peer_uid(sock: trio.socket.SocketType) -> int:
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return int(uid)
+
+
+def _pids(workers: Iterable[Worker]) -> str:
+    return ",".join(str(w.pid) for w in workers if w.pid is not None) or "-"
+
+
+def _bind(directory: str) -> tuple[trio.socket.SocketType, int]:
+    """The lock (a second daemon fails here) and the listening socket."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    problem = directory_problem(directory)
+    if problem is not None:
+        raise SystemExit(f"trio-agent daemon: {problem}")
+    lock = os.open(os.path.join(directory, "daemon.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        raise SystemExit(f"trio-agent daemon: another daemon is running on {directory}") from None
+    path = socket_path(directory)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # a stale socket: we hold the lock, so nobody listens on it
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    return trio.socket.from_stdlib_socket(listener), lock
+
+
+async def serve_daemon(directory: str, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve ``run`` requests on ``directory``'s socket until ``stop`` or SIGTERM/SIGINT."""
+    listener, lock = _bind(directory)
+    try:
+        async with trio.open_nursery() as nursery:
+            daemon = _Daemon(directory, nursery)
+            nursery.start_soon(daemon.pool.reap_idle)
+            nursery.start_soon(_watch_signals, daemon.stop)
+            accepting = trio.CancelScope()
+            nursery.start_soon(_accept, listener, daemon, nursery, accepting)
+            print(f"trio-agent daemon: pid {os.getpid()} listening on {socket_path(directory)}", file=sys.stderr,
+                  flush=True)
+            task_status.started()
+            await daemon.stop.wait()
+            with trio.CancelScope(shield=True):
+                accepting.cancel()
+                _unlink(directory)  # from now on clients fall back to running in-process
+                listener.close()
+                with trio.move_on_after(CLOSE_GRACE):
+                    await daemon.pool.aclose()
+                with trio.move_on_after(2.0):
+                    await daemon.no_clients.wait()  # their "exit N" lines are out
+            nursery.cancel_scope.cancel()
+    finally:
+        _unlink(directory)
+        listener.close()
+        os.close(lock)
+    print("trio-agent daemon: stopped", file=sys.stderr, flush=True)
+
+
+def _unlink(directory: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(socket_path(directory))
+
+
+async def _accept(listener: trio.socket.SocketType, daemon: _Daemon, nursery: trio.Nursery,
+                  scope: trio.CancelScope) -> None:
+    with scope:
+        while True:
+            sock, _ = await listener.accept()
+            nursery.start_soon(daemon.serve_client, sock)
+
+
+async def _watch_signals(stop: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            stop.set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    trio.run(serve_daemon, args[0])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
