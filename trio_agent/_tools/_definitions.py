@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
+from .._record import Record
 from ._ts import declaration, js_identifier, ts_type
 
 __all__ = [
@@ -87,16 +86,20 @@ type CallToolResult<TStructured = { [key: string]: unknown }> = {
 """
 
 
-@attrs.frozen
-class NestedTool:
+class NestedTool(Record):
     """A tool reached as ``tools.<name>(...)`` from ``exec``: its section of the
     description and its ``ALL_TOOLS`` entry. ``parameters`` is None for a freeform
     (string input) tool."""
 
-    name: str
-    description: str
-    parameters: Mapping[str, object] | None
-    output: str = "unknown"
+    __slots__ = ("name", "description", "parameters", "output")  # noqa: RUF023  # field order
+
+    def __init__(
+        self, name: str, description: str, parameters: Mapping[str, object] | None, output: str = "unknown"
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.output = output
 
     @property
     def is_function(self) -> bool:

@@ -44,9 +44,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import attrs
-
 from .._errors import ConfigError
+from .._record import Record
 from ._security import Sandbox, SandboxMode
 
 __all__ = [
@@ -78,13 +77,15 @@ class SandboxUnavailable(ConfigError):
     is missing and how to opt out (``sandbox=ta.SandboxMode.DANGER_FULL_ACCESS``)."""
 
 
-@attrs.frozen
-class Confinement:
+class Confinement(Record):
     """An agent's effective sandbox: the settings and the ``bwrap`` that enforces them
     (None for ``danger-full-access``)."""
 
-    sandbox: Sandbox
-    bwrap: str | None = None
+    __slots__ = ("sandbox", "bwrap")  # noqa: RUF023  # field order
+
+    def __init__(self, sandbox: Sandbox, bwrap: str | None = None) -> None:
+        self.sandbox = sandbox
+        self.bwrap = bwrap
 
     @property
     def confined(self) -> bool:
@@ -97,13 +98,15 @@ class Confinement:
         return bwrap_argv(self.bwrap, self.sandbox, workspace, workdir, private_tmp, argv)
 
 
-@attrs.frozen
-class Resolution:
+class Resolution(Record):
     """What :func:`resolve_sandbox` found: the confinement, and why the default fell
     back to ``danger-full-access`` (None if it did not)."""
 
-    confinement: Confinement
-    fallback: str | None = None
+    __slots__ = ("confinement", "fallback")
+
+    def __init__(self, confinement: Confinement, fallback: str | None = None) -> None:
+        self.confinement = confinement
+        self.fallback = fallback
 
 
 def _namespace_flags(sandbox: Sandbox) -> list[str]:
