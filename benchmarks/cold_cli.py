@@ -24,7 +24,8 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
   otherwise as a real run (default tools and sandbox): the rows ``trio-agent run
   (server, ws)`` and ``(server, https)``; the issue's ratio is the ws row's.
 - **import time**: ``python -X importtime -c "import trio_agent"`` (and the CLI's
-  ``--local`` imports, ``trio_agent._cli`` + ``trio_agent.testing._local_model``),
+  ``--local`` imports: ``trio_agent._cli``, ``_cli_run``, ``_local_model`` and the
+  WebSocket transport),
   broken down: ``trio`` (cumulative), trio_agent's own modules (self time), the test
   server, ``trio.testing`` (which imports ``pytest`` when it is installed), the other
   third-party packages; and attrs class creation, from cProfile of
@@ -259,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     import_rows = []
     for label, code in (("import trio_agent", "import trio_agent"),
-                        ("run --local imports", "import trio_agent, trio_agent._cli, trio_agent.testing._local_model")):
+                        ("run --local imports", "import trio_agent, trio_agent._cli, trio_agent._cli_run, "
+                                                "trio_agent._local_model, trio_agent._transport.websocket")):
         runs = [breakdown(code) for _ in range(5)]
         keys = list(runs[0])
         import_rows.append([label, *[f"{statistics.median(r[k] for r in runs):.1f}" for k in keys]])
