@@ -101,3 +101,9 @@ def test_a_record_compares_hashes_and_shows_its_fields() -> None:
     match FinishTurn("done"):
         case FinishTurn(message):
             assert message == "done"
+
+
+def test_the_https_transport_does_not_load_the_websocket_one(tmp_path: Path) -> None:
+    modules = _modules_after("import trio_agent._transport.https\n", tmp_path)
+    assert "httpx" in modules
+    assert _loaded(modules, ("trio_websocket", "wsproto", "trio_agent._transport.websocket")) == []

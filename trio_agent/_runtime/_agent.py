@@ -505,10 +505,12 @@ class Agent:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def _startup(self) -> None:
+        # Import the transport (trio-websocket; httpx) now, while the sandbox trial started
+        # by _open_agent may still be running: the warmup below, or the first prompt, needs it.
         if self._config.responses.transport is Transport.WEBSOCKET:
-            # the warmup below connects at once: import the transport (trio-websocket) while
-            # the sandbox trial started by _open_agent may still be running
             from .._transport import websocket as _websocket  # noqa: F401
+        else:
+            from .._transport import https as _https  # noqa: F401
         self._guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
         self._tools.start()  # MCP servers, in the background
         self._nursery.start_soon(self._runner.run, self._queue)
