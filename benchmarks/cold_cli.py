@@ -40,6 +40,7 @@ import argparse
 import io
 import os
 import pstats
+import shutil
 import statistics
 import subprocess
 import sys
@@ -175,11 +176,18 @@ async def spawn_all(runs: int, codex: str | None) -> dict[str, list[Sample]]:
                 sample = await trio.to_thread.run_sync(run_codex, codex, server.http_base_url)
                 if i:
                     out["codex"].append(sample)
+    shutil.rmtree(codex_home(), ignore_errors=True)
     return out
 
 
+def codex_home() -> Path:
+    """This run's own ``CODEX_HOME`` (codex refuses helpers under /tmp): codex keeps a
+    SQLite state there, and two benchmarks sharing one would wait on each other's lock."""
+    return Path.home() / ".cache" / "trio-agent-bench" / f"codex-home-{os.getpid()}"
+
+
 def run_codex(codex: str, base_url: str) -> Sample:
-    home = Path.home() / ".cache" / "trio-agent-bench" / "codex-home"  # codex refuses helpers under /tmp
+    home = codex_home()
     (home / "work").mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=base_url))
     env = {**os.environ, "CODEX_HOME": str(home), "LOCAL_KEY": "dummy-local-key"}
