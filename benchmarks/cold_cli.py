@@ -23,11 +23,15 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
   transport) and ``--api-base ... --transport https`` (HTTP/SSE, codex's wire) --
   otherwise as a real run (default tools and sandbox): the rows ``trio-agent run
   (server, ws)`` and ``(server, https)``; the issue's ratio is the ws row's.
+- **rounds**: every command once per round, interleaved (the first round discarded),
+  so that a busy machine slows all of them alike; on a machine shared with other
+  work the wall times still swing by +-10 % between runs, the ``cpu`` column (the
+  child's user+sys time) much less.
 - **import time**: ``python -X importtime -c "import trio_agent"`` (and the CLI's
   ``--local`` imports: ``trio_agent._cli``, ``_cli_run``, ``_local_model`` and the
-  WebSocket transport),
-  broken down: ``trio`` (cumulative), trio_agent's own modules (self time), the test
-  server, ``trio.testing`` (which imports ``pytest`` when it is installed), the other
+  WebSocket transport), broken down: ``trio`` (cumulative), trio_agent's own modules
+  (self time), the test kit (``trio_agent.testing``, none since ``--local`` has its
+  own model), ``trio.testing`` (which imports ``pytest`` when it is installed), the other
   third-party packages; and attrs class creation, from cProfile of
   the import (time under ``attr._make`` and the number of classes built).
 
