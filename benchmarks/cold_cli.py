@@ -6,8 +6,7 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
 
 - **spawn -> first text**: wall time from spawning ``python -m trio_agent run --local
   "hello"`` (this tree's package; the built-in local scripted model, which runs in the
-  CLI's own process: the CLI has no option to point it at another server, and with a
-  key it would go to the real API) to the first byte of the answer on its stdout (the
+  CLI's own process) to the first byte of the answer on its stdout (the
   line after the "using the built-in local scripted model" label), and to exit. The
   floors, spawned the same way and the same number of times: ``python -c pass``
   (interpreter start-up) and a bare client script (``import trio, trio_websocket,
@@ -19,10 +18,20 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
   provider and analytics, feedback and update checks off -- and the whole benchmark
   then re-runs itself in a new network namespace (``unshare -n``, only ``lo`` up), so
   that codex cannot reach any host but this machine's loopback.
+- **the same server as codex**: ``trio-agent run`` with a dummy ``OPENAI_API_KEY``
+  and that child-process server's URLs -- ``--websocket-url`` (the default
+  transport) and ``--api-base ... --transport https`` (HTTP/SSE, codex's wire) --
+  otherwise as a real run (default tools and sandbox): the rows ``trio-agent run
+  (server, ws)`` and ``(server, https)``; the issue's ratio is the ws row's.
+- **rounds**: every command once per round, interleaved (the first round discarded),
+  so that a busy machine slows all of them alike; on a machine shared with other
+  work the wall times still swing by +-10 % between runs, the ``cpu`` column (the
+  child's user+sys time) much less.
 - **import time**: ``python -X importtime -c "import trio_agent"`` (and the CLI's
-  ``--local`` imports, ``trio_agent._cli`` + ``trio_agent.testing._local_model``),
-  broken down: ``trio`` (cumulative), trio_agent's own modules (self time), the test
-  server, ``trio.testing`` (which imports ``pytest`` when it is installed), the other
+  ``--local`` imports: ``trio_agent._cli``, ``_cli_run``, ``_local_model`` and the
+  WebSocket transport), broken down: ``trio`` (cumulative), trio_agent's own modules
+  (self time), the test kit (``trio_agent.testing``, none since ``--local`` has its
+  own model), ``trio.testing`` (which imports ``pytest`` when it is installed), the other
   third-party packages; and attrs class creation, from cProfile of
   the import (time under ``attr._make`` and the number of classes built).
 
@@ -35,6 +44,7 @@ import argparse
 import io
 import os
 import pstats
+import shutil
 import statistics
 import subprocess
 import sys
@@ -137,22 +147,51 @@ def attrs_cost() -> tuple[float, int]:
 Sample = tuple[float, float, float]
 
 
-async def bare_and_codex(runs: int, codex: str | None) -> dict[str, list[Sample]]:
-    out: dict[str, list[Sample]] = {"bare_client": [], "codex": []}
+SERVER_WS = "trio-agent run (server, ws)"
+SERVER_HTTPS = "trio-agent run (server, https)"
+
+
+async def spawn_all(runs: int, codex: str | None) -> dict[str, list[Sample]]:
+    """Every command once per round, ``runs + 1`` rounds, the first discarded (it warms
+    the page cache): interleaved, so that a busy machine slows all of them alike."""
+    out: dict[str, list[Sample]] = {"python -c pass": [], "trio-agent run --local": [], "bare_client": [],
+                                    SERVER_WS: [], SERVER_HTTPS: [], "codex": []}
     async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
+        # the CLI against the same child-process server as codex: a dummy key, the
+        # server's URLs, the default sandbox and tools (as a real ``trio-agent run``)
+        env = {**ENV, "OPENAI_API_KEY": "dummy-local-key"}
+        cli = [sys.executable, "-m", "trio_agent", "run"]
+        commands = {
+            "python -c pass": [sys.executable, "-c", "print('x')"],
+            "trio-agent run --local": [*cli, "--local", "hello"],
+            SERVER_WS: [*cli, "--websocket-url", server.ws_url, "hello"],
+            SERVER_HTTPS: [*cli, "--api-base", server.http_base_url, "--transport", "https", "hello"],
+        }
         for i in range(runs + 1):
             sample = await trio.to_thread.run_sync(spawn_first_output, [sys.executable, "-c", BARE, server.ws_url], 0)
             if i:
                 out["bare_client"].append(sample)
+            for name, command in commands.items():
+                skip = 1 if "--local" in command else 0  # the "using the built-in local scripted model" line
+                sample = await trio.to_thread.run_sync(spawn_first_output, command, skip, env)
+                if i:
+                    out[name].append(sample)
             if codex:
                 sample = await trio.to_thread.run_sync(run_codex, codex, server.http_base_url)
                 if i:
                     out["codex"].append(sample)
+    shutil.rmtree(codex_home(), ignore_errors=True)
     return out
 
 
+def codex_home() -> Path:
+    """This run's own ``CODEX_HOME`` (codex refuses helpers under /tmp): codex keeps a
+    SQLite state there, and two benchmarks sharing one would wait on each other's lock."""
+    return Path.home() / ".cache" / "trio-agent-bench" / f"codex-home-{os.getpid()}"
+
+
 def run_codex(codex: str, base_url: str) -> Sample:
-    home = Path.home() / ".cache" / "trio-agent-bench" / "codex-home"  # codex refuses helpers under /tmp
+    home = codex_home()
     (home / "work").mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=base_url))
     env = {**os.environ, "CODEX_HOME": str(home), "LOCAL_KEY": "dummy-local-key"}
@@ -192,14 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["COLD_CLI_NETNS"] = "1"
         os.execvp("unshare", ["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"])
     subprocess.run([sys.executable, "-m", "compileall", "-q", f"{TREE}/trio_agent"], check=True, env=ENV)
-    samples: dict[str, list[Sample]] = {"python -c pass": [], "trio-agent run --local": []}
-    for i in range(args.runs + 1):
-        python_pass = spawn_first_output([sys.executable, "-c", "print('x')"], 0)
-        cli = spawn_first_output([sys.executable, "-m", "trio_agent", "run", "--local", "hello"], 1)
-        if i:  # the first run of each warms the page cache
-            samples["python -c pass"].append(python_pass)
-            samples["trio-agent run --local"].append(cli)
-    samples.update(trio.run(bare_and_codex, args.runs, args.codex))
+    samples = trio.run(spawn_all, args.runs, args.codex)
     floor = statistics.median(s[0] for s in samples["bare_client"])
     cpu_floor = statistics.median(s[2] for s in samples["bare_client"])
     rows = []
@@ -213,13 +245,22 @@ def main(argv: list[str] | None = None) -> int:
                      f"{statistics.median(v[2] for v in values) / cpu_floor:.2f}", len(values)])
     cli = statistics.median(s[0] for s in samples["trio-agent run --local"])
     cli_cpu = statistics.median(s[2] for s in samples["trio-agent run --local"])
+    served = statistics.median(s[0] for s in samples[SERVER_WS])
+    served_cpu = statistics.median(s[2] for s in samples[SERVER_WS])
     if samples["codex"]:
         codex = statistics.median(s[0] for s in samples["codex"])
         codex_cpu = statistics.median(s[2] for s in samples["codex"])
-        record_summary([["cold CLI spawn -> first text", f"{cli * 1000:.1f} ms", f"codex {codex * 1000:.1f} ms",
-                         f"{cli / codex:.2f}x", "<= 1.2x codex"],
-                        ["cold CLI CPU (user+sys)", f"{cli_cpu * 1000:.0f} ms", f"codex {codex_cpu * 1000:.0f} ms",
-                         f"{cli_cpu / codex_cpu:.2f}x", "-"]])
+        https = statistics.median(s[0] for s in samples[SERVER_HTTPS])
+        record_summary([["cold CLI spawn -> first text, same server (ws)", f"{served * 1000:.1f} ms",
+                         f"codex {codex * 1000:.1f} ms", f"{served / codex:.2f}x", "<= 1.2x codex"],
+                        ["cold CLI spawn -> first text, same server (https)", f"{https * 1000:.1f} ms",
+                         f"codex {codex * 1000:.1f} ms", f"{https / codex:.2f}x", "-"],
+                        ["cold CLI spawn -> first text, --local", f"{cli * 1000:.1f} ms",
+                         f"codex {codex * 1000:.1f} ms", f"{cli / codex:.2f}x", "<= 1.2x codex"],
+                        ["cold CLI CPU (user+sys), same server (ws)", f"{served_cpu * 1000:.0f} ms",
+                         f"codex {codex_cpu * 1000:.0f} ms", f"{served_cpu / codex_cpu:.2f}x", "-"],
+                        ["cold CLI CPU (user+sys), --local", f"{cli_cpu * 1000:.0f} ms",
+                         f"codex {codex_cpu * 1000:.0f} ms", f"{cli_cpu / codex_cpu:.2f}x", "-"]])
     else:
         record_summary([["cold CLI spawn -> first text", f"{cli * 1000:.1f} ms", f"bare {floor * 1000:.1f} ms",
                          f"{cli / floor:.2f}x bare (codex not run)", "<= 1.2x codex"]])
@@ -231,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     import_rows = []
     for label, code in (("import trio_agent", "import trio_agent"),
-                        ("run --local imports", "import trio_agent, trio_agent._cli, trio_agent.testing._local_model")):
+                        ("run --local imports", "import trio_agent, trio_agent._cli, trio_agent._cli_run, "
+                                                "trio_agent._local_model, trio_agent._transport.websocket")):
         runs = [breakdown(code) for _ in range(5)]
         keys = list(runs[0])
         import_rows.append([label, *[f"{statistics.median(r[k] for r in runs):.1f}" for k in keys]])

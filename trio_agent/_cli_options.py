@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 import trio_agent as ta
+
+from ._record import Record
 
 __all__ = ["ENVIRONMENT", "RunSettings", "add_run_options", "environment_epilog", "run_settings"]
 
@@ -47,15 +47,17 @@ def environment_epilog() -> str:
     return "environment variables:\n" + "\n".join(lines)
 
 
-@attrs.frozen
-class McpEntry:
+class McpEntry(Record):
     """One ``--mcp`` (``kind="http"``, ``target`` the URL) or ``--mcp-stdio``
     (``"stdio"``, ``target`` the command) and the ``--mcp-arg`` values after it."""
 
-    kind: str
-    name: str
-    target: str
-    args: tuple[str, ...] = ()
+    __slots__ = ("kind", "name", "target", "args")  # noqa: RUF023  # field order
+
+    def __init__(self, kind: str, name: str, target: str, args: tuple[str, ...] = ()) -> None:
+        self.kind = kind
+        self.name = name
+        self.target = target
+        self.args = args
 
 
 class _McpAction(argparse.Action):
@@ -73,7 +75,7 @@ class _McpAction(argparse.Action):
                 parser.error(f"--mcp-arg {value!r} adds an argument to the command of an earlier --mcp-stdio; "
                              "give --mcp-stdio NAME=COMMAND before it")
             last = entries[stdio[-1]]
-            entries[stdio[-1]] = attrs.evolve(last, args=(*last.args, value))
+            entries[stdio[-1]] = McpEntry(last.kind, last.name, last.target, (*last.args, value))
         else:
             name, sep, target = value.partition("=")
             what = "URL" if option_string == "--mcp" else "COMMAND"
@@ -154,18 +156,30 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                               "on-request, on-failure or untrusted; answer y, N, a (always) or abort")
 
 
-@attrs.frozen
-class RunSettings:
-    """What ``trio-agent run`` runs with, checked."""
+class RunSettings(Record):
+    """What ``trio-agent run`` runs with, checked: the API ``key`` (or an existing Codex
+    login's credential), ``local_reason`` (why the local scripted model answers; None:
+    the real API), ``credential_note`` (where the credential came from, when not
+    ``OPENAI_API_KEY``), ``responses`` (``ta.Responses`` keyword arguments), and the
+    ``instructions``, ``tools``, ``sandbox`` and ``approval`` policy."""
 
-    key: str | ta.ChatGptAuth  # the API key, or an existing Codex login's credential
-    local_reason: str | None  # why the local scripted model answers (None: the real API)
-    credential_note: str | None  # where the credential came from, when not OPENAI_API_KEY
-    responses: dict[str, Any]  # ``ta.Responses`` keyword arguments
-    instructions: str | None
-    tools: ta.Tools
-    sandbox: ta.Sandbox | None
-    approval: ta.ApprovalPolicy
+    __slots__ = (  # noqa: RUF023  # field order
+        "key", "local_reason", "credential_note", "responses", "instructions", "tools", "sandbox", "approval",
+    )
+
+    def __init__(
+        self, *, key: str | ta.ChatGptAuth, local_reason: str | None, credential_note: str | None,
+        responses: dict[str, Any], instructions: str | None, tools: ta.Tools, sandbox: ta.Sandbox | None,
+        approval: ta.ApprovalPolicy,
+    ) -> None:
+        self.key = key
+        self.local_reason = local_reason
+        self.credential_note = credential_note
+        self.responses = responses
+        self.instructions = instructions
+        self.tools = tools
+        self.sandbox = sandbox
+        self.approval = approval
 
 
 def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,

@@ -29,7 +29,6 @@ import sys
 from collections.abc import AsyncIterable
 from typing import Any, TextIO
 
-import attrs
 import trio
 
 from ._cli_signals import Interrupts
@@ -92,12 +91,14 @@ def retry_reason(payload: dict[str, Any]) -> str:
     return _cut(error.splitlines()[0] if error.strip() else error, 100)
 
 
-@attrs.define
 class _Running:
-    tool: str
-    started: float
-    shown: float  # when a line about it was last printed
-    partial: str = ""  # output after its last newline
+    __slots__ = ("partial", "shown", "started", "tool")
+
+    def __init__(self, tool: str, started: float, shown: float) -> None:
+        self.tool = tool
+        self.started = started
+        self.shown = shown  # when a line about it was last printed
+        self.partial = ""  # output after its last newline
 
 
 class _Tracker:

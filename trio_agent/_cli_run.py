@@ -94,7 +94,7 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
         if settings.credential_note is not None:
             print(f"trio-agent: {settings.credential_note}", file=sys.stderr, flush=True)
         if settings.local_reason is not None:
-            from .testing._local_model import serve_local_model
+            from ._local_model import serve_local_model
 
             _say(args, f"{settings.local_reason}; using the built-in local scripted model (not a real model)")
             server = await nursery.start(serve_local_model)

@@ -32,7 +32,6 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import FrameType
 
-import attrs
 import trio
 
 __all__ = ["Interrupts", "exit_now", "exit_on_signal", "interrupted_only", "open_interrupts"]
@@ -40,12 +39,14 @@ __all__ = ["Interrupts", "exit_now", "exit_on_signal", "interrupted_only", "open
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-@attrs.define
 class Interrupts:
     """The first signal a command received (``None`` while there was none)."""
 
-    signum: int | None = None
-    at: float | None = None  # Trio's clock when it arrived
+    __slots__ = ("at", "signum")
+
+    def __init__(self, signum: int | None = None, at: float | None = None) -> None:
+        self.signum = signum
+        self.at = at  # Trio's clock when it arrived
 
     @property
     def received(self) -> bool:

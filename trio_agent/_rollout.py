@@ -44,6 +44,7 @@ import attrs
 from ._errors import AgentError, ConfigError, InvalidSessionSnapshot
 from ._ids import new_item_id, session_id_problem
 from ._jsontext import dumps
+from ._record import Record
 from ._session.context import user_message
 from ._session.history import History
 from ._session.ledger import output_item
@@ -218,12 +219,14 @@ class RolloutConfig:
 # -- reading ------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class _Parsed:
-    meta: dict[str, Any] | None
-    history: list[Item]
-    end: int  # bytes of whole lines: where the next append belongs
-    torn: int  # bytes after ``end`` without a newline (a write cut short), 0 if none
+class _Parsed(Record):
+    __slots__ = ("meta", "history", "end", "torn")  # noqa: RUF023  # field order
+
+    def __init__(self, meta: dict[str, Any] | None, history: list[Item], end: int, torn: int) -> None:
+        self.meta = meta
+        self.history = history
+        self.end = end  # bytes of whole lines: where the next append belongs
+        self.torn = torn  # bytes after ``end`` without a newline (a write cut short), 0 if none
 
 
 def read_history(path: Path) -> tuple[dict[str, Any] | None, list[Item]]:

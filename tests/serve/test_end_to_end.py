@@ -22,10 +22,10 @@ import trio
 import trio_websocket
 
 import trio_agent as ta
+from trio_agent._local_model import serve_local_model
 from trio_agent._serve import open_app_server, serve_websocket
 from trio_agent._tools._sandbox import resolve_sandbox
 from trio_agent.testing import AppServerClient, AppServerError, LineChannel, WebSocketChannel
-from trio_agent.testing._local_model import serve_local_model
 
 from .._os_facts import pid_alive, processes_in, wait_gone, wait_no_processes_in
 from ._harness import text_input

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 RUN_AN_AGENT = """
 import sys, tempfile, trio, trio_agent as ta
-from trio_agent.testing._local_model import serve_local_model
+from trio_agent._local_model import serve_local_model
 
 async def main():
     async with trio.open_nursery() as nursery:

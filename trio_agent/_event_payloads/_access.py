@@ -9,6 +9,8 @@ runtime (a plain ``EventKind`` value) gets the union of every payload.
 ``tests/test_event_payloads.py`` checks these overloads against ``EVENT_PAYLOADS``.
 """
 
+from __future__ import annotations  # the overloads are for the type checkers: not evaluated at import
+
 from typing import Literal, TypeAlias, Union, cast, overload
 
 from .._events import AgentEvent, EventKind

@@ -37,6 +37,7 @@ from .._session.ledger import TurnLedger
 from .._session.snapshot import SessionSnapshot, check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
+from .._tools._sandbox import start_probe
 from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
 from .._tracing import accept_hook, open_event_sink
 from .._wire.request import RequestSettings
@@ -509,6 +510,12 @@ class Agent:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def _startup(self) -> None:
+        # Import the transport (trio-websocket; httpx) now, while the sandbox trial started
+        # by _open_agent may still be running: the warmup below, or the first prompt, needs it.
+        if self._config.responses.transport is Transport.WEBSOCKET:
+            from .._transport import websocket as _websocket  # noqa: F401
+        else:
+            from .._transport import https as _https  # noqa: F401
         self._guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
         self._tools.start()  # MCP servers, in the background
         self._nursery.start_soon(self._runner.run, self._queue)
@@ -594,6 +601,7 @@ async def _open_agent(
         from .._cassette.recorder import open_cassette  # lazy: only when recording
 
         cassette = owned = open_cassette(config)
+    start_probe(config.sandbox)  # the sandbox trial runs while the agent is built (_tools/_sandbox.py)
     try:
         async with trio.open_nursery() as nursery:
             agent = Agent(config, nursery, seed, parent_id, lineage_id, path, parent, cassette)

@@ -36,8 +36,6 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._events import EventKind
-from .._tools._patch_parse import PatchError, parse_patch
-from .._tools._policy import denial_hint, plan_command, plan_patch
 from .._tools._sandbox import Confinement, resolve_sandbox
 from .._tools._security import (
     ApprovalDecision,
@@ -48,8 +46,9 @@ from .._tools._security import (
     Sandbox,
     SandboxMode,
 )
-from .._tools._shell_env import ShellError, parse_exec_args
 
+# The per-call modules (the policy, the patch parser, the exec arguments) are imported by
+# the first call that needs them: an agent that never runs a tool never loads them.
 if TYPE_CHECKING:
     from .._tools.exec_command import ExecResult, ShellSessions
 
@@ -157,6 +156,9 @@ class ExecGuard:
     ) -> ExecResult:
         """Run ``args`` in ``shell`` as the policy allows; ``ShellError`` if it was denied.
         ``on_output`` gets the output as it arrives (of both runs, when one is retried)."""
+        from .._tools._policy import denial_hint, plan_command
+        from .._tools._shell_env import ShellError, parse_exec_args
+
         request = parse_exec_args(args, self._workspace)
         sandbox = self.sandbox
         plan = plan_command(
@@ -189,6 +191,8 @@ class ExecGuard:
     async def _approve_command(
         self, cmd: str, cwd: Path, reason: str, outside: bool, call_id: str, turn_id: int | None
     ) -> None:
+        from .._tools._shell_env import ShellError
+
         if (cmd, outside) in self._approved_commands:
             return
         where = " outside the sandbox" if outside else ""
@@ -206,6 +210,8 @@ class ExecGuard:
     async def apply_patch(self, patch_text: str, workspace: Path, call_id: str, turn_id: int | None) -> str:
         """Apply the patch as the policy allows; ``PatchError`` if it was denied (then no
         file was changed) or does not apply."""
+        from .._tools._patch_parse import PatchError, parse_patch
+        from .._tools._policy import plan_patch
         from .._tools.apply_patch import apply_patch
 
         try:

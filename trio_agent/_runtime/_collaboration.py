@@ -23,7 +23,7 @@ import json
 import math
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Generic, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import trio
 
@@ -31,12 +31,14 @@ from .._errors import AgentClosed
 from .._events import EventKind
 from .._tools._namespaces import WAIT_DEFAULT_MS, WAIT_MAX_MS, WAIT_MIN_MS, CollaborationOptions
 from ._tool_runner import Runner, ToolOutcome, json_text
-from ._workers import A, Workers
 
 if TYPE_CHECKING:
     from .._session.snapshot import SessionSnapshot
     from ._turn import Turn, TurnState
     from ._turn_queue import TurnQueue
+    from ._workers import WorkerAgent, Workers
+
+A = TypeVar("A", bound="WorkerAgent")  # as _workers.A: that module is loaded only by an agent with workers
 
 __all__ = ["Collaboration", "MailAddress", "wait_output"]
 
@@ -119,8 +121,11 @@ class Collaboration(Generic[A]):
     ) -> None:
         self._queue = queue
         self._emit = emit
-        self._workers = Workers(options, path=path, spawn=spawn, watch=watch, nursery=nursery, reopen=reopen) \
-            if options.max_workers else None
+        self._workers: Workers[A] | None = None
+        if options.max_workers:
+            from ._workers import Workers
+
+            self._workers = Workers(options, path=path, spawn=spawn, watch=watch, nursery=nursery, reopen=reopen)
 
     def runner(self, name: str, state: TurnState) -> Runner | None:
         """The runner of tool ``name`` for the turn ``state`` (None: not in this group)."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 import collections
 from typing import Any, Literal
 
-import attrs
 import trio
 
 from .._errors import AgentError
+from .._record import Record
 
 __all__ = ["MAILBOX_CAPACITY", "InputActivity", "InputKind", "Mail", "Mailbox", "MailboxFull", "agent_message"]
 
@@ -40,10 +40,12 @@ def agent_message(author: str, recipient: str, text: str) -> dict[str, Any]:
     }
 
 
-@attrs.frozen
-class Mail:
-    item: dict[str, Any]
-    trigger_turn: bool = False
+class Mail(Record):
+    __slots__ = ("item", "trigger_turn")
+
+    def __init__(self, item: dict[str, Any], trigger_turn: bool = False) -> None:
+        self.item = item
+        self.trigger_turn = trigger_turn
 
 
 class Mailbox:

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 import trio
 
 from .._config import context_window
@@ -52,11 +51,13 @@ from ._turn_queue import TurnQueue
 __all__ = ["ForkPoint", "TurnRunner"]
 
 
-@attrs.define
 class ForkPoint:
     """The latest boundary ``fork()`` branches from (None before the first one)."""
 
-    latest: ConversationSnapshot | None = None
+    __slots__ = ("latest",)
+
+    def __init__(self, latest: ConversationSnapshot | None = None) -> None:
+        self.latest = latest
 
 
 class _Live:

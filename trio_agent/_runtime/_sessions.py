@@ -7,8 +7,7 @@ import uuid
 import warnings
 from typing import TYPE_CHECKING, Any, final
 
-import attrs
-
+from .._record import Record
 from .._rollout import RolloutError, RolloutWarning, RolloutWriter, rollout_timestamp
 from .._session.history import History
 from .._session.ledger import Committed, LedgerEvent
@@ -25,16 +24,21 @@ __all__ = ["Rollout", "SessionInfo", "open_rollout"]
 VERSION = "0.1.0"
 
 
-@attrs.frozen
-class SessionInfo:
+class SessionInfo(Record):
     """What a snapshot needs besides the history."""
 
-    model: str
-    lineage_id: str
-    prompt_cache_key: str
-    workspace: str
-    request_prefix: tuple[dict[str, Any], ...]
-    instructions: str
+    __slots__ = ("model", "lineage_id", "prompt_cache_key", "workspace", "request_prefix", "instructions")  # noqa: RUF023  # field order
+
+    def __init__(
+        self, *, model: str, lineage_id: str, prompt_cache_key: str, workspace: str,
+        request_prefix: tuple[dict[str, Any], ...], instructions: str,
+    ) -> None:
+        self.model = model
+        self.lineage_id = lineage_id
+        self.prompt_cache_key = prompt_cache_key
+        self.workspace = workspace
+        self.request_prefix = request_prefix
+        self.instructions = instructions
 
     def snapshot(self, checkpoint: ConversationSnapshot) -> SessionSnapshot:
         prefix = [

@@ -17,6 +17,8 @@ from .._wire.usage import TokenUsage
 
 __all__ = ["TransportStats", "TurnStats"]
 
+_NO_USAGE = TokenUsage()
+
 
 @attrs.define
 class TransportStats:
@@ -55,17 +57,24 @@ class TransportStats:
         }
 
 
-@attrs.define
 class TurnStats:
-    model_calls: int = 0
-    steers: int = 0
-    compactions: int = 0
-    tool_calls: int = 0
-    model_duration_ns: int = 0
-    tool_work_duration_ns: int = 0
-    tool_wall_duration_ns: int = 0
-    usage: TokenUsage = TokenUsage()
-    last_response_id: str | None = None
+    """A turn's counters, updated in place as it runs."""
+
+    __slots__ = (  # noqa: RUF023  # field order
+        "model_calls", "steers", "compactions", "tool_calls", "model_duration_ns", "tool_work_duration_ns",
+        "tool_wall_duration_ns", "usage", "last_response_id",
+    )
+
+    def __init__(self) -> None:
+        self.model_calls = 0
+        self.steers = 0
+        self.compactions = 0
+        self.tool_calls = 0
+        self.model_duration_ns = 0
+        self.tool_work_duration_ns = 0
+        self.tool_wall_duration_ns = 0
+        self.usage = _NO_USAGE
+        self.last_response_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {

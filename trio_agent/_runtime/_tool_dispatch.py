@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import trio
 
 from .._events import EventKind
+from .._record import Record
 from .._tools import InvalidToolArguments, NestedToolError, ToolContext, Tools, ToolSpec
 from .._units import ns
 from ._tool_runner import Runner, ToolOutcome, UnencodableValue, json_text, to_output
@@ -53,23 +53,31 @@ _SHELL_TOOLS = frozenset({"exec_command", "write_stdin", "apply_patch"})
 GroupRunners = Callable[[str, "TurnState"], "Runner | None"]
 
 
-@attrs.frozen
-class ToolEnvironment:
-    """What tools need from their agent."""
+class ToolEnvironment(Record):
+    """What tools need from their agent: its ``tools``, ``workspace``, ``handle``,
+    ``emit`` and ``nursery`` (where cells and shell sessions live); ``groups``, the
+    runners of the opt-in namespaced groups (namespace -> (tool name, turn) -> runner);
+    for the remote tools (web__run, image_gen__imagegen) the agent's ``config`` (auth,
+    api_base_url, session id, model) and its committed ``history``, read at call time;
+    ``guard``, the sandbox and approval policy of exec_command/apply_patch (None:
+    unconfined, never asks)."""
 
-    tools: Tools
-    workspace: Path
-    handle: AgentHandle
-    emit: Callable[..., Any]
-    nursery: trio.Nursery  # where cells and shell sessions live (the agent's)
-    # Runners of the opt-in namespaced groups: namespace -> (tool name, turn) -> runner.
-    groups: dict[str, GroupRunners] = attrs.field(factory=dict)
-    # For the remote tools (web__run, image_gen__imagegen): the agent's config (auth,
-    # api_base_url, session id, model) and its committed history, read at call time.
-    config: AgentConfig | None = None
-    history: Callable[[], Iterable[Mapping[str, Any]]] = lambda: ()
-    # The sandbox and approval policy of exec_command/apply_patch (None: unconfined, never asks).
-    guard: ExecGuard | None = None
+    __slots__ = ("tools", "workspace", "handle", "emit", "nursery", "groups", "config", "history", "guard")  # noqa: RUF023  # field order
+
+    def __init__(
+        self, tools: Tools, workspace: Path, handle: AgentHandle, emit: Callable[..., Any], nursery: trio.Nursery,
+        groups: dict[str, GroupRunners] | None = None, *, config: AgentConfig | None = None,
+        history: Callable[[], Iterable[Mapping[str, Any]]] = lambda: (), guard: ExecGuard | None = None,
+    ) -> None:
+        self.tools = tools
+        self.workspace = workspace
+        self.handle = handle
+        self.emit = emit
+        self.nursery = nursery
+        self.groups: dict[str, GroupRunners] = {} if groups is None else groups
+        self.config = config
+        self.history = history
+        self.guard = guard
 
 
 class _CellOrigin:

@@ -13,21 +13,25 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import attrs
 import trio
 
 from .._events import EventKind
+from .._record import Record
 from .._units import ns
 from ._stats import TurnStats
 
 __all__ = ["Runner", "ToolOutcome", "call_arguments", "run_call", "to_output"]
 
 
-@attrs.frozen
-class ToolOutcome:
-    output: str | list[dict[str, Any]]
-    status: str  # completed | failed
-    extra_items: tuple[dict[str, Any], ...] = ()
+class ToolOutcome(Record):
+    __slots__ = ("output", "status", "extra_items")  # noqa: RUF023  # field order
+
+    def __init__(
+        self, output: str | list[dict[str, Any]], status: str, extra_items: tuple[dict[str, Any], ...] = ()
+    ) -> None:
+        self.output = output
+        self.status = status  # completed | failed
+        self.extra_items = extra_items
 
 
 def call_arguments(call: dict[str, Any]) -> Any:

@@ -151,33 +151,42 @@ class TurnResult:
         return self._session.snapshot(self._checkpoint)
 
 
-@attrs.define(eq=False)
 class TurnState:
     """A turn's state. Its own input is ``prompt`` (a user turn) or ``items`` (raw
     Responses items, or triggering mail: an *automatic* turn, whose first request also
     takes the input that was waiting, as codex's automatic idle work does); a
-    ``compact`` turn has none."""
+    ``compact`` turn has none. Compared by identity (one object per turn)."""
 
-    turn_id: int
-    prompt: Prompt | None
-    settings: RequestSettings
-    activity: InputActivity = attrs.field(factory=InputActivity)
-    items: tuple[dict[str, Any], ...] = ()  # raw items: recorded exactly as given
-    mail: tuple[dict[str, Any], ...] = ()  # the mail that started an automatic turn
-    status: TurnStatus = TurnStatus.QUEUED
-    steerable: bool = False
-    steers: collections.deque[str] = attrs.field(factory=collections.deque)
-    injected: list[dict[str, Any]] = attrs.field(factory=list)  # raw items from Agent.inject
-    preemption: Preemption = attrs.field(factory=Preemption)
-    cancel_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    started: trio.Event = attrs.field(factory=trio.Event)
-    done: trio.Event = attrs.field(factory=trio.Event)
-    result: TurnResult | None = None
-    error: AgentError | None = None
-    terminal_emitted: bool = False  # exactly one run.completed / run.failed per turn
-    ran: bool = False  # the runner started it (a queued turn cancelled in time never does)
-    on_steer: Callable[[str, bool], None] | None = None  # a cassette recording the session's steers
-    compact: bool = False  # a manual compaction turn (Agent.compact): no input, one compaction request
+    __slots__ = (  # noqa: RUF023  # field order
+        "turn_id", "prompt", "settings", "activity", "items", "mail", "status", "steerable", "steers", "injected",
+        "preemption", "cancel_scope", "started", "done", "result", "error", "terminal_emitted", "ran", "on_steer",
+        "compact",
+    )
+
+    def __init__(
+        self, turn_id: int, prompt: Prompt | None, settings: RequestSettings, activity: InputActivity | None = None,
+        items: tuple[dict[str, Any], ...] = (), mail: tuple[dict[str, Any], ...] = (), *, compact: bool = False,
+    ) -> None:
+        self.turn_id = turn_id
+        self.prompt = prompt
+        self.settings = settings
+        self.activity = InputActivity() if activity is None else activity
+        self.items = items  # raw items: recorded exactly as given
+        self.mail = mail  # the mail that started an automatic turn
+        self.status = TurnStatus.QUEUED
+        self.steerable = False
+        self.steers: collections.deque[str] = collections.deque()
+        self.injected: list[dict[str, Any]] = []  # raw items from Agent.inject
+        self.preemption = Preemption()
+        self.cancel_scope = trio.CancelScope()
+        self.started = trio.Event()
+        self.done = trio.Event()
+        self.result: TurnResult | None = None
+        self.error: AgentError | None = None
+        self.terminal_emitted = False  # exactly one run.completed / run.failed per turn
+        self.ran = False  # the runner started it (a queued turn cancelled in time never does)
+        self.on_steer: Callable[[str, bool], None] | None = None  # a cassette recording the session's steers
+        self.compact = compact  # a manual compaction turn (Agent.compact): no input, one compaction request
 
     @property
     def automatic(self) -> bool:

@@ -38,7 +38,6 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-import attrs
 import trio
 
 from .._errors import AgentClosed, AgentError, SteerQueueFull, TurnCancelled, TurnFailed
@@ -110,25 +109,30 @@ class _Phase(enum.Enum):
     LOADING = "loading"  # a reload is under way
 
 
-@attrs.define(eq=False)
 class _Worker(Generic[A]):
-    name: str
-    path: str
-    agent: A | None = None
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    started: bool = False  # running in the agent's nursery (spawn_agent has returned)
-    closed: trio.Event = attrs.field(factory=trio.Event)
-    turns: trio.MemorySendChannel[Turn] | None = None
-    phase: _Phase = _Phase.STARTING
-    changed: trio.Event = attrs.field(factory=trio.Event)  # set (and replaced) at each phase change
-    unload_wanted: trio.Event = attrs.field(factory=trio.Event)
-    reload_wanted: trio.Event = attrs.field(factory=trio.Event)
-    reporting: bool = False  # a finished turn is being reported to the parent
-    unload_after_report: bool = False  # an unload asked while reporting: done once the reports are
-    session_id: str | None = None
-    snapshot: SessionSnapshot | None = None  # while suspended: its history
-    held_mail: list[Mail] = attrs.field(factory=list)  # while suspended: mail it had not read
-    load_error: AgentError | None = None  # why the latest reload failed
+    __slots__ = (  # noqa: RUF023  # field order
+        "name", "path", "agent", "scope", "started", "closed", "turns", "phase", "changed", "unload_wanted",
+        "reload_wanted", "reporting", "unload_after_report", "session_id", "snapshot", "held_mail", "load_error",
+    )
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name = name
+        self.path = path
+        self.agent: A | None = None
+        self.scope = trio.CancelScope()
+        self.started = False  # running in the agent's nursery (spawn_agent has returned)
+        self.closed = trio.Event()
+        self.turns: trio.MemorySendChannel[Turn] | None = None
+        self.phase = _Phase.STARTING
+        self.changed = trio.Event()  # set (and replaced) at each phase change
+        self.unload_wanted = trio.Event()
+        self.reload_wanted = trio.Event()
+        self.reporting = False  # a finished turn is being reported to the parent
+        self.unload_after_report = False  # an unload asked while reporting: done once the reports are
+        self.session_id: str | None = None
+        self.snapshot: SessionSnapshot | None = None  # while suspended: its history
+        self.held_mail: list[Mail] = []  # while suspended: mail it had not read
+        self.load_error: AgentError | None = None  # why the latest reload failed
 
     def set_phase(self, phase: _Phase) -> None:
         self.phase = phase

@@ -62,7 +62,7 @@ async def _serve(args: argparse.Namespace, listen: tuple[str, int] | None) -> in
     async with trio.open_nursery() as nursery:
         responses, provider = ta.Responses(), "openai"
         if local:
-            from ..testing._local_model import serve_local_model
+            from .._local_model import serve_local_model
 
             reason = "--local given" if args.local else "no OPENAI_API_KEY set"
             _say(f"{reason}; using the built-in local scripted model (not a real model)")

@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
-
+from .._record import Record
 from .history import History
 
 __all__ = ["Chain", "ConversationSnapshot", "full_input"]
@@ -27,12 +26,14 @@ __all__ = ["Chain", "ConversationSnapshot", "full_input"]
 Item = dict[str, Any]
 
 
-@attrs.frozen
-class Chain:
+class Chain(Record):
     """The response to chain on and the history index its delta starts at."""
 
-    previous_response_id: str | None = None
-    delta_start: int = 0
+    __slots__ = ("previous_response_id", "delta_start")  # noqa: RUF023  # field order
+
+    def __init__(self, previous_response_id: str | None = None, delta_start: int = 0) -> None:
+        self.previous_response_id = previous_response_id
+        self.delta_start = delta_start
 
     @property
     def can_chain(self) -> bool:
@@ -54,14 +55,18 @@ def full_input(prefix: Sequence[Item], history: History) -> list[Item]:
     return [*prefix, *history]
 
 
-@attrs.frozen
-class ConversationSnapshot:
+class ConversationSnapshot(Record):
     """An O(1) copy of the conversation at a boundary (history is persistent)."""
 
-    prefix: tuple[Item, ...]
-    history: History
-    previous_response_id: str | None
-    delta_start: int
+    __slots__ = ("prefix", "history", "previous_response_id", "delta_start")  # noqa: RUF023  # field order
+
+    def __init__(
+        self, prefix: tuple[Item, ...], history: History, previous_response_id: str | None, delta_start: int
+    ) -> None:
+        self.prefix = prefix
+        self.history = history
+        self.previous_response_id = previous_response_id
+        self.delta_start = delta_start
 
     @property
     def chain(self) -> Chain:

@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import attrs
-
+from .._record import Record
 from .compaction import compacted_history, truncate_tool_outputs
 from .context import TURN_ABORTED_TEXT, user_message
 from .conversation import Chain, ConversationSnapshot
@@ -41,24 +40,28 @@ Item = dict[str, Any]
 IdFactory = Callable[[str], str | None]
 
 
-@attrs.frozen
-class Committed:
+class Committed(Record):
     """``items`` were appended; ``history`` is the history after them. ``response_id`` is
     set when the items are the output of that completed response (chain on it)."""
 
-    items: tuple[Item, ...]
-    history: History
-    response_id: str | None = None
+    __slots__ = ("items", "history", "response_id")  # noqa: RUF023  # field order
+
+    def __init__(self, items: tuple[Item, ...], history: History, response_id: str | None = None) -> None:
+        self.items = items
+        self.history = history
+        self.response_id = response_id
 
 
-@attrs.frozen
-class Rewritten:
+class Rewritten(Record):
     """History was replaced by ``history`` (``reason``: ``"compaction"`` or
     ``"truncation"``); its first ``unchanged`` items are the same as before."""
 
-    reason: str
-    history: History
-    unchanged: int
+    __slots__ = ("reason", "history", "unchanged")  # noqa: RUF023  # field order
+
+    def __init__(self, reason: str, history: History, unchanged: int) -> None:
+        self.reason = reason
+        self.history = history
+        self.unchanged = unchanged
 
 
 LedgerEvent = Committed | Rewritten

@@ -16,24 +16,33 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
+from .._record import Record
 
 __all__ = ["FinishTurn", "RunTools", "SampleAgain", "Step", "plan_next"]
 
 
-@attrs.frozen
-class RunTools:
-    calls: tuple[dict[str, Any], ...]
+class RunTools(Record):
+    __slots__ = ("calls",)
+    __match_args__ = ("calls",)
+
+    def __init__(self, calls: tuple[dict[str, Any], ...]) -> None:
+        self.calls = calls
 
 
-@attrs.frozen
-class SampleAgain:
-    reason: str  # "end_turn_false" | "steers"
+class SampleAgain(Record):
+    __slots__ = ("reason",)
+    __match_args__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason  # "end_turn_false" | "steers"
 
 
-@attrs.frozen
-class FinishTurn:
-    message: str
+class FinishTurn(Record):
+    __slots__ = ("message",)
+    __match_args__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
 
 
 Step = RunTools | SampleAgain | FinishTurn

@@ -19,11 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-import cattrs
 
 from .._errors import InvalidSessionSnapshot
 from .._event_payloads._shared import JsonValue
-from .._json import converter
 from .._jsontext import dumps
 from .context import DEFAULT_INSTRUCTIONS, additional_tools_item, instructions_message
 
@@ -71,6 +69,10 @@ class SessionSnapshot:
     @classmethod
     def from_json(cls, data: dict[str, Any] | str | bytes) -> SessionSnapshot:
         """Parse a snapshot (``InvalidSessionSnapshot`` when it is not one)."""
+        import cattrs  # only here: the converter is not needed to start or to run an agent
+
+        from .._json import converter
+
         try:
             raw = json.loads(data) if isinstance(data, str | bytes) else data
             snapshot: SessionSnapshot = converter.structure(raw, cls)

@@ -14,15 +14,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
+from .._record import Record
 from ._ts import declaration, js_identifier, ts_type
 
 __all__ = [
     "BUILTIN_NAMES",
     "IMAGE_GENERATION",
     "NESTED_BUILTINS",
+    "PLAN_DESCRIPTION",
     "TOOL_SEARCH",
+    "UPDATE_PLAN_PARAMETERS",
+    "WEB_RUN_DESCRIPTION",
+    "WEB_RUN_PARAMETERS",
     "WEB_SEARCH",
     "NestedTool",
     "builtin_nested_tools",
@@ -87,16 +90,20 @@ type CallToolResult<TStructured = { [key: string]: unknown }> = {
 """
 
 
-@attrs.frozen
-class NestedTool:
+class NestedTool(Record):
     """A tool reached as ``tools.<name>(...)`` from ``exec``: its section of the
     description and its ``ALL_TOOLS`` entry. ``parameters`` is None for a freeform
     (string input) tool."""
 
-    name: str
-    description: str
-    parameters: Mapping[str, object] | None
-    output: str = "unknown"
+    __slots__ = ("name", "description", "parameters", "output")  # noqa: RUF023  # field order
+
+    def __init__(
+        self, name: str, description: str, parameters: Mapping[str, object] | None, output: str = "unknown"
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.output = output
 
     @property
     def is_function(self) -> bool:
@@ -154,10 +161,201 @@ _TOOL_SEARCH_PARAMETERS = {
 _IMAGE_RESULT = '{ type: "input_image"; image_url: string; detail?: string }'
 
 
+# ``update_plan`` and ``web__run``: their descriptions, and their parameters as the
+# JSON schemas ``_plan.plan_schema()`` and ``_web_search.commands_schema()`` derive from
+# the TypedDicts that validate a call (tests/tools/test_nested_schemas.py holds them
+# equal, key order included). Written out so that listing the tools at agent start
+# imports neither module nor builds their shapes; the first call does.
+PLAN_DESCRIPTION = (
+    "Record the plan for the task and its progress, for the user to follow: a list of short "
+    "steps, each pending, in_progress or completed (at most one in_progress at a time). Each "
+    'call replaces the whole plan. Resolves to "Plan updated".'
+)
+WEB_RUN_DESCRIPTION = (
+    "Search and read the web. Pass one object of commands; use several in one call to get more "
+    'at once, e.g. {search_query: [{q: "bitcoin news"}], finance: [{ticker: "BTC", type: "crypto", '
+    'market: ""}]}. Results cite reference ids (turn0search0, ...) that `open`, `click` and `find` take. '
+    "At most 4 search queries per call, and 4 need response_length medium or long. Write only the "
+    "fields you need. Resolves to the result text."
+)
+UPDATE_PLAN_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "explanation": {"type": "string", "description": "Why the plan changed, if it did."},
+        "plan": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "step": {"type": "string", "description": "What to do, in a few words."},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                },
+                "required": ["step", "status"],
+                "additionalProperties": False,
+            },
+            "description": "Every step, in order.",
+        },
+    },
+    "required": ["plan"],
+    "additionalProperties": False,
+}
+WEB_RUN_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "search_query": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "q": {"type": "string", "description": "The search query."},
+                    "recency": {"type": "integer", "description": "Only results from the last N days."},
+                    "domains": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Only results from these domains.",
+                    },
+                },
+                "required": ["q"],
+                "additionalProperties": False,
+            },
+            "description": "Web searches (at most 4 per call).",
+        },
+        "image_query": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "q": {"type": "string", "description": "The search query."},
+                    "recency": {"type": "integer", "description": "Only results from the last N days."},
+                    "domains": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Only results from these domains.",
+                    },
+                },
+                "required": ["q"],
+                "additionalProperties": False,
+            },
+            "description": "Image searches (source pages and captions).",
+        },
+        "open": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ref_id": {
+                        "type": "string",
+                        "description": "A reference id from earlier results (e.g. turn0search0) or a URL.",
+                    },
+                    "lineno": {"type": "integer", "description": "The line to open the page at."},
+                },
+                "required": ["ref_id"],
+                "additionalProperties": False,
+            },
+            "description": "Open pages by reference id or URL.",
+        },
+        "click": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ref_id": {"type": "string", "description": "The page whose numbered link to follow."},
+                    "id": {"type": "integer", "description": "The number of the link."},
+                },
+                "required": ["ref_id", "id"],
+                "additionalProperties": False,
+            },
+            "description": "Follow numbered links of opened pages.",
+        },
+        "find": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ref_id": {"type": "string", "description": "The page (reference id or URL) to search in."},
+                    "pattern": {"type": "string", "description": "The text to find."},
+                },
+                "required": ["ref_id", "pattern"],
+                "additionalProperties": False,
+            },
+            "description": "Find text in pages.",
+        },
+        "finance": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ticker": {"type": "string"},
+                    "type": {"type": "string", "enum": ["equity", "fund", "crypto", "index"]},
+                    "market": {
+                        "type": "string",
+                        "description": "ISO 3166-1 alpha-3 country code, \"OTC\", or \"\" for crypto.",
+                    },
+                },
+                "required": ["ticker", "type"],
+                "additionalProperties": False,
+            },
+            "description": "Prices of stocks, funds, crypto or indices.",
+        },
+        "weather": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "location": {"type": "string", "description": "Like \"Country, Area, City\"."},
+                    "start": {"type": "string", "description": "YYYY-MM-DD; default today."},
+                    "duration": {"type": "integer", "description": "Number of days; default 7."},
+                },
+                "required": ["location"],
+                "additionalProperties": False,
+            },
+            "description": "Weather forecasts.",
+        },
+        "sports": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "fn": {"type": "string", "enum": ["schedule", "standings"]},
+                    "league": {
+                        "type": "string",
+                        "enum": ["nba", "wnba", "nfl", "nhl", "mlb", "epl", "ncaamb", "ncaawb", "ipl"],
+                    },
+                    "team": {"type": "string", "description": "The team's 3-4 letter broadcast alias."},
+                    "opponent": {"type": "string"},
+                    "date_from": {"type": "string", "description": "YYYY-MM-DD."},
+                    "date_to": {"type": "string", "description": "YYYY-MM-DD."},
+                    "num_games": {"type": "integer"},
+                    "locale": {"type": "string"},
+                },
+                "required": ["fn", "league"],
+                "additionalProperties": False,
+            },
+            "description": "Sports schedules and standings.",
+        },
+        "time": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"utc_offset": {"type": "string", "description": "Like \"+03:00\"."}},
+                "required": ["utc_offset"],
+                "additionalProperties": False,
+            },
+            "description": "The time at UTC offsets.",
+        },
+        "response_length": {
+            "type": "string",
+            "enum": ["short", "medium", "long"],
+            "description": "How much text to return.",
+        },
+    },
+    "required": [],
+    "additionalProperties": False,
+}
+
+
 def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_search: bool) -> list[NestedTool]:
     """The nested built-ins for these options, in description order."""
-    from ._plan import PLAN_DESCRIPTION, plan_schema
-
     tools = [
         NestedTool(
             "exec_command",
@@ -176,7 +374,7 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
             "Update File with @@ hunks, Move to). Paths are relative to the workspace.",
             None, "string",
         ),
-        NestedTool("update_plan", PLAN_DESCRIPTION, plan_schema(), "string"),
+        NestedTool("update_plan", PLAN_DESCRIPTION, UPDATE_PLAN_PARAMETERS, "string"),
         NestedTool(
             "view_image",
             "Load an image file of the workspace (PNG, JPEG, GIF or WebP, at most 20 MiB). Pass the "
@@ -185,9 +383,7 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
         ),
     ]
     if web_search:
-        from ._web_search import WEB_RUN_DESCRIPTION, commands_schema
-
-        tools.append(NestedTool(WEB_SEARCH, WEB_RUN_DESCRIPTION, commands_schema(), "string"))
+        tools.append(NestedTool(WEB_SEARCH, WEB_RUN_DESCRIPTION, WEB_RUN_PARAMETERS, "string"))
     if image_generation:
         from ._image_gen import IMAGEGEN_DESCRIPTION, imagegen_schema
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from .._errors import ConfigError
+from .._record import Record
 
 if TYPE_CHECKING:
     from .._runtime import Agent
@@ -58,16 +57,19 @@ def _check_options(options: CollaborationOptions) -> None:
         raise ConfigError("with_collaboration(watch=...) must be an async callable taking the worker agent")
 
 
-@attrs.frozen
-class CollaborationOptions:
-    """The settings of ``Tools.with_collaboration`` (see there)."""
+class CollaborationOptions(Record):
+    """The settings of ``Tools.with_collaboration`` (see there), checked."""
 
-    max_workers: int = 8
-    max_depth: int = 1
-    trigger_turn: bool = False
-    watch: Callable[[Agent], Awaitable[None]] | None = None
+    __slots__ = ("max_workers", "max_depth", "trigger_turn", "watch")  # noqa: RUF023  # field order
 
-    def __attrs_post_init__(self) -> None:
+    def __init__(
+        self, max_workers: int = 8, max_depth: int = 1, trigger_turn: bool = False,
+        watch: Callable[[Agent], Awaitable[None]] | None = None,
+    ) -> None:
+        self.max_workers = max_workers
+        self.max_depth = max_depth
+        self.trigger_turn = trigger_turn
+        self.watch = watch
         _check_options(self)
 
 

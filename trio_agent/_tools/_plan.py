@@ -9,17 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, NotRequired, TypedDict
 
+from ._definitions import PLAN_DESCRIPTION
 from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError
 
 __all__ = ["PLAN_DESCRIPTION", "PLAN_UPDATED", "plan_schema", "update_plan_arguments"]
 
 PLAN_UPDATED = "Plan updated"
-PLAN_DESCRIPTION = (
-    "Record the plan for the task and its progress, for the user to follow: a list of short "
-    "steps, each pending, in_progress or completed (at most one in_progress at a time). Each "
-    'call replaces the whole plan. Resolves to "Plan updated".'
-)
 
 
 class PlanStep(TypedDict):

@@ -31,7 +31,9 @@ namespaces> -- /bin/sh -c :``. A trial that worked is remembered for the process
 (per executable and network setting), so later agents pay nothing; the first one
 blocks for one sandboxed spawn (a few ms; bounded by :data:`PROBE_TIMEOUT` of the OS
 clock, as it is a separate process that Trio cannot wait on without a thread -- and
-a thread wait would let ``MockClock`` jump past every deadline). A configured mode
+a thread wait would let ``MockClock`` jump past every deadline). ``open_agent``
+starts that trial ahead (:func:`start_probe`) and builds the agent while it runs, so
+the wait is mostly overlapped. A configured mode
 that cannot work raises :class:`SandboxUnavailable`; the default (``sandbox=None``)
 falls back to ``danger-full-access`` and says why (:attr:`Resolution.fallback`).
 """
@@ -44,9 +46,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import attrs
-
 from .._errors import ConfigError
+from .._record import Record
 from ._security import Sandbox, SandboxMode
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "bwrap_argv",
     "protected_paths",
     "resolve_sandbox",
+    "start_probe",
 ]
 
 #: Seconds the trial run may take (OS clock: see the module docstring).
@@ -70,6 +72,7 @@ SANDBOX_ENV = {"TMPDIR": "/tmp"}
 _INSTALL_HINT = "install Bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
 _PROBE_COMMAND = ["/bin/sh", "-c", ":"]
 _working: set[tuple[str, bool]] = set()  # trial runs that worked in this process
+_probes: dict[tuple[str, bool], subprocess.Popen[bytes]] = {}  # trial runs started ahead (start_probe)
 
 
 class SandboxUnavailable(ConfigError):
@@ -78,13 +81,15 @@ class SandboxUnavailable(ConfigError):
     is missing and how to opt out (``sandbox=ta.SandboxMode.DANGER_FULL_ACCESS``)."""
 
 
-@attrs.frozen
-class Confinement:
+class Confinement(Record):
     """An agent's effective sandbox: the settings and the ``bwrap`` that enforces them
     (None for ``danger-full-access``)."""
 
-    sandbox: Sandbox
-    bwrap: str | None = None
+    __slots__ = ("sandbox", "bwrap")  # noqa: RUF023  # field order
+
+    def __init__(self, sandbox: Sandbox, bwrap: str | None = None) -> None:
+        self.sandbox = sandbox
+        self.bwrap = bwrap
 
     @property
     def confined(self) -> bool:
@@ -97,13 +102,15 @@ class Confinement:
         return bwrap_argv(self.bwrap, self.sandbox, workspace, workdir, private_tmp, argv)
 
 
-@attrs.frozen
-class Resolution:
+class Resolution(Record):
     """What :func:`resolve_sandbox` found: the confinement, and why the default fell
     back to ``danger-full-access`` (None if it did not)."""
 
-    confinement: Confinement
-    fallback: str | None = None
+    __slots__ = ("confinement", "fallback")
+
+    def __init__(self, confinement: Confinement, fallback: str | None = None) -> None:
+        self.confinement = confinement
+        self.fallback = fallback
 
 
 def _namespace_flags(sandbox: Sandbox) -> list[str]:
@@ -200,24 +207,62 @@ def _find_bwrap(sandbox: Sandbox) -> tuple[str | None, str | None]:
     return os.path.realpath(found), None
 
 
+def start_probe(requested: Sandbox | None) -> None:
+    """Start the trial run ``resolve_sandbox(requested)`` will need, without waiting
+    for it: ``open_agent`` builds the agent (and imports its transport) while ``bwrap``
+    sets up its namespaces, and ``resolve_sandbox`` then only collects the answer.
+    Nothing to start when it needs no trial (unconfined, no ``bwrap``, one already
+    worked in this process, one already under way)."""
+    sandbox = requested if requested is not None else Sandbox()
+    if not sandbox.confined:
+        return
+    bwrap, _problem = _find_bwrap(sandbox)
+    if bwrap is None:
+        return
+    key = (bwrap, sandbox.network)
+    if key in _working or key in _probes:
+        return
+    try:
+        _probes[key] = subprocess.Popen(
+            _probe_argv(bwrap, sandbox), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+    except OSError:
+        return  # resolve_sandbox runs it again and says why it could not
+
+
+def _probe_argv(bwrap: str, sandbox: Sandbox) -> list[str]:
+    return [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--", *_PROBE_COMMAND]
+
+
 def _trial(bwrap: str, sandbox: Sandbox) -> str | None:
-    """Run one sandboxed no-op with the namespaces commands get; why it failed, or None."""
+    """Run one sandboxed no-op with the namespaces commands get (or collect the one
+    ``start_probe`` started); why it failed, or None."""
     key = (bwrap, sandbox.network)
     if key in _working:
         return None
-    argv = [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--", *_PROBE_COMMAND]
+    probe = _probes.pop(key, None)
     try:
-        done = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            timeout=PROBE_TIMEOUT, check=False,
-        )
+        if probe is None:
+            done = subprocess.run(
+                _probe_argv(bwrap, sandbox), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, timeout=PROBE_TIMEOUT, check=False,
+            )
+            returncode, stderr = done.returncode, done.stderr
+        else:
+            with probe:
+                try:
+                    _out, stderr = probe.communicate(timeout=PROBE_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    probe.kill()
+                    raise
+            returncode = probe.returncode
     except subprocess.TimeoutExpired:
         return f"a trial run of {bwrap} gave no answer within {PROBE_TIMEOUT:g} s"
     except OSError as exc:
         return f"{bwrap} could not be run: {exc}"
-    if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip() or "no message"
-        return f"a trial run of {bwrap} failed (exit {done.returncode}): {said}"
+    if returncode != 0:
+        said = stderr.decode(errors="replace").strip() or "no message"
+        return f"a trial run of {bwrap} failed (exit {returncode}): {said}"
     _working.add(key)
     return None

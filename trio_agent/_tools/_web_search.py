@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import trio
 
+from ._definitions import WEB_RUN_DESCRIPTION
 from ._remote import RemoteApi, RemoteError
 from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError
@@ -107,13 +108,6 @@ class SearchCommands(TypedDict, total=False):
 
 _OPERATIONS = ("search_query", "image_query", "open", "click", "find", "finance", "weather", "sports", "time")
 
-WEB_RUN_DESCRIPTION = (
-    "Search and read the web. Pass one object of commands; use several in one call to get more "
-    'at once, e.g. {search_query: [{q: "bitcoin news"}], finance: [{ticker: "BTC", type: "crypto", '
-    'market: ""}]}. Results cite reference ids (turn0search0, ...) that `open`, `click` and `find` take. '
-    "At most 4 search queries per call, and 4 need response_length medium or long. Write only the "
-    "fields you need. Resolves to the result text."
-)
 
 _shape: Shape | None = None
 

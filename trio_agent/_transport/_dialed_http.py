@@ -19,13 +19,14 @@ import contextlib
 import math
 import ssl
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpcore
 import httpx
 import trio
 
-from .websocket import Dialer
+if TYPE_CHECKING:
+    from .websocket import Dialer  # a type alias: the HTTPS path never loads trio-websocket
 
 __all__ = ["DialedTransport"]
 

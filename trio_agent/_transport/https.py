@@ -27,10 +27,10 @@ import trio
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
 from ._rejection import rejection_error
-from .websocket import Dialer
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
+    from .websocket import Dialer  # a type alias: the HTTPS path never loads trio-websocket
 
 __all__ = ["HttpsObserver", "HttpsTransport", "RequestObserver", "https_transport"]
 
@@ -76,7 +76,7 @@ class HttpsTransport:
             self._client = client
             return
         timeout = httpx.Timeout(connect=connect_timeout, read=idle_timeout, write=30.0, pool=connect_timeout)
-        context = ssl_context or _ssl_context()
+        context = ssl_context or (_no_tls_context() if self.url.startswith("http://") else _ssl_context())
         if dialer is None:
             self._client = httpx.AsyncClient(timeout=timeout, verify=context)
         else:
@@ -182,6 +182,13 @@ def _ssl_context() -> ssl.SSLContext:
     """One TLS context per process: loading the CA bundle is what makes a new httpx
     client cost ~25 ms; with a shared context a client costs well under a millisecond."""
     return httpx.create_ssl_context()
+
+
+@functools.cache
+def _no_tls_context() -> ssl.SSLContext:
+    """For a plain ``http://`` URL, which never uses TLS: a verifying context that trusts
+    no CA (so it would fail closed), without loading the system bundle (~25 ms)."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 async def _rejected(response: httpx.Response) -> tuple[ResponsesError, str]:

@@ -49,11 +49,11 @@ import ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable
 
-import attrs
 import trio
 import trio_websocket
 
 from .._errors import ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
+from .._record import Record
 from ._rejection import rejection_error
 
 __all__ = ["Dialer", "WebSocketLink", "WebSocketOptions", "open_connection", "split_expected"]
@@ -64,23 +64,36 @@ Dialer = Callable[[str, int], Awaitable[trio.abc.Stream]]
 """``await dialer(host, port)`` -> a connected byte stream (``trio.open_tcp_stream``'s shape)."""
 
 
-@attrs.frozen
-class WebSocketOptions:
-    url: str
-    headers: tuple[tuple[str, str], ...] = ()
-    connect_timeout: float = 30.0
-    handshake_timeout: float | None = None  # also bounds the handshake alone (None: connect_timeout only)
-    send_timeout: float = 30.0
-    idle_timeout: float = 300.0
-    max_message_size: int = 64 << 20
-    receive_buffer_size: int = 256 << 10
-    message_queue_size: int = 64
-    ssl_context: ssl.SSLContext | None = None
-    dialer: Dialer | None = None
-    # Builds the link once the handshake is done: ``WebSocketLink`` itself, or a subclass
-    # chosen once per connection (the cassette recorder's), so the frame path has no
-    # per-frame switch.
-    make_link: Callable[[trio_websocket.WebSocketConnection, WebSocketOptions], WebSocketLink] | None = None
+class WebSocketOptions(Record):
+    """How to open one socket. ``handshake_timeout`` also bounds the handshake alone
+    (None: ``connect_timeout`` only). ``make_link`` builds the link once the handshake
+    is done: ``WebSocketLink`` itself, or a subclass chosen once per connection (the
+    cassette recorder's), so the frame path has no per-frame switch."""
+
+    __slots__ = (  # noqa: RUF023  # field order
+        "url", "headers", "connect_timeout", "handshake_timeout", "send_timeout", "idle_timeout",
+        "max_message_size", "receive_buffer_size", "message_queue_size", "ssl_context", "dialer", "make_link",
+    )
+
+    def __init__(
+        self, url: str, headers: tuple[tuple[str, str], ...] = (), connect_timeout: float = 30.0,
+        handshake_timeout: float | None = None, send_timeout: float = 30.0, idle_timeout: float = 300.0,
+        max_message_size: int = 64 << 20, receive_buffer_size: int = 256 << 10, message_queue_size: int = 64,
+        ssl_context: ssl.SSLContext | None = None, dialer: Dialer | None = None,
+        make_link: Callable[[trio_websocket.WebSocketConnection, WebSocketOptions], WebSocketLink] | None = None,
+    ) -> None:
+        self.url = url
+        self.headers = headers
+        self.connect_timeout = connect_timeout
+        self.handshake_timeout = handshake_timeout
+        self.send_timeout = send_timeout
+        self.idle_timeout = idle_timeout
+        self.max_message_size = max_message_size
+        self.receive_buffer_size = receive_buffer_size
+        self.message_queue_size = message_queue_size
+        self.ssl_context = ssl_context
+        self.dialer = dialer
+        self.make_link = make_link
 
 
 class _HandshakeEof(Exception):

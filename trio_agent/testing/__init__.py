@@ -44,10 +44,10 @@ WebSocket through ``WebSocketChannel``).
 """
 
 
-# The kit is imported lazily, name by name (PEP 562): ``trio-agent run --local`` reaches
-# ``testing._local_model`` through this package, and importing every module here
+# The kit is imported lazily, name by name (PEP 562): importing every module here
 # would load ``trio.testing`` -- and with it pytest -- and the cassette, replay and
-# app-server modules before the first prompt. ``from trio_agent.testing import X``
+# app-server modules for any one name. (``trio-agent run --local`` does not come here
+# at all: its model is ``trio_agent._local_model``.) ``from trio_agent.testing import X``
 # and ``trio_agent.testing.X`` behave as before; the type checkers read the imports
 # below.
 from importlib import import_module

@@ -1,0 +1,109 @@
+"""What a cold start imports (issue 13 item 4): ``import trio_agent`` and a whole
+``trio-agent run --local`` leave the optional and heavy modules alone.
+
+Module sets, not timings: each case runs in a fresh interpreter and prints the
+modules it ended up with. ``benchmarks/cold_cli.py`` measures the time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+
+import trio_agent
+
+TREE = str(Path(trio_agent.__file__).resolve().parent.parent)  # this tree's package, whatever the cwd
+
+# Never loaded by either: third-party extras, the test kit and what it pulls in, the
+# app server, record/replay, OpenTelemetry export.
+NEVER = (
+    "httpx", "jsonschema", "mcp", "opentelemetry", "ray", "quickjs", "pytest", "trio.testing",
+    "trio_agent.testing", "trio_agent._serve", "trio_agent._cassette", "trio_agent._bench",
+    "trio_agent._tracing._otlp", "trio_agent.ray",
+)
+# Loaded only by the first tool call that needs them (the worker tools: by an agent
+# that runs workers, ``Tools.with_collaboration``).
+PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
+            "trio_agent._tools.exec_command", "trio_agent._tools.apply_patch", "trio_agent._tools.code_mode",
+            "trio_agent._runtime._workers")
+# Loaded when the agent connects, not by ``import trio_agent``.
+TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocket", "trio_agent._local_model")
+
+REPORT = "import json, sys\nprint(json.dumps([sys.modules['trio_agent'].__file__, sorted(sys.modules)]))\n"
+
+
+def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == name or m.startswith(name + ".") for name in names))
+
+
+def _modules_after(code: str, cwd: Path) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TREE, os.environ.get("PYTHONPATH", "")])}
+    env.pop("OPENAI_API_KEY", None)
+    result = subprocess.run([sys.executable, "-c", code + REPORT], capture_output=True, text=True, cwd=cwd,
+                            env=env, check=True, timeout=120)
+    package, modules = json.loads(result.stdout.strip().splitlines()[-1])
+    assert Path(package).resolve() == Path(TREE) / "trio_agent" / "__init__.py"  # this tree's, not another checkout's
+    assert isinstance(modules, list)
+    return modules
+
+
+def test_import_trio_agent_loads_no_optional_module(tmp_path: Path) -> None:
+    modules = _modules_after("import trio_agent\n", tmp_path)
+    assert "trio_agent" in modules
+    assert _loaded(modules, NEVER) == []
+    assert _loaded(modules, PER_CALL) == []
+    assert _loaded(modules, TRANSPORT) == []
+
+
+def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_path: Path) -> None:
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['trio-agent', 'run', '--local', 'hello']\n"
+        "try:\n"
+        "    runpy.run_module('trio_agent', run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+    )
+    modules = _modules_after(code, tmp_path)
+    assert "trio_agent._local_model" in modules and "trio_agent._cli_run" in modules  # it did run
+    assert _loaded(modules, NEVER) == []
+    assert _loaded(modules, PER_CALL) == []
+
+
+def test_internal_records_are_not_attrs_classes() -> None:
+    # each attrs class costs about half a millisecond to build at import (trio_agent._record)
+    from trio_agent._runtime._stats import TurnStats
+    from trio_agent._runtime._tool_runner import ToolOutcome
+    from trio_agent._runtime._turn import TurnState
+    from trio_agent._session.conversation import Chain, ConversationSnapshot
+    from trio_agent._session.ledger import Committed, Rewritten
+    from trio_agent._session.planner import FinishTurn, RunTools, SampleAgain
+    from trio_agent._tools._sandbox import Confinement, Resolution
+
+    records = (TurnStats, ToolOutcome, TurnState, Chain, ConversationSnapshot, Committed, Rewritten, FinishTurn,
+               RunTools, SampleAgain, Confinement, Resolution)
+    assert [cls.__name__ for cls in records if attrs.has(cls)] == []
+
+
+def test_a_record_compares_hashes_and_shows_its_fields() -> None:
+    from trio_agent._session.conversation import Chain
+    from trio_agent._session.planner import FinishTurn
+
+    assert Chain("resp-1", 2) == Chain("resp-1", 2) and Chain() == Chain(None, 0)
+    assert Chain("resp-1", 2) != Chain("resp-1", 3) and Chain() != FinishTurn("")
+    assert hash(Chain("resp-1", 2)) == hash(Chain("resp-1", 2))
+    assert repr(Chain("resp-1", 2)) == "Chain(previous_response_id='resp-1', delta_start=2)"
+    match FinishTurn("done"):
+        case FinishTurn(message):
+            assert message == "done"
+
+
+def test_the_https_transport_does_not_load_the_websocket_one(tmp_path: Path) -> None:
+    modules = _modules_after("import trio_agent._transport.https\n", tmp_path)
+    assert "httpx" in modules
+    assert _loaded(modules, ("trio_websocket", "wsproto", "trio_agent._transport.websocket")) == []

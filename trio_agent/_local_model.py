@@ -1,0 +1,133 @@
+"""The built-in local scripted model behind ``trio-agent run --local`` (and ``serve
+--local``).
+
+Not a language model: a small deterministic script behind a plain trio-websocket
+server on 127.0.0.1, so the CLI (and demos, and benchmarks) work with no API key:
+
+- warmups (``generate: false``) are answered with ``response.completed``;
+- a prompt starting with ``run:`` gets an ``exec`` call that runs the rest of the
+  prompt as a shell command through ``tools.exec_command``;
+- a tool output gets a final answer quoting it;
+- anything else gets a short streamed answer echoing the prompt.
+
+It lives outside ``trio_agent.testing`` so that ``--local`` starts without the test
+kit (``FakeResponsesServer``, its HTTP side and request recording); the frames are
+the same JSON the kit's ``testing._frames`` builds.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+import trio
+import trio_websocket
+
+__all__ = ["LocalModel", "serve_local_model"]
+
+_PATH = "/v1/responses"
+_USAGE = {
+    "input_tokens": 10,
+    "input_tokens_details": {"cached_tokens": 5},
+    "output_tokens": 2,
+    "output_tokens_details": {"reasoning_tokens": 1},
+    "total_tokens": 12,
+}
+
+
+class LocalModel:
+    """A running local model: ``url`` is the ``websocket_url`` for the agent."""
+
+    __slots__ = ("url",)
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+async def serve_local_model(*, task_status: trio.TaskStatus[LocalModel] = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the scripted model on 127.0.0.1 until cancelled; reports the server."""
+    serve = partial(trio_websocket.serve_websocket, _handle, "127.0.0.1", 0, ssl_context=None,
+                    max_message_size=64 << 20)
+    async with trio.open_nursery() as nursery:
+        server: trio_websocket.WebSocketServer = await nursery.start(serve)
+        task_status.started(LocalModel(f"ws://127.0.0.1:{server.port}{_PATH}"))
+
+
+async def _handle(request: trio_websocket.WebSocketRequest) -> None:
+    ws = await request.accept()
+    try:
+        await _serve_connection(ws)
+    except trio_websocket.ConnectionClosed:  # the client went away: this connection is done
+        return
+
+
+async def _serve_connection(ws: trio_websocket.WebSocketConnection) -> None:
+    count = 0
+    while True:
+        message = await ws.get_message()
+        if not isinstance(message, str):
+            continue
+        request: dict[str, Any] = json.loads(message)
+        count += 1
+        response_id = f"resp-local-{count}"
+        if request.get("generate") is False:
+            await _send(ws, {"type": "response.completed", "response": {"id": response_id, "usage": None}})
+            continue
+        await _answer(ws, request, response_id)
+
+
+async def _send(ws: trio_websocket.WebSocketConnection, frame: dict[str, Any]) -> None:
+    await ws.send_message(json.dumps(frame, separators=(",", ":")))
+
+
+def _completed(response_id: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "response.completed",
+            "response": {"id": response_id, "status": "completed", "output": output, "usage": _USAGE}}
+
+
+def _last_input(request: dict[str, Any]) -> dict[str, Any] | None:
+    items = request.get("input") or []
+    return items[-1] if items else None
+
+
+def _text_of(item: dict[str, Any]) -> str:
+    content = item.get("content") or item.get("output") or ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+async def _answer(ws: trio_websocket.WebSocketConnection, request: dict[str, Any], response_id: str) -> None:
+    last = _last_input(request)
+    await _send(ws, {"type": "response.created", "response": {"id": response_id}})
+    if last is not None and last.get("type") in ("custom_tool_call_output", "function_call_output"):
+        await _stream_text(ws, response_id, "The tool returned:\n" + _text_of(last).strip())
+        return
+    prompt = _text_of(last).strip() if last is not None else ""
+    if prompt.startswith("run:"):
+        command = prompt[len("run:"):].strip() or "ls"
+        script = f"const r = await tools.exec_command({{cmd: {json.dumps(command)}}});\ntext(r.output);"
+        call = {"id": "ctc_local_1", "type": "custom_tool_call", "call_id": "call-local-1", "name": "exec",
+                "input": script}
+        await _send(ws, {"type": "response.output_item.done", "output_index": 0, "item": call})
+        await _send(ws, _completed(response_id, [call]))
+        return
+    reply = (
+        f"Hello from trio_agent's local scripted model. You said: {prompt!r}. "
+        "Set OPENAI_API_KEY to talk to a real model, or try `run: ls` to see the exec tool."
+    )
+    await _stream_text(ws, response_id, reply)
+
+
+async def _stream_text(ws: trio_websocket.WebSocketConnection, response_id: str, text: str) -> None:
+    message = {"id": f"msg_{response_id}", "type": "message", "role": "assistant", "status": "completed",
+               "phase": "final_answer", "content": [{"type": "output_text", "text": text}]}
+    added = {**message, "status": "in_progress", "content": []}
+    await _send(ws, {"type": "response.output_item.added", "output_index": 0, "item": added})
+    words = text.split(" ")
+    for index, word in enumerate(words):
+        delta = word if index == 0 else " " + word
+        await _send(ws, {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": delta})
+    await _send(ws, {"type": "response.output_item.done", "output_index": 0, "item": message})
+    await _send(ws, _completed(response_id, [message]))
