@@ -70,6 +70,8 @@ class HttpsTransport:
         ``ssl_context`` (default: the system CAs)."""
         self.url = base_url.rstrip("/") + "/responses"
         self.observer: HttpsObserver | None = None  # set once by a cassette recorder
+        self._headers_for: Sequence[tuple[str, str]] | None = None
+        self._built_headers = httpx.Headers()
         self._owned = client is None
         self._head_timeout = connect_timeout if handshake_timeout is None else handshake_timeout
         if client is not None:
@@ -92,7 +94,11 @@ class HttpsTransport:
         request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
         observer = self.observer
         if observer is None:
-            async with self._open_stream(body, request_headers, None) as chunks:
+            # The same headers object every request (an API key's): httpx gets the same
+            # normalised ``Headers``, built once, instead of a list to normalise again.
+            if headers is not self._headers_for:
+                self._headers_for, self._built_headers = headers, httpx.Headers(request_headers)
+            async with self._open_stream(body, self._built_headers, None) as chunks:
                 yield chunks
             return
         # Recording (a cassette): one observer per request, told the head, the chunks and
@@ -108,7 +114,8 @@ class HttpsTransport:
 
     @asynccontextmanager
     async def _open_stream(
-        self, body: dict[str, Any], request_headers: list[tuple[str, str]], watch: RequestObserver | None
+        self, body: dict[str, Any], request_headers: list[tuple[str, str]] | httpx.Headers,
+        watch: RequestObserver | None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         content = dumps(body).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         try:
