@@ -1,6 +1,6 @@
 """The WebSocket exchange with a stub link: who sends the interrupt, and when steer() returns.
 
-The interrupt frame is sent by the exchange's own side (a task in its nursery),
+The interrupt frame is sent by the exchange's own side (the task reading the response),
 shielded and bounded; a steering caller only signals and waits until the frame is on
 the wire (issue 7, bug 3).
 """
@@ -37,6 +37,7 @@ class StubLink:
         self.abandoned = False
         self.inbox_send, self.inbox = trio.open_memory_channel[str](10)
         self.sender_tasks: list[trio.lowlevel.Task] = []
+        self.send_timeout = 30.0
 
     def deliver_bursts(self, eager: bool) -> None:
         pass  # a scripted inbox has no reader to tune
@@ -116,8 +117,14 @@ async def test_steer_returns_only_once_the_interrupt_is_on_the_wire_and_never_se
     preemption = Preemption()
     ex = exchange(link, preemption)
     returned = trio.Event()
+    readers: list[trio.lowlevel.Task] = []
+
+    async def run() -> None:
+        readers.append(trio.lowlevel.current_task())
+        await ex.run({"type": "response.create", "input": []})
+
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(ex.run, {"type": "response.create", "input": []})
+        nursery.start_soon(run)
         await link.inbox_send.send(CREATED)
         await trio.testing.wait_all_tasks_blocked()
 
@@ -135,7 +142,7 @@ async def test_steer_returns_only_once_the_interrupt_is_on_the_wire_and_never_se
         assert ex.recorder.accumulator.phase is Phase.DRAINING
         await link.inbox_send.send(INTERRUPTED)
     (sender,) = link.sender_tasks
-    assert sender.name.endswith("_send_interrupt")  # the exchange's own task, not the steerer
+    assert readers == [sender]  # the exchange's own task, not the steerer
 
 
 async def test_a_cancelled_steering_caller_does_not_stop_the_interrupt(autojump_clock: trio.testing.MockClock) -> None:

@@ -123,6 +123,7 @@ class Agent:
         self._sink = open_event_sink(config, path=path, parent_id=parent_id, forked=seed is not None)
         self._thinking = config.thinking
         self._fast_mode = config.fast_mode
+        self._settings_cache: RequestSettings | None = None  # see _settings
         self._handle = AgentHandle(self)
         tools = _build_tools(config, self._handle)
         self._workspace = config.resolved_workspace()
@@ -374,11 +375,16 @@ class Agent:
         return await self._parent.post(self._path, text, trigger_turn=trigger_turn)
 
     def _settings(self) -> RequestSettings:
+        # Frozen, so one value serves every turn until the thinking or fast mode changes.
+        cached = self._settings_cache
+        if cached is not None and cached.effort == self._thinking.value and cached.fast_mode == self._fast_mode:
+            return cached
         config = self._config
-        return RequestSettings(
+        cached = self._settings_cache = RequestSettings(
             model=config.model, effort=self._thinking.value, fast_mode=self._fast_mode, store=config.store,
             prompt_cache_key=config.cache_key, session_id=config.session_id,
         )
+        return cached
 
     # -- sessions and rollouts -----------------------------------------------------------
 

@@ -2,26 +2,29 @@
 
 Theory of operation: send the body, then read frames until the terminal frame,
 feeding each through the attempt's sans-IO ``ResponseAccumulator`` (via the
-``ExchangeRecorder``). One cancel scope bounds the read (the idle timeout); a frame
-only records its arrival time, and when the deadline expires with frames received
-since, the read goes on under a new scope due at the latest frame plus the idle
-timeout -- so the per-frame cost is one clock read, and a silent server times out at
-exactly its last frame plus ``idle_timeout``. Until the first output of a response
+``ExchangeRecorder``). One cancel scope bounds the send (the link's send timeout) and
+then the read (its deadline moved to the idle timeout once the body is on the wire):
+a frame only records its arrival time, and when the deadline expires with frames
+received since, the read goes on under a new scope due at the latest frame plus the
+idle timeout -- so the per-frame cost is one clock read, and a silent server times out
+at exactly its last frame plus ``idle_timeout``. Until the first output of a response
 the socket's reader hands over each frame in a round of its own (the first token is not
 held up behind the parsing of a whole burst); from then on a burst comes in one round,
 and frames that already wait are taken without a schedule point each. The first output
 is followed by one, so the application sees it before the rest of a burst is processed.
 
 A preempting steer (``Preemption``) only *signals* this exchange; the exchange's own
-side does the socket I/O. The signal is registered before the request is sent, so
-no steer can slip between sending and listening. The accumulator decides when the
-``response.interrupt`` frame is due (as soon as the response id is known, once); a
-sender task in the exchange's nursery then sends it shielded and bounded, and only
-after the send succeeded does the exchange drain toward the terminal frame (within
-``INTERRUPT_GRACE``) -- the steer's wait ends at that moment. If the interrupt cannot
-be sent, the socket is abandoned and the reader's failure is an ordinary retryable
-connection loss. If the grace runs out, the items received so far are returned
-unchained (the next request replays in full).
+task does the socket I/O (no nursery, no task of its own: a warm turn pays for
+neither). The signal is registered before the request is sent, so no steer can slip
+between sending and listening. The accumulator decides when the ``response.interrupt``
+frame is due (as soon as the response id is known, once); the reading task then sends
+it shielded and bounded -- at once when the frame that made it due was just read, or,
+when the steer comes while the reader waits for a frame, after the signal cancelled
+that wait (a queued frame is never lost) -- and only after the send succeeded does the
+exchange drain toward the terminal frame (within ``INTERRUPT_GRACE``); the steer's wait
+ends at that moment. If the interrupt cannot be sent, the socket is abandoned and the
+reader's failure is an ordinary retryable connection loss. If the grace runs out, the
+items received so far are returned unchained (the next request replays in full).
 """
 
 from __future__ import annotations
@@ -62,76 +65,95 @@ class Exchange:
         self.recorder = recorder
         self._idle = idle_timeout
         self._preemption = preemption
-        self._scope = trio.CancelScope()
+        self._scope: trio.CancelScope | None = None  # the send's, then the read's
         self._interrupt_deadline = float("inf")
-        self._nursery: trio.Nursery | None = None
+        self._last = 0.0  # when the latest frame arrived (or the read began)
+        self._first_pending = recorder.first_output is None
         self._sender_started = False
         self._settled = trio.Event()  # set once a wanted interrupt is on the wire, or not needed
         self._done = False
 
     async def run(self, body: dict[str, Any]) -> ResponseOutcome:
         """Send ``body`` and return the outcome; raises ``ResponsesError`` on failure."""
-        if self._preemption is None:
-            await self._send(body)
-            return await self._read()
-        failure: ResponsesError | None = None
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            with self._preemption.hook(self._signal):
-                if self._preemption.pending:
-                    self.recorder.accumulator.want_interrupt()
-                try:
-                    await self._send(body)
-                    return await self._read()
-                except ResponsesError as exc:
-                    failure = exc  # raised below, outside the nursery (not as a group)
-                finally:
-                    self._done = True
-                    self._settled.set()
-        assert failure is not None
-        raise failure
+        preemption = self._preemption
+        if preemption is None:
+            return await self._exchange(body)
+        preemption.attach(self._signal)
+        try:
+            if preemption.pending:
+                self.recorder.accumulator.want_interrupt()
+            return await self._exchange(body)
+        finally:
+            self._done = True
+            preemption.detach(self._signal)
+            self._settled.set()
 
-    async def _send(self, body: dict[str, Any]) -> None:
+    async def _exchange(self, body: dict[str, Any]) -> ResponseOutcome:
+        link = self._link
         text = _dumps(body)
         self.recorder.outbound(body)
         self.recorder.sent()
-        self._link.deliver_bursts(False)  # frame by frame until the first output (see _read)
-        await self._link.send_text(text)
+        link.deliver_bursts(False)  # frame by frame until the first output (see _frames)
+        # One cancel scope bounds the send (the link's send timeout) and then the first stretch of the
+        # read (its deadline moved to the idle timeout once the request is on the wire).
+        send_timeout = link.send_timeout
+        scope = self._scope = trio.CancelScope(deadline=trio.current_time() + send_timeout)
+        sent = False
+        with scope:
+            await link.send_text(text)
+            sent = True
+            self._last = now = trio.current_time()
+            scope.deadline = min(now + self._idle, self._interrupt_deadline)
+            return await self._frames()
+        if not sent:
+            raise ResponseTimeout(
+                f"sending a Responses WebSocket frame took over {send_timeout:g} s",
+                error_class="send_timeout",
+                failure_phase="send",
+            )
+        return await self._read()
 
     async def _read(self) -> ResponseOutcome:
+        """The read after its scope's deadline passed (or a steer woke it to send the
+        interrupt): a frame that came since re-arms it at that frame's time plus the idle
+        timeout, so it fires exactly as if the deadline had been pushed on every frame."""
+        while True:
+            if self.recorder.accumulator.interrupt_due and not self._sender_started:
+                await self._send_interrupt()
+            deadline = min(self._last + self._idle, self._interrupt_deadline)
+            if trio.current_time() >= deadline:
+                break
+            self._scope = trio.CancelScope(deadline=deadline)
+            with self._scope:
+                return await self._frames()
+        if self.recorder.accumulator.phase is Phase.DRAINING:
+            return self.recorder.accumulator.abandoned_outcome()
+        raise ResponseTimeout(f"no Responses WebSocket frame arrived for {self._idle:g} s")
+
+    async def _frames(self) -> ResponseOutcome:
+        """Frames until the terminal one (left only by returning, or by a cancellation)."""
         link = self._link
         recorder = self.recorder
         accumulator = recorder.accumulator
-        last = trio.current_time()  # when the latest frame arrived (or the read began)
-        first_pending = recorder.first_output is None
         while True:
-            # The deadline is not pushed forward on every frame (a cancel scope's deadline
-            # is a heap update): when it expires, a frame that came since re-arms it at
-            # that frame's time plus the idle timeout, so it fires exactly as if it had.
-            self._scope = trio.CancelScope(deadline=min(last + self._idle, self._interrupt_deadline))
-            with self._scope:
-                while True:
-                    text = await link.receive_text()
-                    last = trio.current_time()
-                    outcome = recorder.feed(decode_frame(text), last)
-                    if outcome is not None:
-                        return outcome
-                    if accumulator.interrupt_due:
-                        self._start_sender()
-                    if first_pending and recorder.first_output is not None:
-                        # Frames that wait are read without a schedule point (see
-                        # WebSocketLink.receive_text); the first output of a response goes
-                        # to the consumer before the rest of a burst is processed.
-                        first_pending = False
-                        await trio.lowlevel.checkpoint()
-                        # after the round in which the consumer takes the first output: a
-                        # reader in that same round still hands over one frame, not a burst
-                        link.deliver_bursts(True)
-            if trio.current_time() >= min(last + self._idle, self._interrupt_deadline):
-                break
-        if accumulator.phase is Phase.DRAINING:
-            return accumulator.abandoned_outcome()
-        raise ResponseTimeout(f"no Responses WebSocket frame arrived for {self._idle:g} s")
+            text = await link.receive_text()
+            self._last = now = trio.current_time()
+            outcome = recorder.feed(decode_frame(text), now)
+            if outcome is not None:
+                return outcome
+            if accumulator.interrupt_due and not self._sender_started:
+                await self._send_interrupt()
+            if self._first_pending and recorder.first_output is not None:
+                # Frames that wait are read without a schedule point (see
+                # WebSocketLink.receive_text); the first output of a response goes
+                # to the consumer before the rest of a burst is processed.
+                self._first_pending = False
+                try:
+                    await trio.lowlevel.checkpoint()
+                finally:
+                    # after the round in which the consumer takes the first output: a
+                    # reader in that same round still hands over one frame, not a burst
+                    link.deliver_bursts(True)
 
     # -- preemption (signalled from the steering task) -----------------------------
 
@@ -140,17 +162,16 @@ class Exchange:
             return None
         accumulator = self.recorder.accumulator
         accumulator.want_interrupt()
-        if accumulator.interrupt_due:
-            self._start_sender()
+        if accumulator.interrupt_due and not self._sender_started:
+            # The reader sends it: wake it from its wait for the next frame (nothing is
+            # lost; the frame stays queued), and its loop sends the interrupt first.
+            if self._scope is not None:
+                self._scope.cancel()
         return self._settled
 
-    def _start_sender(self) -> None:
-        if self._sender_started or self._nursery is None:
-            return
-        self._sender_started = True
-        self._nursery.start_soon(self._send_interrupt)
-
     async def _send_interrupt(self) -> None:
+        """Send ``response.interrupt`` from the exchange's own task, shielded and bounded."""
+        self._sender_started = True
         accumulator = self.recorder.accumulator
         try:
             frame = accumulator.interrupt_frame()
@@ -167,6 +188,7 @@ class Exchange:
                 return
             accumulator.interrupt_sent()
             self._interrupt_deadline = trio.current_time() + INTERRUPT_GRACE
-            self._scope.deadline = min(self._scope.deadline, self._interrupt_deadline)
+            if self._scope is not None:
+                self._scope.deadline = min(self._scope.deadline, self._interrupt_deadline)
         finally:
             self._settled.set()

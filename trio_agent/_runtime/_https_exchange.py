@@ -49,11 +49,15 @@ class HttpsExchange:
     async def run(self, body: dict[str, Any], headers: Sequence[tuple[str, str]]) -> ResponseOutcome:
         if self._preemption is None:
             return await self._exchange(body, headers)
-        with self._preemption.hook(self._signal):
-            if self._preemption.pending:
+        preemption = self._preemption
+        preemption.attach(self._signal)
+        try:
+            if preemption.pending:
                 self._read_scope.cancel()
             with self._read_scope:
                 return await self._exchange(body, headers)
+        finally:
+            preemption.detach(self._signal)
         # Preempted before the terminal frame: the stream was closed.
         return self._outcome or self.recorder.accumulator.abandoned_outcome()
 

@@ -90,6 +90,8 @@ class ModelClient:
         self._finished_generation = 0
         self.turn_state: str | None = None
         self._https: HttpsTransport | None = None
+        # HTTPS headers for an API key, computed once (ChatGPT auth asks its source each time).
+        self._static_headers: list[tuple[str, str]] | None = None
         # The startup warmup is not an accepted turn: closing the agent cancels it.
         self._warmup_scope = trio.CancelScope()
         ledger.subscribe(self._on_ledger)
@@ -210,7 +212,11 @@ class ModelClient:
     async def _enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1
         if self._config.responses.transport is not Transport.WEBSOCKET:
+            if self._static_headers is not None:  # an API key: the same headers every time
+                return AttemptSlot(self, None, self._static_headers, None)
             headers, snapshot = await https_headers(self._config)
+            if snapshot is None:
+                self._static_headers = headers
             self.redactor.add(snapshot.token if snapshot is not None else None)
             return AttemptSlot(self, None, headers, snapshot)
         if self._sockets.link is not None and not self._sockets.usable:

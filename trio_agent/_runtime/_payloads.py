@@ -35,6 +35,8 @@ Emit = Callable[..., Any]
 
 def _utf8_size(text: str) -> int:
     """Bytes of ``text`` as sent (lone surrogates count as the U+FFFD they become)."""
+    if text.isascii():
+        return len(text)
     return len(scrub_surrogates(text).encode())
 
 
@@ -53,22 +55,27 @@ class TurnReporter:
         self._emit = emit
         self._transport = transport
         self._mark = transport.copy()
-
-    def started(self, state: TurnState) -> None:
-        config = self._config
-        self._emit(EventKind.RUN_STARTED, {
+        # ``run.started`` differs per turn only in ``effort`` and ``instruction_bytes``: the
+        # rest (in this key order) is built once and copied.
+        self._started: dict[str, Any] = {
             "mode": "openai_model",
             "model": config.model,
             "reasoning_mode": "standard",
-            "effort": state.settings.effort,
+            "effort": None,
             "transport": config.responses.transport.value,
             "orchestration": "local_code_mode",
             "websocket_url": _endpoint(config),
-            "workspace": str(self._workspace),
-            "instruction_bytes": _utf8_size(
-                state.prompt.text if state.prompt is not None else dumps(state.items or state.mail)
-            ),
-        }, state.turn_id)
+            "workspace": str(workspace),
+            "instruction_bytes": 0,
+        }
+
+    def started(self, state: TurnState) -> None:
+        payload = self._started.copy()
+        payload["effort"] = state.settings.effort
+        payload["instruction_bytes"] = _utf8_size(
+            state.prompt.text if state.prompt is not None else dumps(state.items or state.mail)
+        )
+        self._emit(EventKind.RUN_STARTED, payload, state.turn_id)
         if self.journal is not None and state.ran:
             self.journal.started(state.turn_id, state.prompt.text if state.prompt is not None else None)
 

@@ -104,11 +104,18 @@ class Preemption:
 
     @contextlib.contextmanager
     def hook(self, signal: Callable[[], trio.Event | None]) -> Iterator[None]:
-        self._signals.append(signal)
+        self.attach(signal)
         try:
             yield
         finally:
-            self._signals.remove(signal)
+            self.detach(signal)
+
+    def attach(self, signal: Callable[[], trio.Event | None]) -> None:
+        """Register ``signal`` (``hook`` without a context manager: the exchange's hot path)."""
+        self._signals.append(signal)
+
+    def detach(self, signal: Callable[[], trio.Event | None]) -> None:
+        self._signals.remove(signal)
 
     async def request(self) -> None:
         self.pending = True

@@ -119,7 +119,15 @@ class TurnLedger:
 
     def record_prompt(self, content: list[dict[str, str]]) -> Item:
         """A turn's prompt, as a user message with ``content``."""
-        [item] = self._append([{**user_message(""), "content": content}])
+        # Built in its final shape (the id second, as ``with_id`` places it), without the
+        # intermediate copies: this is on every turn's way to its first request.
+        new_id = self._ids("message")
+        item: Item = (
+            {"type": "message", "id": new_id, "role": "user", "content": content}
+            if new_id is not None else {"type": "message", "role": "user", "content": content}
+        )
+        self._history = self._history.extend((item,))
+        self._publish(Committed((item,), self._history))
         return item
 
     def join_steer(self, text: str) -> Item:

@@ -70,6 +70,8 @@ class HttpsTransport:
         ``ssl_context`` (default: the system CAs)."""
         self.url = base_url.rstrip("/") + "/responses"
         self.observer: HttpsObserver | None = None  # set once by a cassette recorder
+        self._headers_for: Sequence[tuple[str, str]] | None = None
+        self._built_headers = httpx.Headers()
         self._owned = client is None
         self._head_timeout = connect_timeout if handshake_timeout is None else handshake_timeout
         if client is not None:
@@ -84,19 +86,30 @@ class HttpsTransport:
 
             self._client = httpx.AsyncClient(timeout=timeout, transport=DialedTransport(dialer, ssl_context=context))
 
-    @asynccontextmanager
-    async def open_stream(
+    def open_stream(
         self, body: dict[str, Any], headers: Sequence[tuple[str, str]]
-    ) -> AsyncIterator[AsyncIterator[bytes]]:
-        """POST ``body``; yields the body chunks of a successful response."""
-        request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
+        """POST ``body``; ``async with`` it for the body chunks of a successful response."""
         observer = self.observer
         if observer is None:
-            async with self._open_stream(body, request_headers, None) as chunks:
-                yield chunks
-            return
+            # The same headers object every request (an API key's): httpx gets the same
+            # normalised ``Headers``, built once, instead of a list to normalise again;
+            # and no context manager of our own around the request's.
+            if headers is not self._headers_for:
+                self._headers_for = headers
+                self._built_headers = httpx.Headers(
+                    [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
+                )
+            return self._open_stream(body, self._built_headers, None)
+        return self._observed_stream(observer, body, headers)
+
+    @asynccontextmanager
+    async def _observed_stream(
+        self, observer: HttpsObserver, body: dict[str, Any], headers: Sequence[tuple[str, str]]
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
         # Recording (a cassette): one observer per request, told the head, the chunks and
         # how the request ended -- per request, never per chunk, when nobody records.
+        request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
         watch = observer.request(self.url, request_headers, body)
         try:
             async with self._open_stream(body, request_headers, watch) as chunks:
@@ -108,32 +121,38 @@ class HttpsTransport:
 
     @asynccontextmanager
     async def _open_stream(
-        self, body: dict[str, Any], request_headers: list[tuple[str, str]], watch: RequestObserver | None
+        self, body: dict[str, Any], request_headers: list[tuple[str, str]] | httpx.Headers,
+        watch: RequestObserver | None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         content = dumps(body).encode()  # lone surrogates become U+FFFD (``_jsontext``)
+        client = self._client
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                with trio.move_on_after(self._head_timeout) as head:
-                    response = await stack.enter_async_context(
-                        self._client.stream("POST", self.url, content=content, headers=request_headers)
-                    )
-                if head.cancelled_caught:
-                    raise ResponseTimeout(
-                        f"the Responses HTTPS request to {self.url} got no response head within "
-                        f"{self._head_timeout:g} s (handshake_timeout)", error_class="https_head_timeout",
-                    )
+            # What ``client.stream`` does, without its context manager and an exit stack.
+            request = client.build_request("POST", self.url, content=content, headers=request_headers)
+            with trio.move_on_after(self._head_timeout) as head:
+                response = await client.send(request, stream=True)
+            if head.cancelled_caught:
+                raise ResponseTimeout(
+                    f"the Responses HTTPS request to {self.url} got no response head within "
+                    f"{self._head_timeout:g} s (handshake_timeout)", error_class="https_head_timeout",
+                )
+            try:
                 if response.status_code // 100 != 2:
                     error, text = await _rejected(response)
                     if watch is not None:
                         watch.head(response.status_code, response.headers.multi_items(), text)
                     raise error
-                chunks: AsyncIterator[bytes] = await stack.enter_async_context(
-                    contextlib.aclosing(response.aiter_raw())  # type: ignore[type-var]
-                )
-                if watch is not None:
-                    watch.head(response.status_code, response.headers.multi_items(), None)
-                    chunks = watch.chunks(chunks)
-                yield chunks
+                raw = response.aiter_raw()
+                try:
+                    chunks: AsyncIterator[bytes] = raw
+                    if watch is not None:
+                        watch.head(response.status_code, response.headers.multi_items(), None)
+                        chunks = watch.chunks(chunks)
+                    yield chunks
+                finally:
+                    await raw.aclose()  # type: ignore[attr-defined]
+            finally:
+                await response.aclose()
         except httpx.ConnectTimeout as exc:
             raise ConnectionFailed(
                 f"connecting to {self.url} timed out ({type(exc).__name__})", error_class="https_connect_timeout",

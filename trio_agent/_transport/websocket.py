@@ -22,7 +22,7 @@ sees ``ConnectionLost``.
 The per-frame path is trio-websocket's message queue, read by the model call itself
 (no extra task or channel hop of ours); idle timeouts are one cancel scope per response
 whose deadline is pushed forward, not a scope per frame. Sends go through one lock per
-socket with a send timeout.
+socket; the caller's cancel scope bounds a send (``send_timeout``).
 
 Bursts cost one scheduler round, not one per frame: trio-websocket's reader hands each
 message to its queue with ``await send()`` -- a schedule point per message, so the
@@ -232,25 +232,25 @@ class WebSocketLink:
         """Why the socket closed (code and reason), or None while it is open."""
         return self._ws.closed
 
+    @property
+    def send_timeout(self) -> float:
+        """How long one send may take; the caller bounds ``send_text`` with it (the
+        exchange's one cancel scope covers the send and then the read)."""
+        return self._options.send_timeout
+
     async def send_text(self, text: str) -> None:
-        """Send one text frame (``ConnectionLost``/``ResponseTimeout`` on failure)."""
+        """Send one text frame (``ConnectionLost`` on failure). Not bounded here: the
+        caller's cancel scope is (``send_timeout``)."""
         try:
-            with trio.fail_after(self._options.send_timeout):
-                # Uncontended (the usual case): no schedule point before the send itself.
-                try:
-                    self._send_lock.acquire_nowait()
-                except trio.WouldBlock:
-                    await self._send_lock.acquire()
-                try:
-                    await self._ws.send_message(text)
-                finally:
-                    self._send_lock.release()
-        except trio.TooSlowError as exc:
-            raise ResponseTimeout(
-                f"sending a Responses WebSocket frame took over {self._options.send_timeout:g} s",
-                error_class="send_timeout",
-                failure_phase="send",
-            ) from exc
+            # Uncontended (the usual case): no schedule point before the send itself.
+            try:
+                self._send_lock.acquire_nowait()
+            except trio.WouldBlock:
+                await self._send_lock.acquire()
+            try:
+                await self._ws.send_message(text)
+            finally:
+                self._send_lock.release()
         except trio_websocket.ConnectionClosed as exc:
             self.abandon()  # a socket that failed a send is not used again
             raise ConnectionLost(
