@@ -106,19 +106,22 @@ def dumps(value: Any) -> str:
 
 
 def _spliced(value: dict[Any, Any]) -> str:
-    """``_encode(value)`` with every ``EncodedList`` value's known text spliced in."""
+    """``_encode(value)`` with every ``EncodedList`` value's known text spliced in (one
+    join: the history's text is copied once)."""
     if not all(type(key) is str for key in value):
         return _encode(value)  # keys the encoder would convert: not worth splicing
-    parts: list[str] = []
+    parts: list[str] = ["{"]
     plain: dict[str, Any] = {}
     for key, item in value.items():
         if type(item) is EncodedList and item.text is not None:
             if plain:
-                parts.append(_encode(plain)[1:-1])
+                parts += (_encode(plain)[1:-1], ",")
                 plain = {}
-            parts.append(f"{_encode(key)}:{item.text}")
+            parts += (_encode(key), ":", item.text, ",")
         else:
             plain[key] = item
     if plain:
-        parts.append(_encode(plain)[1:-1])
-    return "{" + ",".join(parts) + "}"
+        parts.append(_encode(plain)[1:])  # with its closing brace
+    else:
+        parts[-1] = "}"  # the last comma
+    return "".join(parts)

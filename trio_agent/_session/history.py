@@ -230,11 +230,10 @@ class History:
         texts."""
         return Replay(prefix, self)
 
-    def wire_text(self) -> str:
-        """The comma-joined JSON text of every item's wire form (each segment measured
-        once)."""
-        texts = [text for text in (node._measured_text() for node in self._nodes()) if text]
-        return ",".join(texts)
+    def wire_texts(self) -> list[str]:
+        """The JSON text of every item's wire form, one comma-joined text per non-empty
+        segment (each segment measured once)."""
+        return [text for text in (node._measured_text() for node in self._nodes()) if text]
 
     def wire_items(self) -> list[Item]:
         """``[wire_item(item) for item in self]``."""
@@ -292,7 +291,7 @@ class Replay(list[Item]):
 
     def wire(self) -> EncodedList:
         prefix = [wire_item(item) for item in self._prefix]
-        history_text = self._history.wire_text()
-        prefix_text = _encode_wire(prefix)[1:-1] if prefix else ""
-        text = f"{prefix_text},{history_text}" if prefix_text and history_text else prefix_text or history_text
-        return EncodedList((*prefix, *self._history.wire_items()), f"[{text}]")
+        texts = self._history.wire_texts()
+        if prefix:
+            texts.insert(0, _encode_wire(prefix)[1:-1])
+        return EncodedList((*prefix, *self._history.wire_items()), f"[{','.join(texts)}]")
