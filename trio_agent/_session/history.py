@@ -255,7 +255,10 @@ class History:
         return nodes
 
     def to_list(self) -> list[Item]:
-        return list(self)
+        items: list[Item] = []
+        for segment in self._segments():
+            items += segment  # segment by segment, not item by item
+        return items
 
     def __getitem__(self, index: int) -> Item:
         if index < 0:
@@ -285,7 +288,9 @@ class Replay(list[Item]):
     __slots__ = ("_history", "_prefix")
 
     def __init__(self, prefix: Sequence[Item], history: History) -> None:
-        super().__init__((*prefix, *history))
+        super().__init__(prefix)
+        for segment in history._segments():
+            self += segment
         self._prefix = tuple(prefix)
         self._history = history
 
