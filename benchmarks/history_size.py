@@ -10,8 +10,10 @@ them stay under the auto-compact limit of a 272k-token window) and resumed with
   ``turn.result()`` for follow-on turns chained on the previous response, p50, beside a
   bare trio-websocket client doing the same frames (the agent's own warm body);
 - **first turn after resume**: the resumed agent's first turn (a full replay of every
-  item), CPU and wall time, beside the bare client sending the same captured body
-  (``json.dumps`` of it included) on a warm socket and reading the answer; plus the
+  item; a new agent each time, so a new connection too), CPU and wall
+  time, beside the bare client sending the same captured body (``json.dumps`` of it
+  included) on a warm socket and reading the answer -- p50 of 11 each, the two
+  alternating turn by turn so that a busy machine weighs on both alike; plus the
   ``AgentConfig(resume=...)`` construction (snapshot checks) on its own;
 - **fork() / fork_from()**: the synchronous call (it builds the child config and its
   context manager), and opening + closing the fork (``async with``), in us;
@@ -54,7 +56,7 @@ from ._common import (
 )
 
 WARM_TURNS = 60
-FIRST_TURNS = 7
+FIRST_TURNS = 11
 
 
 def synthetic_items(count: int) -> list[dict[str, Any]]:
@@ -104,22 +106,24 @@ async def one_size(server: Any, workspace: str, base: dict[str, Any], count: int
     bare_first: list[Timing] = []
     profiles: dict[str, cProfile.Profile] = {}
     async with open_bare_websocket(server.ws_url) as bare:
-        for i in range(FIRST_TURNS + 1 + profile):
+        # One discarded resumed turn (first-use caches) gives the body the bare client
+        # sends; then the two alternate, turn by turn, so that both see the same load.
+        async with open_warm_agent(config(server, workspace, snapshot)) as agent:
+            await agent.turn("resumed")
+        body = (await server.last_requests())["last"]["ws"]
+        await bare.turn(body)  # discarded likewise
+        for i in range(FIRST_TURNS + profile):
             async with open_warm_agent(config(server, workspace, snapshot)) as agent:
-                prof = cProfile.Profile() if i == FIRST_TURNS + 1 else None  # only with profile
+                prof = cProfile.Profile() if i == FIRST_TURNS else None  # only with profile
                 if prof:
                     prof.enable()
                 timing = await agent.turn("resumed")
                 if prof:
                     prof.disable()
                     profiles["first turn after resume"] = prof
-                elif i:  # the first is discarded (first-use caches)
-                    first.append(timing)
-        body = (await server.last_requests())["last"]["ws"]
-        for i in range(FIRST_TURNS + 1):
-            timing = await bare.turn(body)
-            if i:
-                bare_first.append(timing)
+                    continue
+                first.append(timing)
+            bare_first.append(await bare.turn(body))
         out["first"], out["bare_first"] = first, bare_first
         out["body_bytes"] = len(json.dumps(body))
         async with open_warm_agent(config(server, workspace, snapshot)) as agent:

@@ -157,3 +157,45 @@ def test_json_size_since_is_the_size_of_since(
             assert h.json_size_since(0) == _json_size(list(h))
     for start in [0, len(h), *starts]:
         assert h.json_size_since(start) == _json_size(h.since(start)), start
+
+
+# The wire text a full replay splices in (``Replay.wire``, ``_jsontext.EncodedList``)
+# must be exactly what encoding the request form would produce, and the sizes counted
+# from it exactly the ASCII-escaped sizes, whatever the characters and ids.
+_tricky_text = st.text(alphabet=st.sampled_from(["a", "\"", "\\", "\n", "\x00", "\x7f", "\u00e9", "\u2028",
+                                                  "\ud800", "\udfff", "\U0001f600", "\ufffd"]), max_size=6)
+_tricky_item = st.fixed_dictionaries(
+    {"type": st.sampled_from(["message", "additional_tools", "function_call"]), "text": _tricky_text},
+    optional={"id": st.sampled_from(["msg_1", "rs_a_b", "bad", "_x", "x_", "_", 5, None]),
+              "more": st.lists(_tricky_text, max_size=2)},
+)
+
+
+@given(st.lists(st.lists(_tricky_item, max_size=4), max_size=40), st.booleans())
+def test_replay_wire_text_is_the_encoding_of_the_request_form(
+    chunks: list[list[dict[str, Any]]], measure_early: bool
+) -> None:
+    from trio_agent._jsontext import EncodedList, dumps
+    from trio_agent._session.conversation import full_input
+    from trio_agent._wire.request import RequestSettings, build_response_create, wire_item
+
+    settings = RequestSettings("m", "low", False, False, "key", "session")
+    prefix = ({"type": "additional_tools", "id": "at_1", "tools": []},
+              {"type": "message", "id": "msg_i", "role": "developer", "content": "h\u00e9"})
+    h = History()
+    for chunk in chunks:
+        h = h.extend(chunk)
+        if measure_early:
+            assert h.json_size_since(0) == _json_size(list(h))
+        replay = full_input(prefix, h)
+        assert replay == [*prefix, *h]
+        body = build_response_create(settings, replay)
+        assert type(body["input"]) is EncodedList
+        assert body["input"] == [wire_item(i) for i in [*prefix, *h]]
+        plain = {**body, "input": list(body["input"])}
+        assert dumps(body) == dumps(plain)
+        body["input"].append({"type": "compaction_trigger"})  # changed in place: encoded as it is
+        plain["input"].append({"type": "compaction_trigger"})
+        assert dumps(body) == dumps(plain)
+    for start in range(len(h) + 1):
+        assert h.json_size_since(start) == _json_size(h.since(start)), start

@@ -52,7 +52,8 @@ class Chain(Record):
 
 
 def full_input(prefix: Sequence[Item], history: History) -> list[Item]:
-    return [*prefix, *history]
+    """``[*prefix, *history]``; its ``wire()`` is the request form (``History.replay``)."""
+    return history.replay(prefix)
 
 
 class ConversationSnapshot(Record):
