@@ -85,6 +85,9 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
                        help="seconds an idle thread with no subscriber stays loaded (default: 60)")
     serve.add_argument("--model", default=None, help="default model slug of new threads (default: gpt-5.5)")
     serve.add_argument("--workspace", type=Path, default=None, help="default cwd of new threads (default: .)")
+    serve.add_argument("--multi-agent", action="store_true",
+                       help="give every thread the collaboration tools; their workers are child threads "
+                            "(codex's multi-agent v2)")
     lifecycle = serve.add_mutually_exclusive_group()
     lifecycle.add_argument("--daemon", action="store_true",
                            help="start the warm daemon in the background instead: `trio-agent run` then runs on "

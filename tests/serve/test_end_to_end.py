@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import trio
 import trio_websocket
 
@@ -128,6 +129,23 @@ async def test_stdio_subprocess_end_to_end(tmp_path: Path) -> None:
     await wait_gone([process.pid])
     assert not pid_alive(process.pid)
     assert processes_in(workspace) == []
+
+
+@pytest.mark.parametrize("flag", [True, False])
+async def test_serve_multi_agent_flag_reaches_the_server(tmp_path: Path, flag: bool) -> None:
+    """``--multi-agent`` turns on child threads: the server started with it says so
+    (from ``AppServer.multi_agent``) once it serves; without it, it does not."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("OPENAI_API_KEY", None)
+    command = [sys.executable, "-m", "trio_agent", "serve", "--local", "--home", str(tmp_path / "home"),
+               *(["--multi-agent"] if flag else [])]
+    with trio.fail_after(STEP):
+        done = await trio.run_process(command, stdin=b"", capture_stdout=True, capture_stderr=True, cwd=tmp_path,
+                                      env=env, check=False)
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    assert "threads live under" in stderr  # it served (and stdin's end shut it down)
+    assert ("their workers are child threads (--multi-agent)" in stderr) is flag
 
 
 @asynccontextmanager

@@ -76,8 +76,10 @@ async def _serve(args: argparse.Namespace, listen: tuple[str, int] | None) -> in
             nursery.cancel_scope.cancel()
             return 2
         async with open_app_server(config, home=home, unload_delay=args.unload_delay,
-                                   model_provider=provider) as app:
+                                   model_provider=provider, multi_agent=args.multi_agent) as app:
             _say(f"threads live under {home}")
+            if app.multi_agent:
+                _say("threads have the collaboration tools; their workers are child threads (--multi-agent)")
             await _run_transport(app, listen)
         nursery.cancel_scope.cancel()
     return 0
