@@ -165,8 +165,10 @@ def _bind(directory: str) -> tuple[trio.socket.SocketType, int]:
     return trio.socket.from_stdlib_socket(listener), lock
 
 
-async def serve_daemon(directory: str, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve ``run`` requests on ``directory``'s socket until ``stop`` or SIGTERM/SIGINT."""
+async def serve_daemon(directory: str, ready_fd: int | None = None, *,
+                       task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve ``run`` requests on ``directory``'s socket until ``stop`` or SIGTERM/SIGINT;
+    once it listens, one byte is written on ``ready_fd`` (``serve --daemon`` waits for it)."""
     listener, lock = _bind(directory)
     try:
         async with trio.open_nursery() as nursery:
@@ -178,6 +180,9 @@ async def serve_daemon(directory: str, *, task_status: trio.TaskStatus[None] = t
             print(f"trio-agent daemon: pid {os.getpid()} listening on {socket_path(directory)}", file=sys.stderr,
                   flush=True)
             task_status.started()
+            if ready_fd is not None:
+                os.write(ready_fd, b"r")
+                os.close(ready_fd)
             await daemon.stop.wait()
             with trio.CancelScope(shield=True):
                 accepting.cancel()
@@ -216,7 +221,8 @@ async def _watch_signals(stop: trio.Event) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    trio.run(serve_daemon, args[0])
+    ready_fd = int(args[2]) if args[1:2] == ["--ready-fd"] else None
+    trio.run(serve_daemon, args[0], ready_fd)
     return 0
 
 

@@ -17,7 +17,6 @@ import os
 import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import attrs
@@ -27,7 +26,6 @@ from _trio_agent_launch import connect, daemon_directory, directory_problem, enc
 __all__ = ["DaemonStatus", "daemon_status", "start_daemon", "stop_daemon"]
 
 WAIT = 30.0
-_POLL = 0.02
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
@@ -96,25 +94,36 @@ def start_daemon() -> int:
     os.makedirs(directory, mode=0o700, exist_ok=True)
     log = os.open(os.path.join(directory, "daemon.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}
+    # The daemon writes one byte on this pipe once it listens; its end closing unwritten
+    # means it exited first. No polling: one select with the deadline.
+    ready_read, ready_write = os.pipe()
     try:
-        process = subprocess.Popen([sys.executable, "-m", "trio_agent._daemon", directory], stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=log, env=env, cwd="/", start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "trio_agent._daemon", directory, "--ready-fd", str(ready_write)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd="/", start_new_session=True,
+            pass_fds=(ready_write,),
+        )
     finally:
         os.close(log)
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        status = daemon_status(directory)
-        if status is not None:
-            process.returncode = 0  # it runs on, detached: nothing to wait for here
-            _say(f"daemon started (pid {status.pid}, socket {socket_path(directory)}, log "
-                 f"{os.path.join(directory, 'daemon.log')})")
-            return 0
-        if process.poll() is not None:
-            print(f"trio-agent serve: the daemon exited with status {process.returncode}; see "
-                  f"{os.path.join(directory, 'daemon.log')}", file=sys.stderr, flush=True)
-            return 1
-        time.sleep(_POLL)
-    print(f"trio-agent serve: the daemon did not answer within {WAIT:.0f} s (pid {process.pid})", file=sys.stderr)
+        os.close(ready_write)
+    try:
+        byte = os.read(ready_read, 1) if select.select([ready_read], [], [], WAIT)[0] else None
+    finally:
+        os.close(ready_read)
+    if byte is None:
+        print(f"trio-agent serve: the daemon did not answer within {WAIT:.0f} s (pid {process.pid})", file=sys.stderr)
+        return 1
+    status = daemon_status(directory)
+    if byte and status is not None:
+        process.returncode = 0  # it runs on, detached: nothing to wait for here
+        _say(f"daemon started (pid {status.pid}, socket {socket_path(directory)}, log "
+             f"{os.path.join(directory, 'daemon.log')})")
+        return 0
+    if status is not None:  # ours exited before listening: another `--daemon` won the lock
+        _say(f"a daemon is already running (pid {status.pid}, socket {socket_path(directory)})")
+        return 0
+    print(f"trio-agent serve: the daemon exited with status {process.wait()}; see "
+          f"{os.path.join(directory, 'daemon.log')}", file=sys.stderr, flush=True)
     return 1
 
 
