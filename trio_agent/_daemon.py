@@ -65,6 +65,7 @@ from ._daemon_pool import CLOSE_GRACE, Pool, RunRequest, Worker
 __all__ = ["main", "serve_daemon"]
 
 REQUEST_BOUND = 10.0  # seconds a connected client has to send its request
+MAX_REQUEST = 1 << 20  # bytes of one request (argv, cwd and environment; a real one is a few KiB)
 
 
 class _Daemon:
@@ -93,10 +94,15 @@ class _Daemon:
     async def _serve_client(self, conn: LineSocket) -> None:
         if _peer_uid(conn.sock) != os.getuid():  # the directory is 0700; this is the second lock
             return
+        payload = None  # stays None when the client is silent for REQUEST_BOUND or goes away
         with trio.move_on_after(REQUEST_BOUND):
             size = await conn.line()
-            payload = None if size is None else await conn.exactly(int(size))
-        if size is None or payload is None:
+            if size is None:
+                return
+            if not size.isdigit() or int(size) > MAX_REQUEST:
+                raise ValueError(f"a request must start with its size (at most {MAX_REQUEST} bytes), got {size!r:.40}")
+            payload = await conn.exactly(int(size))
+        if payload is None:
             return
         fields = payload.decode("utf-8", "surrogateescape").split("\0")
         if fields[0] == "status":

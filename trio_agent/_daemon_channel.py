@@ -21,6 +21,7 @@ import trio
 __all__ = ["MAX_FDS", "LineSocket", "close_fds"]
 
 MAX_FDS = 8  # the most descriptors one message may carry (a client sends 3)
+MAX_LINE = 1 << 16  # bytes of one line (the longest real one is a worker's ready line)
 _ANCILLARY = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
 
 
@@ -50,6 +51,8 @@ class LineSocket:
     async def line(self) -> bytes | None:
         """The next line, or None at end of stream (a partial last line is dropped)."""
         while b"\n" not in self.buffer:
+            if len(self.buffer) > MAX_LINE:
+                raise ValueError(f"a line longer than {MAX_LINE} bytes")
             if self.eof or not await self._fill():
                 return None
         line, self.buffer = self.buffer.split(b"\n", 1)

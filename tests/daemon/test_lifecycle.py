@@ -213,3 +213,52 @@ def test_the_configuration_key_leaves_out_the_prompt_and_the_terminal_session() 
     home.rmdir()
     with pytest.raises(ValueError, match="prompt index"):
         RunRequest.parse(["run", "/w", "5", "2", "run", "hi"])
+
+
+def test_hostile_requests_on_the_socket_leave_the_daemon_serving(tmp_path: Path) -> None:
+    """Garbage, an oversized or lying size, a line that never ends, an unknown operation,
+    a run without its standard streams: each connection ends (or is told to fall back)
+    and the daemon goes on answering ``status`` with the same pid."""
+    import socket
+
+    from trio_agent._daemon import MAX_REQUEST
+    from trio_agent._daemon_channel import MAX_LINE
+
+    def exchange(path: str, data: bytes, *, keep_open: bool = False) -> bytes:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            # Less than the daemon's REQUEST_BOUND (10 s): a request over a bound must be
+            # refused at once, not after the client has been waited for.
+            sock.settimeout(5)
+            sock.connect(path)
+            received = b""
+            try:
+                sock.sendall(data)
+                if not keep_open:
+                    sock.shutdown(socket.SHUT_WR)
+                while chunk := sock.recv(4096):
+                    received += chunk
+            except (ConnectionResetError, BrokenPipeError):
+                pass  # closed with our bytes unread: closed all the same
+            return received
+
+    with running_daemon() as daemon:
+        path = os.path.join(daemon.directory, "daemon.sock")
+        # Over a bound, with the connection kept open: the daemon closes it at once.
+        assert exchange(path, f"{MAX_REQUEST + 1}\n".encode() + b"x" * 16, keep_open=True) == b""
+        assert exchange(path, b"x" * (MAX_LINE + 70_000), keep_open=True) == b""  # a line that never ends
+        hostile = [
+            b"not a size\n",
+            b"-5\n",
+            b"5\nab",  # ends before its size
+            b"7\nunknown",
+            b"\xff\xfe\n",
+            b"",
+        ]
+        for data in hostile:
+            assert exchange(path, data) == b"", data[:20]
+        # A run request that carries no descriptors is told to fall back, not run.
+        run = b"\0".join([b"run", str(tmp_path).encode(), b"1", b"2", b"--local", b"hi"])
+        reply = exchange(path, f"{len(run)}\n".encode() + run)
+        assert reply.startswith(b"fallback ") and b"standard streams" in reply
+        status = daemon.status()
+        assert status is not None and status.pid == daemon.pid
