@@ -37,6 +37,17 @@ The daemon answers with lines: ``ok`` (accepted) or ``fallback REASON``, then
 ``exit N``. The client may send ``signal N`` lines. ``status`` and ``stop`` requests
 (used by ``trio-agent serve --daemon/--stop``) carry just the op.
 
+Installations (:func:`build_identity`): the second field of a ``run`` request names the
+installation the client runs from -- the wire format's version and the on-disk
+identity of this file and of ``trio_agent/__init__.py`` (an upgrade or a reinstall
+rewrites both). The daemon computed the same when it started; a daemon started from
+another installation would serve old code (its workers, new code), so it answers
+``fallback stale ...`` and keeps serving whoever else it serves; the client runs
+in-process and says once per run, on stderr, that the daemon needs a restart
+(``trio-agent serve --daemon`` replaces a stale daemon; ``TRIO_AGENT_DAEMON=auto``
+does that itself). Code edited in place (an editable install) is not a new
+installation: restart the daemon after editing the package.
+
 Socket location (:func:`daemon_directory`): ``$TRIO_AGENT_DAEMON_DIR`` if set, else
 ``$XDG_RUNTIME_DIR/trio-agent``, else ``/tmp/trio-agent-$UID``; the socket is
 ``daemon.sock`` in it. The directory must be a real directory owned by this user
@@ -62,6 +73,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = [
+    "build_identity",
     "connect",
     "daemon_directory",
     "directory_problem",
@@ -72,6 +84,8 @@ __all__ = [
 ]
 
 SOCKET_NAME = "daemon.sock"
+#: The version of the wire format below; part of :func:`build_identity`.
+PROTOCOL = 2
 #: How long a client waits for the daemon after a second Ctrl-C before exiting itself.
 SECOND_SIGNAL_GRACE = 2.0
 
@@ -91,6 +105,21 @@ def daemon_directory(environ: Mapping[str, str] | None = None) -> str:
     if env.get("XDG_RUNTIME_DIR"):
         return os.path.join(env["XDG_RUNTIME_DIR"], "trio-agent")
     return f"/tmp/trio-agent-{os.getuid()}"
+
+
+def build_identity() -> str:
+    """This installation, as a daemon must have been started from it to serve us: the
+    protocol version, then device, inode, size and modification time of this file and of
+    the ``trio_agent`` package's ``__init__.py`` beside it (two ``stat`` calls)."""
+    parts = [str(PROTOCOL)]
+    for path in (__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "trio_agent", "__init__.py")):
+        try:
+            info = os.stat(path)
+        except OSError:
+            parts.append("-")
+            continue
+        parts.append(f"{info.st_dev:x}.{info.st_ino:x}.{info.st_size:x}.{info.st_mtime_ns:x}")
+    return "/".join(parts)
 
 
 def socket_path(directory: str) -> str:
@@ -219,7 +248,7 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
     except OSError:  # the working directory was removed: let the CLI say what that means
         return None
     env = [f"{name}={value}" for name, value in os.environ.items()]
-    data = encode_request(["run", cwd, str(index), str(len(argv)), *argv, *env])
+    data = encode_request(["run", build_identity(), cwd, str(index), str(len(argv)), *argv, *env])
     fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
     lines = _Lines(sock)
     try:
@@ -229,6 +258,11 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
         reply = lines.next()
     except OSError:  # it went away before it took the run
         return None
+    if reply is not None and reply.startswith("fallback stale"):
+        os.write(2, b"trio-agent: not using the daemon: it was started from another installation of trio-agent "
+                    b"(an upgrade?); restart it with `trio-agent serve --daemon`\n")
+        if os.environ.get("TRIO_AGENT_DAEMON") == "auto":
+            _start_daemon()  # `serve --daemon` replaces a stale daemon
     if reply != "ok":
         return None  # "fallback ...", or the daemon went away: in-process
     return _wait_exit(sock, lines)

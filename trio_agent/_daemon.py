@@ -57,7 +57,7 @@ from collections.abc import Iterable
 
 import trio
 
-from _trio_agent_launch import directory_problem, socket_path
+from _trio_agent_launch import build_identity, directory_problem, socket_path
 
 from ._daemon_channel import LineSocket, close_fds
 from ._daemon_pool import CLOSE_GRACE, Pool, RunRequest, Worker
@@ -71,6 +71,7 @@ MAX_REQUEST = 1 << 20  # bytes of one request (argv, cwd and environment; a real
 class _Daemon:
     def __init__(self, directory: str, nursery: trio.Nursery) -> None:
         self.directory = directory
+        self.build = build_identity()  # the installation this daemon runs (see _trio_agent_launch)
         self.pool = Pool(nursery)
         self.stop = trio.Event()
         self.clients = 0
@@ -108,12 +109,17 @@ class _Daemon:
         if fields[0] == "status":
             ready = _pids(w for w in self.pool.spares.values() if w.ready.is_set() and not w.closing)
             starting = sum(w.pid is None for w in self.pool.workers())
-            await conn.send(f"daemon {os.getpid()} {ready} {_pids(self.pool.workers())} {starting}\n".encode())
+            await conn.send(
+                f"daemon {os.getpid()} {ready} {_pids(self.pool.workers())} {starting} {self.build}\n".encode())
         elif fields[0] == "stop":
             await conn.send(f"stopping {os.getpid()}\n".encode())
             self.stop.set()
+        elif fields[0] == "run" and fields[1:2] != [self.build]:
+            # Another installation's client (an upgrade since this daemon started): our
+            # workers would run other code than it expects. It runs in-process and says so.
+            await conn.send(f"fallback stale daemon: started from another installation (pid {os.getpid()})\n".encode())
         elif fields[0] == "run":
-            await self._run(conn, RunRequest.parse(fields))
+            await self._run(conn, RunRequest.parse([fields[0], *fields[2:]]))
 
     async def _run(self, conn: LineSocket, request: RunRequest) -> None:
         fds = conn.take_fds()

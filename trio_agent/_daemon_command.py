@@ -5,7 +5,9 @@ lifecycle (the daemon itself: ``_daemon``; its client: ``_trio_agent_launch``).
 (``start_new_session``: no terminal, so the shell's Ctrl-C never reaches it) with its
 output appended to ``DIR/daemon.log``, waits until its socket answers ``status``,
 prints its pid and exits 0. When one already answers it says so and exits 0 (so the
-command can be used as "make sure one runs"). ``--stop`` asks the daemon to stop,
+command can be used as "make sure one runs") -- unless that one was started from
+another installation of trio-agent (``DaemonStatus.build``, an upgrade since): that one
+is stopped first (its running turns cancelled, as by ``--stop``) and replaced. ``--stop`` asks the daemon to stop,
 waits for its pid to exit and exits 0; with none running it says so and exits 0.
 A runtime directory that is unsafe (another owner, group or other permissions) is
 exit status 2 with what to do. Both wait at most :data:`WAIT` seconds, then exit 1.
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import attrs
 
-from _trio_agent_launch import connect, daemon_directory, directory_problem, encode_request, socket_path
+from _trio_agent_launch import build_identity, connect, daemon_directory, directory_problem, encode_request, socket_path
 
 __all__ = ["DaemonStatus", "daemon_status", "start_daemon", "stop_daemon"]
 
@@ -35,6 +37,7 @@ class DaemonStatus:
     ready: tuple[int, ...]  # pids of the spares ready to take a run
     workers: tuple[int, ...]  # pids of every worker process (spares and running)
     starting: int = 0  # workers whose process is being spawned (no pid yet)
+    build: str = ""  # the installation it runs (``_trio_agent_launch.build_identity``)
 
 
 def _ask(directory: str, op: str) -> str | None:
@@ -62,8 +65,8 @@ def daemon_status(directory: str | None = None) -> DaemonStatus | None:
     reply = _ask(directory or daemon_directory(), "status")
     if reply is None or not reply.startswith("daemon "):
         return None
-    _, pid, ready, workers, starting = reply.split(" ")
-    return DaemonStatus(int(pid), _pids(ready), _pids(workers), int(starting))
+    _, pid, ready, workers, starting, *build = reply.split(" ")
+    return DaemonStatus(int(pid), _pids(ready), _pids(workers), int(starting), " ".join(build))
 
 
 def _pids(text: str) -> tuple[int, ...]:
@@ -88,6 +91,13 @@ def start_daemon() -> int:
     if directory is None:
         return 2
     running = daemon_status(directory)
+    if running is not None and running.build != build_identity():
+        # Started from another installation (an upgrade since): it would serve old code.
+        _say(f"replacing the daemon started from another installation of trio-agent (pid {running.pid})")
+        code = stop_daemon()
+        if code:
+            return code
+        running = daemon_status(directory)
     if running is not None:
         _say(f"a daemon is already running (pid {running.pid}, socket {socket_path(directory)})")
         return 0

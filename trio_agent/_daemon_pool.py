@@ -59,6 +59,7 @@ class RunRequest:
 
     @classmethod
     def parse(cls, fields: list[str]) -> RunRequest:
+        """A ``run`` request from its fields, its installation field taken out (checked by the daemon)."""
         cwd, index, count = fields[1], int(fields[2]), int(fields[3])
         argv = tuple(fields[4:4 + count])
         env = dict(entry.split("=", 1) for entry in fields[4 + count:] if "=" in entry)

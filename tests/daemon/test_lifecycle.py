@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _trio_agent_launch import daemon_directory, directory_problem, prompt_index
+from _trio_agent_launch import build_identity, daemon_directory, directory_problem, prompt_index
 
 from .._os_facts import pid_alive, wait_for_os_fact, wait_gone
 from ..cli._cli import COMMAND, open_cli, run_cli
@@ -257,8 +257,57 @@ def test_hostile_requests_on_the_socket_leave_the_daemon_serving(tmp_path: Path)
         for data in hostile:
             assert exchange(path, data) == b"", data[:20]
         # A run request that carries no descriptors is told to fall back, not run.
-        run = b"\0".join([b"run", str(tmp_path).encode(), b"1", b"2", b"--local", b"hi"])
+        fields = [str(tmp_path).encode(), b"1", b"2", b"--local", b"hi"]
+        run = b"\0".join([b"run", build_identity().encode(), *fields])
         reply = exchange(path, f"{len(run)}\n".encode() + run)
         assert reply.startswith(b"fallback ") and b"standard streams" in reply
+        # One from another installation (or without the field) is told the daemon is stale.
+        for build in (b"1/other", b"", str(tmp_path).encode()):
+            stale = b"\0".join([b"run", build, *fields])
+            reply = exchange(path, f"{len(stale)}\n".encode() + stale)
+            assert reply == f"fallback stale daemon: started from another installation (pid {daemon.pid})\n".encode()
         status = daemon.status()
         assert status is not None and status.pid == daemon.pid
+
+
+async def test_a_daemon_of_another_installation_is_not_used_and_serve_daemon_replaces_it(
+        directory: str, tmp_path: Path) -> None:
+    """An upgrade while a daemon runs: the daemon runs the old code. Simulated with a copy
+    of the package (another installation: its files have other inodes). Our client runs
+    in-process (same output as without a daemon) with one note, and our ``serve
+    --daemon`` stops that daemon and starts one of ours."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[2]
+    other = tmp_path / "other-install"
+    shutil.copytree(root / "trio_agent", other / "trio_agent", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(root / "_trio_agent_launch.py", other / "_trio_agent_launch.py")
+    env = daemon_env(directory)
+    started = await run_cli("serve", "--daemon", cwd=other, env={**env, "PYTHONPATH": str(other)})
+    assert started.returncode == 0, started.stdout + started.stderr
+    from trio_agent._daemon_command import daemon_status
+
+    old = daemon_status(directory)
+    assert old is not None and old.build and old.build != build_identity()
+    seen = {old.pid}
+    try:
+        run = await run_cli("run", "--local", "hello", cwd=tmp_path, env=env)
+        local = await run_cli("run", "--local", "hello", cwd=tmp_path)  # TRIO_AGENT_NO_DAEMON=1
+        assert run.returncode == local.returncode == 0
+        assert normalised(run.stdout) == normalised(local.stdout)
+        assert run.stderr.decode().startswith(
+            "trio-agent: not using the daemon: it was started from another installation of trio-agent")
+        status = daemon_status(directory)
+        assert status is not None and status.pid == old.pid and status.workers == ()  # no spare for us
+        replaced = await run_cli("serve", "--daemon", cwd=tmp_path, env=env)
+        assert replaced.returncode == 0, replaced.stderr.decode()
+        out = replaced.stdout.decode()
+        assert f"replacing the daemon started from another installation of trio-agent (pid {old.pid})" in out
+        assert "daemon started (pid " in out
+        await wait_gone([old.pid])
+        new = daemon_status(directory)
+        assert new is not None and new.pid != old.pid and new.build == build_identity()
+        seen.add(new.pid)
+    finally:
+        await run_cli("serve", "--stop", cwd=tmp_path, env=env)
+        await wait_gone(list(seen))
