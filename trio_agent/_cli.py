@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from . import __version__
-from ._cli_options import add_run_options, environment_epilog, run_settings
+from ._cli_options import add_connection_options, add_run_options, connection_settings, environment_epilog, run_settings
 from ._cli_signals import Interrupts, exit_on_signal, interrupted_only
 from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
 
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
-def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The command line's parser, and its ``run`` subparser (for the checks of ``_cli_options``)."""
+def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The command line's parser, and its ``run`` and ``serve`` subparsers (for the checks of ``_cli_options``)."""
     parser = argparse.ArgumentParser(prog="trio-agent", description="A Trio-native coding agent runtime.",
                                      epilog=environment_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"trio-agent {__version__}")
@@ -88,6 +88,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     serve.add_argument("--multi-agent", action="store_true",
                        help="give every thread the collaboration tools; their workers are child threads "
                             "(codex's multi-agent v2)")
+    add_connection_options(serve)
     lifecycle = serve.add_mutually_exclusive_group()
     lifecycle.add_argument("--daemon", action="store_true",
                            help="start the warm daemon in the background instead: `trio-agent run` then runs on "
@@ -98,7 +99,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         help="first-token latency per warmup path against a local scripted server (--help for options)",
     )
     add_replay_command(sub)
-    return parser, run
+    return parser, run, serve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,13 +118,16 @@ def _main(argv: list[str]) -> int:
         from ._bench import main as bench
 
         return bench(argv[1:])
-    parser, run_parser = _parsers()
+    parser, run_parser, serve_parser = _parsers()
     args = parser.parse_args(argv)
     if args.command == "replay":
         return run_replay(args)
     if args.command == "serve" and (args.daemon or args.stop):
         given = [flag for flag, value in (("--listen", args.listen), ("--home", args.home), ("--local", args.local),
-                                          ("--model", args.model), ("--workspace", args.workspace)) if value]
+                                          ("--model", args.model), ("--workspace", args.workspace),
+                                          ("--api-base", args.api_base), ("--websocket-url", args.websocket_url),
+                                          ("--transport", args.transport), ("--max-attempts", args.max_attempts))
+                 if value]
         if given:
             parser.error(f"{given[0]} configures the app server; the warm daemon takes each run's own options "
                          f"(drop {given[0]})")
@@ -133,7 +137,7 @@ def _main(argv: list[str]) -> int:
     if args.command == "serve":
         from ._serve._command import serve_main
 
-        return serve_main(args)
+        return serve_main(args, connection_settings(serve_parser, args, os.environ))
     settings = run_settings(run_parser, args, os.environ)
     # The CLI says it in one line, from the sandbox.unavailable event (_cli_output).
     warnings.filterwarnings("ignore", message="trio_agent: commands run without a sandbox", category=RuntimeWarning)

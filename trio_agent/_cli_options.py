@@ -24,7 +24,8 @@ import trio_agent as ta
 
 from ._record import Record
 
-__all__ = ["ENVIRONMENT", "RunSettings", "add_run_options", "environment_epilog", "run_settings"]
+__all__ = ["ENVIRONMENT", "Connection", "RunSettings", "add_connection_options", "add_run_options",
+           "connection_settings", "environment_epilog", "run_settings"]
 
 #: The variables ``trio-agent run`` reads, for ``--help``.
 ENVIRONMENT = (
@@ -111,10 +112,9 @@ def _directory(text: str) -> Path:
     return path
 
 
-def add_run_options(run: argparse.ArgumentParser) -> None:
-    """The connection, tool, sandbox and approval options of ``trio-agent run``."""
-    # One declaration per option, grouped as --help shows them: long, but flat.
-    model = run.add_argument_group("model connection (the real API; need OPENAI_API_KEY)")
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """The model connection options, shared by ``trio-agent run`` and ``trio-agent serve``."""
+    model = parser.add_argument_group("model connection (the real API; need OPENAI_API_KEY or a Codex login)")
     model.add_argument("--api-base", default=None, metavar="URL",
                        help="HTTPS base URL of the Responses API; the WebSocket URL is derived from it "
                             "(https://H/v1 -> wss://H/v1/responses) (default: $OPENAI_BASE_URL, "
@@ -127,6 +127,12 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                             "model call (default: $NANOCODEX_RESPONSES_TRANSPORT, else websocket)")
     model.add_argument("--max-attempts", type=_positive_int, default=None, metavar="N",
                        help="attempts per model call before the turn fails (default: 5)")
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """The connection, tool, sandbox and approval options of ``trio-agent run``."""
+    # One declaration per option, grouped as --help shows them: long, but flat.
+    add_connection_options(run)
     run.add_argument("--instructions", default=None, metavar="TEXT|@FILE",
                      help="replace the default instructions with TEXT, or with the contents of FILE")
     tools = run.add_argument_group("tools")
@@ -182,18 +188,43 @@ class RunSettings(Record):
         self.approval = approval
 
 
-def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                 environ: Mapping[str, str]) -> RunSettings:
-    """Check ``args`` (and the environment); ``parser.error`` (exit 2) on a bad value."""
+class Connection(Record):
+    """How a command reaches the model: the credential ``key`` (``OPENAI_API_KEY``, else
+    an existing Codex login's), ``local_reason`` (why the local scripted model answers;
+    None: the real API), ``credential_note`` (where the credential came from, when not
+    ``OPENAI_API_KEY``) and ``responses`` (``ta.Responses`` keyword arguments)."""
+
+    __slots__ = ("key", "local_reason", "credential_note", "responses")  # noqa: RUF023  # field order
+
+    def __init__(self, *, key: str | ta.ChatGptAuth, local_reason: str | None, credential_note: str | None,
+                 responses: dict[str, Any]) -> None:
+        self.key = key
+        self.local_reason = local_reason
+        self.credential_note = credential_note
+        self.responses = responses
+
+
+def connection_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                        environ: Mapping[str, str]) -> Connection:
+    """The options of :func:`add_connection_options` and ``--local``, with the
+    environment, checked; ``parser.error`` (exit 2) on a bad value."""
     key: str | ta.ChatGptAuth = environ.get("OPENAI_API_KEY", "").strip()
     local_reason = "--local given" if args.local else None if key else "no OPENAI_API_KEY set"
     credential_note = None
     if local_reason == "no OPENAI_API_KEY set":
         key, local_reason, credential_note = _codex_login(parser, environ)
+    return Connection(key=key, local_reason=local_reason, credential_note=credential_note,
+                      responses=_responses(parser, args, environ, local_reason))
+
+
+def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                 environ: Mapping[str, str]) -> RunSettings:
+    """Check ``args`` (and the environment); ``parser.error`` (exit 2) on a bad value."""
+    connection = connection_settings(parser, args, environ)
     try:
         return RunSettings(
-            key=key, local_reason=local_reason, credential_note=credential_note,
-            responses=_responses(parser, args, environ, local_reason),
+            key=connection.key, local_reason=connection.local_reason, credential_note=connection.credential_note,
+            responses=connection.responses,
             instructions=_instructions(parser, args.instructions), tools=_tools(parser, args),
             sandbox=_sandbox(parser, args), approval=_approval(parser, args),
         )

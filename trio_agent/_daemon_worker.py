@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     fd, *run_argv = sys.argv[1:] if argv is None else argv
     recorder = _Recorder()
     sys.stdout, sys.stderr = recorder.stream(1), recorder.stream(2)
-    parser, run_parser = _parsers()
+    parser, run_parser, _serve_parser = _parsers()
     try:
         args = parser.parse_args(run_argv)
         settings = run_settings(run_parser, args, os.environ)

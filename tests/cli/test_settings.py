@@ -17,7 +17,7 @@ KEY = {"OPENAI_API_KEY": "sk-dummy"}
 
 
 def settings(*args: str, environ: dict[str, str] | None = None) -> RunSettings:
-    parser, run = _parsers()
+    parser, run, _serve = _parsers()
     return run_settings(run, parser.parse_args(["run", *args, "hi"]), KEY if environ is None else environ)
 
 
@@ -59,7 +59,7 @@ def test_the_websocket_url_is_derived_from_the_api_base_by_the_config() -> None:
 
 
 def test_mcp_options_are_kept_in_order_with_their_args() -> None:
-    parser, _ = _parsers()
+    parser, _run, _serve = _parsers()
     args = parser.parse_args(["run", "--mcp-stdio", "git=uvx 'mcp server git'", "--mcp", "docs=https://d.example/mcp",
                               "--mcp-arg=--repo=.", "--mcp-stdio", "fs=fs-server", "hi"])
     assert args.mcp == [McpEntry("stdio", "git", "uvx", ("mcp server git", "--repo=.")),

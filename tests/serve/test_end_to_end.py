@@ -26,7 +26,7 @@ import trio_agent as ta
 from trio_agent._local_model import serve_local_model
 from trio_agent._serve import open_app_server, serve_websocket
 from trio_agent._tools._sandbox import resolve_sandbox
-from trio_agent.testing import AppServerClient, AppServerError, LineChannel, WebSocketChannel
+from trio_agent.testing import AppServerClient, AppServerError, FakeResponsesServer, LineChannel, WebSocketChannel
 
 from .._os_facts import pid_alive, processes_in, wait_gone, wait_no_processes_in
 from ._harness import text_input
@@ -226,3 +226,64 @@ async def test_websocket_approvals_end_to_end(tmp_path: Path) -> None:
                     assert done["turn"]["status"] == "completed"
     assert (workspace / "kept.txt").exists() and not (workspace / "refused.txt").exists()
     assert processes_in(workspace) == []
+
+
+async def test_serve_signs_in_and_connects_as_run_does(server: FakeResponsesServer, tmp_path: Path) -> None:
+    """No ``OPENAI_API_KEY``: ``serve`` signs in with the Codex login (as ``run`` does,
+    never the local model when a login exists), says so on stderr, and takes ``run``'s
+    endpoint options (here ``--transport https --api-base``): the thread's model call
+    reaches our server with the login's key."""
+    import json
+
+    codex, home = tmp_path / "codex", tmp_path / "home"
+    codex.mkdir()
+    (codex / "auth.json").write_text(json.dumps({"auth_mode": "apikey", "OPENAI_API_KEY": "sk-from-codex"}))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CODEX_HOME": str(codex)}
+    env.pop("OPENAI_API_KEY", None)
+    command = [sys.executable, "-m", "trio_agent", "serve", "--home", str(home), "--transport", "https",
+               "--api-base", server.http_base_url]
+    heads: list[dict[str, str]] = []
+
+    async def model() -> None:
+        request = await server.accept_http()
+        heads.append(request.headers)
+        await request.send_final("resp-1", "hello from the real endpoint")
+
+    with (tmp_path / "stderr").open("wb") as stderr:
+        process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                   stderr=stderr, cwd=tmp_path, env=env)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        client = AppServerClient(LineChannel(trio.StapledStream(process.stdin, process.stdout)),
+                                 validate=validate_server_message)
+        with trio.fail_after(STEP):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(model)
+                await client.initialize(name="login-client")
+                thread_id = (await client.request("thread/start", {"cwd": str(tmp_path)}))["thread"]["id"]
+                turn = await client.request("turn/start", {"threadId": thread_id, "input": text_input("hi")})
+                done = await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == turn["turn"]["id"])
+            assert done["turn"]["status"] == "completed"
+            assert done["turn"]["items"][0]["text"] == "hello from the real endpoint"
+            await process.stdin.aclose()
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert heads[0]["authorization"] == "Bearer sk-from-codex"
+    said = (tmp_path / "stderr").read_text()
+    assert f"signed in with the Codex login at {codex}/auth.json (an API key)" in said
+    assert "local scripted model" not in said
+
+
+async def test_serve_refuses_endpoint_options_without_a_credential(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CODEX_HOME": str(tmp_path / "no-codex")}
+    env.pop("OPENAI_API_KEY", None)
+    with trio.fail_after(STEP):
+        done = await trio.run_process([sys.executable, "-m", "trio_agent", "serve", "--api-base", "http://x/v1"],
+                                      stdin=b"", capture_stdout=True, capture_stderr=True, cwd=tmp_path, env=env,
+                                      check=False)
+    assert done.returncode == 2
+    assert "--api-base talks to a real Responses API, which needs a credential" in done.stderr.decode()
+    assert done.stdout == b""

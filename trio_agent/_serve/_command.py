@@ -1,6 +1,7 @@
 """``trio-agent serve``: the app server with the model configured as ``trio-agent run``
-does (an API key from ``OPENAI_API_KEY``, else the built-in local scripted model,
-labelled on stderr), on stdio or on a WebSocket listener."""
+does (``_cli_options.connection_settings``: an API key from ``OPENAI_API_KEY``, else an
+existing Codex login, else the built-in local scripted model, labelled on stderr; the
+same endpoint options and environment), on stdio or on a WebSocket listener."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from .._cli_options import Connection
 from .._cli_signals import exit_now
 from ._server import AppServer, open_app_server
 from ._transports import serve_stdio, serve_websocket
@@ -39,7 +41,7 @@ def _say(message: str) -> None:
     print(f"trio-agent serve: {message}", file=sys.stderr, flush=True)
 
 
-def serve_main(args: argparse.Namespace) -> int:
+def serve_main(args: argparse.Namespace, connection: Connection) -> int:
     try:
         listen = parse_listen(args.listen) if args.listen else None
     except ValueError as exc:
@@ -50,27 +52,27 @@ def serve_main(args: argparse.Namespace) -> int:
         return 2
     if listen is None:
         sys.stdout = sys.stderr  # stdout carries the protocol: nothing else may print there
-    return trio.run(_serve, args, listen)
+    return trio.run(_serve, args, connection, listen)
 
 
-async def _serve(args: argparse.Namespace, listen: tuple[str, int] | None) -> int:
+async def _serve(args: argparse.Namespace, connection: Connection, listen: tuple[str, int] | None) -> int:
     import trio_agent as ta
 
-    key = os.environ.get("OPENAI_API_KEY", "").strip()
-    local = args.local or not key
     home = Path(args.home or os.environ.get("TRIO_AGENT_HOME") or Path.home() / ".trio-agent")
     async with trio.open_nursery() as nursery:
-        responses, provider = ta.Responses(), "openai"
-        if local:
+        responses, provider = dict(connection.responses), "openai"
+        if connection.credential_note is not None:
+            _say(connection.credential_note)
+        if connection.local_reason is not None:
             from .._local_model import serve_local_model
 
-            reason = "--local given" if args.local else "no OPENAI_API_KEY set"
-            _say(f"{reason}; using the built-in local scripted model (not a real model)")
+            _say(f"{connection.local_reason}; using the built-in local scripted model (not a real model)")
             model_server = await nursery.start(serve_local_model)
-            responses, provider = ta.Responses(websocket_url=model_server.url), "trio-agent-local"
+            responses["websocket_url"], provider = model_server.url, "trio-agent-local"
         try:
-            config = ta.AgentConfig(auth=key or "local-key", workspace=args.workspace or Path.cwd(),
-                                    responses=responses, **({"model": args.model} if args.model else {}))
+            config = ta.AgentConfig(auth=connection.key or "local-key", workspace=args.workspace or Path.cwd(),
+                                    responses=ta.Responses(**responses),
+                                    **({"model": args.model} if args.model else {}))
         except ta.ConfigError as exc:
             _say(str(exc))
             nursery.cancel_scope.cancel()
