@@ -215,14 +215,19 @@ def _bool_or_none(raw: dict[str, Any], key: str) -> bool | None:
     raise _wrong(key, "a boolean or null", value)
 
 
-def _object(raw: dict[str, Any], key: str) -> dict[str, Any]:
-    """A required object field, as a new dict (its values are shared)."""
+def _nested(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    """A required object field, as it is (a nested response, read for a few fields)."""
     if key not in raw:
         raise ValueError(f"{key!r} is missing")
     value = raw[key]
     if isinstance(value, dict):
-        return dict(value)
+        return value
     raise _wrong(key, "an object", value)
+
+
+def _object(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    """A required object field, as a new dict (what it holds is shared)."""
+    return dict(_nested(raw, key))
 
 
 def _object_or_none(raw: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -249,16 +254,6 @@ def _objects_or_none(raw: dict[str, Any], key: str) -> list[dict[str, Any]] | No
         # an empty list. Still accepted, so that no frame it took fails a turn now.
         return []
     raise _wrong(key, "a list of objects or null", value)
-
-
-def _nested(raw: dict[str, Any], key: str) -> dict[str, Any]:
-    """A required nested object, read in place (only some of its fields are taken)."""
-    if key not in raw:
-        raise ValueError(f"{key!r} is missing")
-    value = raw[key]
-    if isinstance(value, dict):
-        return value
-    raise _wrong(key, "an object", value)
 
 
 # -- one reader a frame type -----------------------------------------------------------
