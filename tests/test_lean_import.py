@@ -107,3 +107,16 @@ def test_the_https_transport_does_not_load_the_websocket_one(tmp_path: Path) -> 
     modules = _modules_after("import trio_agent._transport.https\n", tmp_path)
     assert "httpx" in modules
     assert _loaded(modules, ("trio_websocket", "wsproto", "trio_agent._transport.websocket")) == []
+
+
+def test_cattrs_waits_for_a_snapshot_to_read(tmp_path: Path) -> None:
+    # frames are read by hand (trio_agent._wire.frames); the converter is built for
+    # SessionSnapshot.from_json alone
+    run = ("import runpy, sys\nsys.argv = ['trio-agent', 'run', '--local', 'hello']\ntry:\n"
+           "    runpy.run_module('trio_agent', run_name='__main__')\nexcept SystemExit as exc:\n"
+           "    assert exc.code == 0, exc.code\n")
+    for code in ("import trio_agent\n", run):
+        assert _loaded(_modules_after(code, tmp_path), ("cattrs", "trio_agent._json")) == []
+    load = ("from trio_agent import SessionSnapshot\ntry:\n    SessionSnapshot.from_json('{}')\n"
+            "except ValueError:\n    pass\n")
+    assert "cattrs" in _modules_after(load, tmp_path)

@@ -1,13 +1,15 @@
 """The single cattrs converter of trio_agent.
 
-Frames, events and snapshots are attrs values; this converter is the one place that
-turns them into JSON-able data and back. Extra keys are tolerated so the server can
-add fields without breaking us; unknown frame *types* are handled by
-``_wire.frames.parse_frame`` (kept as ``UnknownFrame``, never fatal).
+It structures what is read back from JSON into attrs values: today a session snapshot
+(``SessionSnapshot.from_json``). It is built when this module is first imported, and
+nothing on the way to starting or running an agent imports it -- server frames are read
+by hand (``_wire.frames``), events and snapshots are written by hand -- so neither
+cattrs nor the converter cost ``import trio_agent`` anything
+(``tests/test_lean_import.py`` holds that). Extra keys are tolerated.
 
 Scalars are structured strictly: cattrs would otherwise coerce ``null`` into the
-string ``"None"`` or ``"false"`` into ``True``; a frame with a wrongly typed field is
-a protocol error, not a value to guess at.
+string ``"None"`` or ``"false"`` into ``True``; a wrongly typed field is an error, not
+a value to guess at.
 """
 
 from __future__ import annotations

@@ -36,12 +36,14 @@ _USAGE_CODES = {"insufficient_quota", "usage_limit_reached", "usage_not_included
 MAX_RETRY_DELAY = 60.0
 # A hint given as text: a plain decimal number of seconds (HTTP's delay-seconds, with the
 # fractions and exponents servers put in JSON strings), of reasonable length.
-_DECIMAL_SECONDS = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# Both patterns are compiled on first use (by ``re``'s cache), not at import: they serve
+# failures only.
+_DECIMAL_SECONDS = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _MAX_HINT_CHARS = 32
 # A delay stated in prose, as codex reads it from a ``rate_limit_exceeded`` message
 # (``(?i)try again in\s*(\d+(?:\.\d+)?)\s*(s|ms|seconds?)``), with ASCII digits only.
 # The alternation is tried in order, so "250ms" is milliseconds and "2 seconds" seconds.
-_MESSAGE_DELAY = re.compile(r"try again in\s*([0-9]+(?:\.[0-9]+)?)\s*(s|ms|seconds?)", re.IGNORECASE)
+_MESSAGE_DELAY = r"try again in\s*([0-9]+(?:\.[0-9]+)?)\s*(s|ms|seconds?)"
 _SERVER_CODES = {
     "server_is_overloaded",
     "slow_down",
@@ -117,7 +119,7 @@ def retry_after_seconds(value: object) -> float | None:
     """
     if isinstance(value, str):
         text = value.strip()
-        if len(text) > _MAX_HINT_CHARS or _DECIMAL_SECONDS.fullmatch(text) is None:
+        if len(text) > _MAX_HINT_CHARS or re.fullmatch(_DECIMAL_SECONDS, text) is None:
             return None
         value = float(text)  # "1e400" is inf, capped below
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -137,7 +139,7 @@ def message_retry_after(message: str | None) -> float | None:
     Never raises."""
     if not isinstance(message, str):
         return None
-    match = _MESSAGE_DELAY.search(message)
+    match = re.search(_MESSAGE_DELAY, message, re.IGNORECASE)
     if match is None or len(match.group(1)) > _MAX_HINT_CHARS:  # as for a textual retry_after
         return None
     amount = float(match.group(1))  # ASCII digits and one dot: always parses, always finite

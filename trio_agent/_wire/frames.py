@@ -1,20 +1,26 @@
-"""Server frames as attrs values, parsed through the one cattrs converter.
+"""Server frames as plain values, checked field by field by hand.
 
 ``parse_frame`` takes the decoded JSON object of one WebSocket message (or SSE
 ``data:``) and returns a frame value; unknown ``type``s become ``UnknownFrame`` and
 are skipped by the state machine, so new server events never break a turn.
+
+A known frame is read strictly: a field of the wrong type (``null`` for a string,
+``"false"`` or ``0`` for a bool, ``1.0`` or ``true`` for an int, a list where an
+object belongs) or a missing required field is a ``ProtocolError``, never a value to
+guess at. Extra keys are ignored, so the server can add fields. These are the rules
+the cattrs converter applied when it structured frames (``tests/wire/test_frame_corpus.py``
+holds them case by case); reading the few fields by hand costs a fraction of its
+dispatch, and neither attrs nor cattrs is needed to run a turn.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-import attrs
-import cattrs
-
 from .._errors import ProtocolError
-from .._json import converter
+from .._record import Record
 
 __all__ = [
     "CompletedResponse",
@@ -37,79 +43,123 @@ __all__ = [
 ]
 
 
-@attrs.frozen
-class ResponseRef:
-    id: str | None = None
+class ResponseRef(Record):
+    __slots__ = ("id",)
+    __match_args__ = ("id",)
+
+    def __init__(self, id: str | None = None) -> None:
+        self.id = id
 
 
-@attrs.frozen
-class ResponseCreated:
-    response: ResponseRef = ResponseRef()
+_NO_RESPONSE = ResponseRef()
 
 
-@attrs.frozen
-class OutputItemAdded:
-    item: dict[str, Any]
-    output_index: int = 0
+class ResponseCreated(Record):
+    __slots__ = ("response",)
+    __match_args__ = ("response",)
+
+    def __init__(self, response: ResponseRef = _NO_RESPONSE) -> None:
+        self.response = response
 
 
-@attrs.frozen
-class OutputTextDelta:
-    delta: str = ""
-    output_index: int = 0
-    content_index: int = 0
-    item_id: str | None = None
+class OutputItemAdded(Record):
+    __slots__ = ("item", "output_index")
+    __match_args__ = ("item", "output_index")
+
+    def __init__(self, item: dict[str, Any], output_index: int = 0) -> None:
+        self.item = item
+        self.output_index = output_index
 
 
-@attrs.frozen
-class ReasoningSummaryDelta:
-    delta: str = ""
+class OutputTextDelta(Record):
+    __slots__ = ("delta", "output_index", "content_index", "item_id")  # noqa: RUF023  # field order
+    __match_args__ = ("delta", "output_index", "content_index", "item_id")
+
+    def __init__(self, delta: str = "", output_index: int = 0, content_index: int = 0,
+                 item_id: str | None = None) -> None:
+        self.delta = delta
+        self.output_index = output_index
+        self.content_index = content_index
+        self.item_id = item_id
 
 
-@attrs.frozen
-class OutputItemDone:
-    item: dict[str, Any]
-    output_index: int = 0
+class ReasoningSummaryDelta(Record):
+    __slots__ = ("delta",)
+    __match_args__ = ("delta",)
+
+    def __init__(self, delta: str = "") -> None:
+        self.delta = delta
 
 
-@attrs.frozen
-class CompletedResponse:
-    id: str | None = None
-    status: str | None = None
-    end_turn: bool | None = None
-    output: list[dict[str, Any]] | None = None
-    usage: dict[str, Any] | None = None
+class OutputItemDone(Record):
+    __slots__ = ("item", "output_index")
+    __match_args__ = ("item", "output_index")
+
+    def __init__(self, item: dict[str, Any], output_index: int = 0) -> None:
+        self.item = item
+        self.output_index = output_index
 
 
-@attrs.frozen
-class ResponseCompleted:
-    response: CompletedResponse
+class CompletedResponse(Record):
+    __slots__ = ("id", "status", "end_turn", "output", "usage")  # noqa: RUF023  # field order
+    __match_args__ = ("id", "status", "end_turn", "output", "usage")
+
+    def __init__(self, id: str | None = None, status: str | None = None, end_turn: bool | None = None,
+                 output: list[dict[str, Any]] | None = None, usage: dict[str, Any] | None = None) -> None:
+        self.id = id
+        self.status = status
+        self.end_turn = end_turn
+        self.output = output
+        self.usage = usage
 
 
-@attrs.frozen
-class ResponseFailed:
-    raw: dict[str, Any]
+class ResponseCompleted(Record):
+    __slots__ = ("response",)
+    __match_args__ = ("response",)
+
+    def __init__(self, response: CompletedResponse) -> None:
+        self.response = response
 
 
-@attrs.frozen
-class ResponseIncomplete:
-    raw: dict[str, Any]
+class ResponseFailed(Record):
+    __slots__ = ("raw",)
+    __match_args__ = ("raw",)
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
 
 
-@attrs.frozen
-class ErrorFrame:
-    raw: dict[str, Any]
+class ResponseIncomplete(Record):
+    __slots__ = ("raw",)
+    __match_args__ = ("raw",)
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
 
 
-@attrs.frozen
-class ResponseMetadata:
-    headers: dict[str, Any] = attrs.field(factory=dict)
+class ErrorFrame(Record):
+    __slots__ = ("raw",)
+    __match_args__ = ("raw",)
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
 
 
-@attrs.frozen
-class UnknownFrame:
-    type: str
-    raw: dict[str, Any]
+class ResponseMetadata(Record):
+    __slots__ = ("headers",)
+    __match_args__ = ("headers",)
+
+    def __init__(self, headers: dict[str, Any] | None = None) -> None:
+        self.headers: dict[str, Any] = {} if headers is None else headers
+
+
+class UnknownFrame(Record):
+    __slots__ = ("type", "raw")  # noqa: RUF023  # field order
+    __match_args__ = ("type", "raw")
+
+    def __init__(self, type: str, raw: dict[str, Any]) -> None:
+        self.type = type
+        self.raw = raw
 
 
 Frame = (
@@ -126,20 +176,146 @@ Frame = (
     | UnknownFrame
 )
 
-# Frames structured from their fields by the converter.
-_STRUCTURED: dict[str, type] = {
-    "response.created": ResponseCreated,
-    "response.in_progress": ResponseCreated,
-    "response.output_item.added": OutputItemAdded,
-    "response.output_text.delta": OutputTextDelta,
-    "response.reasoning_summary_text.delta": ReasoningSummaryDelta,
-    "response.reasoning_summary.delta": ReasoningSummaryDelta,
-    "response.output_item.done": OutputItemDone,
-    "response.completed": ResponseCompleted,
-    "response.metadata": ResponseMetadata,
+
+# -- reading fields --------------------------------------------------------------------
+# Each reader takes the frame (or its nested object) and a key, and returns the value
+# or raises ``ValueError`` naming the field. A key that is absent takes the field's
+# default; a ``null`` is a value like any other (allowed only where the field is optional).
+
+
+def _wrong(key: str, expected: str, value: object) -> ValueError:
+    return ValueError(f"{key!r}: expected {expected}, got {type(value).__name__}")
+
+
+def _str(raw: dict[str, Any], key: str) -> str:
+    value = raw.get(key, "")
+    if type(value) is str:
+        return value
+    raise _wrong(key, "a string", value)
+
+
+def _int(raw: dict[str, Any], key: str) -> int:
+    value = raw.get(key, 0)
+    if type(value) is int:  # a bool is not an int here, nor is 1.0
+        return value
+    raise _wrong(key, "an integer", value)
+
+
+def _str_or_none(raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is None or type(value) is str:
+        return value
+    raise _wrong(key, "a string or null", value)
+
+
+def _bool_or_none(raw: dict[str, Any], key: str) -> bool | None:
+    value = raw.get(key)
+    if value is None or type(value) is bool:
+        return value
+    raise _wrong(key, "a boolean or null", value)
+
+
+def _nested(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    """A required object field, as it is (a nested response, read for a few fields)."""
+    if key not in raw:
+        raise ValueError(f"{key!r} is missing")
+    value = raw[key]
+    if isinstance(value, dict):
+        return value
+    raise _wrong(key, "an object", value)
+
+
+def _object(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    """A required object field, as a new dict (what it holds is shared)."""
+    return dict(_nested(raw, key))
+
+
+def _object_or_none(raw: dict[str, Any], key: str) -> dict[str, Any] | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return dict(value)
+    raise _wrong(key, "an object or null", value)
+
+
+def _objects_or_none(raw: dict[str, Any], key: str) -> list[dict[str, Any]] | None:
+    """A list of objects (a new list of new dicts), or None."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    if type(value) is list:
+        for element in value:
+            if not isinstance(element, dict):
+                raise _wrong(f"{key}[]", "an object", element)
+        return [dict(element) for element in value]
+    if value == "" or value == {}:
+        # The converter iterated whatever it was given: an empty string or object made
+        # an empty list. Still accepted, so that no frame it took fails a turn now.
+        return []
+    raise _wrong(key, "a list of objects or null", value)
+
+
+# -- one reader a frame type -----------------------------------------------------------
+
+
+def _created(raw: dict[str, Any]) -> ResponseCreated:
+    if "response" not in raw:
+        return ResponseCreated()
+    return ResponseCreated(ResponseRef(_str_or_none(_nested(raw, "response"), "id")))
+
+
+def _item_added(raw: dict[str, Any]) -> OutputItemAdded:
+    return OutputItemAdded(_object(raw, "item"), _int(raw, "output_index"))
+
+
+def _text_delta(raw: dict[str, Any]) -> OutputTextDelta:
+    return OutputTextDelta(
+        _str(raw, "delta"), _int(raw, "output_index"), _int(raw, "content_index"), _str_or_none(raw, "item_id")
+    )
+
+
+def _reasoning_delta(raw: dict[str, Any]) -> ReasoningSummaryDelta:
+    return ReasoningSummaryDelta(_str(raw, "delta"))
+
+
+def _item_done(raw: dict[str, Any]) -> OutputItemDone:
+    return OutputItemDone(_object(raw, "item"), _int(raw, "output_index"))
+
+
+def _completed(raw: dict[str, Any]) -> ResponseCompleted:
+    response = _nested(raw, "response")
+    return ResponseCompleted(
+        CompletedResponse(
+            _str_or_none(response, "id"),
+            _str_or_none(response, "status"),
+            _bool_or_none(response, "end_turn"),
+            _objects_or_none(response, "output"),
+            _object_or_none(response, "usage"),
+        )
+    )
+
+
+def _metadata(raw: dict[str, Any]) -> ResponseMetadata:
+    if "headers" not in raw:
+        return ResponseMetadata()
+    return ResponseMetadata(_object(raw, "headers"))
+
+
+# Frames read field by field.
+_READERS: dict[str, Callable[[dict[str, Any]], Frame]] = {
+    "response.created": _created,
+    "response.in_progress": _created,
+    "response.output_item.added": _item_added,
+    "response.output_text.delta": _text_delta,
+    "response.reasoning_summary_text.delta": _reasoning_delta,
+    "response.reasoning_summary.delta": _reasoning_delta,
+    "response.output_item.done": _item_done,
+    "response.completed": _completed,
+    "response.metadata": _metadata,
 }
 # Frames kept whole: their meaning is in nested, loosely specified fields.
-_RAW: dict[str, type] = {
+_RAW: dict[str, Callable[[dict[str, Any]], Frame]] = {
     "response.failed": ResponseFailed,
     "response.incomplete": ResponseIncomplete,
     "error": ErrorFrame,
@@ -153,18 +329,17 @@ def parse_frame(raw: dict[str, Any]) -> Frame:
         raise ProtocolError(
             f"Responses frame without a string 'type': {_excerpt(raw)}", event=raw
         )
-    cls = _STRUCTURED.get(kind)
-    if cls is not None:
+    reader = _READERS.get(kind)
+    if reader is not None:
         try:
-            frame: Frame = converter.structure(raw, cls)
-            return frame
-        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+            return reader(raw)
+        except ValueError as exc:
             raise ProtocolError(
                 f"malformed {kind!r} frame: {_excerpt(raw)}", event=raw
             ) from exc
-    raw_cls = _RAW.get(kind)
-    if raw_cls is not None:
-        return raw_cls(raw)  # type: ignore[no-any-return]
+    keep = _RAW.get(kind)
+    if keep is not None:
+        return keep(raw)
     return UnknownFrame(kind, raw)
 
 
@@ -173,7 +348,7 @@ TEXT_DELTA = "response.output_text.delta"
 
 def text_delta_fields(raw: dict[str, Any]) -> tuple[str, int, str | None] | None:
     """``delta``, ``output_index`` and ``item_id`` of a well-formed text delta frame,
-    read without the converter (most frames of an answer are deltas); None when a field
+    read without building a frame (most frames of an answer are deltas); None when a field
     has a type ``parse_frame`` would refuse, so that frame takes the general path and
     fails there with the same ``ProtocolError``. The defaults are ``OutputTextDelta``'s."""
     delta = raw.get("delta", "")

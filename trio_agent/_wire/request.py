@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import attrs
+from .._record import Record
 
 __all__ = [
     "RequestSettings",
@@ -30,16 +30,20 @@ TURN_STATE_KEY = "x-codex-turn-state"
 LITE_KEY = "ws_request_header_x_openai_internal_codex_responses_lite"
 
 
-@attrs.frozen
-class RequestSettings:
+class RequestSettings(Record):
     """The per-request policy captured for a turn (or the warmup)."""
 
-    model: str
-    effort: str
-    fast_mode: bool
-    store: bool
-    prompt_cache_key: str
-    session_id: str
+    __slots__ = ("model", "effort", "fast_mode", "store", "prompt_cache_key", "session_id")  # noqa: RUF023  # field order
+    __match_args__ = ("model", "effort", "fast_mode", "store", "prompt_cache_key", "session_id")
+
+    def __init__(self, model: str, effort: str, fast_mode: bool, store: bool, prompt_cache_key: str,
+                 session_id: str) -> None:
+        self.model = model
+        self.effort = effort
+        self.fast_mode = fast_mode
+        self.store = store
+        self.prompt_cache_key = prompt_cache_key
+        self.session_id = session_id
 
 
 def is_prefixed_id(value: Any) -> bool:

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import re
 
-import attrs
-
 from .._errors import ProtocolError
+from .._record import Record
 
 __all__ = ["MAX_EVENT_BYTES", "MAX_LINE_BYTES", "SseDecoder", "SseStatistics"]
 
@@ -47,8 +46,7 @@ _BOM = b"\xef\xbb\xbf"
 _DONE = "[DONE]"
 
 
-@attrs.frozen
-class SseStatistics:
+class SseStatistics(Record):
     """A snapshot of an ``SseDecoder``'s buffers and work.
 
     ``buffered_bytes``: bytes of the unfinished line held. ``event_bytes``: data bytes of
@@ -56,9 +54,13 @@ class SseStatistics:
     terminators, in total (each byte fed is examined once: at most the bytes fed).
     """
 
-    buffered_bytes: int
-    event_bytes: int
-    scanned_bytes: int
+    __slots__ = ("buffered_bytes", "event_bytes", "scanned_bytes")
+    __match_args__ = ("buffered_bytes", "event_bytes", "scanned_bytes")
+
+    def __init__(self, buffered_bytes: int, event_bytes: int, scanned_bytes: int) -> None:
+        self.buffered_bytes = buffered_bytes
+        self.event_bytes = event_bytes
+        self.scanned_bytes = scanned_bytes
 
 
 class SseDecoder:

@@ -30,9 +30,8 @@ import enum
 from collections.abc import Callable, Collection
 from typing import Any
 
-import attrs
-
 from .._errors import ProtocolError, ResponsesError
+from .._record import Record
 from .failures import failure_from_frame
 from .frames import (
     ErrorFrame,
@@ -91,51 +90,85 @@ class Phase(enum.Enum):
     FAILED = "failed"
 
 
-@attrs.frozen
-class ResponseStarted:
-    response_id: str
+class ResponseStarted(Record):
+    __slots__ = ("response_id",)
+    __match_args__ = ("response_id",)
+
+    def __init__(self, response_id: str) -> None:
+        self.response_id = response_id
 
 
-@attrs.frozen
-class TextDelta:
-    text: str
-    item_id: str | None
-    phase: str | None
+class TextDelta(Record):
+    __slots__ = ("text", "item_id", "phase")  # noqa: RUF023  # field order
+    __match_args__ = ("text", "item_id", "phase")
+
+    def __init__(self, text: str, item_id: str | None, phase: str | None) -> None:
+        self.text = text
+        self.item_id = item_id
+        self.phase = phase
 
 
-@attrs.frozen
-class ReasoningDelta:
-    text: str
+class ReasoningDelta(Record):
+    __slots__ = ("text",)
+    __match_args__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
-@attrs.frozen
-class AssistantMessageDone:
-    text: str
-    item_id: str | None
-    phase: str | None
+class AssistantMessageDone(Record):
+    __slots__ = ("text", "item_id", "phase")  # noqa: RUF023  # field order
+    __match_args__ = ("text", "item_id", "phase")
+
+    def __init__(self, text: str, item_id: str | None, phase: str | None) -> None:
+        self.text = text
+        self.item_id = item_id
+        self.phase = phase
 
 
-@attrs.frozen
-class TurnStateSeen:
-    value: str
+class TurnStateSeen(Record):
+    __slots__ = ("value",)
+    __match_args__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
 
 
-@attrs.frozen
-class ResponseOutcome:
-    """A completed response: what the turn planner and history need."""
+class ResponseOutcome(Record):
+    """A completed response: what the turn planner and history need.
 
-    response_id: str
-    status: str
-    end_turn: bool | None
-    output: tuple[dict[str, Any], ...]
-    usage_raw: dict[str, Any] | None
-    usage: TokenUsage
-    # False when the response never reached a terminal frame (an interrupt the server
-    # did not answer in time): its received items are history, but nothing chains on it.
-    chained: bool = True
-    # False when the connection may still carry frames of this response (no terminal
-    # frame was read): the socket must not be reused.
-    clean_end: bool = True
+    ``chained`` is False when the response never reached a terminal frame (an interrupt
+    the server did not answer in time): its received items are history, but nothing
+    chains on it. ``clean_end`` is False when the connection may still carry frames of
+    this response (no terminal frame was read): the socket must not be reused.
+    """
+
+    __slots__ = (  # noqa: RUF023  # field order
+        "response_id", "status", "end_turn", "output", "usage_raw", "usage", "chained", "clean_end"
+    )
+    __match_args__ = (
+        "response_id", "status", "end_turn", "output", "usage_raw", "usage", "chained", "clean_end"
+    )
+
+    def __init__(
+        self,
+        response_id: str,
+        status: str,
+        end_turn: bool | None,
+        output: tuple[dict[str, Any], ...],
+        usage_raw: dict[str, Any] | None,
+        usage: TokenUsage,
+        chained: bool = True,
+        clean_end: bool = True,
+    ) -> None:
+        self.response_id = response_id
+        self.status = status
+        self.end_turn = end_turn
+        self.output = output
+        self.usage_raw = usage_raw
+        self.usage = usage
+        self.chained = chained
+        self.clean_end = clean_end
 
     @property
     def tool_calls(self) -> tuple[dict[str, Any], ...]:
@@ -154,19 +187,25 @@ class ResponseOutcome:
         return None
 
 
-@attrs.frozen
-class ForeignFrame:
+class ForeignFrame(Record):
     """A frame of another response (a duplicate ``response.completed``, a late reply to
     an earlier request): reported, never taken as this response's answer."""
 
-    frame_type: str
-    response_id: str
-    live_response_id: str | None
+    __slots__ = ("frame_type", "response_id", "live_response_id")  # noqa: RUF023  # field order
+    __match_args__ = ("frame_type", "response_id", "live_response_id")
+
+    def __init__(self, frame_type: str, response_id: str, live_response_id: str | None) -> None:
+        self.frame_type = frame_type
+        self.response_id = response_id
+        self.live_response_id = live_response_id
 
 
-@attrs.frozen
-class ResponseFinished:
-    outcome: ResponseOutcome
+class ResponseFinished(Record):
+    __slots__ = ("outcome",)
+    __match_args__ = ("outcome",)
+
+    def __init__(self, outcome: ResponseOutcome) -> None:
+        self.outcome = outcome
 
 
 StreamEvent = (
