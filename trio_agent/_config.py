@@ -370,13 +370,17 @@ class AgentConfig:
             )
 
     def _check_resume(self) -> None:
-        from ._rollout import RolloutConfig
-        from ._session.snapshot import SessionSnapshot, check_snapshot
+        # Imported only when set: a config without them must not load the rollout module
+        # (``import trio_agent`` leaves it to the first ``RolloutConfig``).
+        if self.rollout is not None:
+            from ._rollout import RolloutConfig
 
-        if self.rollout is not None and not isinstance(self.rollout, RolloutConfig):
-            raise ConfigError(f"rollout must be a ta.RolloutConfig, got {type(self.rollout).__name__}")
+            if not isinstance(self.rollout, RolloutConfig):
+                raise ConfigError(f"rollout must be a ta.RolloutConfig, got {type(self.rollout).__name__}")
         if self.resume is None:
             return
+        from ._session.snapshot import SessionSnapshot, check_snapshot
+
         if not isinstance(self.resume, SessionSnapshot):
             raise ConfigError(
                 "resume must be a ta.SessionSnapshot (see SessionSnapshot.from_json), "

@@ -73,6 +73,9 @@ class SessionSnapshot:
 
         from .._json import converter
 
+        # cattrs reads the fields' types: resolved here, in this module (the class reports
+        # ``trio_agent`` as its module, where the names are not all bound); once per class.
+        attrs.resolve_types(cls, globalns=globals())
         try:
             raw = json.loads(data) if isinstance(data, str | bytes) else data
             snapshot: SessionSnapshot = converter.structure(raw, cls)
