@@ -35,8 +35,10 @@ PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio
 TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocket", "trio_agent._local_model")
 # Loaded by the first read of one of their public names (``trio_agent.__getattr__``):
 # nothing an agent opens or runs needs the thread manager, durable rollouts or the
-# payload declarations (``_event_payloads._shared``, the JSON type, is all it uses).
-ON_FIRST_READ = ("trio_agent._threads", "trio_agent._rollout", "trio_agent._event_payloads._catalog",
+# payload declarations (``_event_payloads._shared``, the JSON type, is all it uses);
+# MCP server configuration waits for the first ``McpServer`` (``Tools.with_mcp``).
+ON_FIRST_READ = ("trio_agent._threads", "trio_agent._rollout", "trio_agent._tools._mcp_config",
+                 "trio_agent._event_payloads._catalog",
                  "trio_agent._event_payloads._access", "trio_agent._event_payloads._approval",
                  "trio_agent._event_payloads._model", "trio_agent._event_payloads._run",
                  "trio_agent._event_payloads._tool")
@@ -74,7 +76,8 @@ def test_a_lazy_name_loads_its_module_on_first_read(tmp_path: Path) -> None:
     assert "trio_agent._threads" in modules
     assert _loaded(modules, ("trio_agent._event_payloads._catalog",)) == []
     modules = _modules_after("from trio_agent import EVENT_PAYLOADS, RolloutConfig\n", tmp_path)
-    assert _loaded(modules, ON_FIRST_READ) == sorted(set(ON_FIRST_READ) - {"trio_agent._threads"})
+    untouched = {"trio_agent._threads", "trio_agent._tools._mcp_config"}
+    assert _loaded(modules, ON_FIRST_READ) == sorted(set(ON_FIRST_READ) - untouched)
 
 
 def test_a_lazy_name_whose_module_fails_says_so(tmp_path: Path) -> None:

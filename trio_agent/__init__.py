@@ -2,11 +2,11 @@
 
 # What ``import trio_agent`` loads (issue 13 item 4; ``tests/test_lean_import.py`` pins
 # it): the modules an agent needs to open and run -- configuration, errors, events,
-# tools, the runtime (``_EAGER``). The thread manager, durable rollouts and the typed
-# event payloads wait for the first read of one of their names (PEP 562
-# ``__getattr__`` below): an agent that does not use them never imports them. Type
-# checkers read the imports under ``TYPE_CHECKING``; ``_SOURCES`` tells the interpreter
-# the same (``tests/test_public_api.py`` checks that the two agree).
+# tools, the runtime (``_EAGER``). The thread manager, durable rollouts, MCP server
+# configuration and the typed event payloads wait for the first read of one of their
+# names (PEP 562 ``__getattr__`` below): an agent that does not use them never imports
+# them. Type checkers read the imports under ``TYPE_CHECKING``; ``_SOURCES`` tells the
+# interpreter the same (``tests/test_public_api.py`` checks that the two agree).
 
 import importlib as _importlib
 import sys as _sys
@@ -121,12 +121,12 @@ if _typing.TYPE_CHECKING:
     from ._threads import UnsubscribeStatus as UnsubscribeStatus
     from ._threads import open_thread_manager as open_thread_manager
     from ._tools import Handler as Handler
-    from ._tools import McpServer as McpServer
     from ._tools import ToolContext as ToolContext
     from ._tools import ToolDecorator as ToolDecorator
     from ._tools import Tools as Tools
     from ._tools import ToolSpec as ToolSpec
     from ._tools import tool as tool
+    from ._tools._mcp_config import McpServer as McpServer
     from ._tools._sandbox import SandboxUnavailable as SandboxUnavailable
     from ._tools._security import ApprovalDecision as ApprovalDecision
     from ._tools._security import ApprovalKind as ApprovalKind
@@ -137,6 +137,12 @@ if _typing.TYPE_CHECKING:
     from ._tools._security import Sandbox as Sandbox
     from ._tools._security import SandboxMode as SandboxMode
     from ._tracing import Tracing as Tracing
+
+# The modules of ``_EAGER``, as plain import statements (``-X importtime`` then shows
+# each on its own line; ``importlib.import_module`` would fold them into this one).
+from . import _config, _errors, _events, _runtime, _tools, _tracing  # noqa: F401
+from ._session import snapshot as _snapshot  # noqa: F401
+from ._tools import _sandbox, _security  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -299,7 +305,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ThreadError", "ThreadEvent", "ThreadEvents", "ThreadInfo", "ThreadManager", "ThreadStatus",
         "UnsubscribeStatus", "open_thread_manager",
     ),
-    "._tools": ("Handler", "McpServer", "ToolContext", "ToolDecorator", "Tools", "ToolSpec", "tool",),
+    "._tools": ("Handler", "ToolContext", "ToolDecorator", "Tools", "ToolSpec", "tool",),
+    "._tools._mcp_config": ("McpServer",),
     "._tools._sandbox": ("SandboxUnavailable",),
     "._tools._security": (
         "ApprovalDecision", "ApprovalKind", "ApprovalPolicy", "ApprovalRequest", "Approvals", "ChangedFile",
