@@ -136,11 +136,11 @@ if _typing.TYPE_CHECKING:
     from ._tools._security import ChangedFile as ChangedFile
     from ._tools._security import Sandbox as Sandbox
     from ._tools._security import SandboxMode as SandboxMode
-    from ._tracing import Tracing as Tracing
+    from ._tracing._settings import Tracing as Tracing
 
 # The modules of ``_EAGER``, as plain import statements (``-X importtime`` then shows
 # each on its own line; ``importlib.import_module`` would fold them into this one).
-from . import _config, _errors, _events, _runtime, _tools, _tracing  # noqa: F401
+from . import _config, _errors, _events, _runtime, _tools  # noqa: F401
 from ._session import snapshot as _snapshot  # noqa: F401
 from ._tools import _sandbox, _security  # noqa: F401
 
@@ -312,11 +312,11 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ApprovalDecision", "ApprovalKind", "ApprovalPolicy", "ApprovalRequest", "Approvals", "ChangedFile",
         "Sandbox", "SandboxMode",
     ),
-    "._tracing": ("Tracing",),
+    "._tracing._settings": ("Tracing",),
 }
 # Imported with the package: what opening and running an agent imports anyway.
 _EAGER = ("._config", "._errors", "._events", "._runtime", "._session.snapshot", "._tools", "._tools._sandbox",
-          "._tools._security", "._tracing")
+          "._tools._security")
 
 
 def _publish(source: str) -> None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._runtime import AgentHandle
     from ._session.snapshot import SessionSnapshot
     from ._tools import Tools
-    from ._tracing import Tracing
+    from ._tracing._settings import Tracing
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -349,9 +349,11 @@ class AgentConfig:
         self._check_tracing()
 
     def _check_tracing(self) -> None:
-        from ._tracing import Tracing  # no OpenTelemetry import: only Tracing() itself does that
+        if self.tracing is None:
+            return  # without importing Tracing's module (an agent without tracing never needs it)
+        from ._tracing._settings import Tracing  # no OpenTelemetry import: only Tracing() itself does that
 
-        if self.tracing is not None and not isinstance(self.tracing, Tracing):
+        if not isinstance(self.tracing, Tracing):
             raise ConfigError(f"tracing must be a ta.Tracing, got {type(self.tracing).__name__}")
 
     def _check_record(self) -> None:
