@@ -141,7 +141,6 @@ if _typing.TYPE_CHECKING:
 # The modules of ``_EAGER``, as plain import statements (``-X importtime`` then shows
 # each on its own line; ``importlib.import_module`` would fold them into this one).
 from . import _config, _errors, _events, _runtime, _tools  # noqa: F401
-from ._session import snapshot as _snapshot  # noqa: F401
 from ._tools import _sandbox, _security  # noqa: F401
 
 __version__ = "0.1.0"
@@ -315,8 +314,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "._tracing._settings": ("Tracing",),
 }
 # Imported with the package: what opening and running an agent imports anyway.
-_EAGER = ("._config", "._errors", "._events", "._runtime", "._session.snapshot", "._tools", "._tools._sandbox",
-          "._tools._security")
+_EAGER = ("._config", "._errors", "._events", "._runtime", "._tools", "._tools._sandbox", "._tools._security")
 
 
 def _publish(source: str) -> None:

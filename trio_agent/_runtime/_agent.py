@@ -30,11 +30,10 @@ from .._config import AgentConfig, Thinking, Transport, _approval, _default_sess
 from .._errors import CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
 from .._events import AgentEvents, EventSink
 from .._ids import new_item_id
-from .._session.context import DEFAULT_INSTRUCTIONS
+from .._session.context import DEFAULT_INSTRUCTIONS, request_prefix
 from .._session.conversation import ConversationSnapshot
 from .._session.history import History
 from .._session.ledger import TurnLedger
-from .._session.snapshot import SessionSnapshot, check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
 from .._tools._sandbox import start_probe
@@ -59,6 +58,7 @@ from ._turn_queue import TurnQueue
 
 if TYPE_CHECKING:
     from .._cassette.writer import CassetteWriter
+    from .._session.snapshot import SessionSnapshot
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
 
@@ -400,6 +400,8 @@ class Agent:
             self._rollout.flush()
 
     def _resume_seed(self, config: AgentConfig, prefix: tuple[dict[str, Any], ...]) -> ConversationSnapshot:
+        from .._session.snapshot import check_prefix  # loaded: config.resume is a snapshot
+
         snapshot = config.resume
         assert snapshot is not None
         check_prefix(

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, final
 from .._record import Record
 from .._session.history import History
 from .._session.ledger import Committed, LedgerEvent
-from .._session.snapshot import SessionSnapshot
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -18,6 +17,7 @@ if TYPE_CHECKING:
     from .._config import AgentConfig
     from .._rollout import RolloutError, RolloutWriter
     from .._session.conversation import ConversationSnapshot
+    from .._session.snapshot import SessionSnapshot
 
 __all__ = ["Rollout", "SessionInfo", "open_rollout"]
 
@@ -41,6 +41,8 @@ class SessionInfo(Record):
         self.instructions = instructions
 
     def snapshot(self, checkpoint: ConversationSnapshot) -> SessionSnapshot:
+        from .._session.snapshot import SessionSnapshot  # imported by the first snapshot, not with the runtime
+
         prefix = [
             {k: v for k, v in item.items() if k != "id"} if item.get("type") == "additional_tools" else item
             for item in self.request_prefix
