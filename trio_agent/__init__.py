@@ -100,7 +100,6 @@ if _typing.TYPE_CHECKING:
     from ._rollout import RolloutWarning as RolloutWarning
     from ._runtime import Agent as Agent
     from ._runtime import AgentHandle as AgentHandle
-    from ._runtime import AgentStatistics as AgentStatistics
     from ._runtime import Declined as Declined
     from ._runtime import MailboxFull as MailboxFull
     from ._runtime import Prompt as Prompt
@@ -111,6 +110,7 @@ if _typing.TYPE_CHECKING:
     from ._runtime import TurnResult as TurnResult
     from ._runtime import TurnStatus as TurnStatus
     from ._runtime import open_agent as open_agent
+    from ._runtime._statistics import AgentStatistics as AgentStatistics
     from ._session.snapshot import SessionSnapshot as SessionSnapshot
     from ._threads import ThreadError as ThreadError
     from ._threads import ThreadEvent as ThreadEvent
@@ -296,9 +296,10 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "._events": ("AgentEvent", "AgentEvents", "EventKind", "EventsOverflowed", "EventSubscription", "write_jsonl",),
     "._rollout": ("DurableSession", "RolloutConfig", "RolloutError", "RolloutWarning",),
     "._runtime": (
-        "Agent", "AgentHandle", "AgentStatistics", "Declined", "MailboxFull", "Prompt", "Rollout", "Submission",
+        "Agent", "AgentHandle", "Declined", "MailboxFull", "Prompt", "Rollout", "Submission",
         "Turn", "TurnControl", "TurnResult", "TurnStatus", "open_agent",
     ),
+    "._runtime._statistics": ("AgentStatistics",),
     "._session.snapshot": ("SessionSnapshot",),
     "._threads": (
         "ThreadError", "ThreadEvent", "ThreadEvents", "ThreadInfo", "ThreadManager", "ThreadStatus",

@@ -1,6 +1,6 @@
 """Trio orchestration: the agent nursery, turns and their cancel scopes, model calls."""
 
-from ._agent import Agent, AgentStatistics, open_agent
+from ._agent import Agent, open_agent
 from ._handle import AgentHandle
 from ._input import MailboxFull
 from ._pending_input import Declined, Submission
@@ -10,7 +10,6 @@ from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
 __all__ = [
     "Agent",
     "AgentHandle",
-    "AgentStatistics",
     "Declined",
     "MailboxFull",
     "Prompt",

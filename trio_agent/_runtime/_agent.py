@@ -40,7 +40,6 @@ from .._tools._sandbox import start_probe
 from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
 from .._tracing import accept_hook, open_event_sink
 from .._wire.request import RequestSettings
-from .._wire.usage import TokenUsage
 from . import _pending_input
 from ._approval import ExecGuard
 from ._collaboration import Collaboration, MailAddress
@@ -53,35 +52,17 @@ from ._runner import ForkPoint, TurnRunner
 from ._sessions import Rollout, SessionInfo, TurnJournal, open_rollout
 from ._sleep import SleepTool
 from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
-from ._turn import Prompt, Turn, TurnResult, TurnStatus
+from ._turn import Prompt, Turn, TurnResult
 from ._turn_queue import TurnQueue
 
 if TYPE_CHECKING:
     from .._cassette.writer import CassetteWriter
     from .._session.snapshot import SessionSnapshot
+    from ._statistics import AgentStatistics
 
-__all__ = ["Agent", "AgentStatistics", "open_agent"]
+__all__ = ["Agent", "open_agent"]
 
 SHUTDOWN_GRACE = 5.0  # closing sockets, cells and shell sessions on the way out
-_PATH_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-@final
-@attrs.frozen
-class AgentStatistics:
-    """``Agent.statistics()``: a snapshot of an agent's counters."""
-
-    session_id: str
-    turns_accepted: int
-    turns_queued: int
-    running_turn: int | None
-    last_turn_status: TurnStatus | None  # how the latest turn that ran ended
-    history_items: int
-    connection_attempts: int
-    websocket_reconnects: int
-    response_attempts: int
-    response_retries: int
-    warmup_usage: TokenUsage
 
 
 def _build_tools(config: AgentConfig, handle: AgentHandle) -> Tools:
@@ -264,6 +245,8 @@ class Agent:
 
     def statistics(self) -> AgentStatistics:
         """Counters of this agent as a frozen value (cheap; never blocks)."""
+        from ._statistics import AgentStatistics  # its attrs class is built by the first call
+
         transport = self._model.stats
         running = self._queue.running
         return AgentStatistics(
@@ -498,7 +481,7 @@ class Agent:
         self._children += 1
         if name is None:
             name = f"{kind}-{self._children}"
-        if not isinstance(name, str) or not _PATH_NAME.fullmatch(name):
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
             raise InvalidPrompt(
                 f"a child's name is one path segment of letters, digits, '_' or '-' (1-64), got {name!r}"
             )
