@@ -528,7 +528,7 @@ RUNTIME_RANKS = {
     "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,
-    "_statistics": 2,  # Agent.statistics()'s value, built by the first call
+    "_statistics": 2, "_submission": 2,  # values of Agent.statistics() and submit(), built by the first call
     "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2,
     "_model": 3, "_turn_queue": 3,
     "_sampling": 4, "_pending_input": 4, "_tool_dispatch": 4, "_sleep": 2, "_workers": 2, "_collaboration": 3,

@@ -100,17 +100,17 @@ if _typing.TYPE_CHECKING:
     from ._rollout import RolloutWarning as RolloutWarning
     from ._runtime import Agent as Agent
     from ._runtime import AgentHandle as AgentHandle
-    from ._runtime import Declined as Declined
     from ._runtime import MailboxFull as MailboxFull
     from ._runtime import Prompt as Prompt
     from ._runtime import Rollout as Rollout
-    from ._runtime import Submission as Submission
     from ._runtime import Turn as Turn
     from ._runtime import TurnControl as TurnControl
     from ._runtime import TurnResult as TurnResult
     from ._runtime import TurnStatus as TurnStatus
     from ._runtime import open_agent as open_agent
     from ._runtime._statistics import AgentStatistics as AgentStatistics
+    from ._runtime._submission import Declined as Declined
+    from ._runtime._submission import Submission as Submission
     from ._session.snapshot import SessionSnapshot as SessionSnapshot
     from ._threads import ThreadError as ThreadError
     from ._threads import ThreadEvent as ThreadEvent
@@ -121,11 +121,11 @@ if _typing.TYPE_CHECKING:
     from ._threads import UnsubscribeStatus as UnsubscribeStatus
     from ._threads import open_thread_manager as open_thread_manager
     from ._tools import Handler as Handler
-    from ._tools import ToolContext as ToolContext
     from ._tools import ToolDecorator as ToolDecorator
     from ._tools import Tools as Tools
     from ._tools import ToolSpec as ToolSpec
     from ._tools import tool as tool
+    from ._tools._context import ToolContext as ToolContext
     from ._tools._mcp_config import McpServer as McpServer
     from ._tools._sandbox import SandboxUnavailable as SandboxUnavailable
     from ._tools._security import ApprovalDecision as ApprovalDecision
@@ -296,16 +296,18 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "._events": ("AgentEvent", "AgentEvents", "EventKind", "EventsOverflowed", "EventSubscription", "write_jsonl",),
     "._rollout": ("DurableSession", "RolloutConfig", "RolloutError", "RolloutWarning",),
     "._runtime": (
-        "Agent", "AgentHandle", "Declined", "MailboxFull", "Prompt", "Rollout", "Submission",
-        "Turn", "TurnControl", "TurnResult", "TurnStatus", "open_agent",
+        "Agent", "AgentHandle", "MailboxFull", "Prompt", "Rollout", "Turn", "TurnControl", "TurnResult", "TurnStatus",
+        "open_agent",
     ),
     "._runtime._statistics": ("AgentStatistics",),
+    "._runtime._submission": ("Declined", "Submission"),
     "._session.snapshot": ("SessionSnapshot",),
     "._threads": (
         "ThreadError", "ThreadEvent", "ThreadEvents", "ThreadInfo", "ThreadManager", "ThreadStatus",
         "UnsubscribeStatus", "open_thread_manager",
     ),
-    "._tools": ("Handler", "ToolContext", "ToolDecorator", "Tools", "ToolSpec", "tool",),
+    "._tools": ("Handler", "ToolDecorator", "Tools", "ToolSpec", "tool",),
+    "._tools._context": ("ToolContext",),
     "._tools._mcp_config": ("McpServer",),
     "._tools._sandbox": ("SandboxUnavailable",),
     "._tools._security": (

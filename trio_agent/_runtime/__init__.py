@@ -3,18 +3,15 @@
 from ._agent import Agent, open_agent
 from ._handle import AgentHandle
 from ._input import MailboxFull
-from ._pending_input import Declined, Submission
 from ._sessions import Rollout
 from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
 
 __all__ = [
     "Agent",
     "AgentHandle",
-    "Declined",
     "MailboxFull",
     "Prompt",
     "Rollout",
-    "Submission",
     "Turn",
     "TurnControl",
     "TurnResult",

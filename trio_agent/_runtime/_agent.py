@@ -47,7 +47,6 @@ from ._handle import AgentHandle
 from ._input import Mail, agent_message
 from ._model import ModelClient
 from ._payloads import TurnReporter
-from ._pending_input import Declined, Submission
 from ._runner import ForkPoint, TurnRunner
 from ._sessions import Rollout, SessionInfo, TurnJournal, open_rollout
 from ._sleep import SleepTool
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
     from .._cassette.writer import CassetteWriter
     from .._session.snapshot import SessionSnapshot
     from ._statistics import AgentStatistics
+    from ._submission import Declined, Submission
 
 __all__ = ["Agent", "open_agent"]
 

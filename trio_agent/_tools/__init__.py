@@ -22,7 +22,6 @@ import functools
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 import attrs
@@ -45,7 +44,8 @@ from ._tool_errors import InvalidToolArguments, NestedToolError
 from ._ts import ts_type
 
 if TYPE_CHECKING:
-    from .._runtime import Agent, AgentHandle
+    from .._runtime import Agent
+    from ._context import ToolContext
     from ._mcp_config import McpServer
 
 __all__ = [
@@ -53,7 +53,6 @@ __all__ = [
     "InvalidToolArguments",
     "JsonValue",
     "NestedToolError",
-    "ToolContext",
     "ToolDecorator",
     "ToolSpec",
     "Tools",
@@ -67,22 +66,6 @@ def _tool_name() -> re.Pattern[str]:
 
 
 DEFAULT_DEFER_ABOVE = 16  # MCP tools beyond this many (in all) are found through tool_search
-
-
-@attrs.frozen
-class ToolContext:
-    """What a tool handler sees: its call id, the workspace and the agent handle."""
-
-    call_id: str
-    tool: str
-    workspace: Path
-    agent: AgentHandle
-    _progress: Callable[[str], None] = attrs.field(alias="progress", repr=False)
-
-    def report(self, message: str) -> None:
-        """Emit a ``tool.progress`` event for this call (never blocks)."""
-        self._progress(message)
-
 
 
 _P = ParamSpec("_P")  # a typed tool's own parameters
