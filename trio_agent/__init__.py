@@ -2,11 +2,14 @@
 
 # What ``import trio_agent`` loads (issue 13 item 4; ``tests/test_lean_import.py`` pins
 # it): the modules an agent needs to open and run -- configuration, errors, events,
-# tools, the runtime (``_EAGER``). The thread manager, durable rollouts, MCP server
-# configuration and the typed event payloads wait for the first read of one of their
-# names (PEP 562 ``__getattr__`` below): an agent that does not use them never imports
-# them. Type checkers read the imports under ``TYPE_CHECKING``; ``_SOURCES`` tells the
-# interpreter the same (``tests/test_public_api.py`` checks that the two agree).
+# tools, the runtime (``_EAGER``). The rest -- the thread manager, durable rollouts,
+# snapshots, MCP server configuration, tracing settings, the typed event payloads and
+# the values only some calls return (``AgentStatistics``, ``Submission``, ``Declined``,
+# ``ToolContext``) -- waits for the first read of one of its names (PEP 562
+# ``__getattr__`` below) or the first call that needs it: an agent that does not use
+# them never imports them. Type checkers read the imports under ``TYPE_CHECKING``;
+# ``_SOURCES`` tells the interpreter the same (``tests/test_public_api.py`` checks that
+# the two agree).
 
 import importlib as _importlib
 import sys as _sys
