@@ -186,6 +186,7 @@ def test_public_attrs_classes_have_resolved_field_types_in_a_fresh_interpreter()
         "import attrs, trio_agent as ta\n"
         "assert attrs.fields(ta.Sandbox).mode.type is ta.SandboxMode\n"
         "assert attrs.fields(ta.ApprovalRequest).kind.type is ta.ApprovalKind\n"
+        "assert attrs.fields(ta.Approvals).policy.type is ta.ApprovalPolicy  # the hook's protocol resolves too\n"
         "assert attrs.fields(ta.RolloutConfig).home.type.__name__ == 'Path'\n"
         "attrs.resolve_types(ta.Sandbox)  # already done: no lookup in trio_agent's namespace\n"
     )

@@ -128,15 +128,15 @@ if _typing.TYPE_CHECKING:
     from ._tools import Tools as Tools
     from ._tools import ToolSpec as ToolSpec
     from ._tools import tool as tool
+    from ._tools._approval_request import ApprovalRequest as ApprovalRequest
+    from ._tools._approval_request import ChangedFile as ChangedFile
     from ._tools._context import ToolContext as ToolContext
     from ._tools._mcp_config import McpServer as McpServer
     from ._tools._sandbox import SandboxUnavailable as SandboxUnavailable
     from ._tools._security import ApprovalDecision as ApprovalDecision
     from ._tools._security import ApprovalKind as ApprovalKind
     from ._tools._security import ApprovalPolicy as ApprovalPolicy
-    from ._tools._security import ApprovalRequest as ApprovalRequest
     from ._tools._security import Approvals as Approvals
-    from ._tools._security import ChangedFile as ChangedFile
     from ._tools._security import Sandbox as Sandbox
     from ._tools._security import SandboxMode as SandboxMode
     from ._tracing._settings import Tracing as Tracing
@@ -310,13 +310,11 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "UnsubscribeStatus", "open_thread_manager",
     ),
     "._tools": ("Handler", "ToolDecorator", "Tools", "ToolSpec", "tool",),
+    "._tools._approval_request": ("ApprovalRequest", "ChangedFile"),
     "._tools._context": ("ToolContext",),
     "._tools._mcp_config": ("McpServer",),
     "._tools._sandbox": ("SandboxUnavailable",),
-    "._tools._security": (
-        "ApprovalDecision", "ApprovalKind", "ApprovalPolicy", "ApprovalRequest", "Approvals", "ChangedFile",
-        "Sandbox", "SandboxMode",
-    ),
+    "._tools._security": ("ApprovalDecision", "ApprovalKind", "ApprovalPolicy", "Approvals", "Sandbox", "SandboxMode",),
     "._tracing._settings": ("Tracing",),
 }
 # Imported with the package: what opening and running an agent imports anyway.
