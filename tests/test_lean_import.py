@@ -33,6 +33,23 @@ PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio
             "trio_agent._runtime._workers")
 # Loaded when the agent connects, not by ``import trio_agent``.
 TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocket", "trio_agent._local_model")
+# Loaded by the first read of one of their public names (``trio_agent.__getattr__``):
+# nothing an agent opens or runs needs the thread manager, durable rollouts or the
+# payload declarations (``_event_payloads._shared``, the JSON type, is all it uses);
+# MCP server configuration waits for the first ``McpServer`` (``Tools.with_mcp``), and
+# tracing's settings and sink for the first ``Tracing``, snapshots for the first
+# snapshot (``TurnResult.snapshot()``, ``SessionSnapshot.from_json``), the values of
+# ``Agent.statistics()``, ``submit()`` and ``start_if_idle()`` for their first call, and
+# ``ToolContext`` for the first user tool (the built-ins never take one), the approval
+# request's classes for the first approval request or patch.
+ON_FIRST_READ = ("trio_agent._threads", "trio_agent._rollout", "trio_agent._tools._mcp_config",
+                 "trio_agent._tracing._settings", "trio_agent._tracing._sink", "trio_agent._session.snapshot",
+                 "trio_agent._runtime._statistics", "trio_agent._runtime._submission", "trio_agent._tools._context",
+                 "trio_agent._tools._approval_request",
+                 "trio_agent._event_payloads._catalog",
+                 "trio_agent._event_payloads._access", "trio_agent._event_payloads._approval",
+                 "trio_agent._event_payloads._model", "trio_agent._event_payloads._run",
+                 "trio_agent._event_payloads._tool")
 
 REPORT = "import json, sys\nprint(json.dumps([sys.modules['trio_agent'].__file__, sorted(sys.modules)]))\n"
 
@@ -58,6 +75,37 @@ def test_import_trio_agent_loads_no_optional_module(tmp_path: Path) -> None:
     assert _loaded(modules, NEVER) == []
     assert _loaded(modules, PER_CALL) == []
     assert _loaded(modules, TRANSPORT) == []
+    assert _loaded(modules, ON_FIRST_READ) == []
+
+
+def test_a_lazy_name_loads_its_module_on_first_read(tmp_path: Path) -> None:
+    code = "import trio_agent\nassert trio_agent.ThreadManager.__module__ == 'trio_agent'\n"
+    modules = _modules_after(code, tmp_path)
+    assert "trio_agent._threads" in modules
+    assert _loaded(modules, ("trio_agent._event_payloads._catalog",)) == []
+    modules = _modules_after("from trio_agent import EVENT_PAYLOADS, RolloutConfig\n", tmp_path)
+    # (a rollout resumes from snapshots: it loads their module)
+    untouched = {"trio_agent._threads", "trio_agent._tools._mcp_config", "trio_agent._tracing._settings",
+                 "trio_agent._tracing._sink", "trio_agent._runtime._statistics", "trio_agent._runtime._submission",
+                 "trio_agent._tools._context", "trio_agent._tools._approval_request"}
+    assert _loaded(modules, ON_FIRST_READ) == sorted(set(ON_FIRST_READ) - untouched)
+
+
+def test_a_lazy_name_whose_module_fails_says_so(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['trio_agent._threads'] = None  # what a failed import leaves\n"
+        "import trio_agent\n"
+        "try:\n"
+        "    trio_agent.ThreadManager\n"
+        "except ImportError as exc:\n"
+        "    assert 'trio_agent.ThreadManager could not be loaded' in str(exc), exc\n"
+        "    assert exc.name == 'trio_agent._threads' and exc.__cause__ is not None\n"
+        "else:\n"
+        "    raise AssertionError('no ImportError')\n"
+        "assert not hasattr(trio_agent, 'NoSuchName')\n"
+    )
+    _modules_after(code, tmp_path)
 
 
 def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_path: Path) -> None:
@@ -73,6 +121,7 @@ def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_
     assert "trio_agent._local_model" in modules and "trio_agent._cli_run" in modules  # it did run
     assert _loaded(modules, NEVER) == []
     assert _loaded(modules, PER_CALL) == []
+    assert _loaded(modules, ON_FIRST_READ) == []
 
 
 def test_internal_records_are_not_attrs_classes() -> None:

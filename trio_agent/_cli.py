@@ -45,7 +45,7 @@ from ._cli_signals import Interrupts, exit_on_signal, interrupted_only
 from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
 
 if TYPE_CHECKING:
-    from ._tracing import Tracing
+    from ._tracing._settings import Tracing
 
 __all__ = ["main"]
 

@@ -34,7 +34,7 @@ from ._cli_output import HumanPrinter, JsonlPrinter
 from ._cli_signals import Interrupts, open_interrupts
 
 if TYPE_CHECKING:
-    from ._tracing import Tracing
+    from ._tracing._settings import Tracing
 
 __all__ = ["Hold", "run_command"]
 

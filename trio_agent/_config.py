@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._runtime import AgentHandle
     from ._session.snapshot import SessionSnapshot
     from ._tools import Tools
-    from ._tracing import Tracing
+    from ._tracing._settings import Tracing
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -349,9 +349,11 @@ class AgentConfig:
         self._check_tracing()
 
     def _check_tracing(self) -> None:
-        from ._tracing import Tracing  # no OpenTelemetry import: only Tracing() itself does that
+        if self.tracing is None:
+            return  # without importing Tracing's module (an agent without tracing never needs it)
+        from ._tracing._settings import Tracing  # no OpenTelemetry import: only Tracing() itself does that
 
-        if self.tracing is not None and not isinstance(self.tracing, Tracing):
+        if not isinstance(self.tracing, Tracing):
             raise ConfigError(f"tracing must be a ta.Tracing, got {type(self.tracing).__name__}")
 
     def _check_record(self) -> None:
@@ -370,13 +372,17 @@ class AgentConfig:
             )
 
     def _check_resume(self) -> None:
-        from ._rollout import RolloutConfig
-        from ._session.snapshot import SessionSnapshot, check_snapshot
+        # Imported only when set: a config without them must not load the rollout module
+        # (``import trio_agent`` leaves it to the first ``RolloutConfig``).
+        if self.rollout is not None:
+            from ._rollout import RolloutConfig
 
-        if self.rollout is not None and not isinstance(self.rollout, RolloutConfig):
-            raise ConfigError(f"rollout must be a ta.RolloutConfig, got {type(self.rollout).__name__}")
+            if not isinstance(self.rollout, RolloutConfig):
+                raise ConfigError(f"rollout must be a ta.RolloutConfig, got {type(self.rollout).__name__}")
         if self.resume is None:
             return
+        from ._session.snapshot import SessionSnapshot, check_snapshot
+
         if not isinstance(self.resume, SessionSnapshot):
             raise ConfigError(
                 "resume must be a ta.SessionSnapshot (see SessionSnapshot.from_json), "

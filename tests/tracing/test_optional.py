@@ -16,7 +16,7 @@ from opentelemetry.trace import Tracer
 
 import trio_agent as ta
 from trio_agent._events import EventSink
-from trio_agent._tracing import TracedSink
+from trio_agent._tracing._sink import TracedSink
 from trio_agent.testing import FakeResponsesServer
 
 from ..conftest import make_config, scripted, warm

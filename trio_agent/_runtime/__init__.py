@@ -1,21 +1,17 @@
 """Trio orchestration: the agent nursery, turns and their cancel scopes, model calls."""
 
-from ._agent import Agent, AgentStatistics, open_agent
+from ._agent import Agent, open_agent
 from ._handle import AgentHandle
 from ._input import MailboxFull
-from ._pending_input import Declined, Submission
 from ._sessions import Rollout
 from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
 
 __all__ = [
     "Agent",
     "AgentHandle",
-    "AgentStatistics",
-    "Declined",
     "MailboxFull",
     "Prompt",
     "Rollout",
-    "Submission",
     "Turn",
     "TurnControl",
     "TurnResult",

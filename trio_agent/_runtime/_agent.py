@@ -30,18 +30,16 @@ from .._config import AgentConfig, Thinking, Transport, _approval, _default_sess
 from .._errors import CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
 from .._events import AgentEvents, EventSink
 from .._ids import new_item_id
-from .._session.context import DEFAULT_INSTRUCTIONS
+from .._session.context import DEFAULT_INSTRUCTIONS, request_prefix
 from .._session.conversation import ConversationSnapshot
 from .._session.history import History
 from .._session.ledger import TurnLedger
-from .._session.snapshot import SessionSnapshot, check_prefix, request_prefix
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
 from .._tools._sandbox import start_probe
 from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
 from .._tracing import accept_hook, open_event_sink
 from .._wire.request import RequestSettings
-from .._wire.usage import TokenUsage
 from . import _pending_input
 from ._approval import ExecGuard
 from ._collaboration import Collaboration, MailAddress
@@ -49,39 +47,22 @@ from ._handle import AgentHandle
 from ._input import Mail, agent_message
 from ._model import ModelClient
 from ._payloads import TurnReporter
-from ._pending_input import Declined, Submission
 from ._runner import ForkPoint, TurnRunner
 from ._sessions import Rollout, SessionInfo, TurnJournal, open_rollout
 from ._sleep import SleepTool
 from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
-from ._turn import Prompt, Turn, TurnResult, TurnStatus
+from ._turn import Prompt, Turn, TurnResult
 from ._turn_queue import TurnQueue
 
 if TYPE_CHECKING:
     from .._cassette.writer import CassetteWriter
+    from .._session.snapshot import SessionSnapshot
+    from ._statistics import AgentStatistics
+    from ._submission import Declined, Submission
 
-__all__ = ["Agent", "AgentStatistics", "open_agent"]
+__all__ = ["Agent", "open_agent"]
 
 SHUTDOWN_GRACE = 5.0  # closing sockets, cells and shell sessions on the way out
-_PATH_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-@final
-@attrs.frozen
-class AgentStatistics:
-    """``Agent.statistics()``: a snapshot of an agent's counters."""
-
-    session_id: str
-    turns_accepted: int
-    turns_queued: int
-    running_turn: int | None
-    last_turn_status: TurnStatus | None  # how the latest turn that ran ended
-    history_items: int
-    connection_attempts: int
-    websocket_reconnects: int
-    response_attempts: int
-    response_retries: int
-    warmup_usage: TokenUsage
 
 
 def _build_tools(config: AgentConfig, handle: AgentHandle) -> Tools:
@@ -264,6 +245,8 @@ class Agent:
 
     def statistics(self) -> AgentStatistics:
         """Counters of this agent as a frozen value (cheap; never blocks)."""
+        from ._statistics import AgentStatistics  # its attrs class is built by the first call
+
         transport = self._model.stats
         running = self._queue.running
         return AgentStatistics(
@@ -400,6 +383,8 @@ class Agent:
             self._rollout.flush()
 
     def _resume_seed(self, config: AgentConfig, prefix: tuple[dict[str, Any], ...]) -> ConversationSnapshot:
+        from .._session.snapshot import check_prefix  # loaded: config.resume is a snapshot
+
         snapshot = config.resume
         assert snapshot is not None
         check_prefix(
@@ -496,7 +481,7 @@ class Agent:
         self._children += 1
         if name is None:
             name = f"{kind}-{self._children}"
-        if not isinstance(name, str) or not _PATH_NAME.fullmatch(name):
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
             raise InvalidPrompt(
                 f"a child's name is one path segment of letters, digits, '_' or '-' (1-64), got {name!r}"
             )

@@ -16,9 +16,8 @@ interrupt (SPEC sec. 10, the parts that need no mailbox).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, final
+from typing import TYPE_CHECKING, Any, Literal
 
-import attrs
 import trio
 
 from .._errors import InvalidPrompt, TurnNotSteerable
@@ -26,9 +25,10 @@ from .._wire.request import RequestSettings
 from ._turn import Prompt, Turn, TurnState, TurnStatus
 from ._turn_queue import TurnQueue
 
+if TYPE_CHECKING:
+    from ._submission import Declined, Submission
+
 __all__ = [
-    "Declined",
-    "Submission",
     "TurnInput",
     "checked_items",
     "inject",
@@ -36,23 +36,6 @@ __all__ = [
     "start_if_idle",
     "submit",
 ]
-
-
-@final
-@attrs.frozen
-class Submission:
-    """What ``Agent.submit`` did: ``kind`` is ``"started"`` or ``"steered"``."""
-
-    kind: Literal["started", "steered"]
-    turn: Turn
-
-
-@final
-@attrs.frozen
-class Declined:
-    """``Agent.start_if_idle`` did nothing; ``reason`` is ``"not_idle"``."""
-
-    reason: str
 
 
 def _steerable(queue: TurnQueue) -> TurnState | None:
@@ -72,6 +55,8 @@ def _accept(queue: TurnQueue, given: TurnInput, settings: RequestSettings) -> Tu
 
 
 async def submit(queue: TurnQueue, given: TurnInput, settings: RequestSettings) -> Submission:
+    from ._submission import Submission  # built by the first submit(), not with the runtime
+
     live = _steerable(queue)
     if live is not None:
         turn = Turn(live, queue)
@@ -90,6 +75,8 @@ async def submit(queue: TurnQueue, given: TurnInput, settings: RequestSettings) 
 
 
 async def start_if_idle(queue: TurnQueue, given: TurnInput, settings: RequestSettings) -> Turn | Declined:
+    from ._submission import Declined  # built by the first start_if_idle(), not with the runtime
+
     await trio.lowlevel.checkpoint()
     if not queue.idle:
         return Declined("not_idle")

@@ -8,16 +8,16 @@ import warnings
 from typing import TYPE_CHECKING, Any, final
 
 from .._record import Record
-from .._rollout import RolloutError, RolloutWarning, RolloutWriter, rollout_timestamp
 from .._session.history import History
 from .._session.ledger import Committed, LedgerEvent
-from .._session.snapshot import SessionSnapshot
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from .._config import AgentConfig
+    from .._rollout import RolloutError, RolloutWriter
     from .._session.conversation import ConversationSnapshot
+    from .._session.snapshot import SessionSnapshot
 
 __all__ = ["Rollout", "SessionInfo", "open_rollout"]
 
@@ -41,6 +41,8 @@ class SessionInfo(Record):
         self.instructions = instructions
 
     def snapshot(self, checkpoint: ConversationSnapshot) -> SessionSnapshot:
+        from .._session.snapshot import SessionSnapshot  # imported by the first snapshot, not with the runtime
+
         prefix = [
             {k: v for k, v in item.items() if k != "id"} if item.get("type") == "additional_tools" else item
             for item in self.request_prefix
@@ -75,6 +77,8 @@ class Rollout:
         return self._writer.path
 
     def on_ledger(self, event: LedgerEvent) -> None:
+        from .._rollout import RolloutError  # loaded already: open_rollout made the writer
+
         if self._pending_error is not None:
             self._behind = event.history
             return
@@ -90,6 +94,8 @@ class Rollout:
     def record_event(self, payload: dict[str, Any]) -> None:
         """Persist an ``event_msg`` (e.g. a finished ``clock.sleep``); a failed write is
         kept for ``flush`` like a failed commit."""
+        from .._rollout import RolloutError
+
         if self._pending_error is not None:
             return
         try:
@@ -101,6 +107,8 @@ class Rollout:
         """Write what a failed write left behind, then fsync (this waits on the disk,
         on the Trio thread); raises the kept error when the file still cannot be
         written."""
+        from .._rollout import RolloutError
+
         if self._pending_error is not None and self._behind is not None:
             try:
                 self._writer.rewrite(self._behind.to_list(), reason="recovery")
@@ -116,6 +124,8 @@ class Rollout:
         """Flush (recover and fsync), then close the file and release its lock
         (idempotent). The agent is closing, so a failure here cannot be raised to a
         turn: it is issued as a ``RolloutWarning`` saying the file may be behind."""
+        from .._rollout import RolloutError, RolloutWarning
+
         if self._closed:
             return
         self._closed = True
@@ -176,6 +186,9 @@ class TurnJournal:
 def open_rollout(config: AgentConfig, info: SessionInfo, history: History, parent_id: str | None) -> Rollout | None:
     if config.rollout is None:
         return None
+    # Imported here, not with the runtime: only an agent with a rollout file needs it.
+    from .._rollout import RolloutWriter, rollout_timestamp
+
     # What the Codex CLI needs to resume the file (reference/codex-rollout/REPORT.md sec. 5):
     # id, timestamp, cwd, originator, cli_version; source "cli" lists it in codex's pickers;
     # history_mode "legacy" (no ordinals); base_instructions carries our instructions over.

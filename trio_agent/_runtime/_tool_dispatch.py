@@ -31,12 +31,13 @@ import trio
 
 from .._events import EventKind
 from .._record import Record
-from .._tools import InvalidToolArguments, NestedToolError, ToolContext, Tools, ToolSpec
+from .._tools import InvalidToolArguments, NestedToolError, Tools, ToolSpec
 from .._units import ns
 from ._tool_runner import Runner, ToolOutcome, UnencodableValue, json_text, to_output
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
+    from .._tools._context import ToolContext
     from .._tools._mcp import McpTools
     from .._tools._remote import RemoteApi
     from .._tools.code_mode import CodeModeHost
@@ -151,6 +152,8 @@ class ToolDispatcher:
             self._env.guard.turn_ended(turn_id)  # its pending approvals are withdrawn
 
     def _context(self, spec: ToolSpec, call_id: str, turn_id: int | None) -> ToolContext:
+        from .._tools._context import ToolContext  # user tools only: the built-ins never take one
+
         env = self._env
 
         def progress(message: str) -> None:

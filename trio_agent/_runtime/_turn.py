@@ -25,11 +25,11 @@ from .._errors import (
     TurnNotSteerable,
 )
 from .._session.conversation import ConversationSnapshot
-from .._session.snapshot import SessionSnapshot
 from .._wire.request import RequestSettings
 from ._input import InputActivity
 
 if TYPE_CHECKING:
+    from .._session.snapshot import SessionSnapshot
     from ._sessions import SessionInfo
 
 __all__ = ["STEER_CAPACITY", "Prompt", "Turn", "TurnControl", "TurnResult", "TurnState", "TurnStatus"]

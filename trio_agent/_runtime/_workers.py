@@ -48,7 +48,7 @@ from ._tool_runner import ToolOutcome, json_text
 
 if TYPE_CHECKING:
     from ._input import Mail
-    from ._pending_input import Submission
+    from ._submission import Submission
     from ._turn import Turn
 
 __all__ = ["TURN_BACKLOG", "WorkerAgent", "Workers"]

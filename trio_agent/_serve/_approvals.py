@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tools._security import ApprovalDecision, ApprovalKind, ApprovalRequest
+from .._tools._approval_request import ApprovalRequest
+from .._tools._security import ApprovalDecision, ApprovalKind
 from ._params import shown
 
 __all__ = ["APPROVAL_METHODS", "ApprovalUnanswered", "decision_of", "request_params"]

@@ -20,7 +20,8 @@ import attrs
 import trio
 
 from .._runtime import Agent
-from .._tools import ToolContext, Tools
+from .._tools import Tools
+from .._tools._context import ToolContext
 from ._items import DynamicOutcome
 from ._jsonrpc import InvalidParams
 from ._params import shown

@@ -44,7 +44,8 @@ from .._ids import uuid7
 from .._runtime import Agent, AgentHandle, Turn
 from .._threads import ThreadEvent, ThreadEvents, ThreadManager, ThreadStatus, open_thread_manager
 from .._tools import Tools
-from .._tools._security import ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approvals
+from .._tools._approval_request import ApprovalRequest
+from .._tools._security import ApprovalDecision, ApprovalPolicy, Approvals
 from ._approvals import APPROVAL_METHODS, ApprovalUnanswered, decision_of, request_params
 from ._channel import MessageChannel
 from ._clock import WireClock

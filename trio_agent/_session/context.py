@@ -23,6 +23,7 @@ __all__ = [
     "environment_message",
     "instructions_message",
     "permissions_message",
+    "request_prefix",
     "user_message",
 ]
 
@@ -114,6 +115,14 @@ def additional_tools_item(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def instructions_message(text: str) -> dict[str, Any]:
     message = _text_message("developer", text)
     return {"type": "message", "id": INSTRUCTIONS_ID, **{k: v for k, v in message.items() if k != "type"}}
+
+
+def request_prefix(
+    tool_definitions: Sequence[dict[str, Any]], instructions: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The shared prefix: the ``additional_tools`` item, then the instructions message
+    (``instructions``, or the built-in default when ``None``)."""
+    return additional_tools_item(tool_definitions), instructions_message(instructions or DEFAULT_INSTRUCTIONS)
 
 
 def permissions_message(

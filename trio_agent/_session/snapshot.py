@@ -23,7 +23,10 @@ import attrs
 from .._errors import InvalidSessionSnapshot
 from .._event_payloads._shared import JsonValue
 from .._jsontext import dumps
-from .context import DEFAULT_INSTRUCTIONS, additional_tools_item, instructions_message
+
+# request_prefix lives with the other prefix items, where an agent that never makes a
+# snapshot finds it without importing this module.
+from .context import DEFAULT_INSTRUCTIONS, request_prefix
 
 __all__ = ["SNAPSHOT_VERSION", "SessionSnapshot", "check_prefix", "check_snapshot", "request_prefix"]
 
@@ -73,6 +76,9 @@ class SessionSnapshot:
 
         from .._json import converter
 
+        # cattrs reads the fields' types: resolved here, in this module (the class reports
+        # ``trio_agent`` as its module, where the names are not all bound); once per class.
+        attrs.resolve_types(cls, globalns=globals())
         try:
             raw = json.loads(data) if isinstance(data, str | bytes) else data
             snapshot: SessionSnapshot = converter.structure(raw, cls)
@@ -116,14 +122,6 @@ def _copy_json(value: Any) -> Any:
     if kind is tuple:
         return tuple(_copy_json(item) for item in value)
     return value
-
-
-def request_prefix(
-    tool_definitions: Sequence[dict[str, Any]], instructions: str | None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The shared prefix: the ``additional_tools`` item, then the instructions message
-    (``instructions``, or the built-in default when ``None``)."""
-    return additional_tools_item(tool_definitions), instructions_message(instructions or DEFAULT_INSTRUCTIONS)
 
 
 def check_prefix(

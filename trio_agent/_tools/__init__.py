@@ -18,10 +18,10 @@ arguments checked before it runs.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 import attrs
@@ -39,45 +39,33 @@ from ._definitions import (
     exec_definition,
     wait_definition,
 )
-from ._mcp_config import McpServer, check_server_name
 from ._namespaces import COLLABORATION, CollaborationOptions, collaboration_namespace
 from ._tool_errors import InvalidToolArguments, NestedToolError
 from ._ts import ts_type
 
 if TYPE_CHECKING:
-    from .._runtime import Agent, AgentHandle
+    from .._runtime import Agent
+    from ._context import ToolContext
+    from ._mcp_config import McpServer
 
 __all__ = [
     "Handler",
     "InvalidToolArguments",
     "JsonValue",
-    "McpServer",
     "NestedToolError",
-    "ToolContext",
     "ToolDecorator",
     "ToolSpec",
     "Tools",
     "tool",
 ]
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+@functools.cache
+def _tool_name() -> re.Pattern[str]:
+    return re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")  # compiled on first use (see _jsontext)
+
+
 DEFAULT_DEFER_ABOVE = 16  # MCP tools beyond this many (in all) are found through tool_search
-
-
-@attrs.frozen
-class ToolContext:
-    """What a tool handler sees: its call id, the workspace and the agent handle."""
-
-    call_id: str
-    tool: str
-    workspace: Path
-    agent: AgentHandle
-    _progress: Callable[[str], None] = attrs.field(alias="progress", repr=False)
-
-    def report(self, message: str) -> None:
-        """Emit a ``tool.progress`` event for this call (never blocks)."""
-        self._progress(message)
-
 
 
 _P = ParamSpec("_P")  # a typed tool's own parameters
@@ -274,6 +262,8 @@ class Tools:
         ``exec``, found with ``tools.tool_search``. The agent starts it in the
         background when it opens and stops it when it closes (each agent, fork or child
         runs its own). Returns ``self``."""
+        from ._mcp_config import McpServer, check_server_name  # not imported by agents without MCP servers
+
         self._need_exec("MCP servers are")
         check_server_name(name)
         if not isinstance(server, McpServer):
@@ -339,7 +329,7 @@ class Tools:
             raise ConfigError(f"the built-in tool {builtin!r} would collide with your tool of that name; rename yours")
 
     def _add(self, spec: ToolSpec) -> None:
-        if not isinstance(spec.name, str) or not _NAME.match(spec.name):
+        if not isinstance(spec.name, str) or not _tool_name().match(spec.name):
             raise ConfigError(
                 f"tool name {spec.name!r} is invalid; use letters, digits and underscores "
                 "(at most 64 characters, not starting with a digit)"

@@ -7,6 +7,7 @@ it is built, so a typo fails at configuration time with a ``ConfigError``.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,13 +22,19 @@ __all__ = ["McpServer", "check_server_name"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TOOL_TIMEOUT = 300.0
-_SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Compiled on first use, not at import (see _jsontext).
+_SERVER_NAME = r"^[A-Za-z0-9_-]{1,48}$"
+_HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+@functools.cache
+def _pattern(source: str) -> re.Pattern[str]:
+    return re.compile(source)
 
 
 def check_server_name(name: object) -> str:
-    if not isinstance(name, str) or not _SERVER_NAME.match(name):
+    if not isinstance(name, str) or not _pattern(_SERVER_NAME).match(name):
         raise ConfigError(
             f"MCP server name {name!r} is invalid; use 1-48 letters, digits, '_' or '-' "
             "(its tools are called tools.mcp__<server>__<tool>)"
@@ -104,12 +111,12 @@ class McpServer:
             if not isinstance(self.url, str) or not re.match(r"^https?://[^\s/]+", self.url):
                 raise ConfigError(f"McpServer.http needs an http:// or https:// URL, got {self.url!r}")
             for name, _ in (*self.headers, *self.header_env):
-                if not _HEADER_NAME.match(name):
+                if not _pattern(_HEADER_NAME).match(name):
                     raise ConfigError(f"MCP server header name {name!r} is not a valid HTTP header name")
             for _, variable in self.header_env:
-                if not _ENV_NAME.match(variable):
+                if not _pattern(_ENV_NAME).match(variable):
                     raise ConfigError(f"MCP server header_env values name environment variables, got {variable!r}")
-            if self.bearer_token_env is not None and not _ENV_NAME.match(self.bearer_token_env):
+            if self.bearer_token_env is not None and not _pattern(_ENV_NAME).match(self.bearer_token_env):
                 raise ConfigError(f"bearer_token_env must name an environment variable, got {self.bearer_token_env!r}")
         else:
             raise ConfigError(f"MCP server transport must be 'stdio' or 'http', got {self.transport!r}")

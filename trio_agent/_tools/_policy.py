@@ -29,7 +29,8 @@ from typing import Literal
 
 import attrs
 
-from ._security import ApprovalPolicy, ChangedFile, Sandbox, SandboxMode
+from ._approval_request import ChangedFile
+from ._security import ApprovalPolicy, Sandbox, SandboxMode
 
 __all__ = ["CommandPlan", "PatchPlan", "denial_hint", "is_known_safe", "plan_command", "plan_patch"]
 

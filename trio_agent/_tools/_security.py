@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
 from .._errors import ConfigError
+
+if TYPE_CHECKING:
+    from ._approval_request import ApprovalRequest
 
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
@@ -23,9 +27,7 @@ __all__ = [
     "ApprovalHook",
     "ApprovalKind",
     "ApprovalPolicy",
-    "ApprovalRequest",
     "Approvals",
-    "ChangedFile",
     "Sandbox",
     "SandboxMode",
 ]
@@ -88,62 +90,14 @@ class ApprovalKind(enum.Enum):
     FILE_CHANGE = "file_change"
 
 
-@attrs.frozen
-class ChangedFile:
-    """One file a patch changes: ``kind`` is ``"add"``, ``"update"`` or ``"delete"``;
-    ``move_to`` is the new path of a renamed file. Paths are relative to the workspace."""
+class ApprovalHook(Protocol):
+    """The approval hook: ``async def hook(request: ta.ApprovalRequest) -> ta.ApprovalDecision``.
 
-    path: str
-    kind: str
-    move_to: str | None = None
+    A callback protocol rather than a ``Callable[[ApprovalRequest], ...]`` alias: the
+    alias would need ``ApprovalRequest`` at import (``_approval_request`` is loaded by
+    the first request), and ``Approvals.hook``'s annotation must resolve without it."""
 
-
-@attrs.frozen
-class ApprovalRequest:
-    """What the hook is asked to approve.
-
-    ``call_id`` names the tool call (``<exec call id>/code-<n>``); ``turn_id`` its turn
-    (None when the cell that made it runs on after its turn ended). ``command`` and
-    ``cwd`` are the shell command and its working directory (for a patch: None and the
-    workspace). ``reason`` says why approval is needed (it asks to leave the sandbox,
-    it failed in a way that looks like a sandbox denial, it writes ``.git``, ...).
-    ``outside_sandbox`` is True when approving runs the command without the sandbox.
-    ``changes`` lists the files of a patch. ``session_id`` is the session of the agent
-    that asks (children and forks share their parent's hook).
-    """
-
-    kind: ApprovalKind
-    approval_id: str
-    call_id: str
-    turn_id: int | None
-    cwd: Path
-    reason: str
-    command: str | None = None
-    outside_sandbox: bool = False
-    changes: tuple[ChangedFile, ...] = ()
-    session_id: str | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The ``approval.requested`` event payload."""
-        payload: dict[str, object] = {
-            "approval_id": self.approval_id,
-            "kind": self.kind.value,
-            "call_id": self.call_id,
-            "cwd": str(self.cwd),
-            "reason": self.reason,
-        }
-        if self.command is not None:
-            payload["command"] = self.command
-            payload["outside_sandbox"] = self.outside_sandbox
-        if self.kind is ApprovalKind.FILE_CHANGE:
-            payload["changes"] = [
-                {"path": c.path, "kind": c.kind, **({"move_to": c.move_to} if c.move_to else {})}
-                for c in self.changes
-            ]
-        return payload
-
-
-ApprovalHook = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+    def __call__(self, request: ApprovalRequest, /) -> Awaitable[ApprovalDecision]: ...
 
 
 def _mode(value: SandboxMode | str) -> SandboxMode:

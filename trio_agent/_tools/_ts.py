@@ -10,6 +10,7 @@ deep, and anything it cannot say (or that grows too long) becomes ``unknown`` /
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -18,7 +19,6 @@ __all__ = ["declaration", "js_identifier", "ts_type"]
 
 _MAX_DEPTH = 6
 _MAX_LENGTH = 4000
-_IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 
 
 def js_identifier(name: str) -> str:
@@ -26,8 +26,13 @@ def js_identifier(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_$]", "_", name)
 
 
+@functools.cache
+def _identifier() -> re.Pattern[str]:
+    return re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")  # compiled on first use (see _jsontext)
+
+
 def _key(name: str) -> str:
-    return name if _IDENTIFIER.match(name) else json.dumps(name)
+    return name if _identifier().match(name) else json.dumps(name)
 
 
 def _comment(text: object) -> str:

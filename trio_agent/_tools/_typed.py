@@ -78,7 +78,8 @@ def _parameters(
 def typed_spec(fn: Callable[..., object], *, name: str | None = None, description: str | None = None) -> Any:
     """The ``ToolSpec`` of ``fn`` (see the module docstring); ``ConfigError`` when ``fn``
     cannot be described as a JSON tool."""
-    from . import ToolContext, ToolSpec
+    from . import ToolSpec
+    from ._context import ToolContext
 
     tool_name = str(name if name is not None else getattr(fn, "__name__", ""))
     owner = f"tool {tool_name!r}"

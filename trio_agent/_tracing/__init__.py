@@ -1,7 +1,9 @@
 """OpenTelemetry tracing of agents (optional: the ``[otel]`` extra).
 
-Importing this package imports no OpenTelemetry module: ``Tracing`` does when it is
-constructed, and ``open_event_sink`` only for a config that has one. The runtime calls
+Importing this package imports no OpenTelemetry module: ``Tracing`` (``_settings``) does
+when it is constructed, and ``open_event_sink`` only for a config that has one. Neither
+``_settings`` nor the traced sink is imported with the runtime: an agent without
+tracing never needs them. The runtime calls
 in here at two points: ``open_event_sink`` when an agent is built (the agent's span
 starts, and its events feed the tracer from then on) and the turn queue's
 ``accept_hook`` (the span current where a prompt was accepted becomes its turn's
@@ -15,13 +17,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._events import EventSink
-from ._settings import Tracing
-from ._sink import TracedSink
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
 
-__all__ = ["Tracing", "accept_hook", "open_event_sink"]
+__all__ = ["accept_hook", "open_event_sink"]
 
 
 def open_event_sink(config: AgentConfig, *, path: str, parent_id: str | None, forked: bool) -> EventSink:
@@ -31,6 +31,7 @@ def open_event_sink(config: AgentConfig, *, path: str, parent_id: str | None, fo
     if config.tracing is None:
         return EventSink(config.session_id)
     from ._observer import AgentTracer  # lazy: the first OpenTelemetry import
+    from ._sink import TracedSink
 
     if forked:
         origin = "fork"
@@ -49,4 +50,8 @@ def open_event_sink(config: AgentConfig, *, path: str, parent_id: str | None, fo
 
 def accept_hook(sink: EventSink) -> Callable[[int], None] | None:
     """What the turn queue calls with each accepted turn id (None without tracing)."""
+    if type(sink) is EventSink:
+        return None  # untraced (and _sink never imported)
+    from ._sink import TracedSink
+
     return sink.turn_accepted if isinstance(sink, TracedSink) else None
