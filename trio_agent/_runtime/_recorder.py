@@ -36,6 +36,10 @@ __all__ = ["ExchangeRecorder"]
 Emit = Callable[..., Any]
 
 
+def _nothing() -> None:
+    pass
+
+
 class ExchangeRecorder:
     def __init__(
         self,
@@ -48,8 +52,15 @@ class ExchangeRecorder:
         turn_id: int | None,
         stale: Collection[str] = (),
         api_events: bool = True,
+        defer: Callable[[Callable[[], object]], None] | None = None,
+        flush: Callable[[], None] | None = None,
     ) -> None:
         self._emit = emit
+        # The request's api.event waits with the other events announcing it (EventSink.defer);
+        # ``flush`` emits them: the exchange calls it once the body is on the wire (or
+        # failed to get there).
+        self._defer = defer
+        self.flush: Callable[[], None] = flush or _nothing
         self._api_events = api_events
         self._on_stream_event = on_stream_event
         self._turn_id = turn_id
@@ -65,6 +76,14 @@ class ExchangeRecorder:
     def outbound(self, frame: dict[str, Any]) -> None:
         if self._api_events:
             self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": frame}, self._turn_id)
+
+    def request(self, body: dict[str, Any]) -> None:
+        """The request's ``outbound``, deferred until ``flush`` when a deferral is given."""
+        if self._api_events:
+            if self._defer is None:
+                self.outbound(body)
+            else:
+                self._defer(lambda: self.outbound(body))
 
     def sent(self) -> None:
         self.sent_at = trio.current_time()
