@@ -120,9 +120,10 @@ class HttpsExchange:
         recorder = self.recorder
         accumulator = recorder.accumulator
         first_pending = recorder.first_output is None
+        clock = trio.lowlevel.current_clock().current_time  # trio.current_time(), one call per frame
         async for chunk in chunks:
             for data in decoder.feed(chunk):
-                outcome = recorder.feed(decode_frame(data), trio.current_time())
+                outcome = recorder.feed(decode_frame(data), clock())
                 if outcome is not None:
                     return outcome
                 if accumulator.was_cut:  # mail cut it: what follows is discarded anyway
