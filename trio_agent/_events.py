@@ -83,10 +83,13 @@ class EventKind(enum.StrEnum):
 
     @property
     def is_terminal(self) -> bool:
-        return self in (EventKind.RUN_COMPLETED, EventKind.RUN_FAILED)
+        return self is _RUN_COMPLETED or self is _RUN_FAILED  # (globals: ``EventKind.X`` is a descriptor call)
 
     def __str__(self) -> str:
         return self.value
+
+
+_RUN_COMPLETED, _RUN_FAILED = EventKind.RUN_COMPLETED, EventKind.RUN_FAILED
 
 
 @attrs.frozen

@@ -149,6 +149,14 @@ class ModelClient:
             async with self._lock:
                 task_status.started()
                 await self._warmup_locked(settings)
+                self._learn_request(settings)
+
+    def _learn_request(self, settings: RequestSettings) -> None:
+        """Encode the first generation request's repeated part now (``RequestText``), while
+        the agent waits for its first prompt, not on that request's way out."""
+        websocket = self._config.responses.transport is Transport.WEBSOCKET
+        body = self.body(settings, warmup=False, websocket=websocket)
+        self.body_text(body, settings, warmup=False, websocket=websocket)
 
     async def _warmup_locked(self, settings: RequestSettings) -> None:
         self._emit(
@@ -288,10 +296,18 @@ class ModelClient:
         recorder.accumulator.cut_check = cut_check
         return recorder
 
-    async def settle(self) -> None:
+    async def settle(self, *, others_first: bool = False) -> None:
         """Finish the last HTTPS response (read its rest, close it: the connection goes back
-        to the pool). The runner calls this once a turn's result is out; the next
-        attempt does it first in any case."""
+        to the pool). The runner calls this once a turn's result is out (``others_first``);
+        the next attempt does it first in any case."""
+        if self._unfinished is None:
+            return
+        if others_first:
+            # Every task the turn's end woke (the one awaiting its result) takes its step
+            # first: the first checkpoint puts this task in the next scheduler round, the
+            # second in the round after it, whatever the order within a round.
+            await trio.lowlevel.checkpoint()
+            await trio.lowlevel.checkpoint()
         exchange, self._unfinished = self._unfinished, None
         if exchange is not None:
             await exchange.finish()

@@ -36,6 +36,10 @@ __all__ = ["ExchangeRecorder"]
 Emit = Callable[..., Any]
 
 
+# Module constants: reading ``EventKind.X`` is a descriptor call, on the per-frame path.
+_API_EVENT, _ASSISTANT_DELTA = EventKind.API_EVENT, EventKind.ASSISTANT_DELTA
+
+
 def _nothing() -> None:
     pass
 
@@ -93,13 +97,13 @@ class ExchangeRecorder:
         if self.first_event is None:
             self.first_event = now
         if self._api_events:
-            self._emit(EventKind.API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
+            self._emit(_API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
         if raw.get("type") == TEXT_DELTA and (fields := text_delta_fields(raw)) is not None:
             delta = self.accumulator.feed_text_delta(*fields)
             if delta is not None:
                 if self.first_output is None:
                     self.first_output = now
-                self._emit(EventKind.ASSISTANT_DELTA, text_payload(delta, self._call_index), self._turn_id)
+                self._emit(_ASSISTANT_DELTA, text_payload(delta, self._call_index), self._turn_id)
             return None
         for event in self.accumulator.feed(parse_frame(raw)):
             if isinstance(event, ResponseFinished):

@@ -131,7 +131,7 @@ class TurnRunner:
                     await self._run_turn(state, queue)
                 finally:
                     queue.finished(state)
-                await self._model.settle()  # after the result is out: an HTTPS response's close
+                await self._model.settle(others_first=True)  # after the result is out: an HTTPS response's close
         finally:
             queue.cancel_remaining()
 
