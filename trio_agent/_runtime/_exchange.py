@@ -1,17 +1,21 @@
 """One request/response exchange on a WebSocket, including the interrupt-and-drain.
 
-Theory of operation: send the body, then read frames until the terminal frame,
-feeding each through the attempt's sans-IO ``ResponseAccumulator`` (via the
-``ExchangeRecorder``). One cancel scope bounds the send (the link's send timeout) and
-then the read (its deadline moved to the idle timeout once the body is on the wire):
-a frame only records its arrival time, and when the deadline expires with frames
-received since, the read goes on under a new scope due at the latest frame plus the
-idle timeout -- so the per-frame cost is one clock read, and a silent server times out
-at exactly its last frame plus ``idle_timeout``. Until the first output of a response
-the socket's reader hands over each frame in a round of its own (the first token is not
-held up behind the parsing of a whole burst); from then on a burst comes in one round,
-and frames that already wait are taken without a schedule point each. The first output
-is followed by one, so the application sees it before the rest of a burst is processed.
+Theory of operation: send the body, then read frames until the terminal frame, feeding
+each through the attempt's sans-IO ``ResponseAccumulator`` (via the
+``ExchangeRecorder``). The events announcing the request (``run.started``,
+``model.call.started``, ``model.attempt.started``, its ``api.event``) are built and
+emitted right after the send (``recorder.flush``; ``EventSink.defer`` keeps their place
+in the stream), so the body leaves without waiting for them. One cancel scope bounds the
+send (the link's send timeout) and then the read (its deadline moved to the idle timeout
+once the body is on the wire): a frame only records its arrival time, and when the
+deadline expires with frames received since, the read goes on under a new scope due at
+the latest frame plus the idle timeout -- so the per-frame cost is one clock read, and a
+silent server times out at exactly its last frame plus ``idle_timeout``. Until the first
+output of a response the socket's reader hands over each frame in a round of its own
+(the first token is not held up behind the parsing of a whole burst); from then on a
+burst comes in one round, and frames that already wait are taken without a schedule
+point each. The first output is followed by one, so the application sees it before the
+rest of a burst is processed.
 
 A preempting steer (``Preemption``) only *signals* this exchange; the exchange's own
 task does the socket I/O (no nursery, no task of its own: a warm turn pays for

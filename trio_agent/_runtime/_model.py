@@ -352,9 +352,11 @@ class ModelClient:
 
     async def aclose(self) -> None:
         """Close the HTTPS client if this agent created it (``close`` drops the socket)."""
-        await self.settle()
-        if self._https is not None:
-            await self._https.aclose()
+        try:
+            await self.settle()
+        finally:
+            if self._https is not None:
+                await self._https.aclose()
 
 
 class _Held:
