@@ -33,9 +33,11 @@ is the number of samples behind each percentile.
 ``--profile`` instead profiles warm WebSocket turns at 0 ms: Trio task steps per turn
 (``trio.lowlevel.add_instrument``, ``before_task_step``) for the agent and the bare
 client, the events emitted per turn, a wall-clock timeline of one turn (the socket's
-``send_message``/``get_message`` wrapped), and cProfile's top functions by self time.
+``send_message``/``get_message`` wrapped), and cProfile's top functions by self time;
+``--profile --api-events off`` profiles the ``api_events=False`` agent the targets are
+judged on.
 
-    /work/main/.venv/bin/python -m benchmarks.turn_overhead [--pairs 300] [--profile]
+    /work/main/.venv/bin/python -m benchmarks.turn_overhead [--pairs 300] [--profile [--api-events off]]
 """
 
 from __future__ import annotations
@@ -258,11 +260,11 @@ class SocketTimeline:
         cls.send_message, cls.get_message, WebSocketLink.receive_text = self._restore  # type: ignore[method-assign]
 
 
-async def profile(turns: int) -> str:
-    out: list[str] = []
+async def profile(turns: int, api_events: bool = True) -> str:
+    out: list[str] = [f"agent with api_events={api_events}"]
     with tempfile.TemporaryDirectory() as workspace:
         async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
-            config = bench_config(server, workspace)
+            config = attrs.evolve(bench_config(server, workspace), api_events=api_events)
             async with open_warm_agent(config) as agent, open_bare_websocket(server.ws_url) as bare:
                 for _ in range(20):
                     await agent.turn()
@@ -410,9 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=300, help="paired turns at 0 ms (half at 25 ms)")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--turns", type=int, default=200, help="turns per profile section")
+    parser.add_argument("--api-events", choices=("on", "off"), default="on", help="the profiled agent's api_events")
     args = parser.parse_args(argv)
     if args.profile:
-        print(trio.run(profile, args.turns))
+        print(trio.run(profile, args.turns, args.api_events == "on"))
     else:
         print(trio.run(measure, args.pairs))
     return 0

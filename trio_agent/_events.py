@@ -83,10 +83,13 @@ class EventKind(enum.StrEnum):
 
     @property
     def is_terminal(self) -> bool:
-        return self in (EventKind.RUN_COMPLETED, EventKind.RUN_FAILED)
+        return self is _RUN_COMPLETED or self is _RUN_FAILED  # (globals: ``EventKind.X`` is a descriptor call)
 
     def __str__(self) -> str:
         return self.value
+
+
+_RUN_COMPLETED, _RUN_FAILED = EventKind.RUN_COMPLETED, EventKind.RUN_FAILED
 
 
 @attrs.frozen
@@ -124,7 +127,13 @@ class AgentEvent:
 
 
 class EventSink:
-    """The emitting side: stamps ``seq`` and sends without blocking."""
+    """The emitting side: stamps ``seq`` and sends without blocking.
+
+    ``defer(emit_later)`` postpones work that only emits events -- the events announcing
+    a request, built while the request could already be on its way -- until ``flush()``
+    (right after the request is sent) or until anything else is emitted, whichever
+    comes first: every ``emit`` runs what was deferred before it, so the stream's order
+    is exactly as if the deferred work had run at once (only ``time`` is later)."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -132,7 +141,26 @@ class EventSink:
         self._queue = _EventQueue()
         self._subscribers: list[EventSubscription] = []
         self._closed = False
+        self._deferred: list[Callable[[], object]] = []
+        self._now: Callable[[], float] = self._bind_clock
         self.stream = AgentEvents(session_id, self._queue, self._subscribe)
+
+    def _bind_clock(self) -> float:
+        # ``trio.current_time()`` is three calls deep; an agent's sink lives in one run,
+        # so its clock is looked up once, at the first event.
+        self._now = trio.lowlevel.current_clock().current_time
+        return self._now()
+
+    def defer(self, emit_later: Callable[[], object]) -> None:
+        self._deferred.append(emit_later)
+
+    def flush(self) -> None:
+        """Run what was deferred, in order."""
+        deferred = self._deferred
+        if deferred:
+            self._deferred = []  # their own emits must not run them again
+            for emit_later in deferred:
+                emit_later()
 
     def _subscribe(self, max_buffer: int) -> EventSubscription:
         subscription = EventSubscription(self.session_id, max_buffer, self._subscribers.remove)
@@ -146,8 +174,10 @@ class EventSink:
     def emit(
         self, kind: EventKind, payload: dict[str, Any], turn_id: int | None = None
     ) -> AgentEvent:
+        if self._deferred:
+            self.flush()
         self._seq += 1
-        event = AgentEvent(kind, payload, self._seq, self.session_id, turn_id, trio.current_time())
+        event = AgentEvent(kind, payload, self._seq, self.session_id, turn_id, self._now())
         self._queue.put(event)  # False once nobody listens any more; the seq is still consumed
         if self._subscribers:
             for subscription in tuple(self._subscribers):
@@ -155,6 +185,7 @@ class EventSink:
         return event
 
     def close(self) -> None:
+        self.flush()
         self._closed = True
         self._queue.close()
         for subscription in tuple(self._subscribers):

@@ -106,3 +106,30 @@ async def test_a_transport_error_during_the_drain_does_not_replay_a_paid_respons
     assert log.payloads("model.attempt.retrying") == []
     (completed,) = log.payloads("run.completed")
     assert (completed["response_attempts"], completed["response_retries"]) == (2, 0)
+
+
+async def test_the_result_is_out_before_the_rest_of_the_response_is_read(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    # The rest of a completed response ([DONE], the end of the body) is read after the
+    # turn's result is out, and before the next request.
+    release = trio.Event()
+    bodies: list[dict[str, Any]] = []
+
+    async def script() -> None:
+        first = await server.accept_http()
+        await first.start_stream()
+        await first.send_event(frames.completed("resp-1", [frames.assistant_message("first")]))
+        await release.wait()  # set once the first result is out
+        await first.send_event("[DONE]")
+        await first.finish()
+        second = await server.accept_http()
+        bodies.append(second.body)
+        await second.send_final("resp-2", "second")
+
+    config = https_config(server, workspace, ta.Tools.default())
+    async with scripted(script), ta.open_agent(config) as agent:
+        assert (await (await agent.prompt("one")).result()).final_message == "first"
+        release.set()
+        assert (await (await agent.prompt("two")).result()).final_message == "second"
+    assert bodies[0]["previous_response_id"] == "resp-1"

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 import trio_agent as ta
+from trio_agent._session.context import permissions_message
 from trio_agent.testing import FakeResponsesServer
 
 from .._os_facts import wait_no_processes_in
@@ -78,3 +79,31 @@ async def test_an_explicit_mode_that_cannot_work_here_changes_nothing(
         with pytest.warns(RuntimeWarning, match="without a sandbox"):
             await agent.set_permissions(sandbox=None, approval=ta.ApprovalPolicy.NEVER)  # the default falls back
         assert agent.sandbox is ta.SandboxMode.DANGER_FULL_ACCESS
+
+
+async def test_permissions_changed_before_the_first_turn_are_in_its_context(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    # The first turn's context is gathered when the agent opens; a change since then is
+    # what the first request states, in its one permissions message.
+    requests: list[dict[str, Any]] = []
+
+    async def script() -> None:
+        conn = await warm(server)
+        requests.append(await conn.next_request())
+        await conn.send_final("resp-1")
+
+    config = make_config(server, workspace, sandbox=ta.SandboxMode.DANGER_FULL_ACCESS)
+    async with scripted(script, 30), ta.open_agent(config) as agent:
+        await trio.lowlevel.checkpoint()  # the runner has started: the context is gathered
+        before = developer_texts({"input": [permissions_message("danger-full-access", "never")]})
+        await agent.set_permissions(sandbox=ta.SandboxMode.DANGER_FULL_ACCESS,
+                                    approval=ta.Approvals(ta.ApprovalPolicy.UNTRUSTED, hook=decline))
+        await (await agent.prompt("first")).result()
+    [told] = developer_texts(requests[0])
+    assert told == developer_texts({"input": [permissions_message("danger-full-access", "untrusted")]})[0]
+    assert [told] != before
+
+
+async def decline(request: ta.ApprovalRequest) -> ta.ApprovalDecision:
+    return ta.ApprovalDecision.DENY

@@ -113,3 +113,23 @@ async def test_a_subscription_receives_a_burst_in_one_round_too() -> None:
         assert steps.steps == 0
         sink.close()
         assert [e async for e in events] == []
+
+
+async def test_deferred_events_keep_their_place_in_the_stream() -> None:
+    sink = EventSink("s")
+
+    def announce(message: str) -> None:
+        sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": message})
+
+    sink.defer(lambda: announce("a"))
+    sink.defer(lambda: announce("b"))
+    with pytest.raises(trio.WouldBlock):
+        sink.stream.receive_nowait()  # nothing is emitted before the flush ...
+    announce("c")  # ... or before anything else is
+    sink.defer(lambda: announce("d"))
+    sink.flush()
+    sink.flush()  # once each
+    sink.defer(lambda: announce("e"))
+    sink.close()  # the close emits what waits
+    events = [e async for e in sink.stream]
+    assert [(e.seq, e.payload["message"]) for e in events] == [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]

@@ -118,14 +118,15 @@ class Agent:
         self._seeded = seed is not None
         self._ledger = TurnLedger(prefix, new_item_id, seed.history if seed is not None else None)
         emit = self._sink.emit
-        self._model = ModelClient(config, self._ledger, emit, nursery, chain=seed.chain if seed else None, tap=tap)
+        self._model = ModelClient(config, self._ledger, emit, nursery, chain=seed.chain if seed else None, tap=tap,
+                                  defer=self._sink.defer, flush=self._sink.flush)
         self._fork_point = ForkPoint(seed)
         self._session = SessionInfo(
             model=config.model, lineage_id=self._lineage_id, prompt_cache_key=config.cache_key,
             workspace=str(self._workspace), request_prefix=prefix,
             instructions=config.instructions or DEFAULT_INSTRUCTIONS,
         )
-        reporter = TurnReporter(config, self._workspace, emit, self._model.stats)
+        reporter = TurnReporter(config, self._workspace, emit, self._model.stats, defer=self._sink.defer)
         self._queue = TurnQueue(reporter)
         traced = accept_hook(self._sink)
         if traced is not None:  # tracing: a turn's parent span is the one current at accept

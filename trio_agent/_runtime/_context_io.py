@@ -16,7 +16,7 @@ from typing import Any
 
 from .._session.context import environment_message
 
-__all__ = ["AGENTS_MD_CAP", "context_user_message", "load_agents_md"]
+__all__ = ["AGENTS_MD_CAP", "context_user_message", "load_agents_md", "today"]
 
 AGENTS_MD_CAP = 32 * 1024
 _NAMES = ("AGENTS.override.md", "AGENTS.md")
@@ -73,11 +73,16 @@ def _shell_name() -> str:
     return os.path.basename(shell) or "bash"
 
 
-def context_user_message(workspace: Path) -> dict[str, Any]:
+def today() -> str:
+    """The current date as the context message states it."""
+    return datetime.date.today().isoformat()
+
+
+def context_user_message(workspace: Path, *, current_date: str | None = None) -> dict[str, Any]:
     return environment_message(
         cwd=str(workspace),
         shell=_shell_name(),
-        current_date=datetime.date.today().isoformat(),
+        current_date=current_date or today(),
         timezone=_timezone(),
         agents_md=load_agents_md(workspace),
     )

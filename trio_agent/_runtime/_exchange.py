@@ -1,17 +1,21 @@
 """One request/response exchange on a WebSocket, including the interrupt-and-drain.
 
-Theory of operation: send the body, then read frames until the terminal frame,
-feeding each through the attempt's sans-IO ``ResponseAccumulator`` (via the
-``ExchangeRecorder``). One cancel scope bounds the send (the link's send timeout) and
-then the read (its deadline moved to the idle timeout once the body is on the wire):
-a frame only records its arrival time, and when the deadline expires with frames
-received since, the read goes on under a new scope due at the latest frame plus the
-idle timeout -- so the per-frame cost is one clock read, and a silent server times out
-at exactly its last frame plus ``idle_timeout``. Until the first output of a response
-the socket's reader hands over each frame in a round of its own (the first token is not
-held up behind the parsing of a whole burst); from then on a burst comes in one round,
-and frames that already wait are taken without a schedule point each. The first output
-is followed by one, so the application sees it before the rest of a burst is processed.
+Theory of operation: send the body, then read frames until the terminal frame, feeding
+each through the attempt's sans-IO ``ResponseAccumulator`` (via the
+``ExchangeRecorder``). The events announcing the request (``run.started``,
+``model.call.started``, ``model.attempt.started``, its ``api.event``) are built and
+emitted right after the send (``recorder.flush``; ``EventSink.defer`` keeps their place
+in the stream), so the body leaves without waiting for them. One cancel scope bounds the
+send (the link's send timeout) and then the read (its deadline moved to the idle timeout
+once the body is on the wire): a frame only records its arrival time, and when the
+deadline expires with frames received since, the read goes on under a new scope due at
+the latest frame plus the idle timeout -- so the per-frame cost is one clock read, and a
+silent server times out at exactly its last frame plus ``idle_timeout``. Until the first
+output of a response the socket's reader hands over each frame in a round of its own
+(the first token is not held up behind the parsing of a whole burst); from then on a
+burst comes in one round, and frames that already wait are taken without a schedule
+point each. The first output is followed by one, so the application sees it before the
+rest of a burst is processed.
 
 A preempting steer (``Preemption``) only *signals* this exchange; the exchange's own
 task does the socket I/O (no nursery, no task of its own: a warm turn pays for
@@ -68,31 +72,35 @@ class Exchange:
         self._scope: trio.CancelScope | None = None  # the send's, then the read's
         self._interrupt_deadline = float("inf")
         self._last = 0.0  # when the latest frame arrived (or the read began)
+        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time(), one call per frame
         self._first_pending = recorder.first_output is None
         self._sender_started = False
         self._settled = trio.Event()  # set once a wanted interrupt is on the wire, or not needed
         self._done = False
 
-    async def run(self, body: dict[str, Any]) -> ResponseOutcome:
-        """Send ``body`` and return the outcome; raises ``ResponsesError`` on failure."""
+    async def run(self, body: dict[str, Any], text: str | None = None) -> ResponseOutcome:
+        """Send ``body`` (whose JSON is ``text``, when known) and return the outcome; raises
+        ``ResponsesError`` on failure."""
         preemption = self._preemption
         if preemption is None:
-            return await self._exchange(body)
+            return await self._exchange(body, text)
         preemption.attach(self._signal)
         try:
             if preemption.pending:
                 self.recorder.accumulator.want_interrupt()
-            return await self._exchange(body)
+            return await self._exchange(body, text)
         finally:
             self._done = True
             preemption.detach(self._signal)
             self._settled.set()
 
-    async def _exchange(self, body: dict[str, Any]) -> ResponseOutcome:
+    async def _exchange(self, body: dict[str, Any], text: str | None) -> ResponseOutcome:
         link = self._link
-        text = _dumps(body)
-        self.recorder.outbound(body)
-        self.recorder.sent()
+        recorder = self.recorder
+        if text is None:
+            text = _dumps(body)
+        recorder.request(body)
+        recorder.sent()
         link.deliver_bursts(False)  # frame by frame until the first output (see _frames)
         # One cancel scope bounds the send (the link's send timeout) and then the first stretch of the
         # read (its deadline moved to the idle timeout once the request is on the wire).
@@ -100,7 +108,10 @@ class Exchange:
         scope = self._scope = trio.CancelScope(deadline=trio.current_time() + send_timeout)
         sent = False
         with scope:
-            await link.send_text(text)
+            try:
+                await link.send_text(text)
+            finally:
+                recorder.flush()  # the events announcing the request (also when the send failed)
             sent = True
             self._last = now = trio.current_time()
             scope.deadline = min(now + self._idle, self._interrupt_deadline)
@@ -135,9 +146,10 @@ class Exchange:
         link = self._link
         recorder = self.recorder
         accumulator = recorder.accumulator
+        clock = self._now
         while True:
             text = await link.receive_text()
-            self._last = now = trio.current_time()
+            self._last = now = clock()
             outcome = recorder.feed(decode_frame(text), now)
             if outcome is not None:
                 return outcome

@@ -11,11 +11,15 @@ continues with the steer (SPEC sec. 4).
 Once the terminal frame has produced the outcome, the response is paid for and is
 never thrown away: preemption no longer applies, and reading the rest of the body
 (``[DONE]`` and EOF) is best effort -- a transport error there is ignored, since a
-retry would replay a completed response.
+retry would replay a completed response. That rest is read, and the connection handed
+back to its pool, by ``finish``: the model client calls it after the turn's result is
+out (before the next request, at the latest), so a turn does not wait for the close.
+A recorded exchange (a cassette's observer) still finishes before it returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,17 +49,41 @@ class HttpsExchange:
         self._preemption = preemption
         self._read_scope = trio.CancelScope()
         self._outcome: ResponseOutcome | None = None
+        # The open response once the outcome is known, while the rest of it is unread (finish).
+        self._rest: tuple[contextlib.AsyncExitStack, AsyncIterator[bytes]] | None = None
 
-    async def run(self, body: dict[str, Any], headers: Sequence[tuple[str, str]]) -> ResponseOutcome:
+    @property
+    def unfinished(self) -> bool:
+        """The response is still open: ``finish`` reads its rest and closes it."""
+        return self._rest is not None
+
+    async def finish(self) -> None:
+        """Read the rest of the body (``[DONE]``, EOF; within ``DRAIN_GRACE``) and close the
+        response, so its connection goes back to the pool. Best effort: a transport
+        error here is ignored (the outcome is already known)."""
+        if self._rest is None:
+            return
+        stack, chunks = self._rest
+        self._rest = None
+        try:
+            async with stack:  # the transport maps what the drain raises
+                await _drain(chunks)
+        except ResponsesError:
+            pass
+
+    async def run(
+        self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None = None
+    ) -> ResponseOutcome:
+        """POST ``body`` (whose JSON is ``text``, when known) and return the outcome."""
         if self._preemption is None:
-            return await self._exchange(body, headers)
+            return await self._exchange(body, headers, text)
         preemption = self._preemption
         preemption.attach(self._signal)
         try:
             if preemption.pending:
                 self._read_scope.cancel()
             with self._read_scope:
-                return await self._exchange(body, headers)
+                return await self._exchange(body, headers, text)
         finally:
             preemption.detach(self._signal)
         # Preempted before the terminal frame: the stream was closed.
@@ -66,15 +94,21 @@ class HttpsExchange:
             self._read_scope.cancel()
         return None
 
-    async def _exchange(self, body: dict[str, Any], headers: Sequence[tuple[str, str]]) -> ResponseOutcome:
-        self.recorder.outbound(body)
+    async def _exchange(
+        self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None
+    ) -> ResponseOutcome:
+        self.recorder.request(body)
         self.recorder.sent()
+        self.recorder.flush()
+        later = self._transport.observer is None  # a cassette records the whole exchange first
         try:
-            async with self._transport.open_stream(body, headers) as chunks:
+            async with contextlib.AsyncExitStack() as stack:
+                chunks = await stack.enter_async_context(self._transport.open_stream(body, headers, text))
                 self._outcome = await self._read(chunks)
-                with trio.move_on_after(DRAIN_GRACE):
-                    async for _ in chunks:
-                        pass
+                if later:
+                    self._rest = (stack.pop_all(), chunks)  # finish() reads the rest
+                else:
+                    await _drain(chunks)
         except ResponsesError:
             if self._outcome is None:
                 raise
@@ -86,9 +120,10 @@ class HttpsExchange:
         recorder = self.recorder
         accumulator = recorder.accumulator
         first_pending = recorder.first_output is None
+        clock = trio.lowlevel.current_clock().current_time  # trio.current_time(), one call per frame
         async for chunk in chunks:
             for data in decoder.feed(chunk):
-                outcome = recorder.feed(decode_frame(data), trio.current_time())
+                outcome = recorder.feed(decode_frame(data), clock())
                 if outcome is not None:
                     return outcome
                 if accumulator.was_cut:  # mail cut it: what follows is discarded anyway
@@ -108,3 +143,9 @@ class HttpsExchange:
         raise ConnectionLost(
             "the Responses event stream ended before the response completed", error_class="premature_close"
         )
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    with trio.move_on_after(DRAIN_GRACE):
+        async for _ in chunks:
+            pass

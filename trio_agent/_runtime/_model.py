@@ -20,8 +20,7 @@ their policy live with the caller (``_sampling``). All time is Trio time.
 from __future__ import annotations
 
 import collections
-from collections.abc import AsyncIterator, Callable, Collection
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -41,6 +40,7 @@ from ._connections import Connections
 from ._exchange import Exchange
 from ._prompt_cache import SharedWarmups, fingerprint
 from ._recorder import ExchangeRecorder
+from ._request_text import RequestText
 from ._secrets import Redactor
 from ._stats import TransportStats
 
@@ -48,11 +48,21 @@ if TYPE_CHECKING:
     from .._cassette.recorder import CassetteTap
     from .._transport.https import HttpsTransport
     from .._transport.websocket import WebSocketLink
+    from ._https_exchange import HttpsExchange
     from ._turn import Preemption
 
 __all__ = ["AttemptSlot", "ModelClient"]
 
 Emit = Callable[..., Any]
+Defer = Callable[[Callable[[], object]], None]
+
+
+def _at_once(emit_later: Callable[[], object]) -> None:
+    emit_later()
+
+
+def _nothing() -> None:
+    pass
 
 
 class ModelClient:
@@ -65,10 +75,15 @@ class ModelClient:
         *,
         chain: Chain | None = None,
         tap: CassetteTap | None = None,
+        defer: Defer | None = None,
+        flush: Callable[[], None] | None = None,
     ) -> None:
         self._config = config
         self._ledger = ledger
         self._emit = emit
+        # Events announcing a request are emitted once it is on the wire (EventSink.defer).
+        self.defer: Defer = defer or _at_once
+        self._flush = flush or _nothing
         self._lock = trio.Lock()
         self._idle_timeout = config.responses.idle_timeout
         # Tracing reads the outbound interrupts from api.event; its sink keeps them out of
@@ -90,6 +105,8 @@ class ModelClient:
         self._finished_generation = 0
         self.turn_state: str | None = None
         self._https: HttpsTransport | None = None
+        self._unfinished: HttpsExchange | None = None  # an HTTPS response whose rest is unread (settle)
+        self._text = RequestText()
         # HTTPS headers for an API key, computed once (ChatGPT auth asks its source each time).
         self._static_headers: list[tuple[str, str]] | None = None
         # The startup warmup is not an accepted turn: closing the agent cancels it.
@@ -132,6 +149,14 @@ class ModelClient:
             async with self._lock:
                 task_status.started()
                 await self._warmup_locked(settings)
+                self._learn_request(settings)
+
+    def _learn_request(self, settings: RequestSettings) -> None:
+        """Encode the first generation request's repeated part now (``RequestText``), while
+        the agent waits for its first prompt, not on that request's way out."""
+        websocket = self._config.responses.transport is Transport.WEBSOCKET
+        body = self.body(settings, warmup=False, websocket=websocket)
+        self.body_text(body, settings, warmup=False, websocket=websocket)
 
     async def _warmup_locked(self, settings: RequestSettings) -> None:
         self._emit(
@@ -193,21 +218,11 @@ class ModelClient:
 
     # -- attempts ----------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def attempt_slot(self, turn_id: int | None) -> AsyncIterator[AttemptSlot]:
-        """Hold the model for one attempt: the socket (or HTTPS headers) is ready and the
-        chain is what the request will use. Join pending input, then ``send``."""
-        # An uncontended lock is taken without a schedule point: the attempt goes on to its
-        # send in the same step, and the events emitted so far reach the consumer after
-        # the request is on the wire. The send (or ``_enter``'s connect) is the checkpoint.
-        try:
-            self._lock.acquire_nowait()
-        except trio.WouldBlock:
-            await self._lock.acquire()
-        try:
-            yield await self._enter(turn_id)
-        finally:
-            self._lock.release()
+    def attempt_slot(self, turn_id: int | None) -> _Held:
+        """``async with`` it to hold the model for one attempt: the socket (or HTTPS
+        headers) is ready and the chain is what the request will use. Join pending
+        input, then ``send``."""
+        return _Held(self, turn_id)
 
     async def _enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1
@@ -248,6 +263,10 @@ class ModelClient:
             websocket=websocket, turn_state=turn_state,
         )
 
+    def body_text(self, body: dict[str, Any], settings: RequestSettings, *, warmup: bool, websocket: bool) -> str:
+        """``dumps(body)``, encoding only what changes from one request to the next."""
+        return self._text.text(body, (settings, warmup, websocket, self.turn_state if websocket else None))
+
     def recorder(self, transport: Transport, phase: str, call_index: int | None, turn_id: int | None,
                  cut_check: Callable[[], bool] | None = None) -> ExchangeRecorder:
         def on_event(event: StreamEvent) -> None:
@@ -272,9 +291,26 @@ class ModelClient:
         recorder = ExchangeRecorder(
             transport=transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
             call_index=call_index, turn_id=turn_id, stale=stale, api_events=self._api_events,
+            defer=self.defer, flush=self._flush,
         )
         recorder.accumulator.cut_check = cut_check
         return recorder
+
+    async def settle(self, *, others_first: bool = False) -> None:
+        """Finish the last HTTPS response (read its rest, close it: the connection goes back
+        to the pool). The runner calls this once a turn's result is out (``others_first``);
+        the next attempt does it first in any case."""
+        if self._unfinished is None:
+            return
+        if others_first:
+            # Every task the turn's end woke (the one awaiting its result) takes its step
+            # first: the first checkpoint puts this task in the next scheduler round, the
+            # second in the round after it, whatever the order within a round.
+            await trio.lowlevel.checkpoint()
+            await trio.lowlevel.checkpoint()
+        exchange, self._unfinished = self._unfinished, None
+        if exchange is not None:
+            await exchange.finish()
 
     def https(self) -> HttpsTransport:
         if self._https is None:
@@ -316,8 +352,41 @@ class ModelClient:
 
     async def aclose(self) -> None:
         """Close the HTTPS client if this agent created it (``close`` drops the socket)."""
-        if self._https is not None:
-            await self._https.aclose()
+        try:
+            await self.settle()
+        finally:
+            if self._https is not None:
+                await self._https.aclose()
+
+
+class _Held:
+    """``ModelClient.attempt_slot``: the model's lock for one attempt (a plain class: it
+    is entered on every request)."""
+
+    __slots__ = ("_model", "_turn_id")
+
+    def __init__(self, model: ModelClient, turn_id: int | None) -> None:
+        self._model = model
+        self._turn_id = turn_id
+
+    async def __aenter__(self) -> AttemptSlot:
+        # An uncontended lock is taken without a schedule point: the attempt goes on to its
+        # send in the same step, and the events emitted so far reach the consumer after
+        # the request is on the wire. The send (or ``_enter``'s connect) is the checkpoint.
+        lock = self._model._lock
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
+            await self._model.settle()  # the previous HTTPS response's connection is reused
+            return await self._model._enter(self._turn_id)
+        except BaseException:
+            lock.release()
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._model._lock.release()
 
 
 class AttemptSlot:
@@ -351,23 +420,25 @@ class AttemptSlot:
         body = model.body(settings, warmup=warmup, websocket=websocket)
         if phase == "compaction":
             body["input"].append(dict(COMPACTION_TRIGGER))
-        events.attempt_started(
+        text = model.body_text(body, settings, warmup=warmup, websocket=websocket)
+        generation = model.generation
+        model.defer(lambda: events.attempt_started(
             model.emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
-            generation=model.generation, turn_id=turn_id,
-        )
+            generation=generation, turn_id=turn_id,
+        ))
         cut_check = preemption.cut_check if preemption is not None else None
         if self._link is not None:
             recorder = model.recorder(Transport.WEBSOCKET, phase, call_index, turn_id, cut_check)
             exchange = Exchange(self._link, recorder, idle_timeout=model.idle_timeout, preemption=preemption)
-            outcome = await exchange.run(body)
+            outcome = await exchange.run(body, text)
         else:
-            recorder, outcome = await self._https(body, phase, call_index, turn_id, preemption, cut_check)
+            recorder, outcome = await self._https(body, text, phase, call_index, turn_id, preemption, cut_check)
         model.completed(outcome, warmup=warmup)
         self.recorder = recorder
         return outcome
 
     async def _https(
-        self, body: dict[str, Any], phase: str, call_index: int | None, turn_id: int | None,
+        self, body: dict[str, Any], text: str, phase: str, call_index: int | None, turn_id: int | None,
         preemption: Preemption | None, cut_check: Callable[[], bool] | None,
     ) -> tuple[ExchangeRecorder, ResponseOutcome]:
         from ._https_exchange import HttpsExchange
@@ -380,7 +451,10 @@ class AttemptSlot:
             recorder = model.recorder(Transport.HTTPS, phase, call_index, turn_id, cut_check)
             exchange = HttpsExchange(transport, recorder, preemption=preemption)
             try:
-                return recorder, await exchange.run(body, self._headers)
+                outcome = await exchange.run(body, self._headers, text)
+                if exchange.unfinished:
+                    model._unfinished = exchange
+                return recorder, outcome
             except ResponsesError as exc:
                 # ChatGPT auth: a 401 asks the source to recover once, then retries.
                 if exc.status != 401 or self._snapshot is None or recovered:

@@ -47,12 +47,16 @@ def _endpoint(config: AgentConfig) -> str:
 
 
 class TurnReporter:
-    def __init__(self, config: AgentConfig, workspace: Path, emit: Emit, transport: TransportStats) -> None:
+    def __init__(
+        self, config: AgentConfig, workspace: Path, emit: Emit, transport: TransportStats,
+        defer: Callable[[Callable[[], object]], None] | None = None,
+    ) -> None:
         self.journal: TurnJournal | None = None  # the rollout's per-turn lines, when there is a rollout
         self.cassette: CassetteTap | None = None  # the cassette's turn.end lines, when recording
         self._config = config
         self._workspace = workspace
         self._emit = emit
+        self._defer = defer  # run.started is emitted once the first request is on the wire (EventSink.defer)
         self._transport = transport
         self._mark = transport.copy()
         # ``run.started`` differs per turn only in ``effort`` and ``instruction_bytes``: the
@@ -70,14 +74,20 @@ class TurnReporter:
         }
 
     def started(self, state: TurnState) -> None:
+        if self._defer is not None and state.ran:
+            self._defer(lambda: self._emit_started(state))
+        else:
+            self._emit_started(state)
+        if self.journal is not None and state.ran:
+            self.journal.started(state.turn_id, state.prompt.text if state.prompt is not None else None)
+
+    def _emit_started(self, state: TurnState) -> None:
         payload = self._started.copy()
         payload["effort"] = state.settings.effort
         payload["instruction_bytes"] = _utf8_size(
             state.prompt.text if state.prompt is not None else dumps(state.items or state.mail)
         )
         self._emit(EventKind.RUN_STARTED, payload, state.turn_id)
-        if self.journal is not None and state.ran:
-            self.journal.started(state.turn_id, state.prompt.text if state.prompt is not None else None)
 
     def steered(self, state: TurnState, index: int, text: str) -> None:
         self._emit(

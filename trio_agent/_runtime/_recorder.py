@@ -36,6 +36,14 @@ __all__ = ["ExchangeRecorder"]
 Emit = Callable[..., Any]
 
 
+# Module constants: reading ``EventKind.X`` is a descriptor call, on the per-frame path.
+_API_EVENT, _ASSISTANT_DELTA = EventKind.API_EVENT, EventKind.ASSISTANT_DELTA
+
+
+def _nothing() -> None:
+    pass
+
+
 class ExchangeRecorder:
     def __init__(
         self,
@@ -48,8 +56,15 @@ class ExchangeRecorder:
         turn_id: int | None,
         stale: Collection[str] = (),
         api_events: bool = True,
+        defer: Callable[[Callable[[], object]], None] | None = None,
+        flush: Callable[[], None] | None = None,
     ) -> None:
         self._emit = emit
+        # The request's api.event waits with the other events announcing it (EventSink.defer);
+        # ``flush`` emits them: the exchange calls it once the body is on the wire (or
+        # failed to get there).
+        self._defer = defer
+        self.flush: Callable[[], None] = flush or _nothing
         self._api_events = api_events
         self._on_stream_event = on_stream_event
         self._turn_id = turn_id
@@ -66,6 +81,14 @@ class ExchangeRecorder:
         if self._api_events:
             self._emit(EventKind.API_EVENT, {**self._api_base, "direction": "outbound", "event": frame}, self._turn_id)
 
+    def request(self, body: dict[str, Any]) -> None:
+        """The request's ``outbound``, deferred until ``flush`` when a deferral is given."""
+        if self._api_events:
+            if self._defer is None:
+                self.outbound(body)
+            else:
+                self._defer(lambda: self.outbound(body))
+
     def sent(self) -> None:
         self.sent_at = trio.current_time()
 
@@ -74,13 +97,13 @@ class ExchangeRecorder:
         if self.first_event is None:
             self.first_event = now
         if self._api_events:
-            self._emit(EventKind.API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
+            self._emit(_API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
         if raw.get("type") == TEXT_DELTA and (fields := text_delta_fields(raw)) is not None:
             delta = self.accumulator.feed_text_delta(*fields)
             if delta is not None:
                 if self.first_output is None:
                     self.first_output = now
-                self._emit(EventKind.ASSISTANT_DELTA, text_payload(delta, self._call_index), self._turn_id)
+                self._emit(_ASSISTANT_DELTA, text_payload(delta, self._call_index), self._turn_id)
             return None
         for event in self.accumulator.feed(parse_frame(raw)):
             if isinstance(event, ResponseFinished):

@@ -37,7 +37,7 @@ from .._session.conversation import ConversationSnapshot
 from .._session.ledger import TurnLedger
 from .._session.planner import FinishTurn, RunTools, SampleAgain, plan_next
 from .._units import ns
-from ._context_io import context_user_message
+from ._context_io import context_user_message, today
 from ._model import ModelClient
 from ._payloads import TurnReporter
 from ._sampling import Sampler
@@ -95,6 +95,9 @@ class TurnRunner:
         self._context_recorded = context_recorded
         self._permissions = permissions  # the developer message with the sandbox mode and approval policy
         self._tell_permissions = False  # set_permissions changed them since the model was told
+        # The first turn's context messages, gathered when the runner starts (see run),
+        # with the date they state.
+        self._context_ahead: tuple[str, list[dict[str, Any]]] | None = None
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
         self._queue: TurnQueue | None = None
@@ -102,17 +105,33 @@ class TurnRunner:
     def permissions_changed(self) -> None:
         """The sandbox or approval policy changed: the next turn tells the model."""
         self._tell_permissions = True
+        self._context_ahead = None  # gathered with the old permissions
+
+    def _context_messages(self) -> list[dict[str, Any]]:
+        """The session's context messages: those gathered ahead when still current."""
+        ahead, self._context_ahead = self._context_ahead, None
+        date = today()
+        if ahead is not None and ahead[0] == date:
+            return ahead[1]
+        return [self._permissions(), context_user_message(self._workspace, current_date=date)]
 
     async def run(self, queue: TurnQueue) -> None:
         """Run turns until the queue is closed and empty (or this task is cancelled:
         then the turns still queued end as cancelled, each with its terminal event)."""
         self._queue = queue
+        if not self._context_recorded:
+            # Reading AGENTS.md and the environment is done now, while the startup
+            # warmup is on the network, instead of on the first prompt's way to its request.
+            date = today()
+            messages = [self._permissions(), context_user_message(self._workspace, current_date=date)]
+            self._context_ahead = (date, messages)
         try:
             while (state := await queue.next()) is not None:
                 try:
                     await self._run_turn(state, queue)
                 finally:
                     queue.finished(state)
+                await self._model.settle(others_first=True)  # after the result is out: an HTTPS response's close
         finally:
             queue.cancel_remaining()
 
@@ -162,7 +181,7 @@ class TurnRunner:
             return await self._compact_turn(state, stats, live)
         ledger = self._ledger
         if not self._context_recorded:
-            ledger.record_context([self._permissions(), context_user_message(self._workspace)])
+            ledger.record_context(self._context_messages())
             self._context_recorded = True
             self._tell_permissions = False
         else:

@@ -60,10 +60,11 @@ class Sampler:
             nonlocal announced
             if not announced:  # inside the first slot: after the warmup, with its chain
                 announced = True
-                self._emit(EventKind.MODEL_CALL_STARTED, events.omit_none({
+                previous = self._model.chain.previous_response_id
+                self._model.defer(lambda: self._emit(EventKind.MODEL_CALL_STARTED, events.omit_none({
                     "call_index": call_index, "model": settings.model, "reasoning_mode": "standard",
-                    "effort": settings.effort, "previous_response_id": self._model.chain.previous_response_id,
-                }), turn_id)
+                    "effort": settings.effort, "previous_response_id": previous,
+                }), turn_id))
             join()
 
         try:

@@ -8,6 +8,7 @@ off costs nothing on the per-event (and per-frame: ``api.event``) path.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import trio
@@ -48,6 +49,10 @@ class TracedSink(EventSink):
             except Exception as exc:
                 self._failed(exc)
         return event
+
+    def defer(self, emit_later: Callable[[], object]) -> None:
+        # Spans are opened in the emitting task's context and at its time: never later.
+        emit_later()
 
     def turn_accepted(self, turn_id: int) -> None:
         """Called by the turn queue in the task that accepted the turn."""

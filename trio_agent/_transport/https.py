@@ -87,9 +87,10 @@ class HttpsTransport:
             self._client = httpx.AsyncClient(timeout=timeout, transport=DialedTransport(dialer, ssl_context=context))
 
     def open_stream(
-        self, body: dict[str, Any], headers: Sequence[tuple[str, str]]
+        self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None = None
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
-        """POST ``body``; ``async with`` it for the body chunks of a successful response."""
+        """POST ``body`` (whose JSON is ``text``, when known); ``async with`` it for the body
+        chunks of a successful response."""
         observer = self.observer
         if observer is None:
             # The same headers object every request (an API key's): httpx gets the same
@@ -100,19 +101,19 @@ class HttpsTransport:
                 self._built_headers = httpx.Headers(
                     [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
                 )
-            return self._open_stream(body, self._built_headers, None)
-        return self._observed_stream(observer, body, headers)
+            return self._open_stream(body, self._built_headers, None, text)
+        return self._observed_stream(observer, body, headers, text)
 
     @asynccontextmanager
     async def _observed_stream(
-        self, observer: HttpsObserver, body: dict[str, Any], headers: Sequence[tuple[str, str]]
+        self, observer: HttpsObserver, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         # Recording (a cassette): one observer per request, told the head, the chunks and
         # how the request ended -- per request, never per chunk, when nobody records.
         request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
         watch = observer.request(self.url, request_headers, body)
         try:
-            async with self._open_stream(body, request_headers, watch) as chunks:
+            async with self._open_stream(body, request_headers, watch, text) as chunks:
                 yield chunks
         except BaseException as exc:
             watch.end(exc)
@@ -122,9 +123,9 @@ class HttpsTransport:
     @asynccontextmanager
     async def _open_stream(
         self, body: dict[str, Any], request_headers: list[tuple[str, str]] | httpx.Headers,
-        watch: RequestObserver | None,
+        watch: RequestObserver | None, text: str | None = None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
-        content = dumps(body).encode()  # lone surrogates become U+FFFD (``_jsontext``)
+        content = (dumps(body) if text is None else text).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         client = self._client
         try:
             # What ``client.stream`` does, without its context manager and an exit stack.
