@@ -10,8 +10,9 @@ and the environment but for the variables that only describe the terminal sessio
 (``_daemon_pool.VOLATILE``), and without ``OPENAI_API_KEY`` the Codex login file's
 identity (a refreshed login is a new key). That covers the model, the API base and
 transport, the workspace, the sandbox and approval options, the instructions and the
-credentials. (``AGENTS.md`` and the environment context are read when the prompt
-arrives, as in-process.) For each key the daemon keeps at most one *spare*: a worker
+credentials. (``AGENTS.md`` and the environment context are as of the prompt's
+arrival, as in-process: the runner re-reads them when an ``AGENTS.md`` changed since
+it gathered them.) For each key the daemon keeps at most one *spare*: a worker
 process (``_daemon_worker``) that ran the CLI's own ``run`` code up to the prompt --
 agent open, socket warmed -- and waits.
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from trio_agent._runtime._context_io import AGENTS_MD_CAP, load_agents_md
+import pytest
+import trio
+import trio.testing
+
+import trio_agent as ta
+from trio_agent._runtime._context_io import AGENTS_MD_CAP, agents_md_fingerprint, load_agents_md
 from trio_agent.testing import FakeResponsesServer
 
-from ..conftest import run_model, scripted
+from ..conftest import make_config, run_model, scripted
 
 
 def test_agents_md_is_gathered_from_the_git_root_down_to_the_workspace(tmp_path: Path) -> None:
@@ -71,3 +77,49 @@ async def test_first_request_carries_permissions_environment_and_agents_md(
     assert "<current_date>" in environment and "<timezone>" in environment and "<shell>" in environment
     assert prompt["content"] == [{"type": "input_text", "text": "hello"}]
     assert prompt["id"].startswith("msg_")
+
+
+@pytest.mark.parametrize("before", [None, "Old instructions."])
+async def test_agents_md_written_after_the_agent_opened_is_what_the_first_request_carries(
+    server: FakeResponsesServer, workspace: Path, before: str | None
+) -> None:
+    """The first turn's context is gathered when the agent opens (while its warmup is on
+    the network); an AGENTS.md written, or rewritten, before the first prompt is read
+    again -- a warm daemon's prewarmed agent may wait minutes for its prompt."""
+    if before is not None:
+        (workspace / "AGENTS.md").write_text(before)
+    seen: list[dict[str, Any]] = []
+    warmed = trio.Event()
+
+    async def script() -> None:
+        conn = await server.accept()
+        await conn.next_request()
+        await conn.send_warmup("resp-warmup")
+        warmed.set()
+        seen.append(await conn.next_request())
+        await conn.send_final("resp-final")
+
+    async with scripted(script), ta.open_agent(make_config(server, workspace)) as agent:
+        await warmed.wait()
+        await trio.testing.wait_all_tasks_blocked()  # the runner started: the context was gathered
+        (workspace / "AGENTS.md").write_text("Always run the tests, and say so.")
+        await (await agent.prompt("hello")).result()
+    _permissions, context, _prompt = seen[0]["input"]
+    agents = context["content"][0]["text"]
+    assert "Always run the tests, and say so." in agents
+    assert "Old instructions." not in agents
+
+
+def test_the_agents_md_fingerprint_changes_with_the_files(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    work = tmp_path / "pkg"
+    work.mkdir()
+    empty = agents_md_fingerprint(work)
+    assert agents_md_fingerprint(work) == empty
+    (tmp_path / "AGENTS.md").write_text("root")
+    at_root = agents_md_fingerprint(work)
+    assert at_root != empty
+    (work / "AGENTS.override.md").write_text("override")
+    assert agents_md_fingerprint(work) not in (empty, at_root)
+    (tmp_path / ".git").rmdir()  # no git root any more: the walk goes on up, another answer
+    assert agents_md_fingerprint(work) != at_root

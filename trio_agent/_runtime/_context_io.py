@@ -16,7 +16,7 @@ from typing import Any
 
 from .._session.context import environment_message
 
-__all__ = ["AGENTS_MD_CAP", "context_user_message", "load_agents_md", "today"]
+__all__ = ["AGENTS_MD_CAP", "agents_md_fingerprint", "context_user_message", "load_agents_md", "today"]
 
 AGENTS_MD_CAP = 32 * 1024
 _NAMES = ("AGENTS.override.md", "AGENTS.md")
@@ -50,6 +50,28 @@ def load_agents_md(workspace: Path) -> str | None:
         if budget <= 0:
             break
     return "\n\n".join(parts) or None
+
+
+def agents_md_fingerprint(workspace: Path) -> tuple[object, ...]:
+    """What :func:`load_agents_md`'s answer depends on, by ``stat`` alone: for each
+    directory from the workspace up to the git root (or ``/``), whether it holds ``.git``
+    and the identity, size and modification time of each candidate file. Equal
+    fingerprints: the same answer (short of a same-size rewrite within one mtime tick).
+    A few ``stat`` calls, against reading the files again."""
+    parts: list[object] = []
+    for directory in (workspace, *workspace.parents):
+        is_root = (directory / ".git").exists()
+        parts.append(is_root)
+        for name in _NAMES:
+            try:
+                info = os.stat(directory / name)
+            except OSError:
+                parts.append(None)
+                continue
+            parts.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode))
+        if is_root:
+            break
+    return tuple(parts)
 
 
 def _timezone() -> str:
