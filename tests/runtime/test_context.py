@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent._runtime._context_io import AGENTS_MD_CAP, agents_md_fingerprint, load_agents_md
+from trio_agent._runtime._context_io import AGENTS_MD_CAP, agents_md_fingerprint, agents_md_watch, load_agents_md
 from trio_agent.testing import FakeResponsesServer
 
 from ..conftest import make_config, run_model, scripted
@@ -114,12 +114,24 @@ def test_the_agents_md_fingerprint_changes_with_the_files(tmp_path: Path) -> Non
     (tmp_path / ".git").mkdir()
     work = tmp_path / "pkg"
     work.mkdir()
-    empty = agents_md_fingerprint(work)
-    assert agents_md_fingerprint(work) == empty
-    (tmp_path / "AGENTS.md").write_text("root")
-    at_root = agents_md_fingerprint(work)
-    assert at_root != empty
+
+    def fingerprint() -> tuple[object, ...]:
+        return agents_md_fingerprint(watch)
+
+    watch = agents_md_watch(work)
+    assert watch == (str(work), str(tmp_path))  # up to the git root, no AGENTS.md yet
+    empty = fingerprint()
+    assert fingerprint() == empty
+    (tmp_path / "AGENTS.md").write_text("root")  # added: its directory changed
+    assert fingerprint() != empty
+    watch = agents_md_watch(work)
+    assert watch == (str(work), str(tmp_path), str(tmp_path / "AGENTS.md"))
+    written = fingerprint()
+    (tmp_path / "AGENTS.md").write_text("root, rewritten in place")
+    assert fingerprint() != written
+    rewritten = fingerprint()
     (work / "AGENTS.override.md").write_text("override")
-    assert agents_md_fingerprint(work) not in (empty, at_root)
-    (tmp_path / ".git").rmdir()  # no git root any more: the walk goes on up, another answer
-    assert agents_md_fingerprint(work) != at_root
+    assert fingerprint() != rewritten
+    again = fingerprint()
+    (tmp_path / ".git").rmdir()  # no git root any more: its directory changed
+    assert fingerprint() != again

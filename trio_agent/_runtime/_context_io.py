@@ -16,7 +16,8 @@ from typing import Any
 
 from .._session.context import environment_message
 
-__all__ = ["AGENTS_MD_CAP", "agents_md_fingerprint", "context_user_message", "load_agents_md", "today"]
+__all__ = ["AGENTS_MD_CAP", "agents_md_fingerprint", "agents_md_watch", "context_user_message", "load_agents_md",
+           "today"]
 
 AGENTS_MD_CAP = 32 * 1024
 _NAMES = ("AGENTS.override.md", "AGENTS.md")
@@ -52,25 +53,34 @@ def load_agents_md(workspace: Path) -> str | None:
     return "\n\n".join(parts) or None
 
 
-def agents_md_fingerprint(workspace: Path) -> tuple[object, ...]:
-    """What :func:`load_agents_md`'s answer depends on, by ``stat`` alone: for each
-    directory from the workspace up to the git root (or ``/``), whether it holds ``.git``
-    and the identity, size and modification time of each candidate file. Equal
-    fingerprints: the same answer (short of a same-size rewrite within one mtime tick).
-    A few ``stat`` calls, against reading the files again."""
-    parts: list[object] = []
+def agents_md_watch(workspace: Path) -> tuple[str, ...]:
+    """The paths whose ``stat`` tells whether :func:`load_agents_md`'s answer may have
+    changed: every directory from the workspace up to its git root (up to ``/`` without
+    one: a ``.git`` made later moves the root) -- a file added, removed or renamed there,
+    an ``AGENTS.md`` or a ``.git``, changes the directory's modification time -- and
+    every candidate file that exists now (a rewrite in place changes its own)."""
+    paths: list[str] = []
     for directory in (workspace, *workspace.parents):
-        is_root = (directory / ".git").exists()
-        parts.append(is_root)
-        for name in _NAMES:
-            try:
-                info = os.stat(directory / name)
-            except OSError:
-                parts.append(None)
-                continue
-            parts.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode))
-        if is_root:
+        paths.append(str(directory))
+        paths.extend(str(directory / name) for name in _NAMES if (directory / name).exists())
+        if (directory / ".git").exists():
             break
+    return tuple(paths)
+
+
+def agents_md_fingerprint(paths: tuple[str, ...]) -> tuple[object, ...]:
+    """The ``stat`` identity of each of :func:`agents_md_watch`'s paths: equal
+    fingerprints, the same AGENTS.md answer (short of a same-size rewrite within one
+    mtime tick). Only directories and files that existed are asked: no exception on the
+    usual path, a few microseconds."""
+    parts: list[object] = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            parts.append(None)
+            continue
+        parts.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
     return tuple(parts)
 
 

@@ -37,7 +37,7 @@ from .._session.conversation import ConversationSnapshot
 from .._session.ledger import TurnLedger
 from .._session.planner import FinishTurn, RunTools, SampleAgain, plan_next
 from .._units import ns
-from ._context_io import agents_md_fingerprint, context_user_message, today
+from ._context_io import agents_md_fingerprint, agents_md_watch, context_user_message, today
 from ._model import ModelClient
 from ._payloads import TurnReporter
 from ._sampling import Sampler
@@ -96,8 +96,9 @@ class TurnRunner:
         self._permissions = permissions  # the developer message with the sandbox mode and approval policy
         self._tell_permissions = False  # set_permissions changed them since the model was told
         # The first turn's context messages, gathered when the runner starts (see run),
-        # with the date they state and the AGENTS.md files' fingerprint they were read at.
-        self._context_ahead: tuple[str, tuple[object, ...], list[dict[str, Any]]] | None = None
+        # with the date they state, the paths that tell an AGENTS.md change and their
+        # fingerprint when they were read.
+        self._context_ahead: tuple[str, tuple[str, ...], tuple[object, ...], list[dict[str, Any]]] | None = None
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
         self._queue: TurnQueue | None = None
@@ -113,8 +114,8 @@ class TurnRunner:
         date = today()
         # Still current: the same date, and no AGENTS.md written, removed or added since
         # (an agent may wait long for its first prompt: a warm daemon's spare does).
-        if ahead is not None and ahead[0] == date and ahead[1] == agents_md_fingerprint(self._workspace):
-            return ahead[2]
+        if ahead is not None and ahead[0] == date and ahead[2] == agents_md_fingerprint(ahead[1]):
+            return ahead[3]
         return [self._permissions(), context_user_message(self._workspace, current_date=date)]
 
     async def run(self, queue: TurnQueue) -> None:
@@ -125,9 +126,10 @@ class TurnRunner:
             # Reading AGENTS.md and the environment is done now, while the startup
             # warmup is on the network, instead of on the first prompt's way to its request.
             date = today()
-            fingerprint = agents_md_fingerprint(self._workspace)  # before the read: a write during it is seen
+            watch = agents_md_watch(self._workspace)
+            fingerprint = agents_md_fingerprint(watch)  # before the read: a write during it is seen
             messages = [self._permissions(), context_user_message(self._workspace, current_date=date)]
-            self._context_ahead = (date, fingerprint, messages)
+            self._context_ahead = (date, watch, fingerprint, messages)
         try:
             while (state := await queue.next()) is not None:
                 try:
