@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import trio
+
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
 
@@ -61,3 +63,52 @@ async def test_a_reconnect_comes_after_the_turn_is_announced(server: FakeRespons
     announced = [k for k in turn_kinds(log, 1) if not k.startswith("model.connection")]
     assert announced[:3] == ["run.started", "model.call.started", "model.attempt.started"]
     assert kinds[-1] == "run.completed"
+
+
+async def test_an_https_turn_announces_its_request_once_the_body_is_written(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """Over HTTPS the announcement waits for the request body to be written (httpcore's
+    trace), not for the response: the server holds its answer until it has seen them."""
+    log = EventLog()
+
+    async def script() -> None:
+        request = await server.accept_http()  # the whole body has arrived
+        with trio.fail_after(10):
+            await log.wait_for("model.attempt.started")
+        await request.send_final("resp-1", "hi")
+
+    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace, responses=responses)) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        assert (await (await agent.prompt("hello")).result()).final_message == "hi"
+    kinds = turn_kinds(log, 1)
+    assert kinds[:4] == ["run.started", "model.call.started", "model.attempt.started", "api.event"]
+    assert kinds[-2:] == ["model.call.completed", "run.completed"]
+
+
+async def test_on_sent_is_called_once_after_the_body_and_before_the_head(server: FakeResponsesServer) -> None:
+    from trio_agent._transport.https import HttpsTransport
+
+    calls: list[str] = []
+    sent = trio.Event()
+
+    def on_sent() -> None:
+        calls.append("sent")
+        sent.set()
+
+    async def script() -> None:
+        request = await server.accept_http()
+        with trio.fail_after(10):
+            await sent.wait()  # told while the response is awaited: no head has been sent yet
+        await request.send_final("resp-1", "hi")
+
+    transport = HttpsTransport(server.http_base_url)
+    async with scripted(script):
+        async with transport.open_stream({"type": "response.create"}, [("Authorization", "Bearer k")],
+                                         on_sent=on_sent) as chunks:
+            calls.append("head")
+            async for _ in chunks:
+                pass
+        await transport.aclose()
+    assert calls == ["sent", "head"]

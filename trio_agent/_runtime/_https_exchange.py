@@ -97,13 +97,17 @@ class HttpsExchange:
     async def _exchange(
         self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None
     ) -> ResponseOutcome:
-        self.recorder.request(body)
-        self.recorder.sent()
-        self.recorder.flush()
+        recorder = self.recorder
+        recorder.request(body)
+        recorder.sent()
         later = self._transport.observer is None  # a cassette records the whole exchange first
         try:
             async with contextlib.AsyncExitStack() as stack:
-                chunks = await stack.enter_async_context(self._transport.open_stream(body, headers, text))
+                # The events announcing the request are emitted once its body is written
+                # (on_sent), while the server works; at the latest here, or by the next emit.
+                chunks = await stack.enter_async_context(
+                    self._transport.open_stream(body, headers, text, recorder.flush))
+                recorder.flush()
                 self._outcome = await self._read(chunks)
                 if later:
                     self._rest = (stack.pop_all(), chunks)  # finish() reads the rest

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -51,6 +51,21 @@ class HttpsObserver(Protocol):
     def request(
         self, url: str, headers: Sequence[tuple[str, str]], body: dict[str, Any]
     ) -> RequestObserver: ...
+
+
+class _SentTrace:
+    """httpcore's trace extension, for one thing: ``on_sent`` once the request body is
+    written (then the caller emits what waited for the request to be on its way)."""
+
+    __slots__ = ("_on_sent",)
+
+    def __init__(self, on_sent: Callable[[], object]) -> None:
+        self._on_sent: Callable[[], object] | None = on_sent
+
+    async def __call__(self, name: str, info: dict[str, Any]) -> None:
+        if self._on_sent is not None and name.endswith(".send_request_body.complete"):
+            on_sent, self._on_sent = self._on_sent, None
+            on_sent()
 
 
 class HttpsTransport:
@@ -87,10 +102,12 @@ class HttpsTransport:
             self._client = httpx.AsyncClient(timeout=timeout, transport=DialedTransport(dialer, ssl_context=context))
 
     def open_stream(
-        self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None = None
+        self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None = None,
+        on_sent: Callable[[], object] | None = None,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """POST ``body`` (whose JSON is ``text``, when known); ``async with`` it for the body
-        chunks of a successful response."""
+        chunks of a successful response. ``on_sent`` is called once the request's last
+        byte is written, while the response is awaited (httpcore's trace extension)."""
         observer = self.observer
         if observer is None:
             # The same headers object every request (an API key's): httpx gets the same
@@ -101,19 +118,20 @@ class HttpsTransport:
                 self._built_headers = httpx.Headers(
                     [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
                 )
-            return self._open_stream(body, self._built_headers, None, text)
-        return self._observed_stream(observer, body, headers, text)
+            return self._open_stream(body, self._built_headers, None, text, on_sent)
+        return self._observed_stream(observer, body, headers, text, on_sent)
 
     @asynccontextmanager
     async def _observed_stream(
-        self, observer: HttpsObserver, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None
+        self, observer: HttpsObserver, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None,
+        on_sent: Callable[[], object] | None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         # Recording (a cassette): one observer per request, told the head, the chunks and
         # how the request ended -- per request, never per chunk, when nobody records.
         request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
         watch = observer.request(self.url, request_headers, body)
         try:
-            async with self._open_stream(body, request_headers, watch, text) as chunks:
+            async with self._open_stream(body, request_headers, watch, text, on_sent) as chunks:
                 yield chunks
         except BaseException as exc:
             watch.end(exc)
@@ -123,13 +141,14 @@ class HttpsTransport:
     @asynccontextmanager
     async def _open_stream(
         self, body: dict[str, Any], request_headers: list[tuple[str, str]] | httpx.Headers,
-        watch: RequestObserver | None, text: str | None = None,
+        watch: RequestObserver | None, text: str | None = None, on_sent: Callable[[], object] | None = None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         content = (dumps(body) if text is None else text).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         client = self._client
         try:
             # What ``client.stream`` does, without its context manager and an exit stack.
-            request = client.build_request("POST", self.url, content=content, headers=request_headers)
+            request = client.build_request("POST", self.url, content=content, headers=request_headers,
+                                           extensions=None if on_sent is None else {"trace": _SentTrace(on_sent)})
             with trio.move_on_after(self._head_timeout) as head:
                 response = await client.send(request, stream=True)
             if head.cancelled_caught:
