@@ -106,9 +106,10 @@ def _wait_gone(pids: set[int], seconds: float = 30.0) -> None:
 
 
 @contextmanager
-def running_daemon(**extra: str) -> Iterator[Daemon]:
-    """A daemon started with ``daemon_env(directory, **extra)``, stopped at the end."""
-    directory = tempfile.mkdtemp(prefix="tad-")  # short (a socket path has 108 bytes), mode 0700
+def running_daemon(parent: str | None = None, **extra: str) -> Iterator[Daemon]:
+    """A daemon started with ``daemon_env(directory, **extra)``, stopped at the end; its
+    directory is a new one in ``parent`` (default: the temp dir)."""
+    directory = tempfile.mkdtemp(prefix="tad-", dir=parent)  # short (a socket path has 108 bytes), mode 0700
     daemon = Daemon(directory, **extra)
     try:
         started = _cli("serve", "--daemon", env=daemon.env)

@@ -15,13 +15,20 @@ supervisor like any command (``_subreaper.py``). The flags build, per command:
   of the workspace, a private temp dir as ``/tmp`` (one per ``ShellSessions``, removed
   when they close) and ``Sandbox.writable_roots``, with ``.git`` (and the git dir a
   ``.git`` file points to) bound read-only again unless ``writable_git``. In
-  ``read-only`` nothing is rebound and ``/dev`` is remounted read-only too;
+  ``read-only`` nothing is rebound writable, ``/dev`` is remounted read-only too, and
+  ``/tmp`` is an empty read-only directory (the workspace bound back if below it);
+* **nothing of the user's services** (issue 21, ``_sandbox_hide``): the runtime
+  directories (``/run/user``, ``$XDG_RUNTIME_DIR``), the warm daemon's directory and
+  the ssh-agent's are empty read-only directories, and the kernel-wide knobs of
+  ``/proc`` (``/proc/sys`` and the like) are read-only whatever the uid -- as root
+  there is no user namespace, and uid 0 would pass their owner checks;
 * a **network namespace** with only a loopback interface unless ``network=True``
   (``--unshare-net``), an IPC namespace, and no capabilities (``--cap-drop ALL``: as
   root, bwrap would otherwise keep them, and ``CAP_SYS_ADMIN`` could remount ``/``).
 
-Outside the sandbox stay: reading every file the agent's user can read; Unix-domain
-sockets reachable through the filesystem; the agent's uid (root stays uid 0, without
+Outside the sandbox stay: reading every file the agent's user can read (but the
+hidden directories); Unix-domain sockets elsewhere (system services', sockets under
+``$HOME``: ``_sandbox_hide`` lists them); the agent's uid (root stays uid 0, without
 capabilities). The environment is still scrubbed and the output redacted
 (``_shell_env``); ``TMPDIR`` is ``/tmp``.
 
@@ -44,6 +51,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from .._errors import ConfigError
@@ -121,23 +129,54 @@ def _namespace_flags(sandbox: Sandbox) -> list[str]:
 
 
 def bwrap_argv(
-    bwrap: str, sandbox: Sandbox, workspace: Path, workdir: Path, private_tmp: Path | None, argv: list[str]
+    bwrap: str, sandbox: Sandbox, workspace: Path, workdir: Path, private_tmp: Path | None, argv: list[str],
+    environ: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The full ``bwrap`` command line for ``argv`` (pure but for a few ``stat`` calls)."""
-    args = [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    if sandbox.mode is SandboxMode.WORKSPACE_WRITE:
-        if private_tmp is not None:
-            args += ["--bind", str(private_tmp), "/tmp"]
-        writable = [workspace, *sandbox.writable_roots]
-        for root in writable:
-            args += ["--bind", str(root), str(root)]
-        if not sandbox.writable_git:
-            for path in protected_paths(writable):
-                args += ["--ro-bind", str(path), str(path)]
-    else:
-        # read-only: nothing rebound writable, and /dev read-only too (no /dev/shm either).
+    """The full ``bwrap`` command line for ``argv`` (pure but for a few ``stat`` calls
+    and creating a missing daemon directory; ``environ``, default ``os.environ``: the
+    agent's, which says where its runtime directory and warm daemon are)."""
+    from . import _sandbox_hide as hide
+
+    env = os.environ if environ is None else environ
+    read_only = sandbox.mode is not SandboxMode.WORKSPACE_WRITE
+    hidden = hide.hidden_roots(env, hide_tmp=read_only)
+    args = [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            *hide.proc_flags()]
+    for root in hidden:
+        args += ["--tmpfs", root]  # read-only once what it must show is bound into it
+    if read_only:
+        # Nothing rebound writable, and /dev read-only too (no /dev/shm either); the
+        # workspace and the working directory are bound back if a hidden root holds them.
+        shown = [str(p) for p in dict.fromkeys((workspace, workdir))
+                 if any(hide.inside(os.path.realpath(p), root) for root in hidden)]
+        for path in shown:
+            args += ["--ro-bind", path, path]
         args += ["--remount-ro", "/dev"]
+        replaced = hidden
+    else:
+        shown, binds = _writable_binds(sandbox, workspace, private_tmp)
+        args += binds
+        replaced = [*hidden, "/tmp"] if private_tmp is not None else hidden
+    for root in hidden:
+        args += ["--remount-ro", root]
+    args += hide.socket_masks(env, replaced, shown)
     return [*args, "--chdir", str(workdir), "--", *argv]
+
+
+def _writable_binds(sandbox: Sandbox, workspace: Path, private_tmp: Path | None) -> tuple[list[str], list[str]]:
+    """``workspace-write``'s binds: the private ``/tmp`` first (the workspace may lie
+    below ``/tmp``), the writable roots, then ``.git`` read-only again; and the host
+    paths they show."""
+    args = ["--bind", str(private_tmp), "/tmp"] if private_tmp is not None else []
+    writable = [workspace, *sandbox.writable_roots]
+    for root in writable:
+        args += ["--bind", str(root), str(root)]
+    shown = [str(root) for root in writable]
+    if not sandbox.writable_git:
+        for path in protected_paths(writable):
+            args += ["--ro-bind", str(path), str(path)]
+            shown.append(str(path))
+    return shown, args
 
 
 def protected_paths(roots: list[Path]) -> list[Path]:
@@ -231,8 +270,10 @@ def start_probe(requested: Sandbox | None) -> None:
 
 
 def _probe_argv(bwrap: str, sandbox: Sandbox) -> list[str]:
+    from ._sandbox_hide import proc_flags  # the binds over /proc too: they are the unusual mounts
+
     return [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--", *_PROBE_COMMAND]
+            *proc_flags(), "--", *_PROBE_COMMAND]
 
 
 def _trial(bwrap: str, sandbox: Sandbox) -> str | None:
