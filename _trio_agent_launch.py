@@ -34,7 +34,9 @@ Wire format (client <-> daemon, one Unix stream socket per request): the request
 directory, the index of the prompt in argv, the number of argv entries, the argv
 entries, then ``NAME=VALUE`` environment entries (none of these can hold a NUL).
 The daemon answers with lines: ``ok`` (accepted) or ``fallback REASON``, then
-``exit N``. The client may send ``signal N`` lines. ``status`` and ``stop`` requests
+``exit N``; or, to any request of a client it does not serve (one in a sandbox:
+``trio_agent._daemon_peer``), ``refused REASON`` before it reads the request (the
+client says so on stderr and runs in-process). The client may send ``signal N`` lines. ``status`` and ``stop`` requests
 (used by ``trio-agent serve --daemon/--stop``) carry just the op.
 
 Installations (:func:`build_identity`): the second field of a ``run`` request names the
@@ -257,6 +259,10 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
             sock.sendall(data[sent:])
         reply = lines.next()
     except OSError:  # it went away before it took the run
+        return None
+    if reply is not None and reply.startswith("refused "):
+        # A sandboxed command (trio_agent._daemon_peer): it runs in-process, in its sandbox.
+        os.write(2, f"trio-agent: not using the daemon: it refused: {reply[8:]}\n".encode())
         return None
     if reply is not None and reply.startswith("fallback stale"):
         os.write(2, b"trio-agent: not using the daemon: it was started from another installation of trio-agent "

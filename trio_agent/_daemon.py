@@ -52,7 +52,6 @@ import fcntl
 import os
 import signal
 import socket
-import struct
 import sys
 from collections.abc import Iterable
 
@@ -61,6 +60,7 @@ import trio
 from _trio_agent_launch import build_identity, directory_problem, socket_path
 
 from ._daemon_channel import LineSocket, close_fds
+from ._daemon_peer import peer_problem
 from ._daemon_pool import CLOSE_GRACE, Pool, RunRequest, Worker
 
 __all__ = ["main", "serve_daemon"]
@@ -94,7 +94,15 @@ class _Daemon:
                 self.no_clients.set()
 
     async def _serve_client(self, conn: LineSocket) -> None:
-        if _peer_uid(conn.sock) != os.getuid():  # the directory is 0700; this is the second lock
+        # The directory is 0700 and hidden from sandboxes; this is the second lock: only
+        # this user, outside any sandbox (_daemon_peer). A refused request is not read.
+        problem = peer_problem(conn.sock)
+        if problem == "another user":
+            return
+        if problem is not None:
+            await conn.send(f"refused {problem}\n".encode())
+            with trio.move_on_after(REQUEST_BOUND):
+                await conn.discard(MAX_REQUEST)  # then the client reads it, whenever it sent its request
             return
         payload = None  # stays None when the client is silent for REQUEST_BOUND or goes away
         with trio.move_on_after(REQUEST_BOUND):
@@ -146,11 +154,6 @@ class _Daemon:
             if word == "signal" and number.isdigit() and int(number) in (signal.SIGINT, signal.SIGTERM):
                 worker.signal(int(number))
         await worker.tell("detach")  # the client went away: cancel its run, never the daemon
-
-
-def _peer_uid(sock: trio.socket.SocketType) -> int:
-    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    return int(uid)
 
 
 def _pids(workers: Iterable[Worker]) -> str:

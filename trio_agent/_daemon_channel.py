@@ -74,6 +74,19 @@ class LineSocket:
         value: dict[str, Any] = json.loads(line)
         return value
 
+    async def discard(self, limit: int) -> None:
+        """Read and drop what the peer sends (closing any descriptors at once) until it
+        closes its end or ``limit`` bytes went by: a peer that is refused still gets to
+        send its request and read the answer (closing on it unread would fail its
+        write with ``EPIPE`` before it reads why)."""
+        dropped = len(self.buffer)
+        self.buffer = b""
+        while dropped <= limit and not self.eof and await self._fill():
+            dropped += len(self.buffer)
+            self.buffer = b""
+            close_fds(self.take_fds())
+        close_fds(self.take_fds())
+
     def take_fds(self) -> list[int]:
         fds, self.fds = self.fds, []
         return fds
