@@ -12,7 +12,10 @@ pid, user, network). A Bubblewrap sandbox always has its own pid and mount names
 (and a user namespace when not root, a network namespace with the network off), so
 every sandboxed peer is refused, whatever it asks for; refusing them all is simpler
 than deciding which requests would be no weaker than the peer's own sandbox, and
-loses nothing (the client runs in-process, inside its sandbox).
+loses nothing (the client runs in-process, inside its sandbox). The other side of
+the same rule: a daemon started in namespaces of its own (a service unit with
+``PrivateTmp=``, a container) serves no client outside them -- start it from the
+environment its clients run in.
 
 The peer is the process that called ``connect`` (``SO_PEERCRED``). Its namespaces are
 read from ``/proc/<pid>/ns``; a pid alone could name another process by the time it is

@@ -148,7 +148,7 @@ def bwrap_argv(
         # Nothing rebound writable, and /dev read-only too (no /dev/shm either); the
         # workspace and the working directory are bound back if a hidden root holds them.
         shown = [str(p) for p in dict.fromkeys((workspace, workdir))
-                 if any(hide.inside(os.path.realpath(p), root) for root in hidden)]
+                 if any(hide.inside(hide.real(str(p)), root) for root in hidden)]
         for path in shown:
             args += ["--ro-bind", path, path]
         args += ["--remount-ro", "/dev"]

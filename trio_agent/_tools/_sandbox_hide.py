@@ -60,13 +60,14 @@ warm daemon also refuses any client that is not in its own namespaces
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterable, Mapping
 
 from _trio_agent_launch import daemon_directory
 
-__all__ = ["PROC_MASKED", "SYS_MASKED", "hidden_roots", "inside", "mask", "proc_flags", "socket_masks"]
+__all__ = ["PROC_MASKED", "SYS_MASKED", "hidden_roots", "inside", "mask", "proc_flags", "real", "socket_masks"]
 
 #: Entries of ``/proc`` masked as container runtimes mask them (runc's ``maskedPaths``).
 PROC_MASKED = frozenset({
@@ -110,6 +111,15 @@ def _proc_entry(entry: os.DirEntry[str]) -> list[str]:
     return []
 
 
+@functools.lru_cache(maxsize=64)
+def real(path: str) -> str:
+    """``os.path.realpath`` of a configured path (the workspace, a writable root, a
+    runtime or daemon directory), resolved once per process: bwrap_argv runs per
+    command, and these do not move under a running agent. (``$SSH_AUTH_SOCK`` is
+    resolved each time: it is often a link that a terminal multiplexer re-points.)"""
+    return os.path.realpath(path)
+
+
 def mask(path: str, *, directory: bool) -> list[str]:
     """Flags hiding ``path`` (which exists): an empty read-only tmpfs over a directory,
     ``/dev/null`` over anything else."""
@@ -130,9 +140,9 @@ def hidden_roots(environ: Mapping[str, str], *, hide_tmp: bool) -> list[str]:
         candidates.append(environ["XDG_RUNTIME_DIR"])
     if hide_tmp:
         candidates.append("/tmp")
-    real = [os.path.realpath(path) for path in candidates if os.path.isdir(path)]
-    return [path for path in dict.fromkeys(real)
-            if not any(other != path and inside(path, other) for other in real)]
+    found = [real(path) for path in candidates if os.path.isdir(path)]
+    return [path for path in dict.fromkeys(found)
+            if not any(other != path and inside(path, other) for other in found)]
 
 
 def socket_masks(environ: Mapping[str, str], replaced: Iterable[str], shown: Iterable[str]) -> list[str]:
@@ -140,17 +150,16 @@ def socket_masks(environ: Mapping[str, str], replaced: Iterable[str], shown: Ite
     the sandbox would still show them. ``replaced``: mount points whose content is not
     the host's (hidden roots, the private ``/tmp``); ``shown``: binds of host paths
     over themselves, which may lie below a replaced one."""
-    mounts = [("/", True), *((os.path.realpath(p), False) for p in replaced),
-              *((os.path.realpath(p), True) for p in shown)]
+    mounts = [("/", True), *((real(p), False) for p in replaced), *((real(p), True) for p in shown)]
     flags: list[str] = []
     for directory in _daemon_directories(environ):
         if _visible(directory, mounts) and _ensure_private_dir(directory):
             flags += mask(directory, directory=True)
     agent = environ.get("SSH_AUTH_SOCK", "")
     if agent.startswith("/") and os.path.exists(agent):
-        real = os.path.realpath(agent)
-        if _visible(real, mounts):
-            flags += _agent_mask(real, environ, [path for path, _host in mounts[1:]])
+        resolved = os.path.realpath(agent)
+        if _visible(resolved, mounts):
+            flags += _agent_mask(resolved, environ, [path for path, _host in mounts[1:]])
     return flags
 
 
@@ -164,7 +173,7 @@ def _daemon_directories(environ: Mapping[str, str]) -> list[str]:
     found = [daemon_directory(environ), f"/tmp/trio-agent-{os.getuid()}"]
     if environ.get("XDG_RUNTIME_DIR"):
         found.append(os.path.join(environ["XDG_RUNTIME_DIR"], "trio-agent"))
-    return list(dict.fromkeys(os.path.realpath(path) for path in found if path.startswith("/")))
+    return list(dict.fromkeys(real(path) for path in found if path.startswith("/")))
 
 
 def _ensure_private_dir(directory: str) -> bool:
@@ -179,7 +188,7 @@ def _ensure_private_dir(directory: str) -> bool:
 
 def _agent_mask(socket: str, environ: Mapping[str, str], mount_points: list[str]) -> list[str]:
     parent = os.path.dirname(socket)
-    home = os.path.realpath(environ.get("HOME") or "/")
+    home = real(environ.get("HOME") or "/")
     try:
         info = os.lstat(parent)
     except OSError:
