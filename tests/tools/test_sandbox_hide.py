@@ -20,7 +20,8 @@ WRITE = ta.Sandbox()
 READ = ta.Sandbox(ta.SandboxMode.READ_ONLY)
 
 
-def joined(sandbox: ta.Sandbox, workspace: Path, environ: dict[str, str], private: Path | None = None) -> str:
+def joined(sandbox: ta.Sandbox, workspace: Path, environ: dict[str, str], private: Path = Path("/private")) -> str:
+    # workspace-write always has its private /tmp (ShellSessions): the host's is not shown
     return " ".join(bwrap_argv("bwrap", sandbox, workspace, workspace, private, ["true"], environ))
 
 
