@@ -8,15 +8,18 @@ O_NOFOLLOW`` from the root descriptor (making missing ones with ``mkdirat``), on
 descriptor per directory for the whole commit, and then:
 
 1. stages every new file body as a temporary file created in that directory
-   (``O_CREAT | O_EXCL | O_NOFOLLOW``, the old file's permission bits, fsynced);
+   (``O_CREAT | O_EXCL | O_NOFOLLOW``, the old file's permission bits, fsynced), and
+   opens the directory of every entry to delete;
 2. renames each temporary file onto its name (``renameat`` within the same directory
    descriptor) and unlinks deleted entries (``unlinkat``).
 
 A component that has become a symlink (or a file) since planning raises
-``_beneath.Changed``: staging then fails, and the temporary files and the directories
-made for them are removed -- nothing has changed. Inside the second step the error says
-that some files may have changed. Nothing here passes the kernel a path of more than one
-component, so no swap can send a write outside the workspace.
+``_beneath.Changed`` in the first step: the temporary files and the directories made for
+them are removed, and nothing has changed. The second step only works in directories
+already open, so a swap then cannot redirect it; if it fails anyway (a full disk, a
+directory put where a file was), the error says that some files may have changed.
+Nothing here passes the kernel a path of more than one component, so no swap can send
+a write outside the workspace.
 
 Each distinct directory of a patch is held open until the commit ends: a patch that
 writes into more directories than the process may open files fails with ``Too many open
@@ -96,11 +99,15 @@ def commit(fs: Beneath, pending: Mapping[Parts, Pending]) -> None:
     unlinks = [entry.unlink_at for entry in pending.values() if entry.lines is None and entry.unlink_at is not None]
     dirs = _Dirs(fs)
     staged: list[tuple[int, str, str]] = []  # (directory fd, temp name, final name)
+    doomed: list[tuple[int, str]] = []  # (directory fd, name to unlink)
     try:
         try:
             for parts, data, mode in writes:
                 directory = dirs.get(parts[:-1], create=True)
                 staged.append((directory, _stage(directory, parts[-1], data, mode), parts[-1]))
+            for parts in unlinks:  # opened now too: nothing is changed before all are open
+                with contextlib.suppress(FileNotFoundError):
+                    doomed.append((dirs.get(parts[:-1], create=False), parts[-1]))
         except (OSError, Changed) as exc:
             _discard(staged)
             dirs.remove_made()
@@ -108,10 +115,10 @@ def commit(fs: Beneath, pending: Mapping[Parts, Pending]) -> None:
         try:
             for directory, tmp, name in staged:
                 os.rename(tmp, name, src_dir_fd=directory, dst_dir_fd=directory)
-            for parts in unlinks:
+            for directory, name in doomed:
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(parts[-1], dir_fd=dirs.get(parts[:-1], create=False))
-        except (OSError, Changed) as exc:
+                    os.unlink(name, dir_fd=directory)
+        except OSError as exc:
             _discard(staged)
             raise PatchError(
                 f"Failed while applying the patch: {exc}. Some files may already have "

@@ -280,6 +280,8 @@ def _check_creatable(plan: _Plan, real: Parts, shown: str) -> None:
     while parent:
         status = plan.fs.lstat(parent)
         if status is not None:
+            if stat.S_ISLNK(status.st_mode):  # it was a directory when resolved a moment ago
+                raise PatchError(f"Cannot create {shown}: {Changed(parent, 'a symlink')}.")
             if not stat.S_ISDIR(status.st_mode):
                 raise PatchError(f"Cannot create {shown}: {_shown(parent)} is a file, not a directory.")
             break
