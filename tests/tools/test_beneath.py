@@ -6,8 +6,13 @@ symlink between the two fails instead of leading outside."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -195,3 +200,54 @@ def test_no_descriptor_is_left_open(tree: Path) -> None:
         fs.lstat(("real", "f"))
         fs.read_bytes(("real", "f"))
     assert set(os.listdir("/proc/self/fd")) == before
+
+
+UNPRIVILEGED_CHILD = r"""
+import json, sys
+from pathlib import Path
+from trio_agent._tools.apply_patch import PatchError, apply_patch_to_workspace
+ws = Path(sys.argv[1])
+patch = "*** Begin Patch\n*** Add File: locked/sub/new.txt\n+hi\n*** Update File: lnk/f.txt\n-a\n+b\n*** End Patch\n"
+result = {"uid": __import__("os").geteuid(), "applied": apply_patch_to_workspace(patch, ws)}
+try:
+    apply_patch_to_workspace("*** Begin Patch\n*** Add File: out/x.txt\n+x\n*** End Patch\n", ws)
+    result["escape"] = "applied"
+except PatchError as exc:
+    result["escape"] = str(exc)
+print(json.dumps(result))
+"""
+
+
+def test_an_unprivileged_user_walks_searchable_directories_it_cannot_list(tmp_path: Path) -> None:
+    """Not root, a directory with search but no read permission is still walked (O_PATH
+    descriptors need none), like the kernel's own lookup; escapes are refused the same.
+    As root the child runs as uid 65534 (setpriv), as another user as that user."""
+    base = Path(tempfile.mkdtemp(prefix="trio-agent-beneath-", dir="/tmp"))
+    try:
+        ws, out = base / "ws", base / "out"
+        (ws / "locked").mkdir(parents=True)
+        (ws / "real").mkdir()
+        out.mkdir()
+        (ws / "real" / "f.txt").write_text("a\n")
+        (ws / "lnk").symlink_to("real")
+        (ws / "out").symlink_to(out)
+        argv = [sys.executable, "-c", UNPRIVILEGED_CHILD, str(ws)]
+        if os.geteuid() == 0:
+            for path in (base, ws, out, ws / "locked", ws / "real", ws / "real" / "f.txt"):
+                os.chown(path, 65534, 65534)
+            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        base.chmod(0o755)
+        (ws / "locked").chmod(0o300)  # write and search, no read
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert result["uid"] != 0
+        assert result["applied"] == "Success. Updated the following files:\nA locked/sub/new.txt\nM lnk/f.txt\n"
+        refused = "Refusing path 'out/x.txt': it resolves outside the workspace through the symlink out"
+        assert refused in result["escape"]
+        (ws / "locked").chmod(0o700)
+        assert (ws / "locked" / "sub" / "new.txt").read_text() == "hi\n"
+        assert (ws / "real" / "f.txt").read_text() == "b\n" and list(out.iterdir()) == []
+    finally:
+        (base / "ws" / "locked").chmod(0o700)
+        shutil.rmtree(base)
