@@ -31,7 +31,7 @@ from typing import Protocol
 
 from ._beneath import Beneath, Changed, Escape, Parts, TooManyLinks
 
-__all__ = ["GitGuard", "git_writes", "written"]
+__all__ = ["GitGuard", "git_writes"]
 
 _GITDIR = "gitdir:"
 _DOTGIT_LIMIT = 64 * 1024  # a .git file is one line; anything bigger is not one
@@ -48,7 +48,7 @@ class _Change(Protocol):
     def move_to(self) -> str | None: ...
 
 
-def written(change: _Change) -> list[tuple[str, bool]]:
+def _written(change: _Change) -> list[tuple[str, bool]]:
     """The places ``change`` writes, as (path, whether a final symlink is followed): a
     file written is its link's target, a file deleted (or moved away) the entry itself."""
     if change.kind == "delete":
@@ -84,7 +84,7 @@ def git_writes(workspace: Path, changes: Iterable[_Change]) -> list[tuple[str, s
         guard = GitGuard(fs)
         found: list[tuple[str, str]] = []
         for change in changes:
-            for path, follow in written(change):
+            for path, follow in _written(change):
                 try:
                     parts = fs.resolve(os.path.normpath(path), follow_final=follow)
                 except (Escape, TooManyLinks, OSError, ValueError):

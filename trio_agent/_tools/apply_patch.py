@@ -191,17 +191,24 @@ class _Plan:
     approved_git: frozenset[str]
     pending: dict[Parts, Pending] = attrs.Factory(dict)
 
-    def exists(self, parts: Parts) -> bool:
+    def lstat(self, parts: Parts, shown: str) -> os.stat_result | None:
+        """What is on disk at ``parts`` (None: nothing); a failure is a ``PatchError``."""
+        try:
+            return self.fs.lstat(parts)
+        except OSError as exc:
+            raise PatchError(f"Cannot look up {shown}: {exc.strerror or exc}.") from exc
+
+    def exists(self, parts: Parts, shown: str) -> bool:
         entry = self.pending.get(parts)
         if entry is not None:
             return entry.lines is not None
-        return self.fs.lstat(parts) is not None
+        return self.lstat(parts, shown) is not None
 
     def read(self, parts: Parts, shown: str, verb: str) -> Pending:
         entry = self.pending.get(parts)
         if entry is not None and entry.lines is not None:
             return entry
-        status = None if entry is not None else self.fs.lstat(parts)
+        status = None if entry is not None else self.lstat(parts, shown)
         if status is None:
             hint = f" Use '*** Add File: {shown}' to create it." if verb == "update" else ""
             raise PatchError(f"Cannot {verb} {shown}: file does not exist.{hint}")
@@ -240,7 +247,7 @@ def _plan_change(plan: _Plan, change: FileChange) -> tuple[str, str]:
     """Record ``change`` in ``plan``; return its summary entry (letter, path)."""
     real = _resolve(change.path, plan.fs)
     if change.kind == "add":
-        if plan.exists(real):
+        if plan.exists(real, change.path):
             raise PatchError(
                 f"Cannot add {change.path}: file already exists. Use "
                 f"'*** Update File: {change.path}' to change it, or delete it first."
@@ -268,7 +275,7 @@ def _plan_change(plan: _Plan, change: FileChange) -> tuple[str, str]:
 
 
 def _check_move_target(plan: _Plan, dest: Parts, shown: str) -> None:
-    status = plan.fs.lstat(dest)
+    status = plan.lstat(dest, shown)
     if status is not None and stat.S_ISDIR(status.st_mode) and dest not in plan.pending:
         raise PatchError(f"Cannot move to {shown}: it is a directory.")
     _check_creatable(plan, dest, shown)
@@ -278,7 +285,7 @@ def _check_creatable(plan: _Plan, real: Parts, shown: str) -> None:
     """Refuse to create ``real`` below a file, or above a file created by this patch."""
     parent = real[:-1]
     while parent:
-        status = plan.fs.lstat(parent)
+        status = plan.lstat(parent, shown)
         if status is not None:
             if stat.S_ISLNK(status.st_mode):  # it was a directory when resolved a moment ago
                 raise PatchError(f"Cannot create {shown}: {Changed(parent, 'a symlink')}.")
