@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_agent._tools import apply_patch as apply_patch_module
+from trio_agent._tools import _patch_commit as patch_commit
 from trio_agent._tools.apply_patch import (
     FileChange,
     Hunk,
@@ -415,16 +415,16 @@ def test_write_failure_leaves_no_partial_state(
 ) -> None:
     (tmp_path / "one.txt").write_text("old\n")
     (tmp_path / "two.txt").write_text("old\n")
-    real_stage = apply_patch_module._stage
-    calls: list[Path] = []
+    real_stage = patch_commit._stage
+    calls: list[str] = []
 
-    def flaky_stage(real: Path, data: bytes, mode: int | None) -> Path:
-        calls.append(real)
+    def flaky_stage(directory: int, name: str, data: bytes, mode: int | None) -> str:
+        calls.append(name)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        return real_stage(real, data, mode)
+        return real_stage(directory, name, data, mode)
 
-    monkeypatch.setattr(apply_patch_module, "_stage", flaky_stage)
+    monkeypatch.setattr(patch_commit, "_stage", flaky_stage)
     patch = wrap(
         "*** Update File: one.txt", "-old", "+new", "*** Update File: two.txt", "-old", "+new"
     )

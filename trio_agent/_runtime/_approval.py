@@ -11,8 +11,10 @@ per call:
   or ask first (maybe to run outside the sandbox). A command that ran in the sandbox
   and failed like a sandbox denial is, under ``on-failure``/``untrusted``, asked again
   and, if approved, run again outside it.
-* ``apply_patch``: ``plan_patch`` on the files it changes; a denied patch never
-  touches the disk.
+* ``apply_patch``: ``plan_patch`` on the files it changes, as they resolve in the
+  workspace; a denied patch never touches the disk. Where the sandbox keeps ``.git``
+  read-only, the patch is applied with ``protect_git``: it may write only the ``.git``
+  places its approval named, whatever a symlink swapped in meanwhile points to.
 
 Asking (:meth:`ExecGuard._ask`) emits ``approval.requested``, awaits the hook in the
 calling task -- bounded by ``Approvals.timeout``, inside a scope that
@@ -94,6 +96,7 @@ class ExecGuard:
         self._confinement: Confinement | None = None
         self._approved_commands: set[tuple[str, bool]] = set()  # (command, outside the sandbox)
         self._approved_files: set[str] = set()
+        self._approved_git: set[str] = set()  # canonical .git paths approved for the session
         self._pending: dict[int, set[trio.CancelScope]] = {}  # turn id -> scopes of its open requests
         self._next_id = 1
 
@@ -219,11 +222,12 @@ class ExecGuard:
         except PatchError:
             return await apply_patch(patch_text, workspace)  # nothing to approve: report the error
         changes = tuple(ChangedFile(c.path, c.kind, c.move_to) for c in patch.changes)
-        plan = plan_patch(self._approvals.policy, self.sandbox, changes)
+        sandbox = self.sandbox
+        plan = plan_patch(self._approvals.policy, sandbox, changes, workspace=workspace)
         if plan.action == "refuse":
             raise PatchError(plan.reason)
         paths = {path for change in changes for path in (change.path, change.move_to) if path}
-        if plan.action == "ask" and not paths <= self._approved_files:
+        if plan.action == "ask" and not (paths <= self._approved_files and plan.git <= self._approved_git):
             request = self._request(ApprovalKind.FILE_CHANGE, call_id, turn_id, workspace, plan.reason,
                                     changes=changes)
             try:
@@ -232,7 +236,12 @@ class ExecGuard:
                 raise PatchError(f"apply_patch was denied: no file was changed; {denied.why}") from None
             if decision is ApprovalDecision.APPROVE_FOR_SESSION:
                 self._approved_files |= paths
-        return await apply_patch(patch_text, workspace)
+                self._approved_git |= plan.git
+        # .git stays read-only at write time too (issue 21): only the .git places the approval
+        # named may be written, whatever a swap does meanwhile.
+        protect_git = sandbox.mode is SandboxMode.READ_ONLY or (
+            sandbox.mode is SandboxMode.WORKSPACE_WRITE and not sandbox.writable_git)
+        return await apply_patch(patch_text, workspace, protect_git=protect_git, approved_git=plan.git)
 
     # -- asking ------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 import attrs
@@ -52,8 +53,12 @@ class CommandPlan:
 
 @attrs.frozen
 class PatchPlan:
+    """``git``: the places in ``.git`` (canonical paths: ``_git_guard``) that the patch
+    writes and ``reason`` names; approving the patch approves writing exactly those."""
+
     action: Action
     reason: str = ""
+    git: frozenset[str] = frozenset()
 
 
 def plan_command(
@@ -78,9 +83,13 @@ def plan_command(
     return CommandPlan("run", retry_on_denial=retry)
 
 
-def plan_patch(policy: ApprovalPolicy, sandbox: Sandbox, changes: Sequence[ChangedFile]) -> PatchPlan:
-    """What to do with a patch changing ``changes`` (see the module docstring)."""
-    blocked = _patch_blocked(sandbox, changes)
+def plan_patch(
+    policy: ApprovalPolicy, sandbox: Sandbox, changes: Sequence[ChangedFile], *, workspace: Path | None = None
+) -> PatchPlan:
+    """What to do with a patch changing ``changes`` (see the module docstring). Its paths
+    are decided on what they resolve to in ``workspace`` (without it: as spelled)."""
+    git = _git_writes(sandbox, changes, workspace)
+    blocked = _patch_blocked(sandbox, git)
     if blocked is None:
         if policy is ApprovalPolicy.UNTRUSTED:
             return PatchPlan("ask", "approval policy 'untrusted' asks before every change")
@@ -91,18 +100,36 @@ def plan_patch(policy: ApprovalPolicy, sandbox: Sandbox, changes: Sequence[Chang
             f"apply_patch was refused: {blocked}, and the approval policy is 'never', so nobody can approve "
             "it; no file was changed",
         )
-    return PatchPlan("ask", blocked)
+    return PatchPlan("ask", blocked, frozenset(canonical for _path, canonical in git))
 
 
-def _patch_blocked(sandbox: Sandbox, changes: Sequence[ChangedFile]) -> str | None:
+def _patch_blocked(sandbox: Sandbox, git: Sequence[tuple[str, str]]) -> str | None:
+    """Why the sandbox would not allow a patch writing the ``.git`` places ``git``, or None."""
     if sandbox.mode is SandboxMode.READ_ONLY:
-        return "the sandbox is read-only"
-    if sandbox.mode is SandboxMode.WORKSPACE_WRITE and not sandbox.writable_git:
-        for change in changes:
-            for path in (change.path, change.move_to):
-                if path is not None and os.path.normpath(path).split(os.sep)[0] == ".git":
-                    return f"it writes {path}, and the sandbox keeps .git read-only"
-    return None
+        return "the sandbox is read-only" + (f", and it writes {_shown(*git[0])}" if git else "")
+    return f"it writes {_shown(*git[0])}, and the sandbox keeps .git read-only" if git else None
+
+
+def _shown(path: str, canonical: str) -> str:
+    return path if canonical == os.path.normpath(path) else f"{path} (it resolves to {canonical})"
+
+
+def _git_writes(sandbox: Sandbox, changes: Sequence[ChangedFile], workspace: Path | None) -> list[tuple[str, str]]:
+    """The writes of ``changes`` into ``.git`` (or the git dir a ``.git`` file points to:
+    ``_git_guard``) where the sandbox keeps it read-only: (path as given, canonical path).
+    Decided on what each path resolves to (issue 21: with ``g -> .git``, ``g/config``
+    writes ``.git/config``); without a ``workspace``, on the spelling alone."""
+    if sandbox.mode is not SandboxMode.READ_ONLY and (
+        sandbox.mode is not SandboxMode.WORKSPACE_WRITE or sandbox.writable_git
+    ):
+        return []
+    if workspace is not None:
+        from ._git_guard import git_writes  # loaded by the first patch
+
+        return git_writes(workspace, changes)
+    paths = (path for change in changes for path in (change.path, change.move_to) if path is not None)
+    return [(path, os.path.normpath(path)) for path in paths
+            if ".git" in os.path.normpath(path).casefold().split(os.sep)]
 
 
 # -- sandbox denials ---------------------------------------------------------------------------

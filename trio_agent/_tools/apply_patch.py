@@ -5,11 +5,17 @@ Theory of operation
 Applying a patch happens in three phases, and nothing on disk changes until the third:
 
 1. **Parse** (:func:`parse_patch`, pure): patch text becomes an immutable :class:`Patch`.
-2. **Plan** (in memory): each path is resolved against the workspace root.  Absolute
-   paths, and paths that leave the workspace lexically (``..``) or through a symlink
-   (checked with :meth:`pathlib.Path.resolve`), are refused.  The operations then run
-   in patch order against an overlay of the workspace (``_Plan``), so a later operation
-   sees the result of an earlier one.  Update hunks are located like Codex does it:
+2. **Plan** (in memory): each path is resolved beneath the workspace root by
+   :class:`~._beneath.Beneath`, which holds the root open and follows symlinks in user
+   space, one ``*at`` call at a time, never letting the kernel follow one: absolute
+   paths, ``..`` above the root and symlinks that lead out of it are refused (the
+   message names the link); symlinks that stay inside are followed. The result is a
+   canonical path (components from the root, none a symlink). With ``protect_git``
+   (the sandbox keeps ``.git`` read-only) a canonical path that writes ``.git`` or the
+   git dir a ``.git`` file points to (``_git_guard``) is refused unless it is in
+   ``approved_git``. The operations then run in patch order against an overlay of the
+   workspace (``_Plan``, keyed on canonical paths), so a later operation sees the result
+   of an earlier one.  Update hunks are located like Codex does it:
    an ``@@ header`` moves the search position past the first line equal to the header;
    the hunk's old lines (context + removed) are then searched for in order from that
    position, first exactly, then ignoring trailing whitespace, then ignoring
@@ -18,10 +24,15 @@ Applying a patch happens in three phases, and nothing on disk changes until the 
    else appended at the end of the file.  Files are split on ``"\\n"`` (or ``"\\r\\n"``
    if that is the file's consistent line ending), a missing final newline is tolerated,
    and every written file ends with a newline.
-3. **Commit**: every new file body is first written to a temporary file next to its
-   target (keeping the old file's permission bits), then each temporary file is moved
-   into place with :func:`os.replace` and deleted files are unlinked.  If staging fails,
-   the temporary files are removed and nothing has changed.
+3. **Commit** (``_patch_commit``): every new file body is first written to a temporary
+   file beside its target (keeping the old file's permission bits), then each temporary
+   file is renamed into place and deleted files are unlinked. Every directory is opened
+   along the canonical path with ``O_NOFOLLOW`` (missing ones made with ``mkdirat``), and
+   files are created, renamed and unlinked relative to those descriptors: a directory
+   swapped for a symlink after planning (a command of the model's running meanwhile)
+   fails the patch with an error instead of sending the write outside the workspace or
+   into ``.git``. If staging fails, the temporary files and the directories made for them
+   are removed and nothing has changed.
 
 Errors are raised as :class:`PatchError` with a message meant for the model: what went
 wrong, and what to do about it.
@@ -30,13 +41,16 @@ wrong, and what to do about it.
 from __future__ import annotations
 
 import os
-import secrets
-from collections.abc import Sequence
+import stat
+from collections.abc import Collection, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import attrs
 import trio
 
+from ._beneath import Beneath, Changed, Escape, Parts, TooManyLinks
+from ._git_guard import GitGuard
+from ._patch_commit import Pending, commit
 from ._patch_parse import FileChange, Hunk, Patch, PatchError, parse_patch
 
 __all__ = [
@@ -52,23 +66,37 @@ __all__ = [
 
 SUCCESS_HEADER = "Success. Updated the following files:\n"
 _NORMALIZERS = (lambda s: s, str.rstrip, str.strip)
+_commit = commit  # a module global, so a test can step in between planning and committing
 
 
-async def apply_patch(patch_text: str, workspace: Path) -> str:
+async def apply_patch(
+    patch_text: str, workspace: Path, *, protect_git: bool = False, approved_git: Collection[str] = ()
+) -> str:
     """Trio entry point: checkpoint, then apply the patch synchronously."""
     await trio.lowlevel.checkpoint()
-    return apply_patch_to_workspace(patch_text, workspace)
+    return apply_patch_to_workspace(patch_text, workspace, protect_git=protect_git, approved_git=approved_git)
 
 
-def apply_patch_to_workspace(patch_text: str, workspace: Path) -> str:
-    """Parse, verify and apply ``patch_text`` under ``workspace``; return the summary."""
+def apply_patch_to_workspace(
+    patch_text: str, workspace: Path, *, protect_git: bool = False, approved_git: Collection[str] = ()
+) -> str:
+    """Parse, verify and apply ``patch_text`` under ``workspace``; return the summary.
+
+    ``protect_git``: refuse to write ``.git`` (and the git dir a ``.git`` file points to),
+    as the sandbox does for commands, except the canonical paths in ``approved_git``."""
     patch = parse_patch(patch_text)
-    root = Path(workspace).resolve()
+    root = Path(workspace)
     if not root.is_dir():
         raise PatchError(f"Workspace {workspace} is not a directory.")
-    plan = _Plan(root)
-    summary = [_plan_change(plan, change) for change in patch.changes]
-    _commit(plan)
+    try:
+        fs = Beneath(root)
+    except OSError as exc:
+        raise PatchError(f"Cannot open the workspace {workspace}: {exc.strerror or exc}.") from exc
+    with fs:
+        guard = GitGuard(fs) if protect_git else None
+        plan = _Plan(fs, guard, frozenset(approved_git))
+        summary = [_plan_change(plan, change) for change in patch.changes]
+        _commit(fs, plan.pending)
     body = "".join(f"{kind} {path}\n" for letter in "AMD" for kind, path in summary if kind == letter)
     return SUCCESS_HEADER + body
 
@@ -146,108 +174,137 @@ def _mismatch(hunk: Hunk, path: str, number: int) -> PatchError:
 # --------------------------------------------------------------------------- planning
 
 
-@attrs.define
-class _Pending:
-    """The planned final state of one file; ``lines is None`` means deleted."""
+def _shown(parts: Parts) -> str:
+    return "/".join(parts)
 
-    lines: tuple[str, ...] | None
-    newline: str = "\n"
-    mode: int | None = None
-    unlink_at: Path | None = None
+
+def _within(inner: Parts, outer: Parts) -> bool:
+    return inner[: len(outer)] == outer
 
 
 @attrs.define
 class _Plan:
     """An in-memory overlay of the workspace: planned file states over the disk."""
 
-    root: Path
-    pending: dict[Path, _Pending] = attrs.Factory(dict)
+    fs: Beneath
+    guard: GitGuard | None
+    approved_git: frozenset[str]
+    pending: dict[Parts, Pending] = attrs.Factory(dict)
 
-    def exists(self, real: Path) -> bool:
-        entry = self.pending.get(real)
+    def lstat(self, parts: Parts, shown: str) -> os.stat_result | None:
+        """What is on disk at ``parts`` (None: nothing); a failure is a ``PatchError``."""
+        try:
+            return self.fs.lstat(parts)
+        except OSError as exc:
+            raise PatchError(f"Cannot look up {shown}: {exc.strerror or exc}.") from exc
+
+    def exists(self, parts: Parts, shown: str) -> bool:
+        entry = self.pending.get(parts)
         if entry is not None:
             return entry.lines is not None
-        return real.exists() or real.is_symlink()
+        return self.lstat(parts, shown) is not None
 
-    def read(self, real: Path, shown: str, verb: str) -> _Pending:
-        entry = self.pending.get(real)
+    def read(self, parts: Parts, shown: str, verb: str) -> Pending:
+        entry = self.pending.get(parts)
         if entry is not None and entry.lines is not None:
             return entry
-        if entry is not None or not real.exists():
+        status = None if entry is not None else self.lstat(parts, shown)
+        if status is None:
             hint = f" Use '*** Add File: {shown}' to create it." if verb == "update" else ""
             raise PatchError(f"Cannot {verb} {shown}: file does not exist.{hint}")
-        if not real.is_file():
+        if not stat.S_ISREG(status.st_mode):
             raise PatchError(f"Cannot {verb} {shown}: it is not a regular file.")
-        return _read_disk(real, shown)
+        return _read_disk(self.fs, parts, shown)
+
+    def writable(self, parts: Parts, shown: str) -> Parts:
+        """``parts``, unless writing it writes a protected ``.git`` place."""
+        canonical = _shown(parts)
+        if self.guard is None or canonical in self.approved_git or not self.guard.protects(parts):
+            return parts
+        where = shown if canonical == os.path.normpath(shown) else f"{shown} (it resolves to {canonical})"
+        raise PatchError(
+            f"Refusing to write {where}: the sandbox keeps .git read-only, and this patch was not "
+            "approved to change it. No file was changed."
+        )
 
 
-def _read_disk(real: Path, shown: str) -> _Pending:
+def _read_disk(fs: Beneath, parts: Parts, shown: str) -> Pending:
     try:
-        data = real.read_bytes()
-        mode = real.stat().st_mode & 0o7777
-    except OSError as exc:
-        raise PatchError(f"Cannot read {shown}: {exc.strerror or exc}.") from exc
+        data, status = fs.read_bytes(parts)
+    except (OSError, Changed) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise PatchError(f"Cannot read {shown}: {why}.") from exc
     text = data.decode("utf-8", "surrogateescape")
     crlf = text.count("\r\n")
     newline = "\r\n" if crlf and crlf == text.count("\n") else "\n"
     lines = text.split(newline)
     if lines[-1] == "":
         lines.pop()
-    return _Pending(tuple(lines), newline, mode)
+    return Pending(tuple(lines), newline, status.st_mode & 0o7777)
 
 
 def _plan_change(plan: _Plan, change: FileChange) -> tuple[str, str]:
     """Record ``change`` in ``plan``; return its summary entry (letter, path)."""
-    real = _resolve(change.path, plan.root)
+    real = _resolve(change.path, plan.fs)
     if change.kind == "add":
-        if plan.exists(real):
+        if plan.exists(real, change.path):
             raise PatchError(
                 f"Cannot add {change.path}: file already exists. Use "
                 f"'*** Update File: {change.path}' to change it, or delete it first."
             )
         _check_creatable(plan, real, change.path)
-        plan.pending[real] = _Pending(change.new_lines)
+        plan.pending[plan.writable(real, change.path)] = Pending(change.new_lines)
         return "A", change.path
     current = plan.read(real, change.path, change.kind)
     if change.kind == "delete":
-        plan.pending[real] = _Pending(None, unlink_at=_link_path(change.path, plan.root))
+        link = plan.writable(_resolve(change.path, plan.fs, follow_final=False), change.path)
+        plan.pending[real] = Pending(None, unlink_at=link)
         return "D", change.path
     new_lines = tuple(apply_hunks(current.lines or (), change.hunks, change.path))
     updated = attrs.evolve(current, lines=new_lines)
     if change.move_to is None:
-        plan.pending[real] = updated
+        plan.pending[plan.writable(real, change.path)] = updated
         return "M", change.path
-    dest = _resolve(change.move_to, plan.root)
+    dest = _resolve(change.move_to, plan.fs)
     if dest != real:
         _check_move_target(plan, dest, change.move_to)
-        plan.pending[real] = _Pending(None, unlink_at=_link_path(change.path, plan.root))
-    plan.pending[dest] = updated
+        link = plan.writable(_resolve(change.path, plan.fs, follow_final=False), change.path)
+        plan.pending[real] = Pending(None, unlink_at=link)
+    plan.pending[plan.writable(dest, change.move_to)] = updated
     return "M", change.move_to
 
 
-def _check_move_target(plan: _Plan, dest: Path, shown: str) -> None:
-    if dest.is_dir() and dest not in plan.pending:
+def _check_move_target(plan: _Plan, dest: Parts, shown: str) -> None:
+    status = plan.lstat(dest, shown)
+    if status is not None and stat.S_ISDIR(status.st_mode) and dest not in plan.pending:
         raise PatchError(f"Cannot move to {shown}: it is a directory.")
     _check_creatable(plan, dest, shown)
 
 
-def _check_creatable(plan: _Plan, real: Path, shown: str) -> None:
+def _check_creatable(plan: _Plan, real: Parts, shown: str) -> None:
     """Refuse to create ``real`` below a file, or above a file created by this patch."""
-    parent = real.parent
-    while not parent.exists() and parent != plan.root:
-        parent = parent.parent
-    if not parent.is_dir():
-        where = parent.relative_to(plan.root)
-        raise PatchError(f"Cannot create {shown}: {where} is a file, not a directory.")
+    parent = real[:-1]
+    while parent:
+        status = plan.lstat(parent, shown)
+        if status is not None:
+            if stat.S_ISLNK(status.st_mode):  # it was a directory when resolved a moment ago
+                raise PatchError(f"Cannot create {shown}: {Changed(parent, 'a symlink')}.")
+            if not stat.S_ISDIR(status.st_mode):
+                raise PatchError(f"Cannot create {shown}: {_shown(parent)} is a file, not a directory.")
+            break
+        parent = parent[:-1]
     for other, entry in plan.pending.items():
-        clash = other.is_relative_to(real) or real.is_relative_to(other)
+        clash = _within(other, real) or _within(real, other)
         if entry.lines is not None and other != real and clash:
-            where = other.relative_to(plan.root)
-            raise PatchError(f"Cannot create {shown}: it conflicts with {where} in this patch.")
+            raise PatchError(f"Cannot create {shown}: it conflicts with {_shown(other)} in this patch.")
 
 
-def _resolve(raw: str, root: Path) -> Path:
-    """Resolve a patch path inside ``root``, refusing anything that escapes it."""
+def _resolve(raw: str, fs: Beneath, *, follow_final: bool = True) -> Parts:
+    """Resolve a patch path beneath the workspace, refusing anything that escapes it.
+
+    ``..`` in the patch path is lexical (``a/../b`` is ``b``), as in git; in a symlink's
+    target it is the link directory's parent. With ``follow_final=False`` the last
+    component is the entry itself (to unlink a symlink, not its target)."""
     if "\x00" in raw or any(ord(char) < 0x20 for char in raw):
         raise PatchError(
             f"Refusing path {raw!r}: it contains a NUL or control character. "
@@ -266,83 +323,16 @@ def _resolve(raw: str, root: Path) -> Path:
         )
     norm = os.path.normpath(raw)
     try:
-        real = (root / norm).resolve()
-    except (OSError, RuntimeError) as exc:
-        raise PatchError(f"Cannot resolve path {raw!r}: {exc}.") from exc
-    if norm == os.curdir or real == root:
-        raise PatchError(f"Refusing path {raw!r}: it names the workspace root, not a file.")
-    if norm.split(os.sep)[0] == os.pardir or not real.is_relative_to(root):
+        parts = () if norm == os.curdir else fs.resolve(norm, follow_final=follow_final)
+    except Escape as exc:
+        link = "" if exc.link is None else f" through the symlink {exc.link} -> {exc.target}"
         raise PatchError(
-            f"Refusing path {raw!r}: it resolves outside the workspace. "
+            f"Refusing path {raw!r}: it resolves outside the workspace{link}. "
             "Only files inside the workspace can be changed."
-        )
-    return real
-
-
-def _link_path(raw: str, root: Path) -> Path:
-    """The directory entry to unlink: resolved parent plus the literal final name."""
-    lexical = root / os.path.normpath(raw)
-    return lexical.parent.resolve() / lexical.name
-
-
-# --------------------------------------------------------------------------- commit
-
-
-def _encode(entry: _Pending, shown: Path) -> bytes:
-    lines = entry.lines or ()
-    text = "".join(line + entry.newline for line in lines)
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError as exc:
-        raise PatchError(f"Cannot write {shown}: the new content is not encodable.") from exc
-
-
-def _commit(plan: _Plan) -> None:
-    """Stage every write as a temp file, then move them into place and unlink deletions."""
-    writes = [
-        (real, _encode(entry, real.relative_to(plan.root)), entry.mode)
-        for real, entry in plan.pending.items()
-        if entry.lines is not None
-    ]
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for real, data, mode in writes:
-            staged.append((_stage(real, data, mode), real))
-    except OSError as exc:
-        _discard(staged)
-        raise PatchError(f"Failed to write files: {exc}. No files were changed.") from exc
-    try:
-        for tmp, real in staged:
-            os.replace(tmp, real)
-        for entry in plan.pending.values():
-            if entry.lines is None and entry.unlink_at is not None:
-                entry.unlink_at.unlink(missing_ok=True)
-    except OSError as exc:
-        _discard(staged)
-        raise PatchError(
-            f"Failed while applying the patch: {exc}. Some files may already have "
-            "changed; re-read them before retrying."
-        ) from exc
-
-
-def _stage(real: Path, data: bytes, mode: int | None) -> Path:
-    """Write ``data`` to a new temp file beside ``real``; return the temp path."""
-    real.parent.mkdir(parents=True, exist_ok=True)
-    tmp = real.with_name(f".{real.name}.{secrets.token_hex(4)}.apply_patch.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def _discard(staged: Sequence[tuple[Path, Path]]) -> None:
-    for tmp, _real in staged:
-        tmp.unlink(missing_ok=True)
+        ) from None
+    except (TooManyLinks, OSError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise PatchError(f"Cannot resolve path {raw!r}: {why}.") from exc
+    if not parts:
+        raise PatchError(f"Refusing path {raw!r}: it names the workspace root, not a file.")
+    return parts
