@@ -58,6 +58,7 @@ HOSTILE = {
     ],
     "test evaluates code": [
         "test -v 'a[$(touch x)]'", "[ -v 'a[$(touch x)]' ]", "test -R x", "[ 'a[$(touch x)]' -eq 1 ]", "test -f *",
+        "[ 'PATH=0' -eq 0 ]", "test x -lt 1",
     ],
     "shell": [
         "ls |& touch x", "ls & touch x", "ls > f", "ls >| f", "ls >> f", "cat < f", "cat <<EOF", "cat <(touch x)",
@@ -111,8 +112,9 @@ READ_ONLY = {
         "git rev-parse --show-toplevel", "git rev-parse --abbrev-ref HEAD", "git describe --tags --always",
     ],
     "data and the system": [
-        "echo hi", "echo *", "echo -n 'a|b'", "printenv HOME", "expr 1 + 2", "test -f x", "[ -f x ]", "true",
-        "false", "whoami", "id -u", "uname -a", "pwd", "date", "date -u +%Y-%m-%d", "seq 1 10",
+        "echo hi", "echo *", "echo -n 'a|b'", "printenv HOME", "expr 1 + 2", "test -f x", "[ -f x ]",
+        "[ 3 -gt -1 ]", "[ a = b ]", "true", "false", "whoami", "id -u", "uname -a", "pwd", "date",
+        "date -u +%Y-%m-%d", "seq 1 10",
     ],
     "lines of them": [
         "ls -a | wc -l", "cat a.txt | grep x | wc -l && git log --oneline -5", "pwd; echo hi", "head -n 5 a || true",

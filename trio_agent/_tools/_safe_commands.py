@@ -111,14 +111,25 @@ def _data(arguments: Sequence[Word]) -> bool:
     return True
 
 
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
 def _test(arguments: Sequence[Word]) -> bool:
     """``test``/``[`` are shell builtins that can evaluate an argument as code: bash 5.2
-    runs ``$(...)`` in the array subscript of ``test -v 'a[$(cmd)]'``, zsh evaluates
-    ``-eq`` operands arithmetically. So: literal words (no glob: a file name is text the
-    checker never saw), none holding ``$`` or a backtick, no ``-v``/``-R``."""
-    return all(
-        word.literal and not {"$", "`"} & set(word.text) and word.text not in ("-v", "-R") for word in arguments
-    )
+    runs ``$(...)`` in the array subscript of ``test -v 'a[$(cmd)]'``; zsh evaluates the
+    operands of ``-eq``... arithmetically (``[ 'PATH=0' -eq 0 ]`` assigns). So: literal
+    words (no glob: a file name is text the checker never saw), none holding ``$`` or a
+    backtick, no ``-v``/``-R``, and arithmetic comparisons only between integers."""
+    texts = [word.text for word in arguments]
+    # {text, *text}: the word itself (-v, -R) and each of its characters ($, `)
+    if not all(word.literal for word in arguments) or any({"$", "`", "-v", "-R"} & {text, *text} for text in texts):
+        return False
+    compared = [
+        texts[index + step] for index, text in enumerate(texts) if text in _ARITHMETIC_TESTS
+        for step in (-1, 1) if 0 <= index + step < len(texts)
+    ]
+    return all(_INTEGER.fullmatch(operand) for operand in compared)
 
 
 _SED_PRINT = re.compile(r"[0-9]+(,[0-9]+)?p")
