@@ -32,18 +32,24 @@ Variable expansion is refused (``$`` outside single quotes): the checker cannot 
 the value, and an unquoted one splits into words that may be options (``sort $X``). So
 ``cat $HOME/.ssh/id_rsa`` is asked about although it would only read (what it may read
 is the sandbox's decision, not this table's); ``'$HOME'`` in single quotes is literal
-text and passes.
+text and passes. Globs stay (reading ``src/*.py`` is a read), but a word the shell may
+expand into an option is refused: a file named ``--compress-program=x`` would turn
+``sort *`` into running ``x``, so ``sort *`` is asked about and ``sort ./*`` or
+``sort -- *`` is not.
 
 Provenance. The list starts from codex's ``is_safe_command``
 (``codex-rs/shell-command/src/command_safety/is_safe_command.rs``): ``cat cd cut echo
 expr false grep head id ls nl paste pwd rev seq stat tail tr true uname uniq wc which
 whoami``, ``base64`` without ``-o``, ``find`` without ``-exec -execdir -ok -okdir
 -delete -fls -fprint -fprint0 -fprintf``, ``rg`` without ``--pre --hostname-bin
---search-zip -z``, ``sed -n {N|M,N}p``, ``tac``. Codex takes most of them with any
-arguments and denylists a few options; here every command has an allowlist instead,
-read from each program's ``--help`` and manual: GNU coreutils 9.1, grep 3.8, diffutils
-3.8, findutils 4.9, sed 4.9, util-linux 2.38 (``column``, ``hexdump``, ``rev``), file
-5.44, git 2.39, ripgrep 14 (from its manual). Added beyond codex: ``basename cmp column
+--search-zip -z``, ``sed -n {N|M,N}p``, ``tac`` (not its ``numfmt``). Codex takes most
+of them with any arguments and denylists a few options; here every command has an
+allowlist instead, read from each program's ``--help`` and manual: GNU coreutils 9.1,
+grep 3.8, diffutils 3.8, findutils 4.9, sed 4.9, util-linux 2.38 (``column``,
+``hexdump``, ``rev``), file 5.44, git 2.39, ripgrep 14 (its flag definitions; it is not
+installed here). Each listed option's arity was checked by running the installed
+program with and without a value (getopt's "requires an argument" and "doesn't allow
+an argument", git's own messages). Added beyond codex: ``basename cmp column
 comm date df diff dirname du file fmt fold hexdump md5sum od printenv readlink
 realpath sha1sum sha256sum sort test [`` and read-only ``git`` subcommands (codex now
 asks before every git command). Left out on purpose: ``strings`` (binutils expands
@@ -53,7 +59,7 @@ checked), every wrapper that runs another command (``xargs env nice timeout comm
 exec time nohup sudo``...), and every interpreter.
 
 What it does not promise: ``git`` runs programs its configuration names
-(``core.fsmonitor``, diff ``textconv`` drivers, ``diff.external``); the sandbox keeps
+(``core.fsmonitor``, filter and diff drivers, ``diff.external``); the sandbox keeps
 ``.git`` read-only for commands, so a model cannot plant them, but a repository that
 arrived with such a ``.git/config`` runs them on ``git status``. A login shell's
 startup files run before any command. Reads are reads: a read-only command may print
