@@ -22,8 +22,6 @@ command substitution or variable assignment.
 from __future__ import annotations
 
 import os
-import re
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -31,6 +29,7 @@ from typing import Literal
 import attrs
 
 from ._approval_request import ChangedFile
+from ._safe_commands import is_known_read_only
 from ._security import ApprovalPolicy, Sandbox, SandboxMode
 
 __all__ = ["CommandPlan", "PatchPlan", "denial_hint", "is_known_safe", "plan_command", "plan_patch"]
@@ -160,56 +159,8 @@ def denial_hint(exit_code: int | None, output: str) -> str | None:
 
 # -- known read-only commands ------------------------------------------------------------------
 
-_SAFE = frozenset(
-    "basename cat cd cmp column comm cut df diff dirname du echo expr false file fmt fold grep head "
-    "hexdump id ls md5sum nl od paste printenv pwd readlink realpath rev seq sha1sum sha256sum stat "
-    "strings tail test tr tree true uname uniq wc which whoami [".split()
-)
-_SEPARATORS = frozenset({"&&", "||", ";", "|"})
-_FIND_UNSAFE = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"})
-_RG_UNSAFE = ("--pre", "--hostname-bin", "--search-zip", "-z")
-_GIT_SAFE = frozenset({"status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "grep", "describe"})
-_GIT_UNSAFE = ("--output", "--ext-diff", "--textconv", "--exec")
-_SED_PRINT = re.compile(r"^\d+(,\d+)?p$")
-
 
 def is_known_safe(cmd: str) -> bool:
-    """Whether ``cmd`` is a sequence of known read-only commands (module docstring)."""
-    if "`" in cmd or "$(" in cmd or "\n" in cmd:
-        return False
-    lexer = shlex.shlex(cmd, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes
-        return False
-    segment: list[str] = []
-    segments = [segment]
-    for token in tokens:
-        if token in _SEPARATORS:
-            segment = []
-            segments.append(segment)
-        elif token and token[0] in "();<>&":
-            return False  # redirection, subshell, background
-        else:
-            segment.append(token)
-    return all(segment and _safe_segment(segment) for segment in segments)
-
-
-def _safe_segment(argv: list[str]) -> bool:
-    name, args = argv[0], argv[1:]
-    if "=" in name or "/" in name:
-        return False  # an assignment, or a program by path
-    if name in _SAFE:
-        return True
-    if name == "find":
-        return not any(arg in _FIND_UNSAFE for arg in args)
-    if name == "rg":
-        return not any(arg.startswith(_RG_UNSAFE) for arg in args)
-    if name == "sort":
-        return not any(arg.startswith(("-o", "--output")) for arg in args)
-    if name == "sed":
-        return len(args) >= 2 and args[0] == "-n" and bool(_SED_PRINT.match(args[1]))
-    if name == "git":
-        return bool(args) and args[0] in _GIT_SAFE and not any(arg.startswith(_GIT_UNSAFE) for arg in args)
-    return False
+    """Whether ``cmd`` is a line of known read-only commands: each command's options
+    and operands checked against its allowlist (:mod:`._safe_commands`)."""
+    return is_known_read_only(cmd)
