@@ -184,3 +184,27 @@ async def test_the_hosts_tmp_and_its_sockets_are_not_in_the_sandbox(
             assert await run(shell, f"ls -A {tmp_path}") == "workspace\n"
             await assert_workspace_usable(shell, mode)
             assert await connects(shell, tmux, outside_sandbox=True) == {str(tmux): "ok"}
+
+
+# -- system services' sockets under /run ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+async def test_system_sockets_under_run_are_refused_and_the_rest_of_run_stays(
+    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode
+) -> None:
+    # As the container engine's /run/docker.sock and systemd's /run/systemd/private are:
+    # one socket at the top of /run, one in a service's directory. (CI runs as root,
+    # which may create them; as root each such socket is a way out.)
+    service = Path(tempfile.mkdtemp(prefix="trio-agent-test-service-", dir="/run"))
+    try:
+        (service / "service.pid").write_text("4242\n")
+        with listening(Path(f"{service}.sock")) as top, listening(service / "private") as nested:
+            async with sandboxed(nursery, workspace, mode) as shell:
+                assert await connects(shell, top, nested) == {str(top): "Connection refused",
+                                                              str(nested): "Connection refused"}
+                assert await run(shell, f"cat {service}/service.pid") == "4242\n"  # what is read there stays
+                await assert_workspace_usable(shell, mode)
+                assert await connects(shell, top, nested, outside_sandbox=True) == {str(top): "ok", str(nested): "ok"}
+    finally:
+        shutil.rmtree(service)

@@ -160,6 +160,7 @@ def bwrap_argv(
     for root in hidden:
         args += ["--remount-ro", root]
     args += hide.socket_masks(env, replaced, shown)
+    args += hide.run_socket_masks(replaced, shown)
     return [*args, "--chdir", str(workdir), "--", *argv]
 
 

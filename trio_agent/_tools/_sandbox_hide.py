@@ -46,12 +46,24 @@ recursive); ``/sys/firmware`` and the power-capping counters are masked too. The
 listing of ``/proc`` is taken once per process (its top never changes while the
 kernel runs, bar a module adding a driver's directory).
 
-What stays reachable (the README states it): sockets of system services the agent's
-uid may use (``/run/docker.sock``, the system bus, ``/run/systemd/private``, a
-database's socket) -- as root these are ways out, so run the agent as an unprivileged
-user; sockets of the user elsewhere in the filesystem (an ssh ``ControlMaster`` under
-``~/.ssh``, a gpg-agent in ``~/.gnupg`` when there is no runtime directory, anything
-under ``/var/tmp`` or the home directory); abstract sockets (an X server's, a bus
+System services' sockets (``/run``). The services of the machine keep their sockets
+under ``/run`` (``/var/run`` is a link to it): the container engine's
+(``/run/docker.sock``, ``/run/podman``, containerd), the system bus, systemd's own
+(``/run/systemd/private``: ``systemd-run`` as root), a database's. As root each of
+these is a way out, and an unprivileged user in the ``docker`` group has the first.
+``/run`` cannot be hidden whole (``/etc/resolv.conf`` and NixOS's
+``/run/current-system`` live there), so every **socket** found below it
+(:func:`run_socket_masks`: a walk of at most :data:`RUN_DEPTH` levels and
+:data:`RUN_ENTRIES` entries, taken when each command's sandbox is built, so that a
+service started since is covered) has ``/dev/null`` bound over it: ``connect`` there
+is refused. What a command reads in ``/run`` (pid files, ``resolv.conf``) stays. A
+socket created under ``/run`` while a command runs, beyond the walk's bounds, or in a
+directory the agent may search but not list, is not masked.
+
+What stays reachable (the README states it): sockets of the user elsewhere in the
+filesystem (an ssh ``ControlMaster`` under ``~/.ssh``, a gpg-agent in ``~/.gnupg``
+when there is no runtime directory, anything under ``/var/tmp`` or the home
+directory); abstract sockets (an X server's, a bus
 started by ``dbus-launch``) when ``Sandbox.network`` is on (with it off the command has
 a network namespace of its own, where the host's abstract sockets do not exist). The
 warm daemon also refuses any client that is not in its own namespaces
@@ -67,7 +79,10 @@ from collections.abc import Iterable, Mapping
 
 from _trio_agent_launch import daemon_directory
 
-__all__ = ["PROC_MASKED", "SYS_MASKED", "hidden_roots", "inside", "mask", "proc_flags", "real", "socket_masks"]
+__all__ = [
+    "PROC_MASKED", "RUN_DEPTH", "RUN_ENTRIES", "SYS_MASKED", "hidden_roots", "inside", "mask", "proc_flags", "real",
+    "run_socket_masks", "socket_masks",
+]
 
 #: Entries of ``/proc`` masked as container runtimes mask them (runc's ``maskedPaths``).
 PROC_MASKED = frozenset({
@@ -75,6 +90,9 @@ PROC_MASKED = frozenset({
 })
 #: Directories of ``/sys`` masked likewise (firmware tables and variables, energy counters).
 SYS_MASKED = ("/sys/firmware", "/sys/devices/virtual/powercap")
+#: How deep below ``/run``, and over how many entries, :func:`run_socket_masks` looks for sockets.
+RUN_DEPTH = 4
+RUN_ENTRIES = 4096
 _PROCESS_LINKS = frozenset({"self", "thread-self"})
 _proc_flags: list[str] | None = None  # this process's listing of /proc, as flags (proc_flags)
 
@@ -198,3 +216,39 @@ def _agent_mask(socket: str, environ: Mapping[str, str], mount_points: list[str]
     if private and not holds_mount and parent not in ("/", home):
         return mask(parent, directory=True)
     return mask(socket, directory=False)
+
+
+def run_socket_masks(replaced: Iterable[str], shown: Iterable[str]) -> list[str]:
+    """Flags binding ``/dev/null`` over every socket below ``/run`` that the sandbox
+    would show (module docstring: system services' sockets). ``replaced`` and
+    ``shown`` as for :func:`socket_masks`; a hidden root below ``/run``
+    (``/run/user``) is not walked."""
+    mounts = [("/", True), *((real(p), False) for p in replaced), *((real(p), True) for p in shown)]
+    skip = {path for path, host in mounts if not host}
+    found: list[str] = []
+    budget = [RUN_ENTRIES]
+    _walk_sockets(real("/run"), RUN_DEPTH, skip, found, budget)
+    flags: list[str] = []
+    for path in found:
+        if _visible(path, mounts):
+            flags += mask(path, directory=False)
+    return flags
+
+
+def _walk_sockets(directory: str, depth: int, skip: set[str], found: list[str], budget: list[int]) -> None:
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    continue  # gone since it was listed
+                if stat.S_ISSOCK(mode):
+                    found.append(entry.path)
+                elif stat.S_ISDIR(mode) and depth > 1 and entry.path not in skip:
+                    _walk_sockets(entry.path, depth - 1, skip, found, budget)
+    except OSError:
+        return  # gone, or not listable by us (a search-only directory can hide a socket: not covered)
