@@ -24,8 +24,11 @@ bounded buffer); the agent goes on. A malformed ``tools/list`` entry costs only 
 naming the server, the entry and why, as is an empty name or a second tool whose name
 maps to one already taken; the server's other tools stay available. ``close()`` -- and cancellation of the agent's
 nursery -- ends every session: the SDK closes a stdio server's stdin, then sends
-SIGTERM and SIGKILL to its process group, shielded and bounded, so no server process
-outlives the agent.
+SIGTERM and SIGKILL to its process group, shielded and bounded. On Linux the server
+runs under a subreaper supervisor (``_mcp_process``, ``_server_reaper.py``) that ends
+the server's whole process tree with it -- daemons that left its group or session
+included -- also when the agent process dies, so no server process outlives the
+agent.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ._bm25 import Bm25Index
 from ._mcp_catalog import McpTool, bounded_block, error_text, search_arguments, tool_entry
 from ._mcp_config import McpServer
 from ._mcp_listing import ToolListing
+from ._mcp_process import server_command
 from ._schema import describe_value
 from ._tool_errors import NestedToolError
 from ._ts import js_identifier
@@ -173,14 +177,15 @@ class McpTools:
 
     async def _run_stdio(self, server: _Server) -> None:
         from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        from mcp.client.stdio import get_default_environment, stdio_client
 
         config = server.config
         assert config.command is not None
-        params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env) or None,
-            cwd=config.cwd if config.cwd is not None else self._workspace,
-        )
+        cwd = config.cwd if config.cwd is not None else self._workspace
+        # Under its supervisor, so that the whole process tree of the server ends with it.
+        command, args = server_command(config.command, config.args, get_default_environment() | dict(config.env),
+                                       cwd)
+        params = StdioServerParameters(command=command, args=args, env=dict(config.env) or None, cwd=cwd)
         async with trio.open_nursery() as nursery:
             errlog, drained = _stderr_tail(server, nursery)
             try:
