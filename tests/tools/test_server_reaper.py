@@ -37,11 +37,14 @@ def test_the_server_gets_the_stdio_and_its_exit_status_is_the_supervisors() -> N
 
 def test_a_stubborn_daemon_of_the_server_is_killed_after_the_grace(tmp_path: Path) -> None:
     pid_file = tmp_path / "daemon.pid"
-    daemon = f"trap '' TERM; echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; exec sleep 60"
+    daemon = f'trap "" TERM; echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; exec sleep 60'
     done = supervise("/bin/sh", "--", "sh", "-c", f"setsid sh -c '{daemon}' </dev/null >/dev/null 2>&1 & "
-                     f"while [ ! -e {pid_file} ]; do sleep 0.01; done; exit 0", grace=0.2)
+                     f"while [ ! -e {pid_file} ]; do sleep 0.01; done; grep SigIgn /proc/$(cat {pid_file})/status",
+                     grace=0.2)
     assert done.returncode == 0
-    assert not pid_alive(int(pid_file.read_text()))  # gone when the supervisor exited
+    ignored = int(done.stdout.split()[1], 16)
+    assert ignored & (1 << (signal.SIGTERM - 1))  # the daemon (sleep, by then) ignores SIGTERM
+    assert not pid_alive(int(pid_file.read_text()))  # gone when the supervisor exited: KILLed after the grace
 
 
 def test_a_command_that_cannot_run_is_127_with_the_reason_on_stderr(tmp_path: Path) -> None:
