@@ -19,7 +19,8 @@ Theory of operation (durability, issue 8):
 - *A line is committed when its newline is.* A process killed in the middle of a
   write can leave a *torn last line* (bytes without their newline). Readers skip it
   with a ``RolloutWarning``; a writer resuming the file cuts it off before appending.
-  Anything unreadable before the last newline is damage: ``InvalidSessionSnapshot``.
+  Anything unreadable before the last newline is damage: ``InvalidSessionSnapshot``
+  naming the file, line and what was wrong (what counts as damage: ``_rollout_lines``).
 - *A failed write is rolled back.* The writer knows where its last whole line ends
   and cuts the file back there when a write fails part-way (disk full, file size
   limit), so later appends never glue onto a fragment.
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import datetime
 import fcntl
-import json
 import os
 import warnings
 from pathlib import Path
@@ -44,7 +44,7 @@ import attrs
 from ._errors import AgentError, ConfigError, InvalidSessionSnapshot
 from ._ids import new_item_id, session_id_problem
 from ._jsontext import dumps
-from ._record import Record
+from ._rollout_lines import CALL_TYPES, OUTPUT_TYPES, Parsed, parse
 from ._session.context import user_message
 from ._session.history import History
 from ._session.ledger import output_item
@@ -56,8 +56,6 @@ __all__ = ["DurableSession", "FsyncPolicy", "RolloutConfig", "RolloutError", "Ro
 Item = dict[str, Any]
 FsyncPolicy = Literal["flush", "commit"]
 
-_CALL_TYPES = ("function_call", "custom_tool_call")
-_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 # What the model is told about a turn its process did not live to finish (load_session).
 INTERRUPTED_OUTPUT = "aborted: the session ended (its process exited) before this call finished"
 INTERRUPTED_TEXT = (
@@ -205,10 +203,10 @@ class RolloutConfig:
             raise InvalidSessionSnapshot(f"{path} has no session_meta line; it is not a trio_agent rollout")
         history, interrupted = _close_interrupted_turn(parsed.history)
         snapshot = SessionSnapshot(
-            model=meta.get("model", ""),
-            lineage_id=meta.get("lineage_id", thread_id),
+            model=_text(meta, "model", ""),
+            lineage_id=_text(meta, "lineage_id", thread_id),
             prompt_cache_key=thread_id,
-            workspace=meta.get("cwd", ""),
+            workspace=_text(meta, "cwd", ""),
             request_prefix=[],
             history=history,
             instructions=(meta.get("base_instructions") or {}).get("text"),
@@ -219,72 +217,35 @@ class RolloutConfig:
 # -- reading ------------------------------------------------------------------------------
 
 
-class _Parsed(Record):
-    __slots__ = ("meta", "history", "end", "torn")  # noqa: RUF023  # field order
-
-    def __init__(self, meta: dict[str, Any] | None, history: list[Item], end: int, torn: int) -> None:
-        self.meta = meta
-        self.history = history
-        self.end = end  # bytes of whole lines: where the next append belongs
-        self.torn = torn  # bytes after ``end`` without a newline (a write cut short), 0 if none
-
-
 def read_history(path: Path) -> tuple[dict[str, Any] | None, list[Item]]:
     """The ``session_meta`` payload and the history a rollout file describes, as written.
 
     ``response_item`` lines append; a ``compacted`` line with ``replacement_history``
     replaces everything before it (as the Codex CLI does on resume). A torn last line
-    is skipped with a ``RolloutWarning``; raises ``InvalidSessionSnapshot`` for a line
-    before it that is not JSON, and ``RolloutError`` when the file cannot be read.
+    is skipped with a ``RolloutWarning``; raises ``InvalidSessionSnapshot`` for a
+    damaged line before it (not UTF-8 JSON, nested too deep, or not a rollout line of
+    the right shape), and ``RolloutError`` when the file cannot be read.
     """
     parsed = _read(path, "skipped it")
     return parsed.meta, parsed.history
 
 
-def _read(path: Path, action: str) -> _Parsed:
+def _read(path: Path, action: str) -> Parsed:
     """Parse ``path`` for ``read_history``/``load_session``; a warning names their caller."""
     try:
-        parsed = _parse(path, path.read_bytes())
+        parsed = parse(path, path.read_bytes())
     except OSError as exc:
         raise RolloutError(f"cannot read the rollout {path}: {exc}") from exc
     _warn_torn(path, parsed, action, stacklevel=3)
     return parsed
 
 
-def _parse(path: Path, data: bytes) -> _Parsed:
-    # Split on b"\n" only: str.splitlines() would also split inside a message holding
-    # U+2028 or U+0085, which the JSON (ensure_ascii=False) carries unescaped.
-    end = data.rfind(b"\n") + 1
-    meta: dict[str, Any] | None = None
-    history: list[Item] = []
-    offset = 0
-    for number, raw in enumerate(data[:end].split(b"\n")[:-1], start=1):
-        line = _decode(path, raw, number, offset)
-        offset += len(raw) + 1
-        kind = line.get("type") if isinstance(line, dict) else None
-        payload = line.get("payload") if isinstance(line, dict) else None
-        if not isinstance(payload, dict):
-            continue
-        if kind == "session_meta" and meta is None:
-            meta = payload
-        elif kind == "response_item":
-            history.append(payload)
-        elif kind == "compacted" and isinstance(payload.get("replacement_history"), list):
-            history = list(payload["replacement_history"])
-    return _Parsed(meta, history, end, len(data) - end)
+def _text(meta: dict[str, Any], key: str, default: str) -> str:
+    value = meta.get(key)
+    return value if isinstance(value, str) else default
 
 
-def _decode(path: Path, raw: bytes, number: int, offset: int) -> Any:
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise InvalidSessionSnapshot(
-            f"the rollout {path} is damaged at line {number} (byte {offset}): it is not UTF-8 JSON ({exc}). "
-            "Only a torn last line (one without its newline) is skipped; repair or remove that line to load it"
-        ) from exc
-
-
-def _warn_torn(path: Path, parsed: _Parsed, action: str, *, stacklevel: int) -> None:
+def _warn_torn(path: Path, parsed: Parsed, action: str, *, stacklevel: int) -> None:
     """``stacklevel`` counts from the caller of ``_warn_torn`` (1)."""
     if parsed.torn:
         message = (f"the rollout {path} ends with a torn line ({parsed.torn} bytes without a newline at byte "
@@ -296,11 +257,11 @@ def _warn_torn(path: Path, parsed: _Parsed, action: str, *, stacklevel: int) -> 
 def _close_interrupted_turn(history: list[Item]) -> tuple[list[Item], tuple[str, ...]]:
     """Answer the calls a dead process left without an output, then mark the turn
     aborted -- what a cancelled turn records (SPEC sec. 4), so the session resumes."""
-    answered = {item.get("call_id") for item in history if item.get("type") in _OUTPUT_TYPES}
+    answered = {item.get("call_id") for item in history if item.get("type") in OUTPUT_TYPES}
     open_calls: dict[str, Item] = {}
     for item in history:
         call_id = item.get("call_id")
-        if item.get("type") in _CALL_TYPES and call_id not in answered:
+        if item.get("type") in CALL_TYPES and call_id not in answered:
             open_calls.setdefault(str(call_id), item)
     if not open_calls:
         return history, ()
@@ -384,7 +345,7 @@ class RolloutWriter:
             if rival is not None:  # another writer started the same new thread meanwhile
                 os.unlink(writer.path)
                 raise _locked(rival, thread_id)
-            writer._start(meta, _parse(writer.path, _read_fd(writer._live_fd())), list(history))
+            writer._start(meta, parse(writer.path, _read_fd(writer._live_fd())), list(history))
         except BaseException as exc:
             writer.close()
             if isinstance(exc, OSError):
@@ -418,7 +379,7 @@ class RolloutWriter:
             raise
         return cls(path, fd, fsync=config.fsync), created
 
-    def _start(self, meta: dict[str, Any], parsed: _Parsed, wanted: list[Item]) -> None:
+    def _start(self, meta: dict[str, Any], parsed: Parsed, wanted: list[Item]) -> None:
         self._size = parsed.end
         if parsed.torn:
             self._truncate()

@@ -20,7 +20,6 @@ Nothing here does I/O beyond reading the file.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ from typing import final
 import attrs
 
 from .._errors import AgentError
+from .._json_lines import LineProblem, NotJson, loads
 
 __all__ = [
     "FORMAT",
@@ -171,11 +171,17 @@ class Cassette:
         """Read and validate the cassette at ``path``."""
         source = Path(path)
         try:
-            text = source.read_text(encoding="utf-8")
+            data = source.read_bytes()
         except FileNotFoundError:
             raise CassetteError(f"{source}: no such cassette; check the path, or {_RECORD_AGAIN}") from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise CassetteError(f"{source}: cannot read the cassette ({exc})") from exc
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise CassetteError(f"{source}, line {line}: not UTF-8 (byte {exc.start} of the file); the file is "
+                                f"corrupt -- restore it from version control or {_RECORD_AGAIN}") from None
         return cls.loads(text, source=str(source), allow_incomplete=allow_incomplete, path=source)
 
     @classmethod
@@ -255,13 +261,16 @@ class _Loader:
 
     def _json(self, number: int, raw: str, *, last: bool) -> dict[str, object]:
         try:
-            value = json.loads(raw)
-        except ValueError as exc:
+            value = loads(raw)
+        except NotJson as exc:
             if last:
-                raise self._error(number, f"the last line is not complete JSON ({exc.args[0]}): the file looks "
+                raise self._error(number, f"the last line is not complete JSON ({exc.detail}): the file looks "
                                           f"truncated; {_RECORD_AGAIN}") from None
-            raise self._error(number, f"not valid JSON ({exc.args[0]}); the file is corrupt -- restore it from "
+            raise self._error(number, f"not valid JSON ({exc.detail}); the file is corrupt -- restore it from "
                                       f"version control or {_RECORD_AGAIN}") from None
+        except LineProblem as exc:  # nested too deep, NaN, a number too long to read
+            raise self._error(number, f"{exc}; the file is corrupt -- restore it from version control or "
+                                      f"{_RECORD_AGAIN}") from None
         if not isinstance(value, dict):
             raise self._error(number, f"expected a JSON object, got {type(value).__name__}; the file is corrupt")
         return value

@@ -27,7 +27,7 @@ import attrs
 import trio
 
 from .._config import AgentConfig, Thinking, Transport, _approval, _default_session_id, _sandbox
-from .._errors import CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
+from .._errors import AgentClosed, CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
 from .._events import AgentEvents, EventSink
 from .._ids import new_item_id
 from .._session.context import DEFAULT_INSTRUCTIONS, request_prefix
@@ -323,13 +323,19 @@ class Agent:
         message -- or waits for the next turn; it never reopens a turn whose final
         answer is out. Triggering mail starts an automatic turn when the agent is idle
         (returned), or when the running turn ends. Raises ``MailboxFull`` when
-        ``MAILBOX_CAPACITY`` messages are already waiting.
+        ``MAILBOX_CAPACITY`` messages are already waiting, and ``AgentClosed`` when no
+        turn of this agent can read the mail any more: it has closed, or its block is
+        closing with no turn running or queued (mail while its last turns finish still
+        joins them, as it would before).
         """
         if not isinstance(author, str) or not author.startswith("/"):
             raise InvalidPrompt(f"mail needs an author path such as '/root/worker', got {author!r}")
         if not isinstance(text, str) or not text.strip():
             raise InvalidPrompt("mail needs non-empty text")
         await trio.lowlevel.checkpoint()
+        if self._queue.closing and self._queue.idle:
+            # Nothing will ever take it: a closing queue starts no turn for mail.
+            raise AgentClosed(f"agent {self._path} has closed; mail to it cannot be delivered")
         mail = Mail(agent_message(author, self._path, text), trigger_turn=bool(trigger_turn))
         started = self._queue.post_mail(mail, self._settings())
         return Turn(started, self._queue) if started is not None else None

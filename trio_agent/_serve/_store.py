@@ -9,22 +9,37 @@ rollout stays the truth of the conversation (what the model sees); this file is 
 protocol's view of it. Ephemeral threads write nothing.
 
 Each line is one ``os.write`` on an ``O_APPEND`` descriptor (the rollout's policy): a
-torn last line left by a killed process is skipped when read. Writing never fails a
-turn: an ``OSError`` is reported once on stderr and the thread goes on.
+torn last line left by a killed process (what follows the last newline) is skipped
+when read. Writing never fails a turn: an ``OSError`` is reported once on stderr and
+the thread goes on.
+
+Reading checks every whole line as far as the server relies on it, and anything else
+is damage: ``InvalidSessionSnapshot`` naming the file, the line and what was wrong
+(over the protocol, the request's -32600 error). A line must be UTF-8 JSON within
+``_json_lines``' bounds, an object with a string ``type``; a ``meta`` line's fields
+have the types ``ThreadMeta`` declares (the required ones present, ``thread_id`` the
+file's own, ``sandbox`` a stored ``SandboxPolicy``, ``approval_policy`` a policy name,
+``dynamic_tools`` what ``thread/start`` accepts); a ``turn`` line's those of
+``TurnRecord`` (items objects, times integers) and its ``usageTotal`` null or token
+counts. Lines of other types are skipped (a newer server's).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from .._errors import InvalidSessionSnapshot
+from .._json_lines import LineProblem, json_kind, loads, untyped
 from .._jsontext import dumps
+from .._tools._security import ApprovalPolicy
+from ._dynamic import parse_dynamic_tools
+from ._jsonrpc import InvalidParams
 from ._shapes import ThreadMeta, TurnRecord
 
 __all__ = ["StoredThread", "ThreadStore"]
@@ -76,27 +91,113 @@ class ThreadStore:
         self._append(thread_id, {"type": "turn", "turn": turn.stored(), "usageTotal": usage_total})
 
     def load(self, thread_id: str) -> StoredThread | None:
-        """The thread's record, or None when it has none (not made by this server)."""
+        """The thread's record, or None when it has none (not made by this server).
+        Raises ``InvalidSessionSnapshot`` for a damaged line (see the module docstring)."""
+        path = self._path(thread_id)
         try:
-            data = self._path(thread_id).read_bytes()
+            data = path.read_bytes()
         except OSError:
             return None
         meta: ThreadMeta | None = None
         turns: list[TurnRecord] = []
         usage: dict[str, Any] | None = None
-        for raw in data.split(b"\n"):
+        whole = data[: data.rfind(b"\n") + 1]  # what follows the last newline is torn: never committed
+        for number, raw in enumerate(whole.split(b"\n")[:-1], start=1):
             try:
-                line = json.loads(raw)
-            except ValueError:
-                continue  # a torn last line (or damage): skipped
-            if not isinstance(line, dict):
-                continue
-            if line.get("type") == "meta" and isinstance(line.get("meta"), dict):
+                line = loads(raw)
+                problem = _line_problem(line, thread_id)
+            except LineProblem as exc:
+                problem = str(exc)
+            if problem is not None:
+                raise InvalidSessionSnapshot(
+                    f"the thread record {path} is damaged at line {number}: {problem}. Only a torn last line (one "
+                    "without its newline) is skipped; repair or remove that line, or remove the file (the thread "
+                    "then resumes from its rollout alone, without the turns this record lists)"
+                )
+            if line["type"] == "meta":
                 meta = ThreadMeta.from_json(line["meta"])
-            elif line.get("type") == "turn" and isinstance(line.get("turn"), dict):
+            elif line["type"] == "turn":
                 turns.append(TurnRecord.from_stored(line["turn"]))
-                if isinstance(line.get("usageTotal"), dict):
+                if line.get("usageTotal") is not None:
                     usage = line["usageTotal"]
         if meta is None:
             return None
         return StoredThread(meta, turns, usage)
+
+
+# -- checking what is read ---------------------------------------------------------------
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _objects(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+# A field's annotation (as written in _shapes) -> (what it must be, the check).
+_FIELD_TYPES: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "int": ("an integer", _is_int),
+    "bool": ("true/false", lambda v: isinstance(v, bool)),
+    "str | None": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "int | None": ("an integer or null", lambda v: v is None or _is_int(v)),
+    "Json | None": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+    "list[Json]": ("an array of objects", _objects),
+}
+
+
+def _fields_problem(cls: type[ThreadMeta] | type[TurnRecord], data: dict[str, Any], what: str) -> str | None:
+    for field in attrs.fields(cls):
+        if field.name not in data:
+            if field.default is attrs.NOTHING:
+                return f"{what}.{field.name} is missing"
+            continue
+        expected, check = _FIELD_TYPES[str(field.type)]
+        if not check(data[field.name]):
+            return f"{what}.{field.name} is {json_kind(data[field.name])}, not {expected}"
+    return None
+
+
+def _line_problem(line: object, thread_id: str) -> str | None:
+    problem = untyped(line)
+    if problem is not None or not isinstance(line, dict):
+        return problem
+    kind = line["type"]
+    if kind not in ("meta", "turn"):
+        return None
+    body = line.get(kind)
+    if not isinstance(body, dict):
+        return f"its {kind!r} is {json_kind(body)}, not an object"
+    if kind == "meta":
+        return _fields_problem(ThreadMeta, body, "meta") or _meta_problem(body, thread_id)
+    usage = line.get("usageTotal")
+    if usage is not None and not (isinstance(usage, dict) and all(_is_int(v) for v in usage.values())):
+        return f"its usageTotal is {json_kind(usage)}, not token counts (an object of integers) or null"
+    return _fields_problem(TurnRecord, body, "turn")
+
+
+def _meta_problem(meta: dict[str, Any], thread_id: str) -> str | None:
+    """What ``_fields_problem`` cannot see: values the server parses further."""
+    if meta["thread_id"] != thread_id:
+        return f"meta.thread_id is {meta['thread_id']!r:.80}, not this file's thread {thread_id}"
+    sandbox = meta.get("sandbox")
+    if sandbox is not None and not _stored_sandbox(sandbox):
+        return (f"meta.sandbox {str(sandbox)[:200]} is not a SandboxPolicy "
+                "(readOnly, workspaceWrite or dangerFullAccess)")
+    policy = meta.get("approval_policy")
+    if policy is not None and policy not in {p.value for p in ApprovalPolicy}:
+        return f"meta.approval_policy {policy!r:.80} is not an approval policy"
+    try:
+        parse_dynamic_tools(meta.get("dynamic_tools"))
+    except InvalidParams as exc:
+        return f"meta.dynamic_tools: {exc.message.removeprefix('thread/start: ')}"
+    return None
+
+
+def _stored_sandbox(sandbox: dict[str, Any]) -> bool:
+    roots = sandbox.get("writableRoots", [])
+    return (sandbox.get("type") in ("readOnly", "workspaceWrite", "dangerFullAccess")
+            and isinstance(sandbox.get("networkAccess", False), bool)
+            and isinstance(roots, list) and all(isinstance(root, str) for root in roots))

@@ -14,7 +14,6 @@ prefix the agent will send before any agent exists.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ import attrs
 
 from .._errors import InvalidSessionSnapshot
 from .._event_payloads._shared import JsonValue
+from .._json_lines import MAX_DEPTH, LineProblem, json_kind, loads, too_deep
 from .._jsontext import dumps
 
 # request_prefix lives with the other prefix items, where an agent that never makes a
@@ -80,14 +80,24 @@ class SessionSnapshot:
         # ``trio_agent`` as its module, where the names are not all bound); once per class.
         attrs.resolve_types(cls, globalns=globals())
         try:
-            raw = json.loads(data) if isinstance(data, str | bytes) else data
+            raw = loads(data) if isinstance(data, str | bytes) else data
+            if not isinstance(raw, dict):
+                raise LineProblem(f"it is {json_kind(raw)}, not a JSON object")
+            # The snapshot, its history, an item: the item itself may nest MAX_DEPTH levels.
+            if too_deep(raw, MAX_DEPTH + 2):
+                raise LineProblem(f"it nests arrays and objects deeper than {MAX_DEPTH} levels")
             snapshot: SessionSnapshot = converter.structure(raw, cls)
-        except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-            raise InvalidSessionSnapshot(
-                f"this is not a trio_agent session snapshot ({type(exc).__name__}: {exc}); "
-                "pass what TurnResult.snapshot().to_json() produced"
-            ) from exc
-        return snapshot
+        except LineProblem as exc:
+            problem = str(exc)
+        except cattrs.BaseValidationError as exc:
+            problem = "; ".join(cattrs.transform_error(exc, path="snapshot")[:3])
+        except (ValueError, TypeError, KeyError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        else:
+            return snapshot
+        raise InvalidSessionSnapshot(
+            f"this is not a trio_agent session snapshot ({problem}); pass what TurnResult.snapshot().to_json() produced"
+        )
 
 
 def _strip_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -19,10 +19,16 @@ for servers still starting, up to their startup timeout.
 
 Faults stay inside the tool result: a server that fails to start, crashes or hangs
 makes its calls fail with a message (with the tail of its stderr, which is kept in a
-bounded buffer); the agent goes on. ``close()`` -- and cancellation of the agent's
+bounded buffer); the agent goes on. A malformed ``tools/list`` entry costs only itself
+(``_mcp_listing``): it is left out with an ``api.warning`` (code ``mcp_tool_skipped``)
+naming the server, the entry and why, as is an empty name or a second tool whose name
+maps to one already taken; the server's other tools stay available. ``close()`` -- and cancellation of the agent's
 nursery -- ends every session: the SDK closes a stdio server's stdin, then sends
-SIGTERM and SIGKILL to its process group, shielded and bounded, so no server process
-outlives the agent.
+SIGTERM and SIGKILL to its process group, shielded and bounded. On Linux the server
+runs under a subreaper supervisor (``_mcp_process``, ``_server_reaper.py``) that ends
+the server's whole process tree with it -- daemons that left its group or session
+included -- also when the agent process dies, so no server process outlives the
+agent.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from .._events import EventKind
 from ._bm25 import Bm25Index
 from ._mcp_catalog import McpTool, bounded_block, error_text, search_arguments, tool_entry
 from ._mcp_config import McpServer
+from ._mcp_listing import ToolListing
+from ._mcp_process import server_command
 from ._schema import describe_value
 from ._tool_errors import NestedToolError
 from ._ts import js_identifier
@@ -80,6 +88,7 @@ class _Server:
         self.calls: set[trio.CancelScope] = set()
         self.stderr = bytearray()
         self.http_error: str | None = None  # the last HTTP error status the server answered
+        self.listing = ToolListing()  # its tools/list entries, checked one by one
 
     def stderr_note(self) -> str:
         """What the server last said about itself: its stderr tail, or an HTTP error."""
@@ -168,18 +177,19 @@ class McpTools:
 
     async def _run_stdio(self, server: _Server) -> None:
         from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        from mcp.client.stdio import get_default_environment, stdio_client
 
         config = server.config
         assert config.command is not None
-        params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env) or None,
-            cwd=config.cwd if config.cwd is not None else self._workspace,
-        )
+        cwd = config.cwd if config.cwd is not None else self._workspace
+        # Under its supervisor, so that the whole process tree of the server ends with it.
+        command, args = server_command(config.command, config.args, get_default_environment() | dict(config.env),
+                                       cwd)
+        params = StdioServerParameters(command=command, args=args, env=dict(config.env) or None, cwd=cwd)
         async with trio.open_nursery() as nursery:
             errlog, drained = _stderr_tail(server, nursery)
             try:
-                transport = stdio_client(params, errlog=errlog)
+                transport = server.listing.wrap(stdio_client(params, errlog=errlog))
                 async with Client(transport, cache=None, client_info=_client_info()) as client:
                     await self._session(server, client)
             finally:
@@ -204,18 +214,23 @@ class McpTools:
             event_hooks={"response": [note_status]},
         )
         async with http:
-            transport = streamable_http_client(config.url, http_client=http)
+            transport = server.listing.wrap(streamable_http_client(config.url, http_client=http))
             async with Client(transport, cache=None, client_info=_client_info()) as client:
                 await self._session(server, client)
 
     def _ready(self, server: _Server, client: Client, tools: list[Any]) -> None:
+        for skipped in server.listing.skipped:
+            self._skipped(server, f"its tools/list entry {skipped.index}", skipped.name, skipped.reason)
         names = []
         for tool in tools:
             if not server.config.keeps(tool.name):
                 continue
             entry = tool_entry(server.name, tool)
-            if entry.name in self._entries:
-                continue  # two tools normalise to one name: the first one keeps it
+            taken = self._entries.get(entry.name)
+            if taken is not None or not tool.name:  # the first tool keeps a name two normalise to
+                why = f"its name maps to {entry.name}, which tool {taken.tool!r} has" if taken else "its name is empty"
+                self._skipped(server, "its tool", tool.name, why)
+                continue
             self._entries[entry.name] = entry
             self._js_names.setdefault(js_identifier(entry.name), entry.name)
             names.append(entry.name)
@@ -225,6 +240,15 @@ class McpTools:
         server.state = "ready"
         server.settled.set()
         self._emit(EventKind.MCP_SERVER_READY, {"server": server.name, "tools": names}, None)
+
+    def _skipped(self, server: _Server, what: str, name: str | None, reason: str) -> None:
+        """One tool of a server left out (the server's data, handled): an ``api.warning``."""
+        shown = f" {name!r:.80}" if name is not None else ""
+        self._emit(EventKind.API_WARNING, {
+            "code": "mcp_tool_skipped",
+            "message": f"MCP server {server.name}: {what}{shown} was skipped: {reason:.500}; "
+                       "its other tools are available",
+        }, None)
 
     # -- what the model sees -----------------------------------------------------------
 

@@ -139,7 +139,10 @@ class McpServer:
         on stdin/stdout. Its environment is the MCP SDK's safe default (``HOME``,
         ``PATH``, ``SHELL``, ``TERM``, ``USER``, ``LOGNAME``) plus ``env``; it runs in
         ``cwd`` (default: the agent's workspace). The agent stops it when it closes
-        (stdin closed, then SIGTERM, then SIGKILL to its process group)."""
+        (stdin closed, then SIGTERM, then SIGKILL to its process group). On Linux
+        every process the server starts, daemons that leave its process group or
+        session included, ends with it (a subreaper supervisor; also when the agent
+        process dies)."""
         if isinstance(args, str):
             raise ConfigError("McpServer.stdio args must be a list of strings, not one string")
         return cls(
