@@ -1,11 +1,13 @@
-"""A live ``trio-agent serve`` in process, on real descriptors: the app server with the
+"""A live ``trio-agent serve`` on real descriptors: in process, the app server with the
 built-in local model (over a real loopback WebSocket), served on a WebSocket listener
 on 127.0.0.1:0 (``websocket_server``) or on the stdio transport over two pipes
-(``stdio_client``); and ``http_exchange`` for handshakes written byte by byte."""
+(``stdio_client``); the command itself on stdio (``serve_subprocess``); and
+``http_exchange`` for handshakes written byte by byte."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,7 +18,9 @@ import trio
 import trio_agent as ta
 from trio_agent._local_model import serve_local_model
 from trio_agent._serve import AppServer, ListenerPolicy, open_app_server, serve_stdio, serve_websocket
-from trio_agent.testing import LineChannel
+from trio_agent.testing import AppServerClient, LineChannel
+
+from ._schema import validate_server_message
 
 STEP = 20  # seconds for any one step (real sockets and processes)
 HANDSHAKE = (b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
@@ -75,6 +79,28 @@ async def stdio_client(app: AppServer) -> AsyncIterator[LineChannel]:
     finally:
         os.close(to_server_r)  # (serve_stdio served on duplicates)
         os.close(from_server_w)
+
+
+@asynccontextmanager
+async def serve_subprocess(command: list[str], *, cwd: Path, env: dict[str, str], stderr: int | None = None,
+                           ) -> AsyncIterator[tuple[trio.Process, AppServerClient]]:
+    """``command`` (a ``trio-agent serve`` on stdio) with a client on its stdin/stdout;
+    leaving the block closes its stdin and expects exit status 0 (it is killed if the
+    block failed first)."""
+    process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                               stderr=stderr, cwd=cwd, env=env)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        yield process, AppServerClient(LineChannel(trio.StapledStream(process.stdin, process.stdout)),
+                                       validate=validate_server_message)
+        await process.stdin.aclose()  # the client goes away: the server shuts down
+        with trio.fail_after(STEP):
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()
 
 
 @attrs.frozen

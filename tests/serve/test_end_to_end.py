@@ -26,7 +26,7 @@ from trio_agent.testing import AppServerClient, AppServerError, FakeResponsesSer
 
 from .._os_facts import pid_alive, processes_in, wait_gone, wait_no_processes_in
 from ._harness import text_input
-from ._live import websocket_server
+from ._live import serve_subprocess, websocket_server
 from ._schema import validate_server_message
 
 REPO = Path(ta.__file__).resolve().parent.parent
@@ -108,21 +108,9 @@ async def test_stdio_subprocess_end_to_end(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("OPENAI_API_KEY", None)
     command = [sys.executable, "-m", "trio_agent", "serve", "--home", str(home), "--unload-delay", "0"]
-    process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path,
-                                               env=env)
-    try:
-        assert process.stdin is not None and process.stdout is not None
-        client = AppServerClient(LineChannel(trio.StapledStream(process.stdin, process.stdout)),
-                                 validate=validate_server_message)
+    async with serve_subprocess(command, cwd=tmp_path, env=env) as (process, client):
         with trio.fail_after(STEP * 3):
             await scenario(client, workspace, home)
-        await process.stdin.aclose()  # the client goes away: the server shuts down
-        with trio.fail_after(STEP):
-            assert await process.wait() == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
     await wait_gone([process.pid])
     assert not pid_alive(process.pid)
     assert processes_in(workspace) == []

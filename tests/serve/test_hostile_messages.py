@@ -28,10 +28,10 @@ from trio_agent._serve import _router
 from trio_agent._serve._connection import Connection, Reply
 from trio_agent._serve._jsonrpc import PARSE_ERROR, Malformed, Notification, Request, parse
 from trio_agent._serve._turn_methods import MAX_LOCAL_IMAGE_BYTES, _read_image
-from trio_agent.testing import AppServerClient, LineChannel, WebSocketChannel
+from trio_agent.testing import AppServerClient, WebSocketChannel
 
 from ._harness import app_server, run_turn, start_thread, text_input
-from ._live import STEP, websocket_server
+from ._live import STEP, serve_subprocess, websocket_server
 from ._schema import validate_server_message
 
 REPO = Path(ta.__file__).resolve().parent.parent
@@ -73,12 +73,7 @@ async def test_a_nested_message_on_stdio_is_a_warning_and_the_server_goes_on(tmp
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("OPENAI_API_KEY", None)
     command = [sys.executable, "-m", "trio_agent", "serve", "--local", "--home", str(home)]
-    process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                               stderr=subprocess.DEVNULL, cwd=tmp_path, env=env)
-    try:
-        assert process.stdin is not None and process.stdout is not None
-        client = AppServerClient(LineChannel(trio.StapledStream(process.stdin, process.stdout)),
-                                 validate=validate_server_message)
+    async with serve_subprocess(command, cwd=tmp_path, env=env, stderr=subprocess.DEVNULL) as (_, client):
         with trio.fail_after(STEP * 2):
             for line in (NESTED, '{"a":' * 50_000, '{"id": 1, "method": "x", "params": NaN}'):
                 await client.send_raw(line)
@@ -90,13 +85,6 @@ async def test_a_nested_message_on_stdio_is_a_warning_and_the_server_goes_on(tmp
             thread_id = (await client.request("thread/start", {"cwd": str(workspace)}))["thread"]["id"]
             done = await run_turn(client, thread_id, "still here?")
             assert done["turn"]["status"] == "completed"
-        await process.stdin.aclose()
-        with trio.fail_after(STEP):
-            assert await process.wait() == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 async def test_a_nested_message_over_websocket_leaves_other_clients_and_their_turn(tmp_path: Path) -> None:
