@@ -23,6 +23,7 @@ from trio_agent.testing import AppServerClient, LineChannel
 from ._schema import validate_server_message
 
 STEP = 20  # seconds for any one step (real sockets and processes)
+Pipes = trio.StapledStream[trio.lowlevel.FdStream, trio.lowlevel.FdStream]
 HANDSHAKE = (b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
              b"Sec-WebSocket-Version: 13\r\n")
 
@@ -52,9 +53,10 @@ async def websocket_server(home: Path, workspace: Path, policy: ListenerPolicy |
 
 
 @asynccontextmanager
-async def stdio_client(app: AppServer) -> AsyncIterator[LineChannel]:
-    """The stdio transport (``serve_stdio``) on two pipes; yields the client's end.
-    Leaving the block closes the server's stdin and waits for it to finish."""
+async def stdio_client(app: AppServer) -> AsyncIterator[Pipes]:
+    """The stdio transport (``serve_stdio``) on two pipes; yields the client's end (a
+    stream: wrap it in a ``LineChannel``). Leaving the block closes the server's stdin
+    and waits for it to finish."""
     to_server_r, to_server_w = os.pipe()
     from_server_r, from_server_w = os.pipe()
     done = trio.Event()
@@ -65,15 +67,14 @@ async def stdio_client(app: AppServer) -> AsyncIterator[LineChannel]:
         finally:
             done.set()
 
-    channel = LineChannel(trio.StapledStream(trio.lowlevel.FdStream(to_server_w),
-                                             trio.lowlevel.FdStream(from_server_r)))
+    stream = trio.StapledStream(trio.lowlevel.FdStream(to_server_w), trio.lowlevel.FdStream(from_server_r))
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(serve)
             try:
-                yield channel
+                yield stream
             finally:
-                await channel.aclose()  # the server's stdin ends: it finishes
+                await stream.aclose()  # the server's stdin ends: it finishes
                 with trio.fail_after(STEP):
                     await done.wait()
     finally:
