@@ -273,3 +273,12 @@ async def test_the_sha256_of_the_token_is_enough(tmp_path: Path) -> None:
         await connect_and_drive(port, workspace, "by-digest", [("Authorization", f"Bearer {TOKEN}")])
         cli.signal(signal.SIGINT)
     assert (workspace / "by-digest").exists()
+
+
+@pytest.mark.parametrize("options", [["--allow-origin", "https://x.example"], ["--ws-token-env", "X"],
+                                     ["--ws-auth", "capability-token", "--ws-token-env", "X"]])
+async def test_listener_options_without_a_listener_are_refused(tmp_path: Path, options: list[str]) -> None:
+    """On stdio they would mean nothing: saying so beats ignoring an intended protection."""
+    done = await run_cli("serve", "--local", *options, cwd=tmp_path, seconds=STEP, stdin=b"")
+    assert done.returncode == 2 and f"{options[0]} applies to the WebSocket listener" in done.stderr.decode()
+    assert done.stdout == b""

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import trio
 
 from .._cli_options import Connection
+from .._cli_serve_options import listener_options_given
 from .._cli_signals import exit_now
 from ._listen_policy import (
     ListenerPolicy,
@@ -83,8 +84,7 @@ def listener_policy(args: argparse.Namespace, environ: Mapping[str, str]) -> Lis
 def _listen(args: argparse.Namespace) -> Listen | None:
     """Where and under which policy to listen (None: stdio); ``ValueError`` saying why not."""
     if not args.listen:
-        given = [flag for flag, value in (("--allow-origin", args.allow_origin), ("--ws-auth", args.ws_auth))
-                 if value]
+        given = [flag for flag, value in listener_options_given(args) if value]
         if given:
             raise ValueError(f"{given[0]} applies to the WebSocket listener; add --listen ws://127.0.0.1:PORT")
         return None
