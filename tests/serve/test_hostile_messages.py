@@ -25,10 +25,11 @@ import trio_websocket
 
 import trio_agent as ta
 from trio_agent._serve import _router
+from trio_agent._serve._channel import MessageTooLarge
 from trio_agent._serve._connection import Connection, Reply
 from trio_agent._serve._jsonrpc import PARSE_ERROR, Malformed, Notification, Request, parse
 from trio_agent._serve._turn_methods import MAX_LOCAL_IMAGE_BYTES, _read_image
-from trio_agent.testing import AppServerClient, WebSocketChannel
+from trio_agent.testing import AppServerClient, LineChannel, WebSocketChannel
 
 from ._harness import app_server, run_turn, start_thread, text_input
 from ._live import STEP, serve_subprocess, websocket_server
@@ -231,3 +232,29 @@ async def test_a_bug_in_one_connection_closes_it_alone(
         assert (await run_turn(bystander, thread_id, "hello"))["turn"]["status"] == "completed"
         newcomer = await harness.client()
         assert await newcomer.request("thread/loaded/list") == {"data": [thread_id], "nextCursor": None}
+
+
+async def test_line_framing_at_every_split_and_an_overlong_last_line() -> None:
+    """The framing after its change to search a long line once (not once per read):
+    lines arrive whole however the bytes are split, a last line without its newline is
+    a message, one over the limit is ``MessageTooLarge`` and the channel goes on. (A
+    regression test of that change; main passes it too.)"""
+    data = b'{"a": 1}\r\n\n' + b"x" * 30 + b"\nlast"
+    for split in range(1, len(data)):
+        send, receive = trio.testing.memory_stream_pair()
+        channel = LineChannel(receive, max_message_bytes=40)
+        await send.send_all(data[:split])
+        await send.send_all(data[split:])
+        await send.aclose()
+        assert [await channel.receive() for _ in range(3)] == ['{"a": 1}', "x" * 30, "last"], split
+        with pytest.raises(trio.EndOfChannel):
+            await channel.receive()
+    send, receive = trio.testing.memory_stream_pair()
+    channel = LineChannel(receive, max_message_bytes=10)
+    await send.send_all(b"ok\n" + b"y" * 11)
+    await send.aclose()
+    assert await channel.receive() == "ok"
+    with pytest.raises(MessageTooLarge):
+        await channel.receive()
+    with pytest.raises(trio.EndOfChannel):
+        await channel.receive()
