@@ -12,6 +12,7 @@ connection alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -21,7 +22,7 @@ import trio
 import trio_websocket
 
 from ._channel import MAX_MESSAGE_BYTES, LineChannel, WebSocketChannel
-from ._http_gate import Head, Refusal, Replayed, judge, read_head, send_refusal
+from ._http_gate import Head, Replayed, judge, read_head, send_refusal
 from ._listen_policy import ListenerPolicy, check_exposure
 from ._server import AppServer
 
@@ -79,17 +80,8 @@ async def serve_websocket(
 
 
 async def _serve_client(server: AppServer, stream: trio.SocketStream, policy: ListenerPolicy) -> None:
-    head: Head | Refusal | None = None
-    verdict: Refusal | None = None
-    with trio.move_on_after(HANDSHAKE_TIMEOUT):
-        try:
-            head = await read_head(stream)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return  # the peer reset the connection
-        verdict = judge(head, policy, ready=not server.closing) if isinstance(head, Head) else head
-        if verdict is not None:
-            await send_refusal(stream, verdict)
-    if not isinstance(head, Head) or verdict is not None:
+    head = await _admitted(server, stream, policy)
+    if head is None:
         return  # refused, closed or too slow
     try:
         peer = stream.socket.getpeername()
@@ -97,11 +89,13 @@ async def _serve_client(server: AppServer, stream: trio.SocketStream, policy: Li
     except OSError:
         label = "WebSocket client"
     async with trio.open_nursery() as nursery:  # the WebSocket's reader task
-        with trio.move_on_after(HANDSHAKE_TIMEOUT) as handshake:
+        ws: trio_websocket.WebSocketConnection | None = None
+        with trio.move_on_after(HANDSHAKE_TIMEOUT):
             request = await trio_websocket.wrap_server_stream(nursery, Replayed(stream, head.data),
                                                               max_message_size=MAX_MESSAGE_BYTES)
-            ws = await request.accept()
-        if handshake.cancelled_caught:
+            with contextlib.suppress(trio_websocket.ConnectionClosed):  # the peer left during the handshake
+                ws = await request.accept()
+        if ws is None:  # too slow, or gone
             nursery.cancel_scope.cancel()
             return
         try:
@@ -109,3 +103,18 @@ async def _serve_client(server: AppServer, stream: trio.SocketStream, policy: Li
         finally:
             with trio.move_on_after(WEBSOCKET_CLOSE_TIMEOUT):
                 await ws.aclose()
+
+
+async def _admitted(server: AppServer, stream: trio.SocketStream, policy: ListenerPolicy) -> Head | None:
+    """The request head of a connection the front door admits; None once it was
+    refused (and answered), closed, reset or too slow to send its head."""
+    with trio.move_on_after(HANDSHAKE_TIMEOUT):
+        try:
+            head = await read_head(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return None  # the peer reset the connection
+        verdict = judge(head, policy, ready=not server.closing) if isinstance(head, Head) else head
+        if verdict is None:
+            return head if isinstance(head, Head) else None  # admitted, or closed before a request
+        await send_refusal(stream, verdict)
+    return None
