@@ -41,6 +41,7 @@ import trio
 
 from . import __version__
 from ._cli_options import add_connection_options, add_run_options, connection_settings, environment_epilog, run_settings
+from ._cli_serve_options import add_listener_options, listener_options_given
 from ._cli_signals import Interrupts, exit_on_signal, interrupted_only
 from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
 
@@ -88,6 +89,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
     serve.add_argument("--multi-agent", action="store_true",
                        help="give every thread the collaboration tools; their workers are child threads "
                             "(codex's multi-agent v2)")
+    add_listener_options(serve)
     add_connection_options(serve)
     lifecycle = serve.add_mutually_exclusive_group()
     lifecycle.add_argument("--daemon", action="store_true",
@@ -124,6 +126,7 @@ def _main(argv: list[str]) -> int:
         return run_replay(args)
     if args.command == "serve" and (args.daemon or args.stop):
         given = [flag for flag, value in (("--listen", args.listen), ("--home", args.home), ("--local", args.local),
+                                          *listener_options_given(args),
                                           ("--model", args.model), ("--workspace", args.workspace),
                                           ("--api-base", args.api_base), ("--websocket-url", args.websocket_url),
                                           ("--transport", args.transport), ("--max-attempts", args.max_attempts))

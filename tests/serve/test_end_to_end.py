@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -23,13 +21,12 @@ import trio
 import trio_websocket
 
 import trio_agent as ta
-from trio_agent._local_model import serve_local_model
-from trio_agent._serve import open_app_server, serve_websocket
 from trio_agent._tools._sandbox import resolve_sandbox
 from trio_agent.testing import AppServerClient, AppServerError, FakeResponsesServer, LineChannel, WebSocketChannel
 
 from .._os_facts import pid_alive, processes_in, wait_gone, wait_no_processes_in
 from ._harness import text_input
+from ._live import serve_subprocess, websocket_server
 from ._schema import validate_server_message
 
 REPO = Path(ta.__file__).resolve().parent.parent
@@ -111,21 +108,9 @@ async def test_stdio_subprocess_end_to_end(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("OPENAI_API_KEY", None)
     command = [sys.executable, "-m", "trio_agent", "serve", "--home", str(home), "--unload-delay", "0"]
-    process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path,
-                                               env=env)
-    try:
-        assert process.stdin is not None and process.stdout is not None
-        client = AppServerClient(LineChannel(trio.StapledStream(process.stdin, process.stdout)),
-                                 validate=validate_server_message)
+    async with serve_subprocess(command, cwd=tmp_path, env=env) as (process, client):
         with trio.fail_after(STEP * 3):
             await scenario(client, workspace, home)
-        await process.stdin.aclose()  # the client goes away: the server shuts down
-        with trio.fail_after(STEP):
-            assert await process.wait() == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
     await wait_gone([process.pid])
     assert not pid_alive(process.pid)
     assert processes_in(workspace) == []
@@ -146,19 +131,6 @@ async def test_serve_multi_agent_flag_reaches_the_server(tmp_path: Path, flag: b
     assert done.returncode == 0, stderr
     assert "threads live under" in stderr  # it served (and stdin's end shut it down)
     assert ("their workers are child threads (--multi-agent)" in stderr) is flag
-
-
-@asynccontextmanager
-async def websocket_server(home: Path, workspace: Path) -> AsyncIterator[int]:
-    async with trio.open_nursery() as nursery:
-        model = await nursery.start(serve_local_model)
-        config = ta.AgentConfig(auth="local-key", workspace=workspace,
-                                responses=ta.Responses(websocket_url=model.url))
-        async with open_app_server(config, home=home, unload_delay=0, model_provider="trio-agent-local") as app:
-            listener = await nursery.start(serve_websocket, app, "127.0.0.1", 0)
-            yield listener.port
-            await app.aclose()
-        nursery.cancel_scope.cancel()
 
 
 async def test_websocket_end_to_end(tmp_path: Path) -> None:

@@ -6,18 +6,23 @@ Layout: ``_jsonrpc`` (messages), ``_channel`` (line and WebSocket framing),
 ``_*_methods`` modules (the methods), ``_items`` and ``_tool_items`` (agent events to
 v2 items, pure), ``_shapes`` (the v2 objects), ``_dynamic`` (client-run tools),
 ``_store`` (the server's thread records), ``_server`` (the server, its pump and
-shutdown), ``_transports`` (stdio and WebSocket listeners), ``_command`` (the CLI).
+shutdown), ``_transports`` (stdio and WebSocket listeners), ``_listen_policy`` and
+``_http_gate`` (who may connect to the listener, and its front door), ``_command``
+(the CLI).
 """
 
 from ._channel import LineChannel, MessageChannel, WebSocketChannel
 from ._connection import OUTGOING_LIMIT
+from ._listen_policy import ListenerPolicy
 from ._server import AppServer, open_app_server
-from ._transports import serve_stdio, serve_websocket
+from ._transports import Listening, serve_stdio, serve_websocket
 
 __all__ = [
     "OUTGOING_LIMIT",
     "AppServer",
     "LineChannel",
+    "ListenerPolicy",
+    "Listening",
     "MessageChannel",
     "WebSocketChannel",
     "open_app_server",

@@ -51,6 +51,7 @@ class LineChannel:
         self._stream = stream
         self._limit = max_message_bytes
         self._buffer = bytearray()
+        self._scanned = 0  # the buffer's first bytes, known to hold no newline
         self._eof = False
         self._send_lock = trio.Lock()
 
@@ -68,26 +69,36 @@ class LineChannel:
         """The next message (``trio.EndOfChannel`` at EOF, ``MessageTooLarge`` for an
         overlong line, after which the channel goes on)."""
         while True:
-            newline = self._buffer.find(b"\n")
+            # Search only what was not searched yet: a long line costs one pass, not one per read.
+            newline = self._buffer.find(b"\n", self._scanned)
             if newline > self._limit:
                 del self._buffer[: newline + 1]
+                self._scanned = 0
                 raise MessageTooLarge(newline, self._limit)
             if newline >= 0:
                 line = bytes(self._buffer[:newline])
                 del self._buffer[: newline + 1]
+                self._scanned = 0
                 text = line.rstrip(b"\r").decode("utf-8", errors="replace")
                 if text.strip():
                     return text
                 continue
+            self._scanned = len(self._buffer)
             if self._eof:
-                if self._buffer.strip():
-                    line, self._buffer = bytes(self._buffer), bytearray()
-                    return line.decode("utf-8", errors="replace")
-                raise trio.EndOfChannel
+                return self._last_line()
             if len(self._buffer) > self._limit:
                 await self._discard_line()
                 continue
             await self._fill()
+
+    def _last_line(self) -> str:
+        """What is left at EOF: a last line without its newline, or ``EndOfChannel``."""
+        line, self._buffer, self._scanned = bytes(self._buffer), bytearray(), 0
+        if len(line) > self._limit:
+            raise MessageTooLarge(len(line), self._limit)
+        if line.strip():
+            return line.rstrip(b"\r").decode("utf-8", errors="replace")
+        raise trio.EndOfChannel
 
     async def _fill(self) -> None:
         data = await self._stream.receive_some(_READ_SIZE)
@@ -98,6 +109,7 @@ class LineChannel:
     async def _discard_line(self) -> None:
         size = len(self._buffer)
         self._buffer.clear()
+        self._scanned = 0
         while not self._eof:
             data = await self._stream.receive_some(_READ_SIZE)
             if not data:

@@ -1,7 +1,13 @@
 """``trio-agent serve``: the app server with the model configured as ``trio-agent run``
 does (``_cli_options.connection_settings``: an API key from ``OPENAI_API_KEY``, else an
 existing Codex login, else the built-in local scripted model, labelled on stderr; the
-same endpoint options and environment), on stdio or on a WebSocket listener."""
+same endpoint options and environment), on stdio or on a WebSocket listener.
+
+The listener's options (``_cli_serve_options``) become its ``ListenerPolicy`` before
+anything starts: a bad option, an unreadable or group/other-readable token file, or
+an address beyond loopback without ``--ws-auth`` exits 2 with one line saying why
+and what to do, without opening a socket. On loopback without a token one stderr line
+says that any local user can connect."""
 
 from __future__ import annotations
 
@@ -10,17 +16,31 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import trio
 
 from .._cli_options import Connection
+from .._cli_serve_options import listener_options_given
 from .._cli_signals import exit_now
+from ._listen_policy import (
+    ListenerPolicy,
+    check_exposure,
+    digest_from_hex,
+    is_loopback,
+    normalise_origin,
+    token_from_env,
+    token_from_file,
+)
 from ._server import AppServer, open_app_server
 from ._transports import serve_stdio, serve_websocket
 
-__all__ = ["parse_listen", "serve_main"]
+__all__ = ["listener_policy", "parse_listen", "serve_main"]
+
+Listen = tuple[str, int, ListenerPolicy]
 
 
 def parse_listen(url: str) -> tuple[str, int]:
@@ -37,13 +57,50 @@ def parse_listen(url: str) -> tuple[str, int]:
     return parts.hostname, port
 
 
+def listener_policy(args: argparse.Namespace, environ: Mapping[str, str]) -> ListenerPolicy:
+    """The ``ListenerPolicy`` of ``--allow-origin`` and ``--ws-auth``/``--ws-token-*``
+    (``ValueError`` saying what is wrong)."""
+    try:
+        origins = frozenset(normalise_origin(origin) for origin in args.allow_origin)
+    except ValueError as exc:
+        raise ValueError(f"--allow-origin: {exc}") from None
+    sources = [(flag, value) for flag, value in (("--ws-token-file", args.ws_token_file),
+                                                 ("--ws-token-sha256", args.ws_token_sha256),
+                                                 ("--ws-token-env", args.ws_token_env)) if value is not None]
+    if args.ws_auth is None:
+        if sources:
+            raise ValueError(f"{sources[0][0]} needs --ws-auth capability-token")
+        return ListenerPolicy(origins)
+    if len(sources) != 1:
+        raise ValueError("--ws-auth capability-token takes exactly one of --ws-token-file PATH, --ws-token-sha256 HEX "
+                         f"or --ws-token-env VAR (given: {', '.join(flag for flag, _ in sources) or 'none'})")
+    flag, value = sources[0]
+    if flag == "--ws-token-sha256":
+        return ListenerPolicy(origins, digest_from_hex(value))
+    token = token_from_file(value) if flag == "--ws-token-file" else token_from_env(value, environ)
+    return ListenerPolicy.with_token(token, allowed_origins=origins)
+
+
+def _listen(args: argparse.Namespace) -> Listen | None:
+    """Where and under which policy to listen (None: stdio); ``ValueError`` saying why not."""
+    if not args.listen:
+        given = [flag for flag, value in listener_options_given(args) if value]
+        if given:
+            raise ValueError(f"{given[0]} applies to the WebSocket listener; add --listen ws://127.0.0.1:PORT")
+        return None
+    host, port = parse_listen(args.listen)
+    policy = listener_policy(args, os.environ)
+    check_exposure(host, policy)
+    return host, port, policy
+
+
 def _say(message: str) -> None:
     print(f"trio-agent serve: {message}", file=sys.stderr, flush=True)
 
 
 def serve_main(args: argparse.Namespace, connection: Connection) -> int:
     try:
-        listen = parse_listen(args.listen) if args.listen else None
+        listen = _listen(args)
     except ValueError as exc:
         _say(str(exc))
         return 2
@@ -55,7 +112,7 @@ def serve_main(args: argparse.Namespace, connection: Connection) -> int:
     return trio.run(_serve, args, connection, listen)
 
 
-async def _serve(args: argparse.Namespace, connection: Connection, listen: tuple[str, int] | None) -> int:
+async def _serve(args: argparse.Namespace, connection: Connection, listen: Listen | None) -> int:
     import trio_agent as ta
 
     home = Path(args.home or os.environ.get("TRIO_AGENT_HOME") or Path.home() / ".trio-agent")
@@ -87,7 +144,7 @@ async def _serve(args: argparse.Namespace, connection: Connection, listen: tuple
     return 0
 
 
-async def _run_transport(app: AppServer, listen: tuple[str, int] | None) -> None:
+async def _run_transport(app: AppServer, listen: Listen | None) -> None:
     async with trio.open_nursery() as nursery:
 
         async def stop() -> None:
@@ -111,6 +168,11 @@ async def _run_transport(app: AppServer, listen: tuple[str, int] | None) -> None
             await serve_stdio(app)
             nursery.cancel_scope.cancel()
             return
-        host, port = listen
-        listener = await nursery.start(serve_websocket, app, host, port)
-        _say(f"listening on ws://{host}:{listener.port}")
+        host, port, policy = listen
+        listener = await nursery.start(partial(serve_websocket, app, host, port, policy=policy))
+        for bound in listener.listeners:
+            address, bound_port = bound.socket.getsockname()[:2]
+            _say(f"listening on ws://{f'[{address}]' if ':' in address else address}:{bound_port}")
+        if not policy.requires_token and is_loopback(host):
+            _say("no --ws-auth: any local user or program that can reach this port can connect and run commands as "
+                 "you; require a token with --ws-auth capability-token --ws-token-file PATH")

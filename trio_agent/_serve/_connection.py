@@ -8,6 +8,10 @@ go through a small inbox (``INBOX_LIMIT``; when it is full the reader waits, whi
 backpressure on the client) to the dispatcher, which serves requests one at a time,
 in order, and queues each answer. A malformed line is answered (``-32600``/``-32700``
 when its id is readable, else a ``warning`` notification) and the connection goes on.
+No message can end more than its own connection: ``parse`` never raises, a handler's
+failure (an ``RpcError``, or a bug: ``-32603``) and a response that cannot be encoded
+are that request's error, and a bug in the connection's own tasks closes this
+connection alone (said on stderr with its traceback) -- never the server.
 
 Everything the server sends goes through one queue of at most ``outgoing_limit``
 encoded messages, emptied by the writer task. Queuing never blocks the server: when a
@@ -48,6 +52,7 @@ from ._jsonrpc import (
     parse,
     request_message,
     response_message,
+    shown,
 )
 
 __all__ = ["CLOSE_GRACE", "INBOX_LIMIT", "OUTGOING_LIMIT", "Connection", "ConnectionHost", "PendingReply", "Reply"]
@@ -221,6 +226,10 @@ class Connection:
                 nursery.start_soon(self._read_then_drain, inbox_send, writer_done)
                 await writer_done.wait()  # the queue was closed and flushed (or the transport failed)
                 nursery.cancel_scope.cancel()
+        except Exception:  # a bug in this connection's own tasks: it closes, no other client notices
+            print(f"trio-agent serve: internal error serving {self.label} (connection {self.id}); closing it:",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
         finally:
             self.closed = True
             for pending in list(self._pending.values()):
@@ -281,19 +290,31 @@ class Connection:
     async def _serve(self, request: Request) -> None:
         try:
             reply = await self._host.handle_request(self, request)
+            # No checkpoint between the handler's return and queuing its response, so a
+            # notification the handler caused cannot overtake it (see _hub).
+            text = encode(response_message(request.id, reply.result))
         except RpcError as exc:
             self.send(error_message(request.id, exc))
             return
         except Exception as exc:  # a bug in a handler: answer it, keep serving everyone else
-            traceback.print_exc(file=sys.stderr)
-            error = RpcError(f"internal error in {request.method}: {type(exc).__name__}: {exc}", code=INTERNAL_ERROR)
-            self.send(error_message(request.id, error))
+            self._internal_error(request, exc)
             return
-        # No checkpoint between the handler's return and queuing its response, so a
-        # notification the handler caused cannot overtake it (see _hub).
-        self.send(response_message(request.id, reply.result))
+        self.send_text(text)
         if reply.after is not None:
-            reply.after()
+            try:
+                reply.after()
+            except Exception as exc:  # the answer is out; say what could not follow it
+                self._internal_error(None, exc, f"after answering {shown(request.method)}")
+
+    def _internal_error(self, request: Request | None, exc: Exception, where: str = "") -> None:
+        """A bug met while serving this client: on stderr with its traceback, and told to
+        the client (the request's error, else a ``warning``); the connection goes on."""
+        traceback.print_exception(exc, file=sys.stderr)
+        what = f"internal error in {shown(request.method) if request else where}: {type(exc).__name__}: {exc}"
+        if request is not None:
+            self.send(error_message(request.id, RpcError(what, code=INTERNAL_ERROR)))
+        else:
+            self.warn(what)
 
     async def _write_loop(self, done: trio.Event) -> None:
         try:

@@ -7,6 +7,16 @@ One message is one JSON object. ``parse`` sorts an incoming text into a ``Reques
 The ``jsonrpc`` member is optional on input (codex does not require it) and must be
 ``"2.0"`` when present; the server always writes it.
 
+What ``parse`` refuses (never raising, whatever the text): text that is not JSON
+(``-32700``), including what strict JSON does not have -- ``NaN``, ``Infinity`` and
+numbers too large for a float (``1e999``) or an integer (more than Python's 4300 digits)
+-- and values nested more than ``MAX_DEPTH`` (128) arrays/objects deep, the limit
+codex's own parser (serde_json) has; beyond it every later step (a ``repr``, encoding
+an echo, the model's request body) could hit Python's recursion limit, so it is refused
+at the door, with the request's id when the top level was readable. A duplicated key
+keeps its last value (as serde_json's maps do). Values in error messages are shown
+abbreviated (``shown``).
+
 Encoded text never contains a raw line break: JSON escapes ``\\n`` and ``\\r``, and
 U+2028, U+2029 and U+0085 (which ``str.splitlines`` and JavaScript treat as line ends)
 are escaped too, so newline-delimited framing is safe for any reader.
@@ -15,6 +25,7 @@ are escaped too, so newline-delimited framing is safe for any reader.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import attrs
@@ -44,8 +55,10 @@ __all__ = [
     "parse",
     "request_message",
     "response_message",
+    "shown",
 ]
 
+MAX_DEPTH = 128  # nested arrays/objects in one message (serde_json's recursion limit)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -125,6 +138,58 @@ class Malformed:
 Message = Request | Notification | Response | ErrorResponse | Malformed
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """A short JSON-ish rendering of a wrong value for an error message."""
+    text = "null" if value is None else "true" if value is True else "false" if value is False else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _not_json_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"the number {shown(text, 40)} is out of range")
+    return value
+
+
+_decode = json.JSONDecoder(parse_float=_finite_float, parse_constant=_not_json_constant).decode
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` arrays/objects (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+class _TooDeep(ValueError):
+    def __init__(self, raw: object) -> None:
+        super().__init__(f"it nests arrays/objects more than {MAX_DEPTH} deep")
+        self.raw = raw
+
+
+def _load(text: str) -> object:
+    """``json.loads`` for a client's text; ``ValueError`` saying why it is refused."""
+    try:
+        raw = _decode(text)
+    except RecursionError:
+        raise ValueError(f"it nests arrays/objects more than {MAX_DEPTH} deep") from None
+    # Every nesting level needs a bracket: most messages have too few to be worth a walk.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(raw, MAX_DEPTH):
+        raise _TooDeep(raw)
+    return raw
+
+
 def _request_id(value: object) -> RequestId | None:
     if isinstance(value, bool):
         return None
@@ -136,8 +201,11 @@ def _request_id(value: object) -> RequestId | None:
 def parse(text: str) -> Message:
     """Sort one incoming JSON text into a message (never raises)."""
     try:
-        raw = json.loads(text)
-    except ValueError as exc:
+        raw = _load(text)
+    except _TooDeep as exc:
+        top = _request_id(exc.raw.get("id")) if isinstance(exc.raw, dict) else None
+        return Malformed(f"the message is refused: {exc}", top, code=PARSE_ERROR)
+    except ValueError as exc:  # not JSON, NaN/Infinity, a number out of range, too deep to decode
         return Malformed(f"the line is not JSON ({exc})", code=PARSE_ERROR)
     if not isinstance(raw, dict):
         return Malformed(f"a JSON-RPC message is a JSON object, got {type(raw).__name__}")
@@ -145,13 +213,13 @@ def parse(text: str) -> Message:
     request_id = _request_id(raw.get("id"))
     version = raw.get("jsonrpc", "2.0")
     if version != "2.0":
-        return Malformed(f'"jsonrpc" must be "2.0", got {version!r}', request_id)
+        return Malformed(f'"jsonrpc" must be "2.0", got {shown(version)}', request_id)
     if has_id and request_id is None:
-        return Malformed(f"the id must be a string or an integer, got {raw.get('id')!r}")
+        return Malformed(f"the id must be a string or an integer, got {shown(raw.get('id'))}")
     method = raw.get("method")
     if method is not None:
         if not isinstance(method, str) or not method:
-            return Malformed(f"the method must be a non-empty string, got {method!r}", request_id)
+            return Malformed(f"the method must be a non-empty string, got {shown(method)}", request_id)
         params = raw.get("params")
         if request_id is None:
             return Notification(method, params)

@@ -10,15 +10,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._jsonrpc import InvalidParams
+from ._jsonrpc import InvalidParams, shown
 
-__all__ = ["Params", "shown"]
+__all__ = ["Params", "seconds", "shown"]
 
 
-def shown(value: object, limit: int = 80) -> str:
-    """A short JSON-ish rendering of a wrong value for an error message."""
-    text = "null" if value is None else "true" if value is True else "false" if value is False else repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def seconds(value: object) -> float | None:
+    """``value`` as a finite number of seconds >= 0, or None (a bool, a string, a
+    negative number or one too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        converted = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return None
+    return converted if 0 <= converted < math.inf else None
 
 
 class Params:
@@ -72,9 +78,10 @@ class Params:
         value = self.raw.get(name)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        converted = seconds(value)
+        if converted is None:
             raise self._wrong(name, "a finite number of seconds >= 0", value)
-        return float(value)
+        return converted
 
     def array(self, name: str) -> list[Any]:
         value = self._required(name)

@@ -45,7 +45,7 @@ def parse_sandbox_mode(params: Params, name: str = "sandbox") -> Json | None:
     value = params.get(name)
     if value is None:
         return None
-    if value not in _MODES:
+    if not isinstance(value, str) or value not in _MODES:
         raise InvalidParams(f"{params.method}: `{name}` must be one of {', '.join(_MODES)} or null, got {shown(value)}")
     return sandbox_json(Sandbox(_MODES[value]))
 
@@ -60,7 +60,7 @@ def parse_sandbox_policy(params: Params, name: str = "sandboxPolicy") -> Json | 
     if kind == "externalSandbox":
         raise InvalidParams(f"{where}: externalSandbox is not supported (this server confines commands itself); "
                             "use readOnly, workspaceWrite or dangerFullAccess")
-    if not isinstance(value, dict) or kind not in _TYPES:
+    if not isinstance(value, dict) or not isinstance(kind, str) or kind not in _TYPES:
         raise InvalidParams(f"{where} must be {{type: readOnly | workspaceWrite | dangerFullAccess, ...}}, "
                             f"got {shown(value)}")
     for flag in ("excludeSlashTmp", "excludeTmpdirEnvVar"):
@@ -89,7 +89,7 @@ def parse_approval(params: Params, name: str = "approvalPolicy") -> ApprovalPoli
     if isinstance(value, dict) and "granular" in value:
         raise InvalidParams(f"{params.method}: granular approval policies are not supported; use untrusted, "
                             "on-request or never")
-    if value not in _POLICIES:
+    if not isinstance(value, str) or value not in _POLICIES:
         raise InvalidParams(f"{params.method}: `{name}` must be one of {', '.join(_POLICIES)} or null, "
                             f"got {shown(value)}")
     return _POLICIES[value]

@@ -19,7 +19,7 @@ from .._config import DEFAULT_MODEL, Thinking
 from .._errors import AgentError
 from . import _thread_methods, _turn_methods
 from ._connection import Connection, Reply
-from ._jsonrpc import InvalidParams, InvalidRequest, MethodNotFound, Request
+from ._jsonrpc import InvalidParams, InvalidRequest, MethodNotFound, Request, shown
 from ._params import Params
 from ._shapes import CLI_VERSION
 
@@ -35,7 +35,7 @@ async def dispatch(server: AppServer, conn: Connection, request: Request) -> Rep
     handler = METHODS.get(request.method)
     if handler is None:
         raise MethodNotFound(
-            f"unknown method {request.method!r}: trio-agent serve speaks a subset of the Codex app-server v2 "
+            f"unknown method {shown(request.method)}: trio-agent serve speaks a subset of the Codex app-server v2 "
             f"protocol ({', '.join(sorted(METHODS))}); see docs/app-server.md"
         )
     if not conn.initialized and request.method != "initialize":

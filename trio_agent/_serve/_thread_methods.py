@@ -23,7 +23,7 @@ from .._tools._sandbox import SandboxUnavailable
 from ._connection import Connection, Reply
 from ._dynamic import parse_dynamic_tools
 from ._jsonrpc import InvalidParams, InvalidRequest
-from ._params import Params, shown
+from ._params import Params, seconds, shown
 from ._permissions import parse_approval, parse_sandbox_mode, unavailable
 from ._shapes import ThreadMeta, thread_json
 
@@ -54,10 +54,11 @@ def _unload_delay(params: Params) -> float | None:
     value = overrides.get("thread_unload_delay_secs")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    delay = seconds(value)
+    if delay is None:
         raise InvalidParams(f"{params.method}: config.thread_unload_delay_secs must be a number of seconds >= 0, "
                             f"got {shown(value)}")
-    return float(value)
+    return delay
 
 
 def _permissions(params: Params) -> Json:
@@ -277,10 +278,9 @@ def _unloaded_thread(server: AppServer, thread_id: str, *, turns: bool) -> Json:
 def _page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
     cursor = params.opt_string("cursor")
     limit = params.opt_int("limit") or DEFAULT_PAGE
-    try:
-        start = int(cursor) if cursor else 0
-    except ValueError:
-        raise InvalidParams(f"{params.method}: `cursor` {cursor!r} is not a cursor this server gave out") from None
+    if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) < 19):  # an offset we gave out
+        raise InvalidParams(f"{params.method}: `cursor` {shown(cursor)} is not a cursor this server gave out")
+    start = int(cursor) if cursor else 0
     end = start + min(limit, MAX_PAGE)
     return items[start:end], str(end) if end < len(items) else None
 
@@ -289,7 +289,10 @@ async def thread_list(server: AppServer, conn: Connection, params: Params) -> Re
     if params.opt_bool("archived"):
         return Reply({"data": [], "nextCursor": None, "backwardsCursor": None})  # nothing is archived here
     cwd_filter = params.get("cwd")
-    cwds = {cwd_filter} if isinstance(cwd_filter, str) else set(cwd_filter) if isinstance(cwd_filter, list) else None
+    if cwd_filter is not None and not (isinstance(cwd_filter, str) or (
+            isinstance(cwd_filter, list) and all(isinstance(cwd, str) for cwd in cwd_filter))):
+        raise InvalidParams(f"thread/list: `cwd` must be a path, an array of paths or null, got {shown(cwd_filter)}")
+    cwds = {cwd_filter} if isinstance(cwd_filter, str) else set(cwd_filter) if cwd_filter is not None else None
     search = (params.opt_string("searchTerm") or "").lower()
     providers = params.opt_list("modelProviders")
     threads: list[Json] = []

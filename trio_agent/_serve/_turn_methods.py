@@ -8,7 +8,10 @@ steer's text -- under the thread's lock, in the same step as the agent accepts i
 from __future__ import annotations
 
 import base64
+import errno
 import mimetypes
+import os
+import stat
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -63,13 +66,27 @@ async def parse_input(params: Params) -> UserInput:
 
 async def _data_url(where: str, path: str) -> str:
     try:
-        data = await trio.Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidParams(f"{where}: cannot read the image {path!r}: {exc.strerror or exc}") from None
+        data = await trio.to_thread.run_sync(_read_image, path)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidParams(f"{where}: cannot read the image {shown(path)}: {reason}") from None
     if len(data) > MAX_LOCAL_IMAGE_BYTES:
-        raise InvalidParams(f"{where}: the image {path!r} is larger than {MAX_LOCAL_IMAGE_BYTES >> 20} MiB")
+        raise InvalidParams(f"{where}: the image {shown(path)} is larger than {MAX_LOCAL_IMAGE_BYTES >> 20} MiB")
     mime = mimetypes.guess_type(path)[0] or "application/octet-stream"
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _read_image(path: str) -> bytes:
+    """At most one byte more than the limit of a regular file: a FIFO, a device such as
+    /dev/zero or a directory is refused, never waited on or read without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read(MAX_LOCAL_IMAGE_BYTES + 1)
+    finally:
+        os.close(fd)
 
 
 async def _apply_overrides(server: AppServer, params: Params, state: ThreadState, agent: Agent) -> None:
