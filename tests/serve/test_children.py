@@ -152,3 +152,34 @@ async def test_a_childs_approval_is_asked_in_the_child_thread(tmp_path: Path) ->
                and m["params"]["status"].get("activeFlags") == ["waitingOnApproval"]]
     assert [params["threadId"] for params in waiting] == [child_id]  # the child waits, not its parent
     assert (harness.workspace / "child.txt").exists() and "ok 0:" in model.child_outputs[0]
+
+
+async def test_a_child_whose_record_is_damaged_reloads_unrecorded_and_the_parent_lives_on(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Issue 21: the record is data. Mail reloading a suspended worker whose record was
+    # damaged meanwhile must not end the parent's agent (before: InvalidSessionSnapshot
+    # escaped the worker's watch); the damaged file is kept as it was.
+    model = ParentAndChild()
+    async with app_server(tmp_path, model, unload_delay=0, multi_agent=True) as harness:
+        client, parent_id, child_id = await spawned(harness, model)
+        await evicted(client, child_id)
+        record = next(tmp_path.rglob(f"{child_id}.jsonl"))
+        damaged = record.read_bytes() + b'{"type": "turn", "turn": ' + b"[" * 5000 + b"\n"
+        record.write_bytes(damaged)
+        client.take_pending()
+        model.tool = "followup_task"
+        with trio.fail_after(TIMEOUT):
+            done = await run_turn(client, parent_id, "Run followup_task")
+            again = await client.read_notification("turn/completed", lambda p: p["threadId"] == child_id)
+        warnings = [m["params"] for m in client.take_pending() if m.get("method") == "warning"]
+        # The positive control of the same server: the parent goes on with another turn.
+        model.tool = "send_message"
+        with trio.fail_after(TIMEOUT):
+            later = await run_turn(client, parent_id, "Run send_message")
+    assert done["turn"]["status"] == "completed" and later["turn"]["status"] == "completed"
+    assert again["turn"]["status"] == "completed"
+    assert [w["threadId"] for w in warnings] == [parent_id]
+    assert f"child thread {child_id} runs without a record" in warnings[0]["message"]
+    assert record.name in warnings[0]["message"]
+    assert record.read_bytes() == damaged

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from .._errors import AgentError
+from .._errors import AgentError, InvalidSessionSnapshot
 from ._connection import Connection
 from ._jsonrpc import InvalidRequest
 from ._shapes import ThreadMeta
@@ -80,20 +80,32 @@ class Children:
     def _state(self, parent: ThreadState, child: Agent) -> tuple[ThreadState, bool]:
         """The child's state for this load, and whether this is its first."""
         server = self._server
-        stored = server.store.load(child.session_id)
+        try:
+            stored = server.store.load(child.session_id)
+        except InvalidSessionSnapshot as exc:
+            # Its record is damaged (the file is data): the worker goes on, unrecorded, so
+            # that the damaged file is kept as it is for the user to look at or repair;
+            # the parent's clients are told. Raising here would end the parent's agent.
+            for conn in parent.subscribers:
+                conn.notify("warning", {"message": f"child thread {child.session_id} runs without a record: {exc}",
+                                        "threadId": parent.meta.thread_id})
+            return server.new_state(self._child_meta(parent, child, ephemeral=True), specs=parent.specs), False
         if stored is not None:
             return server.new_state(stored.meta, turns=stored.turns, usage_total=stored.usage_total,
                                     specs=parent.specs), False
+        meta = self._child_meta(parent, child, ephemeral=parent.meta.ephemeral)
+        if not meta.ephemeral:
+            server.store.create(meta)
+        return server.new_state(meta, specs=parent.specs), True
+
+    def _child_meta(self, parent: ThreadState, child: Agent, *, ephemeral: bool) -> ThreadMeta:
         source = parent.meta
-        meta = ThreadMeta(child.session_id, created_at=server.clock.now_s(), cwd=source.cwd, model=source.model,
-                          model_provider=source.model_provider, ephemeral=source.ephemeral,
+        return ThreadMeta(child.session_id, created_at=self._server.clock.now_s(), cwd=source.cwd,
+                          model=source.model, model_provider=source.model_provider, ephemeral=ephemeral,
                           dynamic_tools=list(source.dynamic_tools), instructions=source.instructions,
                           originator=source.originator, sandbox=source.sandbox,
                           approval_policy=source.approval_policy, parent_thread_id=source.thread_id,
                           agent_path=child.path)
-        if not meta.ephemeral:
-            server.store.create(meta)
-        return server.new_state(meta, specs=parent.specs), True
 
     async def resume(self, conn: Connection, meta: ThreadMeta) -> ThreadState:
         """``thread/resume`` of an unloaded child: its parent's agent reloads the worker."""
