@@ -35,6 +35,16 @@ HOSTILE: list[tuple[str, list[Any], str, bool]] = [
     ("output_not_a_list", [{"type": "response.completed", "response": {"id": "resp-x", "output": "text"}}],
      "invalid_payload", False),
     ("binary_frame", [frames.response_created("resp-x"), b"\x00\x01binary"], "unexpected_binary", True),
+    # Issue 21: nesting that would raise RecursionError in the reader (it escaped the
+    # agent before), and an item too deep to be kept in a rollout (committed before,
+    # then refused when the session was loaded again).
+    ("nested_past_the_reader", [frames.response_created("resp-x"),
+                                '{"type": "response.output_item.done", "item": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+     "invalid_json", False),
+    ("item_too_deep_to_keep", [frames.response_created("resp-x"), {
+        "type": "response.output_item.done", "output_index": 0,
+        "item": {**frames.assistant_message("deep"), "extra": json.loads("[" * 150 + "]" * 150)}}],
+     "invalid_payload", False),
 ]
 
 

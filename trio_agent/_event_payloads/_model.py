@@ -297,11 +297,12 @@ class ApiEventPayload(TypedDict):
 
 
 class ApiWarningPayload(TypedDict):
-    """The server sent something wrong that the agent handled (today: a frame of a
-    response other than the one being read, which is ignored)."""
+    """A server sent something wrong that the agent handled: a frame of a response
+    other than the one being read, which is ignored (``foreign_response_frame``), or an
+    MCP server's ``tools/list`` entry that was left out (``mcp_tool_skipped``)."""
 
     code: str
-    """What was wrong, a stable snake_case name (``"foreign_response_frame"``)."""
+    """What was wrong, a stable snake_case name (``"foreign_response_frame"``, ``"mcp_tool_skipped"``)."""
     message: str
     """What happened, in words."""
     frame: NotRequired[str]

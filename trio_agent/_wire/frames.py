@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import ProtocolError
+from .._json_lines import MAX_DEPTH, too_deep
 from .._record import Record
 
 __all__ = [
@@ -378,12 +379,32 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
             f"the Responses server sent a frame that is not JSON: {text[:200]!r}",
             error_class="invalid_json",
         ) from exc
+    except RecursionError:
+        raise ProtocolError(
+            "the Responses server sent a frame nested too deeply for a JSON reader "
+            f"(it starts {text[:80]!r})", error_class="invalid_json",
+        ) from None
     if not isinstance(value, dict):
         raise ProtocolError(
             f"the Responses server sent a JSON {type(value).__name__}, expected an object",
             error_class="invalid_payload",
         )
+    if value.get("type") in _COMMITTING and too_deep(value, FRAME_DEPTH):
+        raise ProtocolError(
+            f"the Responses server sent a {value['type']} frame nesting arrays and objects deeper than "
+            f"{FRAME_DEPTH} levels; its items could not be kept in a session (rollouts refuse lines deeper "
+            f"than {MAX_DEPTH})", error_class="invalid_payload",
+        )
     return value
+
+
+# Frames whose items are committed to history (and so to the rollout and snapshots,
+# whose readers refuse nesting deeper than ``_json_lines.MAX_DEPTH``, as codex's
+# serde_json does): one deeper than FRAME_DEPTH fails its response rather than
+# committing what could never be loaded again. Only these are walked: a delta or
+# ``response.created`` is not kept, and the walk stays off the per-delta path.
+FRAME_DEPTH = 100
+_COMMITTING = frozenset({"response.output_item.done", "response.completed"})
 
 
 def _not_json(constant: str) -> Any:
