@@ -101,3 +101,46 @@ async def test_a_daemon_directory_inside_the_workspace_is_empty_and_read_only_in
     finally:
         await shell.aclose()
         server.close()
+
+
+def test_the_agents_installation_under_tmp_is_bound_back_read_only_before_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A virtualenv or checkout under /tmp (as CI clones are): the agent's Python and
+    # trio-agent stay usable in commands. Bound before the writable binds, so that a
+    # checkout that is its own workspace stays writable; /tmp itself is never bound back.
+    from trio_agent._tools import _sandbox_hide
+
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv").mkdir(parents=True)
+    monkeypatch.setattr(_sandbox_hide, "_installation", lambda: (str(checkout / ".venv"), str(checkout), "/tmp"))
+    line = joined(WRITE, checkout, {})
+    positions(line, "--bind /private /tmp", f"--ro-bind {checkout}/.venv {checkout}/.venv",
+              f"--ro-bind {checkout} {checkout}", f"--bind {checkout} {checkout}")
+    assert "--ro-bind /tmp /tmp" not in line
+    read_only = joined(READ, tmp_path / "elsewhere", {})
+    positions(read_only, "--tmpfs /tmp", f"--ro-bind {checkout}/.venv {checkout}/.venv", "--remount-ro /tmp")
+    # Outside a hidden root nothing is bound back: the read-only root shows it already.
+    monkeypatch.setattr(_sandbox_hide, "_installation", lambda: ("/usr",))
+    assert "--ro-bind /usr /usr" not in joined(READ, tmp_path, {})
+
+
+@pytest.mark.parametrize("sandbox", [WRITE, READ], ids=["workspace-write", "read-only"])
+async def test_the_agents_installation_under_tmp_is_visible_and_read_only_in_the_sandbox(
+    nursery: trio.Nursery, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: ta.Sandbox
+) -> None:
+    from trio_agent._tools import _sandbox_hide
+
+    install = tmp_path / "venv"
+    install.mkdir()
+    (install / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "neighbour.txt").write_text("not shown\n")
+    monkeypatch.setattr(_sandbox_hide, "_installation", lambda: (str(install),))
+    shell = ShellSessions(nursery, workspace, sandbox=resolve_sandbox(sandbox).confinement)
+    try:
+        cmd = (f"cat {install}/pyvenv.cfg; {{ : > {install}/x; }} 2>/dev/null || echo read-only; "
+               f"cat {tmp_path}/neighbour.txt 2>/dev/null || echo hidden")
+        result = await shell.exec_command({"cmd": cmd, "login": False})
+        assert result["output"] == "home = /usr/bin\nread-only\nhidden\n", result
+    finally:
+        await shell.aclose()

@@ -16,7 +16,11 @@ supervisor like any command (``_subreaper.py``). The flags build, per command:
   when they close) and ``Sandbox.writable_roots``, with ``.git`` (and the git dir a
   ``.git`` file points to) bound read-only again unless ``writable_git``. In
   ``read-only`` nothing is rebound writable, ``/dev`` is remounted read-only too, and
-  ``/tmp`` is an empty read-only directory (the workspace bound back if below it);
+  ``/tmp`` is an empty read-only directory (the workspace bound back if below it). In
+  both, the agent's own installation (``sys.prefix``, ``sys.base_prefix`` and the
+  directory holding the ``trio_agent`` package) is bound back read-only where a hidden
+  ``/tmp`` would hide it: a virtualenv or checkout under ``/tmp`` stays usable by the
+  commands (``python``, ``trio-agent`` itself);
 * **nothing of the user's services** (issue 21, ``_sandbox_hide``): the runtime
   directories (``/run/user``, ``$XDG_RUNTIME_DIR``), the warm daemon's directory and
   the ssh-agent's are empty read-only directories, and the kernel-wide knobs of
@@ -146,17 +150,19 @@ def bwrap_argv(
         args += ["--tmpfs", root]  # read-only once what it must show is bound into it
     if read_only:
         # Nothing rebound writable, and /dev read-only too (no /dev/shm either); the
-        # workspace and the working directory are bound back if a hidden root holds them.
+        # workspace, the working directory and the agent's own installation are bound
+        # back if a hidden root holds them.
+        replaced = hidden
         shown = [str(p) for p in dict.fromkeys((workspace, workdir))
                  if any(hide.inside(hide.real(str(p)), root) for root in hidden)]
+        shown += [path for path in hide.installation_below(replaced) if path not in shown]
         for path in shown:
             args += ["--ro-bind", path, path]
         args += ["--remount-ro", "/dev"]
-        replaced = hidden
     else:
-        shown, binds = _writable_binds(sandbox, workspace, private_tmp)
-        args += binds
         replaced = [*hidden, "/tmp"] if private_tmp is not None else hidden
+        shown, binds = _writable_binds(sandbox, workspace, private_tmp, hide.installation_below(replaced))
+        args += binds
     for root in hidden:
         args += ["--remount-ro", root]
     args += hide.socket_masks(env, replaced, shown)
@@ -164,15 +170,20 @@ def bwrap_argv(
     return [*args, "--chdir", str(workdir), "--", *argv]
 
 
-def _writable_binds(sandbox: Sandbox, workspace: Path, private_tmp: Path | None) -> tuple[list[str], list[str]]:
+def _writable_binds(
+    sandbox: Sandbox, workspace: Path, private_tmp: Path | None, installation: list[str]
+) -> tuple[list[str], list[str]]:
     """``workspace-write``'s binds: the private ``/tmp`` first (the workspace may lie
-    below ``/tmp``), the writable roots, then ``.git`` read-only again; and the host
-    paths they show."""
+    below ``/tmp``), the agent's installation read-only where ``/tmp`` hid it (before
+    the writable roots, which it may hold: a checkout that is its own workspace), the
+    writable roots, then ``.git`` read-only again; and the host paths they show."""
     args = ["--bind", str(private_tmp), "/tmp"] if private_tmp is not None else []
+    for shown_path in installation:
+        args += ["--ro-bind", shown_path, shown_path]
     writable = [workspace, *sandbox.writable_roots]
     for root in writable:
         args += ["--bind", str(root), str(root)]
-    shown = [str(root) for root in writable]
+    shown = [*installation, *(str(root) for root in writable)]
     if not sandbox.writable_git:
         for path in protected_paths(writable):
             args += ["--ro-bind", str(path), str(path)]

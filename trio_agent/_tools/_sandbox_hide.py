@@ -80,8 +80,8 @@ from collections.abc import Iterable, Mapping
 from _trio_agent_launch import daemon_directory
 
 __all__ = [
-    "PROC_MASKED", "RUN_DEPTH", "RUN_ENTRIES", "SYS_MASKED", "hidden_roots", "inside", "mask", "proc_flags", "real",
-    "run_socket_masks", "socket_masks",
+    "PROC_MASKED", "RUN_DEPTH", "RUN_ENTRIES", "SYS_MASKED", "hidden_roots", "inside", "installation_below", "mask",
+    "proc_flags", "real", "run_socket_masks", "socket_masks",
 ]
 
 #: Entries of ``/proc`` masked as container runtimes mask them (runc's ``maskedPaths``).
@@ -136,6 +136,24 @@ def real(path: str) -> str:
     command, and these do not move under a running agent. (``$SSH_AUTH_SOCK`` is
     resolved each time: it is often a link that a terminal multiplexer re-points.)"""
     return os.path.realpath(path)
+
+
+@functools.lru_cache(maxsize=1)
+def _installation() -> tuple[str, ...]:
+    import sys
+
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return tuple(dict.fromkeys(real(path) for path in (sys.prefix, sys.base_prefix, package_root)))
+
+
+def installation_below(replaced: Iterable[str]) -> list[str]:
+    """The agent's own installation (``sys.prefix``, ``sys.base_prefix``, the directory
+    holding the ``trio_agent`` package) where a replaced mount (a hidden ``/tmp``) would
+    hide it: bound back read-only so that commands can still run the agent's Python and
+    ``trio-agent``. A path that *is* a replaced root is not (that would undo the hiding)."""
+    roots = [real(root) for root in replaced]
+    return [path for path in _installation()
+            if path not in roots and any(inside(path, root) for root in roots)]
 
 
 def mask(path: str, *, directory: bool) -> list[str]:
