@@ -33,6 +33,7 @@ from trio_agent._serve import _params, _router
 from trio_agent._serve._router import METHODS
 from trio_agent._serve._schema_export import (
     ACCEPTED,
+    OUTSIDE_CODEX,
     REFUSED,
     SENT_NOTIFICATIONS,
     SENT_REQUESTS,
@@ -77,7 +78,7 @@ def test_the_shipped_subset_is_rebuilt_from_the_vendored_schema(experimental: bo
 
 
 def test_the_table_names_the_served_methods_and_codex_fields() -> None:
-    assert set(ACCEPTED) == set(METHODS), "a method was added or removed: update _schema_export.ACCEPTED"
+    assert set(ACCEPTED) | OUTSIDE_CODEX == set(METHODS), "methods changed: update _schema_export.ACCEPTED"
     for method, fields in ACCEPTED.items():
         known = set(_params_type(codex(True), method).get("properties", {}))
         assert fields | REFUSED.get(method, frozenset()) <= known, (method, fields - known)
@@ -162,9 +163,16 @@ async def test_the_handlers_read_exactly_the_exported_and_refused_fields(
     async with app_server(tmp_path, reply, unload_delay=0) as harness:
         client = await harness.client()
         await _every_method(client, harness.workspace)
-    for method, fields in ACCEPTED.items():
-        read = _Recorded.reads.get(method, set())
+    assert set(_Recorded.reads) >= _DRIVEN
+    for method, read in _Recorded.reads.items():  # every method the scenario drove
+        fields = ACCEPTED[method]
         assert read == fields | REFUSED.get(method, frozenset()), (method, sorted(read ^ fields))
+
+
+#: The methods ``_every_method`` drives (a method added later is checked once it is added there).
+_DRIVEN = {"initialize", "model/list", "thread/start", "turn/start", "thread/inject_items", "thread/read",
+           "thread/list", "thread/loaded/list", "thread/resume", "thread/fork", "thread/compact/start", "turn/steer",
+           "turn/interrupt", "thread/unsubscribe"}
 
 
 async def _every_method(client: AppServerClient, workspace: Path) -> None:
@@ -243,3 +251,20 @@ async def test_initialize_reports_the_unversioned_codex_version(
     assert (name, rest.split()[0]) == ("trio-agent", "0.0.0")
     assert f"(trio-agent {ta.__version__};" in agent and agent.endswith("(codex_python_sdk; 0.163.0)")
     assert "serverInfo" not in init  # not in codex's InitializeResponse
+
+
+def test_a_method_without_params_keeps_its_response(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex gives some methods null params (``account/logout``) or optional ones
+    (``anyOf [params, null]``): they restrict too, with their response type kept."""
+    from trio_agent._serve import _schema_export
+
+    accepted = {"account/logout": frozenset(), "account/rateLimits/read": frozenset(), **ACCEPTED}
+    monkeypatch.setattr(_schema_export, "ACCEPTED", accepted)
+    bundle = _schema_export.restrict(codex(True))
+    methods = {entry["properties"]["method"]["enum"][0] for entry in bundle["definitions"]["ClientRequest"]["oneOf"]}
+    assert {"account/logout", "account/rateLimits/read"} <= methods
+    v2 = bundle["definitions"]["v2"]
+    assert "LogoutAccountResponse" in v2 and v2["GetAccountRateLimitsParams"].get("properties") == {}
+    monkeypatch.setattr(_schema_export, "ACCEPTED", {"memory/reset": frozenset(), **ACCEPTED})
+    with pytest.raises(ValueError, match="name its response type"):
+        _schema_export.restrict(codex(True))

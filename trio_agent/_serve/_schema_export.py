@@ -41,8 +41,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ACCEPTED", "REFUSED", "SENT_NOTIFICATIONS", "SENT_REQUESTS", "files", "restrict", "shipped", "subset_bytes",
-           "write_schema"]
+__all__ = ["ACCEPTED", "OUTSIDE_CODEX", "REFUSED", "SENT_NOTIFICATIONS", "SENT_REQUESTS", "files", "restrict",
+           "shipped", "subset_bytes", "write_schema"]
 
 Json = dict[str, Any]
 #: The shipped subsets: of codex's stable schema, and of its ``--experimental`` one.
@@ -69,6 +69,10 @@ ACCEPTED: Mapping[str, frozenset[str]] = {
     "turn/steer": frozenset({"threadId", "expectedTurnId", "input", "clientUserMessageId"}),
     "turn/interrupt": frozenset({"threadId", "turnId"}),
 }
+#: Methods served that codex 0.171's schema does not have (so not in the exported one).
+OUTSIDE_CODEX: frozenset[str] = frozenset()
+#: The response type of a method codex gives no params type to (it is named after the params).
+_RESPONSES = {"account/logout": "LogoutAccountResponse", "configRequirements/read": "ConfigRequirementsReadResponse"}
 #: Fields a handler reads only to refuse them (so they are not in the schema).
 REFUSED: Mapping[str, frozenset[str]] = {"turn/start": frozenset({"outputSchema"})}
 #: What the server sends (docs/app-server.md, after the methods table).
@@ -91,6 +95,24 @@ _V2 = "#/definitions/v2/"
 def _method(entry: Json) -> str:
     method: str = entry["properties"]["method"]["enum"][0]
     return method
+
+
+def _params_ref(entry: Json) -> str | None:
+    """The params type of a request entry (codex writes ``$ref``, or ``anyOf [$ref, null]``,
+    or ``{type: null}`` for none)."""
+    params = entry["properties"].get("params", {})
+    refs = [params.get("$ref"), *(option.get("$ref") for option in params.get("anyOf", []))]
+    return next((ref for ref in refs if isinstance(ref, str)), None)
+
+
+def _response(entry: Json) -> tuple[str, str]:
+    method, ref = _method(entry), _params_ref(entry)
+    if method in _RESPONSES:
+        return "v2", _RESPONSES[method]
+    if ref is None:
+        raise ValueError(f"{method} has no params type: name its response type in _schema_export._RESPONSES")
+    space, name = _name(ref)
+    return space, name.removesuffix("Params") + "Response"
 
 
 def _name(ref: str) -> tuple[str, str]:
@@ -135,12 +157,12 @@ def restrict(document: Json) -> Json:
             raise ValueError(f"{union}: {sorted(missing)} are not methods of codex's protocol")
         root[union] = {**root[union], "oneOf": entries}
     for entry in root["ClientRequest"]["oneOf"]:
-        space, name = _name(entry["properties"]["params"]["$ref"])
-        tables[space][name] = _narrow(tables[space][name], _method(entry))
+        ref = _params_ref(entry)
+        if ref is not None:
+            space, name = _name(ref)
+            tables[space][name] = _narrow(tables[space][name], _method(entry))
     wanted = [("", name) for name in (*_UNIONS, *_ENVELOPE)]
-    for entry in root["ClientRequest"]["oneOf"] + root["ServerRequest"]["oneOf"]:
-        space, name = _name(entry["properties"]["params"]["$ref"])
-        wanted.append((space, name.removesuffix("Params") + "Response"))
+    wanted += [_response(entry) for entry in root["ClientRequest"]["oneOf"] + root["ServerRequest"]["oneOf"]]
     closure: dict[tuple[str, str], Json] = {}
     while wanted:
         key = wanted.pop()
