@@ -41,8 +41,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ACCEPTED", "OUTSIDE_CODEX", "REFUSED", "SENT_NOTIFICATIONS", "SENT_REQUESTS", "files", "restrict",
-           "shipped", "subset_bytes", "write_schema"]
+__all__ = ["ACCEPTED", "OUTSIDE_CODEX", "REFUSED", "SENT_NOTIFICATIONS", "SENT_REQUESTS", "files", "params_ref",
+           "restrict", "shipped", "subset_bytes", "write_schema"]
 
 Json = dict[str, Any]
 #: The shipped subsets: of codex's stable schema, and of its ``--experimental`` one.
@@ -97,7 +97,7 @@ def _method(entry: Json) -> str:
     return method
 
 
-def _params_ref(entry: Json) -> str | None:
+def params_ref(entry: Json) -> str | None:
     """The params type of a request entry (codex writes ``$ref``, or ``anyOf [$ref, null]``,
     or ``{type: null}`` for none)."""
     params = entry["properties"].get("params", {})
@@ -106,7 +106,7 @@ def _params_ref(entry: Json) -> str | None:
 
 
 def _response(entry: Json) -> tuple[str, str]:
-    method, ref = _method(entry), _params_ref(entry)
+    method, ref = _method(entry), params_ref(entry)
     if method in _RESPONSES:
         return "v2", _RESPONSES[method]
     if ref is None:
@@ -133,8 +133,11 @@ def _refs(value: object) -> Iterator[str]:
 
 
 def _narrow(definition: Json, method: str) -> Json:
-    """``definition`` (a params type) with only the fields ``method`` honours."""
-    fields = ACCEPTED[method] & set(definition.get("properties", {}))  # an experimental field: not in the stable one
+    """``definition`` (a params type) with only the fields ``method`` honours (a type
+    whose fields are in ``oneOf`` variants keeps them: nested types are codex's)."""
+    if "properties" not in definition:
+        return definition
+    fields = ACCEPTED[method] & set(definition["properties"])  # an experimental field: not in the stable one
     required = definition.get("required", [])
     if not set(required) <= fields:
         raise ValueError(f"{method}: codex requires {sorted(set(required) - fields)}, which the table leaves out")
@@ -150,14 +153,10 @@ def restrict(document: Json) -> Json:
     v2 = copy.deepcopy(document["definitions"]["v2"])
     tables = {"": root, "v2": v2}
     kept = {"ClientRequest": ACCEPTED.keys(), "ServerRequest": SENT_REQUESTS, "ServerNotification": SENT_NOTIFICATIONS}
-    for union, methods in kept.items():
-        entries = [entry for entry in root[union]["oneOf"] if _method(entry) in methods]
-        missing = set(methods) - {_method(entry) for entry in entries}
-        if missing:
-            raise ValueError(f"{union}: {sorted(missing)} are not methods of codex's protocol")
-        root[union] = {**root[union], "oneOf": entries}
+    for union, methods in kept.items():  # (an experimental method is not in the stable document)
+        root[union] = {**root[union], "oneOf": [entry for entry in root[union]["oneOf"] if _method(entry) in methods]}
     for entry in root["ClientRequest"]["oneOf"]:
-        ref = _params_ref(entry)
+        ref = params_ref(entry)
         if ref is not None:
             space, name = _name(ref)
             tables[space][name] = _narrow(tables[space][name], _method(entry))
