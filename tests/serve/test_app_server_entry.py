@@ -23,6 +23,7 @@ from trio_agent.testing import AppServerClient, FakeResponsesServer
 
 from ._harness import Model, answer_done, text_input
 from ._live import serve_subprocess
+from ._schema import document
 
 REPO = Path(ta.__file__).resolve().parent.parent
 STEP = 20  # seconds for any one step (real processes)
@@ -217,8 +218,11 @@ async def test_generate_json_schema_writes_codex_layout(tmp_path: Path, experime
     for name, method in (("TurnStartParams", "turn/start"), ("ThreadResumeParams", "thread/resume"),
                          ("ThreadForkParams", "thread/fork"), ("ThreadStartParams", "thread/start")):
         properties = set(json.loads((out / "v2" / f"{name}.json").read_text())["properties"])
-        expected = ACCEPTED[method] - (set() if experimental else {"dynamicTools"})
+        stable = set(document()["definitions"]["v2"][name]["properties"])  # codex's, without --experimental
+        expected = ACCEPTED[method] if experimental else ACCEPTED[method] & stable
         assert properties == expected, (name, properties ^ expected)
+    assert experimental or "dynamicTools" not in json.loads((out / "v2" / "ThreadStartParams.json").read_text())[
+        "properties"]  # experimental in codex 0.171
     assert "excludeTurns" in json.loads((out / "v2" / "ThreadResumeParams.json").read_text())["properties"]
     assert "turnTrigger" not in json.loads((out / "v2" / "TurnStartParams.json").read_text())["properties"]
     assert (out / "codex_app_server_protocol.schemas.json").is_file() and (out / "ClientRequest.json").is_file()
