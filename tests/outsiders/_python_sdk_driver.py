@@ -69,12 +69,33 @@ def scenario(codex: Codex, spec: Json) -> Json:
     return out
 
 
+def extra(codex: Codex, spec: Json) -> Json:
+    """The rest of the SDK's surface: names, archive, per-turn options, the account."""
+    thread = codex.thread_start(cwd=spec["cwd"])
+    thread.run("hello")
+    thread.set_name("sdk-named")
+    out: Json = {"name": thread.read().thread.name}
+    out["output_schema"] = thread.run("structured", output_schema={
+        "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+        "additionalProperties": False}).status.value
+    out["model"] = thread.run("another model", model="gpt-5.4").status.value
+    codex.thread_archive(thread.id)
+    out["listed"] = thread.id in [entry.id for entry in codex.thread_list().data]
+    out["archived"] = thread.id in [entry.id for entry in codex.thread_list(archived=True).data]
+    out["unarchived"] = codex.thread_unarchive(thread.id).id
+    out["account"] = codex.account().model_dump(mode="json", by_alias=True)
+    codex.login_api_key("sk-sdk-login")  # the key of threads started from now on
+    out["after_login"] = _result(codex.thread_start(cwd=spec["cwd"]).run("signed in"))
+    codex.logout()
+    return out
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     config = CodexConfig(codex_bin=spec["codex_bin"], cwd=spec["cwd"], env=spec["env"],
                          config_overrides=tuple(spec["config"]))
     with Codex(config) as codex:
-        print(json.dumps(scenario(codex, spec)), flush=True)
+        print(json.dumps(extra(codex, spec) if spec["scenario"] == "extra" else scenario(codex, spec)), flush=True)
 
 
 if __name__ == "__main__":

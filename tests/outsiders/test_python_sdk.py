@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from trio_agent.testing import FakeConnection, FakeResponsesServer
@@ -175,6 +176,24 @@ async def test_python_sdk_on_a_loopback_model_provider(server: FakeResponsesServ
     argvs, pids = _validate_logs(tmp_path)
     _check_argvs(argvs, config)
     await wait_gone(pids)
+
+
+@pytest.mark.xfail(strict=True, reason="thread/name/set, thread/archive, thread/unarchive and account/* come with "
+                   "branch methods, outputSchema and a per-turn model with branch items: remove this mark once "
+                   "both are merged (checked on a scratch merge: it passes there)")
+async def test_python_sdk_names_archives_and_signs_in(server: FakeResponsesServer, tmp_path: Path) -> None:
+    config = [f'openai_base_url="{server.http_base_url}"']
+    model = Model(server, _fake_reply)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(model.serve)
+        out = await _drive(tmp_path, _wrapper(tmp_path), _env(tmp_path, OPENAI_API_KEY="sk-env"), config, "extra")
+        nursery.cancel_scope.cancel()
+    assert out["name"] == "sdk-named" and out["output_schema"] == out["model"] == "completed"
+    assert (out["listed"], out["archived"]) == (False, True) and out["account"] is not None
+    assert out["after_login"]["status"] == "completed"
+    keys = [h.headers["authorization"] for h in server.handshakes]
+    assert keys[0] == "Bearer sk-env" and keys[-1] == "Bearer sk-sdk-login", keys
+    _validate_logs(tmp_path)
 
 
 async def test_python_sdk_runs_the_console_script_itself(tmp_path: Path) -> None:
