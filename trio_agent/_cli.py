@@ -14,6 +14,10 @@ the live turn; exit 130 after one ``-- cancelled ...`` line), a second one exits
 once. ``main`` turns a ``KeyboardInterrupt`` that arrives outside that window --
 bare, or in Trio's exception groups -- into exit status 130 without a traceback.
 
+``trio-agent exec`` runs one turn with codex exec's command line and prints its JSONL
+events (``_cli_exec``): what ``@openai/codex-sdk`` drives, one process per turn,
+``resume THREAD_ID`` continuing a thread of the app server's home.
+
 ``trio-agent serve`` serves durable threads over the Codex app-server v2 protocol
 (``docs/app-server.md``): one client on stdio by default, any number with
 ``--listen ws://127.0.0.1:PORT``. The model is configured as for ``run``; everything
@@ -96,6 +100,9 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
                            help="start the warm daemon in the background instead: `trio-agent run` then runs on "
                                 "prewarmed agents (socket in $XDG_RUNTIME_DIR/trio-agent, else /tmp/trio-agent-$UID)")
     lifecycle.add_argument("--stop", action="store_true", help="stop the warm daemon (its runs are cancelled)")
+    sub.add_parser("exec", add_help=False,
+                   help="run one turn and print codex exec's JSONL (--json): what @openai/codex-sdk runs "
+                        "(trio-agent exec --help for options)")
     sub.add_parser(
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
@@ -120,6 +127,10 @@ def _main(argv: list[str]) -> int:
         from ._bench import main as bench
 
         return bench(argv[1:])
+    if argv[:1] == ["exec"]:  # codex exec's own command line (_cli_exec)
+        from ._cli_exec import exec_main
+
+        return exec_main(argv[1:])
     parser, run_parser, serve_parser = _parsers()
     args = parser.parse_args(argv)
     if args.command == "replay":

@@ -1,0 +1,91 @@
+"""Where ``trio-agent exec`` writes its events.
+
+``--json`` / ``--experimental-json``: every event as one JSON object per line on
+stdout (``JsonlOutput``) and nothing else there -- the ``@openai/codex-sdk`` fails on
+any line that is not JSON; notes go to stderr. Without it (``HumanOutput``) progress
+goes to stderr as it happens (each command and its exit code, errors) and only the
+final answer to stdout, as codex exec's default mode does, so ``trio-agent exec
+"..." > answer.txt`` keeps just the answer.
+
+Writes go through a Trio stream on a duplicate of descriptor 1, so a reader that is
+slow to drain the pipe holds back the writer alone, never the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Protocol
+
+import trio
+
+__all__ = ["HumanOutput", "JsonlOutput", "Output"]
+
+Json = dict[str, Any]
+
+
+class Output(Protocol):
+    async def write(self, events: list[Json]) -> None: ...
+
+    async def finish(self, final_message: str | None) -> None:
+        """The turn is over (``final_message``: its last agent message, if it completed)."""
+        ...
+
+
+class JsonlOutput:
+    """One JSON object per line on ``stream``."""
+
+    def __init__(self, stream: trio.abc.SendStream) -> None:
+        self._stream = stream
+
+    async def write(self, events: list[Json]) -> None:
+        if events:
+            text = "".join(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n" for event in events)
+            await self._stream.send_all(text.encode("utf-8"))
+
+    async def finish(self, final_message: str | None) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class HumanOutput:
+    """Progress on stderr, the final answer on ``stream``."""
+
+    def __init__(self, stream: trio.abc.SendStream) -> None:
+        self._stream = stream
+
+    async def write(self, events: list[Json]) -> None:
+        await trio.lowlevel.checkpoint()
+        for event in events:
+            line = _progress(event)
+            if line:
+                print(line, file=sys.stderr, flush=True)
+
+    async def finish(self, final_message: str | None) -> None:
+        if final_message:
+            await self._stream.send_all((final_message.rstrip("\n") + "\n").encode("utf-8"))
+        else:
+            await trio.lowlevel.checkpoint()
+
+
+def _progress(event: Json) -> str | None:
+    kind, item = event.get("type"), event.get("item") or {}
+    if kind == "thread.started":
+        return f"thread {event.get('thread_id')}"
+    if kind == "item.started" and item.get("type") == "command_execution":
+        return f"$ {item.get('command')}"
+    if kind == "item.completed" and item.get("type") == "command_execution":
+        output, code = str(item.get("aggregated_output") or "").rstrip(), item.get("exit_code")
+        return f"{output}\n(exit {code})" if output else f"(exit {code})"
+    if kind == "item.completed" and item.get("type") in ("reasoning", "error"):
+        return f"[{item['type']}] {item.get('text') or item.get('message')}"
+    if kind == "item.completed" and item.get("type") == "file_change":
+        changes = ", ".join(f"{change['kind']} {change['path']}" for change in item.get("changes") or [])
+        return f"patch {item.get('status')}: {changes}"
+    if kind == "error":
+        return f"error: {event.get('message')}"
+    if kind == "turn.failed":
+        return f"turn failed: {(event.get('error') or {}).get('message')}"
+    if kind == "turn.completed":
+        usage = event.get("usage") or {}
+        return f"tokens used: {usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out"
+    return None
