@@ -211,3 +211,49 @@ async def test_a_thread_of_an_in_process_server_is_resumed_by_exec(tmp_path: Pat
             await client_stream.aclose()
         result = await run_exec("--json", "resume", thread, "hello", cwd=workspace, env=exec_env(home, server))
     assert result.returncode == 0 and checked(result.stdout)[0]["thread_id"] == thread
+
+
+async def test_images_given_after_resume_are_sent_before_the_prompt(tmp_path: Path, workspace: Path) -> None:
+    """The SDK puts ``--image`` after ``resume ID``; both spellings (repeated, and FILE,FILE)."""
+    first, second = tmp_path / "a.png", tmp_path / "b.png"
+    for image in (first, second):
+        image.write_bytes(bytes.fromhex("89504e470d0a1a0a"))
+    async with model_server() as server:
+        env = exec_env(tmp_path / "h", server)
+        made = checked((await run_exec("--json", "hello", cwd=workspace, env=env)).stdout)
+        result = await run_exec("--json", "resume", str(made[0]["thread_id"]), "--image", f"{first},{second}",
+                                "--image", str(first), cwd=workspace, env=env, stdin=b"look")
+        model_requests = [r for r in server.requests if r.get("generate") is not False]
+    assert result.returncode == 0, result.stderr
+    (user,) = [item for item in model_requests[-1]["input"] if item.get("role") == "user"
+               and any(part.get("type") == "input_image" for part in item.get("content", []))]
+    images = [part for part in user["content"] if part.get("type") == "input_image"]
+    assert len(images) == 3 and all(part["image_url"].startswith("data:image/png;base64,") for part in images)
+    assert prompt_of(model_requests[-1]) == "look"
+
+
+async def test_add_dir_is_writable_under_workspace_write_and_its_sibling_is_not(tmp_path: Path,
+                                                                                 workspace: Path) -> None:
+    """``--add-dir`` widens workspace-write by that directory only (positive control: the
+    same write into the added directory succeeds)."""
+    from trio_agent._tools._sandbox import resolve_sandbox
+
+    if resolve_sandbox(None).fallback is not None:
+        pytest.fail("Bubblewrap does not work on this machine; this test needs the sandbox (CI has it)")
+    extra, sibling = tmp_path / "extra", tmp_path / "sibling"
+    extra.mkdir()
+    sibling.mkdir()
+    async with model_server() as server:
+        env = exec_env(tmp_path / "h", server)
+        allowed = await run_exec("--json", "--sandbox", "workspace-write", "--add-dir", str(extra),
+                                 f"run: touch {extra}/made", cwd=workspace, env=env)
+        refused = await run_exec("--json", "--sandbox", "workspace-write", "--add-dir", str(extra),
+                                 f"run: touch {sibling}/made", cwd=workspace, env=env)
+        without = await run_exec("--json", "--sandbox", "workspace-write", f"run: touch {extra}/made-without",
+                                 cwd=workspace, env=env)
+    assert allowed.returncode == refused.returncode == without.returncode == 0
+    assert (extra / "made").exists()
+    assert not (sibling / "made").exists() and not (extra / "made-without").exists()
+    (denied,) = [item for item in completed_items(checked(refused.stdout), "command_execution")
+                 if item["command"] == f"touch {sibling}/made"]
+    assert denied["exit_code"] != 0 and denied["status"] == "failed"  # (under /tmp: hidden, or read-only elsewhere)
