@@ -59,7 +59,9 @@ from typing import Any
 
 from . import __version__
 from ._cli_options import add_connection_options, connection_settings
+from ._codex_config import CodexConfigError, CodexSettings, WebSearch, parse_overrides
 from ._exec_session import ExecRequest
+from ._tools._security import ApprovalPolicy
 
 __all__ = ["exec_main", "exec_parser"]
 
@@ -186,37 +188,111 @@ def _images(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(os.path.abspath(os.path.expanduser(path)) for path in paths)
 
 
-def _sandbox(args: argparse.Namespace) -> str | None:
+def _sandbox(args: argparse.Namespace, settings: CodexSettings) -> str | None:
+    """The flags win over ``-c sandbox_mode`` (as codex's harness overrides do)."""
     if args.yolo:
         return "danger-full-access"
-    if args.full_auto and args.sandbox is None:
+    if args.sandbox is not None:
+        sandbox: str = args.sandbox
+        return sandbox
+    if args.full_auto:
         return "workspace-write"
-    sandbox: str | None = args.sandbox
-    return sandbox
+    return settings.sandbox_mode.value if settings.sandbox_mode is not None else None
 
 
-def build_request(exec_args: ExecArgs, stdin: Any, environ: Mapping[str, str]) -> ExecRequest:
-    """The ``ExecRequest`` of a parsed command line (``parser.error``, exit 2, when bad)."""
+def _note(message: str) -> None:
+    print(f"trio-agent exec: {message}", file=sys.stderr, flush=True)
+
+
+def _approval(settings: CodexSettings) -> str:
+    """``-c approval_policy`` (default ``never``, as codex exec's). Nobody can answer in
+    exec, so ``on-failure`` (ask after a sandboxed failure) behaves as ``never``: it is
+    sent as that, and said."""
+    policy = settings.approval_policy
+    if policy is ApprovalPolicy.ON_FAILURE:
+        _note("approval_policy=on-failure: exec cannot ask anyone, so a failed command stays failed, as under "
+              "never (sent as never)")
+        return "never"
+    return policy.value if policy is not None else "never"
+
+
+def _config_notes(settings: CodexSettings, resuming: bool) -> None:
+    """One stderr line for each ``-c`` setting exec takes but cannot apply."""
+    if settings.ignored_message() is not None:
+        print(settings.ignored_message(), file=sys.stderr, flush=True)
+    if settings.web_search is not None and settings.web_search is not WebSearch.LIVE:
+        _note(f"web_search={settings.web_search.value} is not applied: the app server gives every thread the "
+              "live web__run tool")
+    if resuming and (settings.instructions is not None or settings.developer_instructions is not None):
+        _note("instructions and developer_instructions apply to new threads; a resumed thread keeps its own")
+
+
+def _roots(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: CodexSettings,
+           cwd: str) -> tuple[str, ...]:
+    """``--add-dir`` and ``-c sandbox_workspace_write.writable_roots`` (relative to the workspace)."""
+    roots = [_directory(parser, "--add-dir", value) for value in args.add_dir]
+    for root in settings.writable_roots or ():
+        roots.append(_directory(parser, "-c sandbox_workspace_write.writable_roots",
+                                str(root if root.is_absolute() else Path(cwd) / root)))
+    return tuple(dict.fromkeys(roots))
+
+
+def codex_settings(parser: argparse.ArgumentParser, overrides: Sequence[str]) -> CodexSettings:
+    """The ``-c`` overrides (``parser.error``, exit 2, for a bad one)."""
+    try:
+        return parse_overrides(overrides)
+    except CodexConfigError as exc:
+        parser.error(str(exc))
+
+
+def build_request(exec_args: ExecArgs, settings: CodexSettings, stdin: Any,
+                  environ: Mapping[str, str]) -> ExecRequest:
+    """The ``ExecRequest`` of a parsed command line and its ``-c`` settings
+    (``parser.error``, exit 2, when bad)."""
     parser, args = exec_args.parser, exec_args.args
     cwd = _directory(parser, "--cd", args.cd) if args.cd is not None else os.path.realpath(os.getcwd())
-    roots = tuple(_directory(parser, "--add-dir", value) for value in args.add_dir)
-    sandbox = _sandbox(args)
+    roots = _roots(parser, args, settings, cwd)
+    sandbox = _sandbox(args, settings)
     if roots and sandbox == "read-only":
-        print("trio-agent exec: --add-dir has no effect with --sandbox read-only (nothing is writable)",
-              file=sys.stderr, flush=True)
+        _note("--add-dir has no effect with --sandbox read-only (nothing is writable)")
     for flag in ("thread_source", "cyber_access_program", "color"):
         if getattr(args, flag) is not None:
-            print(f"trio-agent exec: --{flag.replace('_', '-')} is accepted for codex compatibility and ignored",
-                  file=sys.stderr, flush=True)
+            _note(f"--{flag.replace('_', '-')} is accepted for codex compatibility and ignored")
+    resuming = exec_args.resume is not None or exec_args.resume_last
+    _config_notes(settings, resuming)
     schema = _schema(parser, args.output_schema)
     prompt = read_prompt(parser, exec_args.prompt_arg, stdin)
     originator = environ.get("CODEX_INTERNAL_ORIGINATOR_OVERRIDE", "").strip() or "trio_agent_exec"
+    effort = settings.reasoning_effort
     return ExecRequest(
         prompt=prompt, images=_images(args.image), resume=exec_args.resume, resume_last=exec_args.resume_last,
-        resume_all=bool(args.all), cwd=cwd, cd_given=args.cd is not None, model=args.model, sandbox=sandbox,
-        writable_roots=roots, output_schema=schema, ephemeral=bool(args.ephemeral), client_name=originator,
-        version=__version__,
+        resume_all=bool(args.all), cwd=cwd, cd_given=args.cd is not None, model=args.model or settings.model,
+        sandbox=sandbox, writable_roots=roots, network_access=settings.network_access, approval=_approval(settings),
+        effort=effort.value if effort is not None else None, output_schema=schema, ephemeral=bool(args.ephemeral),
+        instructions=settings.instructions, developer_instructions=settings.developer_instructions,
+        client_name=originator, version=__version__,
     )
+
+
+def model_environ(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: CodexSettings,
+                  environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the model connection is read from: the key of ``-c
+    model_providers.<id>.env_key`` when the chosen provider names one, else
+    ``CODEX_API_KEY`` (the key codex exec reads), else ``OPENAI_API_KEY``; the base URL
+    of ``-c openai_base_url`` (or the provider's) unless ``--api-base`` is given."""
+    env = dict(environ)
+    key_env = settings.api_key_env
+    if key_env is not None:
+        key = env.get(key_env, "").strip()
+        if not key:
+            parser.error(f"-c model_providers.{settings.model_provider}.env_key={key_env}: ${key_env} is not set; "
+                         "export the provider's API key there")
+        env["OPENAI_API_KEY"] = key
+    elif env.get("CODEX_API_KEY", "").strip():
+        env["OPENAI_API_KEY"] = env["CODEX_API_KEY"].strip()
+    if settings.base_url is not None and args.api_base is None:
+        args.api_base = settings.base_url
+    return env
 
 
 def _home(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
@@ -229,11 +305,9 @@ def exec_main(argv: list[str], environ: Mapping[str, str] | None = None) -> int:
     parser = exec_parser()
     exec_args = ExecArgs(parser, parser.parse_intermixed_args(argv))
     args = exec_args.args
-    request = build_request(exec_args, sys.stdin, env)
-    codex_key = env.get("CODEX_API_KEY", "").strip()
-    if codex_key:
-        env["OPENAI_API_KEY"] = codex_key  # the key codex exec reads, before OPENAI_API_KEY
-    connection = connection_settings(parser, args, env)
+    settings = codex_settings(parser, args.config)
+    connection = connection_settings(parser, args, model_environ(parser, args, settings, env))
+    request = build_request(exec_args, settings, sys.stdin, env)
     from ._exec_run import run_exec
 
     return run_exec(request, connection, home=_home(args, env), json_mode=bool(args.json),

@@ -99,6 +99,8 @@ class ExecRequest:
     effort: str | None = None
     output_schema: Json | None = None
     ephemeral: bool = False
+    instructions: str | None = None  # a new thread's base instructions (-c instructions)
+    developer_instructions: str | None = None
     client_name: str = "trio_agent_exec"
     version: str = "0"
 
@@ -191,8 +193,10 @@ async def _open_thread(client: _Client, request: ExecRequest) -> str:
         response = await client.request("thread/resume", {"threadId": thread_id, "excludeTurns": True, **settings})
     else:
         params: Json = {"ephemeral": request.ephemeral, "cwd": request.cwd, **settings}
-        if request.model is not None:
-            params["model"] = request.model
+        for name, value in (("model", request.model), ("baseInstructions", request.instructions),
+                            ("developerInstructions", request.developer_instructions)):
+            if value is not None:
+                params[name] = value
         response = await client.request("thread/start", params)
     thread = response.get("thread")
     if not isinstance(thread, dict) or not isinstance(thread.get("id"), str):
@@ -239,17 +243,18 @@ def turn_params(thread_id: str, request: ExecRequest) -> Json:
 
 def sandbox_policy(request: ExecRequest) -> Json | None:
     """The turn's ``SandboxPolicy`` when ``--add-dir`` or ``network_access`` tune the
-    sandbox (None: the thread's own); a writable root implies workspace-write."""
-    if not request.writable_roots and request.network_access is None:
-        return None
-    mode = request.sandbox or ("workspace-write" if request.writable_roots else None)
+    sandbox (None: the thread's own). A writable root, or network access asked for
+    without a mode, implies workspace-write (as ``trio-agent run --network`` does);
+    network access *off* without a mode is what the default sandbox has already."""
     network = bool(request.network_access)
-    if mode == "danger-full-access":
-        return None  # everything is writable and reachable already
+    mode = request.sandbox
+    if mode is None and (request.writable_roots or network):
+        mode = "workspace-write"
+    if mode is None or mode == "danger-full-access" or (not request.writable_roots
+                                                         and request.network_access is None):
+        return None  # nothing to tune (danger-full-access: everything is writable and reachable already)
     if mode == "read-only":
         return {"type": "readOnly", "networkAccess": network}
-    if mode is None:  # network_access alone: it applies to workspace-write, as codex's sandbox_workspace_write
-        return None
     return {"type": "workspaceWrite", "writableRoots": list(request.writable_roots), "networkAccess": network}
 
 

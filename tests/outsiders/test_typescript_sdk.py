@@ -37,9 +37,9 @@ import { Codex } from %(sdk)s;
 import { existsSync, readFileSync } from "node:fs";
 
 const cfg = JSON.parse(process.argv[2]);
-const codex = new Codex({ codexPathOverride: cfg.bin, env: cfg.env });
+const codex = new Codex({ codexPathOverride: cfg.bin, env: cfg.env, ...cfg.codexOptions });
 const options = { model: "gpt-5.5", sandboxMode: "danger-full-access", workingDirectory: cfg.workspace,
-                  skipGitRepoCheck: true };
+                  skipGitRepoCheck: true, ...cfg.threadOptions };
 const out = {};
 const thread = codex.startThread(options);
 out.first = { ...(await thread.run("hello")), threadId: thread.id };
@@ -73,7 +73,8 @@ console.log(JSON.stringify(out));
 """
 
 
-async def run_driver(tmp_path: Path, env: dict[str, str], *, fail_prompt: str, fail_resume: str | None) -> Json:
+async def run_driver(tmp_path: Path, env: dict[str, str], *, fail_prompt: str, fail_resume: str | None,
+                     codex_options: Json | None = None, thread_options: Json | None = None) -> Json:
     workspace, spawn_dir = tmp_path / "project", tmp_path / "node"
     workspace.mkdir()
     spawn_dir.mkdir()
@@ -81,7 +82,8 @@ async def run_driver(tmp_path: Path, env: dict[str, str], *, fail_prompt: str, f
     sdk = (ts_sdk() / "dist" / "index.js").as_uri()
     script.write_text(DRIVER % {"sdk": json.dumps(sdk)})
     cfg = {"bin": str(TRIO_AGENT), "env": env, "workspace": str(workspace), "pidFile": str(tmp_path / "cmd.pid"),
-           "failPrompt": fail_prompt, "failResume": fail_resume}
+           "failPrompt": fail_prompt, "failResume": fail_resume, "codexOptions": codex_options or {},
+           "threadOptions": thread_options or {}}
     node_binary = node()
     assert node_binary is not None
     with trio.fail_after(SCRIPT_SECONDS):
@@ -131,10 +133,18 @@ async def test_the_typescript_sdk_on_the_local_model(tmp_path: Path) -> None:
 
 
 async def test_the_typescript_sdk_on_a_fake_responses_server(tmp_path: Path) -> None:
+    """With the options of ts-sdk-extra_real-codex.jsonl: the key and base URL as the
+    SDK's ``apiKey``/``baseUrl`` (``CODEX_API_KEY``, ``--config openai_base_url=``), codex
+    config (``--config`` flattened) and every thread option."""
     async with model_server() as server:
-        env = cli_env(TRIO_AGENT_HOME=str(tmp_path / "home"), CODEX_API_KEY="sdk-key",
-                      OPENAI_BASE_URL=server.http_base_url)
-        result = await run_driver(tmp_path, env, fail_prompt="refuse this", fail_resume=None)
+        env = cli_env(TRIO_AGENT_HOME=str(tmp_path / "home"))
+        codex_options = {"baseUrl": server.http_base_url, "apiKey": "sdk-key",
+                         "config": {"show_raw_agent_reasoning": False, "model_verbosity": "low"}}
+        thread_options = {"modelReasoningEffort": "low", "networkAccessEnabled": False, "webSearchMode": "disabled",
+                          "approvalPolicy": "never", "additionalDirectories": [str(tmp_path)]}
+        result = await run_driver(tmp_path, env, fail_prompt="refuse this", fail_resume=None,
+                                  codex_options=codex_options, thread_options=thread_options)
+        model_requests = [r for r in server.requests if r.get("generate") is not False]
         authorizations = {handshake.headers.get("authorization") for handshake in server.handshakes}
     first, second = common_checks(result)
     assert first["finalResponse"] == GREETING
@@ -144,4 +154,5 @@ async def test_the_typescript_sdk_on_a_fake_responses_server(tmp_path: Path) -> 
     assert second["finalResponse"].startswith("command output was:")
     assert REFUSAL in result["failed"]  # turn.failed's message, thrown by run()
     assert authorizations == {"Bearer sdk-key"}
+    assert model_requests and all(r["reasoning"]["effort"] == "low" for r in model_requests)
 
