@@ -8,7 +8,9 @@ final answer to stdout, as codex exec's default mode does, so ``trio-agent exec
 "..." > answer.txt`` keeps just the answer.
 
 Writes go through a Trio stream on a duplicate of descriptor 1, so a reader that is
-slow to drain the pipe holds back the writer alone, never the event loop.
+slow to drain the pipe holds back the writer alone, never the event loop. A reader that
+went away (a closed pipe) is ``OutputClosed`` once, at the write that found it; later
+writes do nothing (exec then ends the turn: nobody is reading it).
 """
 
 from __future__ import annotations
@@ -19,9 +21,31 @@ from typing import Any, Protocol
 
 import trio
 
-__all__ = ["HumanOutput", "JsonlOutput", "Output"]
+__all__ = ["HumanOutput", "JsonlOutput", "Output", "OutputClosed"]
 
 Json = dict[str, Any]
+
+
+class OutputClosed(Exception):
+    """stdout's reader went away."""
+
+
+class _Stdout:
+    """``stream`` until a write finds it closed."""
+
+    def __init__(self, stream: trio.abc.SendStream) -> None:
+        self._stream = stream
+        self.closed = False
+
+    async def send(self, text: str) -> None:
+        if self.closed:
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            await self._stream.send_all(text.encode("utf-8"))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.closed = True
+            raise OutputClosed("stdout was closed (its reader went away)") from None
 
 
 class Output(Protocol):
@@ -36,12 +60,12 @@ class JsonlOutput:
     """One JSON object per line on ``stream``."""
 
     def __init__(self, stream: trio.abc.SendStream) -> None:
-        self._stream = stream
+        self._stdout = _Stdout(stream)
 
     async def write(self, events: list[Json]) -> None:
         if events:
-            text = "".join(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n" for event in events)
-            await self._stream.send_all(text.encode("utf-8"))
+            await self._stdout.send("".join(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+                                            for event in events))
 
     async def finish(self, final_message: str | None) -> None:
         await trio.lowlevel.checkpoint()
@@ -51,7 +75,7 @@ class HumanOutput:
     """Progress on stderr, the final answer on ``stream``."""
 
     def __init__(self, stream: trio.abc.SendStream) -> None:
-        self._stream = stream
+        self._stdout = _Stdout(stream)
 
     async def write(self, events: list[Json]) -> None:
         await trio.lowlevel.checkpoint()
@@ -62,7 +86,7 @@ class HumanOutput:
 
     async def finish(self, final_message: str | None) -> None:
         if final_message:
-            await self._stream.send_all((final_message.rstrip("\n") + "\n").encode("utf-8"))
+            await self._stdout.send(final_message.rstrip("\n") + "\n")
         else:
             await trio.lowlevel.checkpoint()
 

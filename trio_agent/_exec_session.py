@@ -24,6 +24,7 @@ command with the same status; a second signal exits at once (``_cli_signals``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import signal
@@ -36,7 +37,7 @@ import trio
 
 from ._cli_signals import Interrupts, open_interrupts
 from ._exec_events import ExecEvents, TurnOutcome
-from ._exec_output import Output
+from ._exec_output import Output, OutputClosed
 
 __all__ = ["ExecFailed", "ExecRequest", "ExecResult", "MemoryChannel", "drive_turn", "memory_channels",
            "sandbox_policy", "turn_params"]
@@ -290,7 +291,8 @@ async def drive_turn(serve: Callable[[MemoryChannel], Awaitable[None]], request:
     outcome = events.outcome if events is not None else None
     status = await _finish(turn, interrupts, outcome)
     final = events.final_message if events is not None and outcome is TurnOutcome.COMPLETED else None
-    await output.finish(final)
+    with contextlib.suppress(OutputClosed):
+        await output.finish(final)
     return ExecResult(outcome, status, events.thread_id if events is not None else None, final)
 
 
@@ -299,6 +301,8 @@ async def _run_guarded(turn: _Turn, channel: MemoryChannel) -> None:
         await _run(turn, channel)
     except ExecFailed as exc:
         turn.failure = str(exc)
+    except OutputClosed as exc:  # nobody reads the turn: it ends with the server (cancelled, rollout flushed)
+        turn.failure = f"{exc}; the turn is cancelled"
 
 
 async def _run(turn: _Turn, channel: MemoryChannel) -> None:
@@ -322,7 +326,8 @@ async def _run(turn: _Turn, channel: MemoryChannel) -> None:
 async def _finish(turn: _Turn, interrupts: Interrupts, outcome: TurnOutcome | None) -> int:
     if turn.failure is not None and outcome is None:
         print(f"trio-agent exec: {turn.failure}", file=sys.stderr, flush=True)
-        await turn.output.write([{"type": "error", "message": turn.failure}])
+        with contextlib.suppress(OutputClosed):
+            await turn.output.write([{"type": "error", "message": turn.failure}])
         return interrupts.exit_code if interrupts.received else 1
     if outcome is TurnOutcome.COMPLETED:
         return 0
@@ -331,5 +336,6 @@ async def _finish(turn: _Turn, interrupts: Interrupts, outcome: TurnOutcome | No
     name = signal.Signals(interrupts.signum).name if interrupts.signum is not None else None
     if outcome is TurnOutcome.INTERRUPTED:
         reason = f"turn interrupted by {name}" if name else "turn interrupted"
-        await turn.output.write([{"type": "turn.failed", "error": {"message": reason}}])
+        with contextlib.suppress(OutputClosed):  # (the SDK's abort may close the pipe as it signals)
+            await turn.output.write([{"type": "turn.failed", "error": {"message": reason}}])
     return interrupts.exit_code if interrupts.received else 1

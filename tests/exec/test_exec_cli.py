@@ -5,6 +5,8 @@ a home shared by every process and by ``trio-agent serve``."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -257,3 +259,21 @@ async def test_add_dir_is_writable_under_workspace_write_and_its_sibling_is_not(
     (denied,) = [item for item in completed_items(checked(refused.stdout), "command_execution")
                  if item["command"] == f"touch {sibling}/made"]
     assert denied["exit_code"] != 0 and denied["status"] == "failed"  # (under /tmp: hidden, or read-only elsewhere)
+
+
+async def test_a_closed_stdout_ends_the_run_without_a_traceback(tmp_path: Path, workspace: Path) -> None:
+    """The reader went away before the first event: exit 1, one line saying so, and the
+    thread's record is still written (the turn was cancelled, not lost)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read
+    try:
+        with trio.fail_after(60):
+            done = await trio.run_process([*COMMAND, "exec", "--json", "hello"], cwd=workspace,
+                                          env=exec_env(tmp_path / "home"), stdin=subprocess.DEVNULL,
+                                          stdout=write_end, capture_stderr=True, check=False)
+    finally:
+        os.close(write_end)
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert "stdout was closed" in stderr and "Traceback" not in stderr
+    assert list((tmp_path / "home" / "app-server" / "threads").iterdir())  # the thread was recorded
