@@ -74,6 +74,10 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _detailed(error: object) -> str:
     """A ``TurnError``'s message, with its additional details as codex shows them."""
     if not isinstance(error, dict):
@@ -102,7 +106,7 @@ def _command(item: Json) -> Json:
 
 def _changes(changes: object) -> list[Json]:
     shown: list[Json] = []
-    for change in changes if isinstance(changes, list) else []:
+    for change in _list(changes):
         if not isinstance(change, dict):
             continue
         kind = change.get("kind")
@@ -133,7 +137,7 @@ def _collab_call(item: Json) -> Json:
     return {
         "type": "collab_tool_call", "tool": _COLLAB_TOOLS.get(_text(item.get("tool")), "wait"),
         "sender_thread_id": _text(item.get("senderThreadId")),
-        "receiver_thread_ids": [t for t in item.get("receiverThreadIds") or [] if isinstance(t, str)],
+        "receiver_thread_ids": [t for t in _list(item.get("receiverThreadIds")) if isinstance(t, str)],
         "prompt": item.get("prompt") if isinstance(item.get("prompt"), str) else None,
         "agents_states": {
             thread: {"status": _COLLAB_AGENT.get(_text(state.get("status")), "running"),
@@ -154,7 +158,7 @@ def exec_item(item: object) -> Json | None:
         return {"type": "agent_message", "text": _text(item.get("text"))}
     if kind == "reasoning":
         summary = item.get("summary")
-        text = "\n".join(part for part in summary if isinstance(part, str)) if isinstance(summary, list) else ""
+        text = "\n".join(part for part in _list(summary) if isinstance(part, str))
         return {"type": "reasoning", "text": text} if text.strip() else None
     if kind == "webSearch":
         action = item.get("action")
@@ -270,7 +274,7 @@ class ExecEvents:
     def _plan_updated(self, params: Json) -> list[Json]:
         steps = params.get("plan")
         items = [{"text": _text(step.get("step")), "completed": step.get("status") == "completed"}
-                 for step in (steps if isinstance(steps, list) else []) if isinstance(step, dict)]
+                 for step in _list(steps) if isinstance(step, dict)]
         if self._todo is None:
             self._todo = (self._new_id(), items)
             return [{"type": "item.started", "item": {"id": self._todo[0], "type": "todo_list", "items": items}}]
@@ -299,7 +303,7 @@ class ExecEvents:
             todo_id, items = self._todo
             self._todo = None
             events.append({"type": "item.completed", "item": {"id": todo_id, "type": "todo_list", "items": items}})
-        for item in turn.get("items") or []:  # started and never completed: completed from the turn's record
+        for item in _list(turn.get("items")):  # started and never completed: completed from the turn's record
             if isinstance(item, dict) and _text(item.get("id")) in self._ids:
                 event = self._completed(item)
                 if event is not None:

@@ -26,6 +26,18 @@ __all__ = ["HumanOutput", "JsonlOutput", "Output", "OutputClosed"]
 Json = dict[str, Any]
 
 
+_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def _line_safe(text: str) -> str:
+    """JSON text that every line reader sees as the lines it has: the characters that
+    some readers (Python's ``splitlines``, JavaScript before ES2019) take for line breaks
+    are written as JSON escapes. They, and a lone surrogate (which cannot be UTF-8; JSON
+    from a hostile model may carry one, and ``backslashreplace`` writes its escape), can
+    only be inside strings, where an escape means the same character."""
+    return text.translate(_SEPARATORS)
+
+
 class OutputClosed(Exception):
     """stdout's reader went away."""
 
@@ -42,7 +54,7 @@ class _Stdout:
             await trio.lowlevel.checkpoint()
             return
         try:
-            await self._stream.send_all(text.encode("utf-8"))
+            await self._stream.send_all(_line_safe(text).encode("utf-8", "backslashreplace"))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.closed = True
             raise OutputClosed("stdout was closed (its reader went away)") from None
