@@ -134,7 +134,8 @@ class _Client:
             if message.get("id") == request_id and "method" not in message:
                 if "error" in message:
                     error = message["error"] if isinstance(message["error"], dict) else {}
-                    raise ExecFailed(f"{method}: {error.get('message', 'refused')}")
+                    said = str(error.get("message", "refused"))
+                    raise ExecFailed(said if said.startswith(f"{method}:") else f"{method}: {said}")
                 result = message.get("result")
                 return result if isinstance(result, dict) else {}
             await self._on_message(message)

@@ -210,9 +210,17 @@ async def test_a_thread_of_an_in_process_server_is_resumed_by_exec(tmp_path: Pat
             thread = (await client.request("thread/start", {"cwd": str(workspace)}))["thread"]["id"]
             await client.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "hello"}]})
             await client.read_notification("turn/completed")
+            # While that server has the thread loaded, its rollout has one writer: exec says so.
+            busy = await run_exec("--json", "resume", thread, "hello", cwd=workspace, env=exec_env(home, server))
             await client_stream.aclose()
         result = await run_exec("--json", "resume", thread, "hello", cwd=workspace, env=exec_env(home, server))
-    assert result.returncode == 0 and checked(result.stdout)[0]["thread_id"] == thread
+    (refusal,) = checked(busy.stdout)
+    assert busy.returncode == 1 and refusal["type"] == "error"
+    assert refusal["message"].startswith("thread/resume: the rollout") and "locked by another live writer" in refusal[
+        "message"]
+    evts = checked(result.stdout)
+    assert result.returncode == 0 and evts[0]["thread_id"] == thread
+    assert evts[-1]["usage"]["input_tokens"] == 200  # the first turn was kept: nothing lost to the refused resume
 
 
 async def test_images_given_after_resume_are_sent_before_the_prompt(tmp_path: Path, workspace: Path) -> None:
