@@ -67,6 +67,13 @@ __all__ = ["exec_main", "exec_parser"]
 
 Json = dict[str, Any]
 _SANDBOXES = ("read-only", "workspace-write", "danger-full-access")
+_ENVIRONMENT = """environment variables:
+  CODEX_API_KEY     the model's API key (as codex exec reads it), before OPENAI_API_KEY; with
+                    neither (and no Codex login) the built-in local scripted model answers
+  OPENAI_BASE_URL   the Responses API base URL (also -c openai_base_url=URL, --api-base)
+  TRIO_AGENT_HOME   default of --home
+exit status: 0 completed, 1 the turn failed or could not start, 2 a bad command line,
+  130/143 interrupted by SIGINT/SIGTERM (the turn ends with turn.failed)"""
 
 
 def exec_parser() -> argparse.ArgumentParser:
@@ -75,7 +82,7 @@ def exec_parser() -> argparse.ArgumentParser:
         description="Run one turn and print its events; codex exec's command line and --json output "
                     "(what @openai/codex-sdk runs). The prompt is PROMPT, else stdin.",
         epilog="resume: `trio-agent exec [OPTIONS] resume THREAD_ID [PROMPT]` continues a thread of --home "
-               "(--last: the latest of this directory; --all: of any directory).")
+               "(--last: the latest of this directory; --all: of any directory).\n\n" + _ENVIRONMENT)
     parser.add_argument("words", nargs="*", metavar="PROMPT | resume THREAD_ID [PROMPT]",
                         help="what to ask (- or nothing: read stdin)")
     parser.add_argument("--json", "--experimental-json", dest="json", action="store_true",
