@@ -111,6 +111,24 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
     return parser, run, serve
 
 
+def _leading_config(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``-c/--config KEY=VALUE`` options before the command (codex's global ``-c``), as
+    ``--config=KEY=VALUE`` each, and the rest of ``argv``."""
+    overrides: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in ("-c", "--config") and index + 1 < len(argv):
+            overrides.append(f"--config={argv[index + 1]}")
+            index += 2
+        elif arg.startswith("--config="):
+            overrides.append(arg)
+            index += 1
+        else:
+            break
+    return overrides, argv[index:]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -127,10 +145,11 @@ def _main(argv: list[str]) -> int:
         from ._bench import main as bench
 
         return bench(argv[1:])
-    if argv[:1] == ["exec"]:  # codex exec's own command line (_cli_exec)
+    overrides, rest = _leading_config(argv)
+    if rest[:1] == ["exec"]:  # codex exec's own command line (_cli_exec); `-c k=v exec ...` as codex takes it
         from ._cli_exec import exec_main
 
-        return exec_main(argv[1:])
+        return exec_main([*overrides, *rest[1:]])
     parser, run_parser, serve_parser = _parsers()
     args = parser.parse_args(argv)
     if args.command == "replay":

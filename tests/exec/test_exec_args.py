@@ -147,3 +147,13 @@ def test_turn_params_carry_what_was_asked() -> None:
 ])
 def test_the_turns_sandbox_policy(fields: dict[str, Any], policy: dict[str, Any] | None) -> None:
     assert sandbox_policy(ExecRequest("p", **fields)) == policy
+
+
+def test_config_before_the_command_goes_to_exec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trio-agent -c k=v exec ...``: codex's global ``-c`` reaches exec, in order, before its own."""
+    from trio_agent import _cli, _cli_exec
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(_cli_exec, "exec_main", lambda argv: seen.append(argv) or 0)
+    assert _cli.main(["-c", "model=a", "--config=model_verbosity=low", "exec", "-c", "model=b", "p"]) == 0
+    assert seen == [["--config=model=a", "--config=model_verbosity=low", "-c", "model=b", "p"]]
