@@ -14,6 +14,10 @@ the live turn; exit 130 after one ``-- cancelled ...`` line), a second one exits
 once. ``main`` turns a ``KeyboardInterrupt`` that arrives outside that window --
 bare, or in Trio's exception groups -- into exit status 130 without a traceback.
 
+``trio-agent exec`` runs one turn with codex exec's command line and prints its JSONL
+events (``_cli_exec``): what ``@openai/codex-sdk`` drives, one process per turn,
+``resume THREAD_ID`` continuing a thread of the app server's home.
+
 ``trio-agent serve`` serves durable threads over the Codex app-server v2 protocol
 (``docs/app-server.md``): one client on stdio by default, any number with
 ``--listen ws://127.0.0.1:PORT``. The model is configured as for ``run``; everything
@@ -94,6 +98,9 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
                            help="start the warm daemon in the background instead: `trio-agent run` then runs on "
                                 "prewarmed agents (socket in $XDG_RUNTIME_DIR/trio-agent, else /tmp/trio-agent-$UID)")
     lifecycle.add_argument("--stop", action="store_true", help="stop the warm daemon (its runs are cancelled)")
+    sub.add_parser("exec", add_help=False,
+                   help="run one turn and print codex exec's JSONL (--json): what @openai/codex-sdk runs "
+                        "(trio-agent exec --help for options)")
     sub.add_parser(
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
@@ -101,6 +108,24 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
     add_replay_command(sub)
     add_app_server_command(sub)  # codex's entry point (_cli_app_server)
     return parser, run, serve
+
+
+def _leading_config(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``-c/--config KEY=VALUE`` options before the command (codex's global ``-c``), as
+    ``--config=KEY=VALUE`` each, and the rest of ``argv``."""
+    overrides: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in ("-c", "--config") and index + 1 < len(argv):
+            overrides.append(f"--config={argv[index + 1]}")
+            index += 2
+        elif arg.startswith("--config="):
+            overrides.append(arg)
+            index += 1
+        else:
+            break
+    return overrides, argv[index:]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +144,11 @@ def _main(argv: list[str]) -> int:
         from ._bench import main as bench
 
         return bench(argv[1:])
+    overrides, rest = _leading_config(argv)
+    if rest[:1] == ["exec"]:  # codex exec's own command line (_cli_exec); `-c k=v exec ...` as codex takes it
+        from ._cli_exec import exec_main
+
+        return exec_main([*overrides, *rest[1:]])
     parser, run_parser, serve_parser = _parsers()
     args = parser.parse_args(argv)
     if args.codex_config and args.command not in _CODEX_COMMANDS:
