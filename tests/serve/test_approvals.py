@@ -131,7 +131,7 @@ async def test_an_accepted_command_runs_after_its_item_and_the_waiting_status(tm
         assert status_flags(before, thread_id)[-1] == ["waitingOnApproval"]  # before the request
         params = request.params
         assert params["threadId"] == thread_id and params["turnId"] == turn_id and params["itemId"] == item["id"]
-        assert params["command"] == "touch made.txt && echo made"
+        assert params["command"] == item["command"] and params["commandActions"] == item["commandActions"]
         assert params["cwd"] == str(harness.workspace.resolve())
         assert params["approvalId"] and "untrusted" in params["reason"] and isinstance(params["startedAtMs"], int)
         assert not (harness.workspace / "made.txt").exists()  # nothing ran before the decision

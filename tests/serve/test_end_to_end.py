@@ -192,7 +192,9 @@ async def test_websocket_approvals_end_to_end(tmp_path: Path) -> None:
                     turn = await client.request("turn/start", {"threadId": thread_id,
                                                                "input": text_input(f"run: touch {name}")})
                     request = await client.read_server_request("item/commandExecution/requestApproval")
-                    assert request.params["command"] == f"touch {name}" and request.params["threadId"] == thread_id
+                    assert request.params["command"].endswith(f" -lc 'touch {name}'")  # the item's, as codex's
+                    assert request.params["commandActions"] == [{"type": "unknown", "command": f"touch {name}"}]
+                    assert request.params["threadId"] == thread_id
                     waiting = [m["params"]["status"] for m in client.take_pending("thread/status/changed")]
                     assert waiting[-1] == {"type": "active", "activeFlags": ["waitingOnApproval"]}
                     await client.respond(request.id, {"decision": decision})

@@ -418,5 +418,12 @@ class ThreadMapper:
 
     # -- tools -------------------------------------------------------------------------
 
+    def open_item(self, item_id: str) -> Json | None:
+        """The item ``item_id`` while a live turn shows it as started (an approval names it)."""
+        for turn in self.by_agent_turn.values():
+            if not turn.ended and item_id in turn.open_items:
+                return turn.open_items[item_id]
+        return None
+
     def dynamic_outcome(self, call_id: str) -> DynamicOutcome | None:
         return self._outcomes(call_id)
