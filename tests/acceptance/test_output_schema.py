@@ -78,6 +78,25 @@ async def test_set_model_applies_to_prompts_accepted_after_it(peer: Peer, worksp
     assert [p["model"] for p in log.payloads("run.completed")] == models
 
 
+async def test_a_fork_starts_with_the_current_model(server: FakeResponsesServer, workspace: Path) -> None:
+    async def script() -> None:
+        conn = await warm(server)
+        assert (await conn.next_request())["model"] == "gpt-5.4"
+        await conn.send_final("resp-1")
+        branch = await server.accept()  # the fork's own connection, no warmup
+        assert (await branch.next_request())["model"] == "gpt-5.4"
+        await branch.send_final("resp-2")
+
+    async with scripted(script), ta.open_agent(make_config(server, workspace, model="gpt-5.5")) as agent:
+        await agent.set_model("gpt-5.4")
+        await (await agent.prompt("one")).result()
+        async with agent.fork() as branch:
+            assert branch.model == "gpt-5.4"
+            await (await branch.prompt("two")).result()
+    with pytest.raises(ta.ConfigError, match="non-empty string"):
+        await agent.set_model("")
+
+
 async def test_a_compaction_request_of_a_structured_turn_carries_no_schema(
     server: FakeResponsesServer, workspace: Path
 ) -> None:

@@ -255,7 +255,8 @@ class Agent:
         """The model of prompts accepted from now on (a turn keeps the one current when
         it was accepted, as it keeps its thinking). History, the chain of responses
         and the prompt cache key carry over; the auto-compaction limit follows the
-        turn's model. Raises ``ConfigError`` for anything but a non-empty string."""
+        turn's model; forks and children start with it. Raises ``ConfigError`` for
+        anything but a non-empty string."""
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"model must be a non-empty string such as 'gpt-5.5', got {model!r}")
         await trio.lowlevel.checkpoint()
@@ -535,6 +536,7 @@ class Agent:
         return self._config._derive(  # no re-validation: every change is valid by construction
             session_id=_default_session_id(),
             prompt_cache_key=key,
+            model=self._model_name,  # the current model, as the current thinking (set_model)
             thinking=self._thinking,
             fast_mode=self._fast_mode,
             workspace=self._workspace,
