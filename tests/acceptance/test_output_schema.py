@@ -55,6 +55,23 @@ async def test_the_schema_is_sent_with_its_turns_requests_only(peer: Peer, works
                                                               else []) + [FORMAT, FORMAT, None]  # warmup first
 
 
+async def test_an_answer_that_ignores_the_schema_is_the_final_message_all_the_same(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    # The server, not the runtime, enforces the schema: whatever it answers is data.
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send(frames.completed("resp-1", [frames.assistant_message("not json {")]))
+
+    log = EventLog()
+    async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace)) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        result = await (await agent.prompt("json please", output_schema=SCHEMA)).result()
+    assert result.final_message == "not json {"
+    assert [p["status"] for p in log.payloads("run.completed")] == ["completed"]
+
+
 async def test_set_model_applies_to_prompts_accepted_after_it(peer: Peer, workspace: Path) -> None:
     models: list[str] = []
 
