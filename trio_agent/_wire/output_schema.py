@@ -21,11 +21,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, final
+from typing import TYPE_CHECKING, final
 
 import attrs
 
 from .._errors import ConfigError
+
+if TYPE_CHECKING:
+    from .._event_payloads._shared import JsonValue
 
 __all__ = ["DEFAULT_SCHEMA_NAME", "OutputSchema", "OutputSchemaLike", "output_schema_of"]
 
@@ -36,7 +39,7 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MAX_SCHEMA_BYTES = 1 << 20
 
 
-def _plain_copy(schema: object) -> dict[str, Any]:
+def _plain_copy(schema: object) -> dict[str, JsonValue]:
     if not isinstance(schema, Mapping):
         raise ConfigError(
             f"an output schema must be a JSON Schema object (a dict) such as "
@@ -52,7 +55,7 @@ def _plain_copy(schema: object) -> dict[str, Any]:
     if len(text) > _MAX_SCHEMA_BYTES:
         raise ConfigError(f"an output schema must be at most {_MAX_SCHEMA_BYTES >> 20} MiB of JSON; "
                           f"this one is {len(text)} bytes")
-    copy: dict[str, Any] = json.loads(text)
+    copy: dict[str, JsonValue] = json.loads(text)
     if copy.get("type") != "object":
         shown = json.dumps(copy.get("type")) if "type" in copy else "no type"
         raise ConfigError(
@@ -76,7 +79,7 @@ class OutputSchema:
     Raises ``ConfigError`` saying what is wrong with any of them.
     """
 
-    schema: dict[str, Any] = attrs.field(converter=_plain_copy, eq=False)
+    schema: dict[str, JsonValue] = attrs.field(converter=_plain_copy, eq=False)
     name: str = DEFAULT_SCHEMA_NAME
     strict: bool = True
     _text: str = attrs.field(init=False, repr=False)  # the canonical JSON of ``schema``: equality and hashing
@@ -88,13 +91,13 @@ class OutputSchema:
             raise ConfigError(f"an output schema's strict must be True or False, got {self.strict!r}")
         object.__setattr__(self, "_text", json.dumps(self.schema, sort_keys=True, separators=(",", ":")))
 
-    def text_format(self) -> dict[str, Any]:
+    def text_format(self) -> dict[str, JsonValue]:
         """The request's ``text.format`` (a fresh dict; the schema is shared, never mutated)."""
         return {"type": "json_schema", "name": self.name, "schema": self.schema, "strict": self.strict}
 
 
 #: What ``prompt(output_schema=...)`` takes: an ``OutputSchema``, or the schema itself.
-OutputSchemaLike = OutputSchema | Mapping[str, Any]
+OutputSchemaLike = OutputSchema | Mapping[str, object]
 
 
 def output_schema_of(value: OutputSchemaLike | None) -> OutputSchema | None:
