@@ -78,6 +78,7 @@ EXPECTED_ALL = [
     "ModelWarmupCompletedPayload",
     "ModelWarmupFailedPayload",
     "ModelWarmupStartedPayload",
+    "OutputSchema",
     "PlanStep",
     "PlanUpdatedPayload",
     "Prompt",

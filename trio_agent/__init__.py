@@ -140,6 +140,7 @@ if _typing.TYPE_CHECKING:
     from ._tools._security import Sandbox as Sandbox
     from ._tools._security import SandboxMode as SandboxMode
     from ._tracing._settings import Tracing as Tracing
+    from ._wire.output_schema import OutputSchema as OutputSchema
 
 # The modules of ``_EAGER``, as plain import statements (``-X importtime`` then shows
 # each on its own line; ``importlib.import_module`` would fold them into this one).
@@ -212,6 +213,7 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "ModelWarmupCompletedPayload",
     "ModelWarmupFailedPayload",
     "ModelWarmupStartedPayload",
+    "OutputSchema",
     "PlanStep",
     "PlanUpdatedPayload",
     "Prompt",
@@ -316,6 +318,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "._tools._sandbox": ("SandboxUnavailable",),
     "._tools._security": ("ApprovalDecision", "ApprovalKind", "ApprovalPolicy", "Approvals", "Sandbox", "SandboxMode",),
     "._tracing._settings": ("Tracing",),
+    "._wire.output_schema": ("OutputSchema",),
 }
 # Imported with the package: what opening and running an agent imports anyway.
 _EAGER = ("._config", "._errors", "._events", "._runtime", "._tools", "._tools._sandbox", "._tools._security")

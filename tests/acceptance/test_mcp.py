@@ -17,6 +17,7 @@ import pytest
 import trio
 
 import trio_agent as ta
+from trio_agent._serve._items import ThreadMapper
 from trio_agent.testing import FakeConnection, FakeResponsesServer
 
 from .._os_facts import pid_alive, processes_in, wait_for_os_fact
@@ -113,6 +114,20 @@ async def test_stdio_server_tools_are_called_from_exec_and_the_process_is_gone_o
     assert nested[0]["result"] == [{"type": "input_text", "text": "5"}]
     assert nested[1]["result"] == [{"type": "input_image", "image_url": PIXEL_URL}]
     assert nested[2]["result"] == "MCP tool calc/fail returned an error: Error executing tool fail"
+    # A listed tool's call names its server and the tool's own name (an app-server
+    # client's mcpToolCall item shows them); a name no server lists has neither.
+    calls = {p["tool"]: p for p in log.payloads("tool.call")}
+    assert (calls["mcp__calc__add"]["mcp_server"], calls["mcp__calc__add"]["mcp_tool"]) == ("calc", "add")
+    assert "mcp_server" not in calls["mcp__calc__nothing"] and "mcp_tool" not in calls["mcp__calc__nothing"]
+    mapper = ThreadMapper("t", cwd=str(workspace), model_context_window=1, dynamic_tools=frozenset(),
+                          new_id=lambda: "id", now_ms=lambda: 0, shell="/bin/sh")
+    shown = [out.params["item"] for event in log.events for out in mapper.on_event(event)
+             if out.method == "item/completed" and out.params["item"]["type"] == "mcpToolCall"]
+    assert [(i["server"], i["tool"], i["status"]) for i in shown[:3]] == [
+        ("calc", "add", "completed"), ("calc", "pixel", "completed"), ("calc", "fail", "failed")]
+    assert shown[0]["arguments"] == {"a": 2, "b": 3} and shown[0]["result"]["content"] == [
+        {"type": "text", "text": "5"}]
+    assert shown[2]["error"] == {"message": "MCP tool calc/fail returned an error: Error executing tool fail"}
 
 
 async def test_a_hung_call_times_out_and_a_crashed_server_fails_its_calls(

@@ -105,3 +105,24 @@ def test_timeouts_must_be_positive_finite_seconds(field: str, value: Any) -> Non
 def test_timeout_defaults_are_todays() -> None:
     responses = ta.Responses()
     assert (responses.connect_timeout, responses.handshake_timeout, responses.idle_timeout) == (30.0, None, 300.0)
+
+
+@pytest.mark.parametrize(("schema", "says"), [
+    pytest.param({"type": "object", "enum": {1, 2}}, "must be plain JSON data", id="a-set"),
+    pytest.param({"type": "object", ("tuple", "key"): {}}, "must be plain JSON data", id="tuple-key"),
+    pytest.param({"type": "object", "maximum": math.inf}, "must be plain JSON data", id="infinity"),
+    pytest.param({"type": "object", "description": "x" * (1 << 20)}, "at most 1 MiB", id="too-big"),
+    pytest.param({"type": ["object", "null"]}, 'root must be an object schema ("type": "object")', id="type-list"),
+    pytest.param("{\"type\": \"object\"}", "a JSON Schema object (a dict)", id="json-text"),
+])
+def test_an_output_schema_that_cannot_be_sent_is_refused_when_made(schema: Any, says: str) -> None:
+    with pytest.raises(ta.ConfigError, match="output schema") as info:
+        ta.OutputSchema(schema)
+    assert says in str(info.value)
+
+
+def test_an_output_schema_is_copied_so_later_changes_do_not_leak_in() -> None:
+    given: dict[str, Any] = {"type": "object", "properties": {}}
+    schema = ta.OutputSchema(given)
+    given["properties"]["late"] = {"type": "string"}
+    assert schema.text_format()["schema"] == {"type": "object", "properties": {}}

@@ -142,7 +142,8 @@ async def start_gated_turn(client: AppServerClient, workspace: Path) -> str:
     await client.initialize(name="bystander")
     thread = (await client.request("thread/start", {"cwd": str(workspace)}))["thread"]
     turn = await client.request("turn/start", {"threadId": thread["id"], "input": text_input(f"run: {GATE}")})
-    await client.read_notification("item/started", lambda p: p["item"].get("command") == GATE)
+    await client.read_notification("item/started", lambda p: p["item"].get("commandActions") == [
+        {"type": "unknown", "command": GATE}])
     return turn["turn"]["id"]  # type: ignore[no-any-return]
 
 

@@ -122,13 +122,16 @@ async def test_an_accepted_command_runs_after_its_item_and_the_waiting_status(tm
         thread_id = started["thread"]["id"]
         turn_id = await start_turn(client, thread_id)
         request, before = await approval_request(client, "item/commandExecution/requestApproval")
-        item = next(m["params"]["item"] for m in before if m.get("method") == "item/started"
-                    and m["params"]["item"].get("command") == "touch made.txt && echo made")
+        # One item for the command (none for the exec cell that runs it), named by the request.
+        (item,) = [m["params"]["item"] for m in before if m.get("method") == "item/started"
+                   and m["params"]["item"]["type"] == "commandExecution"]
         assert item["id"] == "call-1/code-1" and item["status"] == "inProgress"
+        assert item["commandActions"] == [{"type": "unknown", "command": "touch made.txt && echo made"}]
+        assert item["command"].endswith(" -c 'touch made.txt && echo made'")  # the shell's command line
         assert status_flags(before, thread_id)[-1] == ["waitingOnApproval"]  # before the request
         params = request.params
         assert params["threadId"] == thread_id and params["turnId"] == turn_id and params["itemId"] == item["id"]
-        assert params["command"] == "touch made.txt && echo made"
+        assert params["command"] == item["command"] and params["commandActions"] == item["commandActions"]
         assert params["cwd"] == str(harness.workspace.resolve())
         assert params["approvalId"] and "untrusted" in params["reason"] and isinstance(params["startedAtMs"], int)
         assert not (harness.workspace / "made.txt").exists()  # nothing ran before the decision

@@ -147,7 +147,8 @@ async def test_a_childs_approval_is_asked_in_the_child_thread(tmp_path: Path) ->
             done = await client.read_notification("turn/completed", lambda p: p["threadId"] != parent_id)
     child_id = done["threadId"]
     assert request.params["threadId"] == child_id and request.params["itemId"] == "child-exec/code-1"
-    assert request.params["command"] == "touch child.txt"
+    assert request.params["commandActions"] == [{"type": "unknown", "command": "touch child.txt"}]
+    assert request.params["command"].endswith("c 'touch child.txt'")  # the shell's line, as the item shows it
     waiting = [m["params"] for m in before if m.get("method") == "thread/status/changed"
                and m["params"]["status"].get("activeFlags") == ["waitingOnApproval"]]
     assert [params["threadId"] for params in waiting] == [child_id]  # the child waits, not its parent

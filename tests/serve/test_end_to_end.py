@@ -55,11 +55,13 @@ async def scenario(client: AppServerClient, workspace: Path, home: Path) -> None
     seen = client.take_pending()
     commands = [m["params"]["item"] for m in seen if m.get("method") == "item/completed"
                 and m["params"]["item"]["type"] == "commandExecution"]
-    shell = next(item for item in commands if item["command"] == "echo hello")
+    # One item for the command, as codex shows it (the exec cell that ran it is no item).
+    (shell,) = commands
+    assert shell["commandActions"] == [{"type": "unknown", "command": "echo hello"}]
+    assert shell["command"].endswith(" -lc 'echo hello'") and shell["source"] == "unifiedExecStartup"
     # (A login shell may print its own notices first, e.g. a version manager that cannot
     # write its cache from inside the sandbox.)
     assert shell["exitCode"] == 0 and shell["status"] == "completed" and shell["aggregatedOutput"].endswith("hello\n")
-    assert any(item["command"].startswith("const r = await tools.exec_command") for item in commands)  # the cell
     output = [m["params"]["delta"] for m in seen if m.get("method") == "item/commandExecution/outputDelta"
               and m["params"]["itemId"] == shell["id"]]
     assert output and "".join(output) == shell["aggregatedOutput"]  # streamed as it ran
@@ -72,7 +74,8 @@ async def scenario(client: AppServerClient, workspace: Path, home: Path) -> None
     # Turn 2: steered while its command runs, then interrupted.
     second = await client.request("turn/start", {"threadId": thread_id, "input": text_input("run: sleep 30")})
     second_id = second["turn"]["id"]
-    await client.read_notification("item/started", lambda p: p["item"].get("command") == "sleep 30")
+    await client.read_notification("item/started", lambda p: p["item"].get("commandActions") == [
+        {"type": "unknown", "command": "sleep 30"}])
     steered = await client.request("turn/steer", {"threadId": thread_id, "expectedTurnId": second_id,
                                                   "input": text_input("and then say hi")})
     assert steered == {"turnId": second_id}
@@ -189,7 +192,9 @@ async def test_websocket_approvals_end_to_end(tmp_path: Path) -> None:
                     turn = await client.request("turn/start", {"threadId": thread_id,
                                                                "input": text_input(f"run: touch {name}")})
                     request = await client.read_server_request("item/commandExecution/requestApproval")
-                    assert request.params["command"] == f"touch {name}" and request.params["threadId"] == thread_id
+                    assert request.params["command"].endswith(f" -lc 'touch {name}'")  # the item's, as codex's
+                    assert request.params["commandActions"] == [{"type": "unknown", "command": f"touch {name}"}]
+                    assert request.params["threadId"] == thread_id
                     waiting = [m["params"]["status"] for m in client.take_pending("thread/status/changed")]
                     assert waiting[-1] == {"type": "active", "activeFlags": ["waitingOnApproval"]}
                     await client.respond(request.id, {"decision": decision})

@@ -104,7 +104,8 @@ async def test_a_nested_message_over_websocket_leaves_other_clients_and_their_tu
                 command = "until [ -e go ]; do sleep 0.05; done; echo released"
                 turn = await bystander.request("turn/start", {"threadId": started["thread"]["id"],
                                                               "input": text_input(f"run: {command}")})
-                await bystander.read_notification("item/started", lambda p: p["item"].get("command") == command)
+                await bystander.read_notification("item/started", lambda p, c=command: p["item"].get(
+                    "commandActions") == [{"type": "unknown", "command": c}])
                 await hostile.initialize(name="hostile")
                 await hostile.send_raw(NESTED)
                 assert "not JSON" in (await hostile.read_notification("warning"))["message"]

@@ -7,6 +7,8 @@ clock, each bounded; the others run under ``MockClock``.
 from __future__ import annotations
 
 import json
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 import trio
 import trio.testing
 
+from trio_agent._tools._shell_env import resolve_shell
 from trio_agent.testing import AppServerClient, AppServerError, FakeConnection, frames
 
 from ._harness import Json, app_server, send_message, start_thread, text_input
@@ -50,7 +53,8 @@ def exec_then_answer(source: str) -> Any:
     return reply
 
 
-async def test_an_exec_cell_and_its_exec_command_are_command_executions_with_output(tmp_path: Path) -> None:
+async def test_a_command_run_from_a_cell_is_one_command_execution_with_its_output(tmp_path: Path) -> None:
+    # codex shows one commandExecution per command; the exec cell (JavaScript) is no item.
     source = "const r = await tools.exec_command({cmd: \"printf 'a\\\\n'; exit 3\", login: false});\ntext(r.output);"
     async with app_server(tmp_path, exec_then_answer(source)) as harness:
         client = await harness.client()
@@ -58,22 +62,46 @@ async def test_an_exec_cell_and_its_exec_command_are_command_executions_with_out
         with trio.fail_after(REAL_TIME_LIMIT):
             completed, seen = await turn(client, thread_id, "run it")
     assert completed["turn"]["status"] == "completed"
-    cell, shell = items(seen, "commandExecution", "item/started")
-    assert cell["id"] == "call-exec" and cell["command"] == source and cell["status"] == "inProgress"
-    assert shell["id"] == "call-exec/code-1" and shell["command"] == "printf 'a\\n'; exit 3"
-    assert shell["cwd"] == str(harness.workspace.resolve()) and shell["source"] == "agent"
-    done_shell, done_cell = items(seen, "commandExecution")
-    assert (done_shell["status"], done_shell["exitCode"], done_shell["aggregatedOutput"]) == ("failed", 3, "a\n")
-    assert isinstance(done_shell["durationMs"], int)
-    assert done_cell["status"] == "completed" and done_cell["exitCode"] == 0 and "a\n" in done_cell["aggregatedOutput"]
+    (shell,) = items(seen, "commandExecution", "item/started")
+    assert (shell["id"], shell["status"], shell["source"]) == ("call-exec/code-1", "inProgress", "unifiedExecStartup")
+    # The command line the shell runs, as codex shows it (`/bin/bash -c '...'`).
+    assert shell["command"] == shlex.join([resolve_shell(None, os.environ.get("SHELL")), "-c", "printf 'a\\n'; exit 3"])
+    assert shell["commandActions"] == [{"type": "unknown", "command": "printf 'a\\n'; exit 3"}]
+    assert shell["cwd"] == str(harness.workspace.resolve())
+    (done,) = items(seen, "commandExecution")
+    assert (done["id"], done["status"], done["exitCode"], done["aggregatedOutput"]) == (
+        "call-exec/code-1", "failed", 3, "a\n")
+    assert isinstance(done["durationMs"], int) and done["command"] == shell["command"]
     deltas = [m["params"] for m in seen if m.get("method") == "item/commandExecution/outputDelta"]
-    assert [d["itemId"] for d in deltas] == ["call-exec/code-1", "call-exec"] and deltas[0]["delta"] == "a\n"
+    assert [(d["itemId"], d["delta"]) for d in deltas] == [("call-exec/code-1", "a\n")]
+    started_ids = [m["params"]["item"]["id"] for m in seen if m.get("method") == "item/started"]
+    assert "call-exec" not in started_ids  # the cell itself is not shown
     order = [(m["method"], m["params"].get("item", {}).get("id") or m["params"].get("itemId")) for m in seen
              if m.get("method", "").startswith("item/")]
-    assert order.index(("item/started", "call-exec")) < order.index(("item/started", "call-exec/code-1"))
-    assert order.index(("item/commandExecution/outputDelta", "call-exec/code-1")) < order.index(
-        ("item/completed", "call-exec/code-1")) < order.index(("item/completed", "call-exec"))
+    assert order.index(("item/started", "call-exec/code-1")) < order.index(
+        ("item/commandExecution/outputDelta", "call-exec/code-1")) < order.index(("item/completed", "call-exec/code-1"))
     assert [item["text"] for item in items(seen, "agentMessage")] == ["ran it"]
+
+
+async def test_a_cells_plan_and_patch_are_a_plan_update_and_a_file_change(tmp_path: Path) -> None:
+    plan = {"explanation": "two steps", "plan": [{"step": "write it", "status": "in_progress"},
+                                                 {"step": "check it", "status": "pending"}]}
+    patch = "*** Begin Patch\n*** Add File: made.txt\n+made\n*** End Patch"
+    source = f"await tools.update_plan({json.dumps(plan)});\nawait tools.apply_patch({json.dumps(patch)});\ntext('ok');"
+    async with app_server(tmp_path, exec_then_answer(source)) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        with trio.fail_after(REAL_TIME_LIMIT):
+            completed, seen = await turn(client, thread_id, "plan and patch")
+    (update,) = [m["params"] for m in seen if m.get("method") == "turn/plan/updated"]
+    assert update == {"threadId": thread_id, "turnId": completed["turn"]["id"], "explanation": "two steps",
+                      "plan": [{"step": "write it", "status": "inProgress"}, {"step": "check it", "status": "pending"}]}
+    (change,) = items(seen, "fileChange")
+    assert change["id"] == "call-exec/code-2" and change["status"] == "completed"
+    assert change["changes"] == [{"path": "made.txt", "kind": {"type": "add"}, "diff": "made\n"}]
+    started = [m["params"]["item"]["type"] for m in seen if m.get("method") == "item/started"]
+    assert started == ["userMessage", "fileChange", "agentMessage"]  # none for the cell, none for update_plan
+    assert (harness.workspace / "made.txt").read_text() == "made\n"
 
 
 async def test_command_output_streams_as_deltas_while_the_command_runs(tmp_path: Path) -> None:
@@ -118,11 +146,22 @@ async def test_write_stdin_is_a_command_execution_of_the_session_it_feeds(tmp_pa
         with trio.fail_after(REAL_TIME_LIMIT):
             completed, seen = await turn(client, thread_id, "talk to it")
     assert completed["turn"]["status"] == "completed"
-    started, fed = (item for item in items(seen, "commandExecution") if item["id"] != "call-exec")
-    assert started["command"] == fed["command"] == "read x; echo got $x"
-    assert started["exitCode"] is None and started["status"] == "completed" and started["processId"]
-    assert fed["source"] == "unifiedExecInteraction" and fed["processId"] == started["processId"]
-    assert fed["exitCode"] == 0 and fed["aggregatedOutput"] == "got hi\n"
+    # One item for the command: the write_stdin that feeds it is a terminal interaction
+    # of that item, whose output joins it; the item ends when the process does.
+    (item,) = items(seen, "commandExecution")
+    assert [m["params"]["item"]["id"] for m in seen if m.get("method") == "item/started"
+            and m["params"]["item"]["type"] == "commandExecution"] == [item["id"]] == ["call-exec/code-1"]
+    assert item["commandActions"][0]["command"] == "read x; echo got $x" and item["source"] == "unifiedExecStartup"
+    assert item["status"] == "completed" and item["exitCode"] == 0 and item["processId"]
+    assert item["aggregatedOutput"] == "got hi\n" and isinstance(item["durationMs"], int)
+    (typed,) = [m["params"] for m in seen if m.get("method") == "item/commandExecution/terminalInteraction"]
+    assert typed == {"threadId": thread_id, "turnId": completed["turn"]["id"], "itemId": item["id"],
+                     "processId": item["processId"], "stdin": "hi\n"}
+    deltas = [m["params"]["delta"] for m in seen if m.get("method") == "item/commandExecution/outputDelta"]
+    assert "".join(deltas) == item["aggregatedOutput"]
+    order = [m.get("method") for m in seen]
+    assert order.index("item/commandExecution/terminalInteraction") < order.index("item/completed", order.index(
+        "item/commandExecution/terminalInteraction"))
 
 
 async def reasoning_then_answer(conn: FakeConnection, request: Json) -> None:

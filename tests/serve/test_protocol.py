@@ -75,9 +75,9 @@ async def test_turn_params_are_checked_against_the_thread(
         cases = [
             ({"input": []}, -32602, "`input` needs at least one non-empty text item"),
             ({"input": [{"type": "skill", "name": "x", "path": "/x"}]}, -32602, "input[0] is not supported"),
-            ({"input": text_input("hi"), "model": "other-model"}, -32602, "changing it to 'other-model'"),
+            ({"input": text_input("hi"), "model": ""}, -32602, "`model` must be a model name"),
             ({"input": text_input("hi"), "effort": "maximal"}, -32602, "`effort` must be one of"),
-            ({"input": text_input("hi"), "outputSchema": {"type": "object"}}, -32602, "outputSchema"),
+            ({"input": text_input("hi"), "outputSchema": {"type": "string"}}, -32602, "`outputSchema` is not usable"),
         ]
         for extra, code, says in cases:
             with pytest.raises(AppServerError) as caught:

@@ -132,6 +132,13 @@ async def converse(agent: ta.Agent) -> str:
     assert_type(session, ta.SessionSnapshot)
     for item in session.history:
         assert_type(item, dict[str, ta.JsonValue])
+    schema = ta.OutputSchema({"type": "object", "properties": {"n": {"type": "integer"}}}, name="count")
+    assert_type(schema.schema, dict[str, ta.JsonValue])
+    structured = await agent.prompt("how many?", output_schema=schema)
+    await agent.prompt("and now?", output_schema={"type": "object", "properties": {}})
+    await agent.set_model("gpt-5.4")
+    assert_type(agent.model, str)
+    assert_type((await structured.result()).final_message, str)  # the JSON text
     submission = await agent.submit("next")
     assert_type(submission, ta.Submission)
     assert_type(submission.kind, Literal["started", "steered"])

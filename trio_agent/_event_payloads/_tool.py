@@ -35,6 +35,10 @@ class ToolCallPayload(TypedDict):
     model_call_index: int | None
     """The model call that made it, from 1; for a nested call, the one that made its
     ``exec`` (None when that cell is no longer known)."""
+    mcp_server: NotRequired[str]
+    """Nested calls of a listed MCP tool only: the name of its server."""
+    mcp_tool: NotRequired[str]
+    """Nested calls of a listed MCP tool only: the tool's own name on that server."""
     background: NotRequired[Literal[True]]
     """Present, True, on a nested call whose turn had already ended; such events carry
     no ``turn_id``."""

@@ -57,6 +57,7 @@ from ._turn_queue import TurnQueue
 if TYPE_CHECKING:
     from .._cassette.writer import CassetteWriter
     from .._session.snapshot import SessionSnapshot
+    from .._wire.output_schema import OutputSchemaLike
     from ._statistics import AgentStatistics
     from ._submission import Declined, Submission
 
@@ -104,6 +105,7 @@ class Agent:
         self._sink = open_event_sink(config, path=path, parent_id=parent_id, forked=seed is not None)
         self._thinking = config.thinking
         self._fast_mode = config.fast_mode
+        self._model_name = config.model  # set_model changes it for later prompts
         self._settings_cache: RequestSettings | None = None  # see _settings
         self._handle = AgentHandle(self)
         tools = _build_tools(config, self._handle)
@@ -228,6 +230,11 @@ class Agent:
         return self._fast_mode
 
     @property
+    def model(self) -> str:
+        """The model of prompts accepted now (``AgentConfig.model`` until ``set_model``)."""
+        return self._model_name
+
+    @property
     def closing(self) -> bool:
         """True once the agent's block is closing (no new prompts are accepted)."""
         return self._queue.closing
@@ -243,6 +250,17 @@ class Agent:
         """``service_tier: "priority"`` for prompts accepted from now on."""
         await trio.lowlevel.checkpoint()
         self._fast_mode = bool(enabled)
+
+    async def set_model(self, model: str) -> None:
+        """The model of prompts accepted from now on (a turn keeps the one current when
+        it was accepted, as it keeps its thinking). History, the chain of responses
+        and the prompt cache key carry over; the auto-compaction limit follows the
+        turn's model; forks and children start with it. Raises ``ConfigError`` for
+        anything but a non-empty string."""
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"model must be a non-empty string such as 'gpt-5.5', got {model!r}")
+        await trio.lowlevel.checkpoint()
+        self._model_name = model
 
     def statistics(self) -> AgentStatistics:
         """Counters of this agent as a frozen value (cheap; never blocks)."""
@@ -266,18 +284,23 @@ class Agent:
 
     # -- turns and pending input ---------------------------------------------------------
 
-    async def prompt(self, prompt: str | Prompt) -> Turn:
+    async def prompt(self, prompt: str | Prompt, *, output_schema: OutputSchemaLike | None = None) -> Turn:
         """Accept a prompt; returns once it is queued (prompts run one at a time, FIFO).
 
-        The turn keeps the thinking and fast mode current *now*, even if they change
-        before it runs. Raises ``InvalidPrompt`` for empty text and ``AgentClosed``
-        once the agent's block is closing.
+        The turn keeps the model, thinking and fast mode current *now*, even if they
+        change before it runs. ``output_schema`` (a ``ta.OutputSchema``, or a JSON
+        Schema dict whose root is ``{"type": "object", ...}``) asks for structured
+        output: this turn's requests carry it as ``text.format`` and its
+        ``final_message`` is the JSON text; later turns are unconstrained. Raises
+        ``InvalidPrompt`` for empty text, ``ConfigError`` for a schema that cannot be
+        sent, and ``AgentClosed`` once the agent's block is closing.
         """
+        settings = self._settings(output_schema)
         # Trio's pattern for an operation that succeeds at once (a socket send): a cancel
         # point before it, a schedule point after it, so the runner woken by ``accept``
         # starts the turn in the same scheduler round as this caller resumes.
         await trio.lowlevel.checkpoint_if_cancelled()
-        turn = Turn(self._queue.accept(_prompt(prompt), self._settings()), self._queue)
+        turn = Turn(self._queue.accept(_prompt(prompt), settings), self._queue)
         await trio.lowlevel.cancel_shielded_checkpoint()
         return turn
 
@@ -296,18 +319,26 @@ class Agent:
         await trio.lowlevel.checkpoint()
         return Turn(self._queue.accept(None, self._settings(), compact=True), self._queue)
 
-    async def submit(self, given: str | Prompt | Sequence[dict[str, Any]]) -> Submission:
+    async def submit(
+        self, given: str | Prompt | Sequence[dict[str, Any]], *, output_schema: OutputSchemaLike | None = None
+    ) -> Submission:
         """Steer the running turn if it can still take a steer, else start a turn;
         returns which (``Submission.kind``) and the turn. ``given`` is text, a
         ``Prompt``, or a list of raw Responses items: items join the running turn like
-        ``inject``, or start an *automatic* turn whose input they are, sent unchanged."""
-        return await _pending_input.submit(self._queue, _turn_input(given), self._settings())
+        ``inject``, or start an *automatic* turn whose input they are, sent unchanged.
+        ``output_schema`` is the started turn's (as ``prompt``); a steer joins a turn
+        that keeps its own, as codex's ``turn/start`` on a busy thread does."""
+        settings = self._settings(output_schema)
+        return await _pending_input.submit(self._queue, _turn_input(given), settings)
 
-    async def start_if_idle(self, given: str | Prompt | Sequence[dict[str, Any]]) -> Turn | Declined:
+    async def start_if_idle(
+        self, given: str | Prompt | Sequence[dict[str, Any]], *, output_schema: OutputSchemaLike | None = None
+    ) -> Turn | Declined:
         """Start a turn only if nothing is running or queued; otherwise return
         ``Declined(reason)`` and record nothing. Takes text, a ``Prompt`` or raw items
-        (as ``submit``)."""
-        return await _pending_input.start_if_idle(self._queue, _turn_input(given), self._settings())
+        (as ``submit``), and the started turn's ``output_schema`` (as ``prompt``)."""
+        settings = self._settings(output_schema)
+        return await _pending_input.start_if_idle(self._queue, _turn_input(given), settings)
 
     @property
     def path(self) -> str:
@@ -364,17 +395,23 @@ class Agent:
                                 "children from spawn() or fork()")
         return await self._parent.post(self._path, text, trigger_turn=trigger_turn)
 
-    def _settings(self) -> RequestSettings:
-        # Frozen, so one value serves every turn until the thinking or fast mode changes.
+    def _settings(self, output_schema: OutputSchemaLike | None = None) -> RequestSettings:
+        # Frozen, so one value serves every turn until the model, thinking or fast mode
+        # changes; a turn's output schema is its own copy of it.
         cached = self._settings_cache
-        if cached is not None and cached.effort == self._thinking.value and cached.fast_mode == self._fast_mode:
+        if cached is None or (cached.model, cached.effort, cached.fast_mode) != (
+            self._model_name, self._thinking.value, self._fast_mode
+        ):
+            config = self._config
+            cached = self._settings_cache = RequestSettings(
+                model=self._model_name, effort=self._thinking.value, fast_mode=self._fast_mode, store=config.store,
+                prompt_cache_key=config.cache_key, session_id=config.session_id,
+            )
+        if output_schema is None:
             return cached
-        config = self._config
-        cached = self._settings_cache = RequestSettings(
-            model=config.model, effort=self._thinking.value, fast_mode=self._fast_mode, store=config.store,
-            prompt_cache_key=config.cache_key, session_id=config.session_id,
-        )
-        return cached
+        from .._wire.output_schema import output_schema_of  # the first structured turn loads it
+
+        return cached.with_output_schema(output_schema_of(output_schema))
 
     # -- sessions and rollouts -----------------------------------------------------------
 
@@ -499,6 +536,7 @@ class Agent:
         return self._config._derive(  # no re-validation: every change is valid by construction
             session_id=_default_session_id(),
             prompt_cache_key=key,
+            model=self._model_name,  # the current model, as the current thinking (set_model)
             thinking=self._thinking,
             fast_mode=self._fast_mode,
             workspace=self._workspace,

@@ -83,6 +83,7 @@ class TurnReporter:
 
     def _emit_started(self, state: TurnState) -> None:
         payload = self._started.copy()
+        payload["model"] = state.settings.model  # the model the turn was accepted with (Agent.set_model)
         payload["effort"] = state.settings.effort
         payload["instruction_bytes"] = _utf8_size(
             state.prompt.text if state.prompt is not None else dumps(state.items or state.mail)
@@ -141,7 +142,7 @@ class TurnReporter:
         elapsed = trio.current_time() - start
         return {
             "status": status,
-            "model": config.model,
+            "model": state.settings.model,
             "reasoning_mode": "standard",
             "effort": state.settings.effort,
             "transport": config.responses.transport.value,

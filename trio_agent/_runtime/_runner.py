@@ -309,7 +309,7 @@ class TurnRunner:
     async def _maybe_compact(self, state: TurnState, stats: TurnStats, live: _Live) -> bool:
         """Compact when the active context reached the auto-compact limit (SPEC sec. 8);
         True if it did."""
-        window = context_window(self._session.model)
+        window = context_window(state.settings.model)
         limit = auto_compact_limit(window)
         active = self._last_total_tokens + estimate_history_tokens(self._ledger.history, self._model.chain.delta_start)
         if active < limit:
@@ -321,7 +321,7 @@ class TurnRunner:
         """A manual compaction (``Agent.compact``): one compaction request, whatever the
         size of the context; the turn has no input of its own."""
         live.input_recorded = True
-        window = context_window(self._session.model)
+        window = context_window(state.settings.model)
         active = self._last_total_tokens + estimate_history_tokens(self._ledger.history,
                                                                    self._model.chain.delta_start)
         response_id = await self._compact(state, stats, live, window, active, auto_compact_limit(window))

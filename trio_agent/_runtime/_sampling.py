@@ -95,8 +95,10 @@ class Sampler:
         }, turn_id)
         start = trio.current_time()
         try:
+            # A compaction's output is its compaction item: the turn's structured
+            # output applies to its generations only (output_schema.py).
             outcome, _, attempt = await self._with_retries(
-                settings, "compaction", after_call_index, turn_id, None, None
+                settings.without_output_schema(), "compaction", after_call_index, turn_id, None, None
             )
             items = [i for i in outcome.output if i.get("type") in ("compaction", "compaction_summary")]
             if len(items) != 1:

@@ -278,12 +278,12 @@ class ToolDispatcher:
 
         exec_call_id = nested_call_id.split("/code-", 1)[0]
         origin = self._origins.get(exec_call_id)
-        self._emit_nested(
-            EventKind.TOOL_CALL,
-            {"call_id": nested_call_id, "tool": name, "arguments": args,
-             "model_call_index": origin.model_call_index if origin else None},
-            origin,
-        )
+        call: dict[str, Any] = {"call_id": nested_call_id, "tool": name, "arguments": args,
+                                "model_call_index": origin.model_call_index if origin else None}
+        server_tool = self._mcp.origin(name) if self._mcp is not None and self._mcp.knows(name) else None
+        if server_tool is not None:  # what an app-server client shows of an MCP call
+            call["mcp_server"], call["mcp_tool"] = server_tool
+        self._emit_nested(EventKind.TOOL_CALL, call, origin)
         start = trio.current_time()
         started_after = ns(start - origin.started) if origin else 0
         status, error = "completed", None

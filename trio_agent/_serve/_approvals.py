@@ -48,15 +48,21 @@ class ApprovalUnanswered(Exception):
     """Nobody can answer this approval (the runtime denies the call, saying why)."""
 
 
-def request_params(thread_id: str, turn_id: str, request: ApprovalRequest, now_ms: int) -> Json:
-    """The params of the server request asking for ``request`` (see ``APPROVAL_METHODS``)."""
+def request_params(thread_id: str, turn_id: str, request: ApprovalRequest, now_ms: int,
+                   item: Json | None = None) -> Json:
+    """The params of the server request asking for ``request`` (see ``APPROVAL_METHODS``).
+    A command shows what its item (``item``, the one the request names) shows: the
+    shell's command line, as codex sends it, and the bare command as its action."""
     base: Json = {"threadId": thread_id, "turnId": turn_id, "itemId": request.call_id, "reason": request.reason,
                   "startedAtMs": now_ms}
     if request.kind is ApprovalKind.FILE_CHANGE:
         return {**base, "grantRoot": None}
     command = request.command or ""
+    actions = [{"type": "unknown", "command": command}]
+    if item is not None and item.get("type") == "commandExecution":
+        command, actions = item["command"], [dict(action) for action in item["commandActions"]]
     return {**base, "approvalId": request.approval_id, "command": command, "cwd": str(request.cwd),
-            "commandActions": [{"type": "unknown", "command": command}], "proposedExecpolicyAmendment": None,
+            "commandActions": actions, "proposedExecpolicyAmendment": None,
             "proposedNetworkPolicyAmendments": None, "networkApprovalContext": None}
 
 

@@ -9,15 +9,17 @@ minted by the server; the mapping (``docs/app-server.md`` has the table):
 - ``assistant.delta``/``assistant.message`` -> ``agentMessage`` with
   ``item/agentMessage/delta``;
 - ``reasoning.summary.delta`` -> ``reasoning`` with ``item/reasoning/summaryTextDelta``;
-- the ``exec`` and ``wait`` calls, and ``exec_command``/``write_stdin`` inside a cell
-  -> ``commandExecution``; a nested command's output streams as
-  ``item/commandExecution/outputDelta`` while it runs (its ``tool.progress`` output
-  chunks), and whatever of the final output was not streamed follows as one more delta
-  before ``item/completed`` (whose ``aggregatedOutput`` is the authoritative text);
-- a dynamic tool (declared by the client) -> ``dynamicToolCall``;
-- ``apply_patch`` inside a cell -> ``fileChange`` (its changes parsed from the patch);
+- tool calls -> one item per action, never one for the ``exec`` cell that made it
+  (``_tool_items`` has the table, ``_tool_turn`` the lifecycle): a command run from a
+  cell is one ``commandExecution`` (its command line, cwd, output streamed as
+  ``item/commandExecution/outputDelta``, exit code, duration; ``write_stdin`` to it
+  joins the same item), ``apply_patch`` a ``fileChange``, an MCP call an
+  ``mcpToolCall``, ``web__run`` a ``webSearch``, ``view_image`` an ``imageView``, a
+  dynamic tool (declared by the client) a ``dynamicToolCall``;
+- ``plan.updated`` (``update_plan``) -> ``turn/plan/updated``;
 - ``approval.requested``/``approval.resolved`` -> the thread's ``waitingOnApproval``
-  flag while any is pending; a call whose approval was not given ends ``declined``;
+  flag while any is pending; a call whose approval was not given ends ``declined``
+  (the approval request names the call's item: ``_approvals``);
 - a compaction -> ``contextCompaction`` and ``thread/compacted``;
 - ``model.call.completed`` usage -> ``thread/tokenUsage/updated``;
 - a retry -> ``error`` with ``willRetry: true``; a failed turn -> ``error`` then
@@ -41,6 +43,7 @@ from .._events import AgentEvent, EventKind
 from .._threads import ThreadStatus
 from ._shapes import TurnRecord, add_usage, status_json, usage_breakdown
 from ._tool_items import ToolItems, text_of
+from ._tool_turn import TurnTools
 
 __all__ = ["DynamicOutcome", "Out", "ThreadMapper", "TurnMapper", "UserInput"]
 
@@ -82,15 +85,11 @@ class DynamicOutcome:
     success: bool
 
 
-def _ms(duration_ns: object) -> int | None:
-    return duration_ns // 1_000_000 if isinstance(duration_ns, int) else None
-
-
 class TurnMapper:
     """One turn's items. ``record`` is what ``thread/read`` shows of it."""
 
     def __init__(self, thread: ThreadMapper, record: TurnRecord, user_input: UserInput | None) -> None:
-        self._thread = thread
+        self.thread = self._thread = thread
         self.record = record
         self.user_input = user_input
         self.steers: list[UserInput] = []  # accepted, waiting for their run.steered
@@ -98,7 +97,7 @@ class TurnMapper:
         self._reasoning: dict[int, str] = {}  # model call index -> open reasoning item id
         self._compactions = 0
         self._messages: set[str] = set()  # agentMessage ids shown in this turn
-        self._streamed: dict[str, str] = {}  # open command item id -> output sent as deltas
+        self._tools = TurnTools(self)
         self._error: str | None = None
         self.ended = False
 
@@ -106,6 +105,15 @@ class TurnMapper:
 
     def _base(self) -> Json:
         return {"threadId": self._thread.thread_id, "turnId": self.record.id}
+
+    @property
+    def open_items(self) -> dict[str, Json]:
+        """The items started and not yet completed, by id (live: the fields they will end with)."""
+        return self._open
+
+    def note(self, method: str, **params: Any) -> Out:
+        """A notification about this turn (``threadId`` and ``turnId`` first)."""
+        return Out(method, {**self._base(), **params})
 
     def start_item(self, item: Json) -> Out:
         now = self._thread.now_ms()
@@ -148,7 +156,8 @@ class TurnMapper:
     def finish(self, status: str) -> list[Out]:
         """The terminal event: close what is open, then ``error`` (a failure) and
         ``turn/completed``; the status announcement goes between them (ThreadMapper)."""
-        outs = [out for open_id in list(self._open) if (out := self.complete_item(open_id)) is not None]
+        outs = [out for open_id in list(self._open)
+                if (out := self.complete_item(open_id, **self._tools.open_output(open_id))) is not None]
         self.ended = True
         self.record.completed_at_ms = self._thread.now_ms()
         if status == "failed":
@@ -268,60 +277,6 @@ class TurnMapper:
             outs.append(Out("thread/compacted", self._base()))
         return outs
 
-    def _tool_call(self, payload: Json) -> list[Out]:
-        item = self._thread.tools.started(payload)
-        return [self.start_item(item)] if item is not None else []
-
-    def _tool_progress(self, payload: Json) -> list[Out]:
-        call_id, chunk = payload.get("call_id"), payload.get("message")
-        if payload.get("stream") != "output" or not isinstance(call_id, str) or not isinstance(chunk, str):
-            return []
-        item = self._open.get(call_id)
-        if item is None or item["type"] != "commandExecution" or not chunk:
-            return []  # output after the item ended (a background session) has no item to go to
-        self._streamed[call_id] = self._streamed.get(call_id, "") + chunk
-        return [Out("item/commandExecution/outputDelta", {**self._base(), "itemId": call_id, "delta": chunk})]
-
-    def _tool_result(self, payload: Json) -> list[Out]:
-        call_id = payload.get("call_id")
-        item = self._open.get(call_id) if isinstance(call_id, str) else None
-        if item is None or not isinstance(call_id, str):
-            return []
-        if item["type"] == "fileChange":
-            status = "completed" if payload.get("status") == "completed" else (
-                "declined" if self._thread.was_declined(call_id) else "failed")
-            done = self.complete_item(call_id, status=status)
-            return [done] if done is not None else []
-        if item["type"] == "dynamicToolCall":
-            outcome = self._thread.dynamic_outcome(call_id)
-            success = outcome.success if outcome is not None else payload.get("status") == "completed"
-            done = self.complete_item(
-                call_id, status="completed" if success else "failed", success=success,
-                contentItems=[dict(c) for c in outcome.content_items] if outcome is not None else None,
-                durationMs=_ms(payload.get("duration_ns")),
-            )
-            return [done] if done is not None else []
-        return self._command_result(call_id, payload)
-
-    def _command_result(self, call_id: str, payload: Json) -> list[Out]:
-        fields = self._thread.tools.command_outcome(payload)
-        if self._thread.was_declined(call_id):
-            fields["status"] = "declined"
-        item = self._open[call_id]
-        if "processId" in fields and item["source"] == "agent":
-            self._thread.tools.note_session(fields["processId"], item["command"])
-        outs: list[Out] = []
-        output = fields.get("aggregatedOutput")
-        streamed = self._streamed.pop(call_id, "")
-        # The rest of the output, when the streamed chunks are its start; when they are
-        # not (the result's output was cut in the middle), item/completed has the text.
-        rest = output[len(streamed):] if isinstance(output, str) and output.startswith(streamed) else ""
-        if rest:
-            outs.append(Out("item/commandExecution/outputDelta", {**self._base(), "itemId": call_id, "delta": rest}))
-        done = self.complete_item(call_id, durationMs=_ms(payload.get("duration_ns")), **fields)
-        return outs + ([done] if done is not None else [])
-
-
 _HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
     EventKind.ASSISTANT_DELTA: TurnMapper._assistant_delta,
     EventKind.ASSISTANT_MESSAGE: TurnMapper._assistant_message,
@@ -333,9 +288,10 @@ _HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
     EventKind.MODEL_COMPACTION_STARTED: TurnMapper._compaction_started,
     EventKind.MODEL_COMPACTION_COMPLETED: lambda m, p: m._compaction_ended(p, compacted=True),
     EventKind.MODEL_COMPACTION_FAILED: lambda m, p: m._compaction_ended(p, compacted=False),
-    EventKind.TOOL_CALL: TurnMapper._tool_call,
-    EventKind.TOOL_RESULT: TurnMapper._tool_result,
-    EventKind.TOOL_PROGRESS: TurnMapper._tool_progress,
+    EventKind.TOOL_CALL: lambda m, p: m._tools.call(p),
+    EventKind.TOOL_RESULT: lambda m, p: m._tools.result(p),
+    EventKind.TOOL_PROGRESS: lambda m, p: m._tools.progress(p),
+    EventKind.PLAN_UPDATED: lambda m, p: m._tools.plan(p),
     EventKind.API_EVENT: TurnMapper._api_event,
 }
 
@@ -353,7 +309,7 @@ class ThreadMapper:
         self, thread_id: str, *, cwd: str, model_context_window: int, dynamic_tools: frozenset[str],
         new_id: Callable[[], str], now_ms: Callable[[], int],
         outcomes: Callable[[str], DynamicOutcome | None] = lambda call_id: None,
-        turns: list[TurnRecord] | None = None, status: ThreadStatus = ThreadStatus.IDLE,
+        turns: list[TurnRecord] | None = None, status: ThreadStatus = ThreadStatus.IDLE, shell: str | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.cwd = cwd
@@ -366,7 +322,7 @@ class ThreadMapper:
         self.by_agent_turn: dict[int, TurnMapper] = {}
         self.status = status
         self.usage_total: Json | None = None
-        self.tools = ToolItems(cwd, dynamic_tools)
+        self.tools = ToolItems(cwd, dynamic_tools, shell)  # shell: the one commands run in (None: the user's)
         self._shown_flags: tuple[str, ...] = ()
         self._approvals: dict[str, str] = {}  # pending approval id -> its call id
         self._declined: set[str] = set()  # calls whose approval was not given (until their item ends)
@@ -461,6 +417,13 @@ class ThreadMapper:
                                                  "tokenUsage": usage})
 
     # -- tools -------------------------------------------------------------------------
+
+    def open_item(self, item_id: str) -> Json | None:
+        """The item ``item_id`` while a live turn shows it as started (an approval names it)."""
+        for turn in self.by_agent_turn.values():
+            if not turn.ended and item_id in turn.open_items:
+                return turn.open_items[item_id]
+        return None
 
     def dynamic_outcome(self, call_id: str) -> DynamicOutcome | None:
         return self._outcomes(call_id)

@@ -346,7 +346,8 @@ class AppServer:
         if not targets:
             raise ApprovalUnanswered(f"no client is subscribed to thread {state.thread_id} to answer {method}")
         pending = PendingReply(state.thread_id)
-        params = request_params(state.thread_id, turn_id, request, self.now_ms())
+        shown = state.mapper.open_item(request.call_id)  # the item the request names
+        params = request_params(state.thread_id, turn_id, request, self.now_ms(), shown)
         for conn in targets:
             conn.ask(method, params, pending)
         try:

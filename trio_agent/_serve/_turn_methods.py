@@ -3,6 +3,15 @@
 
 Each registers what the pump must know -- the new turn's wire id and input, or the
 steer's text -- under the thread's lock, in the same step as the agent accepts it.
+
+``turn/start``'s settings follow the schema's doc strings: ``model``, ``effort``,
+``sandboxPolicy`` and ``approvalPolicy`` apply to this turn and the later ones (the
+thread's record keeps model and permissions for a cold resume); ``outputSchema``
+constrains this turn's final message only (``ta.OutputSchema``: the Responses
+``text.format`` of its requests; the message is the JSON text). A ``turn/start`` that
+steers a busy thread starts no turn: its ``outputSchema`` has no turn to apply to and
+the running turn keeps its own, as codex does; its other settings apply from the next
+turn on.
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._config import Thinking
+from .._config import Thinking, context_window
+from .._errors import ConfigError
 from .._runtime import Prompt, TurnStatus
 from .._tools._sandbox import SandboxUnavailable
 from .._tools._security import ApprovalPolicy
@@ -28,6 +38,7 @@ from ._permissions import parse_approval, parse_sandbox_policy, requested_sandbo
 
 if TYPE_CHECKING:
     from .._runtime import Agent
+    from .._wire.output_schema import OutputSchema
     from ._server import AppServer, ThreadState
 
 __all__ = ["METHODS", "parse_input"]
@@ -89,24 +100,42 @@ def _read_image(path: str) -> bytes:
         os.close(fd)
 
 
+def parse_output_schema(params: Params) -> OutputSchema | None:
+    """``outputSchema`` (null: none) as a ``ta.OutputSchema``, or ``InvalidParams`` saying
+    what is wrong with it."""
+    given = params.get("outputSchema")
+    if given is None:
+        return None
+    from .._wire.output_schema import OutputSchema
+
+    try:
+        return OutputSchema(given)
+    except ConfigError as exc:
+        raise InvalidParams(f"{params.method}: `outputSchema` is not usable: {exc}") from None
+
+
 async def _apply_overrides(server: AppServer, params: Params, state: ThreadState, agent: Agent) -> None:
-    """Per-turn settings, each kept for later turns as codex keeps them: ``effort``,
-    ``sandboxPolicy`` and ``approvalPolicy`` (the thread's record keeps them for a cold
-    resume); ``model`` must be the thread's. Personality and the rest are ignored
+    """Per-turn settings, each kept for later turns as codex keeps them: ``model``,
+    ``effort``, ``sandboxPolicy`` and ``approvalPolicy`` (the thread's record keeps model
+    and permissions for a cold resume). Personality and the rest are ignored
     (docs/app-server.md). Every param is checked before anything changes."""
     sandbox, policy = parse_sandbox_policy(params), parse_approval(params)
     model = params.opt_string("model")
-    if model is not None and model != state.meta.model:
-        raise InvalidParams(f"{params.method}: thread {state.thread_id} runs model {state.meta.model!r}; changing "
-                            f"it to {model!r} is not supported (start a new thread with that model)")
-    if params.get("outputSchema") is not None:
-        raise InvalidParams(f"{params.method}: `outputSchema` is not supported by this server")
+    if model is not None and not model.strip():
+        raise InvalidParams(f"{params.method}: `model` must be a model name such as 'gpt-5.5', got {model!r}")
     effort = params.opt_string("effort")
     if effort is not None and effort not in _EFFORTS:
         raise InvalidParams(f"{params.method}: `effort` must be one of {', '.join(_EFFORTS)}, got {effort!r}")
     await _apply_permissions(server, params.method, state, agent, sandbox, policy)
     if effort is not None:
         await agent.set_thinking(_EFFORTS[effort])
+    if model is not None and model != agent.model:
+        await agent.set_model(model)
+        state.mapper.window = context_window(model)
+    if model is not None and model != state.meta.model:
+        state.meta.model = model
+        if not state.meta.ephemeral:
+            server.store.update(state.meta)
 
 
 async def _apply_permissions(server: AppServer, method: str, state: ThreadState, agent: Agent,
@@ -129,9 +158,10 @@ async def _apply_permissions(server: AppServer, method: str, state: ThreadState,
 async def turn_start(server: AppServer, conn: Connection, params: Params) -> Reply:
     state, agent = server.loaded_state(params.string("threadId"))
     given = await parse_input(params)
+    output_schema = parse_output_schema(params)
     await _apply_overrides(server, params, state, agent)
     async with state.lock:
-        submission = await agent.submit(Prompt(given.text, images=given.images))
+        submission = await agent.submit(Prompt(given.text, images=given.images), output_schema=output_schema)
         turn = submission.turn
         if submission.kind == "started":
             mapper = state.mapper.accept_turn(turn.turn_id, given)

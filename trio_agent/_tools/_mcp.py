@@ -263,6 +263,12 @@ class McpTools:
     def knows(self, name: str) -> bool:
         return name.startswith("mcp__")
 
+    def origin(self, name: str) -> tuple[str, str] | None:
+        """``(server, the tool's name there)`` of a listed tool called ``name`` (its
+        canonical or JavaScript name), or None."""
+        entry = self._entries.get(name if name in self._entries else self._js_names.get(name, name))
+        return (entry.server, entry.tool) if entry is not None else None
+
     # -- calls ---------------------------------------------------------------------------
 
     def _lookup(self, name: str) -> McpTool:

@@ -14,9 +14,12 @@ History itself is never mutated.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._record import Record
+
+if TYPE_CHECKING:
+    from .output_schema import OutputSchema
 
 __all__ = [
     "RequestSettings",
@@ -31,19 +34,34 @@ LITE_KEY = "ws_request_header_x_openai_internal_codex_responses_lite"
 
 
 class RequestSettings(Record):
-    """The per-request policy captured for a turn (or the warmup)."""
+    """The per-request policy captured for a turn (or the warmup). ``output_schema``
+    is the turn's structured output (``text.format``), sent with its generation
+    requests only (``without_output_schema`` for the others)."""
 
-    __slots__ = ("model", "effort", "fast_mode", "store", "prompt_cache_key", "session_id")  # noqa: RUF023  # field order
-    __match_args__ = ("model", "effort", "fast_mode", "store", "prompt_cache_key", "session_id")
+    __slots__ = (  # noqa: RUF023  # field order
+        "model", "effort", "fast_mode", "store", "prompt_cache_key", "session_id", "output_schema",
+    )
+    __match_args__ = ("model", "effort", "fast_mode", "store", "prompt_cache_key", "session_id", "output_schema")
 
     def __init__(self, model: str, effort: str, fast_mode: bool, store: bool, prompt_cache_key: str,
-                 session_id: str) -> None:
+                 session_id: str, output_schema: OutputSchema | None = None) -> None:
         self.model = model
         self.effort = effort
         self.fast_mode = fast_mode
         self.store = store
         self.prompt_cache_key = prompt_cache_key
         self.session_id = session_id
+        self.output_schema = output_schema
+
+    def with_output_schema(self, output_schema: OutputSchema | None) -> RequestSettings:
+        """These settings with ``output_schema`` (``self`` when it is already the one)."""
+        if output_schema == self.output_schema:
+            return self
+        return RequestSettings(self.model, self.effort, self.fast_mode, self.store, self.prompt_cache_key,
+                               self.session_id, output_schema)
+
+    def without_output_schema(self) -> RequestSettings:
+        return self.with_output_schema(None)
 
 
 def is_prefixed_id(value: Any) -> bool:
@@ -98,7 +116,10 @@ def build_response_create(
     body["stream"] = True
     body["include"] = ["reasoning.encrypted_content"]
     body["prompt_cache_key"] = settings.prompt_cache_key
-    body["text"] = {"verbosity": "low"}
+    body["text"] = (
+        {"verbosity": "low"} if settings.output_schema is None
+        else {"verbosity": "low", "format": settings.output_schema.text_format()}
+    )
     if settings.fast_mode:
         body["service_tier"] = "priority"
     if generate is not None:
