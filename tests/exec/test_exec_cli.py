@@ -157,8 +157,6 @@ async def test_a_schema_file_that_is_not_json_exits_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "is not valid JSON" in result.stderr.decode()
 
 
-@pytest.mark.xfail(strict=True, reason="turn/start honours outputSchema once the `items` branch (572382d, issue 22 "
-                                       "item 2) is merged; until then the server refuses it. Remove this marker then.")
 async def test_output_schema_reaches_the_model_as_the_text_format(tmp_path: Path, workspace: Path) -> None:
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
               "additionalProperties": False}

@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
 
 from .._os_facts import pid_alive, wait_gone, wait_no_processes_in
@@ -168,8 +167,6 @@ async def test_the_typescript_sdk_on_a_fake_responses_server(tmp_path: Path) -> 
 
 
 
-@pytest.mark.xfail(strict=True, reason="turn/start honours outputSchema once the `items` branch (572382d, issue 22 "
-                                       "item 2) is merged; until then the server refuses it. Remove this marker then.")
 async def test_the_typescript_sdks_output_schema_reaches_the_model(tmp_path: Path) -> None:
     """``run(input, {outputSchema})``: the SDK writes the schema to a file and passes
     ``--output-schema FILE``; exec sends it as turn/start's outputSchema; the model's
