@@ -32,6 +32,9 @@ Json = dict[str, Any]
 EXPERIMENTAL_URI = "urn:codex-app-server-protocol-experimental"
 # Methods of earlier codex versions that 0.171 dropped, with the response type they had.
 _FORMER_METHODS = {"thread/rollback": "#/definitions/v2/ThreadReadResponse"}
+# Methods whose params are null, so their response type is not named after their params.
+_NO_PARAMS = {"account/logout": "#/definitions/v2/LogoutAccountResponse",
+              "configRequirements/read": "#/definitions/v2/ConfigRequirementsReadResponse"}
 
 
 @functools.cache
@@ -56,6 +59,12 @@ def validator(pointer: str, uri: str = SCHEMA_URI) -> jsonschema.Draft7Validator
     return jsonschema.Draft7Validator({"$ref": f"{uri}{pointer}"}, registry=_registry())
 
 
+def _params_ref(entry: Json) -> str | None:
+    params = entry["properties"].get("params", {})
+    refs = [params.get("$ref"), *(option.get("$ref") for option in params.get("anyOf", []))]
+    return next((ref for ref in refs if ref is not None), None)
+
+
 def _request_entry(method: str, experimental: bool) -> Json | None:
     for entry in document(experimental)["definitions"]["ClientRequest"]["oneOf"]:
         if entry["properties"]["method"]["enum"] == [method]:
@@ -70,7 +79,9 @@ def response_pointer(method: str) -> str:
         if method in _FORMER_METHODS:
             return _FORMER_METHODS[method]
         raise AssertionError(f"{method!r} is not a method of the Codex app-server protocol")
-    params_ref = entry["properties"].get("params", {}).get("$ref")
+    if method in _NO_PARAMS:
+        return _NO_PARAMS[method]
+    params_ref = _params_ref(entry)
     assert params_ref is not None and params_ref.endswith("Params"), (method, params_ref)
     return params_ref.removesuffix("Params") + "Response"
 
@@ -82,7 +93,7 @@ def _experimental_response_pointer(method: str) -> str | None:
     entry = _request_entry(method, experimental=True)
     if entry is None:
         return None
-    params_ref = entry["properties"].get("params", {}).get("$ref")
+    params_ref = _params_ref(entry)
     assert params_ref is not None and params_ref.endswith("Params"), (method, params_ref)
     return params_ref.removesuffix("Params") + "Response"
 
