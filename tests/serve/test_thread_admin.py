@@ -139,3 +139,42 @@ async def test_turns_list_pages_a_threads_turns_loaded_or_not(
             with pytest.raises(AppServerError) as caught:
                 await client.request("thread/turns/list", {"threadId": thread_id, **bad})
             assert caught.value.code == -32602 and said in caught.value.message
+
+
+async def test_list_filters_say_what_they_say_about_this_servers_threads(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """What the codex TUI asks (``sourceKinds``, ``ancestorThreadId``, a ``sectionId``):
+    on main these filters were ignored, so an "agents of this thread" query listed every
+    thread and the default list showed child threads."""
+    from .test_children import spawned
+    from .test_thread_unsubscribe_seeds import ParentAndChild
+
+    model = ParentAndChild()
+    async with app_server(tmp_path, model, multi_agent=True) as harness:
+        client, parent_id, child_id = await spawned(harness, model)
+        other = (await start_thread(client))["id"]
+        await run_turn(client, other, "another task")
+
+        async def listed(**params: object) -> list[str]:
+            return sorted(_ids(await client.request("thread/list", params)))
+
+        assert await listed() == sorted([parent_id, other])  # interactive sources: no child threads
+        assert await listed(sourceKinds=[]) == sorted([parent_id, other])
+        assert await listed(sourceKinds=["subAgentThreadSpawn"]) == [child_id]
+        assert await listed(sourceKinds=["appServer", "subAgentThreadSpawn"]) == sorted([parent_id, child_id, other])
+        assert await listed(ancestorThreadId=parent_id, sourceKinds=["subAgentThreadSpawn"]) == [child_id]
+        assert await listed(ancestorThreadId=other, sourceKinds=["subAgentThreadSpawn"]) == []
+        assert await listed(parentThreadId=parent_id) == [child_id]
+        assert await listed(includedThreadIds=[other, child_id]) == [other]
+        assert await listed(excludedThreadIds=[other]) == [parent_id]
+        assert await listed(sectionId="01984de2-8f74-7c91-a3b2-5c5e937cf318") == []  # no sections here
+        assert await listed(sectionId=None, projectId=None) == sorted([parent_id, other])
+        assert await listed(originators=["trio-agent-tests"]) == sorted([parent_id, other])
+        assert await listed(originators=["someone-else"]) == []
+        assert await listed(sortKey="section_position", currentAccountOnly=True) == sorted([parent_id, other])
+        for bad, said in (({"sortKey": "size"}, "`sortKey`"), ({"sourceKinds": ["robot"]}, "`sourceKinds`"),
+                          ({"includedThreadIds": ["x"] * 101}, "at most 100")):
+            with pytest.raises(AppServerError) as caught:
+                await client.request("thread/list", bad)
+            assert caught.value.code == -32602 and said in caught.value.message

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._config import DEFAULT_MODEL, Thinking
 from .._errors import AgentError
-from . import _account, _rollback, _settings_methods, _thread_admin, _thread_methods, _turn_methods
+from . import _account, _rollback, _settings_methods, _thread_admin, _thread_list, _thread_methods, _turn_methods
 from ._connection import Connection, Reply
 from ._jsonrpc import InvalidParams, InvalidRequest, MethodNotFound, Request, shown
 from ._params import Params
@@ -107,6 +107,7 @@ METHODS: dict[str, Handler] = {
     "initialize": initialize,
     "model/list": model_list,
     **_thread_methods.METHODS,
+    **_thread_list.METHODS,
     **_thread_admin.METHODS,
     **_rollback.METHODS,
     **_turn_methods.METHODS,

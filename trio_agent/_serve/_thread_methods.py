@@ -1,6 +1,6 @@
-"""``thread/*`` methods: start, resume (warm or cold), fork, read, list, loaded/list,
-unsubscribe, inject_items, compact/start (names, archiving, rollback and turn pages:
-``_thread_admin``, ``_rollback``).
+"""``thread/*`` methods: start, resume (warm or cold), fork, read, loaded/list,
+unsubscribe, inject_items, compact/start (listing: ``_thread_list``; names, archiving
+and turn pages: ``_thread_admin``; rollback: ``_rollback``).
 
 Threads are the thread manager's: the id is the agent's session id (UUIDv7), the
 rollout lives under the server's home. ``thread/start``, ``thread/resume`` and
@@ -289,7 +289,8 @@ def any_thread_view(server: AppServer, thread_id: str, *, turns: bool) -> tuple[
     return view, meta
 
 
-def _page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
+def page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
+    """One page of ``items`` (``limit``, ``cursor``: an offset this server gave out)."""
     cursor = params.opt_string("cursor")
     limit = params.opt_int("limit") or DEFAULT_PAGE
     if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) < 19):  # an offset we gave out
@@ -299,37 +300,9 @@ def _page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
     return items[start:end], str(end) if end < len(items) else None
 
 
-async def thread_list(server: AppServer, conn: Connection, params: Params) -> Reply:
-    archived = params.opt_bool("archived") or False  # true: only archived threads; else only the others
-    cwd_filter = params.get("cwd")
-    if cwd_filter is not None and not (isinstance(cwd_filter, str) or (
-            isinstance(cwd_filter, list) and all(isinstance(cwd, str) for cwd in cwd_filter))):
-        raise InvalidParams(f"thread/list: `cwd` must be a path, an array of paths or null, got {shown(cwd_filter)}")
-    cwds = {cwd_filter} if isinstance(cwd_filter, str) else set(cwd_filter) if cwd_filter is not None else None
-    search = (params.opt_string("searchTerm") or "").lower()
-    providers = params.opt_list("modelProviders")
-    threads: list[Json] = []
-    for thread_id in server.threads.stored():
-        try:
-            view, meta = any_thread_view(server, thread_id, turns=False)
-        except InvalidRequest:
-            continue
-        if meta.archived != archived or (cwds is not None and view["cwd"] not in cwds):
-            continue
-        if search and search not in view["preview"].lower() and search not in (meta.name or "").lower():
-            continue
-        if providers and view["modelProvider"] not in providers:
-            continue
-        threads.append(view)
-    key = {"updated_at": "updatedAt", "recency_at": "recencyAt"}.get(params.opt_string("sortKey") or "", "createdAt")
-    threads.sort(key=lambda thread: thread[key] or 0, reverse=params.opt_string("sortDirection") != "asc")
-    page, next_cursor = _page(params, threads)
-    return Reply({"data": page, "nextCursor": next_cursor, "backwardsCursor": None})
-
-
 async def thread_loaded_list(server: AppServer, conn: Connection, params: Params) -> Reply:
-    page, next_cursor = _page(params, server.threads.loaded())
-    return Reply({"data": page, "nextCursor": next_cursor})
+    data, next_cursor = page(params, server.threads.loaded())
+    return Reply({"data": data, "nextCursor": next_cursor})
 
 
 async def thread_unsubscribe(server: AppServer, conn: Connection, params: Params) -> Reply:
@@ -369,7 +342,6 @@ METHODS = {
     "thread/resume": thread_resume,
     "thread/fork": thread_fork,
     "thread/read": thread_read,
-    "thread/list": thread_list,
     "thread/loaded/list": thread_loaded_list,
     "thread/unsubscribe": thread_unsubscribe,
     "thread/inject_items": thread_inject_items,
