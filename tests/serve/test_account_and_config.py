@@ -143,6 +143,11 @@ async def test_the_start_up_reads_say_what_this_server_has(
         assert by_thread == {"data": [{"cwd": os.path.realpath(tmp_path), "skills": [], "errors": []}]}
         assert (await client.request("skills/list", {"cwds": [], "forceReload": True}))["data"][0]["cwd"] == workspace
         assert await client.request("collaborationMode/list", {}) == {"data": []}
+        assert await client.request("plugin/installed", {"cwds": [workspace]}) == {
+            "marketplaces": [], "marketplaceLoadErrors": []}
+        assert (await client.request("plugin/list", {}))["marketplaces"] == []
+        for method in ("app/list", "mcpServerStatus/list"):
+            assert await client.request(method, {"limit": 5}) == {"data": [], "nextCursor": None}
         with pytest.raises(AppServerError) as caught:
             await client.request("hooks/list", {"cwds": ["/a", 3]})
         assert caught.value.code == -32602 and "`cwds`" in caught.value.message

@@ -20,6 +20,9 @@ server and nothing it does not have:
   empty entry.
 - ``collaborationMode/list`` (experimental): no collaboration-mode presets (no plan
   mode): ``{data: []}``.
+- ``plugin/installed``, ``plugin/list``, ``app/list``, ``mcpServerStatus/list`` (the TUI
+  asks for the first at start-up): this server has no plugin marketplaces, apps
+  (connectors) or MCP servers for its threads, so each list is empty.
 """
 
 from __future__ import annotations
@@ -100,10 +103,30 @@ async def collaboration_mode_list(server: AppServer, conn: Connection, params: P
     return Reply({"data": []})
 
 
+async def plugin_installed(server: AppServer, conn: Connection, params: Params) -> Reply:
+    params.opt_list("cwds")
+    return Reply({"marketplaces": [], "marketplaceLoadErrors": []})
+
+
+async def plugin_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+    params.opt_list("cwds")
+    return Reply({"marketplaces": [], "marketplaceLoadErrors": [], "featuredPluginIds": []})
+
+
+async def empty_page(server: AppServer, conn: Connection, params: Params) -> Reply:
+    params.opt_string("cursor")
+    params.opt_int("limit")
+    return Reply({"data": [], "nextCursor": None})
+
+
 METHODS = {
     "config/read": config_read,
     "configRequirements/read": config_requirements_read,
     "hooks/list": hooks_list,
     "skills/list": skills_list,
     "collaborationMode/list": collaboration_mode_list,
+    "plugin/installed": plugin_installed,
+    "plugin/list": plugin_list,
+    "app/list": empty_page,
+    "mcpServerStatus/list": empty_page,
 }
