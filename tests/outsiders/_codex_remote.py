@@ -188,6 +188,25 @@ async def reaped(process: trio.Process) -> AsyncIterator[None]:
     assert not pid_alive(process.pid)
 
 
+async def read_turns(server: Served, thread_id: str) -> list[Json]:
+    """The thread's turns as ``thread/read`` shows them (asked through the proxy, so the
+    answer is checked with the rest)."""
+    import json
+
+    import trio_websocket
+
+    async with trio_websocket.open_websocket_url(server.url) as ws:
+        for message in ({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "check", "version": "1"}}},
+                        {"method": "initialized"},
+                        {"id": 2, "method": "thread/read", "params": {"threadId": thread_id, "includeTurns": True}}):
+            await ws.send_message(json.dumps(message))
+        with trio.fail_after(STEP):
+            while True:
+                answer = json.loads(await ws.get_message())
+                if answer.get("id") == 2:
+                    return list(answer["result"]["thread"]["turns"])
+
+
 def tcp_peers(pid: int) -> set[str]:
     """The remote addresses of the TCP sockets ``pid`` holds (from /proc), e.g. ``127.0.0.1``."""
     inodes = set()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from ._codex_remote import STEP, Served, codex, codex_environment, reaped, served
+from ._codex_remote import STEP, Served, codex, codex_environment, read_turns, reaped, served
 
 Json = dict[str, Any]
 
@@ -65,7 +65,7 @@ async def test_codex_exec_remote_runs_a_thread_a_turn_and_a_resume(tmp_path: Pat
         methods = server.proxy.client_methods()  # (before this test's own thread/read below)
         assert methods.count("initialize") == 2 and "thread/start" in methods and "thread/resume" in methods
         assert server.proxy.connections == 2
-        read = await _turns(server, thread_id)
+        read = await read_turns(server, thread_id)
         assert len(read) == 2 and all(turn["status"] == "completed" for turn in read)
         errors = [message for message, _ in server.proxy.server_messages() if "error" in message]
         assert errors == []
@@ -73,19 +73,3 @@ async def test_codex_exec_remote_runs_a_thread_a_turn_and_a_resume(tmp_path: Pat
         if server.fake is not None:  # the resumed turn continues the conversation the model saw
             last = server.fake.requests[-1]
             assert last.get("previous_response_id") or "hello over exec" in json.dumps(last["input"])
-
-
-async def _turns(server: Served, thread_id: str) -> list[Json]:
-    """The thread's turns as ``thread/read`` shows them, asked through the proxy."""
-    import trio_websocket
-
-    async with trio_websocket.open_websocket_url(server.url) as ws:
-        for message in ({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "check", "version": "1"}}},
-                        {"method": "initialized"},
-                        {"id": 2, "method": "thread/read", "params": {"threadId": thread_id, "includeTurns": True}}):
-            await ws.send_message(json.dumps(message))
-        with trio.fail_after(STEP):
-            while True:
-                answer = json.loads(await ws.get_message())
-                if answer.get("id") == 2:
-                    return list(answer["result"]["thread"]["turns"])

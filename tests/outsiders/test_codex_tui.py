@@ -1,7 +1,8 @@
 """The codex TUI (``codex --remote ws://...``, the real codex 0.171.0) drives
 ``trio-agent serve`` (issue 22 item 5), as its user would: in a tmux pane of a fixed
-size, type a prompt and Enter, and see the answer on the screen -- on the built-in
-local model and on a loopback fake Responses server.
+size, type a prompt and Enter, and see the answer on the screen; a second prompt, then
+rewind (Esc Esc, Enter: the TUI's ``thread/revert``) -- on the built-in local model and
+on a loopback fake Responses server.
 
 On main the TUI died at start-up (``account/read failed ... -32601``). The pane is an
 OS fact, polled with a bound (``_codex_remote.wait_until``). Every message trio-agent
@@ -18,7 +19,7 @@ import pytest
 import trio
 
 from .._os_facts import pid_alive, wait_gone
-from ._codex_remote import POLL, STEP, Served, codex, codex_environment, served, tcp_peers
+from ._codex_remote import POLL, STEP, Served, codex, codex_environment, read_turns, served, tcp_peers
 
 COLUMNS, ROWS = 120, 40
 READY = "Ask Codex to do anything"  # the composer's placeholder: the TUI is up and waits for a prompt
@@ -53,24 +54,40 @@ async def _show(tmux: Tmux, text: str, what: str) -> None:
     """Poll the pane (an OS fact) until ``text`` is on it, for at most ``STEP`` seconds."""
     screen = ""
     with trio.move_on_after(STEP):
-        while text not in " ".join((screen := await tmux.screen()).split()):  # noqa: ASYNC110 - an OS fact (wrapped lines joined)
+        # (wrapped lines joined; a pane is an OS fact no event announces)
+        while text not in " ".join((screen := await tmux.screen()).split()):  # noqa: ASYNC110
             await trio.sleep(POLL)
         return
     raise AssertionError(f"{what}: {text!r} did not appear within {STEP} s; the screen was:\n{screen}")
 
 
-async def _a_prompt_and_its_answer(server: Served, tmux: Tmux, prompt: str) -> int:
-    """Start the TUI on ``server``, type ``prompt``, wait for the answer; codex's pid."""
+async def _start(server: Served, tmux: Tmux) -> int:
+    """The TUI on ``server``, up and waiting for a prompt; codex's pid."""
     env = codex_environment(server.workspace.parent, server.workspace)
-    await tmux.run("new-session", "-d", "-s", "codex", "-x", str(COLUMNS), "-y", str(ROWS), "-c", str(server.workspace),
-             "env", *(f"{key}={value}" for key, value in env.items()), codex(), "--remote", server.url)
+    await tmux.run("new-session", "-d", "-s", "codex", "-x", str(COLUMNS), "-y", str(ROWS), "-c",
+                   str(server.workspace), "env", *(f"{key}={value}" for key, value in env.items()), codex(),
+                   "--remote", server.url)
     pid = await tmux.value("pane_pid")  # tmux ran env, which became codex (no shell in between)
     await _show(tmux, READY, "the TUI starting up")
+    return pid
+
+
+async def _ask(server: Served, tmux: Tmux, prompt: str) -> None:
+    """Type ``prompt`` into the composer, Enter, and wait for its answer on the screen."""
     await tmux.run("send-keys", "-t", "codex", "-l", prompt)
     await _show(tmux, prompt, "the typed prompt in the composer")
     await tmux.run("send-keys", "-t", "codex", "Enter")
     await _show(tmux, server.answer(prompt), "the answer on the screen")
-    return pid
+
+
+async def _rewind(tmux: Tmux) -> None:
+    """Esc Esc opens the transcript at the last prompt; Enter rewinds to before it
+    (the TUI calls thread/revert)."""
+    for _ in range(2):
+        await tmux.run("send-keys", "-t", "codex", "Escape")
+    await _show(tmux, "Browsing transcript", "the transcript browser")
+    await tmux.run("send-keys", "-t", "codex", "Enter")
+    await _show(tmux, "Conversation reverted to this point", "the rewind")
 
 
 @pytest.mark.parametrize("model", ["local", "fake"])
@@ -78,8 +95,11 @@ async def test_the_codex_tui_shows_the_answer_to_a_typed_prompt(tmp_path: Path, 
     tmux = Tmux(tmp_path)
     async with served(tmp_path, model) as server:
         try:
-            pid = await _a_prompt_and_its_answer(server, tmux, "hello from the tui")
+            pid = await _start(server, tmux)
             tmux_pid = await tmux.value("pid")
+            await _ask(server, tmux, "hello from the tui")
+            await _ask(server, tmux, "a second prompt")
+            await _rewind(tmux)
             assert tcp_peers(pid) <= {"127.0.0.1"}, tcp_peers(pid)  # nothing but loopback
         finally:
             with trio.CancelScope(shield=True):
@@ -97,6 +117,14 @@ async def test_the_codex_tui_shows_the_answer_to_a_typed_prompt(tmp_path: Path, 
         assert server.check_every_server_message() > 20
         names = [message for message, answered in server.proxy.server_messages()
                  if message.get("method") == "thread/name/updated"]
-        assert names and names[-1]["params"]["threadName"] == "hello from the tui"  # the TUI names the thread
+        # The TUI names the thread (after its first prompt, or a title a model wrote) with thread/name/set.
+        assert names and names[-1]["params"]["threadName"]
         if server.fake is not None:
             assert any("hello from the tui" in str(request["input"]) for request in server.fake.requests)
+        # The rewind dropped the second turn from the thread (thread/revert), as the screen said.
+        (revert,) = [message["params"] for direction, message in server.proxy.log
+                     if direction == "client" and message.get("method") == "thread/revert"]
+        assert [answer.get("error") for answer in server.proxy.responses("thread/revert")] == [None]
+        turns = await read_turns(server, revert["threadId"])
+        assert len(turns) == 1 and turns[0]["id"] != revert["beforeTurnId"]
+        assert turns[0]["items"][0]["content"][0]["text"] == "hello from the tui"
