@@ -97,7 +97,7 @@ def _roll_back(server: AppServer, state: ThreadState, agent: Agent, keep: int, m
             turn.status == "inProgress" for turn in state.mapper.turns):
         raise InvalidRequest(f"{method}: thread {state.thread_id} is running a turn; call it after the turn's "
                              "turn/completed (or turn/interrupt it first)")
-    history = agent._ledger.history.to_list()
+    history = list(server.threads.read(state.thread_id).history)
     cut = _cut_point(state, history, keep)
     dropped = {id(turn) for turn in state.mapper.turns[keep:]}
     _rewrite_history(agent, history[:cut])
