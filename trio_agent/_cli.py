@@ -14,6 +14,10 @@ the live turn; exit 130 after one ``-- cancelled ...`` line), a second one exits
 once. ``main`` turns a ``KeyboardInterrupt`` that arrives outside that window --
 bare, or in Trio's exception groups -- into exit status 130 without a traceback.
 
+``trio-agent exec`` runs one turn with codex exec's command line and prints its JSONL
+events (``_cli_exec``): what ``@openai/codex-sdk`` drives, one process per turn,
+``resume THREAD_ID`` continuing a thread of the app server's home.
+
 ``trio-agent serve`` serves durable threads over the Codex app-server v2 protocol
 (``docs/app-server.md``): one client on stdio by default, any number with
 ``--listen ws://127.0.0.1:PORT``. The model is configured as for ``run``; everything
@@ -40,8 +44,9 @@ from typing import TYPE_CHECKING
 import trio
 
 from . import __version__
-from ._cli_options import add_connection_options, add_run_options, connection_settings, environment_epilog, run_settings
-from ._cli_serve_options import add_listener_options, listener_options_given
+from ._cli_app_server import add_app_server_command, add_server_options, app_server_main
+from ._cli_options import add_run_options, connection_settings, environment_epilog, run_settings
+from ._cli_serve_options import listener_options_given
 from ._cli_signals import Interrupts, exit_on_signal, interrupted_only
 from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
 
@@ -50,12 +55,18 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
+#: The commands that take codex's top-level ``-c key=value`` options (``args.codex_config``).
+_CODEX_COMMANDS = ("app-server", "exec")
+
 
 def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
     """The command line's parser, and its ``run`` and ``serve`` subparsers (for the checks of ``_cli_options``)."""
     parser = argparse.ArgumentParser(prog="trio-agent", description="A Trio-native coding agent runtime.",
                                      epilog=environment_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"trio-agent {__version__}")
+    parser.add_argument("-c", "--config", dest="codex_config", action="append", default=[], metavar="key=value",
+                        help=f"a codex config override, as codex takes it (for {', '.join(_CODEX_COMMANDS)}; "
+                             "repeatable)")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one prompt and print the answer", epilog=environment_epilog(),
                          description="Run one prompt and print the answer, the tool calls and their output as "
@@ -79,29 +90,42 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
     serve = sub.add_parser("serve", help="serve threads over the Codex app-server protocol (JSON-RPC)")
     serve.add_argument("--listen", default=None, metavar="ws://HOST:PORT",
                        help="serve any number of clients over WebSocket (default: one client on stdio)")
-    serve.add_argument("--home", type=Path, default=None,
-                       help="where rollouts and thread records live (default: $TRIO_AGENT_HOME or ~/.trio-agent)")
-    serve.add_argument("--local", action="store_true", help="use the built-in local scripted model")
-    serve.add_argument("--unload-delay", type=float, default=60.0, metavar="S",
-                       help="seconds an idle thread with no subscriber stays loaded (default: 60)")
     serve.add_argument("--model", default=None, help="default model slug of new threads (default: gpt-5.5)")
     serve.add_argument("--workspace", type=Path, default=None, help="default cwd of new threads (default: .)")
-    serve.add_argument("--multi-agent", action="store_true",
-                       help="give every thread the collaboration tools; their workers are child threads "
-                            "(codex's multi-agent v2)")
-    add_listener_options(serve)
-    add_connection_options(serve)
+    add_server_options(serve)
     lifecycle = serve.add_mutually_exclusive_group()
     lifecycle.add_argument("--daemon", action="store_true",
                            help="start the warm daemon in the background instead: `trio-agent run` then runs on "
                                 "prewarmed agents (socket in $XDG_RUNTIME_DIR/trio-agent, else /tmp/trio-agent-$UID)")
     lifecycle.add_argument("--stop", action="store_true", help="stop the warm daemon (its runs are cancelled)")
+    sub.add_parser("exec", add_help=False,
+                   help="run one turn and print codex exec's JSONL (--json): what @openai/codex-sdk runs "
+                        "(trio-agent exec --help for options)")
     sub.add_parser(
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
     )
     add_replay_command(sub)
+    add_app_server_command(sub)  # codex's entry point (_cli_app_server)
     return parser, run, serve
+
+
+def _leading_config(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``-c/--config KEY=VALUE`` options before the command (codex's global ``-c``), as
+    ``--config=KEY=VALUE`` each, and the rest of ``argv``."""
+    overrides: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in ("-c", "--config") and index + 1 < len(argv):
+            overrides.append(f"--config={argv[index + 1]}")
+            index += 2
+        elif arg.startswith("--config="):
+            overrides.append(arg)
+            index += 1
+        else:
+            break
+    return overrides, argv[index:]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,8 +144,18 @@ def _main(argv: list[str]) -> int:
         from ._bench import main as bench
 
         return bench(argv[1:])
+    overrides, rest = _leading_config(argv)
+    if rest[:1] == ["exec"]:  # codex exec's own command line (_cli_exec); `-c k=v exec ...` as codex takes it
+        from ._cli_exec import exec_main
+
+        return exec_main([*overrides, *rest[1:]])
     parser, run_parser, serve_parser = _parsers()
     args = parser.parse_args(argv)
+    if args.codex_config and args.command not in _CODEX_COMMANDS:
+        parser.error(f"-c/--config (codex's config overrides) applies to {' and '.join(_CODEX_COMMANDS)}, "
+                     f"not to {args.command}")
+    if args.command == "app-server":
+        return app_server_main(args, os.environ)
     if args.command == "replay":
         return run_replay(args)
     if args.command == "serve" and (args.daemon or args.stop):

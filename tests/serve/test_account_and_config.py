@@ -139,8 +139,8 @@ async def test_the_start_up_reads_say_what_this_server_has(
             {"cwd": "/b", "hooks": [], "warnings": [], "errors": []}]}
         assert (await client.request("hooks/list", {}))["data"][0]["cwd"] == workspace
         thread = await start_thread(client, cwd=str(tmp_path))
-        by_thread = await client.request("skills/list", {"threadId": thread["id"]})
-        assert by_thread == {"data": [{"cwd": os.path.realpath(tmp_path), "skills": [], "errors": []}]}
+        by_thread = await client.request("hooks/list", {"threadId": thread["id"]})
+        assert by_thread == {"data": [{"cwd": os.path.realpath(tmp_path), "hooks": [], "warnings": [], "errors": []}]}
         assert (await client.request("skills/list", {"cwds": [], "forceReload": True}))["data"][0]["cwd"] == workspace
         assert await client.request("collaborationMode/list", {}) == {"data": []}
         assert await client.request("plugin/installed", {"cwds": [workspace]}) == {

@@ -187,36 +187,64 @@ async def _cold(client: AppServerClient, thread_id: str) -> None:
     await client.request("thread/resume", {"threadId": thread_id})
 
 
-def _drop_cut_points(harness: Harness, thread_id: str) -> None:
-    """Make the record one written before turns kept where their history ends."""
+def _edit_record(harness: Harness, thread_id: str, *, drop_cut_points: bool = False,
+                 last_prompt: str | None = None) -> None:
+    """Make the record one written before turns kept where their history ends, or one
+    whose last turn names a prompt the history does not have."""
     path = harness.home / "app-server" / "threads" / f"{thread_id}.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    for line in lines:
-        if line["type"] == "turn":
-            del line["turn"]["history_end"]
+    turns = [line["turn"] for line in lines if line["type"] == "turn"]
+    for turn in turns:
+        if drop_cut_points:
+            del turn["history_end"]
+    if last_prompt is not None:
+        turns[-1]["items"][0]["content"][0]["text"] = last_prompt
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
-async def test_an_older_record_without_cut_points_resumes_but_is_not_rolled_back(
+async def test_without_a_recorded_cut_point_the_prompts_find_it_or_nothing_changes(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with app_server(tmp_path, unload_delay=0) as harness:
         client = await harness.client()
-        kept, turns = await three_turns(client)
         old, old_turns = await three_turns(client)
-        for thread_id in (kept, old):
+        odd, odd_turns = await three_turns(client)
+        for thread_id in (old, odd):
             await client.request("thread/unsubscribe", {"threadId": thread_id})
             await client.read_notification("thread/closed", lambda p, t=thread_id: p["threadId"] == t)
-        _drop_cut_points(harness, old)
-        for thread_id in (kept, old):
+        _edit_record(harness, old, drop_cut_points=True)
+        _edit_record(harness, odd, drop_cut_points=True, last_prompt="a prompt the model never saw")
+        for thread_id in (old, odd):
             await client.request("thread/resume", {"threadId": thread_id})
-        # The cut points a record keeps survive a cold resume (the positive control)...
-        rolled = await client.request("thread/rollback", {"threadId": kept, "numTurns": 1})
-        assert [turn["id"] for turn in rolled["thread"]["turns"]] == turns[:2]
-        # ...and a record written before them loads as it did, but says why it cannot roll back.
+        # A record written before cut points loads as it did, and its prompts say where to cut.
         assert await turns_of(client, old) == old_turns
-        await _refused(client, "thread/rollback", {"threadId": old, "numTurns": 1}, -32600,
-                       "was not recorded")
-        assert await turns_of(client, old) == old_turns
-        rolled_all = await client.request("thread/rollback", {"threadId": old, "numTurns": 3})  # the start is known
+        rolled = await client.request("thread/rollback", {"threadId": old, "numTurns": 2})
+        assert [turn["id"] for turn in rolled["thread"]["turns"]] == old_turns[:1]
+        await run_turn(client, old, "four")
+        assert prompts(harness.model.requests[-1]["input"]) == ["one", "four"]
+        # When the history does not have a dropped turn's prompt, nothing is guessed.
+        await _refused(client, "thread/rollback", {"threadId": odd, "numTurns": 1}, -32600,
+                       "the prompts of the turns to drop are not all in the history")
+        assert await turns_of(client, odd) == odd_turns
+        rolled_all = await client.request("thread/rollback", {"threadId": odd, "numTurns": 3})  # the start is known
         assert rolled_all["thread"]["turns"] == []
+
+
+async def test_a_turn_queued_behind_a_compaction_is_rolled_back_by_its_prompt(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The compaction turn ends while the next prompt already waits, so its end is not
+    recorded; the queued turn's prompt is where to cut."""
+    async with app_server(tmp_path, compacting) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        await run_turn(client, thread_id, "before")
+        await client.request("thread/compact/start", {"threadId": thread_id})
+        queued = await client.request("turn/start", {"threadId": thread_id, "input": text_input("queued")})
+        await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == queued["turn"]["id"])
+        turns = await turns_of(client, thread_id)
+        assert len(turns) == 3 and turns[-1] == queued["turn"]["id"]
+        await client.request("thread/revert", {"threadId": thread_id, "beforeTurnId": queued["turn"]["id"]})
+        assert await turns_of(client, thread_id) == turns[:2]
+        await run_turn(client, thread_id, "after")
+        assert "queued" not in prompts(harness.model.requests[-1]["input"])

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import trio
@@ -98,7 +99,9 @@ def _say(message: str) -> None:
     print(f"trio-agent serve: {message}", file=sys.stderr, flush=True)
 
 
-def serve_main(args: argparse.Namespace, connection: Connection) -> int:
+def serve_main(args: argparse.Namespace, connection: Connection, *, template: Mapping[str, Any] | None = None) -> int:
+    """Serve until stdin ends (stdio) or a signal; ``template``: more ``AgentConfig`` fields
+    of every thread (``trio-agent app-server``'s ``-c`` overrides)."""
     try:
         listen = _listen(args)
     except ValueError as exc:
@@ -109,10 +112,11 @@ def serve_main(args: argparse.Namespace, connection: Connection) -> int:
         return 2
     if listen is None:
         sys.stdout = sys.stderr  # stdout carries the protocol: nothing else may print there
-    return trio.run(_serve, args, connection, listen)
+    return trio.run(_serve, args, connection, listen, dict(template or {}))
 
 
-async def _serve(args: argparse.Namespace, connection: Connection, listen: Listen | None) -> int:
+async def _serve(args: argparse.Namespace, connection: Connection, listen: Listen | None,
+                 template: dict[str, Any]) -> int:
     import trio_agent as ta
 
     home = Path(args.home or os.environ.get("TRIO_AGENT_HOME") or Path.home() / ".trio-agent")
@@ -129,7 +133,7 @@ async def _serve(args: argparse.Namespace, connection: Connection, listen: Liste
         try:
             config = ta.AgentConfig(auth=connection.key or "local-key", workspace=args.workspace or Path.cwd(),
                                     responses=ta.Responses(**responses),
-                                    **({"model": args.model} if args.model else {}))
+                                    **({"model": args.model} if args.model else {}), **template)
         except ta.ConfigError as exc:
             _say(str(exc))
             nursery.cancel_scope.cancel()

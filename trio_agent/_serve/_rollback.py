@@ -11,12 +11,17 @@ the thread and its remaining turns). Both cut the thread at the start of a turn:
   Keeping the first K turns keeps the history up to the end of turn K (for K = 0: the
   start), plus the context messages the next turn began with (the first turn's
   permissions and environment messages, a permissions message after a sandbox or
-  policy change): they describe settings the thread still runs with.
+  policy change): they describe settings the thread still runs with. When turn K's end
+  was not recorded (it ended while the next turn was already queued -- a compaction
+  followed by a prompt -- or the record is older than cut points), the cut is found
+  as codex finds its own, by user messages: every prompt and steer of the dropped
+  turns, newest first, must be in the history after the last compaction summary, and
+  the cut is at the first dropped turn's prompt.
 - *Refused* (-32600, nothing changed): while a turn runs or waits (interrupt it, or
   wait for its ``turn/completed``); past a compaction (the history before it was
-  replaced by its summary, so the cut point no longer exists); when the cut point was
-  not recorded (a turn that ended while another was queued, or a record written
-  before this server recorded cut points); for an unloaded thread (resume it first).
+  replaced by its summary, so the cut point no longer exists); when neither way finds
+  the cut (a dropped turn without a prompt, such as an automatic one, whose start was
+  not recorded); for an unloaded thread (resume it first).
 - *How.* The history is rewritten through the agent's ledger -- the one writer of its
   history, whose rewrites the model client (its response chain restarts where the
   server's copy no longer matches) and the rollout (a ``compacted`` line with the new
@@ -39,6 +44,7 @@ from ._params import Params, shown
 if TYPE_CHECKING:
     from .._runtime import Agent
     from ._server import AppServer, ThreadState
+    from ._shapes import TurnRecord
 
 __all__ = ["METHODS"]
 
@@ -66,6 +72,37 @@ def _is_context(item: Json) -> bool:
     return item.get("role") == "user" and texts[-1].startswith(_ENVIRONMENT_PREFIX)
 
 
+def _user_text(item: Json) -> str | None:
+    """The text a prompt or steer put in history (its first text part), else None."""
+    if item.get("type") != "message" or item.get("role") != "user" or _is_context(item):
+        return None
+    texts = _texts(item)
+    return texts[0] if texts else None
+
+
+def _asked(turn: TurnRecord) -> list[str]:
+    """The texts of a turn's prompt and steers, in order (``userMessage`` items)."""
+    return ["\n".join(part.get("text", "") for part in item.get("content", []) if part.get("type") == "text")
+            for item in turn.items if item.get("type") == "userMessage"]
+
+
+def _found_start(dropped: list[TurnRecord], history: list[Json]) -> int | None:
+    """Where the first dropped turn's prompt is in ``history``, found by matching every
+    prompt and steer of the dropped turns, newest first, against the user messages after
+    the last compaction summary (codex finds its cut by user messages too); None when
+    one is missing or the first dropped turn has no prompt."""
+    expected = [text for turn in dropped for text in _asked(turn)]
+    if not dropped or not _asked(dropped[0]):
+        return None
+    floor = max((i + 1 for i, item in enumerate(history) if item.get("type") == "compaction"), default=0)
+    index = len(history)
+    for text in reversed(expected):
+        index = next((i for i in range(index - 1, floor - 1, -1) if _user_text(history[i]) == text), -1)
+        if index < 0:
+            return None
+    return index
+
+
 def _cut_point(state: ThreadState, history: list[Json], keep: int) -> int:
     """How many history items keeping the first ``keep`` turns keeps (or ``InvalidRequest``)."""
     turns = state.mapper.turns
@@ -75,14 +112,18 @@ def _cut_point(state: ThreadState, history: list[Json], keep: int) -> int:
                 f"cannot roll back thread {state.thread_id} past turn {turn.id}: it compacted the history, so the "
                 "history before it exists only as its summary; roll back fewer turns, or fork an older thread")
     end = 0 if keep == 0 else turns[keep - 1].history_end
-    if end is None or end > len(history):
+    if end is not None and end <= len(history):
+        while end < len(history) and _is_context(history[end]):
+            end += 1
+        return end
+    found = _found_start(turns[keep:], history)
+    if found is None:
         raise InvalidRequest(
             f"cannot roll back thread {state.thread_id} to after turn {turns[keep - 1].id}: where its history ends "
-            "was not recorded (it ended while another turn was queued, or its record predates rollbacks); roll "
-            "back to a later turn, or start a new thread")
-    while end < len(history) and _is_context(history[end]):
-        end += 1
-    return end
+            "was not recorded (it ended while another turn was queued, or its record predates rollbacks) and the "
+            "prompts of the turns to drop are not all in the history; roll back to a later turn, or start a new "
+            "thread")
+    return found
 
 
 def _rewrite_history(agent: Agent, items: list[Json]) -> None:

@@ -48,6 +48,17 @@ async def dispatch(server: AppServer, conn: Connection, request: Request) -> Rep
         raise InvalidRequest(f"{request.method}: {exc}") from exc
 
 
+#: The codex version ``initialize`` reports (``userAgent``'s ``name/VERSION``, where codex
+#: puts its CLI version; the schema's InitializeResponse has no ``serverInfo``):
+#: ``0.0.0``, codex's own "unversioned build". A real codex version would promise that
+#: release's whole protocol, and the official Python SDK would then send fields this
+#: server does not implement (``turnTrigger``...) unchecked; with ``0.0.0`` it asks this
+#: server's own schema (``app-server generate-json-schema --experimental``, restricted to
+#: what it implements: ``_schema_export``) and refuses, before sending, what is not
+#: there. trio-agent's own version follows in the comment. docs/app-server.md "Version".
+PROTOCOL_VERSION = "0.0.0"
+
+
 async def initialize(server: AppServer, conn: Connection, params: Params) -> Reply:
     if conn.initialized:
         raise InvalidRequest("Already initialized: send `initialize` once per connection")
@@ -66,8 +77,8 @@ async def initialize(server: AppServer, conn: Connection, params: Params) -> Rep
     conn.client_name = name
     system = platform.system()
     return Reply({
-        "userAgent": f"trio-agent/{CLI_VERSION} ({system} {platform.release()}; {platform.machine()}) "
-                     f"({name}; {version})",
+        "userAgent": f"trio-agent/{PROTOCOL_VERSION} (trio-agent {CLI_VERSION}; {system} {platform.release()}; "
+                     f"{platform.machine()}) ({name}; {version})",
         "codexHome": str(server.home.resolve()),
         "platformFamily": "windows" if sys.platform == "win32" else "unix",
         "platformOs": {"Darwin": "macos", "Windows": "windows"}.get(system, system.lower()),

@@ -16,8 +16,8 @@ server and nothing it does not have:
   policies (``untrusted``, ``on-request``, ``never``: no ``on-failure``, no granular
   policies), the three sandbox modes, and both reviewers (``_reviewer``).
 - ``hooks/list``, ``skills/list``: this server runs no hooks and has no skills, so each
-  directory asked about (``cwds``; else the thread's or the server's workspace) has an
-  empty entry.
+  directory asked about (``cwds``; else, for ``hooks/list``, the ``threadId``'s
+  workspace; else the server's) has an empty entry.
 - ``collaborationMode/list`` (experimental): no collaboration-mode presets (no plan
   mode): ``{data: []}``.
 - ``plugin/installed``, ``plugin/list``, ``app/list``, ``mcpServerStatus/list`` (the TUI
@@ -75,14 +75,14 @@ async def config_requirements_read(server: AppServer, conn: Connection, params: 
     return Reply({"requirements": requirements})
 
 
-def _directories(server: AppServer, params: Params) -> list[str]:
-    """``cwds`` asked about, else the named thread's workspace, else the server's."""
+def _directories(server: AppServer, params: Params, *, by_thread: bool = False) -> list[str]:
+    """``cwds`` asked about, else (``hooks/list``) the named thread's workspace, else the server's."""
     cwds = params.opt_list("cwds") or []
     if not all(isinstance(cwd, str) and cwd for cwd in cwds):
         raise InvalidParams(f"{params.method}: `cwds` must be an array of directory paths, got {shown(cwds)}")
     if cwds:
         return list(dict.fromkeys(cwds))
-    thread_id = params.opt_string("threadId")
+    thread_id = params.opt_string("threadId") if by_thread else None
     state = server.state(thread_id) if thread_id else None
     if state is not None:
         return [state.meta.cwd]
@@ -91,7 +91,7 @@ def _directories(server: AppServer, params: Params) -> list[str]:
 
 async def hooks_list(server: AppServer, conn: Connection, params: Params) -> Reply:
     return Reply({"data": [{"cwd": cwd, "hooks": [], "warnings": [], "errors": []}
-                           for cwd in _directories(server, params)]})
+                           for cwd in _directories(server, params, by_thread=True)]})
 
 
 async def skills_list(server: AppServer, conn: Connection, params: Params) -> Reply:
