@@ -29,6 +29,7 @@ from trio_agent._jsontext import dumps
 from trio_agent._rollout import RolloutError, RolloutWarning, RolloutWriter, read_history
 from trio_agent._serve._dynamic import parse_dynamic_tools
 from trio_agent._serve._permissions import requested_sandbox
+from trio_agent._serve._reviewer import REVIEWERS
 from trio_agent._serve._shapes import ThreadMeta, TurnRecord, add_usage, thread_json
 from trio_agent._serve._store import ThreadStore
 from trio_agent._session.history import History
@@ -256,17 +257,22 @@ def test_a_hostile_snapshot_object_is_invalid_session_snapshot() -> None:
 
 
 def write_record(home: Path) -> Path:
+    """Lines: 1 meta, 2 turn-1, 3 meta (renamed, archived, a policy), 4 turn-2, 5 turn-3,
+    6 a rollback keeping two turns."""
     store = ThreadStore(home)
     meta = ThreadMeta(RECORD_THREAD, created_at=1_700_000_000, cwd="/w", model="m", model_provider="openai",
                       dynamic_tools=[{"name": "lookup", "description": "Look up.", "inputSchema": {"type": "object"}}],
-                      sandbox={"type": "workspaceWrite", "networkAccess": False, "writableRoots": []})
+                      sandbox={"type": "workspaceWrite", "networkAccess": False, "writableRoots": []},
+                      approvals_reviewer="auto_review")
     store.create(meta)
     turn = TurnRecord("turn-1", "completed", [{"type": "userMessage", "id": "i1", "content": []}], None,
-                      1_700_000_000_000, 1_700_000_001_000)
+                      1_700_000_000_000, 1_700_000_001_000, history_end=4)
     store.append_turn(RECORD_THREAD, turn, {"totalTokens": 10, "inputTokens": 7, "outputTokens": 3})
-    meta.approval_policy = "never"
+    meta.approval_policy, meta.name, meta.archived = "never", "the record", True
     store.update(meta)
     store.append_turn(RECORD_THREAD, TurnRecord("turn-2", "failed", [], {"message": "boom"}), None)
+    store.append_turn(RECORD_THREAD, TurnRecord("turn-3", "completed", [], history_end=9), None)
+    store.roll_back(RECORD_THREAD, 2)
     return store._path(RECORD_THREAD)
 
 
@@ -288,6 +294,8 @@ def _record_usable(stored: Any) -> None:
             pass
     if meta.approval_policy is not None:
         ApprovalPolicy(meta.approval_policy)
+    assert meta.approvals_reviewer in (None, *REVIEWERS)
+    assert all(turn.history_end is None or turn.history_end >= 0 for turn in stored.turns)
 
 
 HOSTILE_RECORD_LINES = [
@@ -312,6 +320,20 @@ HOSTILE_RECORD_LINES = [
     (2, {"type": "turn", "turn": {"id": "t", "started_at_ms": "soon"}}, "turn.started_at_ms is a string"),
     (2, {"type": "turn", "turn": {"id": 5}}, "turn.id is a number, not a string"),
     (2, {"type": "turn", "turn": {"id": "t"}, "usageTotal": {"totalTokens": "many"}}, "its usageTotal is an object"),
+    (3, {"type": "meta", "meta": {"thread_id": RECORD_THREAD, "created_at": 1, "cwd": "/", "model": "m",
+                                  "model_provider": "p", "approvals_reviewer": "robot"}},
+     "meta.approvals_reviewer 'robot' is not one of user, auto_review, guardian_subagent"),
+    (3, {"type": "meta", "meta": {"thread_id": RECORD_THREAD, "created_at": 1, "cwd": "/", "model": "m",
+                                  "model_provider": "p", "name": 5}}, "meta.name is a number, not a string or null"),
+    (3, {"type": "meta", "meta": {"thread_id": RECORD_THREAD, "created_at": 1, "cwd": "/", "model": "m",
+                                  "model_provider": "p", "archived": "yes"}},
+     "meta.archived is a string, not true/false"),
+    (2, {"type": "turn", "turn": {"id": "t", "history_end": "end"}}, "turn.history_end is a string, not an integer"),
+    (6, {"type": "rollback", "turns": 4}, "it keeps 4 turns, but 3 are listed before it"),
+    (6, {"type": "rollback", "turns": -1}, "it keeps -1 turns"),
+    (6, {"type": "rollback", "turns": "2"}, "its turns is a string, not an integer"),
+    (6, {"type": "rollback"}, "its turns is null, not an integer"),
+    (6, {"type": "rollback", "turns": True}, "its turns is true/false, not an integer"),
     (2, b'{"type": "turn", "turn": {"id": "\xff"}}', "it is not UTF-8"),
     (2, b'{"type": "turn", "turn": {"id": "t", "started_at_ms": ' + b"9" * 5000 + b"}}", "cannot read"),
 ]
@@ -340,14 +362,34 @@ def test_an_intact_thread_record_loads_whole_and_a_torn_line_costs_only_itself(t
     stored = ThreadStore(tmp_path).load(RECORD_THREAD)
     assert stored is not None
     assert [t.id for t in stored.turns] == ["turn-1", "turn-2"] and stored.meta.approval_policy == "never"
+    assert (stored.meta.name, stored.meta.archived, stored.meta.approvals_reviewer) == ("the record", True,
+                                                                                       "auto_review")
+    assert [t.history_end for t in stored.turns] == [4, None]
     assert stored.usage_total == {"totalTokens": 10, "inputTokens": 7, "outputTokens": 3}
     _record_usable(stored)
     data = path.read_bytes()
     path.write_bytes(data + encode_lines([{"type": "future_line", "x": 1}]))  # a newer server's: skipped
     assert ThreadStore(tmp_path).load(RECORD_THREAD) == stored
-    path.write_bytes(data[:-5])
+    path.write_bytes(data[:-5])  # the rollback line torn: never committed
+    stored = ThreadStore(tmp_path).load(RECORD_THREAD)
+    assert stored is not None and [t.id for t in stored.turns] == ["turn-1", "turn-2", "turn-3"]
+
+
+def test_a_record_written_before_names_archiving_reviewers_and_cut_points_loads_with_their_defaults(
+    tmp_path: Path,
+) -> None:
+    path = ThreadStore(tmp_path)._path(RECORD_THREAD)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(encode_lines([
+        {"type": "meta", "meta": {"thread_id": RECORD_THREAD, "created_at": 1, "cwd": "/w", "model": "m",
+                                  "model_provider": "openai", "approval_policy": "never"}},
+        {"type": "turn", "turn": {"id": "turn-1", "status": "completed", "items": []}, "usageTotal": None},
+    ]))
     stored = ThreadStore(tmp_path).load(RECORD_THREAD)
     assert stored is not None and [t.id for t in stored.turns] == ["turn-1"]
+    assert (stored.meta.name, stored.meta.archived, stored.meta.approvals_reviewer) == (None, False, None)
+    assert stored.turns[0].history_end is None
+    _record_usable(stored)
 
 
 @MUTATIONS

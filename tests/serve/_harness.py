@@ -114,7 +114,8 @@ class Harness:
 async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay: float = 60.0,
                      max_attempts: int | None = None, outgoing_limit: int = OUTGOING_LIMIT,
                      sandbox: ta.SandboxMode | None = ta.SandboxMode.DANGER_FULL_ACCESS,
-                     approval: ta.Approvals | None = None, multi_agent: bool = False) -> AsyncIterator[Harness]:
+                     approval: ta.Approvals | None = None, multi_agent: bool = False,
+                     model_provider: str = "openai") -> AsyncIterator[Harness]:
     server = FakeResponsesServer.in_memory()
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
@@ -129,18 +130,19 @@ async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay
     model = Model(server, reply)
     with trio.fail_after(TEST_DEADLINE):
         async with _running(server, model, config, home, workspace, unload_delay, outgoing_limit,
-                            multi_agent) as harness:
+                            multi_agent, model_provider) as harness:
             yield harness
 
 
 @asynccontextmanager
 async def _running(server: FakeResponsesServer, model: Model, config: ta.AgentConfig, home: Path, workspace: Path,
-                   unload_delay: float, outgoing_limit: int, multi_agent: bool) -> AsyncIterator[Harness]:
+                   unload_delay: float, outgoing_limit: int, multi_agent: bool,
+                   model_provider: str) -> AsyncIterator[Harness]:
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         nursery.start_soon(model.serve)
         async with open_app_server(config, home=home, unload_delay=unload_delay, outgoing_limit=outgoing_limit,
-                                   multi_agent=multi_agent) as app:
+                                   multi_agent=multi_agent, model_provider=model_provider) as app:
             yield Harness(app, model, nursery, workspace, home)
         nursery.cancel_scope.cancel()
 

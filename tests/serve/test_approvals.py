@@ -376,7 +376,8 @@ async def test_the_default_is_a_workspace_sandbox_asking_nobody(tmp_path: Path) 
         started = await client.request("thread/start", {"approvalsReviewer": "auto_review"})
         assert started["sandbox"] == {"type": "workspaceWrite", "writableRoots": [], "networkAccess": False,
                                       "excludeTmpdirEnvVar": False, "excludeSlashTmp": False}
-        assert started["approvalPolicy"] == "never" and started["approvalsReviewer"] == "user"
+        # The reviewer asked for is the one reported (and kept); policy never asks nobody anyway.
+        assert started["approvalPolicy"] == "never" and started["approvalsReviewer"] == "auto_review"
         _, seen = await finish(client, await start_turn(client, started["thread"]["id"]))
     assert model.outputs == ["ok 0:made\n"] and (harness.workspace / "made.txt").exists()
     assert not [m for m in seen if "id" in m and "method" in m]  # no server request: nobody was asked

@@ -126,6 +126,27 @@ async def test_a_nested_message_over_websocket_leaves_other_clients_and_their_tu
     ("thread/list", {"cwd": [{"not": "a path"}]}, "`cwd` must be a path"),
     ("thread/list", {"cursor": "9" * 4000}, "is not a cursor this server gave out"),
     ("thread/loaded/list", {"cursor": "-5"}, "is not a cursor this server gave out"),
+    # issue 22's methods
+    ("thread/start", {"approvalsReviewer": ["user"]}, "`approvalsReviewer` must be one of"),
+    ("thread/start", {"permissions": {"profile": ":read-only"}}, "`permissions` must be one of"),
+    ("account/read", {"refreshToken": "yes"}, "`refreshToken` must be"),
+    ("account/login/start", {"type": ["apiKey"]}, "`type` must be"),
+    ("account/login/start", {"type": "apiKey", "apiKey": {"key": "k"}}, "`apiKey` must be"),
+    ("account/login/cancel", {"loginId": 5}, "`loginId` must be"),
+    ("config/read", {"includeLayers": "no"}, "`includeLayers` must be"),
+    ("hooks/list", {"cwds": "/a"}, "`cwds` must be"),
+    ("skills/list", {"cwds": [None]}, "`cwds` must be"),
+    ("plugin/installed", {"cwds": 5}, "`cwds` must be"),
+    ("app/list", {"limit": "all"}, "`limit` must be"),
+    ("thread/name/set", {"threadId": 5, "name": "x"}, "`threadId` must be"),
+    ("thread/archive", {"threadId": ["x"]}, "`threadId` must be"),
+    ("thread/turns/list", {"threadId": "x", "limit": -1}, "`limit` must be"),
+    ("thread/rollback", {"threadId": "x", "numTurns": 1.5}, "`numTurns` must be"),
+    ("thread/revert", {"threadId": "x", "beforeTurnId": 5}, "`beforeTurnId` must be"),
+    ("thread/list", {"sourceKinds": "appServer"}, "`sourceKinds` must be"),
+    ("thread/list", {"parentThreadId": 5}, "`parentThreadId` must be"),
+    ("thread/list", {"sectionId": {"id": 1}}, "`sectionId` must be"),
+    ("thread/list", {"originators": [1]}, "`originators` must be"),
 ])
 async def test_params_of_any_type_are_invalid_params_not_internal_errors(
     tmp_path: Path, autojump_clock: trio.testing.MockClock, method: str, params: dict[str, Any], says: str

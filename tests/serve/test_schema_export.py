@@ -84,7 +84,9 @@ def test_the_shipped_subset_is_rebuilt_from_the_vendored_schema(experimental: bo
 def test_the_table_names_the_served_methods_and_codex_fields() -> None:
     assert set(ACCEPTED) | OUTSIDE_CODEX == set(METHODS), "methods changed: update _schema_export.ACCEPTED"
     for method, fields in ACCEPTED.items():
-        known = set(_params_type(codex(True), method).get("properties", {}))
+        params = _params_type(codex(True), method)
+        known = set(params.get("properties", {})).union(  # a params type of oneOf variants: theirs
+            *(variant.get("properties", {}) for variant in params.get("oneOf", [])))
         assert fields | REFUSED.get(method, frozenset()) <= known, (method, fields - known)
 
 
@@ -176,7 +178,10 @@ async def test_the_handlers_read_exactly_the_exported_and_refused_fields(
 #: The methods ``_every_method`` drives (a method added later is checked once it is added there).
 _DRIVEN = {"initialize", "model/list", "thread/start", "turn/start", "thread/inject_items", "thread/read",
            "thread/list", "thread/loaded/list", "thread/resume", "thread/fork", "thread/compact/start", "turn/steer",
-           "turn/interrupt", "thread/unsubscribe"}
+           "turn/interrupt", "thread/unsubscribe", "thread/name/set", "thread/archive", "thread/unarchive",
+           "thread/turns/list", "thread/revert", "account/read", "account/login/start", "account/login/cancel",
+           "config/read", "hooks/list", "skills/list", "plugin/installed", "plugin/list", "app/list",
+           "mcpServerStatus/list"}  # (account/logout, configRequirements/read, collaborationMode/list read nothing)
 
 
 async def _every_method(client: AppServerClient, workspace: Path) -> None:
@@ -199,9 +204,26 @@ async def _every_method(client: AppServerClient, workspace: Path) -> None:
                                              input=text_input("and more")))
     await client.request("turn/interrupt", _full("turn/interrupt", threadId=thread_id, turnId=turn_id))
     await client.read_notification("turn/completed", lambda p: p["turn"]["id"] == turn_id)
+    await _thread_admin_and_settings(client, thread_id, turn_id)
     await client.request("thread/unsubscribe", _full("thread/unsubscribe", threadId=thread_id))
     await client.read_notification("thread/closed", lambda p: p["threadId"] == thread_id)
     await client.request("thread/resume", _full("thread/resume", threadId=thread_id))  # cold
+
+
+async def _thread_admin_and_settings(client: AppServerClient, thread_id: str, last_turn: str) -> None:
+    """The methods of issue 22 item 2, each with every codex field present."""
+    for method, given in (("thread/name/set", {"threadId": thread_id, "name": "named"}),
+                          ("thread/archive", {"threadId": thread_id}), ("thread/unarchive", {"threadId": thread_id}),
+                          ("thread/turns/list", {"threadId": thread_id}),
+                          ("thread/revert", {"threadId": thread_id, "beforeTurnId": last_turn}),
+                          ("account/read", {}), ("account/login/cancel", {"loginId": "none"}),
+                          ("config/read", {}), ("hooks/list", {}), ("skills/list", {}),
+                          ("collaborationMode/list", {}), ("plugin/installed", {}), ("plugin/list", {}),
+                          ("app/list", {}), ("mcpServerStatus/list", {})):
+        await client.request(method, _full(method, **given))
+    for method in ("account/logout", "configRequirements/read"):  # null params in codex's schema
+        await client.request(method)
+    await client.request("account/login/start", {"type": "apiKey", "apiKey": "sk-every-method"})
 
 
 # -- what the server sends fits the subset ------------------------------------------------

@@ -104,8 +104,8 @@ class Children:
                           model=source.model, model_provider=source.model_provider, ephemeral=ephemeral,
                           dynamic_tools=list(source.dynamic_tools), instructions=source.instructions,
                           originator=source.originator, sandbox=source.sandbox,
-                          approval_policy=source.approval_policy, parent_thread_id=source.thread_id,
-                          agent_path=child.path)
+                          approval_policy=source.approval_policy, approvals_reviewer=source.approvals_reviewer,
+                          parent_thread_id=source.thread_id, agent_path=child.path)
 
     async def resume(self, conn: Connection, meta: ThreadMeta) -> ThreadState:
         """``thread/resume`` of an unloaded child: its parent's agent reloads the worker."""

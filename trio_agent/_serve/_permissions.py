@@ -11,7 +11,11 @@ schema) map to ``ta.Sandbox``/``ta.SandboxMode`` and ``ta.ApprovalPolicy``:
   ``excludeSlashTmp``/``excludeTmpdirEnvVar: true`` (commands here always get a
   private writable ``/tmp``) cannot be honoured and are refused;
 - ``approvalPolicy``: ``"untrusted"``, ``"on-request"``, ``"never"``. The schema has
-  no ``on-failure`` (codex dropped it) and granular policies are not supported.
+  no ``on-failure`` (codex dropped it) and granular policies are not supported;
+- ``permissions`` (experimental: a named permission profile, instead of ``sandbox``):
+  codex's built-in profiles ``":read-only"``, ``":workspace"`` and
+  ``":danger-full-access"`` are those three modes; other (user-defined) profiles live
+  in a codex config this server does not read, and are refused.
 
 A thread keeps what was *requested* (``ThreadMeta.sandbox``, ``approval_policy``; None
 is the server's configuration), so a cold resume asks for the same again; what the
@@ -40,9 +44,22 @@ _TYPES = {"readOnly": SandboxMode.READ_ONLY, "workspaceWrite": SandboxMode.WORKS
           "dangerFullAccess": SandboxMode.DANGER_FULL_ACCESS}
 
 
+_PROFILES = {":read-only": "read-only", ":workspace": "workspace-write", ":danger-full-access": "danger-full-access"}
+
+
 def parse_sandbox_mode(params: Params, name: str = "sandbox") -> Json | None:
-    """``sandbox`` (a ``SandboxMode`` name) as a requested ``SandboxPolicy``, or None."""
+    """``sandbox`` (a ``SandboxMode`` name) -- or the built-in permission profile
+    ``permissions`` names -- as a requested ``SandboxPolicy``, or None."""
     value = params.get(name)
+    profile = params.get("permissions")
+    if profile is not None:
+        if value is not None:
+            raise InvalidParams(f"{params.method}: `permissions` cannot be combined with `{name}`; give one of them")
+        if not isinstance(profile, str) or profile not in _PROFILES:
+            raise InvalidParams(f"{params.method}: `permissions` must be one of codex's built-in profiles "
+                                f"({', '.join(_PROFILES)}) or null; this server reads no codex config that "
+                                f"defines others, got {shown(profile)}")
+        value = _PROFILES[profile]
     if value is None:
         return None
     if not isinstance(value, str) or value not in _MODES:

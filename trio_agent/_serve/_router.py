@@ -4,8 +4,9 @@
 with -32600 ("Not initialized"), and hands the rest to its handler with the params
 wrapped in ``Params`` (whose errors are -32602). A library error a handler lets
 through (``ta.AgentError``: an unknown thread, a refused config...) becomes -32600
-with its message. ``initialize`` and ``model/list`` live here; thread and turn
-methods in their own modules.
+with its message. ``initialize`` and ``model/list`` live here; thread, turn, account and
+configuration methods in their own modules (docs/app-server.md has the table of every
+method of the schema and what this server does with it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._config import DEFAULT_MODEL, Thinking
 from .._errors import AgentError
-from . import _thread_methods, _turn_methods
+from . import _account, _rollback, _settings_methods, _thread_admin, _thread_list, _thread_methods, _turn_methods
 from ._connection import Connection, Reply
 from ._jsonrpc import InvalidParams, InvalidRequest, MethodNotFound, Request, shown
 from ._params import Params
@@ -117,5 +118,10 @@ METHODS: dict[str, Handler] = {
     "initialize": initialize,
     "model/list": model_list,
     **_thread_methods.METHODS,
+    **_thread_list.METHODS,
+    **_thread_admin.METHODS,
+    **_rollback.METHODS,
     **_turn_methods.METHODS,
+    **_account.METHODS,
+    **_settings_methods.METHODS,
 }

@@ -19,7 +19,7 @@ fields this server reads and honours; ``ServerRequest`` and ``ServerNotification
 only what it sends; then every definition nothing kept refers to is dropped. Response
 and notification types stay codex's (what the server sends is validated against them
 in the test suite). Nested types are not narrowed: a variant the server refuses (a
-``skill`` input, say) is in docs/app-server.md "Not supported".
+``skill`` input, say) is in docs/app-server.md "What differs from codex".
 
 Two restricted bundles ship in the package, as codex prints two schemas: the subset of
 its stable schema (``codex_subset.schemas.json.gz``) and, for ``--experimental``, of
@@ -49,28 +49,49 @@ Json = dict[str, Any]
 SHIPPED = {False: Path(__file__).with_name("codex_subset.schemas.json.gz"),
            True: Path(__file__).with_name("codex_subset.experimental.schemas.json.gz")}
 
-#: Each implemented method and the params fields it honours (docs/app-server.md "Supported methods").
+#: Each implemented method and the params fields it honours (docs/app-server.md "Methods").
 ACCEPTED: Mapping[str, frozenset[str]] = {
     "initialize": frozenset({"clientInfo", "capabilities"}),
     "model/list": frozenset({"cursor", "limit"}),
     "thread/start": frozenset({"model", "cwd", "ephemeral", "baseInstructions", "developerInstructions", "config",
-                               "dynamicTools", "sandbox", "approvalPolicy"}),
-    "thread/resume": frozenset({"threadId", "excludeTurns", "sandbox", "approvalPolicy"}),
-    "thread/fork": frozenset({"threadId", "ephemeral", "excludeTurns", "sandbox", "approvalPolicy"}),
+                               "dynamicTools", "sandbox", "permissions", "approvalPolicy", "approvalsReviewer"}),
+    "thread/resume": frozenset({"threadId", "excludeTurns", "sandbox", "permissions", "approvalPolicy",
+                                "approvalsReviewer"}),
+    "thread/fork": frozenset({"threadId", "ephemeral", "excludeTurns", "sandbox", "permissions", "approvalPolicy",
+                              "approvalsReviewer"}),
     "thread/read": frozenset({"threadId", "includeTurns"}),
-    "thread/list": frozenset({"cursor", "limit", "archived", "cwd", "searchTerm", "modelProviders", "sortKey",
-                              "sortDirection"}),
+    "thread/list": frozenset({"cursor", "limit", "archived", "cwd", "searchTerm", "modelProviders", "originators",
+                              "sourceKinds", "parentThreadId", "ancestorThreadId", "includedThreadIds",
+                              "excludedThreadIds", "sectionId", "projectId", "sortKey", "sortDirection"}),
     "thread/loaded/list": frozenset({"cursor", "limit"}),
     "thread/unsubscribe": frozenset({"threadId"}),
     "thread/inject_items": frozenset({"threadId", "items"}),
     "thread/compact/start": frozenset({"threadId"}),
+    "thread/name/set": frozenset({"threadId", "name"}),
+    "thread/archive": frozenset({"threadId"}),
+    "thread/unarchive": frozenset({"threadId"}),
+    "thread/turns/list": frozenset({"threadId", "cursor", "limit", "sortDirection", "itemsView"}),
+    "thread/revert": frozenset({"threadId", "beforeTurnId"}),
     "turn/start": frozenset({"threadId", "input", "clientUserMessageId", "effort", "sandboxPolicy", "approvalPolicy",
                              "model"}),
     "turn/steer": frozenset({"threadId", "expectedTurnId", "input", "clientUserMessageId"}),
     "turn/interrupt": frozenset({"threadId", "turnId"}),
+    "account/read": frozenset({"refreshToken"}),
+    "account/login/start": frozenset({"type", "apiKey"}),  # fields of LoginAccountParams' oneOf variants
+    "account/logout": frozenset(),
+    "account/login/cancel": frozenset({"loginId"}),
+    "config/read": frozenset({"cwd", "includeLayers"}),
+    "configRequirements/read": frozenset(),
+    "hooks/list": frozenset({"cwds", "threadId"}),
+    "skills/list": frozenset({"cwds", "forceReload"}),
+    "collaborationMode/list": frozenset(),
+    "plugin/installed": frozenset({"cwds"}),
+    "plugin/list": frozenset({"cwds"}),
+    "app/list": frozenset({"cursor", "limit"}),
+    "mcpServerStatus/list": frozenset({"cursor", "limit"}),
 }
 #: Methods served that codex 0.171's schema does not have (so not in the exported one).
-OUTSIDE_CODEX: frozenset[str] = frozenset()
+OUTSIDE_CODEX: frozenset[str] = frozenset({"thread/rollback"})  # codex before 0.171 (0.171: thread/revert)
 #: The response type of a method codex gives no params type to (it is named after the params).
 _RESPONSES = {"account/logout": "LogoutAccountResponse", "configRequirements/read": "ConfigRequirementsReadResponse"}
 #: Fields a handler reads only to refuse them (so they are not in the schema).
@@ -80,9 +101,11 @@ SENT_REQUESTS = frozenset({"item/tool/call", "item/commandExecution/requestAppro
                            "item/fileChange/requestApproval"})
 SENT_NOTIFICATIONS = frozenset({
     "thread/started", "thread/status/changed", "thread/closed", "thread/tokenUsage/updated", "thread/compacted",
+    "thread/name/updated", "thread/archived", "thread/unarchived", "thread/reverted",
     "turn/started", "turn/completed", "item/started", "item/completed", "item/agentMessage/delta",
-    "item/reasoning/summaryTextDelta", "item/commandExecution/outputDelta", "serverRequest/resolved", "error",
-    "warning",
+    "item/reasoning/summaryTextDelta", "item/commandExecution/outputDelta", "item/autoApprovalReview/started",
+    "item/autoApprovalReview/completed", "serverRequest/resolved", "account/updated", "account/login/completed",
+    "error", "warning",
 })
 _ENVELOPE = ("JSONRPCMessage", "JSONRPCRequest", "JSONRPCNotification", "JSONRPCResponse", "JSONRPCError",
              "JSONRPCErrorError", "RequestId")

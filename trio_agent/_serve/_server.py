@@ -46,6 +46,7 @@ from .._threads import ThreadEvent, ThreadEvents, ThreadManager, ThreadStatus, o
 from .._tools import Tools
 from .._tools._approval_request import ApprovalRequest
 from .._tools._security import ApprovalDecision, ApprovalPolicy, Approvals
+from ._account import Account
 from ._approvals import APPROVAL_METHODS, ApprovalUnanswered, decision_of, request_params
 from ._channel import MessageChannel
 from ._clock import WireClock
@@ -62,6 +63,7 @@ from ._dynamic import (
 from ._items import DynamicOutcome, Out, ThreadMapper
 from ._jsonrpc import InvalidRequest, Notification, Request, RpcError, encode, notification_message
 from ._permissions import approval_json, requested_sandbox, sandbox_json
+from ._reviewer import AUTO_REVIEW_RATIONALE, auto_review_notifications, is_automatic, reviewer_json
 from ._shapes import ThreadMeta, TurnRecord, thread_json
 from ._store import ThreadStore
 
@@ -104,6 +106,7 @@ class AppServer:
         self.children = Children(self)
         self.home = home
         self.model_provider = model_provider
+        self.account = Account(config.auth, model_provider)
         self.unload_delay = unload_delay
         self.clock = WireClock()
         self.store = ThreadStore(home)
@@ -245,10 +248,10 @@ class AppServer:
 
     def configure(self, state: ThreadState, config: AgentConfig, **changes: Any) -> AgentConfig:
         """The agent config of ``state``'s thread: its model, instructions, tools, sandbox
-        and approval policy (what the thread asked for, else the server's), its approval
-        hook asking the thread's clients. Its workers (child threads) share it: tools are
-        built per agent, and dynamic tool calls and approvals go to the thread that made
-        them (by session id)."""
+        and approval policy (what the thread asked for, else the server's), its
+        credential (``_account``), its approval hook asking the thread's clients. Its
+        workers (child threads) share it: tools are built per agent, and dynamic tool
+        calls and approvals go to the thread that made them (by session id)."""
         meta = state.meta
         specs = state.specs
         build_tools(specs, self._asker(meta.thread_id))  # a name or schema the runtime refuses: refused now
@@ -259,6 +262,7 @@ class AppServer:
 
         changes.setdefault("sandbox", requested_sandbox(meta.sandbox) if meta.sandbox is not None else config.sandbox)
         changes.setdefault("approval", self.approvals(meta.approval_policy))
+        changes.setdefault("auth", self.account.auth)  # a key given by account/login/start, else the server's
         return attrs.evolve(config, model=meta.model, instructions=meta.instructions, tools=None,
                             tools_factory=tools_factory, **changes)
 
@@ -285,7 +289,8 @@ class AppServer:
         return {
             "thread": thread, "model": state.meta.model, "modelProvider": state.meta.model_provider,
             "serviceTier": None, "cwd": state.meta.cwd, "instructionSources": [],
-            "approvalPolicy": approval_json(agent.approval_policy), "approvalsReviewer": "user",
+            "approvalPolicy": approval_json(agent.approval_policy),
+            "approvalsReviewer": reviewer_json(state.meta.approvals_reviewer),
             "sandbox": sandbox_json(agent.sandbox_settings), "reasoningEffort": thread.get("reasoningEffort"),
             "disabledPluginIds": [],
         }
@@ -336,6 +341,10 @@ class AppServer:
             raise ApprovalUnanswered(f"{method} needs a turn to ask in; this call's cell outlived its turn")
         try:
             turn_id = await state.gate.wait_introduced(request.approval_id)
+            if is_automatic(state.meta.approvals_reviewer):  # _reviewer: the server reviews, and denies
+                for name, params in auto_review_notifications(state.thread_id, turn_id, request, self.now_ms()):
+                    self.publish(state, [Out(name, params)])
+                raise ApprovalUnanswered(AUTO_REVIEW_RATIONALE)
             result = await self._ask_for_approval(state, method, turn_id, request)
         finally:
             state.gate.forget(request.approval_id)
@@ -429,6 +438,7 @@ class AppServer:
             state.handles.pop(agent_turn_id, None)
         if mapper is None:
             return
+        mapper.record.history_end = _history_end(state.agent, agent_turn_id)
         meta = state.meta
         meta.updated_at = (mapper.record.completed_at_ms or self.now_ms()) // 1000
         if not meta.preview:
@@ -444,6 +454,17 @@ class AppServer:
                 del self._retired[thread_id]
             return
         self._states.pop(thread_id, None)
+
+
+def _history_end(agent: Agent | None, agent_turn_id: int | None) -> int | None:
+    """Where turn ``agent_turn_id``'s history ends (``_rollback``), when that is certain:
+    it is the agent's latest turn and nothing runs or waits, so nothing was added since."""
+    if agent is None or agent_turn_id is None:
+        return None
+    stats = agent.statistics()
+    if stats.turns_accepted != agent_turn_id or stats.running_turn is not None or stats.turns_queued:
+        return None
+    return stats.history_items
 
 
 def _preview(record: TurnRecord) -> str:

@@ -57,6 +57,9 @@ class ThreadMeta:
     approval_policy: str | None = None  # the AskForApproval asked for (None: the server's configuration)
     parent_thread_id: str | None = None  # a child thread: the thread whose worker it is
     agent_path: str | None = None  # a child thread: its mail path (/root/<name>)
+    name: str | None = None  # thread/name/set (None: unnamed)
+    archived: bool = False  # thread/archive: left out of thread/list unless it asks for archived threads
+    approvals_reviewer: str | None = None  # ApprovalsReviewer asked for (None: "user"; _reviewer)
 
     @property
     def nickname(self) -> str | None:
@@ -82,6 +85,9 @@ class TurnRecord:
     error: Json | None = None
     started_at_ms: int | None = None
     completed_at_ms: int | None = None
+    # How many history items the agent had when this turn ended, recorded when nothing
+    # else ran (None: unknown); where thread/rollback cuts (``_rollback``). Not on the wire.
+    history_end: int | None = None
 
     def to_json(self, view: ItemsView = "full") -> Json:
         if view == "notLoaded":
@@ -142,7 +148,7 @@ def thread_json(
         "agentNickname": meta.nickname,
         "agentRole": None,
         "gitInfo": None,
-        "name": None,
+        "name": meta.name,
         "projectId": None,
         "section": None,
         "sectionEnteredAt": None,

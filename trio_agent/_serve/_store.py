@@ -4,9 +4,12 @@
 created (model, cwd, dynamic tools, instructions: what a cold resume must rebuild),
 then one ``turn`` line per finished turn (its wire id, status, items and times, and
 the thread's token usage total), so ``thread/read``, ``thread/list`` and a cold
-``thread/resume`` show the same turns, with the same ids, as the live thread did. The
-rollout stays the truth of the conversation (what the model sees); this file is the
-protocol's view of it. Ephemeral threads write nothing.
+``thread/resume`` show the same turns, with the same ids, as the live thread did. A
+later ``meta`` line replaces the settings (a name, archiving, an override); a
+``rollback`` line (``{"type": "rollback", "turns": N}``, ``thread/rollback``) keeps
+the first N turns listed before it. The rollout stays the truth of the conversation
+(what the model sees); this file is the protocol's view of it. Ephemeral threads write
+nothing.
 
 Each line is one ``os.write`` on an ``O_APPEND`` descriptor (the rollout's policy): a
 torn last line left by a killed process (what follows the last newline) is skipped
@@ -19,9 +22,12 @@ is damage: ``InvalidSessionSnapshot`` naming the file, the line and what was wro
 ``_json_lines``' bounds, an object with a string ``type``; a ``meta`` line's fields
 have the types ``ThreadMeta`` declares (the required ones present, ``thread_id`` the
 file's own, ``sandbox`` a stored ``SandboxPolicy``, ``approval_policy`` a policy name,
-``dynamic_tools`` what ``thread/start`` accepts); a ``turn`` line's those of
-``TurnRecord`` (items objects, times integers) and its ``usageTotal`` null or token
-counts. Lines of other types are skipped (a newer server's).
+``approvals_reviewer`` a reviewer name, ``dynamic_tools`` what ``thread/start``
+accepts); a ``turn`` line's those of ``TurnRecord`` (items objects, times and
+``history_end`` integers) and its ``usageTotal`` null or token counts; a ``rollback``
+line's ``turns`` an integer from 0 to the number of turns listed before it. Fields a
+record written before them lacks take their defaults (an older record loads as it
+always did). Lines of other types are skipped (a newer server's).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from .._jsontext import dumps
 from .._tools._security import ApprovalPolicy
 from ._dynamic import parse_dynamic_tools
 from ._jsonrpc import InvalidParams
+from ._reviewer import REVIEWERS
 from ._shapes import ThreadMeta, TurnRecord
 
 __all__ = ["StoredThread", "ThreadStore"]
@@ -90,6 +97,10 @@ class ThreadStore:
     def append_turn(self, thread_id: str, turn: TurnRecord, usage_total: dict[str, Any] | None) -> None:
         self._append(thread_id, {"type": "turn", "turn": turn.stored(), "usageTotal": usage_total})
 
+    def roll_back(self, thread_id: str, keep: int) -> None:
+        """``thread/rollback``: the thread keeps its first ``keep`` turns."""
+        self._append(thread_id, {"type": "rollback", "turns": keep})
+
     def load(self, thread_id: str) -> StoredThread | None:
         """The thread's record, or None when it has none (not made by this server).
         Raises ``InvalidSessionSnapshot`` for a damaged line (see the module docstring)."""
@@ -105,7 +116,7 @@ class ThreadStore:
         for number, raw in enumerate(whole.split(b"\n")[:-1], start=1):
             try:
                 line = loads(raw)
-                problem = _line_problem(line, thread_id)
+                problem = _line_problem(line, thread_id, len(turns))
             except LineProblem as exc:
                 problem = str(exc)
             if problem is not None:
@@ -120,6 +131,8 @@ class ThreadStore:
                 turns.append(TurnRecord.from_stored(line["turn"]))
                 if line.get("usageTotal") is not None:
                     usage = line["usageTotal"]
+            elif line["type"] == "rollback":
+                del turns[line["turns"]:]
         if meta is None:
             return None
         return StoredThread(meta, turns, usage)
@@ -160,11 +173,20 @@ def _fields_problem(cls: type[ThreadMeta] | type[TurnRecord], data: dict[str, An
     return None
 
 
-def _line_problem(line: object, thread_id: str) -> str | None:
+def _line_problem(line: object, thread_id: str, turns: int) -> str | None:
+    """What is wrong with one line (None: nothing); ``turns``: how many turns the lines
+    before it list."""
     problem = untyped(line)
     if problem is not None or not isinstance(line, dict):
         return problem
     kind = line["type"]
+    if kind == "rollback":
+        keep = line.get("turns")
+        if not isinstance(keep, int) or isinstance(keep, bool):
+            return f"its turns is {json_kind(keep)}, not an integer"
+        if not 0 <= keep <= turns:
+            return f"it keeps {keep} turns, but {turns} are listed before it"
+        return None
     if kind not in ("meta", "turn"):
         return None
     body = line.get(kind)
@@ -189,6 +211,9 @@ def _meta_problem(meta: dict[str, Any], thread_id: str) -> str | None:
     policy = meta.get("approval_policy")
     if policy is not None and policy not in {p.value for p in ApprovalPolicy}:
         return f"meta.approval_policy {policy!r:.80} is not an approval policy"
+    reviewer = meta.get("approvals_reviewer")
+    if reviewer is not None and reviewer not in REVIEWERS:
+        return f"meta.approvals_reviewer {reviewer!r:.80} is not one of {', '.join(REVIEWERS)}"
     try:
         parse_dynamic_tools(meta.get("dynamic_tools"))
     except InvalidParams as exc:

@@ -1,5 +1,6 @@
-"""``thread/*`` methods: start, resume (warm or cold), fork, read, list, loaded/list,
-unsubscribe, inject_items, compact/start.
+"""``thread/*`` methods: start, resume (warm or cold), fork, read, loaded/list,
+unsubscribe, inject_items, compact/start (listing: ``_thread_list``; names, archiving
+and turn pages: ``_thread_admin``; rollback: ``_rollback``).
 
 Threads are the thread manager's: the id is the agent's session id (UUIDv7), the
 rollout lives under the server's home. ``thread/start``, ``thread/resume`` and
@@ -25,6 +26,7 @@ from ._dynamic import parse_dynamic_tools
 from ._jsonrpc import InvalidParams, InvalidRequest
 from ._params import Params, seconds, shown
 from ._permissions import parse_approval, parse_sandbox_mode, unavailable
+from ._reviewer import parse_reviewer
 from ._shapes import ThreadMeta, thread_json
 
 if TYPE_CHECKING:
@@ -62,8 +64,9 @@ def _unload_delay(params: Params) -> float | None:
 
 
 def _permissions(params: Params) -> Json:
-    """The ``sandbox``/``approvalPolicy`` a thread asks for, as ``ThreadMeta`` fields
-    (absent: none, the server's configuration or what the thread had stays)."""
+    """The ``sandbox``/``approvalPolicy``/``approvalsReviewer`` a thread asks for, as
+    ``ThreadMeta`` fields (absent: none, the server's configuration or what the thread
+    had stays)."""
     fields: Json = {}
     sandbox = parse_sandbox_mode(params)
     if sandbox is not None:
@@ -71,6 +74,9 @@ def _permissions(params: Params) -> Json:
     policy = parse_approval(params)
     if policy is not None:
         fields["approval_policy"] = policy.value
+    reviewer = parse_reviewer(params)
+    if reviewer is not None:
+        fields["approvals_reviewer"] = reviewer
     return fields
 
 
@@ -242,7 +248,7 @@ async def thread_fork(server: AppServer, conn: Connection, params: Params) -> Re
                           instructions=source_meta.instructions, originator=conn.client_name,
                           preview=source_meta.preview,
                           **{"sandbox": source_meta.sandbox, "approval_policy": source_meta.approval_policy,
-                             **permissions})
+                             "approvals_reviewer": source_meta.approvals_reviewer, **permissions})
         state = server.new_state(meta, turns=source_turns)
         states.append(state)
         state.subscribers.add(conn)
@@ -262,20 +268,29 @@ async def thread_fork(server: AppServer, conn: Connection, params: Params) -> Re
 async def thread_read(server: AppServer, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     include_turns = params.opt_bool("includeTurns") or False
+    return Reply({"thread": any_thread_view(server, thread_id, turns=include_turns)[0]})
+
+
+def loaded(server: AppServer, thread_id: str) -> ThreadState | None:
+    """The thread's state when it is loaded (its agent is up)."""
     state = server.state(thread_id)
-    if state is not None and server.threads.agent(thread_id) is not None:
-        return Reply({"thread": server.thread_view(state, turns=include_turns)})
-    return Reply({"thread": _unloaded_thread(server, thread_id, turns=include_turns)})
+    return state if state is not None and server.threads.agent(thread_id) is not None else None
 
 
-def _unloaded_thread(server: AppServer, thread_id: str, *, turns: bool) -> Json:
+def any_thread_view(server: AppServer, thread_id: str, *, turns: bool) -> tuple[Json, ThreadMeta]:
+    """The ``Thread`` of a thread, loaded or not, and its settings."""
+    state = loaded(server, thread_id)
+    if state is not None:
+        return server.thread_view(state, turns=turns), state.meta
     meta, stored_turns, _ = stored_meta(server, thread_id)
     path = RolloutConfig(server.home).find(thread_id)
-    return thread_json(meta, ThreadStatus.NOT_LOADED, path=str(path) if path else None,
+    view = thread_json(meta, ThreadStatus.NOT_LOADED, path=str(path) if path else None,
                        turns=stored_turns if turns else None)
+    return view, meta
 
 
-def _page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
+def page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
+    """One page of ``items`` (``limit``, ``cursor``: an offset this server gave out)."""
     cursor = params.opt_string("cursor")
     limit = params.opt_int("limit") or DEFAULT_PAGE
     if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) < 19):  # an offset we gave out
@@ -285,40 +300,9 @@ def _page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
     return items[start:end], str(end) if end < len(items) else None
 
 
-async def thread_list(server: AppServer, conn: Connection, params: Params) -> Reply:
-    if params.opt_bool("archived"):
-        return Reply({"data": [], "nextCursor": None, "backwardsCursor": None})  # nothing is archived here
-    cwd_filter = params.get("cwd")
-    if cwd_filter is not None and not (isinstance(cwd_filter, str) or (
-            isinstance(cwd_filter, list) and all(isinstance(cwd, str) for cwd in cwd_filter))):
-        raise InvalidParams(f"thread/list: `cwd` must be a path, an array of paths or null, got {shown(cwd_filter)}")
-    cwds = {cwd_filter} if isinstance(cwd_filter, str) else set(cwd_filter) if cwd_filter is not None else None
-    search = (params.opt_string("searchTerm") or "").lower()
-    providers = params.opt_list("modelProviders")
-    threads: list[Json] = []
-    for thread_id in server.threads.stored():
-        try:
-            loaded = server.state(thread_id)
-            view = server.thread_view(loaded, turns=False) if loaded is not None and server.threads.agent(
-                thread_id) is not None else _unloaded_thread(server, thread_id, turns=False)
-        except InvalidRequest:
-            continue
-        if cwds is not None and view["cwd"] not in cwds:
-            continue
-        if search and search not in view["preview"].lower():
-            continue
-        if providers and view["modelProvider"] not in providers:
-            continue
-        threads.append(view)
-    key = {"updated_at": "updatedAt", "recency_at": "recencyAt"}.get(params.opt_string("sortKey") or "", "createdAt")
-    threads.sort(key=lambda thread: thread[key] or 0, reverse=params.opt_string("sortDirection") != "asc")
-    page, next_cursor = _page(params, threads)
-    return Reply({"data": page, "nextCursor": next_cursor, "backwardsCursor": None})
-
-
 async def thread_loaded_list(server: AppServer, conn: Connection, params: Params) -> Reply:
-    page, next_cursor = _page(params, server.threads.loaded())
-    return Reply({"data": page, "nextCursor": next_cursor})
+    data, next_cursor = page(params, server.threads.loaded())
+    return Reply({"data": data, "nextCursor": next_cursor})
 
 
 async def thread_unsubscribe(server: AppServer, conn: Connection, params: Params) -> Reply:
@@ -358,7 +342,6 @@ METHODS = {
     "thread/resume": thread_resume,
     "thread/fork": thread_fork,
     "thread/read": thread_read,
-    "thread/list": thread_list,
     "thread/loaded/list": thread_loaded_list,
     "thread/unsubscribe": thread_unsubscribe,
     "thread/inject_items": thread_inject_items,
