@@ -26,6 +26,7 @@ from trio_agent._exec_session import ExecRequest, ExecResult, MemoryChannel, dri
 from trio_agent._serve import open_app_server
 from trio_agent.testing import FakeResponsesServer
 
+from .._shell_line import is_shell_line
 from ..serve._schema import validate_server_message
 from ._exec_schema import check_event
 from ._fake_model import GREETING, fake_model, prompt_of
@@ -215,7 +216,8 @@ async def test_approval_requests_are_refused_so_the_command_is_declined(tmp_path
         allowed = await run_turn(server, tmp_path / "home", ExecRequest(
             "run: touch made-by-the-command", cwd=str(workspace), approval="never"))
     commands = [e["item"] for e in asked.events if e["type"] == "item.completed"
-                and e["item"]["type"] == "command_execution" and e["item"]["command"] == "touch made-by-the-command"]
+                and e["item"]["type"] == "command_execution"
+                and is_shell_line(e["item"]["command"], "touch made-by-the-command")]
     assert commands and commands[-1]["status"] == "declined"
     assert asked.recorder.server_requests == ["item/commandExecution/requestApproval"]
     assert allowed.result.status == 0 and (workspace / "made-by-the-command").exists()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 
+from .._shell_line import is_shell_line
 from ._codex_remote import STEP, Served, codex, codex_environment, read_turns, reaped, served
 
 Json = dict[str, Any]
@@ -52,7 +53,8 @@ async def test_codex_exec_remote_runs_a_thread_a_turn_and_a_resume(tmp_path: Pat
         thread_id = first[0]["thread_id"]
         (answer,) = items(first, "agent_message")
         if model == "local":  # the local model runs the command through exec / exec_command
-            shell = [item for item in items(first, "command_execution") if item["command"] == "echo hello-from-exec"]
+            shell = [item for item in items(first, "command_execution")
+                     if is_shell_line(item["command"], "echo hello-from-exec")]
             assert shell and shell[0]["exit_code"] == 0 and shell[0]["aggregated_output"].endswith("hello-from-exec\n")
             assert "hello-from-exec" in answer["text"]
         else:

@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
 
 from trio_agent.testing import FakeConnection, FakeResponsesServer
@@ -178,9 +177,6 @@ async def test_python_sdk_on_a_loopback_model_provider(server: FakeResponsesServ
     await wait_gone(pids)
 
 
-@pytest.mark.xfail(strict=True, reason="thread/name/set, thread/archive, thread/unarchive and account/* come with "
-                   "branch methods, outputSchema and a per-turn model with branch items: remove this mark once "
-                   "both are merged (checked on a scratch merge: it passes there)")
 async def test_python_sdk_names_archives_and_signs_in(server: FakeResponsesServer, tmp_path: Path) -> None:
     config = [f'openai_base_url="{server.http_base_url}"']
     model = Model(server, _fake_reply)

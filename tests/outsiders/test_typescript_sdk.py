@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from .._os_facts import pid_alive, wait_gone, wait_no_processes_in
+from .._shell_line import is_shell_line
 from ..cli._cli import cli_env
 from ..exec._exec import model_server
 from ..exec._exec_schema import check_event
@@ -114,7 +115,7 @@ def common_checks(result: Json) -> tuple[Json, Json]:
     (message,) = first["items"]
     assert message == {"id": "item_0", "type": "agent_message", "text": first["finalResponse"]}
     shell = [item for item in second["items"] if item["type"] == "command_execution"
-             and item["command"] == "echo hi-from-shell"]
+             and is_shell_line(item["command"], "echo hi-from-shell")]
     assert len(shell) == 1 and shell[0]["exit_code"] == 0 and shell[0]["status"] == "completed"
     assert shell[0]["aggregated_output"].endswith("hi-from-shell\n")
     assert "hi-from-shell" in second["finalResponse"]

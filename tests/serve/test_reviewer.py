@@ -67,10 +67,13 @@ async def test_auto_review_denies_a_sandbox_escape_without_asking_the_accept_all
     assert [m["method"] for m in reviews] == ["item/autoApprovalReview/started", "item/autoApprovalReview/completed"]
     review = reviews[1]["params"]
     assert review["review"]["status"] == "denied" and "no reviewer model" in review["review"]["rationale"]
-    assert review["action"] == {"type": "command", "command": ESCAPE, "cwd": str(harness.workspace),
-                                "source": "unifiedExec"}
+    # One item per command (issue 22 item 4): the review names that item and shows its command line.
     command = next(m["params"]["item"] for m in seen if m.get("method") == "item/completed"
-                   and m["params"]["item"]["type"] == "commandExecution" and m["params"]["item"]["command"] == ESCAPE)
+                   and m["params"]["item"]["type"] == "commandExecution"
+                   and m["params"]["item"]["commandActions"][0]["command"] == ESCAPE)
+    assert review["action"] == {"type": "command", "command": command["command"], "cwd": str(harness.workspace),
+                                "source": "unifiedExec"}
+    assert ESCAPE in command["command"]
     assert command["status"] == "declined" and review["targetItemId"] == command["id"]
     assert model.outputs[0].startswith("error") and "automatic review" in model.outputs[0]
 

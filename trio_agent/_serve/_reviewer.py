@@ -63,10 +63,11 @@ def is_automatic(reviewer: str | None) -> bool:
 
 
 def auto_review_notifications(thread_id: str, turn_id: str, request: ApprovalRequest,
-                              now_ms: int) -> list[tuple[str, Json]]:
-    """The ``item/autoApprovalReview/*`` pair of one automatic (denying) review."""
+                              now_ms: int, item: Json | None = None) -> list[tuple[str, Json]]:
+    """The ``item/autoApprovalReview/*`` pair of one automatic (denying) review; a
+    command's action shows what its item (``item``) shows, as an approval request does."""
     base: Json = {"threadId": thread_id, "turnId": turn_id, "reviewId": f"review-{request.approval_id}",
-                  "targetItemId": request.call_id, "action": _action(request), "startedAtMs": now_ms}
+                  "targetItemId": request.call_id, "action": _action(request, item), "startedAtMs": now_ms}
     started = {**base, "review": {"status": "inProgress", "riskLevel": None, "userAuthorization": None,
                                   "rationale": None}}
     completed = {**base, "completedAtMs": now_ms, "decisionSource": "agent",
@@ -75,8 +76,11 @@ def auto_review_notifications(thread_id: str, turn_id: str, request: ApprovalReq
     return [("item/autoApprovalReview/started", started), ("item/autoApprovalReview/completed", completed)]
 
 
-def _action(request: ApprovalRequest) -> Json:
+def _action(request: ApprovalRequest, item: Json | None) -> Json:
     cwd = str(request.cwd)
     if request.kind is ApprovalKind.FILE_CHANGE:
         return {"type": "applyPatch", "cwd": cwd, "files": [change.path for change in request.changes]}
-    return {"type": "command", "command": request.command or "", "cwd": cwd, "source": "unifiedExec"}
+    command = request.command or ""
+    if item is not None and item.get("type") == "commandExecution":
+        command = item["command"]
+    return {"type": "command", "command": command, "cwd": cwd, "source": "unifiedExec"}

@@ -73,7 +73,7 @@ ACCEPTED: Mapping[str, frozenset[str]] = {
     "thread/turns/list": frozenset({"threadId", "cursor", "limit", "sortDirection", "itemsView"}),
     "thread/revert": frozenset({"threadId", "beforeTurnId"}),
     "turn/start": frozenset({"threadId", "input", "clientUserMessageId", "effort", "sandboxPolicy", "approvalPolicy",
-                             "model"}),
+                             "model", "outputSchema"}),
     "turn/steer": frozenset({"threadId", "expectedTurnId", "input", "clientUserMessageId"}),
     "turn/interrupt": frozenset({"threadId", "turnId"}),
     "account/read": frozenset({"refreshToken"}),
@@ -95,7 +95,7 @@ OUTSIDE_CODEX: frozenset[str] = frozenset({"thread/rollback"})  # codex before 0
 #: The response type of a method codex gives no params type to (it is named after the params).
 _RESPONSES = {"account/logout": "LogoutAccountResponse", "configRequirements/read": "ConfigRequirementsReadResponse"}
 #: Fields a handler reads only to refuse them (so they are not in the schema).
-REFUSED: Mapping[str, frozenset[str]] = {"turn/start": frozenset({"outputSchema"})}
+REFUSED: Mapping[str, frozenset[str]] = {}
 #: What the server sends (docs/app-server.md, after the methods table).
 SENT_REQUESTS = frozenset({"item/tool/call", "item/commandExecution/requestApproval",
                            "item/fileChange/requestApproval"})
@@ -103,7 +103,8 @@ SENT_NOTIFICATIONS = frozenset({
     "thread/started", "thread/status/changed", "thread/closed", "thread/tokenUsage/updated", "thread/compacted",
     "thread/name/updated", "thread/archived", "thread/unarchived", "thread/reverted",
     "turn/started", "turn/completed", "item/started", "item/completed", "item/agentMessage/delta",
-    "item/reasoning/summaryTextDelta", "item/commandExecution/outputDelta", "item/autoApprovalReview/started",
+    "item/reasoning/summaryTextDelta", "item/commandExecution/outputDelta",
+    "item/commandExecution/terminalInteraction", "turn/plan/updated", "item/autoApprovalReview/started",
     "item/autoApprovalReview/completed", "serverRequest/resolved", "account/updated", "account/login/completed",
     "error", "warning",
 })

@@ -342,7 +342,9 @@ class AppServer:
         try:
             turn_id = await state.gate.wait_introduced(request.approval_id)
             if is_automatic(state.meta.approvals_reviewer):  # _reviewer: the server reviews, and denies
-                for name, params in auto_review_notifications(state.thread_id, turn_id, request, self.now_ms()):
+                shown = state.mapper.open_item(request.call_id)  # the item the review names
+                for name, params in auto_review_notifications(state.thread_id, turn_id, request, self.now_ms(),
+                                                              shown):
                     self.publish(state, [Out(name, params)])
                 raise ApprovalUnanswered(AUTO_REVIEW_RATIONALE)
             result = await self._ask_for_approval(state, method, turn_id, request)
