@@ -15,10 +15,11 @@ What the overrides do here (docs/app-server.md "Entry points"): ``model`` and
 ``workspace-write`` only) and ``approval_policy`` are the server's defaults, which a
 thread's own ``sandbox``/``approvalPolicy`` still override; ``openai_base_url``, or
 ``model_provider`` with ``model_providers.<id>.base_url`` and ``.env_key``, choose the
-Responses endpoint and the variable holding its key. ``instructions``,
-``developer_instructions`` and ``web_search`` are not applied by the app server (a
-thread gets instructions from ``thread/start``, and served threads have live web
-search), so they are reported with the unknown keys, once, on stderr. A bad value, an
+Responses endpoint and the variable holding its key; ``web_search`` other than
+``"live"`` leaves ``web__run`` out of the threads' tools (``--no-web-search``).
+``instructions`` and ``developer_instructions`` are not applied by the app server (a
+thread gets instructions from ``thread/start``), so they are reported with the unknown
+keys, once, on stderr. A bad value, an
 unset ``env_key`` variable or a transport trio-agent lacks exits 2 with one line.
 """
 
@@ -41,8 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["add_app_server_command", "add_server_options", "app_server_main"]
 
 #: CodexSettings fields this command does not apply, with their codex key.
-_NOT_APPLIED = (("instructions", "instructions"), ("developer_instructions", "developer_instructions"),
-                ("web_search", "web_search"))
+_NOT_APPLIED = (("instructions", "instructions"), ("developer_instructions", "developer_instructions"))
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +52,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--local", action="store_true", help="use the built-in local scripted model")
     parser.add_argument("--unload-delay", type=float, default=60.0, metavar="S",
                         help="seconds an idle thread with no subscriber stays loaded (default: 60)")
+    parser.add_argument("--no-web-search", action="store_true",
+                        help="leave the web__run tool out of every thread (codex: -c web_search=\"disabled\")")
     parser.add_argument("--multi-agent", action="store_true",
                         help="give every thread the collaboration tools; their workers are child threads "
                              "(codex's multi-agent v2)")
@@ -134,6 +136,8 @@ def _serve(app: argparse.ArgumentParser, args: argparse.Namespace, settings: Cod
         connection.responses["api_base_url"] = settings.base_url.rstrip("/")
     serve_args = argparse.Namespace(**vars(args))
     serve_args.listen, serve_args.model, serve_args.workspace = listen, settings.model, None
+    if settings.web_search is not None:  # -c web_search: only "live" is web__run here (no cached index)
+        serve_args.no_web_search = not settings.web_search_enabled
     return serve_main(serve_args, connection, template=template)
 
 

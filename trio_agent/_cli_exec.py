@@ -227,9 +227,8 @@ def _config_notes(settings: CodexSettings, resuming: bool) -> None:
     """One stderr line for each ``-c`` setting exec takes but cannot apply."""
     if settings.ignored_message() is not None:
         print(settings.ignored_message(), file=sys.stderr, flush=True)
-    if settings.web_search is not None and settings.web_search is not WebSearch.LIVE:
-        _note(f"web_search={settings.web_search.value} is not applied: the app server gives every thread the "
-              "live web__run tool")
+    if settings.web_search is WebSearch.CACHED:
+        _note("web_search=cached: trio-agent has no cached search index, so the thread has no web search tool")
     if resuming and (settings.instructions is not None or settings.developer_instructions is not None):
         _note("instructions and developer_instructions apply to new threads; a resumed thread keeps its own")
 
@@ -277,6 +276,7 @@ def build_request(exec_args: ExecArgs, settings: CodexSettings, stdin: Any,
         sandbox=sandbox, writable_roots=roots, network_access=settings.network_access, approval=_approval(settings),
         effort=effort.value if effort is not None else None, output_schema=schema, ephemeral=bool(args.ephemeral),
         instructions=settings.instructions, developer_instructions=settings.developer_instructions,
+        web_search=settings.web_search is None or settings.web_search is WebSearch.LIVE,
         client_name=originator, version=__version__,
     )
 

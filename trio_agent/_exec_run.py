@@ -72,7 +72,7 @@ async def _run(request: ExecRequest, connection: Connection, home: Path, json_mo
             responses["websocket_url"], provider = model_server.url, "trio-agent-local"
         config = ta.AgentConfig(auth=connection.key or "local-key", workspace=Path(request.cwd),
                                 responses=ta.Responses(**responses))
-        async with open_app_server(config, home=home, model_provider=provider) as app, \
+        async with open_app_server(config, home=home, model_provider=provider, web_search=request.web_search) as app, \
                 trio.lowlevel.FdStream(stdout_fd) as stdout:
             output: Output = JsonlOutput(stdout) if json_mode else HumanOutput(stdout)
 

@@ -102,6 +102,7 @@ class ExecRequest:
     ephemeral: bool = False
     instructions: str | None = None  # a new thread's base instructions (-c instructions)
     developer_instructions: str | None = None
+    web_search: bool = True  # web__run in the thread's tools (-c web_search="live"; "disabled"/"cached": without)
     client_name: str = "trio_agent_exec"
     version: str = "0"
 

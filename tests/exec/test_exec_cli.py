@@ -285,3 +285,20 @@ async def test_a_closed_stdout_ends_the_run_without_a_traceback(tmp_path: Path, 
     assert done.returncode == 1, stderr
     assert "stdout was closed" in stderr and "Traceback" not in stderr
     assert list((tmp_path / "home" / "app-server" / "threads").iterdir())  # the thread was recorded
+
+
+@pytest.mark.parametrize(("overrides", "has_web_search"), [
+    ((), True), (("-c", 'web_search="live"'), True), (("-c", 'web_search="disabled"'), False),
+    (("-c", 'web_search="cached"'), False),
+], ids=["default", "live", "disabled", "cached"])
+async def test_web_search_follows_the_codex_key(tmp_path: Path, workspace: Path, overrides: tuple[str, ...],
+                                                has_web_search: bool) -> None:
+    # The TypeScript SDK sends -c web_search="disabled" for webSearchEnabled: false; codex's
+    # "cached" needs an index trio-agent lacks, so that thread has no search tool either.
+    async with model_server() as server:
+        done = await run_exec(*SDK_ARGS, *overrides, "--cd", str(workspace), cwd=tmp_path,
+                              env=exec_env(tmp_path / "home", server), stdin=b"hello")
+        tools = json.dumps(server.requests[0])  # the warmup carries the tools; the turn chains on it
+    assert done.returncode == 0, done.stderr
+    assert ("tools.web__run" in tools) is has_web_search and "tools.exec_command" in tools
+    assert ("web_search" in done.stderr.decode()) is (overrides[-1:] == ('web_search="cached"',))

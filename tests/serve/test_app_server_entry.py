@@ -75,7 +75,7 @@ async def test_overrides_configure_new_threads_and_the_rest_is_said_once(tmp_pat
 
     started, stderr = await _session(tmp_path, command, _env(tmp_path), steps)
     assert (started["model"], started["reasoningEffort"], started["approvalPolicy"]) == ("gpt-5.4", "high", "untrusted")
-    line = "trio-agent: ignoring codex config keys it does not implement: features.foo, web_search, zeta.x"
+    line = "trio-agent: ignoring codex config keys it does not implement: features.foo, zeta.x"  # web_search: applied
     assert stderr.count("ignoring codex config keys") == 1 and line in stderr.splitlines(), stderr
 
 

@@ -138,8 +138,8 @@ async def _serve(args: argparse.Namespace, connection: Connection, listen: Liste
             _say(str(exc))
             nursery.cancel_scope.cancel()
             return 2
-        async with open_app_server(config, home=home, unload_delay=args.unload_delay,
-                                   model_provider=provider, multi_agent=args.multi_agent) as app:
+        async with open_app_server(config, home=home, unload_delay=args.unload_delay, model_provider=provider,
+                                   multi_agent=args.multi_agent, web_search=not args.no_web_search) as app:
             _say(f"threads live under {home}")
             if app.multi_agent:
                 _say("threads have the collaboration tools; their workers are child threads (--multi-agent)")

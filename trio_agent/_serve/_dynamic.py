@@ -70,11 +70,12 @@ Ask = Callable[[str, Any, str], Awaitable[DynamicOutcome]]  # (call id, argument
 
 
 def build_tools(specs: list[DynamicToolSpec], ask: Ask, *,
-                collaboration: Callable[[Agent], Awaitable[None]] | None = None) -> Tools:
-    """The built-in tools plus one function tool per spec, each answered by ``ask``;
-    with ``collaboration`` (a worker watcher) the multi-agent tools too. Raises
-    ``ConfigError`` for a name or schema the runtime refuses."""
-    tools = Tools.default()
+                collaboration: Callable[[Agent], Awaitable[None]] | None = None, web_search: bool = True) -> Tools:
+    """The built-in tools (without ``web__run`` unless ``web_search``) plus one function
+    tool per spec, each answered by ``ask``; with ``collaboration`` (a worker watcher)
+    the multi-agent tools too. Raises ``ConfigError`` for a name or schema the runtime
+    refuses."""
+    tools = Tools.default() if web_search else Tools.default().without_web_search()
     if collaboration is not None:
         tools.with_collaboration(watch=collaboration)
     for spec in specs:

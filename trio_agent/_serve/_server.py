@@ -98,11 +98,13 @@ class AppServer:
     """See the module docstring; create it with ``open_app_server``."""
 
     def __init__(self, config: AgentConfig, home: Path, nursery: trio.Nursery, *, unload_delay: float,
-                 model_provider: str, outgoing_limit: int, multi_agent: bool = False) -> None:
+                 model_provider: str, outgoing_limit: int, multi_agent: bool = False,
+                 web_search: bool = True) -> None:
         from ._children import Children
 
         self.config = config
         self.multi_agent = multi_agent
+        self.web_search = web_search  # threads get web__run (codex's web_search "live")
         self.children = Children(self)
         self.home = home
         self.model_provider = model_provider
@@ -258,7 +260,8 @@ class AppServer:
 
         def tools_factory(handle: AgentHandle) -> Tools:
             watch = self.children.watcher(handle.session_id) if self.multi_agent else None
-            return build_tools(specs, self._asker(handle.session_id), collaboration=watch)
+            return build_tools(specs, self._asker(handle.session_id), collaboration=watch,
+                               web_search=self.web_search)
 
         changes.setdefault("sandbox", requested_sandbox(meta.sandbox) if meta.sandbox is not None else config.sandbox)
         changes.setdefault("approval", self.approvals(meta.approval_policy))
@@ -480,7 +483,7 @@ def _preview(record: TurnRecord) -> str:
 @asynccontextmanager
 async def open_app_server(
     config: AgentConfig, *, home: str | Path, unload_delay: float = 60.0, model_provider: str = "openai",
-    outgoing_limit: int = OUTGOING_LIMIT, multi_agent: bool = False,
+    outgoing_limit: int = OUTGOING_LIMIT, multi_agent: bool = False, web_search: bool = True,
 ) -> AsyncIterator[AppServer]:
     """Run an app server for the duration of the block; serve clients with
     ``await server.serve_connection(channel)`` (see ``serve_stdio``/``serve_websocket``).
@@ -490,7 +493,8 @@ async def open_app_server(
     (``app-server/``); ``unload_delay`` is the default idle-unload delay in seconds;
     ``outgoing_limit`` bounds each client's queue of unsent messages (a client that
     falls that far behind is dropped); ``multi_agent`` gives every thread the
-    collaboration tools, whose workers are child threads (codex's multi-agent v2).
+    collaboration tools, whose workers are child threads (codex's multi-agent v2);
+    ``web_search=False`` leaves ``web__run`` out of every thread's tools.
     Leaving the block shuts down as ``aclose()``.
     """
     if not isinstance(config, AgentConfig):
@@ -502,7 +506,7 @@ async def open_app_server(
                          "on-request or never); configure the server with one of those")
     async with trio.open_nursery() as nursery:
         server = AppServer(config, Path(home), nursery, unload_delay=unload_delay, model_provider=model_provider,
-                           outgoing_limit=outgoing_limit, multi_agent=multi_agent)
+                           outgoing_limit=outgoing_limit, multi_agent=multi_agent, web_search=web_search)
         await nursery.start(server._run_manager)
         try:
             yield server
