@@ -42,10 +42,10 @@ def test_the_sdks_every_option_argv(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert request == ExecRequest(
         "hello", images=(str(image),), resume="01a2338c-60be-70c3-a825-65534733c332", cwd=str(tmp_path.resolve()),
         cd_given=True, model="gpt-5.5", sandbox="danger-full-access", writable_roots=(str(Path("/tmp").resolve()),),
-        network_access=False, approval="never", effort="low", client_name="trio_agent_exec",
+        network_access=False, approval="never", effort="low", web_search=False, client_name="trio_agent_exec",
         version=request.version)
     assert sandbox_policy(request) is None  # danger-full-access: nothing to add
-    assert "web_search=disabled is not applied" in capsys.readouterr().err
+    assert "web_search" not in capsys.readouterr().err  # applied: the thread has no web__run
 
 
 @pytest.mark.parametrize(("argv", "fields"), [
