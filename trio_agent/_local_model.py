@@ -8,7 +8,10 @@ server on 127.0.0.1, so the CLI (and demos, and benchmarks) work with no API key
 - a prompt starting with ``run:`` gets an ``exec`` call that runs the rest of the
   prompt as a shell command through ``tools.exec_command``;
 - a tool output gets a final answer quoting it;
-- anything else gets a short streamed answer echoing the prompt.
+- anything else gets a short streamed answer echoing the prompt;
+- a final answer asked for in a JSON schema (``text.format`` of type ``json_schema``: an
+  output schema) is the smallest instance of that schema, its strings the answer's text
+  (``trio-agent exec --local --output-schema FILE`` prints JSON, as with a real model).
 
 It lives outside ``trio_agent.testing`` so that ``--local`` starts without the test
 kit (``FakeResponsesServer``, its HTTP side and request recording); the frames are
@@ -102,7 +105,7 @@ async def _answer(ws: trio_websocket.WebSocketConnection, request: dict[str, Any
     last = _last_input(request)
     await _send(ws, {"type": "response.created", "response": {"id": response_id}})
     if last is not None and last.get("type") in ("custom_tool_call_output", "function_call_output"):
-        await _stream_text(ws, response_id, "The tool returned:\n" + _text_of(last).strip())
+        await _stream_text(ws, response_id, _shaped(request, "The tool returned:\n" + _text_of(last).strip()))
         return
     prompt = _text_of(last).strip() if last is not None else ""
     if prompt.startswith("run:"):
@@ -117,7 +120,40 @@ async def _answer(ws: trio_websocket.WebSocketConnection, request: dict[str, Any
         f"Hello from trio_agent's local scripted model. You said: {prompt!r}. "
         "Set OPENAI_API_KEY to talk to a real model, or try `run: ls` to see the exec tool."
     )
-    await _stream_text(ws, response_id, reply)
+    await _stream_text(ws, response_id, _shaped(request, reply))
+
+
+def _shaped(request: dict[str, Any], text: str) -> str:
+    """``text``, or the JSON text of the smallest instance of the request's output schema."""
+    text_format = request.get("text")
+    fmt = text_format.get("format") if isinstance(text_format, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema" or not isinstance(fmt.get("schema"), dict):
+        return text
+    return json.dumps(_instance(fmt["schema"], text, 0))
+
+
+def _instance(schema: object, text: str, depth: int) -> Any:
+    """The smallest value ``schema`` admits (bounded: past 16 levels, or for a shape it
+    cannot read, ``text``): an object of its required properties, an empty array, the
+    first enum value or choice, a zero, false, or ``text`` for a string."""
+    if not isinstance(schema, dict) or depth > 16:
+        return text
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return _instance(schema[key][0], text, depth + 1)
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object":
+        found = schema.get("properties")
+        properties: dict[str, Any] = found if isinstance(found, dict) else {}
+        required = [name for name in schema.get("required") or [] if isinstance(name, str)]
+        return {name: _instance(properties.get(name), text, depth + 1) for name in required}
+    simple: dict[object, Any] = {"array": [], "integer": 0, "number": 0, "boolean": False, "null": None}
+    return simple.get(kind, text)
 
 
 async def _stream_text(ws: trio_websocket.WebSocketConnection, response_id: str, text: str) -> None:

@@ -302,3 +302,24 @@ async def test_web_search_follows_the_codex_key(tmp_path: Path, workspace: Path,
     assert done.returncode == 0, done.stderr
     assert ("tools.web__run" in tools) is has_web_search and "tools.exec_command" in tools
     assert ("web_search" in done.stderr.decode()) is (overrides[-1:] == ('web_search="cached"',))
+
+
+async def test_the_local_model_answers_an_output_schema_with_an_instance_of_it(tmp_path: Path, workspace: Path) -> None:
+    # No key: the built-in local model. Its final answers honour text.format, so the
+    # --output-schema path prints JSON as it does with a real model.
+    import jsonschema
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["answer", "count", "tags", "mode"],
+              "properties": {"answer": {"type": "string"}, "count": {"type": "integer"},
+                             "tags": {"type": "array", "items": {"type": "string"}}, "mode": {"enum": ["a", "b"]}}}
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    for prompt in (b"hello", b"run: echo shaped"):
+        done = await run_exec("--json", "--output-schema", str(tmp_path / "schema.json"), "--cd", str(workspace),
+                              cwd=tmp_path, env=exec_env(tmp_path / "home"), stdin=prompt)
+        assert done.returncode == 0, done.stderr
+        (message,) = completed_items(checked(done.stdout), "agent_message")
+        jsonschema.validate(json.loads(str(message["text"])), schema)
+    plain = await run_exec("--json", "--cd", str(workspace), cwd=tmp_path, env=exec_env(tmp_path / "home"),
+                           stdin=b"hello")
+    (message,) = completed_items(checked(plain.stdout), "agent_message")
+    assert str(message["text"]).startswith("Hello from trio_agent's local scripted model")  # no schema: prose
