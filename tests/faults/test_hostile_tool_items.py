@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from trio_agent import AgentEvent, EventKind
@@ -56,6 +56,12 @@ def events(draw: st.DrawFn) -> tuple[EventKind, dict[str, Any]]:
     return kind, payload
 
 
+# Found by a CI run: a failed command whose result holds a content part with "text": null.
+@example([(EventKind.TOOL_CALL, {"call_id": "c/code-2", "tool": "exec_command", "arguments": {"cmd": "x"},
+                                 "model_call_index": 1}),
+          (EventKind.TOOL_RESULT, {"call_id": "c/code-2", "tool": "exec_command", "status": "failed",
+                                   "duration_ns": 1, "result": [{"type": "input_text", "text": None,
+                                                                 "image_url": None}]})], False)
 @given(st.lists(events(), max_size=12), st.booleans())
 def test_any_tool_events_make_only_messages_the_schema_allows(sequence: list[tuple[EventKind, Any]],
                                                               cancelled: bool) -> None:

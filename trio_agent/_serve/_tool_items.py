@@ -49,7 +49,8 @@ def text_of(result: object) -> str:
     if isinstance(result, str):
         return result
     if isinstance(result, list):
-        return "".join(part.get("text", "") for part in result if isinstance(part, dict))
+        # a part's text is the tool's data: anything but a string (a hostile null) is no text
+        return "".join(text for part in result if isinstance(part, dict) and isinstance(text := part.get("text"), str))
     return json.dumps(result)
 
 
