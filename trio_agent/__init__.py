@@ -68,6 +68,7 @@ if _typing.TYPE_CHECKING:
     from ._event_payloads import ModelCallStartedPayload as ModelCallStartedPayload
     from ._event_payloads import ModelCompactionCompletedPayload as ModelCompactionCompletedPayload
     from ._event_payloads import ModelCompactionFailedPayload as ModelCompactionFailedPayload
+    from ._event_payloads import ModelCompactionFallbackPayload as ModelCompactionFallbackPayload
     from ._event_payloads import ModelCompactionStartedPayload as ModelCompactionStartedPayload
     from ._event_payloads import ModelConnectionCompletedPayload as ModelConnectionCompletedPayload
     from ._event_payloads import ModelConnectionFailedPayload as ModelConnectionFailedPayload
@@ -206,6 +207,7 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "ModelCallStartedPayload",
     "ModelCompactionCompletedPayload",
     "ModelCompactionFailedPayload",
+    "ModelCompactionFallbackPayload",
     "ModelCompactionStartedPayload",
     "ModelConnectionCompletedPayload",
     "ModelConnectionFailedPayload",
@@ -289,8 +291,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "EVENT_PAYLOADS", "ApiEventPayload", "ApiWarningPayload", "ApprovalChange", "ApprovalRequestedPayload",
         "ApprovalResolvedPayload", "AssistantDeltaPayload", "AssistantMessagePayload", "EventPayload", "JsonValue",
         "McpServerFailedPayload", "McpServerReadyPayload", "ModelAttemptFailedPayload", "ModelAttemptRetryingPayload",
-        "ModelAttemptStartedPayload", "ModelCallCompletedPayload", "ModelCallFailedPayload",
-        "ModelCallStartedPayload", "ModelCompactionCompletedPayload", "ModelCompactionFailedPayload",
+        "ModelAttemptStartedPayload", "ModelCallCompletedPayload", "ModelCallFailedPayload", "ModelCallStartedPayload",
+        "ModelCompactionCompletedPayload", "ModelCompactionFailedPayload", "ModelCompactionFallbackPayload",
         "ModelCompactionStartedPayload", "ModelConnectionCompletedPayload", "ModelConnectionFailedPayload",
         "ModelConnectionStartedPayload", "ModelWarmupCompletedPayload", "ModelWarmupFailedPayload",
         "ModelWarmupStartedPayload", "PlanStep", "PlanUpdatedPayload", "ReasoningSummaryDeltaPayload",

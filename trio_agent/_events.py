@@ -64,6 +64,7 @@ class EventKind(enum.StrEnum):
     MODEL_COMPACTION_STARTED = "model.compaction.started"
     MODEL_COMPACTION_COMPLETED = "model.compaction.completed"
     MODEL_COMPACTION_FAILED = "model.compaction.failed"
+    MODEL_COMPACTION_FALLBACK = "model.compaction.fallback"
     MODEL_ATTEMPT_STARTED = "model.attempt.started"
     MODEL_ATTEMPT_FAILED = "model.attempt.failed"
     MODEL_ATTEMPT_RETRYING = "model.attempt.retrying"

@@ -9,6 +9,14 @@ server on 127.0.0.1, so the CLI (and demos, and benchmarks) work with no API key
   prompt as a shell command through ``tools.exec_command``;
 - a tool output gets a final answer quoting it;
 - anything else gets a short streamed answer echoing the prompt;
+- a compaction request (input ending with ``compaction_trigger``) is answered like any
+  prompt -- with text and no ``compaction`` item, as a server without remote compaction
+  answers it, so the agent compacts locally -- unless the model was started with
+  ``remote_compaction=True``: then it returns one ``compaction`` item (its
+  ``encrypted_content`` a deterministic, readable stand-in);
+- a summarization request (a local compaction: the last input is the runtime's
+  summarization prompt) gets a short deterministic summary: the user's messages so far,
+  quoted and counted;
 - a final answer asked for in a JSON schema (``text.format`` of type ``json_schema``: an
   output schema) is the smallest instance of that schema, its strings the answer's text
   (``trio-agent exec --local --output-schema FILE`` prints JSON, as with a real model).
@@ -27,7 +35,13 @@ from typing import Any
 import trio
 import trio_websocket
 
+from ._session.summary import SUMMARIZATION_PROMPT, SUMMARY_PREFIX
+
 __all__ = ["LocalModel", "serve_local_model"]
+
+# What the runtime's own user-role messages start with (``_session.context``, ``.summary``).
+_NOT_THE_USER = ("<environment_context>", "# AGENTS.md instructions for", "<turn_aborted>", SUMMARY_PREFIX,
+                 SUMMARIZATION_PROMPT)
 
 _PATH = "/v1/responses"
 _USAGE = {
@@ -48,24 +62,27 @@ class LocalModel:
         self.url = url
 
 
-async def serve_local_model(*, task_status: trio.TaskStatus[LocalModel] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the scripted model on 127.0.0.1 until cancelled; reports the server."""
-    serve = partial(trio_websocket.serve_websocket, _handle, "127.0.0.1", 0, ssl_context=None,
-                    max_message_size=64 << 20)
+async def serve_local_model(
+    *, remote_compaction: bool = False, task_status: trio.TaskStatus[LocalModel] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Serve the scripted model on 127.0.0.1 until cancelled; reports the server.
+    ``remote_compaction``: answer ``compaction_trigger`` with a ``compaction`` item."""
+    serve = partial(trio_websocket.serve_websocket, partial(_handle, remote_compaction), "127.0.0.1", 0,
+                    ssl_context=None, max_message_size=64 << 20)
     async with trio.open_nursery() as nursery:
         server: trio_websocket.WebSocketServer = await nursery.start(serve)
         task_status.started(LocalModel(f"ws://127.0.0.1:{server.port}{_PATH}"))
 
 
-async def _handle(request: trio_websocket.WebSocketRequest) -> None:
+async def _handle(remote_compaction: bool, request: trio_websocket.WebSocketRequest) -> None:
     ws = await request.accept()
     try:
-        await _serve_connection(ws)
+        await _serve_connection(ws, remote_compaction)
     except trio_websocket.ConnectionClosed:  # the client went away: this connection is done
         return
 
 
-async def _serve_connection(ws: trio_websocket.WebSocketConnection) -> None:
+async def _serve_connection(ws: trio_websocket.WebSocketConnection, remote_compaction: bool) -> None:
     count = 0
     while True:
         message = await ws.get_message()
@@ -76,6 +93,10 @@ async def _serve_connection(ws: trio_websocket.WebSocketConnection) -> None:
         response_id = f"resp-local-{count}"
         if request.get("generate") is False:
             await _send(ws, {"type": "response.completed", "response": {"id": response_id, "usage": None}})
+            continue
+        last = _last_input(request)
+        if remote_compaction and last is not None and last.get("type") == "compaction_trigger":
+            await _send_compaction(ws, request, response_id)
             continue
         await _answer(ws, request, response_id)
 
@@ -101,9 +122,38 @@ def _text_of(item: dict[str, Any]) -> str:
     return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
+def _user_texts(request: dict[str, Any]) -> list[str]:
+    """The texts of the request's user messages that a person wrote: not the context
+    messages, a compaction's summary or the summarization prompt (known by their starts)."""
+    texts = []
+    for item in request.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
+            text = _text_of(item).strip()
+            if text and not text.startswith(_NOT_THE_USER):
+                texts.append(text)
+    return texts
+
+
+def _summary(request: dict[str, Any]) -> str:
+    asked = _user_texts(request)
+    quoted = "; ".join(repr(text if len(text) <= 200 else text[:200] + "...") for text in asked)
+    return (f"Summary by trio_agent's local scripted model: the user sent {len(asked)} message(s)"
+            + (f": {quoted}." if asked else ".") + " Each was answered; nothing is pending.")
+
+
+async def _send_compaction(ws: trio_websocket.WebSocketConnection, request: dict[str, Any], response_id: str) -> None:
+    item = {"id": f"cmp_{response_id}", "type": "compaction", "encrypted_content": "local:" + _summary(request)}
+    await _send(ws, {"type": "response.created", "response": {"id": response_id}})
+    await _send(ws, {"type": "response.output_item.done", "output_index": 0, "item": item})
+    await _send(ws, _completed(response_id, [item]))
+
+
 async def _answer(ws: trio_websocket.WebSocketConnection, request: dict[str, Any], response_id: str) -> None:
     last = _last_input(request)
     await _send(ws, {"type": "response.created", "response": {"id": response_id}})
+    if last is not None and last.get("type") == "message" and _text_of(last) == SUMMARIZATION_PROMPT:
+        await _stream_text(ws, response_id, _summary(request))
+        return
     if last is not None and last.get("type") in ("custom_tool_call_output", "function_call_output"):
         await _stream_text(ws, response_id, _shaped(request, "The tool returned:\n" + _text_of(last).strip()))
         return

@@ -408,10 +408,11 @@ class RolloutWriter:
         """An ``event_msg`` line (``payload`` has its own ``type``); loading skips it."""
         self._write(_line("event_msg", payload))
 
-    def rewrite(self, history: list[Item], *, reason: str) -> None:
+    def rewrite(self, history: list[Item], *, reason: str, message: str = "") -> None:
         """History was replaced (compaction, truncation): a ``compacted`` line whose
-        ``replacement_history`` is the whole new history."""
-        payload = {"message": "", "replacement_history": history, "trio_agent_reason": reason}
+        ``replacement_history`` is the whole new history and whose ``message`` is a local
+        compaction's summary bridge text ("" otherwise), as codex writes it."""
+        payload = {"message": message, "replacement_history": history, "trio_agent_reason": reason}
         self._write(_line("compacted", payload))
 
     def _live_fd(self) -> int:

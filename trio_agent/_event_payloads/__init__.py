@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ._catalog import ModelCallStartedPayload as ModelCallStartedPayload
     from ._catalog import ModelCompactionCompletedPayload as ModelCompactionCompletedPayload
     from ._catalog import ModelCompactionFailedPayload as ModelCompactionFailedPayload
+    from ._catalog import ModelCompactionFallbackPayload as ModelCompactionFallbackPayload
     from ._catalog import ModelCompactionStartedPayload as ModelCompactionStartedPayload
     from ._catalog import ModelConnectionCompletedPayload as ModelConnectionCompletedPayload
     from ._catalog import ModelConnectionFailedPayload as ModelConnectionFailedPayload
@@ -84,6 +85,7 @@ __all__ = [
     "ModelCallStartedPayload",
     "ModelCompactionCompletedPayload",
     "ModelCompactionFailedPayload",
+    "ModelCompactionFallbackPayload",
     "ModelCompactionStartedPayload",
     "ModelConnectionCompletedPayload",
     "ModelConnectionFailedPayload",

@@ -26,6 +26,7 @@ from ._model import (
     ModelCallStartedPayload,
     ModelCompactionCompletedPayload,
     ModelCompactionFailedPayload,
+    ModelCompactionFallbackPayload,
     ModelCompactionStartedPayload,
     ModelConnectionCompletedPayload,
     ModelConnectionFailedPayload,
@@ -79,6 +80,7 @@ EventPayload: TypeAlias = Union[  # noqa: UP007
     ModelCompactionStartedPayload,
     ModelCompactionCompletedPayload,
     ModelCompactionFailedPayload,
+    ModelCompactionFallbackPayload,
     ModelAttemptStartedPayload,
     ModelAttemptFailedPayload,
     ModelAttemptRetryingPayload,
@@ -173,6 +175,11 @@ def payload_of(
 def payload_of(
     event: AgentEvent, kind: Literal[EventKind.MODEL_COMPACTION_FAILED]
 ) -> ModelCompactionFailedPayload | None: ...
+
+@overload
+def payload_of(
+    event: AgentEvent, kind: Literal[EventKind.MODEL_COMPACTION_FALLBACK]
+) -> ModelCompactionFallbackPayload | None: ...
 
 @overload
 def payload_of(

@@ -22,6 +22,7 @@ from ._model import ModelCallFailedPayload as ModelCallFailedPayload
 from ._model import ModelCallStartedPayload as ModelCallStartedPayload
 from ._model import ModelCompactionCompletedPayload as ModelCompactionCompletedPayload
 from ._model import ModelCompactionFailedPayload as ModelCompactionFailedPayload
+from ._model import ModelCompactionFallbackPayload as ModelCompactionFallbackPayload
 from ._model import ModelCompactionStartedPayload as ModelCompactionStartedPayload
 from ._model import ModelConnectionCompletedPayload as ModelConnectionCompletedPayload
 from ._model import ModelConnectionFailedPayload as ModelConnectionFailedPayload
@@ -72,6 +73,7 @@ _DECLARED: dict[EventKind, type] = {
     EventKind.MODEL_COMPACTION_STARTED: ModelCompactionStartedPayload,
     EventKind.MODEL_COMPACTION_COMPLETED: ModelCompactionCompletedPayload,
     EventKind.MODEL_COMPACTION_FAILED: ModelCompactionFailedPayload,
+    EventKind.MODEL_COMPACTION_FALLBACK: ModelCompactionFallbackPayload,
     EventKind.MODEL_ATTEMPT_STARTED: ModelAttemptStartedPayload,
     EventKind.MODEL_ATTEMPT_FAILED: ModelAttemptFailedPayload,
     EventKind.MODEL_ATTEMPT_RETRYING: ModelAttemptRetryingPayload,

@@ -5,7 +5,7 @@ and ``_runtime/_recorder.py``; nanocodex sec. 3.2."""
 
 from typing import Literal, NotRequired, TypedDict
 
-from ._shared import ApiPhase, ConnectionPurpose, Effort, FailurePhase, JsonObject, TransportName
+from ._shared import ApiPhase, CompactionMode, ConnectionPurpose, Effort, FailurePhase, JsonObject, TransportName
 
 __all__ = [
     "ApiEventPayload",
@@ -18,6 +18,7 @@ __all__ = [
     "ModelCallStartedPayload",
     "ModelCompactionCompletedPayload",
     "ModelCompactionFailedPayload",
+    "ModelCompactionFallbackPayload",
     "ModelCompactionStartedPayload",
     "ModelConnectionCompletedPayload",
     "ModelConnectionFailedPayload",
@@ -125,8 +126,15 @@ class ModelCallFailedPayload(TypedDict):
 
 
 class ModelCompactionStartedPayload(TypedDict):
-    """The context grew past the compaction limit: a remote compaction request starts."""
+    """A compaction starts: the context grew past the compaction limit, or
+    ``Agent.compact()`` asked for one. It ends with ``model.compaction.completed`` or
+    ``.failed`` (or the turn's cancellation); ``model.compaction.fallback`` comes
+    between them when the server offers no remote compaction."""
 
+    mode: CompactionMode
+    """How it compacts first: ``"remote"`` (a ``compaction_trigger`` request answered by
+    one ``compaction`` item; every agent starts so) or ``"local"`` (a summarization
+    request; once this agent's server has declined a remote compaction)."""
     after_model_call_index: int
     """The model call after which it runs."""
     active_context_tokens: int
@@ -138,12 +146,15 @@ class ModelCompactionStartedPayload(TypedDict):
 
 
 class ModelCompactionCompletedPayload(TypedDict):
-    """The compaction request returned its compaction item; history is replaced by it."""
+    """The compaction succeeded and history is replaced: by the returned ``compaction``
+    item (remote), or by the recent user messages and the summary (local)."""
 
+    mode: CompactionMode
+    """How it compacted: ``"remote"`` or ``"local"`` (after a fallback, ``"local"``)."""
     after_model_call_index: int
     """The model call after which it ran."""
     response_id: str
-    """The compaction response's id."""
+    """The id of the response that compacted (the summarization response, when local)."""
     attempt: int
     """Which attempt succeeded, from 1."""
     connection_generation: int
@@ -157,7 +168,7 @@ class ModelCompactionCompletedPayload(TypedDict):
 
 
 class ModelCompactionFailedPayload(TypedDict):
-    """The compaction request failed (the turn fails)."""
+    """The compaction failed (the turn fails; history is unchanged)."""
 
     after_model_call_index: int
     """The model call after which it ran."""
@@ -165,6 +176,25 @@ class ModelCompactionFailedPayload(TypedDict):
     """The whole request, every attempt and backoff included."""
     error: str
     """What went wrong."""
+
+
+class ModelCompactionFallbackPayload(TypedDict):
+    """The server offers no remote compaction, so this agent compacts locally from now
+    on (a summarization request whose answer replaces history), starting with the
+    compaction under way. Emitted once per agent, between that compaction's
+    ``model.compaction.started`` and its end."""
+
+    after_model_call_index: int
+    """The model call after which the compaction runs."""
+    reason: Literal["no_compaction_item", "compaction_unsupported"]
+    """``"no_compaction_item"``: the compaction request was answered as an ordinary
+    request (output, but no ``compaction`` item); ``"compaction_unsupported"``: the
+    server rejected it with an error naming ``compaction_trigger`` or saying compaction
+    is not supported."""
+    response_id: str | None
+    """The declining response's id (None for a rejection without one)."""
+    detail: str
+    """What the server answered: the output item types it gave instead, or the error."""
 
 
 class ModelAttemptStartedPayload(TypedDict):

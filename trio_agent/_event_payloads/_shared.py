@@ -10,6 +10,7 @@ from typing import Literal, TypeAlias, TypedDict, Union
 
 __all__ = [
     "ApiPhase",
+    "CompactionMode",
     "ConnectionPurpose",
     "Effort",
     "FailurePhase",
@@ -31,6 +32,7 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 TransportName: TypeAlias = Literal["responses_websocket_v2", "responses_https_sse"]
 Effort: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
 ApiPhase: TypeAlias = Literal["warmup", "generation", "compaction"]
+CompactionMode: TypeAlias = Literal["remote", "local"]
 FailurePhase: TypeAlias = Literal["connect", "send", "receive", "idle", "api", "protocol"]
 ConnectionPurpose: TypeAlias = Literal["initial", "reconnect", "warmup_fallback"]
 ToolStatus: TypeAlias = Literal["completed", "failed", "cancelled"]

@@ -20,7 +20,7 @@ their policy live with the caller (``_sampling``). All time is Trio time.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -28,7 +28,7 @@ import trio
 from .._config import AgentConfig, History, Transport
 from .._errors import ResponsesError
 from .._events import EventKind
-from .._session.compaction import COMPACTION_TRIGGER
+from .._jsontext import dumps
 from .._session.conversation import Chain, full_input
 from .._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
 from .._transport.auth import https_headers, recover_unauthorized
@@ -411,16 +411,24 @@ class AttemptSlot:
         turn_id: int | None,
         preemption: Preemption | None,
         warmup: bool = False,
+        tail: Sequence[dict[str, Any]] = (),
+        text_only: bool = False,
     ) -> ResponseOutcome:
         """Build the body from history as it stands now, run the exchange, return the
         outcome (``ResponsesError`` on failure). No checkpoint comes before the
-        exchange has registered its preemption signal."""
+        exchange has registered its preemption signal. A compaction request's input
+        ends with ``tail`` (the ``compaction_trigger``, or the summarization prompt);
+        ``text_only`` sends ``tool_choice: "none"`` (a summarization request)."""
         model = self._model
         websocket = self._link is not None
         body = model.body(settings, warmup=warmup, websocket=websocket)
-        if phase == "compaction":
-            body["input"].append(dict(COMPACTION_TRIGGER))
-        text = model.body_text(body, settings, warmup=warmup, websocket=websocket)
+        if tail:
+            body["input"].extend(dict(item) for item in tail)
+        if text_only:
+            body["tool_choice"] = "none"
+            text = dumps(body)  # not the layout RequestText learned: encoded in full
+        else:
+            text = model.body_text(body, settings, warmup=warmup, websocket=websocket)
         generation = model.generation
         model.defer(lambda: events.attempt_started(
             model.emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,

@@ -10,6 +10,11 @@ frames of an answer, take a shorter road with the same result: their fields are 
 straight from the decoded frame (``text_delta_fields``), the accumulator takes them
 (``feed_text_delta``) and the ``assistant.delta`` is emitted here; any other frame, or
 a delta with a field of the wrong type, goes through ``parse_frame`` and ``feed``.
+
+A compaction request's text (a summary, or the answer of a server that declined a
+remote compaction) is not the agent speaking: in the ``compaction`` phase no
+``assistant.*`` or ``reasoning.*`` event is emitted (``api.event`` still carries
+every frame).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from .._events import EventKind
 from .._wire.frames import TEXT_DELTA, parse_frame, text_delta_fields
 from .._wire.stream import (
     AssistantMessageDone,
+    ReasoningDelta,
     ResponseAccumulator,
     ResponseFinished,
     ResponseOutcome,
@@ -72,6 +78,7 @@ class ExchangeRecorder:
         self._api_base: dict[str, Any] = {"direction": "inbound", "transport": transport, "phase": phase}
         if call_index is not None:
             self._api_base["model_call_index"] = call_index
+        self._quiet = phase == "compaction"  # no assistant/reasoning events (module docstring)
         self.accumulator = ResponseAccumulator(stale)
         self.sent_at = 0.0
         self.first_event: float | None = None
@@ -103,12 +110,18 @@ class ExchangeRecorder:
             if delta is not None:
                 if self.first_output is None:
                     self.first_output = now
-                self._emit(_ASSISTANT_DELTA, text_payload(delta, self._call_index), self._turn_id)
+                if not self._quiet:
+                    self._emit(_ASSISTANT_DELTA, text_payload(delta, self._call_index), self._turn_id)
             return None
         for event in self.accumulator.feed(parse_frame(raw)):
             if isinstance(event, ResponseFinished):
                 return event.outcome
-            if isinstance(event, TextDelta | AssistantMessageDone) and self.first_output is None:
-                self.first_output = now
+            if isinstance(event, TextDelta | AssistantMessageDone):
+                if self.first_output is None:
+                    self.first_output = now
+                if self._quiet:
+                    continue
+            elif self._quiet and isinstance(event, ReasoningDelta):
+                continue
             self._on_stream_event(event)
         return None

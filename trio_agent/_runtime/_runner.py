@@ -37,6 +37,7 @@ from .._session.conversation import ConversationSnapshot
 from .._session.ledger import TurnLedger
 from .._session.planner import FinishTurn, RunTools, SampleAgain, plan_next
 from .._units import ns
+from ._compaction import Compactor
 from ._context_io import agents_md_fingerprint, agents_md_watch, context_user_message, today
 from ._model import ModelClient
 from ._payloads import TurnReporter
@@ -87,6 +88,7 @@ class TurnRunner:
         self._ledger = ledger
         self._model = model
         self._sampler = Sampler(model)
+        self._compactor = Compactor(self._sampler)  # remote first; local once the server declined
         self._tools = tools
         self._reporter = reporter
         self._fork_point = fork_point
@@ -340,19 +342,21 @@ class TurnRunner:
         stats.compactions += 1
         start = trio.current_time()
         try:
-            outcome, summary = await self._sampler.compact(
+            done = await self._compactor.compact(
                 state.settings, after_call_index=live.model_call_index, turn_id=state.turn_id,
                 active_tokens=active, limit=limit,
             )
         finally:
             stats.model_duration_ns += ns(trio.current_time() - start)
-        stats.usage = stats.usage + outcome.usage
-        installed = ledger.install_compaction(
-            summary, permissions=self._permissions(), context=context_user_message(self._workspace)
+        stats.usage = stats.usage + done.usage
+        permissions, context = self._permissions(), context_user_message(self._workspace)
+        installed = (
+            ledger.install_compaction(done.item, permissions=permissions, context=context) if done.item is not None
+            else ledger.install_summary(done.summary, permissions=permissions, context=context)
         )
         self._tell_permissions = False  # the compacted history carries the current ones
         self._last_total_tokens = estimate_tokens([*ledger.prefix, *installed])
-        return outcome.response_id
+        return done.response_id
 
     # -- endings (each emits exactly one terminal event) ---------------------------------
 

@@ -8,18 +8,19 @@ retry replays in full and finished tools are never re-run) and backs off on Trio
 clock; a failure that is not retried drops the socket too unless the response reached
 its own terminal frame, so the next turn never reads a dead response's leftovers;
 a preempting steer skips the rest of the backoff (SPEC sec. 4). A missing
-checkpoint is replayed once in full on the same socket. Compaction requests use the
-same loop without a ``join``: a compaction request never carries a steer.
+checkpoint is replayed once in full on the same socket. Compaction requests
+(``_compaction``) use the same loop without a ``join``: a compaction request never
+carries a steer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._errors import ApiError, CheckpointMissing, ProtocolError, ResponsesError
+from .._errors import ApiError, CheckpointMissing, ResponsesError
 from .._events import EventKind
 from .._transport.retry import backoff_delay, should_retry
 from .._units import ns
@@ -49,6 +50,10 @@ class Sampler:
         self._emit = model.emit
         self._max_attempts = model.config.max_attempts
 
+    @property
+    def model(self) -> ModelClient:
+        return self._model
+
     async def generate(
         self, settings: RequestSettings, *, call_index: int, turn_id: int, preemption: Preemption, join: Join
     ) -> ResponseOutcome:
@@ -68,7 +73,7 @@ class Sampler:
             join()
 
         try:
-            outcome, recorder, attempt = await self._with_retries(
+            outcome, recorder, attempt = await self.with_retries(
                 settings, "generation", call_index, turn_id, preemption, announce_then_join
             )
         except ResponsesError as exc:
@@ -84,46 +89,13 @@ class Sampler:
         )
         return outcome
 
-    async def compact(
-        self, settings: RequestSettings, *, after_call_index: int, turn_id: int, active_tokens: int, limit: int
-    ) -> tuple[ResponseOutcome, dict[str, object]]:
-        """A compaction request (``model.compaction.*``); returns the response and its one
-        ``compaction`` item (``ProtocolError`` when there is not exactly one)."""
-        self._emit(EventKind.MODEL_COMPACTION_STARTED, {
-            "after_model_call_index": after_call_index, "active_context_tokens": active_tokens,
-            "auto_compact_token_limit": limit, "previous_response_id": self._model.chain.previous_response_id,
-        }, turn_id)
-        start = trio.current_time()
-        try:
-            # A compaction's output is its compaction item: the turn's structured
-            # output applies to its generations only (output_schema.py).
-            outcome, _, attempt = await self._with_retries(
-                settings.without_output_schema(), "compaction", after_call_index, turn_id, None, None
-            )
-            items = [i for i in outcome.output if i.get("type") in ("compaction", "compaction_summary")]
-            if len(items) != 1:
-                raise ProtocolError(
-                    f"remote compaction returned {len(items)} compaction items; expected exactly one",
-                    error_class="invalid_compaction_output",
-                )
-        except ResponsesError as exc:
-            self._emit(EventKind.MODEL_COMPACTION_FAILED, {
-                "after_model_call_index": after_call_index, "duration_ns": ns(trio.current_time() - start),
-                "error": str(exc),
-            }, turn_id)
-            raise
-        self._emit(EventKind.MODEL_COMPACTION_COMPLETED, {
-            "after_model_call_index": after_call_index, "response_id": outcome.response_id, "attempt": attempt,
-            "connection_generation": self._model.generation, "status": outcome.status,
-            "duration_ns": ns(trio.current_time() - start), "usage": outcome.usage_raw,
-        }, turn_id)
-        return outcome, items[0]
-
-    async def _with_retries(
+    async def with_retries(
         self, settings: RequestSettings, phase: str, call_index: int, turn_id: int,
-        preemption: Preemption | None, join: Join | None,
+        preemption: Preemption | None, join: Join | None, *, tail: Sequence[dict[str, Any]] = (),
+        text_only: bool = False,
     ) -> tuple[ResponseOutcome, ExchangeRecorder, int]:
-        """The outcome, the exchange that produced it, and which attempt that was."""
+        """The outcome, the exchange that produced it, and which attempt that was
+        (``tail`` and ``text_only``: see ``AttemptSlot.send``)."""
         model = self._model
         max_attempts = self._max_attempts
         attempt = 1
@@ -136,7 +108,7 @@ class Sampler:
                         join()
                     outcome = await slot.send(
                         settings, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
-                        turn_id=turn_id, preemption=preemption,
+                        turn_id=turn_id, preemption=preemption, tail=tail, text_only=text_only,
                     )
                     assert slot.recorder is not None
                     return outcome, slot.recorder, attempt

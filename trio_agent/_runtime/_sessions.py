@@ -86,7 +86,7 @@ class Rollout:
             if isinstance(event, Committed):
                 self._writer.append(list(event.items))
             else:
-                self._writer.rewrite(event.history.to_list(), reason=event.reason)
+                self._writer.rewrite(event.history.to_list(), reason=event.reason, message=event.message)
         except RolloutError as exc:
             self._pending_error = exc
             self._behind = event.history

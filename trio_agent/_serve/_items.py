@@ -208,9 +208,11 @@ class TurnMapper:
 
     def _api_event(self, payload: Json) -> list[Out]:
         """A server that puts an assistant message only in ``response.completed`` (no
-        ``output_item.done`` before it): the message is shown from there."""
+        ``output_item.done`` before it): the message is shown from there -- unless it
+        answers a compaction request (a summary is no answer: the compaction is its
+        ``contextCompaction`` item)."""
         frame = payload.get("event")
-        if payload.get("direction") != "inbound" or not isinstance(frame, dict):
+        if payload.get("direction") != "inbound" or not isinstance(frame, dict) or payload.get("phase") == "compaction":
             return []
         if frame.get("type") != "response.completed" or not isinstance(frame.get("response"), dict):
             return []

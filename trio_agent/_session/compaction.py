@@ -10,6 +10,11 @@ The single ``compaction`` item returned replaces the history: a fresh permission
 message and context message (re-reading AGENTS.md), the real user messages (newest
 first within a 64,000-token budget; the context goes before the last of them), then
 the compaction item without an id. The next request replays that in full.
+
+A server that offers no remote compaction gets a local one instead (``summary``: a
+summarization request whose text answer becomes a bridge message); its history is
+built by ``summarized_history`` the same way, with the kept user messages rebuilt as
+text and the bridge last.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .context import user_message
 from .history import History
+from .summary import bridge_text, is_summary, message_text, recent_within
 
 __all__ = [
     "COMPACTION_TRIGGER",
@@ -28,6 +35,7 @@ __all__ = [
     "estimate_history_tokens",
     "estimate_tokens",
     "is_real_user_message",
+    "summarized_history",
     "truncate_tool_outputs",
 ]
 
@@ -63,8 +71,9 @@ def _text(item: Item) -> str:
 
 
 def is_real_user_message(item: Item) -> bool:
-    """A message the user (or a steer) wrote -- not a context or abort marker."""
-    if item.get("type") != "message" or item.get("role") != "user":
+    """A message the user (or a steer) wrote -- not a context or abort marker, nor a
+    local compaction's summary."""
+    if item.get("type") != "message" or item.get("role") != "user" or is_summary(item):
         return False
     text = _text(item)
     return not any(marker in text for marker in _CONTEXT_MARKERS)
@@ -89,6 +98,19 @@ def compacted_history(
     if not kept:
         return [permissions, context, summary]
     return [*kept[:-1], permissions, context, kept[-1], summary]
+
+
+def summarized_history(
+    history: Sequence[Item], summary: str, *, permissions: Item, context: Item
+) -> tuple[list[Item], str]:
+    """The history after a local compaction (``summary`` module docstring), and the
+    bridge text at its end."""
+    texts = [text for item in history if is_real_user_message(item) and (text := message_text(item))]
+    kept = [user_message(text) for text in recent_within(texts)]
+    bridge = bridge_text(summary)
+    if not kept:
+        return [permissions, context, user_message(bridge)], bridge
+    return [*kept[:-1], permissions, context, kept[-1], user_message(bridge)], bridge
 
 
 def truncate_tool_outputs(history: list[Item], *, window: int) -> list[Item]:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .._record import Record
-from .compaction import compacted_history, truncate_tool_outputs
+from .compaction import compacted_history, summarized_history, truncate_tool_outputs
 from .context import TURN_ABORTED_TEXT, user_message
 from .conversation import Chain, ConversationSnapshot
 from .history import History
@@ -54,14 +54,17 @@ class Committed(Record):
 
 class Rewritten(Record):
     """History was replaced by ``history`` (``reason``: ``"compaction"`` or
-    ``"truncation"``); its first ``unchanged`` items are the same as before."""
+    ``"truncation"``); its first ``unchanged`` items are the same as before. ``message``
+    is a local compaction's summary bridge text ("" otherwise): the rollout's
+    ``compacted`` line carries it, as codex's does."""
 
-    __slots__ = ("reason", "history", "unchanged")  # noqa: RUF023  # field order
+    __slots__ = ("reason", "history", "unchanged", "message")  # noqa: RUF023  # field order
 
-    def __init__(self, reason: str, history: History, unchanged: int) -> None:
+    def __init__(self, reason: str, history: History, unchanged: int, message: str = "") -> None:
         self.reason = reason
         self.history = history
         self.unchanged = unchanged
+        self.message = message
 
 
 LedgerEvent = Committed | Rewritten
@@ -187,6 +190,15 @@ class TurnLedger:
         self._rewrite("compaction", installed)
         return self._history
 
+    def install_summary(self, summary: str, *, permissions: Item, context: Item) -> History:
+        """Replace history with a local compaction's (``summary`` module): the recent
+        user messages, fresh context, then the bridge message holding ``summary``."""
+        installed, bridge = summarized_history(
+            self._history.to_list(), summary, permissions=self.with_id(permissions), context=self.with_id(context)
+        )
+        self._rewrite("compaction", [self.with_id(item) for item in installed], message=bridge)
+        return self._history
+
     # -- internals -----------------------------------------------------------------
 
     def _append(self, items: Sequence[Item], *, response_id: str | None = None, always: bool = False) -> list[Item]:
@@ -197,7 +209,7 @@ class TurnLedger:
         self._publish(Committed(tuple(recorded), self._history, response_id))
         return recorded
 
-    def _rewrite(self, reason: str, items: list[Item]) -> None:
+    def _rewrite(self, reason: str, items: list[Item], *, message: str = "") -> None:
         before = self._history
         unchanged = 0
         for old, new in zip(before, items, strict=False):
@@ -205,7 +217,7 @@ class TurnLedger:
                 break
             unchanged += 1
         self._history = History(items)
-        self._publish(Rewritten(reason, self._history, unchanged))
+        self._publish(Rewritten(reason, self._history, unchanged, message))
 
     def _publish(self, event: LedgerEvent) -> None:
         for listener in self._listeners:

@@ -1,4 +1,5 @@
-"""Builders for the server frames a scripted test sends (plain JSON dicts)."""
+"""Builders for the server frames a scripted test sends (plain JSON dicts), and what a
+compaction request looks like (``is_compaction_request``, ``is_summarization_request``)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from typing import Any
 
 __all__ = [
     "assistant_message",
+    "compaction_item",
     "completed",
     "custom_tool_call",
     "error_frame",
     "function_call",
+    "is_compaction_request",
+    "is_summarization_request",
     "output_item_added",
     "output_item_done",
     "response_created",
@@ -117,3 +121,35 @@ def error_frame(message: str, *, code: str | None = None, **extra: Any) -> dict[
         error["code"] = code
     error.update(extra)
     return {"type": "error", "error": error}
+
+
+def compaction_item(
+    encrypted_content: str = "opaque-summary", *, item_id: str | None = "cmp-server-id"
+) -> dict[str, Any]:
+    """A ``compaction`` output item: the one item a remote compaction returns."""
+    item: dict[str, Any] = {"id": item_id} if item_id else {}
+    item.update({"type": "compaction", "encrypted_content": encrypted_content})
+    return item
+
+
+def is_compaction_request(body: dict[str, Any]) -> bool:
+    """The request asks for a remote compaction: its input ends with ``compaction_trigger``.
+    A server without remote compaction answers it like any other request (and the agent
+    then compacts locally: ``is_summarization_request``)."""
+    items = body.get("input") or []
+    return bool(items) and isinstance(items[-1], dict) and items[-1].get("type") == "compaction_trigger"
+
+
+def is_summarization_request(body: dict[str, Any]) -> bool:
+    """The request asks for a local compaction's summary: its last input is the
+    runtime's summarization prompt (and ``tool_choice`` is ``"none"``). Answer it with
+    an assistant message: its text becomes the summary."""
+    from .._session.summary import SUMMARIZATION_PROMPT
+
+    items = body.get("input") or []
+    last = items[-1] if items else None
+    if not isinstance(last, dict) or last.get("type") != "message" or last.get("role") != "user":
+        return False
+    content = last.get("content")
+    texts = [part.get("text") for part in content if isinstance(part, dict)] if isinstance(content, list) else []
+    return texts == [SUMMARIZATION_PROMPT]

@@ -205,6 +205,16 @@ class FakeConnection:
         await self.send(frames.output_item_done(output_index, done))
         return done
 
+    async def send_compaction(
+        self, response_id: str, encrypted_content: str = "opaque-summary", *,
+        usage_block: dict[str, Any] | str | None = "default",
+    ) -> None:
+        """Answer a remote compaction request: one ``compaction`` item (``output_item.done``,
+        then ``response.completed`` holding it)."""
+        item = frames.compaction_item(encrypted_content)
+        await self.send(frames.output_item_done(0, item))
+        await self.send(frames.completed(response_id, [item], usage_block=usage_block))
+
     async def send_error(self, message: str, *, code: str | None = None, **extra: Any) -> None:
         """``frames.error_frame(message, code=code, **extra)``: fails the live response."""
         await self.send(frames.error_frame(message, code=code, **extra))
