@@ -534,7 +534,8 @@ RUNTIME_RANKS = {
     "_statistics": 2, "_submission": 2,  # values of Agent.statistics() and submit(), built by the first call
     "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2,
     "_model": 3, "_turn_queue": 3,
-    "_sampling": 4, "_compaction": 4, "_pending_input": 4, "_tool_dispatch": 4, "_sleep": 2, "_workers": 2, "_collaboration": 3,
+    "_sampling": 4, "_pending_input": 4, "_tool_dispatch": 4, "_sleep": 2, "_workers": 2, "_collaboration": 3,
+    "_compaction": 4,  # remote or local compaction: drives the sampler it is given
     "_runner": 5,
     "_agent": 6,  # the package face
 }
