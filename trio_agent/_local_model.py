@@ -5,6 +5,9 @@ Not a language model: a small deterministic script behind a plain trio-websocket
 server on 127.0.0.1, so the CLI (and demos, and benchmarks) work with no API key:
 
 - warmups (``generate: false``) are answered with ``response.completed``;
+- a request chained on an earlier response of the same connection
+  (``previous_response_id``) is read with the conversation that response ended (the
+  last 16 are kept), as a real server reads it;
 - a prompt starting with ``run:`` gets an ``exec`` call that runs the rest of the
   prompt as a shell command through ``tools.exec_command``;
 - a tool output gets a final answer quoting it;
@@ -28,6 +31,7 @@ the same JSON the kit's ``testing._frames`` builds.
 
 from __future__ import annotations
 
+import collections
 import json
 from functools import partial
 from typing import Any
@@ -44,6 +48,7 @@ _NOT_THE_USER = ("<environment_context>", "# AGENTS.md instructions for", "<turn
                  SUMMARIZATION_PROMPT)
 
 _PATH = "/v1/responses"
+_REMEMBERED = 16  # conversations kept per connection, for chained requests
 _USAGE = {
     "input_tokens": 10,
     "input_tokens_details": {"cached_tokens": 5},
@@ -84,6 +89,9 @@ async def _handle(remote_compaction: bool, request: trio_websocket.WebSocketRequ
 
 async def _serve_connection(ws: trio_websocket.WebSocketConnection, remote_compaction: bool) -> None:
     count = 0
+    # The conversation each recent response ended, so that a request chained on one
+    # (``previous_response_id``) is read in full, as a real server reads it (bounded).
+    remembered: collections.OrderedDict[str, list[dict[str, Any]]] = collections.OrderedDict()
     while True:
         message = await ws.get_message()
         if not isinstance(message, str):
@@ -91,14 +99,18 @@ async def _serve_connection(ws: trio_websocket.WebSocketConnection, remote_compa
         request: dict[str, Any] = json.loads(message)
         count += 1
         response_id = f"resp-local-{count}"
+        earlier = remembered.get(str(request.get("previous_response_id")), [])
+        conversation = [*earlier, *(item for item in request.get("input") or [] if isinstance(item, dict))]
         if request.get("generate") is False:
             await _send(ws, {"type": "response.completed", "response": {"id": response_id, "usage": None}})
-            continue
-        last = _last_input(request)
-        if remote_compaction and last is not None and last.get("type") == "compaction_trigger":
-            await _send_compaction(ws, request, response_id)
-            continue
-        await _answer(ws, request, response_id)
+            output: list[dict[str, Any]] = []
+        elif remote_compaction and conversation and conversation[-1].get("type") == "compaction_trigger":
+            output = await _send_compaction(ws, conversation, response_id)
+        else:
+            output = await _answer(ws, request, conversation, response_id)
+        remembered[response_id] = [*conversation, *output]
+        while len(remembered) > _REMEMBERED:
+            remembered.popitem(last=False)
 
 
 async def _send(ws: trio_websocket.WebSocketConnection, frame: dict[str, Any]) -> None:
@@ -110,11 +122,6 @@ def _completed(response_id: str, output: list[dict[str, Any]]) -> dict[str, Any]
             "response": {"id": response_id, "status": "completed", "output": output, "usage": _USAGE}}
 
 
-def _last_input(request: dict[str, Any]) -> dict[str, Any] | None:
-    items = request.get("input") or []
-    return items[-1] if items else None
-
-
 def _text_of(item: dict[str, Any]) -> str:
     content = item.get("content") or item.get("output") or ""
     if isinstance(content, str):
@@ -122,41 +129,46 @@ def _text_of(item: dict[str, Any]) -> str:
     return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
-def _user_texts(request: dict[str, Any]) -> list[str]:
-    """The texts of the request's user messages that a person wrote: not the context
-    messages, a compaction's summary or the summarization prompt (known by their starts)."""
+def _user_texts(conversation: list[dict[str, Any]]) -> list[str]:
+    """The texts of the user messages that a person wrote: not the context messages, a
+    compaction's summary or the summarization prompt (known by their starts)."""
     texts = []
-    for item in request.get("input") or []:
-        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
+    for item in conversation:
+        if item.get("type") == "message" and item.get("role") == "user":
             text = _text_of(item).strip()
             if text and not text.startswith(_NOT_THE_USER):
                 texts.append(text)
     return texts
 
 
-def _summary(request: dict[str, Any]) -> str:
-    asked = _user_texts(request)
+def _summary(conversation: list[dict[str, Any]]) -> str:
+    asked = _user_texts(conversation)
     quoted = "; ".join(repr(text if len(text) <= 200 else text[:200] + "...") for text in asked)
     return (f"Summary by trio_agent's local scripted model: the user sent {len(asked)} message(s)"
             + (f": {quoted}." if asked else ".") + " Each was answered; nothing is pending.")
 
 
-async def _send_compaction(ws: trio_websocket.WebSocketConnection, request: dict[str, Any], response_id: str) -> None:
-    item = {"id": f"cmp_{response_id}", "type": "compaction", "encrypted_content": "local:" + _summary(request)}
+async def _send_compaction(
+    ws: trio_websocket.WebSocketConnection, conversation: list[dict[str, Any]], response_id: str
+) -> list[dict[str, Any]]:
+    item = {"id": f"cmp_{response_id}", "type": "compaction", "encrypted_content": "local:" + _summary(conversation)}
     await _send(ws, {"type": "response.created", "response": {"id": response_id}})
     await _send(ws, {"type": "response.output_item.done", "output_index": 0, "item": item})
     await _send(ws, _completed(response_id, [item]))
+    return [item]
 
 
-async def _answer(ws: trio_websocket.WebSocketConnection, request: dict[str, Any], response_id: str) -> None:
-    last = _last_input(request)
+async def _answer(
+    ws: trio_websocket.WebSocketConnection, request: dict[str, Any], conversation: list[dict[str, Any]],
+    response_id: str,
+) -> list[dict[str, Any]]:
+    """Answer one request (see the module docstring); the response's output."""
+    last = conversation[-1] if conversation else None
     await _send(ws, {"type": "response.created", "response": {"id": response_id}})
     if last is not None and last.get("type") == "message" and _text_of(last) == SUMMARIZATION_PROMPT:
-        await _stream_text(ws, response_id, _summary(request))
-        return
+        return await _stream_text(ws, response_id, _summary(conversation))
     if last is not None and last.get("type") in ("custom_tool_call_output", "function_call_output"):
-        await _stream_text(ws, response_id, _shaped(request, "The tool returned:\n" + _text_of(last).strip()))
-        return
+        return await _stream_text(ws, response_id, _shaped(request, "The tool returned:\n" + _text_of(last).strip()))
     prompt = _text_of(last).strip() if last is not None else ""
     if prompt.startswith("run:"):
         command = prompt[len("run:"):].strip() or "ls"
@@ -165,12 +177,12 @@ async def _answer(ws: trio_websocket.WebSocketConnection, request: dict[str, Any
                 "input": script}
         await _send(ws, {"type": "response.output_item.done", "output_index": 0, "item": call})
         await _send(ws, _completed(response_id, [call]))
-        return
+        return [call]
     reply = (
         f"Hello from trio_agent's local scripted model. You said: {prompt!r}. "
         "Set OPENAI_API_KEY to talk to a real model, or try `run: ls` to see the exec tool."
     )
-    await _stream_text(ws, response_id, _shaped(request, reply))
+    return await _stream_text(ws, response_id, _shaped(request, reply))
 
 
 def _shaped(request: dict[str, Any], text: str) -> str:
@@ -206,7 +218,7 @@ def _instance(schema: object, text: str, depth: int) -> Any:
     return simple.get(kind, text)
 
 
-async def _stream_text(ws: trio_websocket.WebSocketConnection, response_id: str, text: str) -> None:
+async def _stream_text(ws: trio_websocket.WebSocketConnection, response_id: str, text: str) -> list[dict[str, Any]]:
     message = {"id": f"msg_{response_id}", "type": "message", "role": "assistant", "status": "completed",
                "phase": "final_answer", "content": [{"type": "output_text", "text": text}]}
     added = {**message, "status": "in_progress", "content": []}
@@ -217,3 +229,4 @@ async def _stream_text(ws: trio_websocket.WebSocketConnection, response_id: str,
         await _send(ws, {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": delta})
     await _send(ws, {"type": "response.output_item.done", "output_index": 0, "item": message})
     await _send(ws, _completed(response_id, [message]))
+    return [message]
