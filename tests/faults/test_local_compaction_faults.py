@@ -12,6 +12,8 @@ error that does not say compaction is unsupported is no reason to fall back.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,18 @@ async def first_turn_then_declined(peer: Peer) -> Json:
     return summarize
 
 
+@asynccontextmanager
+async def after_first_turn(
+    peer: Peer, workspace: Path, script: Callable[[], Awaitable[None]], log: EventLog, **responses: Any
+) -> AsyncIterator[ta.Agent]:
+    """An agent (its events recorded into ``log``) whose first prompt has its answer,
+    beside ``script``."""
+    async with scripted(script, 30) as nursery, ta.open_agent(peer.config(workspace, responses=responses)) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        await (await agent.prompt("first prompt")).result()
+        yield agent
+
+
 def terminal(log: EventLog, turn_id: int) -> list[str]:
     return [e.kind.value for e in log.events if e.turn_id == turn_id and e.kind.is_terminal]
 
@@ -81,10 +95,7 @@ async def test_a_failed_summarization_fails_the_compaction_and_keeps_history(
         await peer.send(answer("resp-summary", "the summary"))
 
     log = EventLog()
-    config = peer.config(workspace, responses={"max_attempts": 2})
-    async with scripted(script, 30) as nursery, ta.open_agent(config) as agent:
-        nursery.start_soon(log.consume, agent.events)
-        await (await agent.prompt("first prompt")).result()
+    async with after_first_turn(peer, workspace, script, log, max_attempts=2) as agent:
         before = agent.statistics().history_items
         failed = await agent.compact()
         with pytest.raises(ta.TurnFailed, match="summarization went wrong" if failure == "error" else "overloaded"):
@@ -118,9 +129,7 @@ async def test_a_summarization_that_returns_no_summary_fails_and_nothing_it_retu
         await peer.send(answer("resp-2", "second answer"))
 
     log = EventLog()
-    async with scripted(script, 30) as nursery, ta.open_agent(peer.config(workspace)) as agent:
-        nursery.start_soon(log.consume, agent.events)
-        await (await agent.prompt("first prompt")).result()
+    async with after_first_turn(peer, workspace, script, log) as agent:
         before = agent.statistics().history_items
         failed = await agent.compact()
         with pytest.raises(ta.TurnFailed, match="no summary text"):
@@ -149,9 +158,7 @@ async def test_a_summarization_cancelled_mid_way_leaves_history_unchanged(peer: 
         await peer.send(answer("resp-2", "second answer"))
 
     log = EventLog()
-    async with scripted(script, 30) as nursery, ta.open_agent(peer.config(workspace)) as agent:
-        nursery.start_soon(log.consume, agent.events)
-        await (await agent.prompt("first prompt")).result()
+    async with after_first_turn(peer, workspace, script, log) as agent:
         before = agent.statistics().history_items
         compaction = await agent.compact()
         await asked.wait()
@@ -189,9 +196,7 @@ async def test_remote_compaction_on_one_call_and_not_the_next_falls_back_for_goo
         await peer.send(answer("resp-summary-2", "the summary again"))
 
     log = EventLog()
-    async with scripted(script, 30) as nursery, ta.open_agent(peer.config(workspace)) as agent:
-        nursery.start_soon(log.consume, agent.events)
-        await (await agent.prompt("first prompt")).result()
+    async with after_first_turn(peer, workspace, script, log) as agent:
         await (await agent.compact()).result()
         await (await agent.prompt("second prompt")).result()
         await (await agent.compact()).result()
@@ -220,9 +225,7 @@ async def test_an_error_that_does_not_say_compaction_is_unsupported_fails_withou
                          frames.completed("resp-remote", [frames.compaction_item()])])
 
     log = EventLog()
-    async with scripted(script, 30) as nursery, ta.open_agent(peer.config(workspace)) as agent:
-        nursery.start_soon(log.consume, agent.events)
-        await (await agent.prompt("first prompt")).result()
+    async with after_first_turn(peer, workspace, script, log) as agent:
         with pytest.raises(ta.TurnFailed, match=message):
             await (await agent.compact()).result()
         await (await agent.compact()).result()
@@ -239,9 +242,7 @@ async def test_several_compaction_items_are_bad_data_not_a_decline(peer: Peer, w
         await peer.send([frames.completed("resp-two", items)])
 
     log = EventLog()
-    async with scripted(script, 30) as nursery, ta.open_agent(peer.config(workspace)) as agent:
-        nursery.start_soon(log.consume, agent.events)
-        await (await agent.prompt("first prompt")).result()
+    async with after_first_turn(peer, workspace, script, log) as agent:
         with pytest.raises(ta.TurnFailed, match="returned 2 compaction items; expected exactly one"):
             await (await agent.compact()).result()
     assert not log.payloads("model.compaction.fallback")
