@@ -198,6 +198,7 @@ async def _every_method(client: AppServerClient, workspace: Path) -> None:
     await client.request("thread/resume", _full("thread/resume", threadId=thread_id))  # warm
     await client.request("thread/fork", _full("thread/fork", threadId=thread_id))
     await client.request("thread/compact/start", _full("thread/compact/start", threadId=thread_id))
+    await client.read_notification("thread/compacted")  # (locally: the model has no remote compaction)
     held = await client.request("turn/start", {"threadId": thread_id, "input": text_input("hold on")})
     turn_id = held["turn"]["id"]
     await client.request("turn/steer", _full("turn/steer", threadId=thread_id, expectedTurnId=turn_id,

@@ -115,6 +115,7 @@ def every_kind(e: ta.AgentEvent) -> None:
     assert_type(ta.payload_of(e, K.MODEL_COMPACTION_STARTED), ta.ModelCompactionStartedPayload | None)
     assert_type(ta.payload_of(e, K.MODEL_COMPACTION_COMPLETED), ta.ModelCompactionCompletedPayload | None)
     assert_type(ta.payload_of(e, K.MODEL_COMPACTION_FAILED), ta.ModelCompactionFailedPayload | None)
+    assert_type(ta.payload_of(e, K.MODEL_COMPACTION_FALLBACK), ta.ModelCompactionFallbackPayload | None)
     assert_type(ta.payload_of(e, K.MODEL_ATTEMPT_STARTED), ta.ModelAttemptStartedPayload | None)
     assert_type(ta.payload_of(e, K.MODEL_ATTEMPT_FAILED), ta.ModelAttemptFailedPayload | None)
     assert_type(ta.payload_of(e, K.MODEL_ATTEMPT_RETRYING), ta.ModelAttemptRetryingPayload | None)
