@@ -17,6 +17,7 @@ from trio_agent.testing import AppServerClient, FakeConnection, frames
 
 from ._harness import Json, app_server, send_message, start_thread
 from .test_items import items, methods, turn
+from .test_rollback import _edit_record, _refused
 
 
 async def plain(conn: FakeConnection, request: Json) -> None:
@@ -119,3 +120,28 @@ async def test_a_failed_local_compaction_fails_its_turn_as_before(
     assert [item["text"] for item in items(after, "agentMessage")] == ["noted"]
     last = harness.model.requests[-1]  # history as it was: chained on the first answer, no summary in it
     assert last["previous_response_id"] == "resp-2" and "SUMMARY" not in json.dumps(last)  # (warmup: 1)
+
+
+async def test_a_rollback_without_cut_points_never_cuts_into_a_local_compactions_history(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A local compaction keeps copies of the user messages before its summary; finding a
+    cut by prompts (a record without cut points) must not match one of those copies --
+    it would cut the summary away -- as it never matches what is before a remote
+    compaction's item."""
+    async with app_server(tmp_path, plain, unload_delay=0) as harness:
+        client = await harness.client()
+        thread_id = (await start_thread(client))["id"]
+        await turn(client, thread_id, "same words")
+        done, _ = await compact(client, thread_id)
+        assert done["turn"]["status"] == "completed"
+        await turn(client, thread_id, "other words")
+        await client.request("thread/unsubscribe", {"threadId": thread_id})
+        await client.read_notification("thread/closed", lambda p: p["threadId"] == thread_id)
+        _edit_record(harness, thread_id, drop_cut_points=True, last_prompt="same words")
+        await client.request("thread/resume", {"threadId": thread_id})
+        await _refused(client, "thread/rollback", {"threadId": thread_id, "numTurns": 1}, -32600,
+                       "the prompts of the turns to drop are not all in the history")
+        _, after = await turn(client, thread_id, "still compacted?")
+    assert f"{SUMMARY_PREFIX}\\nSUMMARY:" in json.dumps(harness.model.requests[-1])  # the summary is still there
+    assert [item["text"] for item in items(after, "agentMessage")] == ["noted"]

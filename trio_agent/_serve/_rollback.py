@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._session.summary import is_summary
 from ._connection import Connection, Reply
 from ._items import Out
 from ._jsonrpc import InvalidParams, InvalidRequest
@@ -94,7 +95,8 @@ def _found_start(dropped: list[TurnRecord], history: list[Json]) -> int | None:
     expected = [text for turn in dropped for text in _asked(turn)]
     if not dropped or not _asked(dropped[0]):
         return None
-    floor = max((i + 1 for i, item in enumerate(history) if item.get("type") == "compaction"), default=0)
+    floor = max((i + 1 for i, item in enumerate(history) if item.get("type") == "compaction" or is_summary(item)),
+                default=0)  # after a remote compaction's item, or a local one's summary (its copies are before)
     index = len(history)
     for text in reversed(expected):
         index = next((i for i in range(index - 1, floor - 1, -1) if _user_text(history[i]) == text), -1)
