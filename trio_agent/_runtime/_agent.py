@@ -309,9 +309,11 @@ class Agent:
 
         It is queued like a prompt (FIFO: it runs when the turns accepted before it have
         ended, and turns accepted after it wait for it), whatever the size of the
-        context. It sends one compaction request (``model.compaction.*`` events) and,
-        as the automatic compaction does, continues from the returned summary: the
-        next request replays the compacted history in full. It takes no steers
+        context. It compacts as the automatic compaction does (``model.compaction.*``
+        events): a remote compaction request, or -- once the server has shown it offers
+        none (``model.compaction.fallback``) -- a local one, a summarization request
+        whose text answer becomes the summary; the next request replays the compacted
+        history in full. It takes no steers
         (``TurnNotSteerable``; ``submit`` starts a turn after it instead) and can be
         cancelled like any turn. ``result()`` is a ``TurnResult`` with an empty
         ``final_message``, or ``TurnFailed`` when the compaction failed (history is

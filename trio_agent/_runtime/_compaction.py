@@ -47,6 +47,8 @@ from .._wire.stream import ResponseOutcome
 from .._wire.usage import TokenUsage
 
 if TYPE_CHECKING:
+    from .._session.history import History
+    from .._session.ledger import TurnLedger
     from ._sampling import Sampler
 
 __all__ = ["Compacted", "Compactor", "declined_error", "declined_output"]
@@ -68,6 +70,12 @@ class Compacted(Record):
         self.usage = usage
         self.item = item
         self.summary = summary
+
+    def install(self, ledger: TurnLedger, *, permissions: Item, context: Item) -> History:
+        """Replace the ledger's history with the compacted one; the new history."""
+        if self.item is not None:
+            return ledger.install_compaction(self.item, permissions=permissions, context=context)
+        return ledger.install_summary(self.summary, permissions=permissions, context=context)
 
 
 def declined_output(outcome: ResponseOutcome) -> str | None:

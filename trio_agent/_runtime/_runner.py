@@ -320,12 +320,11 @@ class TurnRunner:
         return True
 
     async def _compact_turn(self, state: TurnState, stats: TurnStats, live: _Live) -> TurnResult:
-        """A manual compaction (``Agent.compact``): one compaction request, whatever the
-        size of the context; the turn has no input of its own."""
+        """A manual compaction (``Agent.compact``): one compaction (remote, or local:
+        ``_compaction``), whatever the size of the context; the turn has no input of its own."""
         live.input_recorded = True
         window = context_window(state.settings.model)
-        active = self._last_total_tokens + estimate_history_tokens(self._ledger.history,
-                                                                   self._model.chain.delta_start)
+        active = self._last_total_tokens + estimate_history_tokens(self._ledger.history, self._model.chain.delta_start)
         response_id = await self._compact(state, stats, live, window, active, auto_compact_limit(window))
         self._context_recorded = True  # the compacted history carries the context messages
         checkpoint = self._ledger.snapshot(self._model.chain)
@@ -349,11 +348,7 @@ class TurnRunner:
         finally:
             stats.model_duration_ns += ns(trio.current_time() - start)
         stats.usage = stats.usage + done.usage
-        permissions, context = self._permissions(), context_user_message(self._workspace)
-        installed = (
-            ledger.install_compaction(done.item, permissions=permissions, context=context) if done.item is not None
-            else ledger.install_summary(done.summary, permissions=permissions, context=context)
-        )
+        installed = done.install(ledger, permissions=self._permissions(), context=context_user_message(self._workspace))
         self._tell_permissions = False  # the compacted history carries the current ones
         self._last_total_tokens = estimate_tokens([*ledger.prefix, *installed])
         return done.response_id
