@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 import trio_agent as ta
 from trio_agent._session.summary import SUMMARIZATION_PROMPT, SUMMARY_PREFIX
@@ -190,3 +191,33 @@ async def test_mid_turn_auto_compaction_summarizes_the_tool_output_and_the_turn_
     assert completed["compactions"] == 1
     assert [p["text"] for p in log.payloads("assistant.message")] == ["finished"]
 
+
+
+async def test_a_steer_during_a_local_compaction_is_sent_after_it_exactly_once(
+    peer: Peer, workspace: Path
+) -> None:
+    summarizing, steered = trio.Event(), trio.Event()
+
+    async def script() -> None:
+        await peer.next_request()
+        call = frames.custom_tool_call("call-1", "exec", 'text("big result")')
+        await peer.reply([frames.completed("resp-tool", [call], usage_block=frames.usage(250_000))])
+        assert frames.is_compaction_request(await peer.next_request())
+        await peer.reply(streamed("resp-declined", "eh?"))
+        summarize = await peer.next_request()
+        assert_summarization_request(summarize)
+        summarizing.set()
+        await steered.wait()
+        await peer.reply(streamed("resp-summary", "SUMMARY"))
+        continuation = await peer.next_request()
+        assert "steer during compaction" not in json.dumps(summarize)
+        assert json.dumps(continuation).count("steer during compaction") == 1
+        assert texts(continuation)[-2:] == [bridge("SUMMARY"), "steer during compaction"]
+        await peer.reply(streamed("resp-final", "done"))
+
+    async with scripted(script, 30), ta.open_agent(peer.config(workspace)) as agent:
+        turn = await agent.prompt("work")
+        await summarizing.wait()
+        await turn.steer("steer during compaction", interrupt=True)
+        steered.set()
+        assert (await turn.result()).final_message == "done"
