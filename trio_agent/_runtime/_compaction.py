@@ -118,14 +118,13 @@ class Compactor:
         # output applies to its generations only (output_schema.py).
         settings = settings.without_output_schema()
         try:
-            done, attempt = await self._compact(settings, after_call_index, turn_id)
+            outcome, compacted, attempt = await self._compact(settings, after_call_index, turn_id)
         except ResponsesError as exc:
             self._emit(EventKind.MODEL_COMPACTION_FAILED, {
                 "after_model_call_index": after_call_index, "duration_ns": ns(trio.current_time() - start),
                 "error": str(exc),
             }, turn_id)
             raise
-        outcome, compacted = done
         self._emit(EventKind.MODEL_COMPACTION_COMPLETED, {
             "mode": compacted.mode, "after_model_call_index": after_call_index, "response_id": outcome.response_id,
             "attempt": attempt, "connection_generation": self._model.generation, "status": outcome.status,
@@ -135,7 +134,8 @@ class Compactor:
 
     async def _compact(
         self, settings: RequestSettings, after_call_index: int, turn_id: int
-    ) -> tuple[tuple[ResponseOutcome, Compacted], int]:
+    ) -> tuple[ResponseOutcome, Compacted, int]:
+        """The response that compacted, what it gave, and its attempt number."""
         spent = TokenUsage()
         if self.mode == "remote":
             try:
@@ -148,7 +148,7 @@ class Compactor:
                 spent = outcome.usage
                 items = [item for item in outcome.output if item.get("type") in _COMPACTION_TYPES]
                 if len(items) == 1:
-                    return (outcome, Compacted("remote", outcome.response_id, spent, items[0], "")), attempt
+                    return outcome, Compacted("remote", outcome.response_id, spent, items[0], ""), attempt
                 detail = declined_output(outcome)
                 if detail is None:
                     raise ProtocolError(
@@ -165,7 +165,7 @@ class Compactor:
                 "text); history is unchanged",
                 error_class="empty_summary",
             )
-        return (outcome, Compacted("local", outcome.response_id, spent + outcome.usage, None, summary)), attempt
+        return outcome, Compacted("local", outcome.response_id, spent + outcome.usage, None, summary), attempt
 
     async def _request(
         self, settings: RequestSettings, after_call_index: int, turn_id: int, tail: list[Item], *,
