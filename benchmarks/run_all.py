@@ -4,9 +4,9 @@ Runs, each in its own process: ``first_token`` (``trio-agent bench``),
 ``turn_overhead``, ``history_size``, ``scale``, ``cold_cli``, ``warm_daemon`` and
 ``serve_load`` (the last three with ``--codex PATH`` when given; ``warm_daemon``
 otherwise finds the offline npm install of codex by itself), prints each one's full
-output, then the summary: ours, the floor (or codex) measured in the same run, the ratio or added time, and the issue's target. About
-3-4 minutes on the 2-core machine (``--quick``: about one; ``scale`` then only opens
-1,000 agents).
+output, then the summary: ours, the floor (or codex) measured in the same run, the
+ratio or added time, and the issue's target. About 3-4 minutes on the 2-core machine
+(``--quick``: about one; ``scale`` then only opens 1,000 agents).
 
     /work/main/.venv/bin/python -m benchmarks.run_all [--quick] [--codex PATH]
 """

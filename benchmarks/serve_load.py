@@ -16,7 +16,8 @@ Setup, per server and client count (each a fresh server process and home):
   and the update check off -- and the whole benchmark then re-runs itself in a new
   network namespace (``unshare -n``, only ``lo`` up), so codex reaches nothing else.
   The model server answers at once: 10 text deltas, no think time, no network delay.
-- the clients: N trio-websocket connections in this process, each ``initialize`` +
+- the clients: N WebSocket connections in this process (``Wire``: a lean client on a
+  Trio socket), each ``initialize`` +
   ``initialized``; one untimed turn on one more client first (lazy imports). Then,
   all clients started together, each repeats ``rounds`` times: ``thread/start``
   (``cwd``: a scratch workspace) and ``turn/start`` ("hello") and waits for that
@@ -40,6 +41,8 @@ of one run.
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
 import json
 import os
 import re
@@ -58,7 +61,6 @@ from typing import Any
 
 import attrs
 import trio
-import trio_websocket
 
 from ._common import Settings, open_bench_server, pct, record_summary, table
 from .cold_cli import CODEX_CONFIG, TREE
@@ -84,11 +86,97 @@ class Phase:
     others: Counter[str] = attrs.field(factory=Counter)  # method -> count, about another client's thread
 
 
+class Wire:
+    """A lean WebSocket client (RFC 6455 framing by hand: the server's frames are
+    unmasked, ours masked): each read decodes every frame it holds in one pass. With
+    trio-websocket (or wsproto) as the load generator, at 200 clients the clients'
+    process, not the server, was the bottleneck of the 2-core machine."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self._lock = trio.Lock()
+        self._buffer = bytearray()
+        self._parts: list[bytes] = []
+
+    @classmethod
+    async def connect(cls, url: str) -> Wire:
+        host, port = url.removeprefix("ws://").rstrip("/").rsplit(":", 1)
+        wire = cls(await trio.open_tcp_stream(host, int(port)))
+        key = base64.b64encode(os.urandom(16)).decode()
+        await wire.stream.send_all((f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+                                    f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                                    "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        while b"\r\n\r\n" not in wire._buffer:
+            data = await wire.stream.receive_some(1 << 16)
+            if not data:
+                raise RuntimeError("the server closed during the WebSocket handshake")
+            wire._buffer += data
+        head, _, rest = bytes(wire._buffer).partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise RuntimeError(f"the server refused the WebSocket handshake: {head[:200]!r}")
+        wire._buffer = bytearray(rest)
+        return wire
+
+    async def _send_frame(self, opcode: int, payload: bytes) -> None:
+        mask = os.urandom(4)
+        size = len(payload)
+        head = bytes([0x80 | opcode]) + (bytes([0x80 | size]) if size < 126 else
+                                         bytes([0x80 | 126]) + size.to_bytes(2, "big") if size < 65536 else
+                                         bytes([0x80 | 127]) + size.to_bytes(8, "big"))
+        masked = (int.from_bytes(payload, "big") ^ int.from_bytes(mask * (size // 4 + 1), "big") >> (
+            8 * (4 - size % 4) if size % 4 else 32)).to_bytes(size, "big") if size else b""
+        async with self._lock:
+            await self.stream.send_all(head + mask + masked)
+
+    async def send(self, text: str) -> None:
+        await self._send_frame(0x1, text.encode())
+
+    async def receive(self) -> list[str] | None:
+        """The messages of the next read (``None`` once the server closed)."""
+        data = await self.stream.receive_some(1 << 18)
+        if not data:
+            return None
+        self._buffer += data
+        messages = []
+        while (frame := self._frame()) is not None:
+            opcode, fin, payload = frame
+            if opcode in (0x0, 0x1, 0x2):
+                self._parts.append(payload)
+                if fin:
+                    messages.append(b"".join(self._parts).decode())
+                    self._parts.clear()
+            elif opcode == 0x9:
+                await self._send_frame(0xA, payload)
+            elif opcode == 0x8:
+                return None
+        return messages
+
+    def _frame(self) -> tuple[int, bool, bytes] | None:
+        buffer = self._buffer
+        if len(buffer) < 2:
+            return None
+        size, at = buffer[1] & 0x7F, 2
+        if size == 126:
+            size, at = int.from_bytes(buffer[2:4], "big"), 4
+        elif size == 127:
+            size, at = int.from_bytes(buffer[2:10], "big"), 10
+        if len(buffer) < at + size:
+            return None
+        frame = (buffer[0] & 0x0F, bool(buffer[0] & 0x80), bytes(buffer[at:at + size]))
+        del buffer[:at + size]
+        return frame
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._send_frame(0x8, (1000).to_bytes(2, "big"))
+        await self.stream.aclose()
+
+
 class Client:
     """One WebSocket client of the app server (see the module docstring)."""
 
-    def __init__(self, ws: trio_websocket.WebSocketConnection, phase: Phase) -> None:
-        self.ws = ws
+    def __init__(self, wire: Wire, phase: Phase) -> None:
+        self.wire = wire
         self.phase = phase
         self.threads: list[str] = []
         self._ids = iter(range(1, 1 << 30))
@@ -96,13 +184,10 @@ class Client:
         self._completed: trio.MemorySendChannel[Json] | None = None
 
     async def read(self) -> None:
-        while True:
-            try:
-                text = await self.ws.get_message()
-            except trio_websocket.ConnectionClosed:
-                return
-            assert isinstance(text, str)
-            self._dispatch(text)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while (texts := await self.wire.receive()) is not None:
+                for text in texts:
+                    self._dispatch(text)
 
     def _dispatch(self, text: str) -> None:
         found = _METHOD.search(text, 0, 120)
@@ -130,7 +215,7 @@ class Client:
         request_id = next(self._ids)
         send, receive = trio.open_memory_channel[Json](1)
         self._waiting[request_id] = send
-        await self.ws.send_message(json.dumps({"id": request_id, "method": method, "params": params}))
+        await self.wire.send(json.dumps({"id": request_id, "method": method, "params": params}))
         message = await receive.receive()
         if "error" in message:
             raise RuntimeError(f"{method} failed: {message['error']}")
@@ -139,7 +224,7 @@ class Client:
 
     async def initialize(self) -> None:
         await self.request("initialize", {"clientInfo": {"name": "serve_load", "version": "1"}})
-        await self.ws.send_message(json.dumps({"method": "initialized"}))
+        await self.wire.send(json.dumps({"method": "initialized"}))
 
     async def turn(self, cwd: str) -> float:
         """thread/start + turn/start; seconds until that turn's turn/completed."""
@@ -227,14 +312,32 @@ async def running_server(command: list[str], env: Json, work: Path) -> AsyncIter
 
 
 async def _client(nursery: trio.Nursery, url: str, phase: Phase) -> Client:
-    ws = await trio_websocket.connect_websocket_url(nursery, url, max_message_size=64 << 20)
-    client = Client(ws, phase)
+    client = Client(await Wire.connect(url), phase)
     nursery.start_soon(client.read)
     await client.initialize()
     return client
 
 
-async def run_phase(spec: ServerSpec, clients: int, rounds: int, tree: str, codex: str | None, model: Any) -> Phase:
+@asynccontextmanager
+async def profiled(pid: int, directory: str | None, name: str) -> AsyncIterator[None]:
+    """With ``--profile DIR``: ``py-spy record`` of the server during the block, its
+    collapsed stacks in ``DIR/NAME.txt`` (py-spy must be on PATH)."""
+    if directory is None:
+        yield
+        return
+    out = Path(directory) / f"{name}.txt"
+    command = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--output", str(out)]
+    process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        with trio.CancelScope(shield=True):
+            process.send_signal(signal.SIGINT)  # py-spy writes its output and exits
+            await process.wait()
+
+
+async def run_phase(spec: ServerSpec, clients: int, rounds: int, tree: str, codex: str | None, model: Any,
+                    profile: str | None = None) -> Phase:
     work = Path(tempfile.mkdtemp(prefix="serve-load-"))
     (work / "workspace").mkdir()
     phase = Phase(spec.label, clients)
@@ -247,14 +350,15 @@ async def run_phase(spec: ServerSpec, clients: int, rounds: int, tree: str, code
                 connected = [await _client(nursery, url, phase) for _ in range(clients)]
             phase.received.clear()
             phase.others.clear()
-            cpu, mine, start = process_cpu(pid), time.process_time(), time.perf_counter()
-            async with trio.open_nursery() as turns:
-                for client in connected:
-                    turns.start_soon(_rounds, client, rounds, str(work / "workspace"), phase)
-            phase.wall = time.perf_counter() - start
+            async with profiled(pid, profile, f"{spec.kind}-{clients}"):
+                cpu, mine, start = process_cpu(pid), time.process_time(), time.perf_counter()
+                async with trio.open_nursery() as turns:
+                    for client in connected:
+                        turns.start_soon(_rounds, client, rounds, str(work / "workspace"), phase)
+                phase.wall = time.perf_counter() - start
             phase.server_cpu, phase.client_cpu = process_cpu(pid) - cpu, time.process_time() - mine
             for client in [warm, *connected]:
-                await client.ws.aclose()
+                await client.wire.aclose()
             nursery.cancel_scope.cancel()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -267,15 +371,15 @@ async def _rounds(client: Client, rounds: int, cwd: str, phase: Phase) -> None:
             phase.latencies.append(await client.turn(cwd))
 
 
-async def measure(specs: list[ServerSpec], counts: list[int], quick: bool, tree: str,
-                  codex: str | None) -> list[Phase]:
+async def measure(specs: list[ServerSpec], counts: list[int], quick: bool, tree: str, codex: str | None,
+                  profile: str | None = None) -> list[Phase]:
     phases = []
     async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=10)) as model:
         for clients in counts:
             rounds = ROUNDS.get(clients, 2)
             rounds = max(1, rounds // 2) if quick else rounds
             for spec in specs:
-                phase = await run_phase(spec, clients, rounds, tree, codex, model)
+                phase = await run_phase(spec, clients, rounds, tree, codex, model, profile)
                 print(f"   {spec.label}, {clients} clients: {len(phase.latencies)} turns in {phase.wall:.1f} s",
                       flush=True)
                 phases.append(phase)
@@ -327,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", default=TREE, help="the checkout whose trio_agent serves (default: this one)")
     parser.add_argument("--servers", default="local,fake,codex", help="which of local, fake, codex to run")
     parser.add_argument("--quick", action="store_true", help="half the rounds")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="py-spy record each server during its timed phase (collapsed stacks in DIR)")
     args = parser.parse_args(argv)
     if args.codex and os.environ.get("COLD_CLI_NETNS") != "1":
         inner = " ".join(["exec", sys.executable, "-m", "benchmarks.serve_load", *(argv or sys.argv[1:])])
@@ -337,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(count) for count in args.clients.split(",")]
     subprocess.run([sys.executable, "-m", "compileall", "-q", f"{args.tree}/trio_agent"], check=True)
     print(f"serving tree: {args.tree}; {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}", flush=True)
-    phases = trio.run(measure, specs, counts, args.quick, args.tree, args.codex)
+    phases = trio.run(measure, specs, counts, args.quick, args.tree, args.codex, args.profile)
     report(phases)
     if not args.codex:
         print("codex: not run (pass --codex PATH to the native binary; see the docstring)")
