@@ -70,6 +70,7 @@ from ._store import ThreadStore
 __all__ = ["SHUTDOWN_GRACE", "AppServer", "ThreadState", "open_app_server"]
 
 SHUTDOWN_GRACE = 5.0
+PUMP_BURST = 256  # thread events the pump delivers in one scheduler pass, when they are ready
 Json = dict[str, Any]
 
 
@@ -374,14 +375,25 @@ class AppServer:
     async def _pump(self, events: ThreadEvents) -> None:
         try:
             async for event in events:
-                try:
-                    await self._on_thread_event(event)
-                except Exception:  # a bug in the mapping: lose this event's notifications, not every client
-                    print(f"trio-agent serve: internal error mapping {event.kind} of thread {event.thread_id}:",
-                          file=sys.stderr)
-                    traceback.print_exc(file=sys.stderr)
+                await self._deliver(event)
+                # What else is ready goes out in the same pass: each client's writer then
+                # finds the burst queued and sends it in one write (``_connection``).
+                for _ in range(PUMP_BURST):
+                    try:
+                        event = events.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    await self._deliver(event)
         finally:
             self._pump_done.set()
+
+    async def _deliver(self, event: ThreadEvent) -> None:
+        try:
+            await self._on_thread_event(event)
+        except Exception:  # a bug in the mapping: lose this event's notifications, not every client
+            print(f"trio-agent serve: internal error mapping {event.kind} of thread {event.thread_id}:",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
 
     def _target(self, thread_id: str) -> ThreadState | None:
         """The state an event belongs to: a retired generation's until its close."""
