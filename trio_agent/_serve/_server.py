@@ -21,7 +21,16 @@ pump has sent its ``item/started`` before the server asks the client.
 
 Audiences: ``thread/started``, ``thread/status/changed`` and ``thread/closed`` go to
 every initialized connection (they describe the thread list); turn, item, token-usage
-and error notifications go to the thread's subscribers.
+and error notifications go to the thread's subscribers. That is codex's split too
+(measured on codex 0.171.0 with two clients: the one subscribed to nothing gets the
+other's ``thread/started`` and both status changes, nothing of its turn;
+``tests/outsiders/test_serve_audiences.py``).
+
+Cost per client (issue 23). Under many clients those broadcasts are most of what the
+server sends, so delivering one is kept to an encoding (once, for every recipient) and
+a queue append per client (``_connection``). The pump delivers every thread event that
+is ready in one pass (at most ``PUMP_BURST``) before it yields, so each client's
+writer finds the burst queued together and sends it in one write.
 """
 
 from __future__ import annotations
