@@ -1,12 +1,12 @@
 """Every benchmark of issue 13 in one go, and one table of the headline ratios.
 
 Runs, each in its own process: ``first_token`` (``trio-agent bench``),
-``turn_overhead``, ``history_size``, ``scale``, ``cold_cli`` and ``warm_daemon`` (both
-with ``--codex PATH`` when given; ``warm_daemon`` otherwise finds the offline npm
-install of codex by itself), prints each one's full output, then the summary: ours, the floor
-measured in the same run, the ratio or added time, and the issue's target. About
-3-4 minutes on the 2-core machine (``--quick``: about one; ``scale`` then only opens
-1,000 agents).
+``turn_overhead``, ``history_size``, ``scale``, ``cold_cli``, ``warm_daemon`` and
+``serve_load`` (the last three with ``--codex PATH`` when given; ``warm_daemon``
+otherwise finds the offline npm install of codex by itself), prints each one's full
+output, then the summary: ours, the floor (or codex) measured in the same run, the
+ratio or added time, and the issue's target. About 3-4 minutes on the 2-core machine
+(``--quick``: about one; ``scale`` then only opens 1,000 agents).
 
     /work/main/.venv/bin/python -m benchmarks.run_all [--quick] [--codex PATH]
 """
@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         ["benchmarks.scale", "--counts", "1000" if quick else "1000,10000"],
         ["benchmarks.cold_cli", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
         ["benchmarks.warm_daemon", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
+        ["benchmarks.serve_load", *(["--quick"] if quick else []), *(["--codex", args.codex] if args.codex else [])],
     ]
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} cpus, load average {load[0]:.2f} at start (other processes share the cores: "

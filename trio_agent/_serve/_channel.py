@@ -16,6 +16,8 @@ from typing import Protocol
 import trio
 import trio_websocket
 
+from ._ws_writes import SharedSendStream, text_frames
+
 __all__ = ["MAX_MESSAGE_BYTES", "LineChannel", "MessageChannel", "MessageTooLarge", "WebSocketChannel"]
 
 MAX_MESSAGE_BYTES = 16 << 20
@@ -129,10 +131,13 @@ class LineChannel:
 
 
 class WebSocketChannel:
-    """One message per WebSocket text frame (a binary frame is decoded as UTF-8)."""
+    """One message per WebSocket text frame (a binary frame is decoded as UTF-8).
+    Given the ``SharedSendStream`` under ``ws``, a batch is framed here and written at
+    once (``_ws_writes``); without it, each message is a ``send_message``."""
 
-    def __init__(self, ws: trio_websocket.WebSocketConnection) -> None:
+    def __init__(self, ws: trio_websocket.WebSocketConnection, stream: SharedSendStream | None = None) -> None:
         self._ws = ws
+        self._stream = stream
 
     async def send(self, text: str) -> None:
         """Send one message (a text frame); ``trio.BrokenResourceError`` once closed."""
@@ -140,6 +145,9 @@ class WebSocketChannel:
 
     async def send_batch(self, texts: list[str]) -> None:
         """Send several messages, one text frame each."""
+        if self._stream is not None:
+            await self._stream.send_frames(text_frames(texts), lambda: self._ws.closed is not None)
+            return
         try:
             for text in texts:
                 await self._ws.send_message(text)

@@ -21,7 +21,16 @@ pump has sent its ``item/started`` before the server asks the client.
 
 Audiences: ``thread/started``, ``thread/status/changed`` and ``thread/closed`` go to
 every initialized connection (they describe the thread list); turn, item, token-usage
-and error notifications go to the thread's subscribers.
+and error notifications go to the thread's subscribers. That is codex's split too
+(measured on codex 0.171.0 with two clients: the one subscribed to nothing gets the
+other's ``thread/started`` and both status changes, nothing of its turn;
+``tests/outsiders/test_serve_audiences.py``).
+
+Cost per client (issue 23). Under many clients those broadcasts are most of what the
+server sends, so delivering one is kept to an encoding (once, for every recipient) and
+a queue append per client (``_connection``). The pump delivers every thread event that
+is ready in one pass (at most ``PUMP_BURST``) before it yields, so each client's
+writer finds the burst queued together and sends it in one write.
 """
 
 from __future__ import annotations
@@ -70,6 +79,7 @@ from ._store import ThreadStore
 __all__ = ["SHUTDOWN_GRACE", "AppServer", "ThreadState", "open_app_server"]
 
 SHUTDOWN_GRACE = 5.0
+PUMP_BURST = 256  # thread events the pump delivers in one scheduler pass, when they are ready
 Json = dict[str, Any]
 
 
@@ -374,14 +384,25 @@ class AppServer:
     async def _pump(self, events: ThreadEvents) -> None:
         try:
             async for event in events:
-                try:
-                    await self._on_thread_event(event)
-                except Exception:  # a bug in the mapping: lose this event's notifications, not every client
-                    print(f"trio-agent serve: internal error mapping {event.kind} of thread {event.thread_id}:",
-                          file=sys.stderr)
-                    traceback.print_exc(file=sys.stderr)
+                await self._deliver(event)
+                # What else is ready goes out in the same pass: each client's writer then
+                # finds the burst queued and sends it in one write (``_connection``).
+                for _ in range(PUMP_BURST):
+                    try:
+                        event = events.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    await self._deliver(event)
         finally:
             self._pump_done.set()
+
+    async def _deliver(self, event: ThreadEvent) -> None:
+        try:
+            await self._on_thread_event(event)
+        except Exception:  # a bug in the mapping: lose this event's notifications, not every client
+            print(f"trio-agent serve: internal error mapping {event.kind} of thread {event.thread_id}:",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
 
     def _target(self, thread_id: str) -> ThreadState | None:
         """The state an event belongs to: a retired generation's until its close."""

@@ -25,6 +25,7 @@ from ._channel import MAX_MESSAGE_BYTES, LineChannel, WebSocketChannel
 from ._http_gate import Head, Replayed, judge, read_head, send_refusal
 from ._listen_policy import ListenerPolicy, check_exposure
 from ._server import AppServer
+from ._ws_writes import SharedSendStream
 
 __all__ = ["HANDSHAKE_TIMEOUT", "Listening", "serve_stdio", "serve_websocket"]
 
@@ -90,16 +91,16 @@ async def _serve_client(server: AppServer, stream: trio.SocketStream, policy: Li
         label = "WebSocket client"
     async with trio.open_nursery() as nursery:  # the WebSocket's reader task
         ws: trio_websocket.WebSocketConnection | None = None
+        shared = SharedSendStream(Replayed(stream, head.data))  # trio-websocket's writes and the batches'
         with trio.move_on_after(HANDSHAKE_TIMEOUT):
-            request = await trio_websocket.wrap_server_stream(nursery, Replayed(stream, head.data),
-                                                              max_message_size=MAX_MESSAGE_BYTES)
+            request = await trio_websocket.wrap_server_stream(nursery, shared, max_message_size=MAX_MESSAGE_BYTES)
             with contextlib.suppress(trio_websocket.ConnectionClosed):  # the peer left during the handshake
                 ws = await request.accept()
         if ws is None:  # too slow, or gone
             nursery.cancel_scope.cancel()
             return
         try:
-            await server.serve_connection(WebSocketChannel(ws), label=label)
+            await server.serve_connection(WebSocketChannel(ws, shared), label=label)
         finally:
             with trio.move_on_after(WEBSOCKET_CLOSE_TIMEOUT):
                 await ws.aclose()

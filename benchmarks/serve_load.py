@@ -1,0 +1,454 @@
+"""Load on ``trio-agent serve --listen`` (issue 23, item 5): turns per second and the
+latency of a new thread's first turn at 1, 20 and 200 WebSocket clients, side by side
+with the real ``codex app-server`` on the same scripted model server.
+
+Setup, per server and client count (each a fresh server process and home):
+
+- the server: ``python -m trio_agent serve --listen ws://127.0.0.1:0`` of this tree
+  (``--tree DIR``: another checkout's ``trio_agent``, for before/after figures) on the
+  built-in local model (``--local``: the model runs in the server's own process) or on
+  ``trio_agent._bench``'s child-process Responses server (``--websocket-url``, the
+  default WebSocket transport); with ``--codex PATH`` (the native binary, e.g. the
+  pinned one under ``tests/outsiders/clients`` after ``bash .ci/clients``) also
+  ``codex app-server --listen ws://127.0.0.1:0`` with a scratch ``CODEX_HOME`` whose
+  ``config.toml`` (``cold_cli.CODEX_CONFIG``) names a model provider on the same
+  server (codex's wire for such a provider is HTTP/SSE) and turns analytics, feedback
+  and the update check off -- and the whole benchmark then re-runs itself in a new
+  network namespace (``unshare -n``, only ``lo`` up), so codex reaches nothing else.
+  The model server answers at once: 10 text deltas, no think time, no network delay.
+- the clients: N WebSocket connections in this process (``Wire``: a lean client on a
+  Trio socket), each ``initialize`` +
+  ``initialized``; one untimed turn on one more client first (lazy imports). Then,
+  all clients started together, each repeats ``rounds`` times: ``thread/start``
+  (``cwd``: a scratch workspace) and ``turn/start`` ("hello") and waits for that
+  turn's ``turn/completed``. Threads stay loaded (their client stays subscribed) until
+  the clients disconnect at the end. A client decodes only its responses and its own
+  ``turn/completed``; every other message is counted by its method (and whether it
+  names one of the client's own threads) from its first bytes.
+
+Columns: ``turns/s`` (every turn of the phase over its wall time), ``p50``/``p99`` ms
+from sending ``thread/start`` to receiving that thread's ``turn/completed``, ``server
+cpu/turn`` ms (the server process and its children, user + system, over the phase,
+per turn: from ``/proc``), ``client cpu/turn`` ms (this process), ``msgs/turn``
+(messages the clients received per turn) and ``others %`` (of those, notifications
+about another client's thread: ``thread/started``, ``thread/status/changed`` ...).
+Two cores are shared by the server, the clients and the model server: compare rows
+of one run.
+
+    /work/main/.venv/bin/python -m benchmarks.serve_load [--clients 1,20,200] [--codex PATH] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from ._common import Settings, open_bench_server, pct, record_summary, table
+from .cold_cli import CODEX_CONFIG, TREE
+
+ROUNDS = {1: 40, 20: 5, 200: 2}  # turns per client, per client count (others: 2)
+STEP = 120.0  # seconds any one wait may take before the benchmark gives up
+_METHOD = re.compile(r'"method":"([^"]+)"')
+_LISTENING = re.compile(r"listening on:? ws://127\.0\.0\.1:(\d+)")
+Json = dict[str, Any]
+
+
+@attrs.define
+class Phase:
+    """One server at one client count: every turn's latency, the phase's totals."""
+
+    label: str
+    clients: int
+    latencies: list[float] = attrs.field(factory=list)
+    wall: float = 0.0
+    server_cpu: float = 0.0
+    client_cpu: float = 0.0
+    received: Counter[str] = attrs.field(factory=Counter)  # method (or "response") -> count
+    others: Counter[str] = attrs.field(factory=Counter)  # method -> count, about another client's thread
+
+
+class Wire:
+    """A lean WebSocket client (RFC 6455 framing by hand: the server's frames are
+    unmasked, ours masked): each read decodes every frame it holds in one pass. With
+    trio-websocket (or wsproto) as the load generator, at 200 clients the clients'
+    process, not the server, was the bottleneck of the 2-core machine."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self._lock = trio.Lock()
+        self._buffer = bytearray()
+        self._parts: list[bytes] = []
+
+    @classmethod
+    async def connect(cls, url: str) -> Wire:
+        host, port = url.removeprefix("ws://").rstrip("/").rsplit(":", 1)
+        wire = cls(await trio.open_tcp_stream(host, int(port)))
+        key = base64.b64encode(os.urandom(16)).decode()
+        await wire.stream.send_all((f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+                                    f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                                    "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        while b"\r\n\r\n" not in wire._buffer:
+            data = await wire.stream.receive_some(1 << 16)
+            if not data:
+                raise RuntimeError("the server closed during the WebSocket handshake")
+            wire._buffer += data
+        head, _, rest = bytes(wire._buffer).partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise RuntimeError(f"the server refused the WebSocket handshake: {head[:200]!r}")
+        wire._buffer = bytearray(rest)
+        return wire
+
+    async def _send_frame(self, opcode: int, payload: bytes) -> None:
+        mask = os.urandom(4)
+        size = len(payload)
+        head = bytes([0x80 | opcode]) + (bytes([0x80 | size]) if size < 126 else
+                                         bytes([0x80 | 126]) + size.to_bytes(2, "big") if size < 65536 else
+                                         bytes([0x80 | 127]) + size.to_bytes(8, "big"))
+        masked = (int.from_bytes(payload, "big") ^ int.from_bytes(mask * (size // 4 + 1), "big") >> (
+            8 * (4 - size % 4) if size % 4 else 32)).to_bytes(size, "big") if size else b""
+        async with self._lock:
+            await self.stream.send_all(head + mask + masked)
+
+    async def send(self, text: str) -> None:
+        await self._send_frame(0x1, text.encode())
+
+    async def receive(self) -> list[str] | None:
+        """The messages of the next read (``None`` once the server closed)."""
+        data = await self.stream.receive_some(1 << 18)
+        if not data:
+            return None
+        self._buffer += data
+        messages = []
+        while (frame := self._frame()) is not None:
+            opcode, fin, payload = frame
+            if opcode in (0x0, 0x1, 0x2):
+                self._parts.append(payload)
+                if fin:
+                    messages.append(b"".join(self._parts).decode())
+                    self._parts.clear()
+            elif opcode == 0x9:
+                await self._send_frame(0xA, payload)
+            elif opcode == 0x8:
+                return None
+        return messages
+
+    def _frame(self) -> tuple[int, bool, bytes] | None:
+        buffer = self._buffer
+        if len(buffer) < 2:
+            return None
+        size, at = buffer[1] & 0x7F, 2
+        if size == 126:
+            size, at = int.from_bytes(buffer[2:4], "big"), 4
+        elif size == 127:
+            size, at = int.from_bytes(buffer[2:10], "big"), 10
+        if len(buffer) < at + size:
+            return None
+        frame = (buffer[0] & 0x0F, bool(buffer[0] & 0x80), bytes(buffer[at:at + size]))
+        del buffer[:at + size]
+        return frame
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._send_frame(0x8, (1000).to_bytes(2, "big"))
+        await self.stream.aclose()
+
+
+class Client:
+    """One WebSocket client of the app server (see the module docstring)."""
+
+    def __init__(self, wire: Wire, phase: Phase) -> None:
+        self.wire = wire
+        self.phase = phase
+        self.threads: list[str] = []
+        self._ids = iter(range(1, 1 << 30))
+        self._waiting: dict[int, trio.MemorySendChannel[Json]] = {}
+        self._completed: trio.MemorySendChannel[Json] | None = None
+
+    async def read(self) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while (texts := await self.wire.receive()) is not None:
+                for text in texts:
+                    self._dispatch(text)
+
+    def _dispatch(self, text: str) -> None:
+        found = _METHOD.search(text, 0, 120)
+        if found is None:  # a response
+            self.phase.received["response"] += 1
+            message = json.loads(text)
+            thread = message.get("result", {}).get("thread")
+            if isinstance(thread, dict):  # before its thread/started is read
+                self.threads.append(thread["id"])
+            self._waiting.pop(message["id"]).send_nowait(message)
+            return
+        method = found.group(1)
+        self.phase.received[method] += 1
+        mine = any(thread in text for thread in self.threads)
+        if not mine and method.startswith(("thread/", "turn/", "item/")):
+            self.phase.others[method] += 1
+        if method == "turn/completed" and mine and self._completed is not None:
+            message = json.loads(text)
+            if message["params"]["threadId"] == self.threads[-1]:
+                self._completed.send_nowait(message)
+        elif method in ("item/tool/call", "execCommandApproval", "applyPatchApproval") or "requestApproval" in method:
+            raise RuntimeError(f"the server asked the benchmark client {method}; it answers none")
+
+    async def request(self, method: str, params: Json) -> Json:
+        request_id = next(self._ids)
+        send, receive = trio.open_memory_channel[Json](1)
+        self._waiting[request_id] = send
+        await self.wire.send(json.dumps({"id": request_id, "method": method, "params": params}))
+        message = await receive.receive()
+        if "error" in message:
+            raise RuntimeError(f"{method} failed: {message['error']}")
+        result: Json = message["result"]
+        return result
+
+    async def initialize(self) -> None:
+        await self.request("initialize", {"clientInfo": {"name": "serve_load", "version": "1"}})
+        await self.wire.send(json.dumps({"method": "initialized"}))
+
+    async def turn(self, cwd: str) -> float:
+        """thread/start + turn/start; seconds until that turn's turn/completed."""
+        start = time.perf_counter()
+        await self.request("thread/start", {"cwd": cwd})  # _dispatch keeps its thread id
+        send, receive = trio.open_memory_channel[Json](1)
+        self._completed = send
+        await self.request("turn/start", {"threadId": self.threads[-1],
+                                          "input": [{"type": "text", "text": "hello"}]})
+        completed = await receive.receive()
+        self._completed = None
+        status = completed["params"]["turn"]["status"]
+        if status != "completed":
+            raise RuntimeError(f"a turn ended {status}: {completed['params']['turn'].get('error')}")
+        return time.perf_counter() - start
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid`` and its live descendants, from ``/proc``."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu seconds)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            stats[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += stats.get(current, (0, 0.0))[1]
+        todo += [child for child, (parent, _) in stats.items() if parent == current]
+    return total
+
+
+@attrs.frozen
+class ServerSpec:
+    """How to start one kind of server: its label and command builder."""
+
+    label: str
+    kind: str  # "local", "fake" (trio-agent on the model server) or "codex"
+
+
+def server_command(spec: ServerSpec, work: Path, tree: str, codex: str | None, model: Any) -> tuple[list[str], Json]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "CODEX_"))}
+    if spec.kind == "codex":
+        assert codex is not None
+        home = Path.home() / ".cache" / "trio-agent-bench" / f"codex-home-load-{os.getpid()}"
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=model.http_base_url))
+        return [codex, "app-server", "--listen", "ws://127.0.0.1:0"], {
+            **env, "CODEX_HOME": str(home), "LOCAL_KEY": "dummy-local-key", "RUST_LOG": "error"}
+    command = [sys.executable, "-m", "trio_agent", "serve", "--listen", "ws://127.0.0.1:0", "--home",
+               str(work / "home"), "--workspace", str(work / "workspace")]
+    env.update(PYTHONPATH=tree, CODEX_HOME=str(work / "no-codex-login"))
+    if spec.kind == "local":
+        return [*command, "--local"], env
+    return [*command, "--websocket-url", model.ws_url], {**env, "OPENAI_API_KEY": "bench-key"}
+
+
+@asynccontextmanager
+async def running_server(command: list[str], env: Json, work: Path) -> AsyncIterator[tuple[int, str]]:
+    """The server process: ``(pid, url)`` once it listens; SIGTERM (then SIGKILL) after."""
+    stderr_path = work / "server.stderr"
+    with stderr_path.open("wb") as stderr:
+        process = await trio.lowlevel.open_process(command, env=env, cwd=work, stdin=subprocess.DEVNULL,
+                                                   stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        with trio.fail_after(STEP):
+            while (found := _LISTENING.search(stderr_path.read_text(errors="replace"))) is None:
+                if process.poll() is not None:
+                    raise RuntimeError(f"{command[0]} exited: {stderr_path.read_text(errors='replace')[-2000:]}")
+                await trio.sleep(0.05)  # another process's output sets no trio.Event
+        yield process.pid, f"ws://127.0.0.1:{found.group(1)}"
+    finally:
+        with trio.CancelScope(shield=True):
+            process.send_signal(signal.SIGTERM)
+            with trio.move_on_after(30):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+async def _client(nursery: trio.Nursery, url: str, phase: Phase) -> Client:
+    client = Client(await Wire.connect(url), phase)
+    nursery.start_soon(client.read)
+    await client.initialize()
+    return client
+
+
+@asynccontextmanager
+async def profiled(pid: int, directory: str | None, name: str) -> AsyncIterator[None]:
+    """With ``--profile DIR``: ``py-spy record`` of the server during the block, its
+    collapsed stacks in ``DIR/NAME.txt`` (py-spy must be on PATH)."""
+    if directory is None:
+        yield
+        return
+    out = Path(directory) / f"{name}.txt"
+    command = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--output", str(out)]
+    process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        with trio.CancelScope(shield=True):
+            process.send_signal(signal.SIGINT)  # py-spy writes its output and exits
+            await process.wait()
+
+
+async def run_phase(spec: ServerSpec, clients: int, rounds: int, tree: str, codex: str | None, model: Any,
+                    profile: str | None = None) -> Phase:
+    work = Path(tempfile.mkdtemp(prefix="serve-load-"))
+    (work / "workspace").mkdir()
+    phase = Phase(spec.label, clients)
+    try:
+        command, env = server_command(spec, work, tree, codex, model)
+        async with running_server(command, env, work) as (pid, url), trio.open_nursery() as nursery:
+            with trio.fail_after(STEP):
+                warm = await _client(nursery, url, Phase(spec.label, 1))
+                await warm.turn(str(work / "workspace"))
+                connected = [await _client(nursery, url, phase) for _ in range(clients)]
+            phase.received.clear()
+            phase.others.clear()
+            async with profiled(pid, profile, f"{spec.kind}-{clients}"):
+                cpu, mine, start = process_cpu(pid), time.process_time(), time.perf_counter()
+                async with trio.open_nursery() as turns:
+                    for client in connected:
+                        turns.start_soon(_rounds, client, rounds, str(work / "workspace"), phase)
+                phase.wall = time.perf_counter() - start
+            phase.server_cpu, phase.client_cpu = process_cpu(pid) - cpu, time.process_time() - mine
+            for client in [warm, *connected]:
+                await client.wire.aclose()
+            nursery.cancel_scope.cancel()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return phase
+
+
+async def _rounds(client: Client, rounds: int, cwd: str, phase: Phase) -> None:
+    for _ in range(rounds):
+        with trio.fail_after(STEP):
+            phase.latencies.append(await client.turn(cwd))
+
+
+async def measure(specs: list[ServerSpec], counts: list[int], quick: bool, tree: str, codex: str | None,
+                  profile: str | None = None) -> list[Phase]:
+    phases = []
+    async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=10)) as model:
+        for clients in counts:
+            rounds = ROUNDS.get(clients, 2)
+            rounds = max(1, rounds // 2) if quick else rounds
+            for spec in specs:
+                phase = await run_phase(spec, clients, rounds, tree, codex, model, profile)
+                print(f"   {spec.label}, {clients} clients: {len(phase.latencies)} turns in {phase.wall:.1f} s",
+                      flush=True)
+                phases.append(phase)
+    return phases
+
+
+def row(phase: Phase) -> list[str]:
+    turns = len(phase.latencies)
+    received = sum(phase.received.values())
+    return [phase.label, str(phase.clients), f"{turns / phase.wall:.1f}",
+            f"{statistics.median(phase.latencies) * 1000:.0f}", f"{pct(phase.latencies, 0.99) * 1000:.0f}",
+            f"{phase.server_cpu / turns * 1000:.1f}", f"{phase.client_cpu / turns * 1000:.1f}",
+            f"{received / turns:.0f}", f"{sum(phase.others.values()) / max(received, 1) * 100:.0f}", str(turns)]
+
+
+def report(phases: list[Phase]) -> None:
+    header = ["server", "clients", "turns/s", "p50 ms", "p99 ms", "server cpu/turn ms", "client cpu/turn ms",
+              "msgs/turn", "others %", "n"]
+    print(table("thread/start -> turn/completed under load (each client: thread/start + turn/start, repeated)",
+                header, [row(phase) for phase in phases]))
+    for phase in phases:
+        if phase.others:
+            turns = len(phase.latencies)
+            shown = ", ".join(f"{method} {count / turns:.1f}" for method, count in phase.others.most_common())
+            print(f"  {phase.label}, {phase.clients} clients, other clients' messages per turn: {shown}")
+    by = {(phase.label, phase.clients): phase for phase in phases}
+    summary = []
+    for phase in phases:
+        if phase.label != LOCAL.label and phase.label != FAKE.label:
+            continue
+        codex = by.get((CODEX.label, phase.clients)) if phase.label == FAKE.label else None
+        ours = len(phase.latencies) / phase.wall
+        reference = f"codex {len(codex.latencies) / codex.wall:.1f}/s" if codex else "-"
+        ratio = f"{ours / (len(codex.latencies) / codex.wall):.2f}x" if codex else "-"
+        summary.append([f"serve load, {phase.label}, {phase.clients} clients: turns/s", f"{ours:.1f}/s", reference,
+                        ratio, "report"])
+    record_summary(summary)
+
+
+LOCAL = ServerSpec("trio-agent --local", "local")
+FAKE = ServerSpec("trio-agent (model server)", "fake")
+CODEX = ServerSpec("codex app-server (model server)", "codex")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--clients", default="1,20,200", help="client counts, comma-separated")
+    parser.add_argument("--codex", default=None, help="path of the codex native binary (optional)")
+    parser.add_argument("--tree", default=TREE, help="the checkout whose trio_agent serves (default: this one)")
+    parser.add_argument("--servers", default="local,fake,codex", help="which of local, fake, codex to run")
+    parser.add_argument("--quick", action="store_true", help="half the rounds")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="py-spy record each server during its timed phase (collapsed stacks in DIR)")
+    args = parser.parse_args(argv)
+    if args.codex and os.environ.get("COLD_CLI_NETNS") != "1":
+        inner = " ".join(["exec", sys.executable, "-m", "benchmarks.serve_load", *(argv or sys.argv[1:])])
+        os.environ["COLD_CLI_NETNS"] = "1"
+        os.execvp("unshare", ["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"])
+    chosen = args.servers.split(",")
+    specs = [spec for spec in (LOCAL, FAKE, CODEX) if spec.kind in chosen and (spec.kind != "codex" or args.codex)]
+    counts = [int(count) for count in args.clients.split(",")]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", f"{args.tree}/trio_agent"], check=True)
+    print(f"serving tree: {args.tree}; {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}", flush=True)
+    phases = trio.run(measure, specs, counts, args.quick, args.tree, args.codex, args.profile)
+    report(phases)
+    if not args.codex:
+        print("codex: not run (pass --codex PATH to the native binary; see the docstring)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
