@@ -20,7 +20,11 @@ subscriptions end, running turns go on), so one slow client costs at most that m
 messages of memory and never delays another client or a thread.
 
 When the peer finishes (EOF), the queued requests are served and the queue flushed
-for up to ``CLOSE_GRACE`` seconds; then the nursery is cancelled. Either way the
+for up to ``CLOSE_GRACE`` seconds; then the nursery is cancelled. A peer that closed
+cleanly (``PeerClosed`` on a send: stdio's reader closed its end, a WebSocket close
+with 1000/1001) is no failure: its requests are still served, their answers dropped.
+A transport that breaks (reset, a WebSocket gone without a close frame) drops the
+connection and says so on stderr. Either way the
 server is told (``ConnectionHost.connection_closed``): it unsubscribes the
 connection everywhere and fails the tool calls only it could answer.
 """
@@ -36,7 +40,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from ._channel import MessageChannel, MessageTooLarge
+from ._channel import MessageChannel, MessageTooLarge, PeerClosed
 from ._jsonrpc import (
     INTERNAL_ERROR,
     ErrorResponse,
@@ -253,7 +257,10 @@ class Connection:
         while True:
             try:
                 text = await self._channel.receive()
-            except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return
+            except trio.BrokenResourceError as exc:  # reset, or gone without a close (1006): said
+                self.drop(f"its transport failed ({exc})")
                 return
             except MessageTooLarge as exc:
                 self.warn(f"ignored a message: {exc}")
@@ -317,9 +324,12 @@ class Connection:
             self.warn(what)
 
     async def _write_loop(self, done: trio.Event) -> None:
+        peer_gone = False
         try:
             async with self._out_receive:
                 async for text in self._out_receive:
+                    if peer_gone:  # it closed cleanly: what it asked is still served, the answers dropped
+                        continue
                     # Everything queued goes in one write: the writer keeps up with a burst
                     # (the pump queues in one step what took the agent many).
                     batch = [text]
@@ -328,7 +338,10 @@ class Connection:
                             batch.append(self._out_receive.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
-                    await self._channel.send_batch(batch)
+                    try:
+                        await self._channel.send_batch(batch)
+                    except PeerClosed:  # no reader left, which is no failure
+                        peer_gone = True
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self.drop(f"its transport failed ({exc})")
         finally:
