@@ -1,6 +1,8 @@
 """A real ``trio-agent serve`` subprocess with one client, on either transport: stdio
 (the client on its stdin/stdout) or ``--listen ws://127.0.0.1:0`` (the port read from
-its stderr, the client over a WebSocket). Its stderr is collected (``Served.stderr``).
+its stderr, the client over a WebSocket). Its stderr is collected (``Served.stderr``). The
+WebSocket's TCP stream is the helper's own: trio-websocket does not close it when the
+peer dies (its abort path only marks the connection closed), so the helper does.
 
 Leaving the block stops a server still running -- its stdin closed (stdio) or SIGTERM
 (WebSocket) -- and expects exit status 0; a server the test killed is only reaped. If
@@ -69,9 +71,13 @@ async def served(transport: str, args: list[str], *, cwd: Path, env: dict[str, s
                 yield server, AppServerClient(LineChannel(trio.StapledStream(process.stdin, process.stdout)),
                                               validate=validate_server_message)
             else:
-                url = (await server.wait_stderr(r"listening on (ws://127\.0\.0\.1:\d+)")).group(1)
-                async with trio_websocket.open_websocket_url(url) as ws:
-                    yield server, AppServerClient(WebSocketChannel(ws), validate=validate_server_message)
+                port = int((await server.wait_stderr(r"listening on ws://127\.0\.0\.1:(\d+)")).group(1))
+                async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                    ws = await trio_websocket.wrap_client_stream(nursery, stream, "127.0.0.1", "/")
+                    try:
+                        yield server, AppServerClient(WebSocketChannel(ws), validate=validate_server_message)
+                    finally:
+                        await ws.aclose()
             await _stop(server, transport)
     finally:
         if process.returncode is None:  # the test failed first
