@@ -25,10 +25,10 @@ Theory of operation (durability, issue 8):
   and cuts the file back there when a write fails part-way (disk full, file size
   limit), so later appends never glue onto a fragment.
 - *A killed turn is closed on load.* The journal's lines (``TurnJournal``) say which
-  turn began and never ended; ``load_session`` answers its open calls and adds the
-  ``<turn_aborted>`` marker (once), so the next request tells the model what the
-  thread view (``trio-agent serve``) shows: that turn, interrupted, with what it
-  committed (``read_last_turn``).
+  turn began and never ended; ``load_session`` answers its open calls, commits its
+  prompt if it had not reached the file, and adds the ``<turn_aborted>`` marker
+  (once; ``_rollout_closing``), so the next request tells the model what the thread
+  view (``trio-agent serve``) shows: that turn, interrupted, with what it committed.
 - *One writer per thread.* A writer holds ``flock(LOCK_EX | LOCK_NB)`` on its file for
   its whole life; a second writer of the same thread, in this process or another, is
   refused with ``RolloutError``. The kernel drops the lock when the descriptor is closed
@@ -47,26 +47,20 @@ from typing import Any, Literal, final, get_args
 import attrs
 
 from ._errors import AgentError, ConfigError, InvalidSessionSnapshot
-from ._ids import new_item_id, session_id_problem
+from ._ids import session_id_problem
 from ._jsontext import dumps
-from ._rollout_lines import CALL_TYPES, OUTPUT_TYPES, Parsed, TurnLines, parse
-from ._session.context import TURN_ABORTED_TEXT, user_message
+from ._rollout_closing import INTERRUPTED_OUTPUT, INTERRUPTED_TEXT, close_interrupted_turn
+from ._rollout_lines import Parsed, parse
 from ._session.history import History
-from ._session.ledger import output_item
 from ._session.snapshot import SessionSnapshot
 
-__all__ = ["DurableSession", "FsyncPolicy", "RolloutConfig", "RolloutError", "RolloutWarning", "RolloutWriter",
-           "is_abort_marker", "read_history", "read_last_turn"]
+__all__ = ["INTERRUPTED_OUTPUT", "INTERRUPTED_TEXT", "DurableSession", "FsyncPolicy", "RolloutConfig", "RolloutError",
+           "RolloutWarning", "RolloutWriter", "read_history"]
 
 Item = dict[str, Any]
 FsyncPolicy = Literal["flush", "commit"]
 
 # What the model is told about a turn its process did not live to finish (load_session).
-INTERRUPTED_OUTPUT = "aborted: the session ended (its process exited) before this call finished"
-INTERRUPTED_TEXT = (
-    "<turn_aborted>\nThe previous turn was cut off: the session ended before it finished. "
-    "Tool calls of that turn may have partially executed.\n</turn_aborted>"
-)
 
 
 class RolloutError(AgentError):
@@ -208,9 +202,7 @@ class RolloutConfig:
         meta = parsed.meta
         if meta is None:
             raise InvalidSessionSnapshot(f"{path} has no session_meta line; it is not a trio_agent rollout")
-        last = parsed.last_turn  # a turn that began, committed something and never ended: killed
-        unfinished = last is not None and last.ended is None and any(kind == "item" for kind, _, _ in last.entries)
-        history, interrupted = _close_interrupted_turn(parsed.history, unfinished=unfinished)
+        history, interrupted = close_interrupted_turn(parsed.history, parsed.last_turn)
         snapshot = SessionSnapshot(
             model=_text(meta, "model", ""),
             lineage_id=_text(meta, "lineage_id", thread_id),
@@ -239,12 +231,6 @@ def read_history(path: Path) -> tuple[dict[str, Any] | None, list[Item]]:
     return parsed.meta, parsed.history
 
 
-def read_last_turn(path: Path) -> TurnLines | None:
-    """The last turn ``path`` began, with what it committed (``_rollout_lines.TurnLines``);
-    None when the file has no turn journal. Raises as ``read_history`` does."""
-    return _read(path, "skipped it").last_turn
-
-
 def _read(path: Path, action: str) -> Parsed:
     """Parse ``path`` for ``read_history``/``load_session``; a warning names their caller."""
     try:
@@ -267,35 +253,6 @@ def _warn_torn(path: Path, parsed: Parsed, action: str, *, stacklevel: int) -> N
                    f"{parsed.end}: its writer died mid-write, or is writing it now; none of it is committed); "
                    f"{action}")
         warnings.warn(RolloutWarning(message), stacklevel=stacklevel + 1)
-
-
-def is_abort_marker(item: Item, *, killed_only: bool = False) -> bool:
-    """Whether ``item`` is the ``<turn_aborted>`` message closing a cancelled turn or one
-    its process did not live to finish (``killed_only``: only the latter)."""
-    content = item.get("content")
-    texts = (INTERRUPTED_TEXT,) if killed_only else (INTERRUPTED_TEXT, TURN_ABORTED_TEXT)
-    return (item.get("type") == "message" and item.get("role") == "user" and isinstance(content, list)
-            and len(content) == 1 and isinstance(content[0], dict) and content[0].get("text") in texts)
-
-
-def _close_interrupted_turn(history: list[Item], *, unfinished: bool = False) -> tuple[list[Item], tuple[str, ...]]:
-    """Answer the calls a dead process left without an output, then mark the turn
-    aborted -- what a cancelled turn records (SPEC sec. 4), so the session resumes.
-    ``unfinished``: the journal says the last turn began and never ended (its process
-    was killed), which the marker says too, also when it left no call open (once: a
-    history that already ends with the marker is left as it is)."""
-    answered = {item.get("call_id") for item in history if item.get("type") in OUTPUT_TYPES}
-    open_calls: dict[str, Item] = {}
-    for item in history:
-        call_id = item.get("call_id")
-        if item.get("type") in CALL_TYPES and call_id not in answered:
-            open_calls.setdefault(str(call_id), item)
-    if not open_calls and not (unfinished and history and not is_abort_marker(history[-1])):
-        return history, ()
-    closing = [output_item(call, INTERRUPTED_OUTPUT) for call in open_calls.values()]
-    closing.append(user_message(INTERRUPTED_TEXT))
-    # Client ids, as the ledger gives every item it records (each of these types takes one).
-    return [*history, *({"type": i["type"], "id": new_item_id(i["type"]), **i} for i in closing)], tuple(open_calls)
 
 
 # -- writing ------------------------------------------------------------------------------

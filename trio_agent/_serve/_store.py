@@ -18,7 +18,8 @@ rollout journal's id of it>}``), an ``item`` line (``{"type": "item", "turnId": 
 id>, "item": <the item>}``) each time one of its tool items starts or completes. Its
 ``turn`` line supersedes them; a ``turn_started`` without one is ``StoredThread.
 unfinished``. A ``turn`` line written for such a turn once it is restored carries
-``"restored": true``.
+``"restored": true`` (and, for one the record never saw start, the rollout's id as its
+id); ``StoredThread.rollout_turns`` are the rollout ids the record has seen.
 
 Each line is one ``os.write`` on an ``O_APPEND`` descriptor (the rollout's policy): a
 torn last line left by a killed process (what follows the last newline) is skipped
@@ -82,7 +83,7 @@ class StoredThread:
     turns: list[TurnRecord]
     usage_total: dict[str, Any] | None
     unfinished: list[StartedTurn] = attrs.field(factory=list)  # started, never ended (oldest first)
-    restored_last: bool = False  # the last turn line is a restored one (``_turn_durability``)
+    rollout_turns: frozenset[str] = frozenset()  # the rollout journal's ids of the turns the record has seen
 
 
 class ThreadStore:
@@ -165,7 +166,7 @@ class ThreadStore:
         if loaded.meta is None:
             return None
         return StoredThread(loaded.meta, loaded.turns, loaded.usage, list(loaded.started.values()),
-                            loaded.restored_last)
+                            frozenset(loaded.rollout_turns))
 
 
 class _Loading:
@@ -176,7 +177,7 @@ class _Loading:
         self.turns: list[TurnRecord] = []
         self.usage: dict[str, Any] | None = None
         self.started: dict[str, StartedTurn] = {}
-        self.restored_last = False
+        self.rollout_turns: set[str] = set()
 
     def take(self, line: dict[str, Any]) -> None:
         kind = line["type"]
@@ -186,12 +187,15 @@ class _Loading:
             turn = TurnRecord.from_stored(line["turn"])
             self.turns.append(turn)
             self.started.pop(turn.id, None)
-            self.restored_last = line.get("restored") is True
+            if line.get("restored") is True:
+                self.rollout_turns.add(turn.id)
             if line.get("usageTotal") is not None:
                 self.usage = line["usageTotal"]
         elif kind == "turn_started":
             turn = TurnRecord.from_stored(line["turn"])
             self.started[turn.id] = StartedTurn(turn, line.get("rolloutTurnId"))
+            if line.get("rolloutTurnId") is not None:
+                self.rollout_turns.add(line["rolloutTurnId"])
         elif kind == "item":
             started = self.started.get(line["turnId"])
             if started is not None:

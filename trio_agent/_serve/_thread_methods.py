@@ -12,24 +12,12 @@ agent exists), so no event of the new agent can arrive before the server knows i
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
-from .._errors import InvalidSessionSnapshot
-from .._ids import uuid7
-from .._rollout import (
-    RolloutConfig,
-    RolloutError,
-    RolloutWarning,
-    is_abort_marker,
-    read_history,
-    read_last_turn,
-)
+from .._rollout import RolloutConfig, read_history
 from .._session.snapshot import SessionSnapshot
 from .._threads import ThreadError, ThreadStatus
 from .._tools._sandbox import SandboxUnavailable
@@ -38,16 +26,13 @@ from ._dynamic import parse_dynamic_tools
 from ._jsonrpc import InvalidParams, InvalidRequest
 from ._params import Params, seconds, shown
 from ._permissions import parse_approval, parse_sandbox_mode, unavailable
+from ._restore import record_restored, restored_turns
 from ._reviewer import parse_reviewer
 from ._shapes import ThreadMeta, TurnRecord, thread_json
-from ._turn_durability import restored_turn
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
-    from .._rollout_lines import TurnLines
-    from .._runtime import Agent
     from ._server import AppServer, ThreadState
-    from ._store import StartedTurn
 
 __all__ = ["METHODS"]
 
@@ -179,31 +164,23 @@ async def thread_resume(server: AppServer, conn: Connection, params: Params) -> 
 def stored_meta(server: AppServer, thread_id: str, *, with_turns: bool = True,
                 ) -> tuple[ThreadMeta, list[Any], Json | None]:
     """What the server knows of an unloaded thread: its record, else what its rollout
-    says. ``with_turns=False``: the caller shows no turns, so a turn its server did not
-    live to finish is not restored (which reads the rollout) and may be missing."""
-    stored = _stored(server, thread_id, with_turns=with_turns)
-    return stored.meta, stored.turns, stored.usage
+    says. Its turns end with the one a killed server left (``_restore``) unless
+    ``with_turns=False`` (the caller shows no turns: the rollout is not read)."""
+    meta, turns, usage, _ = _stored_meta(server, thread_id, with_turns=with_turns)
+    return meta, turns, usage
 
 
-@attrs.define
-class _Stored:
-    meta: ThreadMeta
-    turns: list[TurnRecord]
-    usage: Json | None
-    restored: list[TurnRecord] = attrs.field(factory=list)  # of ``turns``: restored after a kill, not yet closed
-    restored_last: bool = False  # the record's last turn line is such a turn, closed
-
-
-def _stored(server: AppServer, thread_id: str, *, with_turns: bool) -> _Stored:
+def _stored_meta(server: AppServer, thread_id: str, *, with_turns: bool,
+                 ) -> tuple[ThreadMeta, list[Any], Json | None, list[TurnRecord]]:
+    """``stored_meta``, and which of its turns are restored (``_restore``)."""
     stored = server.store.load(thread_id)
     if stored is not None:
-        turns = list(stored.turns)
-        restored = _restored(server, thread_id, stored.unfinished) if with_turns and stored.unfinished else []
-        turns += restored
+        restored = restored_turns(server, thread_id, stored) if with_turns else []
+        turns = [*stored.turns, *restored]
         meta = stored.meta
         if turns and meta.updated_at is None:
             meta.updated_at = (turns[-1].completed_at_ms or 0) // 1000 or None
-        return _Stored(meta, turns, stored.usage_total, restored, stored.restored_last)
+        return meta, turns, stored.usage_total, restored
     try:
         path = RolloutConfig(server.home).find(thread_id)
     except Exception as exc:  # an id that cannot name a rollout
@@ -217,56 +194,7 @@ def _stored(server: AppServer, thread_id: str, *, with_turns: bool) -> _Stored:
                       model=str(rollout_meta.get("model") or server.config.model),
                       model_provider=server.model_provider,
                       instructions=None)
-    return _Stored(meta, [], None)
-
-
-def _last_rollout_turn(server: AppServer, thread_id: str) -> TurnLines | None:
-    """The last turn the thread's rollout began, or None (no rollout, no journal, or a
-    rollout that cannot be read: then its load says why)."""
-    try:
-        path = RolloutConfig(server.home).find(thread_id)
-        with warnings.catch_warnings():  # a torn last line (its writer was killed) is expected here
-            warnings.simplefilter("ignore", RolloutWarning)
-            return read_last_turn(path) if path is not None else None
-    except (InvalidSessionSnapshot, RolloutError):
-        return None
-
-
-def _restored(server: AppServer, thread_id: str, unfinished: list[StartedTurn]) -> list[TurnRecord]:
-    """The turns the record saw start and never end (``_turn_durability``), as the
-    rollout says they went; only the last can be the rollout's last turn."""
-    last = _last_rollout_turn(server, thread_id)
-    turns = []
-    for started in unfinished:
-        match = last if last is not None and started is unfinished[-1] and (
-            last.turn_id == started.rollout_turn_id) else None
-        turns.append(restored_turn(started, match, thread_id=thread_id, new_id=lambda: str(uuid7())))
-    return turns
-
-
-def _close_restored(server: AppServer, state: ThreadState, agent: Agent, stored: _Stored) -> None:
-    """A cold resume of a thread whose server was killed mid-turn: the restored turn is
-    recorded as the thread now has it. When the record never saw that turn start (the
-    kill came first) but the resumed history ends with the marker a dead process's
-    turn gets (``_rollout``), the turn is the rollout's alone: it is restored from it."""
-    thread_id = state.thread_id
-    restored = stored.restored
-    if not restored and not stored.restored_last and _ends_killed(server, thread_id):
-        last = _last_rollout_turn(server, thread_id)
-        if last is not None and last.ended is None:
-            turn = restored_turn(None, last, thread_id=thread_id, new_id=lambda: str(uuid7()))
-            state.mapper.turns.append(turn)
-            restored = [turn]
-    if not restored or state.meta.ephemeral:
-        return
-    restored[-1].history_end = agent.statistics().history_items  # nothing runs yet: where its history ends
-    for turn in restored:
-        server.store.append_turn(thread_id, turn, state.mapper.usage_total, restored=True)
-
-
-def _ends_killed(server: AppServer, thread_id: str) -> bool:
-    history = server.threads.read(thread_id).history
-    return bool(history) and is_abort_marker(history[-1], killed_only=True)
+    return meta, [], None, []
 
 
 async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permissions: Json) -> ThreadState:
@@ -274,8 +202,7 @@ async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permis
     of the request) override what the thread had, as codex's cold resume does."""
     if server.threads.is_ephemeral(thread_id):
         raise InvalidRequest(f"cannot resume the ephemeral thread {thread_id}: it was unloaded and kept no rollout")
-    stored = _stored(server, thread_id, with_turns=True)
-    meta, turns, usage = stored.meta, stored.turns, stored.usage
+    meta, turns, usage, restored = _stored_meta(server, thread_id, with_turns=True)
     if meta.parent_thread_id is not None:  # a child thread: its parent's agent reloads it
         return await server.children.resume(conn, meta)
     changed = any(getattr(meta, name) != value for name, value in permissions.items())
@@ -302,7 +229,7 @@ async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permis
         return shared
     state = states[0]
     state.agent = agent
-    _close_restored(server, state, agent, stored)
+    record_restored(server, state, agent, restored)
     return state
 
 

@@ -31,12 +31,11 @@ running as it started), at the call's place. The turn is ``interrupted`` (or
 and its times are the rollout lines'. The items are built by the live mapper
 (``TurnMapper``) from those lines, so their shapes are the live ones.
 
-When the server saw the turn's start only in the rollout (killed between the
-journal's ``task_started`` and the pump's ``turn_started``, a few milliseconds), a
-cold resume finds it from the resumed history ending with the marker, and the turn
-gets the rollout's id (``_thread_methods``). Once the thread is resumed, the restored
-turn is written as a ``turn`` line (``"restored": true``), so later loads need not
-read the rollout again.
+The prompt is shown where the rollout has it; a killed turn whose prompt had not
+reached the rollout (the kill came within the journal's first writes, or during a
+compaction before the prompt joined) shows it after what the turn did commit, which
+is where the load commits it (``_rollout_closing``). Which turn is restored, and
+when the rollout alone knows of it, is ``_restore``'s.
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._events import AgentEvent, EventKind
-from .._rollout import is_abort_marker
+from .._rollout_closing import is_abort_marker
 from .._runtime._sessions import codex_turn_id
 from ._items import Out, ThreadMapper, TurnMapper, UserInput
 from ._shapes import TurnRecord
@@ -79,23 +78,11 @@ def record_progress(store: ThreadStore, state: ThreadState, event: AgentEvent, o
             store.turn_item(thread_id, out.params["turnId"], out.params["item"])
 
 
-def restored_turn(started: StartedTurn | None, last: TurnLines | None, *, thread_id: str,
+def restored_turn(started: StartedTurn | None, last: TurnLines, *, thread_id: str,
                   new_id: Callable[[], str]) -> TurnRecord:
     """The turn a killed server left (see the module docstring): ``started`` is what
-    the record saw of it (None: nothing), ``last`` the rollout's last turn when it is
-    this one (None: the rollout has nothing of it)."""
-    if last is None:
-        assert started is not None
-        return _as_recorded(started)
+    the record saw of it (None: nothing), ``last`` the rollout's lines of it."""
     return _Rebuild(started, last, thread_id, new_id).turn()
-
-
-def _as_recorded(started: StartedTurn) -> TurnRecord:
-    """A turn the rollout knows nothing of: what the record saw, cut short."""
-    record = TurnRecord.from_stored(started.record.stored())
-    record.items += [dict(item) for item in started.items.values()]
-    record.status = "interrupted"
-    return record
 
 
 def _ms(stamp: str | None) -> int | None:
@@ -140,6 +127,8 @@ class _Rebuild:
                 self._turn.on_event(EventKind.MODEL_COMPACTION_COMPLETED, {})
             elif item is not None:
                 self._item(item)
+        if not self._prompt_seen and self._last.prompt is not None and self._last.ended is None:
+            self._add_prompt()  # not committed before the kill: the load commits it (``_rollout_closing``)
         for items in self._tools.values():  # recorded for a call the rollout does not show
             self._add_tools(items)
         self._now = _ms(self._last.ended_at) or self._now
@@ -168,12 +157,22 @@ class _Rebuild:
         if not self._prompt_seen:
             if self._last.prompt is None or first != self._last.prompt:
                 return  # a context message, or the input of a turn without a prompt (as live: none)
-            self._prompt_seen = True
-            if self._prompt:
-                self._turn.record.items.append(dict(self._prompt[0]))
-                return
-        elif is_abort_marker(item):
+            self._add_prompt(parts)
             return
+        if is_abort_marker(item):
+            return
+        self._turn.steers.append(UserInput(text_of(parts), content=tuple(_content(parts))))
+        self._turn.steered()
+
+    def _add_prompt(self, parts: list[Any] | None = None) -> None:
+        """The prompt as the client gave it (the record's ``userMessage``), else as the
+        rollout has it (``parts``), else the journal's text of it."""
+        self._prompt_seen = True
+        if self._prompt:
+            self._turn.record.items.append(dict(self._prompt[0]))
+            return
+        if parts is None:
+            parts = [{"type": "input_text", "text": self._last.prompt}]
         self._turn.steers.append(UserInput(text_of(parts), content=tuple(_content(parts))))
         self._turn.steered()
 
