@@ -25,11 +25,13 @@ restored turn is written as a ``turn`` line (``"restored": true``,
 
 from __future__ import annotations
 
+import itertools
+import uuid
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._errors import InvalidSessionSnapshot
-from .._ids import uuid7
 from .._rollout import RolloutConfig, RolloutWarning
 from .._rollout_closing import is_killed, read_last_turn
 from ._turn_durability import restored_turn
@@ -50,7 +52,7 @@ def restored_turns(server: AppServer, thread_id: str, stored: StoredThread) -> l
     last = _last_rollout_turn(server, thread_id)
     if last is None:
         return []
-    new_id = lambda: str(uuid7())  # noqa: E731
+    new_id = _stable_ids(thread_id, last.turn_id)
     started = stored.unfinished[-1] if stored.unfinished else None
     if started is not None and started.rollout_turn_id == last.turn_id:
         if last.ended is None and last.prompt is None and not last.entries:
@@ -68,6 +70,13 @@ def record_restored(server: AppServer, state: ThreadState, agent: Agent, restore
     restored[-1].history_end = agent.statistics().history_items  # nothing runs yet: where its history ends
     for turn in restored:
         server.store.append_turn(state.thread_id, turn, state.mapper.usage_total, restored=True)
+
+
+def _stable_ids(thread_id: str, turn_id: str) -> Callable[[], str]:
+    """Ids for the items a rebuild makes: the same each time it is rebuilt (a
+    ``thread/read`` and the ``thread/resume`` after it show the same turn)."""
+    count = itertools.count(1)
+    return lambda: str(uuid.uuid5(uuid.NAMESPACE_URL, f"trio-agent:{thread_id}:restored:{turn_id}:{next(count)}"))
 
 
 def _last_rollout_turn(server: AppServer, thread_id: str) -> TurnLines | None:
