@@ -24,6 +24,11 @@ Theory of operation (durability, issue 8):
 - *A failed write is rolled back.* The writer knows where its last whole line ends
   and cuts the file back there when a write fails part-way (disk full, file size
   limit), so later appends never glue onto a fragment.
+- *A killed turn is closed on load.* The journal's lines (``TurnJournal``) say which
+  turn began and never ended; ``load_session`` answers its open calls, commits its
+  prompt if it had not reached the file, and adds the ``<turn_aborted>`` marker
+  (once; ``_rollout_closing``), so the next request tells the model what the thread
+  view (``trio-agent serve``) shows: that turn, interrupted, with what it committed.
 - *One writer per thread.* A writer holds ``flock(LOCK_EX | LOCK_NB)`` on its file for
   its whole life; a second writer of the same thread, in this process or another, is
   refused with ``RolloutError``. The kernel drops the lock when the descriptor is closed
@@ -42,26 +47,20 @@ from typing import Any, Literal, final, get_args
 import attrs
 
 from ._errors import AgentError, ConfigError, InvalidSessionSnapshot
-from ._ids import new_item_id, session_id_problem
+from ._ids import session_id_problem
 from ._jsontext import dumps
-from ._rollout_lines import CALL_TYPES, OUTPUT_TYPES, Parsed, parse
-from ._session.context import user_message
+from ._rollout_closing import INTERRUPTED_OUTPUT, INTERRUPTED_TEXT, close_interrupted_turn
+from ._rollout_lines import Parsed, parse
 from ._session.history import History
-from ._session.ledger import output_item
 from ._session.snapshot import SessionSnapshot
 
-__all__ = ["DurableSession", "FsyncPolicy", "RolloutConfig", "RolloutError", "RolloutWarning", "RolloutWriter",
-           "read_history"]
+__all__ = ["INTERRUPTED_OUTPUT", "INTERRUPTED_TEXT", "DurableSession", "FsyncPolicy", "RolloutConfig", "RolloutError",
+           "RolloutWarning", "RolloutWriter", "read_history"]
 
 Item = dict[str, Any]
 FsyncPolicy = Literal["flush", "commit"]
 
 # What the model is told about a turn its process did not live to finish (load_session).
-INTERRUPTED_OUTPUT = "aborted: the session ended (its process exited) before this call finished"
-INTERRUPTED_TEXT = (
-    "<turn_aborted>\nThe previous turn was cut off: the session ended before it finished. "
-    "Tool calls of that turn may have partially executed.\n</turn_aborted>"
-)
 
 
 class RolloutError(AgentError):
@@ -189,7 +188,9 @@ class RolloutConfig:
 
         A torn last line is skipped with a ``RolloutWarning``; a damaged line before it
         raises ``InvalidSessionSnapshot``. Tool calls left without an output by a
-        process that died mid-turn are answered as aborted (``interrupted_calls``).
+        process that died mid-turn are answered as aborted (``interrupted_calls``),
+        and a turn it began and never ended (the journal's ``task_started`` without its
+        end) is closed with the ``<turn_aborted>`` marker, as a cancelled turn is.
         Reading takes no lock: a live agent's file loads as far as it is written.
         """
         path = self.find(thread_id)
@@ -201,7 +202,7 @@ class RolloutConfig:
         meta = parsed.meta
         if meta is None:
             raise InvalidSessionSnapshot(f"{path} has no session_meta line; it is not a trio_agent rollout")
-        history, interrupted = _close_interrupted_turn(parsed.history)
+        history, interrupted = close_interrupted_turn(parsed.history, parsed.last_turn)
         snapshot = SessionSnapshot(
             model=_text(meta, "model", ""),
             lineage_id=_text(meta, "lineage_id", thread_id),
@@ -252,23 +253,6 @@ def _warn_torn(path: Path, parsed: Parsed, action: str, *, stacklevel: int) -> N
                    f"{parsed.end}: its writer died mid-write, or is writing it now; none of it is committed); "
                    f"{action}")
         warnings.warn(RolloutWarning(message), stacklevel=stacklevel + 1)
-
-
-def _close_interrupted_turn(history: list[Item]) -> tuple[list[Item], tuple[str, ...]]:
-    """Answer the calls a dead process left without an output, then mark the turn
-    aborted -- what a cancelled turn records (SPEC sec. 4), so the session resumes."""
-    answered = {item.get("call_id") for item in history if item.get("type") in OUTPUT_TYPES}
-    open_calls: dict[str, Item] = {}
-    for item in history:
-        call_id = item.get("call_id")
-        if item.get("type") in CALL_TYPES and call_id not in answered:
-            open_calls.setdefault(str(call_id), item)
-    if not open_calls:
-        return history, ()
-    closing = [output_item(call, INTERRUPTED_OUTPUT) for call in open_calls.values()]
-    closing.append(user_message(INTERRUPTED_TEXT))
-    # Client ids, as the ledger gives every item it records (each of these types takes one).
-    return [*history, *({"type": i["type"], "id": new_item_id(i["type"]), **i} for i in closing)], tuple(open_calls)
 
 
 # -- writing ------------------------------------------------------------------------------

@@ -11,6 +11,15 @@ types (codex's ``turn_context``, ``event_msg``...) are skipped. Any other line i
 damage: ``InvalidSessionSnapshot`` naming the file, the line, its byte offset and
 what was wrong, whichever of ``read_history``, ``load_session`` or a resuming writer
 reads it. Pure: the caller reads the file.
+
+Turns. The journal's ``event_msg`` lines (``_runtime._sessions.TurnJournal``, codex's
+own) say where each turn began and how it ended: ``task_started`` (its ``turn_id``),
+``user_message`` (its prompt), then ``task_complete`` or ``turn_aborted`` with the same
+``turn_id``. ``Parsed.last_turn`` is the last turn the file began, with everything
+committed after its ``task_started`` line, in order -- so a turn whose process was
+killed (no end line) is known, with exactly the items it committed. A journal line
+whose payload is not what it should be (no object, a ``turn_id`` that is no string) is
+not a turn boundary, and is skipped like any other ``event_msg``.
 """
 
 from __future__ import annotations
@@ -22,21 +31,43 @@ from ._errors import InvalidSessionSnapshot
 from ._json_lines import LineProblem, json_kind, loads, untyped
 from ._record import Record
 
-__all__ = ["CALL_TYPES", "OUTPUT_TYPES", "Parsed", "parse"]
+__all__ = ["CALL_TYPES", "OUTPUT_TYPES", "Parsed", "TurnLines", "parse"]
 
 Item = dict[str, Any]
 CALL_TYPES = ("function_call", "custom_tool_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+_ENDS = {"task_complete": "completed", "turn_aborted": "interrupted"}
+
+
+class TurnLines:
+    """The last turn a rollout began (see the module docstring). ``entries`` are what
+    was committed after its ``task_started`` line, in order, each with its line's
+    ``timestamp`` (None if it has none): ``("item", item)`` for a ``response_item``,
+    ``("compacted", None)`` for a history rewrite. ``ended`` is None while the file
+    says nothing of its end (still running, or killed), else ``"completed"``
+    (``task_complete``) or ``"interrupted"`` (``turn_aborted``)."""
+
+    __slots__ = ("ended", "ended_at", "entries", "prompt", "started_at", "turn_id")
+
+    def __init__(self, turn_id: str, started_at: object) -> None:
+        self.turn_id = turn_id
+        self.started_at = started_at if isinstance(started_at, int) and not isinstance(started_at, bool) else None
+        self.prompt: str | None = None  # the journal's user_message: the text of the turn's prompt
+        self.entries: list[tuple[str, Item | None, str | None]] = []
+        self.ended: str | None = None
+        self.ended_at: str | None = None
 
 
 class Parsed(Record):
-    __slots__ = ("meta", "history", "end", "torn")  # noqa: RUF023  # field order
+    __slots__ = ("meta", "history", "end", "torn", "last_turn")  # noqa: RUF023  # field order
 
-    def __init__(self, meta: dict[str, Any] | None, history: list[Item], end: int, torn: int) -> None:
+    def __init__(self, meta: dict[str, Any] | None, history: list[Item], end: int, torn: int,
+                 last_turn: TurnLines | None = None) -> None:
         self.meta = meta
         self.history = history
         self.end = end  # bytes of whole lines: where the next append belongs
         self.torn = torn  # bytes after ``end`` without a newline (a write cut short), 0 if none
+        self.last_turn = last_turn
 
 
 def parse(path: Path, data: bytes) -> Parsed:
@@ -45,6 +76,7 @@ def parse(path: Path, data: bytes) -> Parsed:
     end = data.rfind(b"\n") + 1
     meta: dict[str, Any] | None = None
     history: list[Item] = []
+    turn: TurnLines | None = None
     offset = 0
     payload: Any
     for number, raw in enumerate(data[:end].split(b"\n")[:-1], start=1):
@@ -55,9 +87,34 @@ def parse(path: Path, data: bytes) -> Parsed:
             meta = payload
         elif kind == "response_item":
             history.append(payload)
+            if turn is not None and turn.ended is None:
+                turn.entries.append(("item", payload, _timestamp(line)))
         elif kind == "compacted" and payload.get("replacement_history") is not None:
             history = list(payload["replacement_history"])
-    return Parsed(meta, history, end, len(data) - end)
+            if turn is not None and turn.ended is None:
+                turn.entries.append(("compacted", None, _timestamp(line)))
+        elif kind == "event_msg" and isinstance(payload, dict):
+            turn = _journal(turn, payload, line)
+    return Parsed(meta, history, end, len(data) - end, turn)
+
+
+def _journal(turn: TurnLines | None, payload: dict[str, Any], line: dict[str, Any]) -> TurnLines | None:
+    """The last turn, after one ``event_msg`` line."""
+    event, turn_id = payload.get("type"), payload.get("turn_id")
+    if event == "task_started" and isinstance(turn_id, str):
+        return TurnLines(turn_id, payload.get("started_at"))
+    if turn is None or turn.ended is not None:
+        return turn
+    if event == "user_message" and turn.prompt is None and isinstance(payload.get("message"), str):
+        turn.prompt = payload["message"]
+    elif event in _ENDS and turn_id == turn.turn_id:
+        turn.ended, turn.ended_at = _ENDS[event], _timestamp(line)
+    return turn
+
+
+def _timestamp(line: dict[str, Any]) -> str | None:
+    value = line.get("timestamp")
+    return value if isinstance(value, str) else None
 
 
 def _decode(path: Path, raw: bytes, number: int, offset: int) -> dict[str, Any]:

@@ -334,6 +334,13 @@ HOSTILE_RECORD_LINES = [
     (6, {"type": "rollback", "turns": "2"}, "its turns is a string, not an integer"),
     (6, {"type": "rollback"}, "its turns is null, not an integer"),
     (6, {"type": "rollback", "turns": True}, "its turns is true/false, not an integer"),
+    (2, {"type": "turn", "turn": {"id": "t"}, "restored": "yes"}, "its restored is a string, not true/false"),
+    (2, {"type": "turn_started", "turn": "t"}, "its 'turn' is a string, not an object"),
+    (2, {"type": "turn_started", "turn": {"id": 5}}, "turn.id is a number, not a string"),
+    (2, {"type": "turn_started", "turn": {"id": "t"}, "rolloutTurnId": 5}, "its rolloutTurnId is a number"),
+    (2, {"type": "item", "turnId": 5, "item": {"type": "x", "id": "i"}}, "its turnId is a number, not a string"),
+    (2, {"type": "item", "turnId": "t", "item": []}, "its item is an array, not an object"),
+    (2, {"type": "item", "turnId": "t", "item": {"type": "x"}}, "its item.id is null, not a string"),
     (2, b'{"type": "turn", "turn": {"id": "\xff"}}', "it is not UTF-8"),
     (2, b'{"type": "turn", "turn": {"id": "t", "started_at_ms": ' + b"9" * 5000 + b"}}", "cannot read"),
 ]

@@ -6,22 +6,40 @@ channel's ``receive`` returns the next message's text and raises ``trio.EndOfCha
 when the peer has finished cleanly; a broken transport raises
 ``trio.BrokenResourceError``. A line longer than ``max_message_bytes`` is read to its
 end and thrown away (memory stays bounded), then reported with ``MessageTooLarge``;
-the channel stays usable.
+the channel stays usable. Over WebSocket the server's ``_ws_limit`` does the same below
+trio-websocket, and the channel reports what it discarded at the same place in the
+sequence of messages.
+
+Finishing cleanly is the peer's to say, and a send after it raises ``PeerClosed``
+(what was left to send has no reader, which is no failure): on stdio, EOF and a write
+the peer no longer reads (``EPIPE``: it closed its end); over WebSocket, a close
+handshake with 1000 (normal), 1001 (going away) or no code (1005). A connection that
+ends any other way -- reset, dropped without a close frame (1006), closed with an error
+code -- is ``trio.BrokenResourceError`` on both sides.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 import trio_websocket
 
 from ._ws_writes import SharedSendStream, text_frames
 
-__all__ = ["MAX_MESSAGE_BYTES", "LineChannel", "MessageChannel", "MessageTooLarge", "WebSocketChannel"]
+if TYPE_CHECKING:
+    from ._ws_limit import Discards
+
+__all__ = ["MAX_MESSAGE_BYTES", "LineChannel", "MessageChannel", "MessageTooLarge", "PeerClosed",
+           "WebSocketChannel"]
 
 MAX_MESSAGE_BYTES = 16 << 20
 _READ_SIZE = 64 << 10
+NORMAL_CLOSE_CODES = frozenset({1000, 1001, 1005})  # normal, going away, a close frame without a code
+
+
+class PeerClosed(trio.BrokenResourceError):
+    """A send found the peer gone after it finished cleanly (see the module docstring)."""
 
 
 class MessageTooLarge(Exception):
@@ -65,7 +83,12 @@ class LineChannel:
         """Send several messages in one write."""
         data = "".join(text + "\n" for text in texts).encode("utf-8")
         async with self._send_lock:
-            await self._stream.send_all(data)
+            try:
+                await self._stream.send_all(data)
+            except trio.BrokenResourceError as exc:
+                if isinstance(exc.__cause__, BrokenPipeError):  # the reader closed its end
+                    raise PeerClosed("the peer closed its end of the stream") from exc
+                raise
 
     async def receive(self) -> str:
         """The next message (``trio.EndOfChannel`` at EOF, ``MessageTooLarge`` for an
@@ -133,11 +156,15 @@ class LineChannel:
 class WebSocketChannel:
     """One message per WebSocket text frame (a binary frame is decoded as UTF-8).
     Given the ``SharedSendStream`` under ``ws``, a batch is framed here and written at
-    once (``_ws_writes``); without it, each message is a ``send_message``."""
+    once (``_ws_writes``); without it, each message is a ``send_message``.
+    ``discards``: the server's record of the messages its ``_ws_limit.MessageLimit``
+    dropped, each then reported here as ``MessageTooLarge``."""
 
-    def __init__(self, ws: trio_websocket.WebSocketConnection, stream: SharedSendStream | None = None) -> None:
+    def __init__(self, ws: trio_websocket.WebSocketConnection, stream: SharedSendStream | None = None,
+                 discards: Discards | None = None) -> None:
         self._ws = ws
         self._stream = stream
+        self._discards = discards
 
     async def send(self, text: str) -> None:
         """Send one message (a text frame); ``trio.BrokenResourceError`` once closed."""
@@ -146,24 +173,53 @@ class WebSocketChannel:
     async def send_batch(self, texts: list[str]) -> None:
         """Send several messages, one text frame each."""
         if self._stream is not None:
-            await self._stream.send_frames(text_frames(texts), lambda: self._ws.closed is not None)
+            try:
+                await self._stream.send_frames(text_frames(texts), lambda: self._ws.closed is not None)
+            except trio.BrokenResourceError as exc:
+                reason = self._ws.closed
+                if reason is None:
+                    raise
+                failure = PeerClosed if reason.code in NORMAL_CLOSE_CODES else trio.BrokenResourceError
+                raise failure(_closed_with(reason)) from exc
             return
         try:
             for text in texts:
                 await self._ws.send_message(text)
         except trio_websocket.ConnectionClosed as exc:
-            raise trio.BrokenResourceError("the WebSocket is closed") from exc
+            failure = PeerClosed if _normal(exc) else trio.BrokenResourceError
+            raise failure(_how_closed(exc)) from exc
 
     async def receive(self) -> str:
-        """The next message (``trio.EndOfChannel`` once the peer closed)."""
+        """The next message (``trio.EndOfChannel`` once the peer closed cleanly,
+        ``trio.BrokenResourceError`` when the connection ended otherwise,
+        ``MessageTooLarge`` in place of a message the server discarded)."""
         try:
             message = await self._ws.get_message()
-        except trio_websocket.ConnectionClosed:
-            raise trio.EndOfChannel from None
+        except trio_websocket.ConnectionClosed as exc:
+            if _normal(exc):
+                raise trio.EndOfChannel from None
+            raise trio.BrokenResourceError(_how_closed(exc)) from None
         if isinstance(message, bytes):
+            discards = self._discards
+            if discards is not None and message == discards.nonce:
+                raise MessageTooLarge(discards.sizes.popleft(), discards.limit)
             return message.decode("utf-8", errors="replace")
         return message
 
     async def aclose(self) -> None:
         """Close the WebSocket (with its close handshake)."""
         await self._ws.aclose()
+
+
+def _normal(exc: trio_websocket.ConnectionClosed) -> bool:
+    reason = exc.reason
+    return reason is None or reason.code in NORMAL_CLOSE_CODES
+
+
+def _how_closed(exc: trio_websocket.ConnectionClosed) -> str:
+    return "the WebSocket is closed" if exc.reason is None else _closed_with(exc.reason)
+
+
+def _closed_with(reason: trio_websocket.CloseReason) -> str:
+    said = f": {reason.reason}" if reason.reason else ""
+    return f"the WebSocket closed with {reason.code} ({reason.name}{said})"

@@ -28,7 +28,11 @@ the writer takes everything queued (up to ``WRITE_BATCH``) and hands it to the
 channel in one ``send_batch``, without a scheduler pass of its own between batches.
 
 When the peer finishes (EOF), the queued requests are served and the queue flushed
-for up to ``CLOSE_GRACE`` seconds; then the nursery is cancelled. Either way the
+for up to ``CLOSE_GRACE`` seconds; then the nursery is cancelled. A peer that closed
+cleanly (``PeerClosed`` on a send: stdio's reader closed its end, a WebSocket close
+with 1000/1001) is no failure: its requests are still served, their answers dropped.
+A transport that breaks (reset, a WebSocket gone without a close frame) drops the
+connection and says so on stderr. Either way the
 server is told (``ConnectionHost.connection_closed``): it unsubscribes the
 connection everywhere and fails the tool calls only it could answer.
 """
@@ -45,7 +49,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from ._channel import MessageChannel, MessageTooLarge
+from ._channel import MessageChannel, MessageTooLarge, PeerClosed
 from ._jsonrpc import (
     INTERNAL_ERROR,
     ErrorResponse,
@@ -270,7 +274,10 @@ class Connection:
         while True:
             try:
                 text = await self._channel.receive()
-            except (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError):
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return
+            except trio.BrokenResourceError as exc:  # reset, or gone without a close (1006): said
+                self.drop(f"its transport failed ({exc})")
                 return
             except MessageTooLarge as exc:
                 self.warn(f"ignored a message: {exc}")
@@ -335,6 +342,7 @@ class Connection:
 
     async def _write_loop(self, done: trio.Event) -> None:
         outbox = self._outbox
+        peer_gone = False
         try:
             while True:
                 if not outbox:
@@ -346,7 +354,12 @@ class Connection:
                 # Everything queued goes in one write: the writer keeps up with a burst
                 # (the pump queues in one step what took the agent many).
                 batch = [outbox.popleft() for _ in range(min(len(outbox), WRITE_BATCH))]
-                await self._channel.send_batch(batch)
+                if peer_gone:  # it closed cleanly: what it asked is still served, the answers dropped
+                    continue
+                try:
+                    await self._channel.send_batch(batch)
+                except PeerClosed:  # no reader left, which is no failure
+                    peer_gone = True
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self.drop(f"its transport failed ({exc})")
         finally:

@@ -75,6 +75,7 @@ from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._reviewer import AUTO_REVIEW_RATIONALE, auto_review_notifications, is_automatic, reviewer_json
 from ._shapes import ThreadMeta, TurnRecord, thread_json
 from ._store import ThreadStore
+from ._turn_durability import RECORDED, record_progress
 
 __all__ = ["SHUTDOWN_GRACE", "AppServer", "ThreadState", "open_app_server"]
 
@@ -428,6 +429,8 @@ class AppServer:
                     outs = state.mapper.on_event(event)
             else:
                 outs = state.mapper.on_event(event)
+            if event.kind in RECORDED and not state.meta.ephemeral:  # a running turn, kept through a kill
+                record_progress(self.store, state, event, outs)
             self.publish(state, outs)
         finally:
             if event.kind is EventKind.TOOL_CALL:  # even if mapping failed: the call must not wait forever

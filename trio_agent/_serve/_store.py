@@ -11,6 +11,16 @@ the first N turns listed before it. The rollout stays the truth of the conversat
 (what the model sees); this file is the protocol's view of it. Ephemeral threads write
 nothing.
 
+A turn is also recorded while it runs (``_turn_durability``), so a server killed in
+the middle leaves it behind: a ``turn_started`` line when it starts (``{"type":
+"turn_started", "turn": <the turn so far: id, input, start>, "rolloutTurnId": <the
+rollout journal's id of it>}``), an ``item`` line (``{"type": "item", "turnId": <its
+id>, "item": <the item>}``) each time one of its tool items starts or completes. Its
+``turn`` line supersedes them; a ``turn_started`` without one is ``StoredThread.
+unfinished``. A ``turn`` line written for such a turn once it is restored carries
+``"restored": true`` (and, for one the record never saw start, the rollout's id as its
+id); ``StoredThread.rollout_turns`` are the rollout ids the record has seen.
+
 Each line is one ``os.write`` on an ``O_APPEND`` descriptor (the rollout's policy): a
 torn last line left by a killed process (what follows the last newline) is skipped
 when read. Writing never fails a turn: an ``OSError`` is reported once on stderr and
@@ -24,10 +34,14 @@ have the types ``ThreadMeta`` declares (the required ones present, ``thread_id``
 file's own, ``sandbox`` a stored ``SandboxPolicy``, ``approval_policy`` a policy name,
 ``approvals_reviewer`` a reviewer name, ``dynamic_tools`` what ``thread/start``
 accepts); a ``turn`` line's those of ``TurnRecord`` (items objects, times and
-``history_end`` integers) and its ``usageTotal`` null or token counts; a ``rollback``
-line's ``turns`` an integer from 0 to the number of turns listed before it. Fields a
-record written before them lacks take their defaults (an older record loads as it
-always did). Lines of other types are skipped (a newer server's).
+``history_end`` integers), its ``usageTotal`` null or token counts and its ``restored``
+true/false if present; a ``turn_started`` line's ``turn`` the same and its
+``rolloutTurnId`` a string or null; an ``item`` line's ``turnId`` a string and its
+``item`` an object with a string ``type`` and ``id`` (one for a turn the lines before
+it do not show running is skipped); a ``rollback`` line's ``turns`` an integer from 0
+to the number of turns listed before it. Fields a record written before them lacks
+take their defaults (an older record loads as it always did). Lines of other types
+are skipped (a newer server's).
 """
 
 from __future__ import annotations
@@ -49,7 +63,18 @@ from ._jsonrpc import InvalidParams
 from ._reviewer import REVIEWERS
 from ._shapes import ThreadMeta, TurnRecord
 
-__all__ = ["StoredThread", "ThreadStore"]
+__all__ = ["StartedTurn", "StoredThread", "ThreadStore"]
+
+
+@attrs.frozen
+class StartedTurn:
+    """A turn the record saw start and not end: ``record`` as it started (id, input,
+    start time), the rollout journal's ``rollout_turn_id`` of it, and its tool
+    ``items`` as last recorded, by id, in the order they first appeared."""
+
+    record: TurnRecord
+    rollout_turn_id: str | None
+    items: dict[str, dict[str, Any]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -57,6 +82,8 @@ class StoredThread:
     meta: ThreadMeta
     turns: list[TurnRecord]
     usage_total: dict[str, Any] | None
+    unfinished: list[StartedTurn] = attrs.field(factory=list)  # started, never ended (oldest first)
+    rollout_turns: frozenset[str] = frozenset()  # the rollout journal's ids of the turns the record has seen
 
 
 class ThreadStore:
@@ -94,8 +121,20 @@ class ThreadStore:
         ``meta`` line is the one ``load`` returns."""
         self._append(meta.thread_id, {"type": "meta", "meta": meta.to_json()})
 
-    def append_turn(self, thread_id: str, turn: TurnRecord, usage_total: dict[str, Any] | None) -> None:
-        self._append(thread_id, {"type": "turn", "turn": turn.stored(), "usageTotal": usage_total})
+    def append_turn(self, thread_id: str, turn: TurnRecord, usage_total: dict[str, Any] | None, *,
+                    restored: bool = False) -> None:
+        line: dict[str, Any] = {"type": "turn", "turn": turn.stored(), "usageTotal": usage_total}
+        if restored:
+            line["restored"] = True
+        self._append(thread_id, line)
+
+    def turn_started(self, thread_id: str, turn: TurnRecord, rollout_turn_id: str | None) -> None:
+        """A turn started: its record so far (id, input, start time)."""
+        self._append(thread_id, {"type": "turn_started", "turn": turn.stored(), "rolloutTurnId": rollout_turn_id})
+
+    def turn_item(self, thread_id: str, turn_id: str, item: dict[str, Any]) -> None:
+        """One of a running turn's items, as it is now (started or completed)."""
+        self._append(thread_id, {"type": "item", "turnId": turn_id, "item": item})
 
     def roll_back(self, thread_id: str, keep: int) -> None:
         """``thread/rollback``: the thread keeps its first ``keep`` turns."""
@@ -109,14 +148,12 @@ class ThreadStore:
             data = path.read_bytes()
         except OSError:
             return None
-        meta: ThreadMeta | None = None
-        turns: list[TurnRecord] = []
-        usage: dict[str, Any] | None = None
+        loaded = _Loading()
         whole = data[: data.rfind(b"\n") + 1]  # what follows the last newline is torn: never committed
         for number, raw in enumerate(whole.split(b"\n")[:-1], start=1):
             try:
                 line = loads(raw)
-                problem = _line_problem(line, thread_id, len(turns))
+                problem = _line_problem(line, thread_id, len(loaded.turns))
             except LineProblem as exc:
                 problem = str(exc)
             if problem is not None:
@@ -125,17 +162,46 @@ class ThreadStore:
                     "without its newline) is skipped; repair or remove that line, or remove the file (the thread "
                     "then resumes from its rollout alone, without the turns this record lists)"
                 )
-            if line["type"] == "meta":
-                meta = ThreadMeta.from_json(line["meta"])
-            elif line["type"] == "turn":
-                turns.append(TurnRecord.from_stored(line["turn"]))
-                if line.get("usageTotal") is not None:
-                    usage = line["usageTotal"]
-            elif line["type"] == "rollback":
-                del turns[line["turns"]:]
-        if meta is None:
+            loaded.take(line)
+        if loaded.meta is None:
             return None
-        return StoredThread(meta, turns, usage)
+        return StoredThread(loaded.meta, loaded.turns, loaded.usage, list(loaded.started.values()),
+                            frozenset(loaded.rollout_turns))
+
+
+class _Loading:
+    """A record being read, line by line (each line already checked)."""
+
+    def __init__(self) -> None:
+        self.meta: ThreadMeta | None = None
+        self.turns: list[TurnRecord] = []
+        self.usage: dict[str, Any] | None = None
+        self.started: dict[str, StartedTurn] = {}
+        self.rollout_turns: set[str] = set()
+
+    def take(self, line: dict[str, Any]) -> None:
+        kind = line["type"]
+        if kind == "meta":
+            self.meta = ThreadMeta.from_json(line["meta"])
+        elif kind == "turn":
+            turn = TurnRecord.from_stored(line["turn"])
+            self.turns.append(turn)
+            self.started.pop(turn.id, None)
+            if line.get("restored") is True:
+                self.rollout_turns.add(turn.id)
+            if line.get("usageTotal") is not None:
+                self.usage = line["usageTotal"]
+        elif kind == "turn_started":
+            turn = TurnRecord.from_stored(line["turn"])
+            self.started[turn.id] = StartedTurn(turn, line.get("rolloutTurnId"))
+            if line.get("rolloutTurnId") is not None:
+                self.rollout_turns.add(line["rolloutTurnId"])
+        elif kind == "item":
+            started = self.started.get(line["turnId"])
+            if started is not None:
+                started.items[line["item"]["id"]] = line["item"]
+        elif kind == "rollback":
+            del self.turns[line["turns"]:]
 
 
 # -- checking what is read ---------------------------------------------------------------
@@ -187,17 +253,39 @@ def _line_problem(line: object, thread_id: str, turns: int) -> str | None:
         if not 0 <= keep <= turns:
             return f"it keeps {keep} turns, but {turns} are listed before it"
         return None
-    if kind not in ("meta", "turn"):
+    if kind == "item":
+        return _item_line_problem(line)
+    if kind not in ("meta", "turn", "turn_started"):
         return None
-    body = line.get(kind)
+    field = "meta" if kind == "meta" else "turn"
+    body = line.get(field)
     if not isinstance(body, dict):
-        return f"its {kind!r} is {json_kind(body)}, not an object"
+        return f"its {field!r} is {json_kind(body)}, not an object"
     if kind == "meta":
         return _fields_problem(ThreadMeta, body, "meta") or _meta_problem(body, thread_id)
+    if kind == "turn_started":
+        rollout_turn = line.get("rolloutTurnId")
+        if rollout_turn is not None and not isinstance(rollout_turn, str):
+            return f"its rolloutTurnId is {json_kind(rollout_turn)}, not a string or null"
+        return _fields_problem(TurnRecord, body, "turn")
     usage = line.get("usageTotal")
     if usage is not None and not (isinstance(usage, dict) and all(_is_int(v) for v in usage.values())):
         return f"its usageTotal is {json_kind(usage)}, not token counts (an object of integers) or null"
+    if "restored" in line and not isinstance(line["restored"], bool):
+        return f"its restored is {json_kind(line['restored'])}, not true/false"
     return _fields_problem(TurnRecord, body, "turn")
+
+
+def _item_line_problem(line: dict[str, Any]) -> str | None:
+    turn_id, item = line.get("turnId"), line.get("item")
+    if not isinstance(turn_id, str):
+        return f"its turnId is {json_kind(turn_id)}, not a string"
+    if not isinstance(item, dict):
+        return f"its item is {json_kind(item)}, not an object"
+    for key in ("type", "id"):
+        if not isinstance(item.get(key), str):
+            return f"its item.{key} is {json_kind(item.get(key))}, not a string"
+    return None
 
 
 def _meta_problem(meta: dict[str, Any], thread_id: str) -> str | None:

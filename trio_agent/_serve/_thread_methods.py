@@ -26,8 +26,9 @@ from ._dynamic import parse_dynamic_tools
 from ._jsonrpc import InvalidParams, InvalidRequest
 from ._params import Params, seconds, shown
 from ._permissions import parse_approval, parse_sandbox_mode, unavailable
+from ._restore import record_restored, restored_turns
 from ._reviewer import parse_reviewer
-from ._shapes import ThreadMeta, thread_json
+from ._shapes import ThreadMeta, TurnRecord, thread_json
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
@@ -160,15 +161,26 @@ async def thread_resume(server: AppServer, conn: Connection, params: Params) -> 
         "threadId": thread_id, "turnId": last_turn, "tokenUsage": token_usage}))
 
 
-def stored_meta(server: AppServer, thread_id: str) -> tuple[ThreadMeta, list[Any], Json | None]:
-    """What the server knows of an unloaded thread: its record, else what its rollout says."""
+def stored_meta(server: AppServer, thread_id: str, *, with_turns: bool = True,
+                ) -> tuple[ThreadMeta, list[Any], Json | None]:
+    """What the server knows of an unloaded thread: its record, else what its rollout
+    says. Its turns end with the one a killed server left (``_restore``) unless
+    ``with_turns=False`` (the caller shows no turns: the rollout is not read)."""
+    meta, turns, usage, _ = _stored_meta(server, thread_id, with_turns=with_turns)
+    return meta, turns, usage
+
+
+def _stored_meta(server: AppServer, thread_id: str, *, with_turns: bool,
+                 ) -> tuple[ThreadMeta, list[Any], Json | None, list[TurnRecord]]:
+    """``stored_meta``, and which of its turns are restored (``_restore``)."""
     stored = server.store.load(thread_id)
     if stored is not None:
-        turns = stored.turns
+        restored = restored_turns(server, thread_id, stored) if with_turns else []
+        turns = [*stored.turns, *restored]
         meta = stored.meta
         if turns and meta.updated_at is None:
             meta.updated_at = (turns[-1].completed_at_ms or 0) // 1000 or None
-        return meta, turns, stored.usage_total
+        return meta, turns, stored.usage_total, restored
     try:
         path = RolloutConfig(server.home).find(thread_id)
     except Exception as exc:  # an id that cannot name a rollout
@@ -182,7 +194,7 @@ def stored_meta(server: AppServer, thread_id: str) -> tuple[ThreadMeta, list[Any
                       model=str(rollout_meta.get("model") or server.config.model),
                       model_provider=server.model_provider,
                       instructions=None)
-    return meta, [], None
+    return meta, [], None, []
 
 
 async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permissions: Json) -> ThreadState:
@@ -190,7 +202,7 @@ async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permis
     of the request) override what the thread had, as codex's cold resume does."""
     if server.threads.is_ephemeral(thread_id):
         raise InvalidRequest(f"cannot resume the ephemeral thread {thread_id}: it was unloaded and kept no rollout")
-    meta, turns, usage = stored_meta(server, thread_id)
+    meta, turns, usage, restored = _stored_meta(server, thread_id, with_turns=True)
     if meta.parent_thread_id is not None:  # a child thread: its parent's agent reloads it
         return await server.children.resume(conn, meta)
     changed = any(getattr(meta, name) != value for name, value in permissions.items())
@@ -217,6 +229,7 @@ async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permis
         return shared
     state = states[0]
     state.agent = agent
+    record_restored(server, state, agent, restored)
     return state
 
 
@@ -282,7 +295,7 @@ def any_thread_view(server: AppServer, thread_id: str, *, turns: bool) -> tuple[
     state = loaded(server, thread_id)
     if state is not None:
         return server.thread_view(state, turns=turns), state.meta
-    meta, stored_turns, _ = stored_meta(server, thread_id)
+    meta, stored_turns, _ = stored_meta(server, thread_id, with_turns=turns)
     path = RolloutConfig(server.home).find(thread_id)
     view = thread_json(meta, ThreadStatus.NOT_LOADED, path=str(path) if path else None,
                        turns=stored_turns if turns else None)

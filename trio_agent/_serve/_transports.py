@@ -5,9 +5,11 @@ Both only frame messages and hand each client to ``AppServer.serve_connection``;
 server owns the connection's nursery and its shutdown. The listener first passes each
 TCP connection through its front door (``_http_gate``: Origin, capability token,
 health checks) under its ``ListenerPolicy`` (``_listen_policy``), and refuses to open a
-socket beyond loopback without a token. Each connection runs in a task of its own
-whose failure -- a hostile peer, or a bug met while serving it -- closes that
-connection alone.
+socket beyond loopback without a token. trio-websocket then reads the connection
+through ``_ws_limit.MessageLimit``, which discards a message over ``MAX_MESSAGE_BYTES``
+(the channel reports it, the connection goes on, as on stdio). Each connection runs in
+a task of its own whose failure -- a hostile peer, or a bug met while serving it --
+closes that connection alone.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import trio
 import trio_websocket
 
 from ._channel import MAX_MESSAGE_BYTES, LineChannel, WebSocketChannel
-from ._http_gate import Head, Replayed, judge, read_head, send_refusal
+from ._http_gate import Head, judge, read_head, send_refusal
 from ._listen_policy import ListenerPolicy, check_exposure
 from ._server import AppServer
+from ._ws_limit import READ_SIZE, Discards, MessageLimit, split_head
 from ._ws_writes import SharedSendStream
 
 __all__ = ["HANDSHAKE_TIMEOUT", "Listening", "serve_stdio", "serve_websocket"]
@@ -91,16 +94,22 @@ async def _serve_client(server: AppServer, stream: trio.SocketStream, policy: Li
         label = "WebSocket client"
     async with trio.open_nursery() as nursery:  # the WebSocket's reader task
         ws: trio_websocket.WebSocketConnection | None = None
-        shared = SharedSendStream(Replayed(stream, head.data))  # trio-websocket's writes and the batches'
+        discards = Discards(MAX_MESSAGE_BYTES)
+        request_head, frames = split_head(head.data)
+        limited = MessageLimit(stream, discards, head=request_head, rest=frames)
+        shared = SharedSendStream(limited)  # trio-websocket's writes and the batches' (_ws_writes)
         with trio.move_on_after(HANDSHAKE_TIMEOUT):
-            request = await trio_websocket.wrap_server_stream(nursery, shared, max_message_size=MAX_MESSAGE_BYTES)
+            # trio-websocket's own limit (which closes with 1009) is never reached: nothing
+            # longer than MAX_MESSAGE_BYTES gets through MessageLimit.
+            request = await trio_websocket.wrap_server_stream(nursery, shared, max_message_size=MAX_MESSAGE_BYTES,
+                                                              receive_buffer_size=READ_SIZE)
             with contextlib.suppress(trio_websocket.ConnectionClosed):  # the peer left during the handshake
                 ws = await request.accept()
         if ws is None:  # too slow, or gone
             nursery.cancel_scope.cancel()
             return
         try:
-            await server.serve_connection(WebSocketChannel(ws, shared), label=label)
+            await server.serve_connection(WebSocketChannel(ws, shared, discards), label=label)
         finally:
             with trio.move_on_after(WEBSOCKET_CLOSE_TIMEOUT):
                 await ws.aclose()
