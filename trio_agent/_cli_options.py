@@ -60,7 +60,7 @@ def environment_epilog() -> str:
 def _wrapped(text: str, indent: int) -> str:
     import textwrap
 
-    return f"\n{' ' * indent}".join(textwrap.wrap(text, max(40, 100 - indent)))
+    return f"\n{' ' * indent}".join(textwrap.wrap(text, max(40, 100 - indent), break_on_hyphens=False))
 
 
 class McpEntry(Record):
