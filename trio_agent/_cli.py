@@ -39,13 +39,15 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 
 from . import __version__
 from ._cli_app_server import add_app_server_command, add_server_options, app_server_main
+from ._cli_codex import add_config_option
 from ._cli_options import add_run_options, connection_settings, environment_epilog, run_settings
+from ._cli_parser import Parser, SubcommandParser, refuse
 from ._cli_serve_options import listener_options_given
 from ._cli_signals import Interrupts, exit_on_signal, interrupted_only
 from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
@@ -56,42 +58,51 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 #: The commands that take codex's top-level ``-c key=value`` options (``args.codex_config``).
-_CODEX_COMMANDS = ("app-server", "exec")
+_CODEX_COMMANDS = ("run", "app-server", "exec")
 
 
 def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The command line's parser, and its ``run`` and ``serve`` subparsers (for the checks of ``_cli_options``)."""
-    parser = argparse.ArgumentParser(prog="trio-agent", description="A Trio-native coding agent runtime.",
-                                     epilog=environment_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The command line's parser, and its ``run`` and ``serve`` subparsers (for the checks of ``_cli_options``).
+    No parser takes abbreviations, and each subcommand reports its own errors (``_cli_parser``)."""
+    parser = Parser(prog="trio-agent", description="A Trio-native coding agent runtime.",
+                    epilog=environment_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"trio-agent {__version__}")
     parser.add_argument("-c", "--config", dest="codex_config", action="append", default=[], metavar="key=value",
                         help=f"a codex config override, as codex takes it (for {', '.join(_CODEX_COMMANDS)}; "
                              "repeatable)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
     run = sub.add_parser("run", help="run one prompt and print the answer", epilog=environment_epilog(),
+                         usage="%(prog)s [options] [PROMPT | -]",
                          description="Run one prompt and print the answer, the tool calls and their output as "
-                                     "they happen. Ctrl-C cancels the turn (exit 130); a second Ctrl-C exits at once.",
+                                     "they happen. Ctrl-C cancels the turn (exit 130); a second Ctrl-C exits at once. "
+                                     "codex's -m, -s, -C/--cd, -c key=value, -a and --json work as in codex.",
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("prompt", help="what to ask the agent")
+    run.add_argument("prompt", nargs="?", default=None,
+                     help="what to ask the agent; - (or nothing, with stdin not a terminal): read it from stdin")
     run.add_argument("--local", action="store_true", help="use the built-in local scripted model")
-    run.add_argument("--jsonl", action="store_true", help="print every event as a JSON line")
+    run.add_argument("--jsonl", "--json", dest="jsonl", action="store_true", help="print every event as a JSON line")
     run.add_argument(
-        "--thinking", choices=["minimal", "low", "medium", "high", "xhigh"], default="low",
+        "--thinking", choices=["minimal", "low", "medium", "high", "xhigh"], default=None,
         help="reasoning effort (default: low)",
     )
-    run.add_argument("--workspace", type=Path, default=None, help="where tools run (default: .)")
-    run.add_argument("--model", default=None, help="model slug (default: gpt-5.5)")
+    run.add_argument("-C", "--cd", "--workspace", dest="workspace", type=Path, default=None, metavar="DIR",
+                     help="where tools run (default: .)")
+    run.add_argument("-m", "--model", default=None, help="model slug (default: gpt-5.5)")
+    add_config_option(run, "run_config")
     run.add_argument(
         "--otel", action="store_true",
         help="export OpenTelemetry spans and metrics over OTLP/HTTP (set OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
     add_record_option(run)
     add_run_options(run)
+    # Sessions (issue 24): `add_session_options(run)` (--ephemeral, ...) goes here, and
+    # `add_resume_command(sub)` below, after `run` and before `serve`.
     serve = sub.add_parser("serve", help="serve threads over the Codex app-server protocol (JSON-RPC)")
     serve.add_argument("--listen", default=None, metavar="ws://HOST:PORT",
                        help="serve any number of clients over WebSocket (default: one client on stdio)")
-    serve.add_argument("--model", default=None, help="default model slug of new threads (default: gpt-5.5)")
-    serve.add_argument("--workspace", type=Path, default=None, help="default cwd of new threads (default: .)")
+    serve.add_argument("-m", "--model", default=None, help="default model slug of new threads (default: gpt-5.5)")
+    serve.add_argument("-C", "--cd", "--workspace", dest="workspace", type=Path, default=None, metavar="DIR",
+                       help="default cwd of new threads (default: .)")
     add_server_options(serve)
     lifecycle = serve.add_mutually_exclusive_group()
     lifecycle.add_argument("--daemon", action="store_true",
@@ -105,7 +116,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
         "bench", add_help=False,
         help="first-token latency per warmup path against a local scripted server (--help for options)",
     )
-    add_replay_command(sub)
+    add_replay_command(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub))
     add_app_server_command(sub)  # codex's entry point (_cli_app_server)
     return parser, run, serve
 
@@ -176,6 +187,14 @@ def _main(argv: list[str]) -> int:
 
         return serve_main(args, connection_settings(serve_parser, args, os.environ))
     settings = run_settings(run_parser, args, os.environ)
+    from ._cli_prompt import PromptError, read_prompt
+
+    try:
+        args.prompt = read_prompt(args.prompt, sys.stdin)
+    except PromptError as exc:
+        refuse(run_parser.prog, str(exc))
+    for note in settings.notes:
+        print(note, file=sys.stderr, flush=True)
     # The CLI says it in one line, from the sandbox.unavailable event (_cli_output).
     warnings.filterwarnings("ignore", message="trio_agent: commands run without a sandbox", category=RuntimeWarning)
     from ._cli_run import run_command

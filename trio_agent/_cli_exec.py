@@ -78,7 +78,7 @@ exit status: 0 completed, 1 the turn failed or could not start, 2 a bad command 
 
 def exec_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="trio-agent exec", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="trio-agent exec", formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         description="Run one turn and print its events; codex exec's command line and --json output "
                     "(what @openai/codex-sdk runs). The prompt is PROMPT, else stdin.",
         epilog="resume: `trio-agent exec [OPTIONS] resume THREAD_ID [PROMPT]` continues a thread of --home "

@@ -18,34 +18,49 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio_agent as ta
 
 from ._record import Record
+
+if TYPE_CHECKING:
+    from ._codex_config import CodexSettings
 
 __all__ = ["ENVIRONMENT", "Connection", "RunSettings", "add_connection_options", "add_run_options",
            "connection_settings", "environment_epilog", "run_settings"]
 
 #: The variables ``trio-agent run`` reads, for ``--help``.
 ENVIRONMENT = (
-    ("OPENAI_API_KEY", "the API key; without it (or with --local) the built-in local scripted model answers"),
-    ("OPENAI_BASE_URL", "default of --api-base (also read: OPENAI_API_BASE_URL, nanocodex's name)"),
-    ("OPENAI_RESPONSES_WEBSOCKET_URL", "default of --websocket-url"),
-    ("NANOCODEX_RESPONSES_TRANSPORT", "default of --transport: websocket (or ws), https (or http)"),
+    ("OPENAI_API_KEY", "the API key; without it, the key or ChatGPT sign-in of an existing Codex login "
+                       "($CODEX_HOME/auth.json); without either, or with --local, the built-in local scripted "
+                       "model answers"),
+    ("CODEX_HOME", "where the Codex login is looked for (default: ~/.codex)"),
+    ("OPENAI_BASE_URL", "default of --api-base (also read: OPENAI_API_BASE_URL, nanocodex's name); needs a "
+                        "credential, as --api-base does (--local ignores it)"),
+    ("OPENAI_RESPONSES_WEBSOCKET_URL", "default of --websocket-url (the same)"),
+    ("NANOCODEX_RESPONSES_TRANSPORT", "default of --transport with a credential: websocket (or ws), https (or http)"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "where --otel exports spans and metrics (OTLP/HTTP)"),
     ("TRIO_AGENT_NO_DAEMON", "1: never hand the run to a warm daemon (trio-agent serve --daemon)"),
     ("TRIO_AGENT_DAEMON", "auto: start a warm daemon when none answers (this run stays in-process)"),
     ("TRIO_AGENT_DAEMON_DIR", "the warm daemon's directory (default: $XDG_RUNTIME_DIR/trio-agent, "
                               "else /tmp/trio-agent-$UID)"),
 )
+#: The variables that name a Responses endpoint (they need a credential, as their flags do).
+_ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_BASE_URL", "OPENAI_RESPONSES_WEBSOCKET_URL")
 _TRANSPORTS = {"websocket": "websocket", "ws": "websocket", "https": "https", "http": "https"}
 
 
 def environment_epilog() -> str:
     width = max(len(name) for name, _ in ENVIRONMENT)
-    lines = [f"  {name.ljust(width)}  {text}" for name, text in ENVIRONMENT]
+    lines = [f"  {name.ljust(width)}  {_wrapped(text, width + 4)}" for name, text in ENVIRONMENT]
     return "environment variables:\n" + "\n".join(lines)
+
+
+def _wrapped(text: str, indent: int) -> str:
+    import textwrap
+
+    return f"\n{' ' * indent}".join(textwrap.wrap(text, max(40, 100 - indent), break_on_hyphens=False))
 
 
 class McpEntry(Record):
@@ -147,17 +162,21 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     tools.add_argument("--image-generation", action="store_true",
                        help="add the image_gen__imagegen tool (gpt-image-2)")
     sandbox = run.add_argument_group("sandbox and approvals")
-    sandbox.add_argument("--sandbox", choices=[mode.value for mode in ta.SandboxMode], default=None,
-                         help="how commands are confined (default: workspace-write where Bubblewrap works, "
-                              "else unconfined, with a warning); a mode given here that cannot work exits 2")
+    sandbox.add_argument("-s", "--sandbox", choices=[mode.value for mode in ta.SandboxMode], default=None,
+                         metavar="MODE",
+                         help="how commands are confined, codex's modes: read-only (write nothing), "
+                              "workspace-write (the workspace, not .git, no network), danger-full-access "
+                              "(no sandbox) (default: workspace-write where Bubblewrap works, else unconfined, "
+                              "with a warning); a mode given here that cannot work exits 2")
     sandbox.add_argument("--network", action="store_true",
                          help="let sandboxed commands use the network (implies --sandbox workspace-write)")
     sandbox.add_argument("--writable-git", action="store_true",
                          help="let workspace-write commands write .git (implies --sandbox workspace-write)")
-    sandbox.add_argument("--writable-root", action="append", type=_directory, default=None, metavar="DIR",
+    sandbox.add_argument("--writable-root", "--add-dir", dest="writable_root", action="append", type=_directory,
+                         default=None, metavar="DIR",
                          help="one more directory workspace-write commands may write (repeatable)")
-    sandbox.add_argument("--ask-for-approval", choices=[policy.value for policy in ta.ApprovalPolicy],
-                         default="never", metavar="POLICY",
+    sandbox.add_argument("-a", "--ask-for-approval", choices=[policy.value for policy in ta.ApprovalPolicy],
+                         default=None, metavar="POLICY",
                          help="when to ask you on the terminal before a command or patch: never (default), "
                               "on-request, on-failure or untrusted; answer y, N, a (always) or abort")
 
@@ -166,17 +185,19 @@ class RunSettings(Record):
     """What ``trio-agent run`` runs with, checked: the API ``key`` (or an existing Codex
     login's credential), ``local_reason`` (why the local scripted model answers; None:
     the real API), ``credential_note`` (where the credential came from, when not
-    ``OPENAI_API_KEY``), ``responses`` (``ta.Responses`` keyword arguments), and the
-    ``instructions``, ``tools``, ``sandbox`` and ``approval`` policy."""
+    ``OPENAI_API_KEY``), ``responses`` (``ta.Responses`` keyword arguments), the
+    ``instructions``, ``tools``, ``sandbox`` and ``approval`` policy, and ``notes``
+    (lines for stderr about ``-c`` overrides that do nothing here)."""
 
     __slots__ = (  # noqa: RUF023  # field order
         "key", "local_reason", "credential_note", "responses", "instructions", "tools", "sandbox", "approval",
+        "notes",
     )
 
     def __init__(
         self, *, key: str | ta.ChatGptAuth, local_reason: str | None, credential_note: str | None,
         responses: dict[str, Any], instructions: str | None, tools: ta.Tools, sandbox: ta.Sandbox | None,
-        approval: ta.ApprovalPolicy,
+        approval: ta.ApprovalPolicy, notes: tuple[str, ...] = (),
     ) -> None:
         self.key = key
         self.local_reason = local_reason
@@ -186,6 +207,7 @@ class RunSettings(Record):
         self.tools = tools
         self.sandbox = sandbox
         self.approval = approval
+        self.notes = notes
 
 
 class Connection(Record):
@@ -209,9 +231,13 @@ def connection_settings(parser: argparse.ArgumentParser, args: argparse.Namespac
     """The options of :func:`add_connection_options` and ``--local``, with the
     environment, checked; ``parser.error`` (exit 2) on a bad value."""
     key: str | ta.ChatGptAuth = environ.get("OPENAI_API_KEY", "").strip()
-    local_reason = "--local given" if args.local else None if key else "no OPENAI_API_KEY set"
     credential_note = None
-    if local_reason == "no OPENAI_API_KEY set":
+    if args.local:
+        _refuse_local_with_endpoints(parser, args, has_credential=bool(key) or _login_path(environ).exists())
+        local_reason: str | None = "--local given"
+    elif key:
+        local_reason = None
+    else:
         key, local_reason, credential_note = _codex_login(parser, environ)
     return Connection(key=key, local_reason=local_reason, credential_note=credential_note,
                       responses=_responses(parser, args, environ, local_reason))
@@ -219,17 +245,50 @@ def connection_settings(parser: argparse.ArgumentParser, args: argparse.Namespac
 
 def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
                  environ: Mapping[str, str]) -> RunSettings:
-    """Check ``args`` (and the environment); ``parser.error`` (exit 2) on a bad value."""
+    """Check ``args`` (and the environment), with codex's ``-c`` overrides applied to
+    ``args`` (``_cli_codex``) and ``args.thinking`` resolved; ``parser.error`` (exit 2)
+    on a bad value."""
+    from ._cli_codex import apply_overrides, codex_overrides
+
+    codex = codex_overrides(parser, args, "run_config")
+    notes: tuple[str, ...] = ()
+    if codex is not None:
+        environ, notes = apply_overrides(parser, args, codex, environ)
+    args.thinking = args.thinking or "low"
     connection = connection_settings(parser, args, environ)
     try:
         return RunSettings(
             key=connection.key, local_reason=connection.local_reason, credential_note=connection.credential_note,
-            responses=connection.responses,
-            instructions=_instructions(parser, args.instructions), tools=_tools(parser, args),
+            responses=connection.responses, notes=notes,
+            instructions=_instructions(parser, args.instructions, codex), tools=_tools(parser, args),
             sandbox=_sandbox(parser, args), approval=_approval(parser, args),
         )
     except ta.ConfigError as exc:
         parser.error(str(exc))
+
+
+def _login_path(environ: Mapping[str, str]) -> Path:
+    from ._codex_login import codex_auth_path
+
+    return codex_auth_path(environ.get("CODEX_HOME") or str(Path.home() / ".codex"))
+
+
+def _endpoint_flags(args: argparse.Namespace) -> list[str]:
+    """The options given that configure the real Responses API's endpoint."""
+    config_base: tuple[str, str] | None = getattr(args, "config_base_url", None)
+    return [flag for flag, value in (("--api-base", args.api_base), (config_base or ("-c", None)),
+                                     ("--websocket-url", args.websocket_url),
+                                     ("--transport https", args.transport == "https")) if value]
+
+
+def _refuse_local_with_endpoints(parser: argparse.ArgumentParser, args: argparse.Namespace, *,
+                                 has_credential: bool) -> None:
+    """``--local`` with an endpoint option: drop one of them (the key is not the problem)."""
+    given = _endpoint_flags(args)
+    if given:
+        needs = "" if has_credential else " (and set OPENAI_API_KEY: any value for a server that ignores it)"
+        parser.error(f"{given[0]} configures the real Responses API, and --local uses the built-in local scripted "
+                     f"model instead: drop --local to use the real API{needs}, or drop {given[0]}")
 
 
 def _codex_login(
@@ -239,10 +298,8 @@ def _codex_login(
     ``~/.codex/auth.json``) when there is one -- a broken one is an error, never a silent
     switch to the local model -- else the local scripted model. Returns the credential,
     the local model's reason (None: the real API) and a note naming the login used."""
-    from ._codex_login import codex_auth_path
-
     home = environ.get("CODEX_HOME") or str(Path.home() / ".codex")
-    path = codex_auth_path(home)
+    path = _login_path(environ)
     if not path.exists():
         return "", f"no OPENAI_API_KEY set and no Codex login at {path}", None
     try:
@@ -255,18 +312,15 @@ def _codex_login(
 
 def _responses(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str],
                local_reason: str | None) -> dict[str, Any]:
-    given = [flag for flag, value in (("--api-base", args.api_base), ("--websocket-url", args.websocket_url),
-                                      ("--transport https", args.transport == "https")) if value]
     options: dict[str, Any] = {}
     if args.max_attempts is not None:
         options["max_attempts"] = args.max_attempts
     if local_reason is not None:
-        if given:
-            parser.error(f"{given[0]} talks to a real Responses API, which needs a credential, but {local_reason}: "
-                         "set OPENAI_API_KEY (any value for a server that ignores it), or drop "
-                         f"{given[0]} to use the local scripted model")
+        if not args.local:
+            _refuse_endpoints_without_credential(parser, args, environ, local_reason)
         return options
-    sources = [("--api-base", args.api_base), ("OPENAI_BASE_URL", environ.get("OPENAI_BASE_URL")),
+    sources = [("--api-base", args.api_base), getattr(args, "config_base_url", None) or ("-c", None),
+               ("OPENAI_BASE_URL", environ.get("OPENAI_BASE_URL")),
                ("OPENAI_API_BASE_URL", environ.get("OPENAI_API_BASE_URL"))]
     base = next(((name, value.strip()) for name, value in sources if value and value.strip()), None)
     if base is not None:
@@ -287,6 +341,21 @@ def _responses(parser: argparse.ArgumentParser, args: argparse.Namespace, enviro
     return options
 
 
+def _refuse_endpoints_without_credential(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                                        environ: Mapping[str, str], local_reason: str) -> None:
+    """An endpoint option or variable with no credential: exit 2 (never a silent switch
+    to the local model). The variables count as their flags do; ``--local`` ignores them."""
+    variables = [f"{name}={environ[name].strip()!r}" for name in _ENDPOINT_VARIABLES if environ.get(name, "").strip()]
+    flags = _endpoint_flags(args)
+    if not flags and not variables:
+        return
+    given = flags[0] if flags else variables[0]
+    fix = f"drop {given}" if flags else f"unset {given.split('=')[0]} (or pass --local)"
+    parser.error(f"{given} talks to a real Responses API, which needs a credential, but {local_reason}: "
+                 f"set OPENAI_API_KEY (any value for a server that ignores it), or {fix} to use the built-in local "
+                 "scripted model")
+
+
 def _url(parser: argparse.ArgumentParser, name: str, value: str, schemes: tuple[str, ...], example: str) -> str:
     if not value.startswith(schemes) or len(value) <= len(value.split("//", 1)[0]) + 2:
         where = f"{name} {value!r}" if name.startswith("--") else f"{name}={value!r}"
@@ -295,7 +364,20 @@ def _url(parser: argparse.ArgumentParser, name: str, value: str, schemes: tuple[
     return value.rstrip("/")
 
 
-def _instructions(parser: argparse.ArgumentParser, value: str | None) -> str | None:
+def _instructions(parser: argparse.ArgumentParser, value: str | None, codex: CodexSettings | None) -> str | None:
+    """``--instructions``, else ``-c instructions``; ``-c developer_instructions`` appended."""
+    text = _instructions_flag(parser, value)
+    if codex is None:
+        return text
+    text = text or codex.instructions
+    if codex.developer_instructions is None:
+        return text
+    from ._session.context import DEFAULT_INSTRUCTIONS
+
+    return f"{text or DEFAULT_INSTRUCTIONS}\n\n{codex.developer_instructions}"
+
+
+def _instructions_flag(parser: argparse.ArgumentParser, value: str | None) -> str | None:
     if value is None:
         return None
     text = value
@@ -334,20 +416,22 @@ def _sandbox(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ta.Sa
     mode = ta.SandboxMode(args.sandbox) if args.sandbox else None
     if not tuning:
         return None if mode is None else ta.Sandbox(mode)
+    where = getattr(args, "sandbox_source", None) or "--sandbox"
     if mode is ta.SandboxMode.DANGER_FULL_ACCESS:
-        parser.error(f"{tuning[0]} sets up the sandbox, and --sandbox danger-full-access has none; "
+        parser.error(f"{tuning[0]} sets up the sandbox, and {where} danger-full-access has none; "
                      "drop one of them")
     if mode is ta.SandboxMode.READ_ONLY and (args.writable_git or roots):
         flag = "--writable-git" if args.writable_git else "--writable-root"
-        parser.error(f"{flag} makes something writable, and --sandbox read-only writes nothing; "
+        parser.error(f"{flag} makes something writable, and {where} read-only writes nothing; "
                      "use --sandbox workspace-write")
     return ta.Sandbox(mode or ta.SandboxMode.WORKSPACE_WRITE, network=args.network, writable_git=args.writable_git,
                       writable_roots=roots)
 
 
 def _approval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ta.ApprovalPolicy:
-    policy = ta.ApprovalPolicy(args.ask_for_approval)
+    policy = ta.ApprovalPolicy(args.ask_for_approval or "never")
     if policy is not ta.ApprovalPolicy.NEVER and not sys.stdin.isatty():
-        parser.error(f"--ask-for-approval {policy.value} asks you on the terminal, and stdin is not a terminal; "
+        where = getattr(args, "approval_source", None) or f"--ask-for-approval {policy.value}"
+        parser.error(f"{where} asks you on the terminal, and stdin is not a terminal; "
                      "run trio-agent in a terminal, or pass --ask-for-approval never")
     return policy

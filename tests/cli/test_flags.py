@@ -164,7 +164,7 @@ async def test_max_attempts_bounds_the_retries(server: FakeResponsesServer, tmp_
         ([], {"OPENAI_API_KEY": KEY, "NANOCODEX_RESPONSES_TRANSPORT": "smoke"},
          "NANOCODEX_RESPONSES_TRANSPORT='smoke' is not a transport"),
         (["--api-base", "https://example.com/v1"], {}, "set OPENAI_API_KEY (any value for a server that ignores it)"),
-        (["--local", "--transport", "https"], {"OPENAI_API_KEY": KEY}, "but --local given"),
+        (["--local", "--transport", "https"], {"OPENAI_API_KEY": KEY}, "drop --local to use the real API, or drop"),
         (["--instructions", "@missing.md"], {}, "cannot read 'missing.md'"),
         (["--instructions", "  "], {}, "is empty"),
     ],

@@ -29,12 +29,14 @@ def test_the_defaults_leave_everything_to_the_library() -> None:
     assert got.tools.definitions() == ta.Tools.default().definitions()
 
 
-def test_without_a_key_the_local_model_answers_and_the_environment_is_ignored() -> None:
-    got = settings("--max-attempts", "2", environ={"OPENAI_BASE_URL": "https://proxy.example/v1",
+def test_without_a_key_the_local_model_answers_and_local_ignores_the_environment() -> None:
+    got = settings("--max-attempts", "2", environ={"NANOCODEX_RESPONSES_TRANSPORT": "https",
                                                    "CODEX_HOME": NO_CODEX_HOME})
     assert got.local_reason == f"no OPENAI_API_KEY set and no Codex login at {NO_CODEX_HOME}/auth.json"
     assert got.responses == {"max_attempts": 2}
-    assert settings("--local").local_reason == "--local given"
+    local = settings("--local", environ={"OPENAI_BASE_URL": "https://proxy.example/v1", "CODEX_HOME": NO_CODEX_HOME})
+    assert (local.local_reason, local.responses) == ("--local given", {})
+    # Without --local, OPENAI_BASE_URL without a credential is refused (tests/cli/test_advice.py).
 
 
 def test_flags_win_over_the_environment() -> None:
