@@ -250,7 +250,8 @@ class ShellSessions:
         """Run ``args["cmd"]``; return its result, or a ``session_id`` if still running.
 
         Arguments: ``cmd`` (required), ``workdir`` (relative to the workspace or
-        absolute), ``shell``, ``login`` (default true: ``-lc``; false: ``-c``),
+        absolute), ``shell``, ``login`` (default true: the login shell's environment, see
+        ``_login_env``; false: the agent's),
         ``yield_time_ms`` (default 10000, clamped to 250..30000), ``max_output_tokens``
         (default 10000; output is limited to 4 bytes per token, at most 1 MiB).
 
@@ -258,7 +259,10 @@ class ShellSessions:
         started. If it is cancelled later, before it returns, every process of the
         command is terminated (TERM, 0.5 s grace, KILL; shielded and bounded) and
         ``Cancelled`` propagates. A command that was returned as a session is no longer
-        tied to this call; see :meth:`aclose`.
+        tied to this call; see :meth:`aclose`. A call cancelled while the login shell
+        whose environment it needs is starting (the first ``login: true`` command)
+        returns only once that shell is done -- it is never killed while it starts --
+        bounded by ``login_timeout`` and a kill grace.
 
         ``outside_sandbox=True`` runs this command without the sandbox. ``on_output``
         receives the output while this call waits (see the module docstring).
