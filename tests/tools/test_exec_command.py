@@ -121,12 +121,21 @@ async def test_relative_and_absolute_workdir(shell: ShellSessions, tmp_path: Pat
     assert default["output"] == f"{sub.parent.parent}\n"
 
 
-async def test_login_flag_picks_lc_or_c(shell: ShellSessions) -> None:
-    probe = "shopt -q login_shell && echo login || echo plain"
-    plain = await shell.exec_command({"cmd": probe, "shell": "/bin/bash", "login": False})
-    assert plain["output"] == "plain\n"
-    login = await shell.exec_command({"cmd": probe, "shell": "/bin/bash"})
-    assert login["output"].endswith("login\n")
+async def test_login_flag_gives_the_login_environment_or_not(nursery: trio.Nursery, tmp_path: Path) -> None:
+    # login: true -> the environment the login shell's profile sets up (taken once, see
+    # _login_env; the command itself runs in "-c"); login: false -> the agent's own.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bash_profile").write_text("export PROFILE_RAN=yes\n")
+    shell = ShellSessions(nursery, tmp_path, {"HOME": str(home)})
+    probe = "echo ${PROFILE_RAN:-no}"
+    try:
+        plain = await shell.exec_command({"cmd": probe, "shell": "/bin/bash", "login": False})
+        assert plain["output"] == "no\n"
+        login = await shell.exec_command({"cmd": probe, "shell": "/bin/bash"})
+        assert login["output"] == "yes\n"
+    finally:
+        await shell.aclose()
 
 
 async def test_start_failures_are_results_with_exit_code_1(shell: ShellSessions) -> None:

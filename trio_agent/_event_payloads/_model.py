@@ -329,10 +329,13 @@ class ApiEventPayload(TypedDict):
 class ApiWarningPayload(TypedDict):
     """A server sent something wrong that the agent handled: a frame of a response
     other than the one being read, which is ignored (``foreign_response_frame``), or an
-    MCP server's ``tools/list`` entry that was left out (``mcp_tool_skipped``)."""
+    MCP server's ``tools/list`` entry that was left out (``mcp_tool_skipped``); or the
+    user's login shell did not report its environment, so commands run in a login
+    shell each, its start-up output included (``shell_login_environment``)."""
 
     code: str
-    """What was wrong, a stable snake_case name (``"foreign_response_frame"``, ``"mcp_tool_skipped"``)."""
+    """What was wrong, a stable snake_case name (``"foreign_response_frame"``, ``"mcp_tool_skipped"``,
+    ``"shell_login_environment"``)."""
     message: str
     """What happened, in words."""
     frame: NotRequired[str]

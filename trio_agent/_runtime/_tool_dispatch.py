@@ -202,8 +202,13 @@ class ToolDispatcher:
 
             guard = self._env.guard
             sandbox = guard.confinement if guard is not None else None
-            self._shell = ShellSessions(self._env.nursery, self._env.workspace, sandbox=sandbox)
+            self._shell = ShellSessions(self._env.nursery, self._env.workspace, sandbox=sandbox,
+                                        on_warning=self._shell_warning)
         return self._shell
+
+    def _shell_warning(self, message: str) -> None:
+        """The login shell's environment could not be taken (``_tools._login_env``)."""
+        self._env.emit(EventKind.API_WARNING, {"code": "shell_login_environment", "message": message}, None)
 
     def _nested_tool_names(self) -> list[tuple[str, str, bool]]:
         names = [(t.name, _first_sentence(t.description), t.is_function) for t in self._nested.values()]

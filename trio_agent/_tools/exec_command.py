@@ -3,7 +3,10 @@
 Theory of operation (reference: ``nanocodex.md`` sec. 5.3/5.4, ``codex.md`` sec. 5.5,
 ``python-ecosystem.md`` A.7).
 
-Every command runs as ``[shell, "-lc"|"-c", cmd]``, started by a
+Every command runs as ``[shell, "-c", cmd]``: a ``login: true`` one (the default) with
+the environment the user's login shell set up, taken once by running that shell apart
+from any command, so that what its start-up prints is not part of the command's output
+(``_login_env``; as ``[shell, "-lc", cmd]`` if that failed). It is started by a
 :class:`~._process_tree.ProcessLauncher`: under a child-subreaper supervisor where
 Linux allows it, so that everything the command starts -- daemons that ``setsid`` or
 double-fork included -- ends with it; otherwise directly in a new session, its process
@@ -67,6 +70,7 @@ import trio
 
 from ._command_process import REAP_TIMEOUT, CommandProcess
 from ._command_slots import SLOT_WAIT_LIMIT, CommandSlots
+from ._login_env import SNAPSHOT_TIMEOUT, LoginEnvironments, login_command_environment
 from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
 from ._output_progress import OutputProgress
 from ._process_tree import Isolation, ProcessLauncher
@@ -175,6 +179,10 @@ class ShellSessions:
         ``max_sessions`` of them are kept (the least recently used is forgotten).
       sandbox: how commands are confined (see the module docstring); None or a
         non-confining one: no sandbox (the agent resolves and passes its own).
+      login_timeout: how long the login shell whose environment ``login: true``
+        commands get may take to start (``_login_env``: 10 s).
+      on_warning: told, once, when that login shell failed and ``login: true``
+        commands run in a login shell each instead (default: a ``RuntimeWarning``).
 
     Session ids start at 1, are handed out only to commands that outlive their
     ``yield_time_ms``, and are never reused.
@@ -191,8 +199,11 @@ class ShellSessions:
         drain_grace: float = DRAIN_GRACE,
         slot_wait: float = SLOT_WAIT_LIMIT,
         sandbox: Confinement | None = None,
+        login_timeout: float = SNAPSHOT_TIMEOUT,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self._slots = CommandSlots(max_sessions)
+        self._login = LoginEnvironments(login_timeout, on_warning)
         self._sandbox = sandbox or Confinement(Sandbox(SandboxMode.DANGER_FULL_ACCESS))
         self._private_tmp: Path | None = None
         self._slot_wait = slot_wait
@@ -239,7 +250,8 @@ class ShellSessions:
         """Run ``args["cmd"]``; return its result, or a ``session_id`` if still running.
 
         Arguments: ``cmd`` (required), ``workdir`` (relative to the workspace or
-        absolute), ``shell``, ``login`` (default true: ``-lc``; false: ``-c``),
+        absolute), ``shell``, ``login`` (default true: the login shell's environment, see
+        ``_login_env``; false: the agent's),
         ``yield_time_ms`` (default 10000, clamped to 250..30000), ``max_output_tokens``
         (default 10000; output is limited to 4 bytes per token, at most 1 MiB).
 
@@ -247,7 +259,10 @@ class ShellSessions:
         started. If it is cancelled later, before it returns, every process of the
         command is terminated (TERM, 0.5 s grace, KILL; shielded and bounded) and
         ``Cancelled`` propagates. A command that was returned as a session is no longer
-        tied to this call; see :meth:`aclose`.
+        tied to this call; see :meth:`aclose`. A call cancelled while the login shell
+        whose environment it needs is starting (the first ``login: true`` command)
+        returns only once that shell is done -- it is never killed while it starts --
+        bounded by ``login_timeout`` and a kill grace.
 
         ``outside_sandbox=True`` runs this command without the sandbox. ``on_output``
         receives the output while this call waits (see the module docstring).
@@ -263,13 +278,18 @@ class ShellSessions:
         problem = workdir_problem(request.workdir)
         if problem is not None:
             return _start_failure(problem, started)
+        sandboxed = self._sandbox.confined and not outside_sandbox
+        if sandboxed:
+            environment = attrs.evolve(environment, env={**environment.env, **self._forced_tmp()})
+        login = request.login
+        if login:
+            environment, login = await self._login_environment(shell, environment, sandboxed, request.workdir)
         await self._slots.acquire(request.yield_seconds + self._slot_wait, self._make_room)
         try:
-            argv = shell_argv(shell, request.cmd, login=request.login)
+            argv = shell_argv(shell, request.cmd, login=login)
             scaffold = 0
-            if self._sandbox.confined and not outside_sandbox:
+            if sandboxed:
                 argv = self._sandbox.wrap(argv, self._workspace, request.workdir, self._tmp_dir())
-                environment = attrs.evolve(environment, env={**environment.env, **self._forced_tmp()})
                 scaffold = SCAFFOLD_DEPTH
             session = await self._spawn(argv, request, environment, scaffold)
         except OSError as exc:
@@ -324,8 +344,32 @@ class ShellSessions:
             async with trio.open_nursery() as nursery:
                 for session in sessions:
                     nursery.start_soon(self._discard, session)
+            await self._login.aclose()  # a login shell still starting is not cut short
             await self._launcher.aclose()
             await self._remove_tmp()
+
+    # -- the login environment (_login_env) ----------------------------------------------
+
+    async def _login_environment(
+        self, shell: str, environment: ShellEnvironment, sandboxed: bool, workdir: Path
+    ) -> tuple[ShellEnvironment, bool]:
+        """The environment of a ``login: true`` command, and whether it still needs a
+        login shell (True only when the snapshot is unavailable: then as before)."""
+
+        async def spawn(argv: list[str]) -> CommandProcess:
+            scaffold = 0
+            if sandboxed:
+                argv = self._sandbox.wrap(argv, self._workspace, workdir, self._tmp_dir())
+                scaffold = SCAFFOLD_DEPTH
+            with real_process_running():
+                return await self._launcher.spawn(argv, workdir, environment.env, self._kill_grace, scaffold=scaffold)
+
+        where = self._sandbox if sandboxed else None
+        login_env = await self._login.environment(shell, where, environment.env, spawn)
+        if login_env is None:
+            return environment, True
+        forced = self._forced_tmp() if sandboxed else {}
+        return login_command_environment(environment, login_env, self._env_overrides, forced), False
 
     # -- the private temp dir ------------------------------------------------------------
 
