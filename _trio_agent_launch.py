@@ -41,14 +41,20 @@ client says so on stderr and runs in-process). The client may send ``signal N`` 
 
 Installations (:func:`build_identity`): the second field of a ``run`` request names the
 installation the client runs from -- the wire format's version and the on-disk
-identity of this file and of ``trio_agent/__init__.py`` (an upgrade or a reinstall
-rewrites both). The daemon computed the same when it started; a daemon started from
-another installation would serve old code (its workers, new code), so it answers
-``fallback stale ...`` and keeps serving whoever else it serves; the client runs
-in-process and says once per run, on stderr, that the daemon needs a restart
-(``trio-agent serve --daemon`` replaces a stale daemon; ``TRIO_AGENT_DAEMON=auto``
-does that itself). Code edited in place (an editable install) is not a new
-installation: restart the daemon after editing the package.
+identity of the ``trio_agent/__init__.py`` that ``import trio_agent`` loads in this
+process (:func:`package_init`; an upgrade or a reinstall rewrites it). The daemon
+computed the same when it started; a daemon started from another installation would
+serve old code (its workers, new code), so it answers ``fallback stale ...`` and keeps
+serving whoever else it serves; the client runs in-process and says once per run, on
+stderr, that the daemon needs a restart (``trio-agent serve --daemon`` replaces a stale
+daemon; ``TRIO_AGENT_DAEMON=auto`` does that itself). Code edited in place (an editable
+install) is not a new installation: restart the daemon after editing the package.
+The package is found as the import system finds it, not beside this file: an editable
+install (``pip install -e``) puts a copy of this file in site-packages and the package
+on a ``.pth`` path, and the daemon (``PYTHONPATH`` set to the package's root) imports
+the checkout's copy of this file; both sides load the same ``trio_agent``. This file's
+own identity is not part of it: its wire format is :data:`PROTOCOL`, and every
+installation that replaces it rewrites the package too.
 
 Socket location (:func:`daemon_directory`): ``$TRIO_AGENT_DAEMON_DIR`` if set, else
 ``$XDG_RUNTIME_DIR/trio-agent``, else ``/tmp/trio-agent-$UID``; the socket is
@@ -56,6 +62,11 @@ Socket location (:func:`daemon_directory`): ``$TRIO_AGENT_DAEMON_DIR`` if set, e
 with no group or other permissions (:func:`directory_problem`), since whoever owns
 the socket receives prompts and credentials: a client refuses any other directory
 with a one-line note on stderr and runs in-process.
+
+``TRIO_AGENT_DAEMON_VERBOSE=1``: a ``run`` the daemon serves says so first, on stderr
+(``trio-agent: served by the warm daemon``); one it does not says why (``trio-agent:
+not using the daemon: ...``: no daemon answers, no prewarmed agent yet, ...). Off by
+default: the output of a served run is the in-process run's, byte for byte.
 
 ``TRIO_AGENT_DAEMON=auto``: when no daemon answers, ``run`` starts one in the
 background (``trio-agent serve --daemon``) and runs this prompt in-process; the
@@ -81,6 +92,7 @@ __all__ = [
     "directory_problem",
     "encode_request",
     "main",
+    "package_init",
     "prompt_index",
     "socket_path",
 ]
@@ -111,17 +123,36 @@ def daemon_directory(environ: Mapping[str, str] | None = None) -> str:
 
 def build_identity() -> str:
     """This installation, as a daemon must have been started from it to serve us: the
-    protocol version, then device, inode, size and modification time of this file and of
-    the ``trio_agent`` package's ``__init__.py`` beside it (two ``stat`` calls)."""
-    parts = [str(PROTOCOL)]
-    for path in (__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "trio_agent", "__init__.py")):
-        try:
-            info = os.stat(path)
-        except OSError:
-            parts.append("-")
+    protocol version, then device, inode, size and modification time of the ``trio_agent``
+    package's ``__init__.py`` -- the one this process runs (:func:`package_init`)."""
+    path = package_init()
+    try:
+        info = os.stat(path) if path else None
+    except OSError:
+        info = None
+    stamp = "-" if info is None else f"{info.st_dev:x}.{info.st_ino:x}.{info.st_size:x}.{info.st_mtime_ns:x}"
+    return f"{PROTOCOL}/{stamp}"
+
+
+def package_init() -> str | None:
+    """The ``__init__.py`` of the ``trio_agent`` package this process runs: the imported
+    one, else the one ``import trio_agent`` would load, found the way the import system
+    finds it (``sys.meta_path``: ``sys.path`` entries, ``.pth`` paths, an editable
+    install's finder) without importing it. None when there is none."""
+    module = sys.modules.get("trio_agent")
+    if module is not None:
+        return getattr(module, "__file__", None)
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is None:
             continue
-        parts.append(f"{info.st_dev:x}.{info.st_ino:x}.{info.st_size:x}.{info.st_mtime_ns:x}")
-    return "/".join(parts)
+        try:
+            spec = find_spec("trio_agent", None)
+        except Exception:  # a third-party finder's own failure: as if it had no answer
+            continue
+        if spec is not None:
+            return spec.origin if spec.has_location else None
+    return None
 
 
 def socket_path(directory: str) -> str:
@@ -235,6 +266,7 @@ def _thin(argv: list[str]) -> int | None:
         return None  # a closed standard stream cannot be handed over
     sock = connect(socket_path(directory))
     if sock is None:
+        _verbose(f"no daemon answers on {socket_path(directory)}")
         if os.environ.get("TRIO_AGENT_DAEMON") == "auto":
             _start_daemon()
         return None
@@ -270,8 +302,18 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
         if os.environ.get("TRIO_AGENT_DAEMON") == "auto":
             _start_daemon()  # `serve --daemon` replaces a stale daemon
     if reply != "ok":
+        _verbose(f"the daemon answered: {reply[9:]}" if reply is not None and reply.startswith("fallback ")
+                 else "the daemon went away before it answered")
         return None  # "fallback ...", or the daemon went away: in-process
+    if os.environ.get("TRIO_AGENT_DAEMON_VERBOSE", "0") not in ("", "0"):
+        os.write(2, b"trio-agent: served by the warm daemon\n")
     return _wait_exit(sock, lines)
+
+
+def _verbose(why: str) -> None:
+    """``TRIO_AGENT_DAEMON_VERBOSE=1``: why this run is not served by the daemon."""
+    if os.environ.get("TRIO_AGENT_DAEMON_VERBOSE", "0") not in ("", "0"):
+        os.write(2, f"trio-agent: not using the daemon: {why}\n".encode())
 
 
 def _wait_exit(sock: _socket.socket, lines: _Lines) -> int:
