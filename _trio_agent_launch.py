@@ -23,7 +23,15 @@ for this configuration yet: the daemon starts one for next time), an unsupported
 option, ``TRIO_AGENT_NO_DAEMON=1`` -- it imports ``trio_agent._cli`` and runs the
 command in this process, unchanged.
 
-Signals: once the daemon accepted the run, SIGINT and SIGTERM are forwarded to it
+``trio-agent --version`` is answered here, from :data:`__version__` (the distribution's
+version: pyproject.toml reads it from this file), without importing ``trio_agent``.
+
+Signals: a Ctrl-C before the command's own handling begins -- while this module looks
+for the daemon, or while ``trio_agent._cli`` is being imported -- is exit status 130
+and the CLI's one line ``-- cancelled by Ctrl-C``, no traceback (``_cli.main`` does
+the same from then on). Only the interpreter's own start-up and the console script's
+``import re`` (pip writes that script) come before this module runs.
+Once the daemon accepted the run, SIGINT and SIGTERM are forwarded to it
 (``signal N``); the worker gets the same signal, so the first one cancels the turn
 and prints the ``-- cancelled ...`` line and the second exits at once, as in-process.
 Should the daemon not answer within 2 s of a second signal, the client exits itself.
@@ -96,6 +104,9 @@ __all__ = [
     "prompt_index",
     "socket_path",
 ]
+
+#: The distribution's version (pyproject.toml reads it from here; ``trio_agent.__version__`` is the same).
+__version__ = "0.1.0"
 
 SOCKET_NAME = "daemon.sock"
 #: The version of the wire format below; part of :func:`build_identity`.
@@ -379,16 +390,38 @@ def _start_daemon() -> None:
 def main(argv: list[str] | None = None) -> int:
     """The ``trio-agent`` command: through the daemon when one takes it, else in-process."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:  # as argparse's action would: the first option wins
+        os.write(1, f"trio-agent {__version__}\n".encode())
+        return 0
     try:
+        _pause("start")
         code = _thin(argv)
-    except KeyboardInterrupt:  # before the daemon accepted the run: as the CLI says it
+        if code is not None:
+            return code
+        _pause("in-process")
+        from trio_agent._cli import main as in_process
+
+        _pause("imported")
+    except KeyboardInterrupt:  # before the daemon took the run, or the CLI's own handling began
         os.write(2, b"-- cancelled by Ctrl-C\n")
         return 130
-    if code is not None:
-        return code
-    from trio_agent._cli import main as in_process
+    return in_process(argv)  # which turns a Ctrl-C into the same line and 130 itself
 
-    return in_process(argv)
+
+def _pause(point: str) -> None:
+    """Test-only (``TRIO_AGENT_TEST_PAUSE=POINT:FD``, FD a connected socket): at ``POINT``,
+    send ``POINT\\n`` on it and wait until it is closed or a signal interrupts -- so a
+    test can deliver Ctrl-C at a known moment of start-up (``tests/cli/test_launcher.py``)."""
+    wanted = os.environ.get("TRIO_AGENT_TEST_PAUSE")
+    if not wanted or wanted.partition(":")[0] != point:
+        return
+    sock = _socket.socket(fileno=int(wanted.partition(":")[2]))
+    try:
+        sock.sendall(f"{point}\n".encode())
+        while sock.recv(1):
+            pass
+    finally:
+        sock.close()
 
 
 if __name__ == "__main__":
