@@ -72,10 +72,11 @@ async def test_the_installed_console_script_gets_a_warm_run_from_the_daemon(venv
         assert started.returncode == 0, started.stdout + started.stderr
         assert "daemon started (pid " in started.stdout
 
-        first = _run(venv_bin, "run", "--local", "hi", env=env, cwd=tmp_path)
+        # Without the verbose note (a variable of the client's only: the same configuration).
+        quiet = {k: v for k, v in env.items() if k != "TRIO_AGENT_DAEMON_VERBOSE"}
+        first = _run(venv_bin, "run", "--local", "hi", env=quiet, cwd=tmp_path)
         assert first.returncode == 0, first.stderr
-        assert "another installation" not in first.stderr, first.stderr
-        assert first.stderr.startswith("trio-agent: not using the daemon: the daemon answered: no prewarmed agent")
+        assert "daemon" not in first.stderr, first.stderr  # not "started from another installation"
 
         spares = set((await _settled(directory, seen)).ready)
         warm = _run(venv_bin, "run", "--local", "hi", env=env, cwd=tmp_path)
