@@ -23,7 +23,15 @@ for this configuration yet: the daemon starts one for next time), an unsupported
 option, ``TRIO_AGENT_NO_DAEMON=1`` -- it imports ``trio_agent._cli`` and runs the
 command in this process, unchanged.
 
-Signals: once the daemon accepted the run, SIGINT and SIGTERM are forwarded to it
+``trio-agent --version`` is answered here, from :data:`__version__` (the distribution's
+version: pyproject.toml reads it from this file), without importing ``trio_agent``.
+
+Signals: a Ctrl-C before the command's own handling begins -- while this module looks
+for the daemon, or while ``trio_agent._cli`` is being imported -- is exit status 130
+and the CLI's one line ``-- cancelled by Ctrl-C``, no traceback (``_cli.main`` does
+the same from then on). Only the interpreter's own start-up and the console script's
+``import re`` (pip writes that script) come before this module runs.
+Once the daemon accepted the run, SIGINT and SIGTERM are forwarded to it
 (``signal N``); the worker gets the same signal, so the first one cancels the turn
 and prints the ``-- cancelled ...`` line and the second exits at once, as in-process.
 Should the daemon not answer within 2 s of a second signal, the client exits itself.
@@ -41,14 +49,20 @@ client says so on stderr and runs in-process). The client may send ``signal N`` 
 
 Installations (:func:`build_identity`): the second field of a ``run`` request names the
 installation the client runs from -- the wire format's version and the on-disk
-identity of this file and of ``trio_agent/__init__.py`` (an upgrade or a reinstall
-rewrites both). The daemon computed the same when it started; a daemon started from
-another installation would serve old code (its workers, new code), so it answers
-``fallback stale ...`` and keeps serving whoever else it serves; the client runs
-in-process and says once per run, on stderr, that the daemon needs a restart
-(``trio-agent serve --daemon`` replaces a stale daemon; ``TRIO_AGENT_DAEMON=auto``
-does that itself). Code edited in place (an editable install) is not a new
-installation: restart the daemon after editing the package.
+identity of the ``trio_agent/__init__.py`` that ``import trio_agent`` loads in this
+process (:func:`package_init`; an upgrade or a reinstall rewrites it). The daemon
+computed the same when it started; a daemon started from another installation would
+serve old code (its workers, new code), so it answers ``fallback stale ...`` and keeps
+serving whoever else it serves; the client runs in-process and says once per run, on
+stderr, that the daemon needs a restart (``trio-agent serve --daemon`` replaces a stale
+daemon; ``TRIO_AGENT_DAEMON=auto`` does that itself). Code edited in place (an editable
+install) is not a new installation: restart the daemon after editing the package.
+The package is found as the import system finds it, not beside this file: an editable
+install (``pip install -e``) puts a copy of this file in site-packages and the package
+on a ``.pth`` path, and the daemon (``PYTHONPATH`` set to the package's root) imports
+the checkout's copy of this file; both sides load the same ``trio_agent``. This file's
+own identity is not part of it: its wire format is :data:`PROTOCOL`, and every
+installation that replaces it rewrites the package too.
 
 Socket location (:func:`daemon_directory`): ``$TRIO_AGENT_DAEMON_DIR`` if set, else
 ``$XDG_RUNTIME_DIR/trio-agent``, else ``/tmp/trio-agent-$UID``; the socket is
@@ -56,6 +70,11 @@ Socket location (:func:`daemon_directory`): ``$TRIO_AGENT_DAEMON_DIR`` if set, e
 with no group or other permissions (:func:`directory_problem`), since whoever owns
 the socket receives prompts and credentials: a client refuses any other directory
 with a one-line note on stderr and runs in-process.
+
+``TRIO_AGENT_DAEMON_VERBOSE=1``: a ``run`` the daemon serves says so first, on stderr
+(``trio-agent: served by the warm daemon``); one it does not says why (``trio-agent:
+not using the daemon: ...``: no daemon answers, no prewarmed agent yet, ...). Off by
+default: the output of a served run is the in-process run's, byte for byte.
 
 ``TRIO_AGENT_DAEMON=auto``: when no daemon answers, ``run`` starts one in the
 background (``trio-agent serve --daemon``) and runs this prompt in-process; the
@@ -81,9 +100,13 @@ __all__ = [
     "directory_problem",
     "encode_request",
     "main",
+    "package_init",
     "prompt_index",
     "socket_path",
 ]
+
+#: The distribution's version (pyproject.toml reads it from here; ``trio_agent.__version__`` is the same).
+__version__ = "0.1.0"
 
 SOCKET_NAME = "daemon.sock"
 #: The version of the wire format below; part of :func:`build_identity`.
@@ -111,17 +134,36 @@ def daemon_directory(environ: Mapping[str, str] | None = None) -> str:
 
 def build_identity() -> str:
     """This installation, as a daemon must have been started from it to serve us: the
-    protocol version, then device, inode, size and modification time of this file and of
-    the ``trio_agent`` package's ``__init__.py`` beside it (two ``stat`` calls)."""
-    parts = [str(PROTOCOL)]
-    for path in (__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "trio_agent", "__init__.py")):
-        try:
-            info = os.stat(path)
-        except OSError:
-            parts.append("-")
+    protocol version, then device, inode, size and modification time of the ``trio_agent``
+    package's ``__init__.py`` -- the one this process runs (:func:`package_init`)."""
+    path = package_init()
+    try:
+        info = os.stat(path) if path else None
+    except OSError:
+        info = None
+    stamp = "-" if info is None else f"{info.st_dev:x}.{info.st_ino:x}.{info.st_size:x}.{info.st_mtime_ns:x}"
+    return f"{PROTOCOL}/{stamp}"
+
+
+def package_init() -> str | None:
+    """The ``__init__.py`` of the ``trio_agent`` package this process runs: the imported
+    one, else the one ``import trio_agent`` would load, found the way the import system
+    finds it (``sys.meta_path``: ``sys.path`` entries, ``.pth`` paths, an editable
+    install's finder) without importing it. None when there is none."""
+    module = sys.modules.get("trio_agent")
+    if module is not None:
+        return getattr(module, "__file__", None)
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is None:
             continue
-        parts.append(f"{info.st_dev:x}.{info.st_ino:x}.{info.st_size:x}.{info.st_mtime_ns:x}")
-    return "/".join(parts)
+        try:
+            spec = find_spec("trio_agent", None)
+        except Exception:  # a third-party finder's own failure: as if it had no answer
+            continue
+        if spec is not None:
+            return spec.origin if spec.has_location else None
+    return None
 
 
 def socket_path(directory: str) -> str:
@@ -235,6 +277,7 @@ def _thin(argv: list[str]) -> int | None:
         return None  # a closed standard stream cannot be handed over
     sock = connect(socket_path(directory))
     if sock is None:
+        _verbose(f"no daemon answers on {socket_path(directory)}")
         if os.environ.get("TRIO_AGENT_DAEMON") == "auto":
             _start_daemon()
         return None
@@ -270,8 +313,18 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
         if os.environ.get("TRIO_AGENT_DAEMON") == "auto":
             _start_daemon()  # `serve --daemon` replaces a stale daemon
     if reply != "ok":
+        _verbose(f"the daemon answered: {reply[9:]}" if reply is not None and reply.startswith("fallback ")
+                 else "the daemon went away before it answered")
         return None  # "fallback ...", or the daemon went away: in-process
+    if os.environ.get("TRIO_AGENT_DAEMON_VERBOSE", "0") not in ("", "0"):
+        os.write(2, b"trio-agent: served by the warm daemon\n")
     return _wait_exit(sock, lines)
+
+
+def _verbose(why: str) -> None:
+    """``TRIO_AGENT_DAEMON_VERBOSE=1``: why this run is not served by the daemon."""
+    if os.environ.get("TRIO_AGENT_DAEMON_VERBOSE", "0") not in ("", "0"):
+        os.write(2, f"trio-agent: not using the daemon: {why}\n".encode())
 
 
 def _wait_exit(sock: _socket.socket, lines: _Lines) -> int:
@@ -337,16 +390,38 @@ def _start_daemon() -> None:
 def main(argv: list[str] | None = None) -> int:
     """The ``trio-agent`` command: through the daemon when one takes it, else in-process."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:  # as argparse's action would: the first option wins
+        os.write(1, f"trio-agent {__version__}\n".encode())
+        return 0
     try:
+        _pause("start")
         code = _thin(argv)
-    except KeyboardInterrupt:  # before the daemon accepted the run: as the CLI says it
+        if code is not None:
+            return code
+        _pause("in-process")
+        from trio_agent._cli import main as in_process
+
+        _pause("imported")
+    except KeyboardInterrupt:  # before the daemon took the run, or the CLI's own handling began
         os.write(2, b"-- cancelled by Ctrl-C\n")
         return 130
-    if code is not None:
-        return code
-    from trio_agent._cli import main as in_process
+    return in_process(argv)  # which turns a Ctrl-C into the same line and 130 itself
 
-    return in_process(argv)
+
+def _pause(point: str) -> None:
+    """Test-only (``TRIO_AGENT_TEST_PAUSE=POINT:FD``, FD a connected socket): at ``POINT``,
+    send ``POINT\\n`` on it and wait until it is closed or a signal interrupts -- so a
+    test can deliver Ctrl-C at a known moment of start-up (``tests/cli/test_launcher.py``)."""
+    wanted = os.environ.get("TRIO_AGENT_TEST_PAUSE")
+    if not wanted or wanted.partition(":")[0] != point:
+        return
+    sock = _socket.socket(fileno=int(wanted.partition(":")[2]))
+    try:
+        sock.sendall(f"{point}\n".encode())
+        while sock.recv(1):
+            pass
+    finally:
+        sock.close()
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ CLOSE_GRACE = 10.0
 VOLATILE = frozenset({
     "_", "OLDPWD", "PWD", "SHLVL", "COLUMNS", "LINES", "TERM", "COLORTERM", "WINDOWID", "TERM_SESSION_ID",
     "TMUX_PANE", "STY", "WINDOW", "SSH_TTY", "GPG_TTY", "PS1", "PROMPT_COMMAND",
+    "TRIO_AGENT_DAEMON_VERBOSE",  # read by the thin client only (_trio_agent_launch)
 })
 PLACEHOLDER = "prompt-given-at-attach"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # where `trio_agent` is imported from

@@ -17,6 +17,8 @@ from typing import Any
 import h11
 import trio
 
+from .._event_payloads._shared import JsonValue
+
 __all__ = ["FakeHttpRequest", "read_http_request"]
 
 _SSE_HEADERS = [("content-type", "text/event-stream"), ("connection", "close")]
@@ -35,7 +37,7 @@ class FakeHttpRequest:
         self.path = request.target.decode()
         self.headers = {k.decode().lower(): v.decode() for k, v in request.headers}
         self.raw_body = body
-        self.body: dict[str, Any] = json.loads(body) if body else {}
+        self.body: dict[str, JsonValue] = json.loads(body) if body else {}
 
     async def _send(self, event: Any) -> None:
         data = self._conn.send(event)

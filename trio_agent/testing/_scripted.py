@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import trio
 
+from .._event_payloads._shared import JsonValue
 from .._events import AgentEvent, EventKind
 
 __all__ = ["EventLog", "ScriptUnfinished", "record_events", "scripted"]
@@ -96,7 +96,7 @@ class EventLog:
         wanted = EventKind(kind)
         return [event for event in self.events if event.kind is wanted]
 
-    def payloads(self, kind: EventKind | str) -> list[dict[str, Any]]:
+    def payloads(self, kind: EventKind | str) -> list[dict[str, JsonValue]]:
         """The payloads of one kind, in order."""
         return [event.payload for event in self.of(kind)]
 

@@ -49,6 +49,7 @@ import attrs
 import trio
 import trio_websocket
 
+from .._event_payloads._shared import JsonValue
 from . import _frames as frames
 from ._http import FakeHttpRequest, read_http_request
 
@@ -141,9 +142,9 @@ class FakeConnection:
         self._ws = ws
         self._stream = stream
         self.handshake = handshake
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, JsonValue]] = []
 
-    async def next_request(self) -> dict[str, Any]:
+    async def next_request(self) -> dict[str, JsonValue]:
         """The next JSON text frame the client sent (``ClientDisconnected`` once it went away)."""
         while True:
             try:
@@ -151,7 +152,7 @@ class FakeConnection:
             except trio_websocket.ConnectionClosed as exc:
                 raise _disconnected(exc) from exc
             if isinstance(message, str):
-                body: dict[str, Any] = json.loads(message)
+                body: dict[str, JsonValue] = json.loads(message)  # the agent sends JSON objects
                 self.requests.append(body)
                 self._server.requests.append(body)
                 return body
@@ -238,7 +239,7 @@ class FakeResponsesServer:
         self.port: int | None = None
         self.handshakes: list[Handshake] = []
         self.connections: list[FakeConnection] = []
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, JsonValue]] = []
         self.dialed: list[tuple[str, int]] = []
         self._memory_host: str | None = None
         self._serving = False
