@@ -36,7 +36,6 @@ the reference client; only with ``pip install 'trio-agent[bench]'``).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -281,7 +280,10 @@ async def open_bench_server(settings: Settings) -> AsyncIterator[BenchServer]:
     """Start the scripted server in a child process (this tree's ``trio_agent``)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([_TREE, os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "trio_agent._bench", "--serve", json.dumps(attrs.asdict(settings))]
-    process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    # A session of its own: a terminal's Ctrl-C reaches the benchmark, which closes the
+    # child's stdin (the child's signal to exit), never the child itself (no traceback).
+    process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                               start_new_session=True)
     try:
         assert process.stdout is not None
         lines = _Lines(process.stdout)
@@ -483,33 +485,10 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="trio-agent bench", description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--delay-ms", type=float, default=5.0, help="one-way network delay")
-    parser.add_argument("--think-ms", type=float, default=20.0, help="server time before the first delta")
-    parser.add_argument("--deltas", type=int, default=20)
-    parser.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
-    parser.add_argument("--serve", metavar="SETTINGS", help=argparse.SUPPRESS)  # the child-process server
-    args = parser.parse_args(argv)
-    if args.serve is not None:
-        trio.run(_serve, Settings(**json.loads(args.serve)))
-        return 0
-    settings = Settings(args.delay_ms / 1000, args.think_ms / 1000, args.deltas)
-    paths = available_paths()
-    rows = trio.run(run, args.runs, settings, paths)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"first-token latency: {args.runs} runs per path, delay {args.delay_ms:.2f} ms one way, "
-          f"think {args.think_ms:.2f} ms, {args.deltas} deltas; server in a child process")
-    print(format_table(rows))
-    print(f"n: samples behind every percentile; p99 is nearest-rank"
-          f"{' (with n < 100: the slowest sample)' if args.runs < 100 else ''}; cpu/turn: this process's CPU "
-          "from prompt() to turn.result() (no server, agent open or warmup)")
-    reason = missing_reference()
-    if reason is not None:
-        print(f"openai_sdk_https: not run: {reason}")
-    return 0
+    """``trio-agent bench`` (and the child's ``--serve``): ``_bench_cli``."""
+    from ._bench_cli import main as command
+
+    return command(argv)
 
 
 if __name__ == "__main__":

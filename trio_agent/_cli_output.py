@@ -1,11 +1,16 @@
 """What ``trio-agent run`` prints: the human view of the event stream, or JSON Lines.
 
-Human mode, on stdout: the assistant's text as it streams; ``[tool] NAME ARGS`` when a
+Which stream carries what (as ``codex exec`` does it): standard output carries only
+the result -- in human mode the turn's final answer, in JSONL mode the events -- so
+``trio-agent run PROMPT > answer.txt`` or ``ANSWER=$(trio-agent run PROMPT)`` captures
+exactly the answer; everything else is progress and goes to standard error.
+
+Human mode, on stderr: the assistant's text as it streams; ``[tool] NAME ARGS`` when a
 tool starts; a running command's output line by line as it arrives (``tool.progress``
 events with ``stream: "output"``), indented ``  | ``, made safe for a terminal
 (escape sequences and control characters dropped; after a carriage return only what
 follows it, as a terminal would show) and cut to the terminal's width (200 columns
-when stdout is not a terminal); ``[tool] NAME -> STATUS in 1.2 s: RESULT`` when it
+when stderr is not a terminal); ``[tool] NAME -> STATUS in 1.2 s: RESULT`` when it
 ends; ``  ... NAME still running (20 s)`` for a tool that printed nothing for 10 s
 (:meth:`HumanPrinter.tick`, driven once a second by :meth:`HumanPrinter.ticker`;
 tests call ``tick(now)`` with the events' times); one ``retrying in 0.4 s: connection
@@ -13,20 +18,27 @@ lost (attempt 2/5)`` line per retry; MCP servers coming up or failing; and one
 ``-- completed: ...`` summary per turn. Every time shown is taken from the events
 (Trio's clock), so the output depends on the event stream alone.
 
+Human mode, on stdout: once the turn completed, its final message
+(``TurnResult.final_message``, :meth:`HumanPrinter.answer`) -- also when the server
+sent it only inside ``response.completed`` (no deltas, no ``output_item.done``, so no
+``assistant.*`` event showed it). When stdout and stderr are both terminals the
+streamed text already showed it, so it is printed again only if nothing did.
+
 JSONL mode: every event as one JSON line on stdout and nothing else there.
 
 In both modes notes go to stderr (the sandbox fallback, as one line instead of a
 ``RuntimeWarning``), and after Ctrl-C the command prints one ``-- cancelled ...`` line
-(:meth:`_Tracker.cancelled_line`) in place of the cancelled turn's summary.
+there (:meth:`_Tracker.cancelled_line`) in place of the cancelled turn's summary.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import sys
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Iterator
 from typing import Any, TextIO
 
 import trio
@@ -37,7 +49,7 @@ __all__ = ["HumanPrinter", "JsonlPrinter"]
 
 #: A tool that printed nothing for this long gets a "still running" line.
 QUIET_AFTER = 10.0
-#: Longest output line shown when stdout is not a terminal (then: its width).
+#: Longest output line shown when stderr is not a terminal (then: its width).
 DEFAULT_WIDTH = 200
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -51,6 +63,13 @@ def _width(stream: TextIO) -> int:
     except (AttributeError, ValueError, OSError):
         pass
     return DEFAULT_WIDTH
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def _cut(text: str, limit: int) -> str:
@@ -104,15 +123,34 @@ class _Running:
 class _Tracker:
     """What both printers remember for the summary and the ``-- cancelled`` line."""
 
-    def __init__(self, interrupts: Interrupts, err: TextIO | None) -> None:
+    def __init__(self, interrupts: Interrupts, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self.interrupts = interrupts
+        self._out = out
         self._err = err
         self.terminal: dict[str, Any] | None = None  # the last turn's run.completed/failed payload
         self.stopped: list[tuple[str, str]] = []  # (call id, tool) of calls cancelled with the turn
+        self.ended = trio.Event()  # the printer handled the (one) turn's terminal event
 
     @property
     def err(self) -> TextIO:
         return self._err or sys.stderr
+
+    @property
+    def out(self) -> TextIO:
+        return self._out or sys.stdout
+
+    def write_out(self, text: str) -> None:
+        """``text`` on stdout, the result's stream; once its reader went away (piped into
+        ``head``) nothing more is printed there, and the run stays clean."""
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            devnull = open(os.devnull, "w")  # it replaces stdout for the rest of the process
+            if self._out is None:
+                sys.stdout = devnull  # also for the interpreter's last flush at exit
+            else:
+                self._out = devnull
 
     def track(self, event: Any) -> None:
         kind, payload = event.kind.value, event.payload
@@ -120,6 +158,7 @@ class _Tracker:
             self.terminal, self.stopped = None, []
         elif kind in ("run.completed", "run.failed"):
             self.terminal = payload
+            self.ended.set()
         elif kind == "tool.result" and payload.get("status") == "cancelled":
             self.stopped.append((payload["call_id"], payload["tool"]))
         elif kind == "sandbox.unavailable":
@@ -128,6 +167,9 @@ class _Tracker:
 
     def attached(self) -> None:
         """Standard output changed under the printer (a warm daemon's worker took a client)."""
+
+    async def answer(self, final_message: str) -> None:
+        """The completed turn's final message (JSONL mode: already in the events)."""
 
     def cancelled_line(self, starting_since: float) -> str:
         """The one line after Ctrl-C: what was cancelled, and after how long."""
@@ -148,46 +190,32 @@ class _Tracker:
 class JsonlPrinter(_Tracker):
     """Every event as one JSON line on ``out`` (default: stdout)."""
 
-    def __init__(self, interrupts: Interrupts, out: TextIO | None = None, err: TextIO | None = None) -> None:
-        super().__init__(interrupts, err)
-        self._out = out
-
     async def consume(self, events: AsyncIterable[Any]) -> None:
         async for event in events:
             self.track(event)
-            out = self._out or sys.stdout
-            try:
-                out.write(event.to_json_line())
-                out.flush()
-            except BrokenPipeError:  # e.g. piped into `head`: stop printing, keep the run clean
-                devnull = open(os.devnull, "w")  # noqa: ASYNC230 - one-off, never blocks
-                if self._out is None:
-                    sys.stdout = devnull  # also for the interpreter's last flush at exit
-                else:
-                    self._out = devnull
+            self.write_out(event.to_json_line())
 
 
 class HumanPrinter(_Tracker):
-    """The human view (see the module docstring)."""
+    """The human view (see the module docstring): progress on ``err`` (default:
+    stderr), the answer on ``out`` (default: stdout)."""
 
     def __init__(self, interrupts: Interrupts, out: TextIO | None = None, err: TextIO | None = None,
                  *, width: int | None = None) -> None:
-        super().__init__(interrupts, err)
-        self._out = out
+        super().__init__(interrupts, out, err)
         self._fixed_width = width is not None
-        self.width = width if width is not None else _width(out or sys.stdout)
+        self.width = width if width is not None else _width(self.err)
         self.running: dict[str, _Running] = {}
         self.first_token: float | None = None
         self.started: float | None = None
         self.streamed = False  # the assistant's text is mid-line
-
-    @property
-    def out(self) -> TextIO:
-        return self._out or sys.stdout
+        self.streaming = ""  # the text of the message streaming now
+        self.rendered: list[str] = []  # the assistant messages shown (whole) this turn
+        self._held: list[str] | None = None  # progress kept back while a question is on stderr
 
     def attached(self) -> None:
         if not self._fixed_width:
-            self.width = _width(self.out)
+            self.width = _width(self.err)
 
     async def consume(self, events: AsyncIterable[Any]) -> None:
         """Print ``events`` until they end, with the "still running" ticker beside."""
@@ -196,6 +224,23 @@ class HumanPrinter(_Tracker):
             async for event in events:
                 self.on_event(event)
             nursery.cancel_scope.cancel()
+
+    async def answer(self, final_message: str) -> None:
+        """Once the turn's events are shown: :meth:`print_answer`."""
+        await self.ended.wait()
+        self.print_answer(final_message)
+
+    def print_answer(self, final_message: str) -> None:
+        """The final message on stdout -- unless stdout and stderr are both terminals
+        and the streamed text already showed it (see the module docstring)."""
+        text = final_message.strip("\n")
+        if not text.strip():
+            return
+        if _is_terminal(self.out) and _is_terminal(self.err) and text.strip() in {
+            shown.strip() for shown in self.rendered
+        }:
+            return
+        self.write_out(text + "\n")
 
     async def ticker(self, every: float = 1.0) -> None:
         """Call :meth:`tick` every ``every`` seconds until cancelled."""
@@ -217,29 +262,52 @@ class HumanPrinter(_Tracker):
         if handler is not None:
             handler(self, event, event.payload)
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep progress back while the block asks the user a question on stderr (an
+        approval), so no line lands inside it; what was kept is printed after."""
+        self._held = []
+        try:
+            yield
+        finally:
+            kept, self._held = self._held, None
+            self._write_err("".join(kept))
+
+    def _write_err(self, text: str) -> None:
+        if self._held is not None:
+            self._held.append(text)
+        elif text:
+            self.err.write(text)
+            self.err.flush()
+
     def _line(self, text: str) -> None:
+        self._end_text()
+        self._write_err(text + "\n")
+
+    def _end_text(self) -> None:
+        """End the streamed text's line (it was shown: remember it)."""
         if self.streamed:
-            self.out.write("\n")
-            self.streamed = False
-        self.out.write(text + "\n")
-        self.out.flush()
+            self._write_err("\n")
+            self.rendered.append(self.streaming)
+            self.streamed, self.streaming = False, ""
 
     def _run_started(self, event: Any, payload: dict[str, Any]) -> None:
-        self.started, self.first_token = event.time, None
+        self.started, self.first_token, self.rendered = event.time, None, []
 
     def _delta(self, event: Any, payload: dict[str, Any]) -> None:
         if self.first_token is None:
             self.first_token = event.time
-        self.out.write(payload["text"])
-        self.out.flush()
+        self._write_err(payload["text"])
         self.streamed = True
+        self.streaming += payload["text"]
 
     def _message(self, event: Any, payload: dict[str, Any]) -> None:
-        if not self.streamed and payload.get("text") and event.turn_id is not None:
-            self.out.write(payload["text"])  # it came whole, without deltas
-        self.out.write("\n" if self.streamed or payload.get("text") else "")
-        self.out.flush()
-        self.streamed = False
+        text = payload.get("text") or ""
+        if self.streamed:
+            self._end_text()
+        elif text and event.turn_id is not None:
+            self._write_err(text + "\n")  # it came whole, without deltas
+            self.rendered.append(text)
 
     def _tool_call(self, event: Any, payload: dict[str, Any]) -> None:
         self.running[payload["call_id"]] = _Running(payload["tool"], event.time, event.time)
@@ -277,6 +345,7 @@ class HumanPrinter(_Tracker):
         self._line(f"[mcp] {payload['server']} failed: {_short(payload['error'])}")
 
     def _summary(self, event: Any, payload: dict[str, Any]) -> None:
+        self._end_text()  # deltas with no assistant.message after them
         if self.interrupts.received and payload["status"] == "cancelled":
             return  # the command prints the one "-- cancelled" line instead
         ttft = "n/a" if self.first_token is None or self.started is None else (

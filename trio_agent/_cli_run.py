@@ -2,13 +2,18 @@
 scripted model, printed as it happens (``_cli_output``), Ctrl-C handled
 (``_cli_signals``).
 
+Standard output carries only the result: the final answer (human mode) or the events
+(``--jsonl``); notices (the local model, a credential note), progress and the
+``-- completed``/``-- cancelled`` lines go to standard error (``_cli_output``).
+
 Exit status: 0 when the turn completed, 1 when it failed, 2 for a configuration the
 agent refuses (a bad workspace, a sandbox mode that cannot work here), 130 after
 Ctrl-C (143 after SIGTERM). On the first signal the live turn is cancelled through
 its handle -- its tools are killed, its terminal event is printed, the agent closes
 as usual (rollout and cassette flushed, OpenTelemetry spans ended) -- and the command
-prints one ``-- cancelled ...`` line; a signal before the turn was accepted cancels
-the start-up instead.
+prints one ``-- cancelled ...`` line, still inside the signal handling, then settles
+it (``Interrupts.settle``: later signals are ignored, so that line stays the only
+one); a signal before the turn was accepted cancels the start-up instead.
 
 The warm daemon's workers (``_daemon_worker``) run this same command with a
 :class:`Hold`: once the agent is open, ``run_command`` waits in it -- for the warmup,
@@ -22,7 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 import trio
@@ -34,6 +39,8 @@ from ._cli_output import HumanPrinter, JsonlPrinter
 from ._cli_signals import Interrupts, open_interrupts
 
 if TYPE_CHECKING:
+    from ._cli_approval import TerminalApprover
+    from ._tools._security import ApprovalHook
     from ._tracing._settings import Tracing
 
 __all__ = ["Hold", "run_command"]
@@ -77,14 +84,15 @@ async def run_command(
     async with open_interrupts(interrupts, on_interrupt):
         with work:
             code = await _run(args, settings, printer, tracing, state)
-    if interrupts.received:
-        print(printer.cancelled_line(state.starting), file=sys.stderr if args.jsonl else sys.stdout, flush=True)
-        return interrupts.exit_code
+        if interrupts.received:
+            print(printer.cancelled_line(state.starting), file=sys.stderr, flush=True)
+            interrupts.settle()
+            return interrupts.exit_code
     return code
 
 
-def _say(args: argparse.Namespace, message: str) -> None:
-    print(f"trio-agent: {message}", file=sys.stderr if args.jsonl else sys.stdout, flush=True)
+def _say(message: str) -> None:
+    print(f"trio-agent: {message}", file=sys.stderr, flush=True)
 
 
 async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer, tracing: Tracing | None,
@@ -92,18 +100,18 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
     async with trio.open_nursery() as nursery:
         responses = dict(settings.responses)
         if settings.credential_note is not None:
-            print(f"trio-agent: {settings.credential_note}", file=sys.stderr, flush=True)
+            _say(settings.credential_note)
         if settings.local_reason is not None:
             from ._local_model import serve_local_model
 
-            _say(args, f"{settings.local_reason}; using the built-in local scripted model (not a real model)")
+            _say(f"{settings.local_reason}; using the built-in local scripted model (not a real model)")
             server = await nursery.start(serve_local_model)
             responses["websocket_url"] = server.url
         approval = ta.Approvals()
         if settings.approval is not ta.ApprovalPolicy.NEVER:
             from ._cli_approval import TerminalApprover
 
-            approval = ta.Approvals(settings.approval, hook=TerminalApprover(nursery).ask)
+            approval = ta.Approvals(settings.approval, hook=_asking(TerminalApprover(nursery), printer))
         try:
             config = ta.AgentConfig(
                 auth=settings.key or "local-key",
@@ -127,6 +135,20 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
     return code
 
 
+def _asking(approver: TerminalApprover, printer: Printer) -> ApprovalHook:
+    """The approver's question, with the human printer's progress held back meanwhile
+    (both write to stderr); the printer first shows what it already has."""
+
+    async def ask(request: ta.ApprovalRequest) -> ta.ApprovalDecision:
+        await trio.lowlevel.checkpoint()  # the printer's task prints the events emitted so far
+        if isinstance(printer, HumanPrinter):
+            with printer.held():
+                return await approver.ask(request)
+        return await approver.ask(request)
+
+    return ask
+
+
 async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Printer, state: _State) -> int:
     async with trio.open_nursery() as nursery:
         try:
@@ -146,11 +168,12 @@ async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Pri
     return code
 
 
-async def _outcome(turn: ta.Turn, printer: Any) -> int:
+async def _outcome(turn: ta.Turn, printer: Printer) -> int:
     try:
-        await turn.result()
+        result = await turn.result()
     except ta.AgentError as exc:
         if not printer.interrupts.received:
             print(f"\ntrio-agent: the turn failed: {exc}", file=sys.stderr)
         return 1
+    await printer.answer(result.final_message)
     return 0

@@ -15,38 +15,58 @@ Instead, a command runs its work inside :func:`open_interrupts`, which holds
   takes too long. Commands' processes still end: the subreaper helper and every
   supervisor see their sockets close and terminate their trees.
 
-After ``trio.run`` returned (``--otel`` flushing its exporters, which can wait long on
-a silent collector), :func:`exit_on_signal` makes a signal exit at once, from a
-daemon thread (see there why). Before the receiver is installed Trio's own handling
-applies, and ``_cli.main`` turns the ``KeyboardInterrupt`` that escapes (bare or
-inside an exception group) into exit status 130 without a traceback.
+Structure: the watcher task lives in a nursery *inside* the receiver's block, so it can
+never outlive it: a command whose work ends before the watcher first ran (a
+configuration refused at once) closes the nursery -- cancelling the watcher -- before
+the receiver closes.
+
+Once the command has said its last word (the ``-- cancelled`` line), it calls
+:meth:`Interrupts.settle`: later signals are ignored for the rest of the process
+(``SIG_IGN``, which interpreter finalisation keeps), so a Ctrl-C pressed again while
+the process winds down neither adds a line nor kills it by SIGINT: exactly one line,
+exit 128 + the first signal. Between the receiver's block and a settled state (the
+few instructions around the receiver's own handler switch), a Python-level latch
+stands in for the receiver (:func:`_latch`), so no window reverts to Trio's
+``KeyboardInterrupt``.
+
+After ``trio.run`` returned (``--otel`` flushing its exporters, which is bounded but
+not instant), :func:`exit_on_signal` makes a signal exit at once, from a daemon thread
+(see there why) -- unless the command settled (then signals stay ignored). Before the
+receiver is installed Trio's own handling applies, and ``_cli.main`` turns the
+``KeyboardInterrupt`` that escapes (bare or inside an exception group) into exit
+status 130 without a traceback.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import FrameType
+from typing import Any
 
 import trio
 
 __all__ = ["Interrupts", "exit_now", "exit_on_signal", "interrupted_only", "open_interrupts"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None  # what getsignal returns
 
 
 class Interrupts:
-    """The first signal a command received (``None`` while there was none)."""
+    """The first signal a command received (``None`` while there was none), and whether
+    the command has said its last word about it (:meth:`settle`)."""
 
-    __slots__ = ("at", "signum")
+    __slots__ = ("at", "settled", "signum")
 
     def __init__(self, signum: int | None = None, at: float | None = None) -> None:
         self.signum = signum
         self.at = at  # Trio's clock when it arrived
+        self.settled = False
 
     @property
     def received(self) -> bool:
@@ -64,6 +84,17 @@ class Interrupts:
         """128 + the signal's number (130 for Ctrl-C), the shell's convention."""
         return 128 + (self.signum if self.signum is not None else signal.SIGINT)
 
+    def settle(self) -> None:
+        """The command printed its one line about the signal and is only winding down:
+        SIGINT and SIGTERM are ignored for the rest of this process (main thread only)."""
+        self.settled = True
+        _ignore_signals()
+
+
+def _ignore_signals() -> None:
+    for signum in _SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
 
 def exit_now(signum: int, *, again: bool = True) -> None:
     """Leave the process at once (no cleanup), saying so in one line on stderr."""
@@ -77,7 +108,10 @@ def exit_now(signum: int, *, again: bool = True) -> None:
 
 
 def exit_on_signal() -> None:
-    """From now on SIGINT and SIGTERM exit at once (for the time after ``trio.run``).
+    """From now on SIGINT and SIGTERM exit at once (for the time after ``trio.run``);
+    a signal the command already settled stays ignored. At interpreter exit both are
+    ignored (finalisation would otherwise reset Python-level handlers to the default
+    action, and a late Ctrl-C would kill the process by SIGINT).
 
     A Python signal handler runs in the main thread only, and only once that thread
     runs Python code again; a main thread blocked joining an exporter's thread that
@@ -85,6 +119,10 @@ def exit_on_signal() -> None:
     that other thread). So the handlers do nothing, and the exit happens in a daemon
     thread woken by the signal's byte on ``signal.set_wakeup_fd``, which CPython's C
     handler writes whichever thread the signal interrupted."""
+    atexit.register(_ignore_signals)
+    caught = [signum for signum in _SIGNALS if signal.getsignal(signum) != signal.SIG_IGN]
+    if not caught:
+        return
 
     def ignore(_signum: int, _frame: FrameType | None) -> None:
         pass
@@ -98,8 +136,51 @@ def exit_on_signal() -> None:
 
     threading.Thread(target=watch, name="trio-agent: exit on a signal", daemon=True).start()
     signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-    for signum in _SIGNALS:
+    for signum in caught:
         signal.signal(signum, ignore)
+
+
+@contextlib.contextmanager
+def _latch(interrupts: Interrupts) -> Iterator[None]:
+    """A Python-level handler around the receiver's block (see the module docstring):
+    ignores a signal once settled, exits at once on a second one, else does what the
+    handler it replaced did. On the way out: ``SIG_IGN`` if settled, the latch kept
+    while a received signal is not settled yet, else the handlers it found."""
+    saved: dict[int, _Handler] = {signum: signal.getsignal(signum) for signum in _SIGNALS}
+
+    def latch(signum: int, frame: FrameType | None) -> None:
+        if interrupts.settled:
+            return
+        if interrupts.received:
+            exit_now(signum)
+        previous = saved[signum]
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:  # the default action (or a handler set outside Python)
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    for signum in _SIGNALS:
+        signal.signal(signum, latch)
+    try:
+        yield
+    finally:
+        if interrupts.settled:
+            _ignore_signals()
+        elif not interrupts.received:
+            for number, previous in saved.items():
+                signal.signal(number, previous)
+
+
+async def _watch(signals: AsyncIterator[int], interrupts: Interrupts,
+                 on_interrupt: Callable[[Interrupts], Awaitable[None]], nursery: trio.Nursery) -> None:
+    async for signum in signals:
+        if interrupts.settled:
+            continue
+        if interrupts.received:
+            exit_now(signum)
+        interrupts.signum, interrupts.at = signum, trio.current_time()
+        nursery.start_soon(on_interrupt, interrupts)
 
 
 @contextlib.asynccontextmanager
@@ -107,18 +188,11 @@ async def open_interrupts(
     interrupts: Interrupts, on_interrupt: Callable[[Interrupts], Awaitable[None]]
 ) -> AsyncIterator[Interrupts]:
     """Catch SIGINT/SIGTERM for the block (see the module docstring). ``on_interrupt``
-    runs once, on the first signal, in a task that is cancelled when the block ends."""
-    async with trio.open_nursery() as nursery:
-        with trio.open_signal_receiver(*_SIGNALS) as signals:
-
-            async def watch() -> None:
-                async for signum in signals:
-                    if interrupts.received:
-                        exit_now(signum)
-                    interrupts.signum, interrupts.at = signum, trio.current_time()
-                    nursery.start_soon(on_interrupt, interrupts)
-
-            nursery.start_soon(watch)
+    runs once, on the first signal, in a task that is cancelled when the block ends;
+    the watcher's nursery is inside the receiver's block, so it ends first."""
+    with _latch(interrupts), trio.open_signal_receiver(*_SIGNALS) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_watch, signals, interrupts, on_interrupt, nursery)
             try:
                 yield interrupts
             finally:

@@ -2,7 +2,8 @@
 
 ``cli_env()`` is the environment of a user with no API key, no warm daemon and none
 of the variables the command reads (so the built-in local model answers unless a test says otherwise);
-``run_cli()`` runs the command to its end; ``open_cli()`` starts it and collects its
+``run_cli()`` runs the command to its end (``python -m trio_agent``, or with
+``command=SCRIPT`` the installed ``trio-agent`` console script); ``open_cli()`` starts it and collects its
 output line by line as it arrives, so a test can wait for a line (a marker the command
 printed) before it acts, and kills it if the test fails first.
 """
@@ -23,6 +24,7 @@ import trio_agent as ta
 
 ROOT = Path(ta.__file__).resolve().parent.parent
 COMMAND = [sys.executable, "-m", "trio_agent"]
+SCRIPT = [str(Path(sys.executable).with_name("trio-agent"))]  # the installed console script (a user's command)
 _READ_BY_CLI = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE_URL", "OPENAI_RESPONSES_WEBSOCKET_URL",
                 "CODEX_HOME")
 NO_CODEX_HOME = str(ROOT / "tests" / "fixtures" / "no-codex-home")  # no Codex login to sign in with
@@ -40,10 +42,10 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 async def run_cli(
     *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | int | None = subprocess.DEVNULL,
-    seconds: float = 60,
+    seconds: float = 60, command: list[str] = COMMAND,
 ) -> subprocess.CompletedProcess[bytes]:
     with trio.fail_after(seconds):
-        return await trio.run_process([*COMMAND, *args], cwd=cwd, env=env or cli_env(), stdin=stdin,
+        return await trio.run_process([*command, *args], cwd=cwd, env=env or cli_env(), stdin=stdin,
                                       capture_stdout=True, capture_stderr=True, check=False)
 
 
@@ -84,9 +86,11 @@ class RunningCli:
 
 @asynccontextmanager
 async def open_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
-                   stdin: int | None = subprocess.DEVNULL) -> AsyncIterator[RunningCli]:
-    process = await trio.lowlevel.open_process([*COMMAND, *args], cwd=cwd, env=env or cli_env(), stdin=stdin,
-                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                   stdin: int | None = subprocess.DEVNULL, command: list[str] = COMMAND,
+                   start_new_session: bool = False) -> AsyncIterator[RunningCli]:
+    process = await trio.lowlevel.open_process([*command, *args], cwd=cwd, env=env or cli_env(), stdin=stdin,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                               start_new_session=start_new_session)
     cli = RunningCli(process)
     try:
         async with trio.open_nursery() as nursery:

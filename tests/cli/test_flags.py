@@ -67,10 +67,10 @@ async def test_api_base_with_the_https_transport_talks_to_that_server(
                 if line.startswith("import time:")]
     assert "trio_agent._cli_run" in imported
     assert not [name for name in imported if name.startswith("trio_agent.testing")]  # the real path stays lean
-    out = result.stdout.decode()
-    assert "local scripted model" not in out
-    assert out.splitlines()[0] == "hello over https"
-    assert out.splitlines()[-1].startswith("-- completed: 1 model call(s), ")
+    assert result.stdout.decode() == "hello over https\n"  # stdout: the answer only
+    err = result.stderr.decode()
+    assert "local scripted model" not in err
+    assert err.splitlines()[-1].startswith("-- completed: 1 model call(s), ")
     assert (request.method, request.path) == ("POST", "/v1/responses")
     assert request.headers["authorization"] == f"Bearer {KEY}"
     assert request.body["input"][-1]["content"][0]["text"] == "hi"
@@ -130,10 +130,10 @@ async def test_one_line_per_retry(server: FakeResponsesServer, tmp_path: Path) -
         result = await run_cli("run", "--websocket-url", server.url, "--max-attempts", "3", "--workspace",
                                str(tmp_path), "hi", cwd=tmp_path, env=cli_env(OPENAI_API_KEY=KEY))
     assert result.returncode == 0, result.stderr.decode()
-    lines = result.stdout.decode().splitlines()
+    lines = result.stderr.decode().splitlines()  # progress: on stderr
     retries = [m.groups() for line in lines if (m := RETRY.fullmatch(line))]
     assert [(reason, attempt, most) for _, reason, attempt, most in retries] == [("connection lost", "2", "3")]
-    assert "second time lucky" in lines
+    assert result.stdout.decode() == "second time lucky\n"
 
 
 async def test_max_attempts_bounds_the_retries(server: FakeResponsesServer, tmp_path: Path) -> None:
@@ -147,7 +147,8 @@ async def test_max_attempts_bounds_the_retries(server: FakeResponsesServer, tmp_
                                "--max-attempts", "2", "--workspace", str(tmp_path), "hi", cwd=tmp_path,
                                env=cli_env(OPENAI_API_KEY=KEY))
     assert result.returncode == 1
-    lines = result.stdout.decode().splitlines()
+    assert result.stdout == b""
+    lines = result.stderr.decode().splitlines()
     retries = [m.groups() for line in lines if (m := RETRY.fullmatch(line))]
     assert [(reason, attempt, most) for _, reason, attempt, most in retries] == [("server error", "2", "2")]
     assert "trio-agent: the turn failed: " in result.stderr.decode()
@@ -209,12 +210,13 @@ async def test_a_broken_codex_login_is_an_error_not_the_local_model(tmp_path: Pa
     assert result.returncode == 2
     error = result.stderr.decode()
     assert "is not JSON" in error and "run `codex login` again" in error and "or pass --local" in error
-    assert "local scripted model" not in result.stdout.decode()
+    assert "local scripted model" not in result.stdout.decode() + error
 
 
 async def test_without_any_credential_the_local_model_says_why(tmp_path: Path) -> None:
     result = await run_cli("run", "hi", cwd=tmp_path)
     assert result.returncode == 0
-    first = result.stdout.decode().splitlines()[0]
+    first = result.stderr.decode().splitlines()[0]  # a notice: on stderr
+    assert result.stdout.decode().startswith("Hello from trio_agent's local scripted model.")
     assert first.startswith("trio-agent: no OPENAI_API_KEY set and no Codex login at ")
     assert first.endswith("; using the built-in local scripted model (not a real model)")

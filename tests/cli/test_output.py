@@ -19,23 +19,25 @@ async def test_command_output_is_shown_while_the_command_runs(tmp_path: Path) ->
     # The command prints a line, then waits for a file that only this test creates.
     prompt = "run: echo first-line; while [ ! -e go ]; do sleep 0.05; done; echo second-line"
     async with open_cli("run", "--workspace", str(tmp_path), prompt, cwd=tmp_path) as cli:
-        await cli.wait_for("  | first-line\n")
-        assert "  | second-line" not in cli.stdout and "[tool] exec_command ->" not in cli.stdout
+        await cli.wait_for(lambda c: "  | first-line\n" in c.stderr)  # progress: on stderr
+        assert "  | second-line" not in cli.stderr and "[tool] exec_command ->" not in cli.stderr
         (tmp_path / "go").touch()
     assert cli.process.returncode == 0, cli.stderr
-    lines = cli.lines
+    lines = cli.stderr.splitlines()
     shown = lines.index("  | second-line")
     assert lines.index("  | first-line") < shown
     assert lines[shown + 1].startswith("[tool] exec_command -> completed in ")
     assert lines[-1].startswith("-- completed: 2 model call(s), ")
+    assert cli.stdout.startswith("The tool returned:\n") and cli.stdout.endswith("first-line\nsecond-line\n")
+    assert "[tool]" not in cli.stdout and "-- completed" not in cli.stdout  # stdout: the answer only
 
 
 async def test_long_output_lines_are_cut(tmp_path: Path) -> None:
     result = await run_cli("run", "--workspace", str(tmp_path), "run: printf 'x%.0s' $(seq 500); echo",
                            cwd=tmp_path)
     assert result.returncode == 0, result.stderr.decode()
-    streamed = [line for line in result.stdout.decode().splitlines() if line.startswith("  | x")]
-    assert streamed == ["  | " + "x" * 193 + "..."]  # 200 columns: stdout is not a terminal
+    streamed = [line for line in result.stderr.decode().splitlines() if line.startswith("  | x")]
+    assert streamed == ["  | " + "x" * 193 + "..."]  # 200 columns: stderr is not a terminal
 
 
 async def test_without_bubblewrap_the_fallback_is_one_clean_line(tmp_path: Path) -> None:
@@ -44,11 +46,13 @@ async def test_without_bubblewrap_the_fallback_is_one_clean_line(tmp_path: Path)
     env = {"PATH": str(no_bwrap)}
     result = await run_cli("run", "--workspace", str(tmp_path), "hello", cwd=tmp_path, env=cli_env(**env))
     assert result.returncode == 0, result.stderr.decode()
-    assert result.stderr.decode().splitlines() == [
+    notes = [line for line in result.stderr.decode().splitlines() if "sandbox" in line or "Warning" in line]
+    assert notes == [
         "trio-agent: commands run without a sandbox (danger-full-access): Bubblewrap is not installed "
         "(bwrap on $PATH was not found); to confine commands, install Bubblewrap (Debian/Ubuntu: apt-get "
         "install bubblewrap; Fedora: dnf install bubblewrap)"
     ]
+    assert result.stdout.decode().startswith("Hello from trio_agent's local scripted model.")
     configured = await run_cli("run", "--sandbox", "workspace-write", "--workspace", str(tmp_path), "hello",
                                cwd=tmp_path, env=cli_env(**env))
     assert configured.returncode == 2
@@ -84,11 +88,11 @@ def result(time: float, status: str = "completed", call_id: str = "call-1/code-1
 
 
 def test_a_quiet_tool_gets_a_still_running_line_every_ten_seconds() -> None:
-    view, out, _ = printer()
+    view, out, err = printer()
     view.on_event(call(100.0, "call-1", "exec"))
     view.on_event(call(100.5))
     view.tick(109.0)
-    assert out.getvalue().count("still running") == 0
+    assert err.getvalue().count("still running") == 0
     view.tick(110.5)
     view.on_event(output(112.0, "building\n"))
     view.tick(121.0)  # it printed at 112: quiet for 9 s only
@@ -97,7 +101,7 @@ def test_a_quiet_tool_gets_a_still_running_line_every_ten_seconds() -> None:
     view.tick(134.0)  # its exec cell runs on, quiet since the command ended
     view.on_event(result(136.0, call_id="call-1", tool="exec", duration=36.0))
     view.tick(200.0)  # nothing runs any more
-    assert out.getvalue().splitlines()[2:] == [
+    assert err.getvalue().splitlines()[2:] == [
         "  ... exec_command still running (10 s)",  # the innermost call only, not its exec cell
         "  | building",
         "  ... exec_command still running (22 s)",
@@ -105,21 +109,23 @@ def test_a_quiet_tool_gets_a_still_running_line_every_ten_seconds() -> None:
         "  ... exec still running (34 s)",
         "[tool] exec -> completed in 36.0 s: ok",
     ]
+    assert out.getvalue() == ""  # stdout carries only the answer
 
 
 def test_output_is_shown_by_whole_lines_made_safe_and_cut() -> None:
-    view, out, _ = printer()
+    view, out, err = printer()
     view.on_event(call(1.0))
     view.on_event(output(1.1, "par"))
     view.on_event(output(1.2, "tial\n\x1b[31mred\x1b[0m\rprogress 50%\rprogress 100%\r\n" + "y" * 50 + "\nlast"))
     view.on_event(result(1.3))
-    assert out.getvalue().splitlines()[1:] == [
+    assert err.getvalue().splitlines()[1:] == [
         "  | partial",
         "  | progress 100%",
         "  | " + "y" * 33 + "...",
         "  | last",  # the rest without a newline, when the call ends
         "[tool] exec_command -> completed in 1.0 s: ok",
     ]
+    assert out.getvalue() == ""  # stdout carries only the answer
 
 
 def test_terminal_safe_drops_control_sequences() -> None:
@@ -128,7 +134,7 @@ def test_terminal_safe_drops_control_sequences() -> None:
 
 
 def test_one_line_per_retry() -> None:
-    view, out, _ = printer()
+    view, out, err = printer()
     failure: dict[str, Any] = {
         "phase": "generation", "model_call_index": 1, "max_attempts": 5, "failure_phase": "stream",
         "connection_generation": 1, "server_requested_delay": False, "opens_new_socket": True,
@@ -138,15 +144,16 @@ def test_one_line_per_retry() -> None:
                         error_class="premature_close", error="the socket closed", **failure))
     view.on_event(event("model.attempt.retrying", 2.0, attempt=2, next_attempt=3, delay_ns=50_000_000,
                         error_class="weird_new_thing", error="something odd\nwith details", **failure))
-    assert out.getvalue().splitlines() == [
+    assert err.getvalue().splitlines() == [
         "retrying in 0.4 s: connection lost (attempt 2/5)",
         "retrying in 50 ms: something odd (attempt 3/5)",
     ]
+    assert out.getvalue() == ""  # stdout carries only the answer
 
 
 def test_the_cancelled_line_says_what_was_cancelled() -> None:
     interrupts = Interrupts()
-    view, out, _ = printer(interrupts)
+    view, out, err = printer(interrupts)
     assert view.cancelled_line(10.0).startswith("-- cancelled by Ctrl-C before the turn started, after 0 ms")
     view.on_event(event("run.started", 11.0))
     view.on_event(call(11.0, "call-1", "exec"))
@@ -158,7 +165,8 @@ def test_the_cancelled_line_says_what_was_cancelled() -> None:
         "status": "cancelled", "model_calls": 1, "usage": {"total_tokens": 12}, "duration_ns": 2_100_000_000,
     }
     view.on_event(event("run.failed", 13.2, **terminal))
-    assert "-- " not in out.getvalue()  # no summary of its own: the command prints the one line
+    assert "-- " not in err.getvalue()  # no summary of its own: the command prints the one line
+    assert out.getvalue() == ""
     assert view.cancelled_line(10.0) == (
         "-- cancelled by Ctrl-C after 2.1 s: the turn, 1 model call(s), 12 tokens; stopped exec_command"
     )
@@ -176,9 +184,9 @@ def test_the_sandbox_fallback_is_one_line_on_stderr_in_both_modes() -> None:
 
 
 def test_a_message_without_deltas_is_shown_whole() -> None:
-    view, out, _ = printer()
+    view, out, err = printer()
     view.on_event(event("assistant.message", 1.0, text="all at once", model_call_index=1))
     view.on_event(event("assistant.delta", 2.0, text="stream", model_call_index=2))
     view.on_event(event("assistant.delta", 2.1, text="ed", model_call_index=2))
     view.on_event(event("assistant.message", 2.2, text="streamed", model_call_index=2))
-    assert out.getvalue() == "all at once\nstreamed\n"
+    assert (out.getvalue(), err.getvalue()) == ("", "all at once\nstreamed\n")  # progress: stderr

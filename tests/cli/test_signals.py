@@ -36,7 +36,7 @@ async def test_ctrl_c_kills_the_command_and_exits_130_with_one_line(
         cli.signal(signal.SIGINT)
         assert await cli.wait() == 130
     assert not any(pid_alive(pid) for pid in pids), "the command ended before the CLI exited"
-    shown = cli.stderr if jsonl else cli.stdout
+    shown = cli.stderr  # in both modes: stdout carries only the answer (none here) or the events
     cancelled = [line for line in shown.splitlines() if line.startswith("-- cancelled")]
     assert len(cancelled) == 1, shown
     assert cancelled[0] == shown.splitlines()[-1]
@@ -46,7 +46,8 @@ async def test_ctrl_c_kills_the_command_and_exits_130_with_one_line(
     if jsonl:
         assert '"status":"cancelled"' in cli.lines[-1]  # the turn's own run.failed still got out
     else:
-        assert "[tool] exec_command -> cancelled in " in cli.stdout
+        assert "[tool] exec_command -> cancelled in " in cli.stderr
+        assert cli.stdout == ""
 
 
 async def test_a_second_ctrl_c_during_cleanup_exits_at_once(tmp_path: Path, workspace: Path) -> None:
@@ -59,7 +60,7 @@ async def test_a_second_ctrl_c_during_cleanup_exits_at_once(tmp_path: Path, work
         cli.signal(signal.SIGINT)
         assert await cli.wait() == 130
     assert "trio-agent: Ctrl-C again: exiting now, without waiting for cleanup" in cli.stderr
-    assert not any(line.startswith("-- cancelled") for line in cli.lines)  # it did not wait to say more
+    assert not any(line.startswith("-- cancelled") for line in cli.stderr.splitlines())  # it did not wait to say more
     assert "Traceback" not in cli.stdout + cli.stderr
     await wait_gone(pids)  # the supervisor kills what it left behind
 
@@ -70,7 +71,7 @@ async def test_sigterm_cancels_the_same_way_with_143(tmp_path: Path, workspace: 
         cli.signal(signal.SIGTERM)
         assert await cli.wait() == 143
     assert not any(pid_alive(pid) for pid in pids)
-    assert cli.lines[-1].startswith("-- cancelled by SIGTERM after ")
+    assert cli.stderr.splitlines()[-1].startswith("-- cancelled by SIGTERM after ")
 
 
 async def test_ctrl_c_during_a_replay_exits_130_with_one_line(tmp_path: Path, workspace: Path) -> None:
@@ -96,7 +97,7 @@ async def test_ctrl_c_with_otel_exits_130_and_still_flushes_the_spans(
         await _started(workspace)
         cli.signal(signal.SIGINT)
         assert await cli.wait() == 130
-    assert cli.lines[-1].startswith("-- cancelled by Ctrl-C after ")
+    assert cli.stderr.splitlines()[-1].startswith("-- cancelled by Ctrl-C after ")
     assert "Traceback" not in cli.stdout + cli.stderr
     turns = [attributes for name, attributes in collector.spans() if name == "invoke_agent /root"]
     assert turns == [{"service": "trio-agent", "status": "cancelled"}]
@@ -115,6 +116,7 @@ async def test_ctrl_c_while_otel_flushes_to_a_silent_collector_exits_at_once(tmp
             with trio.move_on_after(15):
                 await cli.process.wait()
             assert cli.process.returncode == 130, (cli.stdout, cli.stderr)
-    assert cli.lines[-1].startswith("-- completed: ")
+    assert cli.stdout.startswith("Hello from trio_agent's local scripted model.")
+    assert cli.stderr.splitlines()[-2].startswith("-- completed: ")
     assert cli.stderr.splitlines()[-1] == "trio-agent: Ctrl-C: exiting now, without waiting for cleanup"
     assert "Traceback" not in cli.stdout + cli.stderr

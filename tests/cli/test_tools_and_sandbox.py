@@ -50,7 +50,8 @@ async def test_an_mcp_stdio_server_with_its_args_is_callable_and_gone_after_the_
                                env=cli_env(OPENAI_API_KEY="sk-cli-dummy"))
     assert result.returncode == 0, result.stderr.decode()
     assert '{"result":5}' in json.dumps(seen["output"]).replace("\\", "").replace(" ", "")
-    assert "[mcp] calc ready: 7 tool(s)" in result.stdout.decode()
+    assert "[mcp] calc ready: 7 tool(s)" in result.stderr.decode()  # progress: on stderr
+    assert result.stdout.decode() == "it is 5\n"
     assert not pid_alive(int(pid_file.read_text())), "the MCP server ended with the agent"
     prefix = json.dumps(seen["warmup"])  # the tool definitions and exec's description
     assert "tool_search" in prefix and "Web search (`web__run`) is turned off for this agent" in prefix
@@ -84,7 +85,7 @@ async def test_read_only_refuses_the_write(tmp_path: Path, workspace: Path) -> N
                            cwd=tmp_path)
     assert result.returncode == 0, result.stderr.decode()
     assert not (workspace / "made").exists()
-    assert "Read-only file system" in result.stdout.decode()
+    assert "Read-only file system" in result.stdout.decode()  # in the answer, which quotes the output
 
 
 async def test_a_writable_root_is_writable_and_nothing_else_outside(
@@ -123,10 +124,10 @@ async def test_approvals_are_asked_on_the_terminal(
         if user >= 0:
             os.close(user)
     assert (workspace / "made").exists() is made
-    err = cli.stderr.splitlines()
-    assert err[0] == f"trio-agent: approve? run `touch made` in {workspace.resolve()}"
-    assert err[1].startswith("  why: ")
-    assert err[2] == "  [y]es, [N]o, [a]lways (this session), abort (the turn): " + says
+    err = cli.stderr.splitlines()  # the question between the progress lines
+    asked = err.index(f"trio-agent: approve? run `touch made` in {workspace.resolve()}")
+    assert err[asked + 1].startswith("  why: ")
+    assert err[asked + 2] == "  [y]es, [N]o, [a]lways (this session), abort (the turn): " + says
     if not made:
         assert "denied" in cli.stdout
 
@@ -143,4 +144,5 @@ async def test_abort_cancels_the_turn(tmp_path: Path, workspace: Path) -> None:
     assert result.returncode == 1
     assert not (workspace / "made").exists()
     assert "trio-agent: denied; the turn is cancelled" in result.stderr.decode()
-    assert "-- cancelled: " in result.stdout.decode()
+    assert "-- cancelled: " in result.stderr.decode()
+    assert result.stdout == b""  # no answer

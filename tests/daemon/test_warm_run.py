@@ -54,7 +54,7 @@ async def test_the_daemon_prints_what_the_in_process_run_prints(
     for ours, theirs in ((warm.stdout, local.stdout), (warm.stderr, local.stderr)):
         diff = difflib.unified_diff(normalised(theirs).splitlines(), normalised(ours).splitlines(), lineterm="")
         assert normalised(ours) == normalised(theirs), "\n".join(diff)
-    assert warm.returncode == 0 and "-- completed: " in warm.stdout.decode()
+    assert warm.returncode == 0 and "-- completed: " in warm.stderr.decode()  # progress: on stderr
 
 
 async def test_json_lines_carry_the_same_events(daemon: Daemon, tmp_path: Path) -> None:
@@ -113,9 +113,11 @@ async def test_a_signal_cancels_the_turn_in_the_daemon(
         assert await cli.wait() == code
     spare = await daemon.served(spares)
     assert not any(pid_alive(pid) for pid in pids), "the command ended before the client exited"
-    assert cli.lines[-1].startswith(f"-- cancelled by {name} after ")
-    assert [line for line in cli.lines if line.startswith("-- cancelled")] == [cli.lines[-1]]
-    assert "[tool] exec_command -> cancelled in " in cli.stdout
+    err = cli.stderr.splitlines()  # progress and the one line: on stderr
+    assert err[-1].startswith(f"-- cancelled by {name} after ")
+    assert [line for line in err if line.startswith("-- cancelled")] == [err[-1]]
+    assert "[tool] exec_command -> cancelled in " in cli.stderr
+    assert cli.stdout == ""
     assert "Traceback" not in cli.stdout + cli.stderr
     await wait_gone([spare])
 
@@ -131,7 +133,7 @@ async def test_a_second_ctrl_c_exits_at_once(daemon: Daemon, tmp_path: Path, wor
         assert await cli.wait() == 130
     spare = await daemon.served(spares)
     assert "trio-agent: Ctrl-C again: exiting now, without waiting for cleanup" in cli.stderr
-    assert not any(line.startswith("-- cancelled") for line in cli.lines)
+    assert not any(line.startswith("-- cancelled") for line in cli.stderr.splitlines())
     await wait_gone([spare, *pids])
 
 

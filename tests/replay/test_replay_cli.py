@@ -29,8 +29,8 @@ def record(tmp_path: Path) -> tuple[Path, Path]:
     (workspace / "a.txt").write_text("a\n")
     run = cli("run", "--record", "session.jsonl", "--workspace", str(workspace), "run: ls", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "no OPENAI_API_KEY set and no Codex login at " in run.stdout
-    assert "; using the built-in local scripted model" in run.stdout
+    assert "no OPENAI_API_KEY set and no Codex login at " in run.stderr  # a notice: on stderr
+    assert "; using the built-in local scripted model" in run.stderr
     return tmp_path / "session.jsonl", workspace
 
 

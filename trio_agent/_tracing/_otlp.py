@@ -6,10 +6,21 @@ or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``..._HEADERS``, ``OTEL_SERVICE_NAME`
 set instead of sending to a default address. Spans go through the SDK's batch
 processor (its export thread is the SDK's); the providers are shut down -- which
 flushes them -- when the run ends, however it ends (Ctrl-C included).
+
+A collector that is down must not hold the command's exit, nor fill its stderr. So,
+unless the user set ``OTEL_EXPORTER_OTLP_TIMEOUT`` (or the signal's own
+``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_TIMEOUT``), each export gets
+:data:`EXPORT_TIMEOUT` seconds in all: shorter than the SDK's first retry backoff
+(1 s, +-20 % jitter), so a refused or failing export is tried once, and the final flush
+at exit is bounded by it (traces, then metrics). The exporters' own log records
+(a line per retry and per failure) are kept off stderr while the run lasts
+(:class:`_ExportFailures`); if any export failed, the command says so in one line at
+the end: which collector, and that the run's spans/metrics were dropped.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -17,7 +28,13 @@ from contextlib import contextmanager
 
 from ._settings import Tracing
 
-__all__ = ["otlp_problem", "otlp_tracing", "run_with_otlp"]
+__all__ = ["EXPORT_TIMEOUT", "export_timeout", "otlp_problem", "otlp_tracing", "run_with_otlp"]
+
+#: Seconds one export may take, retries included, unless the environment says otherwise.
+EXPORT_TIMEOUT = 0.75
+TIMEOUTS = {"traces": ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"),
+            "metrics": ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")}
+_EXPORTER_LOGGER = "opentelemetry.exporter"  # the OTLP exporters' and their HTTP client's loggers
 
 TRACES_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 METRICS_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
@@ -43,6 +60,47 @@ def otlp_problem(environ: Mapping[str, str]) -> str | None:
     return None
 
 
+def export_timeout(environ: Mapping[str, str], signal: str) -> float | None:
+    """The exporter's ``timeout`` for ``signal`` ("traces" or "metrics"): ``None`` (the
+    SDK reads the user's variable) when one is set, else :data:`EXPORT_TIMEOUT`."""
+    return None if any(environ.get(name, "").strip() for name in TIMEOUTS[signal]) else EXPORT_TIMEOUT
+
+
+class _ExportFailures(logging.Handler):
+    """Takes the OTLP exporters' log records instead of stderr, and keeps which kinds of
+    telemetry an export failed for ("spans", "metrics")."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.dropped: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno < logging.ERROR:  # a retry on the way, or a note: not a loss yet
+            return
+        args = record.args if isinstance(record.args, tuple) else ()
+        kind = str(args[0]) if args and args[0] in ("spans", "metrics", "logs") else "telemetry"
+        if kind not in self.dropped:
+            self.dropped.append(kind)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        logger = logging.getLogger(_EXPORTER_LOGGER)
+        logger.addHandler(self)
+        propagate, logger.propagate = logger.propagate, False
+        try:
+            yield
+        finally:
+            logger.removeHandler(self)
+            logger.propagate = propagate
+
+    def report(self, environ: Mapping[str, str]) -> None:
+        if self.dropped:
+            endpoint = next((environ[name].strip() for name in reversed(TRACES_ENDPOINTS)
+                             if environ.get(name, "").strip()), "?")
+            print(f"trio-agent: the OpenTelemetry collector at {endpoint} was unreachable or refused the export; "
+                  f"this run's {' and '.join(self.dropped)} were dropped", file=sys.stderr, flush=True)
+
+
 @contextmanager
 def otlp_tracing(environ: Mapping[str, str]) -> Iterator[Tracing]:
     """A ``Tracing`` exporting over OTLP for the duration of the block (then flushed)."""
@@ -56,13 +114,13 @@ def otlp_tracing(environ: Mapping[str, str]) -> Iterator[Tracing]:
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: "trio-agent"}))
     tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(timeout=export_timeout(environ, "traces"))))
     meter_provider: MeterProvider | None = None
     if any(environ.get(name, "").strip() for name in METRICS_ENDPOINTS):
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-        reader = PeriodicExportingMetricReader(OTLPMetricExporter())
+        reader = PeriodicExportingMetricReader(OTLPMetricExporter(timeout=export_timeout(environ, "metrics")))
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
     try:
         yield Tracing(tracer_provider=tracer_provider, meter_provider=meter_provider)
@@ -78,5 +136,9 @@ def run_with_otlp(run: Callable[[Tracing], int]) -> int:
     if problem is not None:
         print(f"trio-agent: {problem}", file=sys.stderr)
         return 2
-    with otlp_tracing(os.environ) as tracing:
-        return run(tracing)
+    failures = _ExportFailures()
+    try:
+        with failures.installed(), otlp_tracing(os.environ) as tracing:
+            return run(tracing)
+    finally:
+        failures.report(os.environ)
