@@ -66,6 +66,7 @@ from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._reviewer import AUTO_REVIEW_RATIONALE, auto_review_notifications, is_automatic, reviewer_json
 from ._shapes import ThreadMeta, TurnRecord, thread_json
 from ._store import ThreadStore
+from ._thread_index import ThreadIndex
 
 __all__ = ["SHUTDOWN_GRACE", "AppServer", "ThreadState", "open_app_server"]
 
@@ -112,6 +113,7 @@ class AppServer:
         self.unload_delay = unload_delay
         self.clock = WireClock()
         self.store = ThreadStore(home)
+        self.index = ThreadIndex(home, self.store, model=config.model, provider=model_provider)  # thread/list
         self._nursery = nursery
         self._outgoing_limit = outgoing_limit
         self._manager: ThreadManager | None = None
@@ -152,6 +154,7 @@ class AppServer:
                 await self._connection_left.wait()
         for conn in list(self._connections):
             conn.drop("the server is shutting down")
+        await self.index.aclose()  # what the last turns wrote is indexed
 
     async def serve_connection(self, channel: MessageChannel, *, label: str = "client") -> None:
         """Serve one client over ``channel`` until it goes away (or the server closes)."""
@@ -507,6 +510,7 @@ async def open_app_server(
     async with trio.open_nursery() as nursery:
         server = AppServer(config, Path(home), nursery, unload_delay=unload_delay, model_provider=model_provider,
                            outgoing_limit=outgoing_limit, multi_agent=multi_agent, web_search=web_search)
+        await nursery.start(server.index.run)  # opens or rebuilds the index in a thread: returns at once
         await nursery.start(server._run_manager)
         try:
             yield server

@@ -289,14 +289,19 @@ def any_thread_view(server: AppServer, thread_id: str, *, turns: bool) -> tuple[
     return view, meta
 
 
-def page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
-    """One page of ``items`` (``limit``, ``cursor``: an offset this server gave out)."""
+def page_bounds(params: Params) -> tuple[int, int]:
+    """Where a page starts and ends (``limit``, ``cursor``: an offset this server gave out)."""
     cursor = params.opt_string("cursor")
     limit = params.opt_int("limit") or DEFAULT_PAGE
     if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) < 19):  # an offset we gave out
         raise InvalidParams(f"{params.method}: `cursor` {shown(cursor)} is not a cursor this server gave out")
     start = int(cursor) if cursor else 0
-    end = start + min(limit, MAX_PAGE)
+    return start, start + min(limit, MAX_PAGE)
+
+
+def page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
+    """One page of ``items`` (see ``page_bounds``) and the next page's cursor."""
+    start, end = page_bounds(params)
     return items[start:end], str(end) if end < len(items) else None
 
 
