@@ -11,9 +11,10 @@ read again next time). ``info``: the schema version.
 Being in step. A write pass (``catch_up``) re-reads the rows of the threads whose
 records this process wrote (the dirty ids), and the names of every day folder whose
 mtime moved (a rollout created or removed by anyone: another server, ``trio-agent
-exec``, codex). ``full=True`` (at start) also compares every row's fingerprints with
-its files, which finds what changed while no index writer was running. Rows are
-derived inside the write transaction (``BEGIN IMMEDIATE``: SQLite's write lock, which
+exec``, codex). ``full=True`` (at start, then now and then) also compares every row's
+fingerprints with its files, which finds what changed while no index writer was
+running, or by a program that does not index what it writes. Rows are derived inside
+the write transaction (``BEGIN IMMEDIATE``: SQLite's write lock, which
 serializes the index writers of every server on the home), so the last row written is
 always from the newest reading of the files.
 """
@@ -77,17 +78,16 @@ def settle_schema(conn: sqlite3.Connection) -> str | None:
     """Make the index this version's: None when it already was; else why it was
     emptied (``"missing"``: no index yet; a schema of another version). Raises
     ``sqlite3.DatabaseError`` when the file is damaged."""
-    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "info" in tables:
-        found = conn.execute("SELECT value FROM info WHERE key = 'schema'").fetchone()
+    conn.execute("BEGIN IMMEDIATE")  # two servers starting on a new home: the second sees the first's tables
+    try:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        found = conn.execute("SELECT value FROM info WHERE key = 'schema'").fetchone() if "info" in tables else None
         if found is not None and found[0] == SCHEMA:
+            conn.execute("ROLLBACK")
             (check,) = conn.execute("PRAGMA quick_check").fetchone()
             if check != "ok":
                 raise sqlite3.DatabaseError(f"quick_check: {check}")
             return None
-    reason = "missing" if not tables else f"its schema is not version {SCHEMA}"
-    conn.execute("BEGIN IMMEDIATE")
-    try:
         for name in tables:
             conn.execute(f'DROP TABLE IF EXISTS "{name}"')
         for statement in _TABLES.split(";"):
@@ -96,9 +96,10 @@ def settle_schema(conn: sqlite3.Connection) -> str | None:
         conn.execute("INSERT INTO info VALUES ('schema', ?)", (SCHEMA,))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
-    return reason
+    return "missing" if not tables else f"its schema is not version {SCHEMA}"
 
 
 @attrs.frozen
@@ -117,11 +118,13 @@ def catch_up(conn: sqlite3.Connection, files: Files, dirty: Iterable[str], *, fu
              since_ns: int = 0) -> CatchUp:
     """Bring the index in step with the files (see the module docstring)."""
     wanted = set(dirty)
+    stale = _out_of_step(conn, files) - wanted if full else set()  # a read: no lock held while it stats
+    wanted |= stale
     days = files.day_dirs()
     known_days = dict(conn.execute("SELECT rel, mtime_ns FROM dirs"))
     moved = [day for day, mtime in days.items() if known_days.get(day) != mtime or mtime < 0]
     moved += [day for day in known_days if day not in days]
-    if not (wanted or moved or full):
+    if not (wanted or moved):
         return CatchUp()
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -131,10 +134,6 @@ def catch_up(conn: sqlite3.Connection, files: Files, dirty: Iterable[str], *, fu
         for day in {*days, *known_days}:
             if day not in days or known_days.get(day) != days[day] or known_days[day] < 0:
                 wanted |= _rescan_day(conn, files, day, days.get(day), now)
-        stale: set[str] = set()
-        if full:
-            stale = _out_of_step(conn, files) - wanted
-            wanted |= stale
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

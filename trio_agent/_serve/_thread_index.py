@@ -79,6 +79,7 @@ __all__ = ["Shown", "ThreadIndex", "ThreadIndexWarning"]
 T = TypeVar("T")
 Json = dict[str, Any]
 READERS = 4
+FULL_CHECK_EVERY = 30.0  # seconds between two checks of every row's fingerprints (``catch_up(full=True)``)
 RETRIES = 3  # listings redone at most this often while the rows they answer with are stale
 
 
@@ -190,14 +191,19 @@ class ThreadIndex:
         try:
             self._warn(await off_loop(self._open))
             self._ready.set()
+            checked = trio.current_time()
             while True:
-                if not (self._dirty or self._requested > self._done or self._damaged):
+                full = trio.current_time() >= checked + FULL_CHECK_EVERY
+                if not (full or self._dirty or self._requested > self._done or self._damaged):
                     if self._closing:
                         return
-                    await self._wake.wait()
+                    with trio.move_on_at(checked + FULL_CHECK_EVERY):
+                        await self._wake.wait()
                     self._wake = trio.Event()
                     continue
-                await self._pass()
+                if full:
+                    checked = trio.current_time()
+                await self._pass(full=full)
         except (OSError, sqlite3.Error) as exc:
             self._broken = f"the thread index {self.path} cannot be used: {exc}"
             print(f"trio-agent serve: {self._broken}; thread/list is refused until the server restarts",
@@ -222,12 +228,12 @@ class ThreadIndex:
             with trio.CancelScope(shield=True):
                 await self._stopped.wait()
 
-    async def _pass(self) -> None:
+    async def _pass(self, *, full: bool = False) -> None:
         wanted, batch, rebuild = self._requested, self._dirty, self._damaged
         self._dirty, self._damaged = set(), False
         writer = self._writer
         try:
-            self._warn(await off_loop(lambda: self._step(batch, rebuild),
+            self._warn(await off_loop(lambda: self._step(batch, rebuild, full),
                                       writer.interrupt if writer is not None else None))
         except (OSError, sqlite3.DatabaseError) as exc:
             if isinstance(exc, sqlite3.DatabaseError) and _damage(exc):
@@ -313,7 +319,7 @@ class ThreadIndex:
         assert self._writer is not None
         return catch_up(self._writer, self.files, dirty, full=full, since_ns=self._since_ns)
 
-    def _step(self, dirty: set[str], rebuild: bool) -> str | None:
+    def _step(self, dirty: set[str], rebuild: bool, full: bool) -> str | None:
         """One pass; the index reopened first if its file was replaced or removed."""
         if rebuild:
             return self._rebuild("SQLite found it damaged")
@@ -325,7 +331,7 @@ class ThreadIndex:
         if replaced or self._writer is None:
             self._connect(self.path)
             return self._settle()
-        self._catch_up(dirty)
+        self._catch_up(dirty, full=full)
         return None
 
     def _close_writer(self) -> None:
