@@ -143,6 +143,15 @@ class _Answer:
     stale: list[str]  # rows of the page that disagree with their files (then no page)
 
 
+def _unlink(path: Path) -> None:
+    """Remove a database and its WAL files."""
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
 def _damage(exc: sqlite3.DatabaseError) -> bool:
     """A damaged database (not a busy lock, a full disk or an interrupt)."""
     return not isinstance(exc, sqlite3.OperationalError)
@@ -267,11 +276,13 @@ class ThreadIndex:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._connect(self.path)
         except (OSError, sqlite3.OperationalError) as exc:  # cannot be created or opened here
-            self._temporary = Path(tempfile.mkdtemp(prefix="trio-agent-index-"))
+            wanted, self._temporary = self.path, Path(tempfile.mkdtemp(prefix="trio-agent-index-"))
             self.path = self._temporary / "index.sqlite3"
             self._connect(self.path)
+            assert self._writer is not None
+            settle_schema(self._writer)
             self._catch_up((), full=True)
-            return f"cannot keep the thread index in {self.path.parent} ({exc}); using a temporary one for this run"
+            return f"cannot keep the thread index at {wanted} ({exc}); using a temporary one for this run"
         except sqlite3.DatabaseError as exc:
             return self._rebuild(f"it was damaged ({exc})")
         return self._settle()
@@ -302,11 +313,7 @@ class ThreadIndex:
 
     def _rebuild(self, reason: str) -> str:
         self._close_writer()
-        for suffix in ("", "-wal", "-shm"):
-            try:
-                os.unlink(f"{self.path}{suffix}")
-            except FileNotFoundError:
-                pass
+        _unlink(self.path)
         self._connect(self.path)
         assert self._writer is not None
         settle_schema(self._writer)
@@ -325,8 +332,10 @@ class ThreadIndex:
             return self._rebuild("SQLite found it damaged")
         try:
             st = os.stat(self.path)
-            replaced = (st.st_dev, st.st_ino) != self._identity
-        except FileNotFoundError:
+            replaced = (st.st_dev, st.st_ino) != self._identity  # another server rebuilt it: use the new one
+        except FileNotFoundError:  # removed: what it left (its -wal, -shm) must not be read into a new one
+            self._close_writer()
+            _unlink(self.path)
             replaced = True
         if replaced or self._writer is None:
             self._connect(self.path)
