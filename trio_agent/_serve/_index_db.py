@@ -31,9 +31,11 @@ import attrs
 
 from ._index_files import Files, Row, fingerprint, rollout_thread
 
-__all__ = ["SCHEMA", "CatchUp", "Query", "Selected", "catch_up", "connect", "select", "settle_schema"]
+__all__ = ["SCHEMA", "CatchUp", "Query", "Selected", "catch_up", "connect", "details", "fresh", "select",
+           "settle_schema"]
 
-SCHEMA = "1"
+SCHEMA = "2"
+RECENT = 2  # day folders checked by every pass (today's and yesterday's); the others by a full pass
 RACY_NS = 1_000_000_000  # a folder whose mtime is this recent may change again within the same timestamp
 CHUNK = 500  # rows per write transaction in a rebuild (other servers' writers get the lock in between)
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another server's write transaction
@@ -49,8 +51,10 @@ CREATE TABLE threads (
     originator TEXT, parent TEXT, created INTEGER NOT NULL, updated INTEGER NOT NULL, preview TEXT NOT NULL,
     name TEXT NOT NULL, meta TEXT NOT NULL
 );
-CREATE INDEX threads_created ON threads (archived, kind, created, rollout);
-CREATE INDEX threads_updated ON threads (archived, kind, updated, rollout);
+CREATE INDEX threads_created ON threads (listed, archived, kind, created, rollout);
+CREATE INDEX threads_updated ON threads (listed, archived, kind, updated, rollout);
+CREATE INDEX threads_created_any ON threads (listed, archived, created, rollout);
+CREATE INDEX threads_updated_any ON threads (listed, archived, updated, rollout);
 CREATE INDEX threads_parent ON threads (parent);
 """
 _ROW_COLUMNS = ("thread_id, rollout, record_fp, rollout_fp, listed, archived, kind, cwd, provider, originator, "
@@ -120,20 +124,13 @@ def catch_up(conn: sqlite3.Connection, files: Files, dirty: Iterable[str], *, fu
     wanted = set(dirty)
     stale = _out_of_step(conn, files) - wanted if full else set()  # a read: no lock held while it stats
     wanted |= stale
-    days = files.day_dirs()
-    known_days = dict(conn.execute("SELECT rel, mtime_ns FROM dirs"))
-    moved = [day for day, mtime in days.items() if known_days.get(day) != mtime or mtime < 0]
-    moved += [day for day in known_days if day not in days]
-    if not (wanted or moved):
+    if not (wanted or _moved_days(conn, files, full)):
         return CatchUp()
     conn.execute("BEGIN IMMEDIATE")
     try:
         now = time.time_ns()
-        days = files.day_dirs()  # again, under the write lock: what another writer did is seen
-        known_days = dict(conn.execute("SELECT rel, mtime_ns FROM dirs"))
-        for day in {*days, *known_days}:
-            if day not in days or known_days.get(day) != days[day] or known_days[day] < 0:
-                wanted |= _rescan_day(conn, files, day, days.get(day), now)
+        for day, mtime in _moved_days(conn, files, full).items():  # again, under the write lock
+            wanted |= _rescan_day(conn, files, day, mtime, now)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -144,6 +141,22 @@ def catch_up(conn: sqlite3.Connection, files: Files, dirty: Iterable[str], *, fu
         rows += _rederive(conn, files, ordered[start:start + CHUNK])
     old = [row for row in rows if row.changed_ns < since_ns]
     return CatchUp(read=len(rows), old=len(old), stale=sum(row.thread_id in stale for row in old))
+
+
+def _moved_days(conn: sqlite3.Connection, files: Files, full: bool) -> dict[str, int | None]:
+    """The day folders whose names must be read again, with their mtime (None: gone).
+    Rollouts are created in the folder of their day, so a pass checks only the newest
+    ``RECENT`` folders, new ones, gone ones and those changed too recently to trust;
+    ``full`` checks every one."""
+    days = files.days()
+    known: dict[str, int] = dict(conn.execute("SELECT rel, mtime_ns FROM dirs"))
+    checked = set(days) if full else {*days[-RECENT:], *(day for day in days if known.get(day, -1) < 0)}
+    moved: dict[str, int | None] = {day: None for day in known if day not in checked and day not in days}
+    for day in checked:
+        mtime = files.mtime_ns(day)
+        if mtime is None or known.get(day) != mtime:
+            moved[day] = mtime
+    return moved
 
 
 def _rescan_day(conn: sqlite3.Connection, files: Files, day: str, mtime: int | None, now: int) -> set[str]:
@@ -181,7 +194,7 @@ def fresh(files: Files, thread_id: str, rollout: str, record_fp: str | None, rol
     """Whether a row's fingerprints still match its files."""
     if fingerprint(files.record(thread_id)) != record_fp:
         return False
-    return rollout_fp is None or fingerprint(files.sessions / rollout) == rollout_fp
+    return rollout_fp is None or fingerprint(files.rollout(rollout)) == rollout_fp
 
 
 def _rederive(conn: sqlite3.Connection, files: Files, thread_ids: Sequence[str]) -> list[Row]:
@@ -213,7 +226,7 @@ class Query:
     """``thread/list``'s filters as the index applies them (None: no such filter)."""
 
     archived: bool
-    kinds: list[str]  # of ROOT/CHILD: the kinds asked for that this server's threads have
+    kinds: list[str]  # of ROOT, CHILD (``_index_files``): the kinds asked for that this server's threads have
     cwds: list[str] | None
     search: str  # lowered; "" matches all
     providers: list[str] | None
@@ -231,22 +244,29 @@ class Query:
 
 @attrs.frozen
 class Selected:
-    """``(thread_id, rollout, record_fp, rollout_fp, meta, sort value)`` rows, in order;
-    ``family``: the ancestor's descendants when the query names one."""
+    """``(thread_id, rollout, sort value)`` rows, in order; ``family``: the ancestor's
+    descendants when the query names one."""
 
-    rows: list[tuple[str, str, str | None, str | None, str, int]]
+    rows: list[tuple[str, str, int]]
     family: frozenset[str] | None
 
 
-_FAMILY = ("WITH RECURSIVE family(id) AS (SELECT thread_id FROM threads WHERE listed AND parent = :ancestor "
-           "UNION SELECT t.thread_id FROM threads t JOIN family f ON t.parent = f.id WHERE t.listed) ")
+_FAMILY = ("WITH RECURSIVE family(id) AS (SELECT thread_id FROM threads WHERE listed = 1 AND parent = :ancestor "
+           "UNION SELECT t.thread_id FROM threads t JOIN family f ON t.parent = f.id WHERE t.listed = 1) ")
 
 
 def _conditions(query: Query) -> list[str]:
     def among(column: str, name: str) -> str:
         return f"{column} IN (SELECT value FROM json_each(:{name}))"
 
-    wanted = ["listed", "archived = :archived", among("kind", "kinds"), f"NOT {among('thread_id', 'loaded')}"]
+    # Equalities first, as the indexes have them (an IN over json_each would hide them from the planner).
+    wanted = ["listed = 1", "archived = :archived"]
+    if len(query.kinds) == 1:
+        wanted.append("kind = :kind")
+    elif len(query.kinds) != 2:
+        wanted.append("0")
+    if query.loaded:
+        wanted.append(f"NOT {among('thread_id', 'loaded')}")
     optional = {
         "cwds": among("cwd", "cwds"),
         "providers": among("coalesce(provider, :server_provider)", "providers"),
@@ -270,13 +290,22 @@ def select(conn: sqlite3.Connection, query: Query) -> Selected:
         raise ValueError(f"no such sort column: {query.sort!r}")
     direction = "DESC" if query.descending else "ASC"
     family = _FAMILY if query.ancestor is not None else ""
-    sql = (f"{family}SELECT thread_id, rollout, record_fp, rollout_fp, meta, {query.sort} FROM threads "
+    sql = (f"{family}SELECT thread_id, rollout, {query.sort} FROM threads "
            f"WHERE {' AND '.join(_conditions(query))} ORDER BY {query.sort} {direction}, rollout DESC LIMIT :limit")
     params = {name: json.dumps(value) if isinstance(value, list) else value
               for name, value in attrs.asdict(query).items()}
-    rows = conn.execute(sql, {**params, "archived": int(query.archived)}).fetchall()
+    kind = query.kinds[0] if query.kinds else None
+    rows = conn.execute(sql, {**params, "archived": int(query.archived), "kind": kind}).fetchall()
     members = None
     if query.ancestor is not None:
         members = frozenset(thread_id for (thread_id,) in conn.execute(f"{_FAMILY}SELECT id FROM family",
                                                                         {"ancestor": query.ancestor}))
     return Selected(rows, members)
+
+
+def details(conn: sqlite3.Connection, thread_ids: list[str]) -> dict[str, tuple[str | None, str | None, str]]:
+    """``(record_fp, rollout_fp, meta)`` of each of ``thread_ids`` (a page's: fetched for
+    those only, so a deep cursor costs the ids before it, not their rows)."""
+    found = conn.execute("SELECT thread_id, record_fp, rollout_fp, meta FROM threads "
+                         "WHERE thread_id IN (SELECT value FROM json_each(?))", (json.dumps(thread_ids),))
+    return {thread_id: (record_fp, rollout_fp, meta) for thread_id, record_fp, rollout_fp, meta in found}

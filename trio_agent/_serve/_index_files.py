@@ -38,7 +38,7 @@ VIEW_FIELDS = ("thread_id", "created_at", "cwd", "model", "model_provider", "eph
                "originator", "preview", "updated_at", "parent_thread_id", "agent_path", "name", "archived")
 
 
-def fingerprint(path: Path) -> str | None:
+def fingerprint(path: str) -> str | None:
     """``size:mtime_ns:inode`` of ``path``, None when there is no such file."""
     try:
         st = os.stat(path)
@@ -89,34 +89,39 @@ class Row:
         return int(fp.split(":")[1]) if fp else 0
 
 
-@attrs.frozen
 class Files:
-    """Where a home keeps its rollouts and records."""
+    """Where a home keeps its rollouts and records (paths as strings: a listing checks
+    hundreds, and ``pathlib`` would be most of its cost)."""
 
-    home: Path
-    store: ThreadStore
+    def __init__(self, home: Path, store: ThreadStore) -> None:
+        self.home = home
+        self.store = store
+        self.sessions = str(home / "sessions")
+        self._records = str(store.folder)
 
-    @property
-    def sessions(self) -> Path:
-        return self.home / "sessions"
+    def record(self, thread_id: str) -> str:
+        return f"{self._records}/{thread_id}.jsonl"
 
-    def record(self, thread_id: str) -> Path:
-        return self.store.folder / f"{thread_id}.jsonl"
+    def rollout(self, rel: str) -> str:
+        """The path of a rollout (``rel``: ``Y/M/D/name``), as ``RolloutConfig.find`` gives it."""
+        return f"{self.sessions}/{rel}"
 
-    def day_dirs(self) -> dict[str, int]:
-        """Every ``sessions/Y/M/D`` folder (relative, ``Y/M/D``) and its mtime in ns."""
-        found: dict[str, int] = {}
-        for rel, path in _subdirs(self.sessions, "", 3):
-            try:
-                found[rel] = os.stat(path).st_mtime_ns
-            except OSError:
-                continue
-        return found
+    def days(self) -> list[str]:
+        """Every ``sessions/Y/M/D`` folder, relative (``Y/M/D``), oldest first (names only:
+        no folder is stat'ed)."""
+        return sorted(_subdirs(self.sessions, "", 3))
+
+    def mtime_ns(self, day: str) -> int | None:
+        """The mtime of ``sessions/<day>`` in ns, None when it is gone."""
+        try:
+            return os.stat(f"{self.sessions}/{day}").st_mtime_ns
+        except OSError:
+            return None
 
     def rollouts_in(self, day: str) -> list[str]:
         """The rollout file names in ``sessions/<day>`` (what the glob ``rollout-*.jsonl`` matches)."""
         try:
-            with os.scandir(self.sessions / day) as entries:
+            with os.scandir(f"{self.sessions}/{day}") as entries:
                 return [e.name for e in entries if e.name.startswith("rollout-") and e.name.endswith(".jsonl")]
         except OSError:
             return []
@@ -128,26 +133,27 @@ class Files:
             stored = self.store.load(thread_id) if record_fp is not None else None
             if stored is not None:
                 return _row(thread_id, rollout, record_fp, None, _record_meta(stored))
-            path = self.sessions / rollout
+            path = Path(self.rollout(rollout))
             st = os.stat(path)
             rollout_fp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
             return _row(thread_id, rollout, record_fp, rollout_fp, _rollout_meta(thread_id, path, st.st_mtime_ns))
         except (AgentError, OSError):  # damaged or unreadable: not listed until it changes
-            return Row(thread_id, rollout, record_fp, fingerprint(self.sessions / rollout), listed=False)
+            return Row(thread_id, rollout, record_fp, fingerprint(self.rollout(rollout)), listed=False)
 
 
-def _subdirs(folder: Path, rel: str, depth: int) -> Iterator[tuple[str, Path]]:
+def _subdirs(folder: str, rel: str, depth: int) -> Iterator[str]:
+    """The folders ``depth`` levels below ``folder`` (strings, not Paths: this runs often)."""
     try:
         with os.scandir(folder) as entries:
-            names = [e.name for e in entries if e.is_dir()]
+            found = [(entry.path, entry.name) for entry in entries if entry.is_dir()]
     except OSError:
         return
-    for name in names:
-        child_rel = f"{rel}/{name}" if rel else name
+    for path, name in found:
+        child = f"{rel}/{name}" if rel else name
         if depth == 1:
-            yield child_rel, folder / name
+            yield child
         else:
-            yield from _subdirs(folder / name, child_rel, depth - 1)
+            yield from _subdirs(path, child, depth - 1)
 
 
 def _record_meta(stored: StoredThread) -> ThreadMeta:

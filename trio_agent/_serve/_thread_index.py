@@ -68,7 +68,7 @@ import outcome
 import trio
 
 from .._threads import ThreadStatus
-from ._index_db import CatchUp, Query, Selected, catch_up, connect, fresh, select, settle_schema
+from ._index_db import CatchUp, Query, Selected, catch_up, connect, details, fresh, select, settle_schema
 from ._index_files import Files
 from ._jsonrpc import InvalidRequest
 from ._shapes import ThreadMeta, thread_json
@@ -406,24 +406,31 @@ class ThreadIndex:
 
     def _answer(self, conn: sqlite3.Connection, query: Query, shown: list[Shown], start: int, *,
                 check: bool) -> _Answer:
-        """In a reader thread: the page, or the rows of it that are stale."""
-        selected: Selected = select(conn, query)
-        family = selected.family
-        entries: list[tuple[int, str, Any]] = [(row[5], row[1], row) for row in selected.rows]
-        entries += [(item.sort, item.rollout, item) for item in shown
-                    if family is None or item.view["id"] in family]
-        entries.sort(key=lambda entry: entry[1], reverse=True)
-        entries.sort(key=lambda entry: entry[0], reverse=query.descending)
-        chosen = [entry[2] for entry in entries[start:query.limit - 1]]
+        """In a reader thread: the page, or the rows of it that are stale (one read
+        transaction: one snapshot of the index)."""
+        conn.execute("BEGIN")
+        try:
+            selected: Selected = select(conn, query)
+            family = selected.family
+            entries: list[tuple[int, str, Any]] = [(row[2], row[1], row) for row in selected.rows]
+            entries += [(item.sort, item.rollout, item) for item in shown
+                        if family is None or item.view["id"] in family]
+            entries.sort(key=lambda entry: entry[1], reverse=True)
+            entries.sort(key=lambda entry: entry[0], reverse=query.descending)
+            chosen = [entry[2] for entry in entries[start:query.limit - 1]]
+            rows = details(conn, [item[0] for item in chosen if isinstance(item, tuple)])
+        finally:
+            conn.execute("COMMIT")
         if check:
-            stale = [row[0] for row in chosen if isinstance(row, tuple) and not fresh(self.files, *row[:4])]
+            stale = [item[0] for item in chosen if isinstance(item, tuple)
+                     and (item[0] not in rows or not fresh(self.files, item[0], item[1], *rows[item[0]][:2]))]
             if stale:
                 return _Answer(None, stale)
-        views = [item.view if isinstance(item, Shown) else self._view(item) for item in chosen]
+        views = [item.view if isinstance(item, Shown) else self._view(item[1], rows[item[0]][2]) for item in chosen]
         return _Answer(Page(views, more=len(entries) >= query.limit), [])
 
-    def _view(self, row: tuple[str, str, str | None, str | None, str, int]) -> Json:
-        meta = ThreadMeta.from_json(json.loads(row[4]))
+    def _view(self, rollout: str, meta_json: str) -> Json:
+        meta = ThreadMeta(**json.loads(meta_json))  # VIEW_FIELDS: every one a ThreadMeta field
         meta.model = meta.model or self._model
         meta.model_provider = meta.model_provider or self._provider
-        return thread_json(meta, ThreadStatus.NOT_LOADED, path=str(self.files.sessions / row[1]))
+        return thread_json(meta, ThreadStatus.NOT_LOADED, path=self.files.rollout(rollout))
