@@ -99,7 +99,8 @@ async def serve(tree: Path, home: Path, workspace: Path) -> AsyncIterator[Served
     log = home.parent / "serve.stderr"
     with log.open("wb") as stderr:
         spawned = trio.current_time()
-        process = await trio.lowlevel.open_process(command, env=env, stdin=subprocess.DEVNULL, stderr=stderr)
+        process = await trio.lowlevel.open_process(command, env=env, cwd=tree, stdin=subprocess.DEVNULL,
+                                                   stderr=stderr)  # cwd: ``-m`` puts it first on sys.path
     try:
         while True:
             match = re.search(r"listening on ws://127\.0\.0\.1:(\d+)", log.read_text())

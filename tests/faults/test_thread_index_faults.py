@@ -11,7 +11,9 @@ Each case checks the listing against the oracle that reads every file
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -164,9 +166,40 @@ async def test_a_query_that_finds_damage_rebuilds_and_answers_with_one_warning(
         return select(conn, query)
 
     monkeypatch.setattr(_thread_index, "select", failing)
-    with one_warning("SQLite found it damaged"):
+    with one_warning("a listing found it damaged (database disk image is malformed)"):
         assert await _listed_as_files_say(tmp_path) == listed
     assert failures == []
+
+
+async def test_a_row_that_is_not_a_threads_is_damage(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    """A row SQLite keeps intact but whose view is not one this code wrote (its
+    fingerprints still match): the index is rebuilt, not the listing failed (-32603)."""
+    saved = await _indexed(tmp_path)
+    with sqlite3.connect(_index(tmp_path)) as conn:
+        conn.execute("UPDATE threads SET meta = '{\"not\": \"a thread\"}' WHERE thread_id = ?", (saved[1].thread_id,))
+    with one_warning("a listing found it damaged (a row's view is not a thread's"):
+        assert await _listed_as_files_say(tmp_path) == _ids(saved)
+
+
+async def test_the_index_is_as_private_as_the_records(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """It holds every thread's preview, name and folder: 0600 like the records, its WAL
+    files too, whatever the umask (another local user reads none of it)."""
+    old = os.umask(0o022)
+    try:
+        await _indexed(tmp_path)
+        path = _index(tmp_path)
+        path.chmod(0o644)  # left readable by something else: made private again
+        async with app_server(tmp_path) as harness:
+            client = await harness.client()
+            assert len((await client.request("thread/list", {}))["data"]) == 4  # the positive control
+            files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+            assert all(file.exists() for file in files)
+            assert {file.name: stat.filemode(file.stat().st_mode) for file in files} == {
+                file.name: "-rw-------" for file in files}
+    finally:
+        os.umask(old)
 
 
 async def test_damaged_records_and_hostile_names_cost_only_themselves(

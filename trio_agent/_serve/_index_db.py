@@ -9,11 +9,12 @@ folder and its mtime when its names were last read (-1: changed too recently to 
 read again next time). ``info``: the schema version.
 
 Being in step. A write pass (``catch_up``) re-reads the rows of the threads whose
-records this process wrote (the dirty ids), and the names of every day folder whose
-mtime moved (a rollout created or removed by anyone: another server, ``trio-agent
-exec``, codex). ``full=True`` (at start, then now and then) also compares every row's
-fingerprints with its files, which finds what changed while no index writer was
-running, or by a program that does not index what it writes. Rows are derived inside
+records this process wrote (the dirty ids), and the names of the day folders that
+moved (``_moved_days``: the newest ``RECENT``, new and gone ones; a rollout created or
+removed by anyone: another server, ``trio-agent exec``, codex). ``full=True`` (at start,
+then now and then) also compares every row's fingerprints with its files and checks
+every folder, which finds what changed while no index writer was running, or by a
+program that does not index what it writes. Rows are derived inside
 the write transaction (``BEGIN IMMEDIATE``: SQLite's write lock, which
 serializes the index writers of every server on the home), so the last row written is
 always from the newest reading of the files.
@@ -22,6 +23,7 @@ always from the newest reading of the files.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -63,7 +65,13 @@ _ROW_COLUMNS = ("thread_id, rollout, record_fp, rollout_fp, listed, archived, ki
 
 def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
     """A connection to the index (autocommit; transactions are explicit). Raises
-    ``sqlite3.DatabaseError`` for a file that is not a database."""
+    ``sqlite3.DatabaseError`` for a file that is not a database. The writer makes the
+    file private (0600, as the records are: it holds their previews and names); SQLite
+    gives its -wal and -shm files the same mode."""
+    if writer:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o600)
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
     try:
         if writer:

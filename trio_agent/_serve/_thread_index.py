@@ -15,12 +15,16 @@ are coalesced: one pass serves every request made before it began. Listings read
 their own connections (at most ``READERS`` at once), each in a worker thread.
 
 *In step.* A listing first waits for a pass that began after it (so what this server
-wrote before is listed: read-your-writes), which also reads the names of every
-``sessions/Y/M/D`` folder whose mtime moved (threads created or removed by anyone).
-The rows a listing answers with are checked against their files' fingerprints
-(``size:mtime_ns:inode``) and read again, and the listing redone, when one differs (a
-record another program changed). At start every row's fingerprints are checked, which
-catches what happened while no server ran or before a killed server's last pass.
+wrote before is listed: read-your-writes). A pass also reads the names in the newest
+two ``sessions/Y/M/D`` folders when their mtime moved, and in any folder that is new or
+gone: threads created or removed by anyone (another server, ``trio-agent exec``,
+codex: rollouts are created in the folder of their day). The rows a listing answers
+with are checked against their files' fingerprints (``size:mtime_ns:inode``) and read
+again, and the listing redone, when one differs (a record another program changed).
+Every ``FULL_CHECK_EVERY`` seconds, and at start, every row's fingerprints and every day
+folder are checked: that catches what happened while no server ran, before a killed
+server's last pass, or by a program that does not index what it writes (a row hidden
+by a filter is then corrected within those seconds).
 
 *Missing, stale or damaged.* A missing index, one of another schema version or one
 SQLite finds damaged (at open, ``quick_check``, or any later query) is rebuilt from the
@@ -177,7 +181,7 @@ class ThreadIndex:
         self._stopped = trio.Event()
         self._running = False
         self._closing = False
-        self._damaged = False
+        self._damaged: str | None = None  # what found the index damaged: the writer rebuilds it
         self._broken: str | None = None
         self._writer: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file the connections use
@@ -239,14 +243,14 @@ class ThreadIndex:
 
     async def _pass(self, *, full: bool = False) -> None:
         wanted, batch, rebuild = self._requested, self._dirty, self._damaged
-        self._dirty, self._damaged = set(), False
+        self._dirty, self._damaged = set(), None
         writer = self._writer
         try:
             self._warn(await off_loop(lambda: self._step(batch, rebuild, full),
                                       writer.interrupt if writer is not None else None))
         except (OSError, sqlite3.DatabaseError) as exc:
             if isinstance(exc, sqlite3.DatabaseError) and _damage(exc):
-                self._damaged = True
+                self._damaged = f"writing found it damaged ({exc})"
             else:  # busy past the timeout, a full disk: these rows stay as they were until they are checked
                 print(f"trio-agent serve: the thread index {self.path} was not updated: {exc}", file=sys.stderr)
         self._done = wanted
@@ -326,10 +330,11 @@ class ThreadIndex:
         assert self._writer is not None
         return catch_up(self._writer, self.files, dirty, full=full, since_ns=self._since_ns)
 
-    def _step(self, dirty: set[str], rebuild: bool, full: bool) -> str | None:
-        """One pass; the index reopened first if its file was replaced or removed."""
-        if rebuild:
-            return self._rebuild("SQLite found it damaged")
+    def _step(self, dirty: set[str], rebuild: str | None, full: bool) -> str | None:
+        """One pass; the index rebuilt first if it was found damaged (``rebuild``: how),
+        reopened if its file was replaced or removed."""
+        if rebuild is not None:
+            return self._rebuild(rebuild)
         try:
             st = os.stat(self.path)
             replaced = (st.st_dev, st.st_ino) != self._identity  # another server rebuilt it: use the new one
@@ -374,7 +379,7 @@ class ThreadIndex:
             except sqlite3.DatabaseError as exc:
                 if not _damage(exc) or attempt == 2:
                     raise
-                self._damaged = True
+                self._damaged = f"a listing found it damaged ({exc})"
                 await self._sync()
         raise AssertionError("unreachable")
 
@@ -430,7 +435,10 @@ class ThreadIndex:
         return _Answer(Page(views, more=len(entries) >= query.limit), [])
 
     def _view(self, rollout: str, meta_json: str) -> Json:
-        meta = ThreadMeta(**json.loads(meta_json))  # VIEW_FIELDS: every one a ThreadMeta field
+        try:
+            meta = ThreadMeta(**json.loads(meta_json))  # VIEW_FIELDS: every one a ThreadMeta field
+        except (ValueError, TypeError) as exc:  # a row SQLite kept but that is not what this code wrote
+            raise sqlite3.DatabaseError(f"a row's view is not a thread's: {exc}") from exc
         meta.model = meta.model or self._model
         meta.model_provider = meta.model_provider or self._provider
         return thread_json(meta, ThreadStatus.NOT_LOADED, path=self.files.rollout(rollout))
