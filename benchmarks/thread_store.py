@@ -14,6 +14,8 @@ as a home that grew over months). Then, with two WebSocket clients of the same s
 - ``thread/list`` with ``limit`` 25 and 200 (default filters and sort), then a
   ``searchTerm`` and a deep ``cursor`` (5,000): one at a time, ``--lists`` of each
   (default 200) or as many as ``--budget`` seconds allow (at least 3): p50, p99;
+- ``thread/read`` of an unloaded thread (a different one each time): the lookup by
+  id (through the index, or a glob over every day folder before it) and its record;
 - meanwhile the other client sends ``model/list`` every 10 ms: each one's wait, p50,
   p99 and the worst, while each kind of listing runs (and while the server starts),
   against the same with nothing else running (idle).
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -144,8 +147,8 @@ def _lines(path: Path) -> list[Json]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def generate(home: Path, count: int, thread_id: str, record: list[Json], rollout: list[Json]) -> None:
-    """``count`` copies of the template thread (see the module docstring)."""
+def generate(home: Path, count: int, thread_id: str, record: list[Json], rollout: list[Json]) -> list[str]:
+    """``count`` copies of the template thread (see the module docstring); their ids."""
     from trio_agent._ids import uuid7
 
     now = int(time.time())
@@ -155,9 +158,11 @@ def generate(home: Path, count: int, thread_id: str, record: list[Json], rollout
     threads = home / "app-server" / "threads"
     threads.mkdir(parents=True)
     folders: dict[Path, int] = {}
+    ids = []
     for number in range(count):
         created = now - spread + number * spread // count
         new_id = str(uuid7())
+        ids.append(new_id)
         project = f"/work/project {number % 7}"
         lines = [json.loads(line) for line in record_text.replace(thread_id, new_id).splitlines()]
         history = [json.loads(line) for line in rollout_text.replace(thread_id, new_id).splitlines()]
@@ -185,6 +190,7 @@ def generate(home: Path, count: int, thread_id: str, record: list[Json], rollout
     for folder, mtime in folders.items():
         os.utime(folder, (mtime, mtime))
     os.utime(threads, (now - 60, now - 60))
+    return ids
 
 
 # -- measuring ---------------------------------------------------------------------------
@@ -222,9 +228,10 @@ async def first_list(tree: Path, home: Path, work: Path) -> tuple[float, list[fl
         return end - served.spawned, pinger.between(begin, end)
 
 
-async def listings(tree: Path, home: Path, work: Path, lists: int, budget: float) -> dict[str, tuple[list[float],
-                                                                                                       list[float]]]:
-    """Per kind of listing: its times, and the pings' waits while it ran (``idle``: none ran)."""
+async def listings(tree: Path, home: Path, work: Path, lists: int, budget: float,
+                   ids: list[str]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per kind of listing: its times, and the pings' waits while it ran (``idle``: none
+    ran); ``read by id``: ``thread/read`` of unloaded threads (``ids``, in a shuffled order)."""
     results: dict[str, tuple[list[float], list[float]]] = {}
     async with serve(tree, home, work) as served, client(served.url) as lister, client(served.url) as other:
         await lister.request("thread/list", {"limit": 25})  # started and in step
@@ -234,12 +241,16 @@ async def listings(tree: Path, home: Path, work: Path, lists: int, budget: float
             begin = trio.current_time()
             await trio.sleep(2.0)
             results["idle"] = ([], pinger.between(begin, trio.current_time()))
-            for kind, params in KINDS.items():
+            reads = random.Random(23).sample(ids, min(len(ids), lists))
+            for kind, params in [*KINDS.items(), ("read by id", None)]:
                 times: list[float] = []
                 begin = trio.current_time()
                 while len(times) < lists and (len(times) < 3 or trio.current_time() - begin < budget):
                     start = trio.current_time()
-                    await lister.request("thread/list", params)
+                    if params is None:
+                        await lister.request("thread/read", {"threadId": reads[len(times) % len(reads)]})
+                    else:
+                        await lister.request("thread/list", params)
                     times.append(trio.current_time() - start)
                 results[kind] = (times, pinger.between(begin, trio.current_time()))
             nursery.cancel_scope.cancel()
@@ -258,16 +269,17 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
     generating = time.perf_counter()
     thread_id, record, rollout = await template(tree, work)
     home = work / "home"
-    generate(home, args.threads, thread_id, record, rollout)
+    ids = generate(home, args.threads, thread_id, record, rollout)
     print(f"tree {tree}: {args.threads} saved threads generated in {time.perf_counter() - generating:.1f} s")
     start, start_waits = await first_list(tree, home, work)
     restart, restart_waits = await first_list(tree, home, work)
-    results = await listings(tree, home, work, args.lists, args.budget)
+    results = await listings(tree, home, work, args.lists, args.budget, ids)
     rows = [["start (no index): spawn to first list", ms(start), "", "", "", *waits_cells(start_waits)],
             ["restart (index there): spawn to first list", ms(restart), "", "", "", *waits_cells(restart_waits)]]
     for kind, (times, waits) in results.items():
         cells = [ms(summary(times)[0]), ms(summary(times)[1]), str(len(times))] if times else ["", "", ""]
-        rows.append([f"thread/list {kind}" if kind != "idle" else "nothing else running", "", *cells,
+        what = {"idle": "nothing else running", "read by id": "thread/read of an unloaded thread"}.get(kind)
+        rows.append([what or f"thread/list {kind}", "", *cells,
                      *waits_cells(waits)])
     print(table(f"thread/list at {args.threads} saved threads (ms; model/list from another client every 10 ms)",
                 ["what", "once", "list p50", "list p99", "lists", "model/list p50", "p99", "worst", "n"], rows))
@@ -277,6 +289,8 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
          "-", "-", "<= 20 ms"],
         [f"thread/list p50, {args.threads} threads, limit 200", f"{ms(summary(results['limit 200'][0])[0])} ms",
          "-", "-", "<= 20 ms"],
+        [f"thread/read p50, {args.threads} threads, unloaded", f"{ms(summary(results['read by id'][0])[0])} ms",
+         "-", "-", "-"],
         ["another request's worst wait during lists", f"{ms(worst)} ms", "-", "-", "<= 50 ms"],
     ])
 

@@ -130,7 +130,8 @@ class AppServer:
 
     async def _run_manager(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
-            async with open_thread_manager(self.home, config=self.config, unload_delay=self.unload_delay) as threads:
+            async with open_thread_manager(self.home, config=self.config, unload_delay=self.unload_delay,
+                                           rollouts=self.index.rollouts) as threads:
                 self._manager = threads
                 self._nursery.start_soon(self._pump, threads.events)
                 task_status.started()

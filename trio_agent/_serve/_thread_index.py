@@ -39,6 +39,9 @@ derived under that lock, so the last row written is from the newest reading. A s
 whose index file was replaced (another server rebuilt it) reopens it. Readers never
 wait for writers (WAL).
 
+*Found by id.* ``locate`` finds an unloaded thread's rollout for a request naming it,
+so the handler's ``find`` needs no glob over every saved session (``_thread_lookup``).
+
 *Loaded threads* are listed from memory, as before: ``thread/list`` leaves them out of
 the query and merges them in (``page``).
 
@@ -71,12 +74,14 @@ import attrs
 import outcome
 import trio
 
+from .._ids import session_id_problem
 from .._threads import ThreadStatus
 from ._index_db import CatchUp, Query, Selected, catch_up, connect, details, fresh, select, settle_schema
 from ._index_files import Files
 from ._jsonrpc import InvalidRequest
 from ._shapes import ThreadMeta, thread_json
 from ._store import ThreadStore
+from ._thread_lookup import IndexedRollouts, newest_rollout
 
 __all__ = ["Shown", "ThreadIndex", "ThreadIndexWarning"]
 
@@ -189,6 +194,7 @@ class ThreadIndex:
         self._readers: list[tuple[int, sqlite3.Connection]] = []
         self._reading = trio.CapacityLimiter(READERS)
         self._temporary: Path | None = None
+        self.rollouts = IndexedRollouts(home)  # the server's threads' (``locate``)
 
     # -- writes --------------------------------------------------------------------------
 
@@ -355,6 +361,27 @@ class ThreadIndex:
             self._writer = None
 
     # -- reads ---------------------------------------------------------------------------
+
+    async def locate(self, thread_id: str) -> None:
+        """Find ``thread_id``'s rollout off the loop, through the index, else by the glob
+        (``_thread_lookup``), for ``self.rollouts.find``. Waits for no pass or rebuild."""
+        if session_id_problem(thread_id) is not None:
+            return  # ``find`` says what is wrong with it
+        path = None
+        if self._ready.is_set() and self._broken is None and self._damaged is None:
+            try:
+                path = await self._read_once(partial(newest_rollout, files=self.files, thread_id=thread_id))
+            except sqlite3.DatabaseError as exc:
+                if _damage(exc):
+                    self._damaged = f"a lookup found it damaged ({exc})"
+                    self._wake.set()
+        if path is None:
+            found = await off_loop(partial(self.rollouts.glob, thread_id))
+            path = str(found) if found is not None else None
+            if path is not None:  # the index lags behind the files: a pass brings it in step
+                self._requested += 1
+                self._wake.set()
+        self.rollouts.remember(thread_id, path)
 
     async def page(self, query: Query, shown: list[Shown], start: int) -> Page:
         """Threads ``start`` to ``query.limit - 1`` (in ``query``'s order) of the index's

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._rollout import RolloutConfig, read_history
+from .._rollout import read_history
 from .._session.snapshot import SessionSnapshot
 from .._threads import ThreadError, ThreadStatus
 from .._tools._sandbox import SandboxUnavailable
@@ -170,7 +170,7 @@ def stored_meta(server: AppServer, thread_id: str) -> tuple[ThreadMeta, list[Any
             meta.updated_at = (turns[-1].completed_at_ms or 0) // 1000 or None
         return meta, turns, stored.usage_total
     try:
-        path = RolloutConfig(server.home).find(thread_id)
+        path = server.index.rollouts.find(thread_id)
     except Exception as exc:  # an id that cannot name a rollout
         raise InvalidRequest(f"thread not found: {thread_id} ({exc})") from exc
     if path is None:
@@ -283,7 +283,7 @@ def any_thread_view(server: AppServer, thread_id: str, *, turns: bool) -> tuple[
     if state is not None:
         return server.thread_view(state, turns=turns), state.meta
     meta, stored_turns, _ = stored_meta(server, thread_id)
-    path = RolloutConfig(server.home).find(thread_id)
+    path = server.index.rollouts.find(thread_id)
     view = thread_json(meta, ThreadStatus.NOT_LOADED, path=str(path) if path else None,
                        turns=stored_turns if turns else None)
     return view, meta
