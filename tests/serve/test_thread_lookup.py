@@ -8,6 +8,7 @@ times per request."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import trio
 import trio.testing
 
 import trio_agent as ta
+from trio_agent._serve._thread_index import off_loop
 from trio_agent.testing import AppServerError
 
 from ._harness import app_server
@@ -108,3 +110,24 @@ async def test_a_thread_manager_refuses_rollouts_of_another_home(tmp_path: Path)
             pass
     async with ta.open_thread_manager(tmp_path / "a", config=config, rollouts=ta.RolloutConfig(tmp_path / "a")):
         pass  # the control: its own home
+
+
+async def test_a_cancelled_query_is_interrupted_and_its_thread_waited_for() -> None:
+    """``off_loop`` (every SQLite call of the index): a cancelled caller interrupts the
+    statement (here one that never ends) and returns once its thread has; uncancelled,
+    the same call answers (the control)."""
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    forever = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    finished: list[str] = []
+
+    def query() -> Any:
+        try:
+            return conn.execute(forever).fetchone()
+        finally:
+            finished.append(threading.current_thread().name)
+
+    start = trio.current_time()
+    with trio.move_on_after(0.2) as scope:
+        await off_loop(query, conn.interrupt)
+    assert scope.cancelled_caught and finished and trio.current_time() - start < 5
+    assert await off_loop(lambda: conn.execute("SELECT 41 + 1").fetchone()) == (42,)

@@ -45,9 +45,10 @@ so the handler's ``find`` needs no glob over every saved session (``_thread_look
 *Loaded threads* are listed from memory, as before: ``thread/list`` leaves them out of
 the query and merges them in (``page``).
 
-*Cancellation.* A worker thread cannot be killed: a cancelled wait interrupts the
-connection's running statement (``sqlite3.Connection.interrupt``) and waits, shielded,
-for the thread to return, so no thread outlives the call that started it.
+*Cancellation.* Every call runs in ``trio.to_thread.run_sync`` (``off_loop``). A worker
+thread cannot be killed: a cancelled wait interrupts the connection's running statement
+(``sqlite3.Connection.interrupt``) and waits, shielded, for the thread to return, so no
+thread outlives the call that started it.
 
 *Virtual time.* Under ``trio.testing.MockClock`` with autojump a task waiting for a
 thread looks idle, and virtual time would leap to the next deadline while the disk
@@ -98,27 +99,25 @@ class ThreadIndexWarning(UserWarning):
 
 
 async def off_loop(fn: Callable[[], T], interrupt: Callable[[], None] | None = None) -> T:
-    """``fn()`` in a worker thread (see "Cancellation" and "Virtual time")."""
+    """``fn()`` in a worker thread by ``trio.to_thread`` (see "Cancellation" and "Virtual time")."""
     done = trio.Event()
     result: list[outcome.Outcome[T]] = []
-    token = trio.lowlevel.current_trio_token()
 
-    def deliver(value: outcome.Outcome[T]) -> None:
-        def back() -> None:
-            result.append(value)
-            done.set()
+    async def work() -> None:
+        with trio.CancelScope(shield=True):  # the thread runs on: its result is waited for
+            result.append(await outcome.acapture(trio.to_thread.run_sync, fn))
+        done.set()
 
-        token.run_sync_soon(back)
-
-    trio.lowlevel.start_thread_soon(fn, deliver)
-    try:
-        await _wait(done)
-    except trio.Cancelled:
-        if interrupt is not None:
-            interrupt()
-        with trio.CancelScope(shield=True):
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(work)
+        try:
             await _wait(done)
-        raise
+        except trio.Cancelled:
+            if interrupt is not None:
+                interrupt()
+            with trio.CancelScope(shield=True):
+                await _wait(done)
+            raise
     return result[0].unwrap()
 
 
