@@ -160,10 +160,10 @@ async def test_a_query_that_finds_damage_rebuilds_and_answers_with_one_warning(
     select = _thread_index.select
     failures = [sqlite3.DatabaseError("database disk image is malformed")]
 
-    def failing(conn: sqlite3.Connection, query: Any) -> Any:
+    def failing(conn: sqlite3.Connection, query: Any, **options: Any) -> Any:
         if failures:
             raise failures.pop()
-        return select(conn, query)
+        return select(conn, query, **options)
 
     monkeypatch.setattr(_thread_index, "select", failing)
     with one_warning("a listing found it damaged (database disk image is malformed)"):

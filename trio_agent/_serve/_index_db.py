@@ -36,7 +36,7 @@ from ._index_files import Files, Row, fingerprint, rollout_thread
 __all__ = ["SCHEMA", "CatchUp", "Query", "Selected", "catch_up", "connect", "details", "fresh", "select",
            "settle_schema"]
 
-SCHEMA = "2"
+SCHEMA = "3"  # 3: a row keeps its Thread view (``_index_files.VIEW_KEYS``)
 RECENT = 2  # day folders checked by every pass (today's and yesterday's); the others by a full pass
 RACY_NS = 1_000_000_000  # a folder whose mtime is this recent may change again within the same timestamp
 CHUNK = 500  # rows per write transaction in a rebuild (other servers' writers get the lock in between)
@@ -157,9 +157,10 @@ def _moved_days(conn: sqlite3.Connection, files: Files, full: bool) -> dict[str,
     ``RECENT`` folders, new ones, gone ones and those changed too recently to trust;
     ``full`` checks every one."""
     days = files.days()
+    present = set(days)
     known: dict[str, int] = dict(conn.execute("SELECT rel, mtime_ns FROM dirs"))
-    checked = set(days) if full else {*days[-RECENT:], *(day for day in days if known.get(day, -1) < 0)}
-    moved: dict[str, int | None] = {day: None for day in known if day not in checked and day not in days}
+    checked = present if full else {*days[-RECENT:], *(day for day in days if known.get(day, -1) < 0)}
+    moved: dict[str, int | None] = {day: None for day in known if day not in present}
     for day in checked:
         mtime = files.mtime_ns(day)
         if mtime is None or known.get(day) != mtime:
@@ -291,19 +292,21 @@ def _conditions(query: Query) -> list[str]:
     return wanted
 
 
-def select(conn: sqlite3.Connection, query: Query) -> Selected:
+def select(conn: sqlite3.Connection, query: Query, *, skip: int = 0) -> Selected:
     """The first ``limit`` threads of the index that ``query`` keeps, in its order (ties:
-    newest rollout first, as ``ThreadManager.stored`` orders them)."""
+    newest rollout first, as ``ThreadManager.stored`` orders them), but the first ``skip``."""
     if query.sort not in ("created", "updated"):
         raise ValueError(f"no such sort column: {query.sort!r}")
     direction = "DESC" if query.descending else "ASC"
     family = _FAMILY if query.ancestor is not None else ""
     sql = (f"{family}SELECT thread_id, rollout, {query.sort} FROM threads "
-           f"WHERE {' AND '.join(_conditions(query))} ORDER BY {query.sort} {direction}, rollout DESC LIMIT :limit")
+           f"WHERE {' AND '.join(_conditions(query))} ORDER BY {query.sort} {direction}, rollout DESC "
+           "LIMIT :rows OFFSET :skip")
     params = {name: json.dumps(value) if isinstance(value, list) else value
               for name, value in attrs.asdict(query).items()}
     kind = query.kinds[0] if query.kinds else None
-    rows = conn.execute(sql, {**params, "archived": int(query.archived), "kind": kind}).fetchall()
+    rows = conn.execute(sql, {**params, "archived": int(query.archived), "kind": kind, "rows": query.limit - skip,
+                              "skip": skip}).fetchall()
     members = None
     if query.ancestor is not None:
         members = frozenset(thread_id for (thread_id,) in conn.execute(f"{_FAMILY}SELECT id FROM family",

@@ -439,16 +439,17 @@ class ThreadIndex:
                 check: bool) -> _Answer:
         """In a reader thread: the page, or the rows of it that are stale (one read
         transaction: one snapshot of the index)."""
+        skip = 0 if shown else start  # loaded threads are merged by position: then the rows before the page are read
         conn.execute("BEGIN")
         try:
-            selected: Selected = select(conn, query)
+            selected: Selected = select(conn, query, skip=skip)
             family = selected.family
             entries: list[tuple[int, str, Any]] = [(row[2], row[1], row) for row in selected.rows]
             entries += [(item.sort, item.rollout, item) for item in shown
                         if family is None or item.view["id"] in family]
             entries.sort(key=lambda entry: entry[1], reverse=True)
             entries.sort(key=lambda entry: entry[0], reverse=query.descending)
-            chosen = [entry[2] for entry in entries[start:query.limit - 1]]
+            chosen = [entry[2] for entry in entries[start - skip:query.limit - 1 - skip]]
             rows = details(conn, [item[0] for item in chosen if isinstance(item, tuple)])
         finally:
             conn.execute("COMMIT")
@@ -458,7 +459,7 @@ class ThreadIndex:
             if stale:
                 return _Answer(None, stale)
         views = [item.view if isinstance(item, Shown) else self._view(item[1], rows[item[0]][2]) for item in chosen]
-        return _Answer(Page(views, more=len(entries) >= query.limit), [])
+        return _Answer(Page(views, more=skip + len(entries) >= query.limit), [])
 
     def _view(self, rollout: str, meta_json: str) -> Json:
         try:
