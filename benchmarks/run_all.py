@@ -9,6 +9,9 @@ ratio or added time, and the issue's target. About 3-4 minutes on the 2-core mac
 (``--quick``: about one; ``scale`` then only opens 1,000 agents).
 
     /work/main/.venv/bin/python -m benchmarks.run_all [--quick] [--codex PATH]
+
+``thread_store`` (issue 23, item 4: ``thread/list`` and ``thread/read`` at 10,000 saved
+threads; ``--quick``: 2,000) runs after ``scale``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         ["benchmarks.turn_overhead", "--pairs", "100" if quick else "300"],
         ["benchmarks.history_size", *(["--sizes", "100,1000,10000"])],
         ["benchmarks.scale", "--counts", "1000" if quick else "1000,10000"],
+        ["benchmarks.thread_store", "--threads", "2000" if quick else "10000", "--lists", "50" if quick else "200",
+         "--budget", "10" if quick else "30"],
         ["benchmarks.cold_cli", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
         ["benchmarks.warm_daemon", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
         ["benchmarks.serve_load", *(["--quick"] if quick else []), *(["--codex", args.codex] if args.codex else [])],

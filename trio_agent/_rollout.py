@@ -130,8 +130,7 @@ class DurableSession:
         return self.thread_id, self.snapshot, self.rollout_config
 
 
-@final
-@attrs.frozen
+@attrs.frozen  # not final: trio-agent serve's ``IndexedRollouts`` finds rollouts through its index
 class RolloutConfig:
     """Where rollouts live and when they reach the disk: ``RolloutConfig(home, fsync="flush")``.
 

@@ -171,12 +171,13 @@ class _Thread:
 class ThreadManager:
     """See the module docstring; create it with ``open_thread_manager``."""
 
-    def __init__(self, home: Path, nursery: trio.Nursery, config: AgentConfig, unload_delay: float) -> None:
+    def __init__(self, home: Path, nursery: trio.Nursery, config: AgentConfig, unload_delay: float,
+                 rollouts: RolloutConfig | None = None) -> None:
         self.home = home
         self._nursery = nursery
         self._config = config
         self._unload_delay = unload_delay
-        self._rollouts = RolloutConfig(home)
+        self._rollouts = rollouts if rollouts is not None else RolloutConfig(home)
         self._threads: dict[str, _Thread] = {}
         self._ephemeral_gone: set[str] = set()
         send, receive = trio.open_memory_channel[ThreadEvent](math.inf)
@@ -465,14 +466,17 @@ def _only_agent_error(exc: BaseException) -> AgentError | None:
 
 @asynccontextmanager
 async def open_thread_manager(
-    home: str | Path, *, config: AgentConfig, unload_delay: float = 60.0
+    home: str | Path, *, config: AgentConfig, unload_delay: float = 60.0, rollouts: RolloutConfig | None = None
 ) -> AsyncIterator[ThreadManager]:
     """Run a thread manager for the duration of the block (see the module docstring).
 
     ``config`` is the template of every thread's ``AgentConfig`` (auth, model,
     transport, tools...); each thread gets its own session id and a rollout under
     ``home``. Leaving the block cancels every loaded thread (terminal events emitted,
-    rollouts flushed) and ends ``manager.events``.
+    rollouts flushed) and ends ``manager.events``. ``rollouts``: how the threads keep
+    their rollouts (its ``fsync`` policy; a subclass whose ``find`` knows where they are,
+    as ``trio-agent serve``'s thread index does); its ``home`` must be ``home``. Default
+    ``RolloutConfig(home)``.
     """
     if not isinstance(config, AgentConfig):
         raise TypeError("open_thread_manager() needs config=ta.AgentConfig(...) as the template of its threads")
@@ -484,10 +488,12 @@ async def open_thread_manager(
             f"record={str(config.record)!r} cannot be the template of many threads (each would overwrite "
             "the same cassette); record a single agent with ta.open_agent(AgentConfig(record=...)) instead"
         )
+    if rollouts is not None and (not isinstance(rollouts, RolloutConfig) or rollouts.home != Path(home)):
+        raise ValueError(f"rollouts must be a ta.RolloutConfig whose home is {str(home)!r}, got {rollouts!r}")
     manager: ThreadManager | None = None
     try:
         async with trio.open_nursery() as nursery:
-            manager = ThreadManager(Path(home), nursery, config, unload_delay)
+            manager = ThreadManager(Path(home), nursery, config, unload_delay, rollouts)
             try:
                 yield manager
             finally:

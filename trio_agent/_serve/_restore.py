@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._errors import InvalidSessionSnapshot
-from .._rollout import RolloutConfig, RolloutWarning
+from .._rollout import RolloutWarning
 from .._rollout_closing import is_killed, read_last_turn
 from ._turn_durability import restored_turn
 
@@ -83,7 +83,7 @@ def _last_rollout_turn(server: AppServer, thread_id: str) -> TurnLines | None:
     """The last turn the thread's rollout began, or None (no rollout, no journal, or a
     rollout that cannot be read: then its load says why)."""
     try:
-        path = RolloutConfig(server.home).find(thread_id)
+        path = server.index.rollouts.find(thread_id)
         with warnings.catch_warnings():  # a torn last line (its writer was killed) is expected here
             warnings.simplefilter("ignore", RolloutWarning)
             return read_last_turn(path)[0] if path is not None else None

@@ -4,9 +4,11 @@
 with -32600 ("Not initialized"), and hands the rest to its handler with the params
 wrapped in ``Params`` (whose errors are -32602). A library error a handler lets
 through (``ta.AgentError``: an unknown thread, a refused config...) becomes -32600
-with its message. ``initialize`` and ``model/list`` live here; thread, turn, account and
-configuration methods in their own modules (docs/app-server.md has the table of every
-method of the schema and what this server does with it).
+with its message. A request naming an unloaded thread (``threadId``) first has its
+rollout located through the thread index (``_thread_lookup``). ``initialize`` and
+``model/list`` live here; thread, turn, account and configuration methods in their own
+modules (docs/app-server.md has the table of every method of the schema and what this
+server does with it).
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ async def dispatch(server: AppServer, conn: Connection, request: Request) -> Rep
     if not conn.initialized and request.method != "initialize":
         raise InvalidRequest("Not initialized: send `initialize` (then the `initialized` notification) first")
     params = Params(request.method, request.params)
+    thread_id = request.params.get("threadId") if isinstance(request.params, dict) else None
+    if isinstance(thread_id, str) and not server.closing and server.state(thread_id) is None:
+        await server.index.locate(thread_id)  # its rollout, off the loop: the handler's lookups glob nothing
     try:
         return await handler(server, conn, params)
     except AgentError as exc:

@@ -75,6 +75,7 @@ from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._reviewer import AUTO_REVIEW_RATIONALE, auto_review_notifications, is_automatic, reviewer_json
 from ._shapes import ThreadMeta, TurnRecord, thread_json
 from ._store import ThreadStore
+from ._thread_index import ThreadIndex
 from ._turn_durability import RECORDED, record_progress
 
 __all__ = ["SHUTDOWN_GRACE", "AppServer", "ThreadState", "open_app_server"]
@@ -123,6 +124,7 @@ class AppServer:
         self.unload_delay = unload_delay
         self.clock = WireClock()
         self.store = ThreadStore(home)
+        self.index = ThreadIndex(home, self.store, model=config.model, provider=model_provider)  # thread/list
         self._nursery = nursery
         self._outgoing_limit = outgoing_limit
         self._manager: ThreadManager | None = None
@@ -139,7 +141,8 @@ class AppServer:
 
     async def _run_manager(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
-            async with open_thread_manager(self.home, config=self.config, unload_delay=self.unload_delay) as threads:
+            async with open_thread_manager(self.home, config=self.config, unload_delay=self.unload_delay,
+                                           rollouts=self.index.rollouts) as threads:
                 self._manager = threads
                 self._nursery.start_soon(self._pump, threads.events)
                 task_status.started()
@@ -163,6 +166,7 @@ class AppServer:
                 await self._connection_left.wait()
         for conn in list(self._connections):
             conn.drop("the server is shutting down")
+        await self.index.aclose()  # what the last turns wrote is indexed
 
     async def serve_connection(self, channel: MessageChannel, *, label: str = "client") -> None:
         """Serve one client over ``channel`` until it goes away (or the server closes)."""
@@ -531,6 +535,7 @@ async def open_app_server(
     async with trio.open_nursery() as nursery:
         server = AppServer(config, Path(home), nursery, unload_delay=unload_delay, model_provider=model_provider,
                            outgoing_limit=outgoing_limit, multi_agent=multi_agent, web_search=web_search)
+        await nursery.start(server.index.run)  # opens or rebuilds the index in a thread: returns at once
         await nursery.start(server._run_manager)
         try:
             yield server

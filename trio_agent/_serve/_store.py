@@ -90,6 +90,7 @@ class ThreadStore:
     def __init__(self, home: Path) -> None:
         self.folder = home / "app-server" / "threads"
         self._reported = False
+        self.on_write: Callable[[str], None] | None = None  # told each thread whose record was written (the index)
 
     def _path(self, thread_id: str) -> Path:
         return self.folder / f"{thread_id}.jsonl"
@@ -105,6 +106,8 @@ class ThreadStore:
                     view = view[os.write(fd, view):]
             finally:
                 os.close(fd)
+            if self.on_write is not None:
+                self.on_write(thread_id)
         except OSError as exc:
             if not self._reported:
                 self._reported = True

@@ -20,7 +20,13 @@ about this server's threads, none is ignored:
 ``currentAccountOnly`` changes nothing (the server has one account, and every thread is
 its). Sorted by ``sortKey`` (``created_at``, the default and what ``section_position``
 means without sections; ``updated_at``; ``recency_at``), newest first unless
-``sortDirection: "asc"``; paged by ``limit``/``cursor``.
+``sortDirection: "asc"``; paged by ``limit``/``cursor``; ties (equal times) newest
+rollout first.
+
+Where the threads come from: an unloaded thread's row in the thread index
+(``_thread_index``: SQLite, read in a worker thread, checked against the thread's
+files), a loaded thread's view from memory, merged in the same order. A thread whose
+record or rollout is damaged is left out (``thread/read`` says what is wrong with it).
 """
 
 from __future__ import annotations
@@ -30,10 +36,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._connection import Connection, Reply
-from ._jsonrpc import InvalidParams, InvalidRequest
+from ._index_db import Query
+from ._index_files import CHILD, ROOT
+from ._jsonrpc import InvalidParams
 from ._params import Params, shown
 from ._shapes import ThreadMeta
-from ._thread_methods import any_thread_view, page
+from ._thread_index import Shown
+from ._thread_methods import loaded, page_bounds
 
 if TYPE_CHECKING:
     from ._server import AppServer
@@ -47,6 +56,7 @@ _KINDS = frozenset({*_INTERACTIVE, "subAgent", "subAgentReview", "subAgentCompac
                     "subAgentOther", "unknown"})
 _SORT_KEYS = {"created_at": "createdAt", "updated_at": "updatedAt", "recency_at": "recencyAt",
               "section_position": "createdAt"}
+_COLUMNS = {"createdAt": "created", "updatedAt": "updated", "recencyAt": "updated"}
 
 
 def _strings(params: Params, name: str, *, limit: int | None = None) -> frozenset[str] | None:
@@ -115,8 +125,9 @@ class ListFilter:
             excluded=_strings(params, "excludedThreadIds", limit=MAX_IDS) or frozenset(), nowhere=_nowhere(params),
         )
 
-    def keeps(self, view: Json, meta: ThreadMeta, metas: dict[str, ThreadMeta]) -> bool:
-        kind = "subAgentThreadSpawn" if meta.parent_thread_id is not None else "appServer"
+    def keeps(self, view: Json, meta: ThreadMeta) -> bool:
+        """Whether a loaded thread is listed, but for ``ancestor`` (the index knows the family)."""
+        kind = CHILD if meta.parent_thread_id is not None else ROOT
         return not (
             self.nowhere or meta.archived != self.archived or kind not in self.kinds
             or (self.cwds is not None and view["cwd"] not in self.cwds)
@@ -125,40 +136,56 @@ class ListFilter:
             or (self.providers and view["modelProvider"] not in self.providers)
             or (self.originators is not None and meta.originator not in self.originators)
             or (self.parent is not None and meta.parent_thread_id != self.parent)
-            or (self.ancestor is not None and self.ancestor not in _ancestors(meta, metas))
             or (self.included is not None and meta.thread_id not in self.included)
             or meta.thread_id in self.excluded
         )
 
+    def query(self, *, loaded: list[str], column: str, descending: bool, limit: int, provider: str) -> Query:
+        def listed(values: frozenset[str] | None) -> list[str] | None:
+            return sorted(values) if values is not None else None
 
-def _ancestors(meta: ThreadMeta, metas: dict[str, ThreadMeta]) -> list[str]:
-    found: list[str] = []
-    parent = meta.parent_thread_id
-    while parent is not None and parent not in found:
-        found.append(parent)
-        above = metas.get(parent)
-        parent = above.parent_thread_id if above is not None else None
-    return found
+        return Query(
+            archived=self.archived, kinds=[kind for kind in (ROOT, CHILD) if kind in self.kinds],
+            cwds=listed(self.cwds), search=self.search, providers=listed(self.providers or None),
+            originators=listed(self.originators), parent=self.parent, ancestor=self.ancestor,
+            included=listed(self.included), excluded=sorted(self.excluded), loaded=loaded, sort=column,
+            descending=descending, limit=limit, server_provider=provider,
+        )
+
+
+def _loaded(server: AppServer, wanted: ListFilter, key: str) -> tuple[list[str], list[Shown]]:
+    """Every loaded thread's id, and those of them with a rollout that ``wanted`` keeps."""
+    ids: list[str] = []
+    kept: list[Shown] = []
+    for thread_id in server.threads.loaded():
+        state = loaded(server, thread_id)
+        if state is None:
+            continue
+        ids.append(thread_id)
+        rollout = state.agent.rollout if state.agent is not None else None
+        if rollout is None or state.meta.ephemeral:  # not a durable thread: never listed
+            continue
+        view = server.thread_view(state, turns=False)
+        if wanted.keeps(view, state.meta):
+            kept.append(Shown(view, view[key] or 0, "/".join(rollout.path.parts[-4:])))
+    return ids, kept
 
 
 async def thread_list(server: AppServer, conn: Connection, params: Params) -> Reply:
     wanted = ListFilter.of(params)
-    candidates: list[tuple[Json, ThreadMeta]] = []
-    for thread_id in server.threads.stored():
-        try:
-            candidates.append(any_thread_view(server, thread_id, turns=False))
-        except InvalidRequest:  # a rollout without a readable record or meta: not listed
-            continue
-    metas = {meta.thread_id: meta for _, meta in candidates}
-    threads = [view for view, meta in candidates if wanted.keeps(view, meta, metas)]
     sort_key = params.opt_string("sortKey") or "created_at"
     if sort_key not in _SORT_KEYS:
         raise InvalidParams(f"thread/list: `sortKey` must be one of {', '.join(_SORT_KEYS)} or null, "
                             f"got {shown(sort_key)}")
     key = _SORT_KEYS[sort_key]
-    threads.sort(key=lambda thread: thread[key] or 0, reverse=params.opt_string("sortDirection") != "asc")
-    data, next_cursor = page(params, threads)
-    return Reply({"data": data, "nextCursor": next_cursor, "backwardsCursor": None})
+    start, end = page_bounds(params)
+    if wanted.nowhere or not {ROOT, CHILD} & wanted.kinds:
+        return Reply({"data": [], "nextCursor": None, "backwardsCursor": None})
+    ids, kept = _loaded(server, wanted, key)
+    query = wanted.query(loaded=ids, column=_COLUMNS[key], descending=params.opt_string("sortDirection") != "asc",
+                         limit=end + 1, provider=server.model_provider)
+    found = await server.index.page(query, kept, start)
+    return Reply({"data": found.views, "nextCursor": str(end) if found.more else None, "backwardsCursor": None})
 
 
 METHODS = {"thread/list": thread_list}

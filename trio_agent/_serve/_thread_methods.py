@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._rollout import RolloutConfig, read_history
+from .._rollout import read_history
 from .._session.snapshot import SessionSnapshot
 from .._threads import ThreadError, ThreadStatus
 from .._tools._sandbox import SandboxUnavailable
@@ -182,7 +182,7 @@ def _stored_meta(server: AppServer, thread_id: str, *, with_turns: bool,
             meta.updated_at = (turns[-1].completed_at_ms or 0) // 1000 or None
         return meta, turns, stored.usage_total, restored
     try:
-        path = RolloutConfig(server.home).find(thread_id)
+        path = server.index.rollouts.find(thread_id)
     except Exception as exc:  # an id that cannot name a rollout
         raise InvalidRequest(f"thread not found: {thread_id} ({exc})") from exc
     if path is None:
@@ -296,20 +296,25 @@ def any_thread_view(server: AppServer, thread_id: str, *, turns: bool) -> tuple[
     if state is not None:
         return server.thread_view(state, turns=turns), state.meta
     meta, stored_turns, _ = stored_meta(server, thread_id, with_turns=turns)
-    path = RolloutConfig(server.home).find(thread_id)
+    path = server.index.rollouts.find(thread_id)
     view = thread_json(meta, ThreadStatus.NOT_LOADED, path=str(path) if path else None,
                        turns=stored_turns if turns else None)
     return view, meta
 
 
-def page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
-    """One page of ``items`` (``limit``, ``cursor``: an offset this server gave out)."""
+def page_bounds(params: Params) -> tuple[int, int]:
+    """Where a page starts and ends (``limit``, ``cursor``: an offset this server gave out)."""
     cursor = params.opt_string("cursor")
     limit = params.opt_int("limit") or DEFAULT_PAGE
     if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) < 19):  # an offset we gave out
         raise InvalidParams(f"{params.method}: `cursor` {shown(cursor)} is not a cursor this server gave out")
     start = int(cursor) if cursor else 0
-    end = start + min(limit, MAX_PAGE)
+    return start, start + min(limit, MAX_PAGE)
+
+
+def page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
+    """One page of ``items`` (see ``page_bounds``) and the next page's cursor."""
+    start, end = page_bounds(params)
     return items[start:end], str(end) if end < len(items) else None
 
 
