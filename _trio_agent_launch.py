@@ -115,10 +115,13 @@ PROTOCOL = 2
 SECOND_SIGNAL_GRACE = 2.0
 
 # The options of ``trio-agent run`` the daemon serves: flags, and options with a value.
-_FLAGS = frozenset({"--local", "--jsonl", "--no-web-search", "--image-generation", "--network", "--writable-git"})
+_FLAGS = frozenset({"--local", "--jsonl", "--json", "--no-web-search", "--image-generation", "--network",
+                    "--writable-git"})
 _VALUED = frozenset({
     "--thinking", "--workspace", "--model", "--api-base", "--websocket-url", "--transport", "--max-attempts",
     "--instructions", "--mcp", "--mcp-stdio", "--mcp-arg", "--sandbox", "--writable-root", "--ask-for-approval",
+    # codex's spellings of the same options (_cli_codex)
+    "-m", "-C", "--cd", "-s", "--add-dir", "-a",
 })
 
 
@@ -211,13 +214,15 @@ def prompt_index(argv: list[str]) -> int | None:
                     return None
                 value = argv[i]
             if (name == "--instructions" and value.startswith("@")) or (
-                    name == "--ask-for-approval" and value != "never"):
+                    name in ("--ask-for-approval", "-a") and value != "never"):
                 return None  # a file read at start-up, a terminal approver: in-process
         elif found is None:
             found = i
         else:
             return None  # a second positional: let argparse say what is wrong
         i += 1
+    if found is None or argv[found] == "-" or not argv[found].strip():
+        return None  # the prompt is on stdin, or blank (its one-line error): in-process
     return found
 
 

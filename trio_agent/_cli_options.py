@@ -45,6 +45,7 @@ ENVIRONMENT = (
     ("TRIO_AGENT_DAEMON", "auto: start a warm daemon when none answers (this run stays in-process)"),
     ("TRIO_AGENT_DAEMON_DIR", "the warm daemon's directory (default: $XDG_RUNTIME_DIR/trio-agent, "
                               "else /tmp/trio-agent-$UID)"),
+    ("TRIO_AGENT_DAEMON_VERBOSE", "1: say on stderr whether the warm daemon served the run, and if not, why"),
 )
 #: The variables that name a Responses endpoint (they need a credential, as their flags do).
 _ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_BASE_URL", "OPENAI_RESPONSES_WEBSOCKET_URL")

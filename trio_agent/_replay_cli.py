@@ -75,7 +75,10 @@ async def _interruptible(cassette: Cassette, workspace: Path, timing: float, mat
     async with open_interrupts(Interrupts(), on_interrupt) as interrupts:
         with replaying:
             return await _replay(cassette, workspace, timing, match, limit)
-    print(f"-- cancelled by {interrupts.name}: the replay, after {trio.current_time() - started:.1f} s", flush=True)
+        # Said while signals are still caught, then ignored: one line, whatever comes after (as `run`).
+        print(f"-- cancelled by {interrupts.name}: the replay, after {trio.current_time() - started:.1f} s",
+              file=sys.stderr, flush=True)
+        interrupts.settle()
     return interrupts.exit_code
 
 

@@ -134,9 +134,13 @@ def test_directory_checks(tmp_path: Path) -> None:
     (["run", "--instructions", "@file.md", "hi"], None),
     (["run", "--ask-for-approval", "on-request", "hi"], None),
     (["run", "--help"], None),
-    (["run", "--jso", "hi"], None),  # an abbreviation argparse would accept
+    (["run", "--jso", "hi"], None),  # an abbreviation (refused by the CLI's parser)
     (["run", "--", "-hi"], None),
     (["run", "--model"], None),
+    (["run", "-m", "m", "-C", "/w", "--cd=/w", "-s", "read-only", "--json", "-a", "never", "hi"], 11),
+    (["run", "-a", "untrusted", "hi"], None),  # a terminal approver
+    (["run", "-"], None),  # the prompt on stdin
+    (["run", "--local", "  "], None),  # blank: the CLI's one-line error
     (["serve"], None),
     ([], None),
 ])

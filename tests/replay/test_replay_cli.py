@@ -68,3 +68,46 @@ def test_a_cassette_that_cannot_be_replayed_exits_2_saying_why(tmp_path: Path) -
     assert "the last line is not complete JSON" in replayed.stderr and "truncated" in replayed.stderr
     missing = cli("replay", str(tmp_path / "nope.jsonl"), cwd=tmp_path)
     assert missing.returncode == 2 and "no such cassette" in missing.stderr
+
+
+async def test_ctrl_c_cancels_a_replay_with_one_line_on_stderr(tmp_path: Path) -> None:
+    """A replay's command runs for real: one that waits (only when replayed: ``go``
+    exists then) is cancelled by SIGINT; one ``-- cancelled`` line on stderr, 130, and
+    a second SIGINT after that line changes nothing (the replay settled, as ``run``)."""
+    import signal
+
+    import trio
+
+    from tests._os_facts import wait_for_os_fact, wait_no_processes_in
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    command = "run: if [ -e go ]; then touch running; sleep 60; fi; echo ok"
+    recorded = cli("run", "--record", "session.jsonl", "--workspace", str(workspace), command, cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr
+    (workspace / "go").touch()
+    script = Path(sys.executable).parent / "trio-agent"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    with (tmp_path / "out").open("w") as out, (tmp_path / "err").open("w") as err:
+        process = await trio.lowlevel.open_process(
+            [str(script), "replay", "session.jsonl", "--workspace", str(workspace)], cwd=tmp_path, env=env,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        try:
+            await wait_for_os_fact((workspace / "running").exists, "the replayed command starting")
+            process.send_signal(signal.SIGINT)
+            await wait_for_os_fact(lambda: "-- cancelled" in (tmp_path / "err").read_text(), "the cancelled line")
+            process.send_signal(signal.SIGINT)  # after the line: ignored
+            with trio.fail_after(60):
+                code = await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    assert code == 130
+    assert (tmp_path / "out").read_text() == ""
+    lines = (tmp_path / "err").read_text().splitlines()
+    assert [line for line in lines if line.startswith("-- cancelled")] == [lines[-1]]
+    assert lines[-1].startswith("-- cancelled by Ctrl-C: the replay, after ")
+    assert "Traceback" not in (tmp_path / "err").read_text()
+    await wait_no_processes_in(workspace)
