@@ -38,7 +38,8 @@ async def test_the_profiles_output_reaches_neither_the_user_nor_the_model(
         assert "Traceback" not in out + err
         for noise in (NOISE_OUT, NOISE_ERR, REHASH):
             assert noise not in out and noise not in err
-    assert "  | var=from-the-profile\n  | profile-tool ran\n" in human.stdout.decode()  # positive control
+    # positive control: the command's output, shown on stderr (stdout carries only the answer)
+    assert "  | var=from-the-profile\n  | profile-tool ran\n" in human.stderr.decode()
     events = [json.loads(line) for line in jsonl.stdout.decode().splitlines()]
     sent = [e["payload"]["event"] for e in events
             if e["type"] == "api.event" and e["payload"]["direction"] == "outbound"]
