@@ -156,9 +156,19 @@ class DurableSession:
     def in_workspace(self, workspace: str | os.PathLike[str]) -> DurableSession:
         """The same session, to be resumed in ``workspace`` instead of the directory it
         recorded (gone, or moved): the snapshot's workspace becomes it, so ``resume=``
-        accepts an agent running there."""
+        accepts an agent running there, and -- when that is another directory and the
+        session has history -- its history ends with a new ``<environment_context>``
+        message naming it (and its ``AGENTS.md``), as codex tells the model on a resume
+        in another directory; a resumed agent's rollout records it when the agent opens."""
         where = os.path.realpath(workspace)
-        return attrs.evolve(self, workspace=where, snapshot=attrs.evolve(self.snapshot, workspace=where))
+        history = self.snapshot.history
+        if history and (not self.workspace or os.path.realpath(self.workspace) != where):
+            from ._ids import new_item_id
+            from ._runtime._context_io import context_user_message
+
+            history = [*history, {"type": "message", "id": new_item_id("message"), **context_user_message(Path(where))}]
+        snapshot = attrs.evolve(self.snapshot, workspace=where, history=history)
+        return attrs.evolve(self, workspace=where, snapshot=snapshot)
 
     def resume_config(self, config: AgentConfig) -> AgentConfig:
         """``config`` set to continue this session in its own file: its ``session_id``,

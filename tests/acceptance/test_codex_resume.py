@@ -80,6 +80,9 @@ async def test_a_codex_session_resumes_with_its_instructions_and_continues_its_o
     assert appended and [line["ordinal"] for line in appended] == list(range(len(before), len(after)))
     assert [line["type"] for line in appended].count("session_meta") == 0
     assert any(line["type"] == "response_item" and "NEXT-PROMPT" in json.dumps(line) for line in appended)
+    # The model is told where it now runs (codex's context names the recorded directory), once.
+    moved = [line for line in appended if f"<cwd>{workspace}</cwd>" in json.dumps(line)]
+    assert len(moved) == 1 and moved[0]["type"] == "response_item" and replayed.count(f"<cwd>{workspace}</cwd>") == 1
 
 
 async def test_our_own_rollouts_stay_legacy_without_ordinals(
