@@ -52,6 +52,7 @@ __all__ = ["MAX_SESSION_BYTES", "add_resume_command", "prepare_resume"]
 #: any context window holds, even with the history compactions replaced.
 MAX_SESSION_BYTES = 256 << 20
 _NOT_COPIED = ("prompt", "ephemeral")  # run's, not resume's
+_CHUNK = 1 << 16  # what _more_than_one_line reads at a time
 
 
 def add_resume_command(sub: argparse._SubParsersAction[SubcommandParser],
@@ -138,16 +139,35 @@ def _find(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Ma
 
 
 def _latest(home: Path) -> Path | None:
-    """The most recently written rollout file of ``home``."""
-    best: tuple[float, Path] | None = None
+    """The most recently written rollout file of ``home`` that holds more than its
+    ``session_meta`` line (an agent opened and never prompted -- a warm daemon's spare --
+    leaves only that)."""
+    found: list[tuple[float, Path]] = []
     for path in (home / "sessions").glob("*/*/*/rollout-*.jsonl"):
         try:
-            when = path.stat().st_mtime
+            found.append((path.stat().st_mtime, path))
         except OSError:
             continue
-        if path.is_file() and (best is None or when > best[0]):
-            best = (when, path)
-    return None if best is None else best[1]
+    for _, path in sorted(found, reverse=True):
+        if _more_than_one_line(path):
+            return path
+    return None
+
+
+def _more_than_one_line(path: Path) -> bool:
+    """Whether anything follows the file's first line (read as far as its end)."""
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            offset = 0
+            while chunk := file.read(_CHUNK):
+                newline = chunk.find(b"\n")
+                if newline >= 0:
+                    return offset + newline + 1 < size
+                offset += len(chunk)
+    except OSError:
+        pass
+    return False
 
 
 def _load(parser: argparse.ArgumentParser, path: Path) -> ta.DurableSession:

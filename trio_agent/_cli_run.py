@@ -145,7 +145,8 @@ async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Pri
             print(f"trio-agent: {exc} (here: --sandbox danger-full-access)", file=sys.stderr)
             return 2
         except ta.RolloutError as exc:  # the session's file: locked by a live run, or the home not writable
-            print(f"trio-agent: {exc} (or run with --ephemeral)", file=sys.stderr)
+            print(f"trio-agent: {exc}" + ("" if args.command == "resume" else " (or run with --ephemeral)"),
+                  file=sys.stderr)
             return 2
     announce_session(config)
     return code

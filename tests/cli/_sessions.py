@@ -24,8 +24,8 @@ Json = dict[str, Any]
 
 
 def user_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return cli_env(TRIO_AGENT_HOME=str(tmp_path / "home"), CODEX_HOME=str(tmp_path / "codex-home"),
-                   OPENAI_API_KEY="sk-test", **extra)
+    return cli_env(**{"TRIO_AGENT_HOME": str(tmp_path / "home"), "CODEX_HOME": str(tmp_path / "codex-home"),
+                      "OPENAI_API_KEY": "sk-test", **extra})
 
 
 def session_files(home: Path) -> list[Path]:
@@ -58,9 +58,11 @@ async def turn(server: FakeResponsesServer, tmp_path: Path, *args: str, reply: s
         seen.append(request)
         await request.send_sse(answer(f"resp-{len(seen)}", reply))
 
-    async with scripted(model, 90):
+    async with scripted(model, 90) as nursery:
         ran = await script(*args[:1], "--api-base", server.http_base_url, "--transport", "https", *args[1:],
                            cwd=cwd or tmp_path, env=env or user_env(tmp_path), seconds=80)
+        if not seen:  # the command ended without asking the model: show what it said
+            nursery.cancel_scope.cancel()
     assert seen, (ran.code, ran.out, ran.err)
     return ran, seen[0]
 
