@@ -321,8 +321,7 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
         _verbose(f"the daemon answered: {reply[9:]}" if reply is not None and reply.startswith("fallback ")
                  else "the daemon went away before it answered")
         return None  # "fallback ...", or the daemon went away: in-process
-    if os.environ.get("TRIO_AGENT_DAEMON_VERBOSE", "0") not in ("", "0"):
-        os.write(2, b"trio-agent: served by the warm daemon\n")
+    # (TRIO_AGENT_DAEMON_VERBOSE's "served by the warm daemon" is the worker's to say: _daemon_worker)
     return _wait_exit(sock, lines)
 
 

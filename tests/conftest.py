@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,10 @@ from trio_agent.testing import scripted as scripted
 os.environ["CODEX_HOME"] = str(Path(__file__).parent / "fixtures" / "no-codex-home")
 # Nor does it send runs to a warm daemon the developer runs (tests/daemon start their own).
 os.environ["TRIO_AGENT_NO_DAEMON"] = "1"
+# Nor keep the sessions of its `trio-agent run`s in the developer's ~/.trio-agent (tests of
+# sessions give each command a home of its own).
+os.environ["TRIO_AGENT_HOME"] = tempfile.mkdtemp(prefix="trio-agent-test-home-")
+atexit.register(shutil.rmtree, os.environ["TRIO_AGENT_HOME"], ignore_errors=True)
 
 # The suite runs derandomized by default (the same examples every run, so CI and the
 # README command cannot flake) and without per-example deadlines. Explore new examples

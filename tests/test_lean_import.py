@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import attrs
+import pytest
 
 import trio_agent
 
@@ -110,10 +111,13 @@ def test_a_lazy_name_whose_module_fails_says_so(tmp_path: Path) -> None:
     _modules_after(code, tmp_path)
 
 
-def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("keeps", [False, True])
+def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_path: Path, keeps: bool) -> None:
+    # A run keeps its session (a rollout) unless --ephemeral: only then the rollout modules.
+    options = "" if keeps else "'--ephemeral', "
     code = (
         "import runpy, sys\n"
-        "sys.argv = ['trio-agent', 'run', '--local', 'hello']\n"
+        f"sys.argv = ['trio-agent', 'run', '--local', {options}'hello']\n"
         "try:\n"
         "    runpy.run_module('trio_agent', run_name='__main__')\n"
         "except SystemExit as exc:\n"
@@ -123,7 +127,8 @@ def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_
     assert "trio_agent._local_model" in modules and "trio_agent._cli_run" in modules  # it did run
     assert _loaded(modules, NEVER) == []
     assert _loaded(modules, PER_CALL) == []
-    assert _loaded(modules, ON_FIRST_READ) == []
+    kept = ["trio_agent._rollout", "trio_agent._session.snapshot"] if keeps else []
+    assert _loaded(modules, ON_FIRST_READ) == kept
 
 
 def test_internal_records_are_not_attrs_classes() -> None:

@@ -48,7 +48,9 @@ from ._cli_app_server import add_app_server_command, add_server_options, app_ser
 from ._cli_codex import add_config_option
 from ._cli_options import add_run_options, connection_settings, environment_epilog, run_settings
 from ._cli_parser import Parser, SubcommandParser, refuse
+from ._cli_resume import add_resume_command, prepare_resume
 from ._cli_serve_options import listener_options_given
+from ._cli_sessions import add_session_options
 from ._cli_signals import Interrupts, exit_on_signal, interrupted_only
 from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
 
@@ -58,7 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 #: The commands that take codex's top-level ``-c key=value`` options (``args.codex_config``).
-_CODEX_COMMANDS = ("run", "app-server", "exec")
+_CODEX_COMMANDS = ("run", "resume", "app-server", "exec")
 
 
 def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -95,8 +97,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
     )
     add_record_option(run)
     add_run_options(run)
-    # Sessions (issue 24): `add_session_options(run)` (--ephemeral, ...) goes here, and
-    # `add_resume_command(sub)` below, after `run` and before `serve`.
+    add_session_options(run)  # sessions (issue 24): --ephemeral; `resume` takes run's options
+    add_resume_command(sub, run)
     serve = sub.add_parser("serve", help="serve threads over the Codex app-server protocol (JSON-RPC)")
     serve.add_argument("--listen", default=None, metavar="ws://HOST:PORT",
                        help="serve any number of clients over WebSocket (default: one client on stdio)")
@@ -186,7 +188,10 @@ def _main(argv: list[str]) -> int:
         from ._serve._command import serve_main
 
         return serve_main(args, connection_settings(serve_parser, args, os.environ))
+    run_parser = getattr(args, "command_parser", run_parser)  # resume's own parser (_cli_resume)
     settings = run_settings(run_parser, args, os.environ)
+    if args.command == "resume":
+        prepare_resume(run_parser, args, os.environ)
     from ._cli_prompt import PromptError, read_prompt
 
     try:

@@ -36,6 +36,7 @@ import trio_agent as ta
 
 from ._cli_options import RunSettings
 from ._cli_output import HumanPrinter, JsonlPrinter
+from ._cli_sessions import announce_session, session_config
 from ._cli_signals import Interrupts, open_interrupts
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
 
             approval = ta.Approvals(settings.approval, hook=_asking(TerminalApprover(nursery), printer))
         try:
-            config = ta.AgentConfig(
+            config = session_config(ta.AgentConfig(
                 auth=settings.key or "local-key",
                 thinking=ta.Thinking(args.thinking),
                 workspace=args.workspace or Path.cwd(),
@@ -125,7 +126,7 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
                 tracing=tracing,
                 record=args.record,
                 **({"model": args.model} if args.model else {}),
-            )
+            ), args)
         except ta.ConfigError as exc:
             print(f"trio-agent: {exc}", file=sys.stderr)
             nursery.cancel_scope.cancel()
@@ -165,6 +166,11 @@ async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Pri
         except ta.SandboxUnavailable as exc:
             print(f"trio-agent: {exc} (here: --sandbox danger-full-access)", file=sys.stderr)
             return 2
+        except ta.RolloutError as exc:  # the session's file: locked by a live run, or the home not writable
+            print(f"trio-agent: {exc}" + ("" if args.command == "resume" else " (or run with --ephemeral)"),
+                  file=sys.stderr)
+            return 2
+    announce_session(config)
     return code
 
 

@@ -119,6 +119,10 @@ def _attach(message: dict[str, Any], fds: list[int], recorder: _Recorder) -> Non
     close_fds(fds)
     os.environ.clear()
     os.environ.update(message["env"])
+    if os.environ.get("TRIO_AGENT_DAEMON_VERBOSE", "0") not in ("", "0"):
+        # Said here, before anything of the run, not by the client after the daemon's "ok":
+        # the client's stderr is this worker's now, and the two writers would interleave.
+        os.write(2, b"trio-agent: served by the warm daemon\n")
     assert sys.__stdout__ is not None and sys.__stderr__ is not None
     # Python chose stdout's buffering for the daemon's log file; the client's may be a terminal.
     sys.__stdout__.reconfigure(line_buffering=os.isatty(1))

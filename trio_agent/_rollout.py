@@ -33,6 +33,18 @@ Theory of operation (durability, issue 8):
   its whole life; a second writer of the same thread, in this process or another, is
   refused with ``RolloutError``. The kernel drops the lock when the descriptor is closed
   or its process dies, SIGKILL included (descriptors are not inherited by commands).
+- *Codex's files stay codex's.* A resumed codex rollout is appended to in its own
+  format: a *paginated* one (``history_mode: "paginated"``, every line numbered by an
+  envelope ``ordinal``) gets the ordinals that continue its sequence on every line we
+  write -- codex refuses a file whose last line has none -- and only a write that
+  reached the file uses one up; a legacy one gets none, as codex writes it.
+
+Resuming (issue 24): ``load_session(thread_id, workspace=...)`` or
+``RolloutConfig.load_file(path)`` give a ``DurableSession``; its ``resume_config(config)``
+is ``config`` with everything a resume needs that a user would otherwise have to know:
+the session id, the rollout, the snapshot, the session's own instructions (a codex
+session's base prompt), and the workspace -- the recorded one, or the one chosen when
+loading, since the recorded directory may be gone.
 """
 
 from __future__ import annotations
@@ -42,7 +54,7 @@ import fcntl
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Literal, final, get_args
+from typing import TYPE_CHECKING, Any, Literal, final, get_args
 
 import attrs
 
@@ -53,6 +65,9 @@ from ._rollout_closing import INTERRUPTED_OUTPUT, INTERRUPTED_TEXT, close_interr
 from ._rollout_lines import Parsed, parse
 from ._session.history import History
 from ._session.snapshot import SessionSnapshot
+
+if TYPE_CHECKING:
+    from ._config import AgentConfig
 
 __all__ = ["INTERRUPTED_OUTPUT", "INTERRUPTED_TEXT", "DurableSession", "FsyncPolicy", "RolloutConfig", "RolloutError",
            "RolloutWarning", "RolloutWriter", "read_history"]
@@ -90,8 +105,10 @@ def rollout_timestamp() -> str:
 _now = rollout_timestamp
 
 
-def _line(kind: str, payload: dict[str, Any]) -> str:
-    return dumps({"timestamp": _now(), "type": kind, "payload": payload}) + "\n"
+def _line(kind: str, payload: dict[str, Any], ordinal: int | None = None) -> str:
+    if ordinal is None:
+        return dumps({"timestamp": _now(), "type": kind, "payload": payload}) + "\n"
+    return dumps({"timestamp": _now(), "ordinal": ordinal, "type": kind, "payload": payload}) + "\n"
 
 
 def _check_thread_id(thread_id: str) -> None:
@@ -128,6 +145,43 @@ class DurableSession:
         """``(thread_id, snapshot, rollout_config)``: pass them as ``session_id=``,
         ``resume=`` and ``rollout=`` to continue the same thread and file."""
         return self.thread_id, self.snapshot, self.rollout_config
+
+    @property
+    def instructions(self) -> str | None:
+        """The session's own instructions (its ``session_meta.base_instructions``: ours,
+        or codex's base prompt), which a resuming agent must use; None when the file
+        records none (any instructions resume it)."""
+        return self.snapshot.instructions
+
+    def in_workspace(self, workspace: str | os.PathLike[str]) -> DurableSession:
+        """The same session, to be resumed in ``workspace`` instead of the directory it
+        recorded (gone, or moved): the snapshot's workspace becomes it, so ``resume=``
+        accepts an agent running there, and -- when that is another directory and the
+        session has history -- its history ends with a new ``<environment_context>``
+        message naming it (and its ``AGENTS.md``), as codex tells the model on a resume
+        in another directory; a resumed agent's rollout records it when the agent opens."""
+        where = os.path.realpath(workspace)
+        history = self.snapshot.history
+        if history and (not self.workspace or os.path.realpath(self.workspace) != where):
+            from ._ids import new_item_id
+            from ._runtime._context_io import context_user_message
+
+            history = [*history, {"type": "message", "id": new_item_id("message"), **context_user_message(Path(where))}]
+        snapshot = attrs.evolve(self.snapshot, workspace=where, history=history)
+        return attrs.evolve(self, workspace=where, snapshot=snapshot)
+
+    def resume_config(self, config: AgentConfig) -> AgentConfig:
+        """``config`` set to continue this session in its own file: its ``session_id``,
+        ``rollout``, ``resume=`` snapshot (none for a session without history yet: the
+        agent continues the file from the start), the session's ``workspace`` (choose
+        another with ``load_session(..., workspace=)``) and its ``instructions`` when it
+        records any. Everything else -- auth, model, tools, sandbox -- is ``config``'s.
+        Raises what ``AgentConfig`` raises (``ConfigError``, ``InvalidSessionSnapshot``)."""
+        return attrs.evolve(
+            config, session_id=self.thread_id, rollout=self.rollout_config, workspace=Path(self.workspace),
+            resume=self.snapshot if self.snapshot.history else None,
+            instructions=self.instructions if self.instructions is not None else config.instructions,
+        )
 
 
 @attrs.frozen  # not final: trio-agent serve's ``IndexedRollouts`` finds rollouts through its index
@@ -182,15 +236,24 @@ class RolloutConfig:
         folder = self.home / "sessions" / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}"
         return folder / f"rollout-{now:%Y-%m-%dT%H-%M-%S}-{thread_id}.jsonl"
 
-    def load_session(self, thread_id: str) -> DurableSession:
-        """Rebuild the session of ``thread_id`` from its rollout, ready to resume.
+    def load_session(self, thread_id: str, *, workspace: str | os.PathLike[str] | None = None) -> DurableSession:
+        """Rebuild the session of ``thread_id`` from its rollout, ready to resume
+        (``DurableSession.resume_config`` makes the agent's config of it).
+
+        ``workspace`` is where the resumed agent runs: by default the one the session
+        recorded (``session_meta.cwd``), which an agent can resume only while it is a
+        directory; another one (that recorded directory is gone, or the work moved)
+        becomes the snapshot's, so ``resume=`` accepts it.
 
         A torn last line is skipped with a ``RolloutWarning``; a damaged line before it
-        raises ``InvalidSessionSnapshot``. Tool calls left without an output by a
-        process that died mid-turn are answered as aborted (``interrupted_calls``),
-        and a turn it began and never ended (the journal's ``task_started`` without its
-        end) is closed with the ``<turn_aborted>`` marker, as a cancelled turn is.
-        Reading takes no lock: a live agent's file loads as far as it is written.
+        raises ``InvalidSessionSnapshot``, as does a ``session_meta.id`` other than the
+        thread id. Tool calls left without an output by a process that died mid-turn
+        are answered as aborted (``interrupted_calls``), and a turn it began and never
+        ended (the journal's ``task_started`` without its end) is closed with the
+        ``<turn_aborted>`` marker, as a cancelled turn is. Reading takes no lock: a
+        live agent's file loads as far as it is written. Codex's rollouts load too
+        (their ``base_instructions`` become ``instructions``); appending to one keeps
+        it resumable by codex (``RolloutWriter``).
         """
         path = self.find(thread_id)
         if path is None:
@@ -201,6 +264,11 @@ class RolloutConfig:
         meta = parsed.meta
         if meta is None:
             raise InvalidSessionSnapshot(f"{path} has no session_meta line; it is not a trio_agent rollout")
+        if isinstance(meta.get("id"), str) and meta["id"] != thread_id:
+            raise InvalidSessionSnapshot(
+                f"{path} records session {meta['id']!r:.80}, but its name says {thread_id!r}; rename it after its "
+                "session_meta.id or move it out of the rollout home"
+            )
         history, interrupted = close_interrupted_turn(parsed.history, parsed.last_turn)
         snapshot = SessionSnapshot(
             model=_text(meta, "model", ""),
@@ -211,7 +279,27 @@ class RolloutConfig:
             history=history,
             instructions=(meta.get("base_instructions") or {}).get("text"),
         )
-        return DurableSession(thread_id, snapshot.workspace, path.resolve(), snapshot, self, interrupted)
+        session = DurableSession(thread_id, snapshot.workspace, path.resolve(), snapshot, self, interrupted)
+        return session if workspace is None else session.in_workspace(workspace)
+
+    @classmethod
+    def load_file(cls, path: str | os.PathLike[str], *, workspace: str | os.PathLike[str] | None = None,
+                  fsync: FsyncPolicy = "flush") -> DurableSession:
+        """``load_session`` of the rollout file ``path`` (ours or codex's), with the home
+        it lies in (``<home>/sessions/YYYY/MM/DD/rollout-...-<thread id>.jsonl``) as the
+        session's ``rollout_config``, so a resumed agent appends to that very file.
+        ``InvalidSessionSnapshot`` when the file is not so placed or named, or when the
+        home holds a newer file of the same thread."""
+        from ._rollout_files import home_of
+
+        home, thread_id = home_of(Path(path))
+        config = cls(home, fsync=fsync)
+        found = config.find(thread_id)
+        if found is None or found.resolve() != Path(path).expanduser().resolve():
+            raise InvalidSessionSnapshot(
+                f"{home} holds a newer rollout of session {thread_id!r} ({found}); resume that one by its id"
+            )
+        return config.load_session(thread_id, workspace=workspace)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -315,6 +403,7 @@ class RolloutWriter:
         self._fsync = fsync
         self._size = size  # where the last whole line ends; we are the only writer (the lock)
         self._dirty = False  # a failed write may have left bytes after ``_size``
+        self._ordinal: int | None = None  # a paginated file's next line ordinal (None: legacy, none written)
 
     @classmethod
     def open(cls, config: RolloutConfig, thread_id: str, meta: dict[str, Any], history: History) -> RolloutWriter:
@@ -364,6 +453,7 @@ class RolloutWriter:
 
     def _start(self, meta: dict[str, Any], parsed: Parsed, wanted: list[Item]) -> None:
         self._size = parsed.end
+        self._ordinal = parsed.next_ordinal
         if parsed.torn:
             self._truncate()
             _warn_torn(self.path, parsed, "cut it off before appending", stacklevel=3)  # open()'s caller
@@ -373,7 +463,7 @@ class RolloutWriter:
                     f"{self.path} has no session_meta line, so it is not a trio_agent rollout; "
                     "move it out of the rollout home or use another session id"
                 )
-            self._write(_line("session_meta", meta))
+            self._write([("session_meta", meta)])
             self.append(wanted)
             return
         written = parsed.history
@@ -385,29 +475,33 @@ class RolloutWriter:
     def append(self, items: list[Item]) -> None:
         """One ``response_item`` line per item, in one write."""
         if items:
-            self._write("".join(_line("response_item", item) for item in items))
+            self._write([("response_item", item) for item in items])
 
     def event(self, payload: dict[str, Any]) -> None:
         """An ``event_msg`` line (``payload`` has its own ``type``); loading skips it."""
-        self._write(_line("event_msg", payload))
+        self._write([("event_msg", payload)])
 
     def rewrite(self, history: list[Item], *, reason: str, message: str = "") -> None:
         """History was replaced (compaction, truncation): a ``compacted`` line whose
         ``replacement_history`` is the whole new history and whose ``message`` is a local
         compaction's summary bridge text ("" otherwise), as codex writes it."""
         payload = {"message": message, "replacement_history": history, "trio_agent_reason": reason}
-        self._write(_line("compacted", payload))
+        self._write([("compacted", payload)])
 
     def _live_fd(self) -> int:
         if self._fd is None:
             raise RolloutError(f"the rollout {self.path} is closed")
         return self._fd
 
-    def _write(self, text: str) -> None:
+    def _write(self, lines: list[tuple[str, dict[str, Any]]]) -> None:
+        """``lines`` (type, payload) in one write; in a paginated file each with the next
+        ordinal, which only a write that succeeded uses up."""
         fd = self._live_fd()
         if self._dirty:
             self._truncate()
-        data = text.encode("utf-8")
+        first = self._ordinal
+        data = "".join(_line(kind, payload, None if first is None else first + index)
+                       for index, (kind, payload) in enumerate(lines)).encode("utf-8")
         try:
             view = memoryview(data)
             while view:
@@ -420,6 +514,8 @@ class RolloutWriter:
                 raise RolloutError(f"cannot append to {self.path}: {exc}; the file ends in a partial line") from exc
             raise RolloutError(f"cannot append to {self.path}: {exc}; the partial write was rolled back") from exc
         self._size += len(data)
+        if first is not None:
+            self._ordinal = first + len(lines)
         if self._fsync == "commit":
             self.flush()
 

@@ -20,6 +20,11 @@ committed after its ``task_started`` line, in order -- so a turn whose process w
 killed (no end line) is known, with exactly the items it committed. A journal line
 whose payload is not what it should be (no object, a ``turn_id`` that is no string) is
 not a turn boundary, and is skipped like any other ``event_msg``.
+
+Ordinals. ``Parsed.next_ordinal`` is where a codex *paginated* file's line numbering
+goes on (``_Ordinals``): a writer appending to it gives each line it writes the next
+envelope ``ordinal``, as codex's own appends do; for a legacy file (ours, or codex's
+older ones) it is None and lines carry none.
 """
 
 from __future__ import annotations
@@ -59,15 +64,16 @@ class TurnLines:
 
 
 class Parsed(Record):
-    __slots__ = ("meta", "history", "end", "torn", "last_turn")  # noqa: RUF023  # field order
+    __slots__ = ("meta", "history", "end", "torn", "last_turn", "next_ordinal")  # noqa: RUF023  # field order
 
     def __init__(self, meta: dict[str, Any] | None, history: list[Item], end: int, torn: int,
-                 last_turn: TurnLines | None = None) -> None:
+                 last_turn: TurnLines | None = None, next_ordinal: int | None = None) -> None:
         self.meta = meta
         self.history = history
         self.end = end  # bytes of whole lines: where the next append belongs
         self.torn = torn  # bytes after ``end`` without a newline (a write cut short), 0 if none
         self.last_turn = last_turn
+        self.next_ordinal = next_ordinal  # the ordinal of the next line of a paginated file; None: not paginated
 
 
 def parse(path: Path, data: bytes) -> Parsed:
@@ -78,10 +84,12 @@ def parse(path: Path, data: bytes) -> Parsed:
     history: list[Item] = []
     turn: TurnLines | None = None
     offset = 0
+    ordinals = _Ordinals()
     payload: Any
     for number, raw in enumerate(data[:end].split(b"\n")[:-1], start=1):
         line = _decode(path, raw, number, offset)
         offset += len(raw) + 1
+        ordinals.saw(line)
         kind, payload = line["type"], line.get("payload")  # checked: an object for the types read
         if kind == "session_meta" and meta is None:
             meta = payload
@@ -95,7 +103,35 @@ def parse(path: Path, data: bytes) -> Parsed:
                 turn.entries.append(("compacted", None, _timestamp(line)))
         elif kind == "event_msg" and isinstance(payload, dict):
             turn = _journal(turn, payload, line)
-    return Parsed(meta, history, end, len(data) - end, turn)
+    return Parsed(meta, history, end, len(data) - end, turn, ordinals.next(meta))
+
+
+class _Ordinals:
+    """The envelope ``ordinal`` s of a file's lines. Codex's paginated rollouts
+    (``session_meta.history_mode: "paginated"``) number every line 0, 1, 2, ... and codex
+    refuses to resume one whose last line has none, so a writer appending to such a file
+    continues the sequence (``next``). A file with ordinals but no ``history_mode``
+    counts as paginated too; one without either is legacy (``None``)."""
+
+    __slots__ = ("highest", "lines", "numbered")
+
+    def __init__(self) -> None:
+        self.highest = -1
+        self.lines = 0
+        self.numbered = False
+
+    def saw(self, line: dict[str, Any]) -> None:
+        self.lines += 1
+        ordinal = line.get("ordinal")
+        if isinstance(ordinal, int) and not isinstance(ordinal, bool):
+            self.numbered = True
+            self.highest = max(self.highest, ordinal)
+
+    def next(self, meta: dict[str, Any] | None) -> int | None:
+        paginated = (meta or {}).get("history_mode") == "paginated"
+        if not (paginated or self.numbered):
+            return None
+        return self.highest + 1 if self.numbered else self.lines
 
 
 def _journal(turn: TurnLines | None, payload: dict[str, Any], line: dict[str, Any]) -> TurnLines | None:

@@ -44,7 +44,8 @@ async def test_without_bubblewrap_the_fallback_is_one_clean_line(tmp_path: Path)
     no_bwrap = tmp_path / "bin"
     no_bwrap.mkdir()
     env = {"PATH": str(no_bwrap)}
-    result = await run_cli("run", "--workspace", str(tmp_path), "hello", cwd=tmp_path, env=cli_env(**env))
+    result = await run_cli("run", "--ephemeral", "--workspace", str(tmp_path), "hello", cwd=tmp_path,
+                           env=cli_env(**env))  # --ephemeral: no session line
     assert result.returncode == 0, result.stderr.decode()
     notes = [line for line in result.stderr.decode().splitlines() if "sandbox" in line or "Warning" in line]
     assert notes == [

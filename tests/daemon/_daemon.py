@@ -40,10 +40,11 @@ def daemon_env(directory: str, **extra: str) -> dict[str, str]:
 
 
 def normalised(output: bytes) -> str:
-    """Output with the measured durations (first token, totals, tool times) blanked, and
+    """Output with the measured durations (first token, totals, tool times) and the session id blanked, and
     tool results cut to their status (a result holds its wall time, and the line is cut
     to a length, so a time's digits move what is left of it)."""
     text = re.sub(r"(\[tool\] \S+ -> \S+ in )[^\n]*", r"\1N", output.decode())
+    text = re.sub(r"(run trio-agent resume )[0-9a-f-]{36}", r"\1ID", text)  # each run's own session
     return re.sub(r"\d+(\.\d+)? (ms|s|seconds)\b", r"N \2", text)
 
 

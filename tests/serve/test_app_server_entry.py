@@ -160,7 +160,8 @@ async def test_a_bad_override_exits_2_in_one_line(tmp_path: Path, args: list[str
 
 @pytest.mark.parametrize(("argv", "says"), [
     (["app-server", "--listen", "unix://"], "--listen takes stdio:// or ws://HOST:PORT"),
-    (["-c", "model=x", "serve"], "-c/--config (codex's config overrides) applies to run and app-server and exec"),
+    (["-c", "model=x", "serve"],
+     "-c/--config (codex's config overrides) applies to run and resume and app-server and exec"),
     (["app-server", "--ws-auth", "signed-bearer-token"], "invalid choice: 'signed-bearer-token'"),
     # serve's listener policy holds here too (the loopback listener of the next test is its control)
     (["app-server", "--listen", "ws://0.0.0.0:0"], "refusing to listen on 0.0.0.0 without authentication"),
