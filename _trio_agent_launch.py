@@ -115,7 +115,7 @@ PROTOCOL = 2
 SECOND_SIGNAL_GRACE = 2.0
 
 # The options of ``trio-agent run`` the daemon serves: flags, and options with a value.
-_FLAGS = frozenset({"--local", "--jsonl", "--json", "--no-web-search", "--image-generation", "--network",
+_FLAGS = frozenset({"--local", "--jsonl", "--json", "--ephemeral", "--no-web-search", "--image-generation", "--network",
                     "--writable-git"})
 _VALUED = frozenset({
     "--thinking", "--workspace", "--model", "--api-base", "--websocket-url", "--transport", "--max-attempts",

@@ -109,3 +109,12 @@ async def open_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 await stream.aclose()
+
+
+_SESSION_HINT = "To continue this session, run trio-agent resume "
+
+
+def progress(stderr: str) -> list[str]:
+    """``run``'s stderr lines without the session's resume hint (its last line, after the
+    summary, when the run kept a session: tests/cli/test_sessions.py asserts it)."""
+    return [line for line in stderr.splitlines() if not line.startswith(_SESSION_HINT)]

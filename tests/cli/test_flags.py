@@ -15,7 +15,7 @@ import trio_agent as ta
 from trio_agent.testing import FakeHttpRequest, FakeResponsesServer, frames
 
 from ..conftest import scripted
-from ._cli import cli_env, run_cli
+from ._cli import cli_env, progress, run_cli
 
 KEY = "sk-cli-dummy"
 
@@ -70,7 +70,7 @@ async def test_api_base_with_the_https_transport_talks_to_that_server(
     assert result.stdout.decode() == "hello over https\n"  # stdout: the answer only
     err = result.stderr.decode()
     assert "local scripted model" not in err
-    assert err.splitlines()[-1].startswith("-- completed: 1 model call(s), ")
+    assert progress(err)[-1].startswith("-- completed: 1 model call(s), ")
     assert (request.method, request.path) == ("POST", "/v1/responses")
     assert request.headers["authorization"] == f"Bearer {KEY}"
     assert request.body["input"][-1]["content"][0]["text"] == "hi"

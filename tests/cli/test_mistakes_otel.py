@@ -11,7 +11,7 @@ from pathlib import Path
 import trio
 
 from ..tracing.test_cli_otel import Collector
-from ._cli import SCRIPT, cli_env, run_cli
+from ._cli import SCRIPT, cli_env, progress, run_cli
 
 ANSWER = ("Hello from trio_agent's local scripted model. You said: 'hi'. Set OPENAI_API_KEY to talk to a "
           "real model, or try `run: ls` to see the exec tool.")
@@ -33,7 +33,7 @@ async def test_otel_without_a_collector_is_one_warning_and_no_retry_lines(tmp_pa
     assert result.returncode == 0, err
     assert result.stdout.decode() == ANSWER + "\n"
     assert not [line for line in err.splitlines() if any(noise in line for noise in SDK_NOISE)], err
-    lines = err.splitlines()
+    lines = progress(err)
     assert lines[-2].startswith("-- completed: 1 model call(s), ")
     assert lines[-1] == (f"trio-agent: the OpenTelemetry collector at {endpoint} was unreachable or refused the "
                          "export; this run's spans and metrics were dropped")
@@ -47,7 +47,7 @@ async def test_otel_with_a_collector_exports_and_warns_of_nothing(nursery: trio.
     result = await run_cli("run", "--otel", "hi", cwd=tmp_path, env=env, command=SCRIPT, seconds=60)
     err = result.stderr.decode()
     assert result.returncode == 0, err
-    assert err.splitlines()[-1].startswith("-- completed: ")  # no warning after it
+    assert progress(err)[-1].startswith("-- completed: ")  # no warning after it
     assert "invoke_agent /root" in [name for name, _ in collector.spans()]
     assert "gen_ai.client.operation.time_to_first_chunk" in collector.metric_names()
 

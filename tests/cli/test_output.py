@@ -12,7 +12,7 @@ import trio_agent as ta
 from trio_agent._cli_output import HumanPrinter, JsonlPrinter, terminal_safe
 from trio_agent._cli_signals import Interrupts
 
-from ._cli import cli_env, open_cli, run_cli
+from ._cli import cli_env, open_cli, progress, run_cli
 
 
 async def test_command_output_is_shown_while_the_command_runs(tmp_path: Path) -> None:
@@ -23,7 +23,7 @@ async def test_command_output_is_shown_while_the_command_runs(tmp_path: Path) ->
         assert "  | second-line" not in cli.stderr and "[tool] exec_command ->" not in cli.stderr
         (tmp_path / "go").touch()
     assert cli.process.returncode == 0, cli.stderr
-    lines = cli.stderr.splitlines()
+    lines = progress(cli.stderr)
     shown = lines.index("  | second-line")
     assert lines.index("  | first-line") < shown
     assert lines[shown + 1].startswith("[tool] exec_command -> completed in ")

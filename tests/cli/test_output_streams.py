@@ -20,7 +20,7 @@ import trio
 from trio_agent.testing import FakeResponsesServer, frames
 
 from ..conftest import scripted
-from ._cli import SCRIPT, cli_env, run_cli
+from ._cli import SCRIPT, cli_env, progress, run_cli
 
 KEY = "sk-test"
 LOCAL_ANSWER = ("Hello from trio_agent's local scripted model. You said: 'hi'. Set OPENAI_API_KEY to talk to a "
@@ -67,7 +67,7 @@ async def test_an_answer_sent_only_in_response_completed_is_printed(
     err = result.stderr.decode()
     assert result.returncode == 0, err
     assert result.stdout.decode() == "only in the completed output\n"
-    assert len(err.splitlines()) == 1, err
+    assert len(progress(err)) == 1, err
     assert err.startswith("-- completed: 1 model call(s), ")
 
 
@@ -79,7 +79,7 @@ async def test_stdout_redirected_to_a_file_captures_only_the_answer(tmp_path: Pa
     err = result.stderr.decode()
     assert result.returncode == 0, err
     assert answer_file.read_text() == LOCAL_ANSWER + "\n"
-    lines = err.splitlines()
+    lines = progress(err)
     assert lines[0].startswith("trio-agent: no OPENAI_API_KEY set") and lines[0].endswith(NOTICE_END)
     assert lines[1] == LOCAL_ANSWER  # the streamed text: progress
     assert lines[2].startswith("-- completed: 1 model call(s), ") and len(lines) == 3
@@ -94,9 +94,9 @@ async def test_tool_calls_and_their_output_stay_off_stdout(tmp_path: Path, works
     out = result.stdout.decode()
     assert out.startswith("The tool returned:\n") and out.endswith("from-the-tool\n")  # the final message
     assert "[tool]" not in out and "  | " not in out and "-- completed" not in out
-    assert "[tool] exec_command {'cmd': 'echo from-the-tool'}" in err.splitlines()
-    assert "  | from-the-tool" in err.splitlines()
-    assert err.splitlines()[-1].startswith("-- completed: 2 model call(s), ")
+    assert "[tool] exec_command {'cmd': 'echo from-the-tool'}" in progress(err)
+    assert "  | from-the-tool" in progress(err)
+    assert progress(err)[-1].startswith("-- completed: 2 model call(s), ")
 
 
 async def test_jsonl_stdout_carries_only_events(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ async def test_jsonl_stdout_carries_only_events(tmp_path: Path) -> None:
     assert result.returncode == 0, err
     events = [json.loads(line) for line in result.stdout.decode().splitlines()]  # every line is an event
     assert events[-1]["type"] == "run.completed"
-    assert err.splitlines()[0].endswith(NOTICE_END) and len(err.splitlines()) == 1
+    assert progress(err)[0].endswith(NOTICE_END) and len(progress(err)) == 1
 
 
 # -- on a terminal: stdout and stderr are the same pty --------------------------------------
@@ -158,5 +158,5 @@ async def test_on_a_terminal_an_answer_no_event_showed_is_printed(
     code, shown = await _against_a_terse_server(server, transport, "terse answer", tmp_path, run)
     assert code == 0, shown
     assert shown.count("terse answer") == 1, shown
-    assert shown.splitlines()[-2].startswith("-- completed: 1 model call(s), "), shown
-    assert shown.splitlines()[-1] == "terse answer"  # after the summary: nothing streamed it
+    assert progress(shown)[-2].startswith("-- completed: 1 model call(s), "), shown
+    assert progress(shown)[-1] == "terse answer"  # after the summary: nothing streamed it

@@ -11,7 +11,7 @@ import trio
 
 from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
 from ..tracing.test_cli_otel import Collector
-from ._cli import cli_env, open_cli, run_cli
+from ._cli import cli_env, open_cli, progress, run_cli
 
 # Starts a long command, then says so with a marker file (its processes exist by then).
 LONG = "run: sleep 60 & touch started; wait"
@@ -117,6 +117,6 @@ async def test_ctrl_c_while_otel_flushes_to_a_silent_collector_exits_at_once(tmp
                 await cli.process.wait()
             assert cli.process.returncode == 130, (cli.stdout, cli.stderr)
     assert cli.stdout.startswith("Hello from trio_agent's local scripted model.")
-    assert cli.stderr.splitlines()[-2].startswith("-- completed: ")
-    assert cli.stderr.splitlines()[-1] == "trio-agent: Ctrl-C: exiting now, without waiting for cleanup"
+    assert progress(cli.stderr)[-2].startswith("-- completed: ")
+    assert progress(cli.stderr)[-1] == "trio-agent: Ctrl-C: exiting now, without waiting for cleanup"
     assert "Traceback" not in cli.stdout + cli.stderr

@@ -124,6 +124,8 @@ def test_directory_checks(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("argv", "index"), [
     (["run", "hi"], 1),
     (["run", "--local", "--jsonl", "hi"], 3),
+    (["run", "--ephemeral", "hi"], 2),
+    (["resume", "--last", "hi"], None),  # in-process
     (["run", "--model", "m", "hi", "--workspace=/w"], 3),
     (["run", "--instructions", "be brief", "--ask-for-approval", "never", "hi"], 5),
     (["run", "--mcp-stdio", "git=uvx git", "--mcp-arg=-x", "hi"], 4),
