@@ -53,9 +53,9 @@ Json = dict[str, Any]
 REPO = Path(__file__).resolve().parent.parent
 PING_EVERY = 0.01
 DAY = 86_400
-KINDS = {"limit 25": {"limit": 25}, "limit 200": {"limit": 200},
-         "search, limit 25": {"limit": 25, "searchTerm": "project 3"},
-         "cursor 5000, limit 25": {"limit": 25, "cursor": "5000"}}
+KINDS: dict[str, dict[str, Any]] = {"limit 25": {"limit": 25}, "limit 200": {"limit": 200},
+                                    "search, limit 25": {"limit": 25, "searchTerm": "project 3"},
+                                    "cursor 5000, limit 25": {"limit": 25, "cursor": "5000"}}
 
 
 class Rpc:
@@ -242,7 +242,8 @@ async def listings(tree: Path, home: Path, work: Path, lists: int, budget: float
             await trio.sleep(2.0)
             results["idle"] = ([], pinger.between(begin, trio.current_time()))
             reads = random.Random(23).sample(ids, min(len(ids), lists))
-            for kind, params in [*KINDS.items(), ("read by id", None)]:
+            kinds: list[tuple[str, dict[str, Any] | None]] = [*KINDS.items(), ("read by id", None)]
+            for kind, params in kinds:
                 times: list[float] = []
                 begin = trio.current_time()
                 while len(times) < lists and (len(times) < 3 or trio.current_time() - begin < budget):

@@ -49,6 +49,7 @@ import pstats
 import statistics
 import tempfile
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -273,7 +274,9 @@ async def profile(turns: int, api_events: bool = True) -> str:
                     await bare.turn(body)
                 # 1. task steps per turn
                 counts = {}
-                for name, fn in (("agent", agent.turn), ("bare", lambda: bare.turn(body))):
+                steps: tuple[tuple[str, Callable[[], Awaitable[object]]], ...] = (
+                    ("agent", agent.turn), ("bare", lambda: bare.turn(body)))
+                for name, fn in steps:
                     counter = StepCounter()
                     trio.lowlevel.add_instrument(counter)
                     for _ in range(turns):
