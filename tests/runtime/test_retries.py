@@ -323,3 +323,29 @@ async def test_the_fake_server_survives_a_client_leaving_mid_handshake(server: F
             await trio_websocket.wrap_client_stream(nursery, client, "127.0.0.1", "/v1/responses")
             nursery.cancel_scope.cancel()
         await client.aclose()
+
+
+@pytest.mark.parametrize("body", [
+    # llama-stack's shape: the useful part far past 500 characters, and no error.message
+    '{"detail": [' + '{"loc": ["body"], "msg": "x"}, ' * 30 + '{"msg": "THE-USEFUL-PART"}]}',
+    '{"error": {"message": "THE-USEFUL-PART: unknown tag additional_tools", "type": "invalid_request_error"}}',
+])
+async def test_a_rejected_handshake_shows_the_servers_message_or_the_start_of_its_body(
+    server: FakeResponsesServer, workspace: Path, body: str
+) -> None:
+    """Issue 25, item 4: a rejection shows ``error.message`` when the body has one, else
+    the body up to 4 KiB (it was cut at 500 characters, before llama-stack's message)."""
+    assert len(body) > 500 or "error" in body
+
+    async def script() -> None:
+        for _ in range(2):  # the warmup's connection, then the first request's
+            await (await server.accept_raw()).reject(400, body)
+
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            with pytest.raises(ta.TurnFailed) as info:
+                await (await agent.prompt("hi")).result()
+    message = str(info.value.responses_error)
+    assert "HTTP 400: " in message and "THE-USEFUL-PART" in message
+    if '"message"' in body:
+        assert '"type"' not in message  # the message itself, not the JSON around it

@@ -12,9 +12,27 @@ import json
 from .._errors import AuthenticationError, ResponsesError
 from .retry import classify_status, parse_retry_after
 
-__all__ = ["AUTH_STATUSES", "error_code", "rejection_error"]
+__all__ = ["AUTH_STATUSES", "SHOWN_BODY_CHARS", "error_code", "rejection_error", "shown_body"]
 
 AUTH_STATUSES = (401, 403)
+#: How much of a rejection's body an error message shows when the body has no
+#: ``error.message``: third-party servers put the useful part far in (llama-stack's
+#: validation errors start near character 920).
+SHOWN_BODY_CHARS = 4096
+
+
+def shown_body(body: str) -> str:
+    """What an error message shows of a rejection's body: its ``error.message`` when it
+    is a JSON error document with one (``{"error": {"message": "..."}}``: OpenAI's and
+    most servers' shape), else the body's first ``SHOWN_BODY_CHARS`` characters."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError, RecursionError):
+        error = None
+    message = error.get("message") if isinstance(error, dict) else None
+    if isinstance(message, str) and message.strip():
+        return message[:SHOWN_BODY_CHARS]
+    return body[:SHOWN_BODY_CHARS]
 
 
 def error_code(body: str) -> str | None:

@@ -26,7 +26,7 @@ import trio
 
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
-from ._rejection import rejection_error
+from ._rejection import rejection_error, shown_body
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
@@ -237,7 +237,7 @@ async def _rejected(response: httpx.Response) -> tuple[ResponsesError, str]:
     text = raw[:_MAX_ERROR_BODY].decode("utf-8", "replace")
     return rejection_error(
         status, text, response.headers.get("retry-after"), prefix="https",
-        message=f"the Responses API answered HTTP {status}: {text[:500]}", other=ApiError,
+        message=f"the Responses API answered HTTP {status}: {shown_body(text)}", other=ApiError,
     ), text
 
 

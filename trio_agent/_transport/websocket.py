@@ -54,7 +54,7 @@ import trio_websocket
 
 from .._errors import ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
 from .._record import Record
-from ._rejection import rejection_error
+from ._rejection import rejection_error, shown_body
 
 __all__ = ["Dialer", "WebSocketLink", "WebSocketOptions", "open_connection", "split_expected"]
 
@@ -463,8 +463,9 @@ def _map_handshake_error(leaf: BaseException, options: WebSocketOptions) -> Resp
 
 def _rejected(exc: trio_websocket.ConnectionRejected, where: str) -> ResponsesError:
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in exc.headers or ()}
-    body = (exc.body or b"").decode("utf-8", "replace")[:500]
-    message = f"{where}: the server rejected the handshake with HTTP {exc.status_code}{': ' + body if body else ''}"
+    body = (exc.body or b"")[:64 << 10].decode("utf-8", "replace")  # bounded, as HTTPS reads at most 4 KiB
+    shown = shown_body(body)
+    message = f"{where}: the server rejected the handshake with HTTP {exc.status_code}{': ' + shown if shown else ''}"
     return rejection_error(
         exc.status_code, body, headers.get("retry-after"), prefix="handshake", message=message, other=ConnectionFailed
     )
