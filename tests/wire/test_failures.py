@@ -57,6 +57,16 @@ TABLE: list[tuple[dict[str, Any], type[ResponsesError], str, bool, str | None]] 
     (failed_frame(code="server_error"), ApiError, "api_server", True, None),
     (error_frame(code="websocket_connection_limit_reached"), ApiError, "api_server", True, None),
     (error_frame(code="rate_limit_exceeded"), ApiError, "api_rate_limit", True, None),
+    # a 4xx the frame states is terminal even when error.type says server_error (issue 25; a
+    # third-party server's 400 was retried 5 times); the server's own codes still retry
+    ({"type": "error", "status": 400, "error": {"type": "server_error", "message": "bad field"}},
+     ApiError, "api", False, "server_error"),
+    ({"type": "error", "status": 400, "error": {"code": "websocket_connection_limit_reached"}},
+     ApiError, "api_server", True, "websocket_connection_limit_reached"),
+    ({"type": "error", "status": 503, "error": {"type": "server_error", "message": "busy"}},
+     ApiError, "api_server", True, "server_error"),
+    ({"type": "error", "status": 408, "error": {"type": "server_error", "message": "timeout"}},
+     ApiError, "api_server", True, "server_error"),
     # everything else: terminal ApiError
     (error_frame(code="context_length_exceeded"), ApiError, "api", False, None),
     (error_frame(code="invalid_prompt", message="no"), ApiError, "api", False, None),

@@ -74,7 +74,12 @@ def failure_from_frame(raw: dict[str, Any]) -> ResponsesError:
         return UsageLimitExceeded(detail, **common)
     if code == "previous_response_not_found":
         return CheckpointMissing(detail, **common)
-    if code in _SERVER_CODES or (status is not None and status >= 500):
+    # A 4xx status the frame states (not 408/429) is the client's fault whatever error.type
+    # says: some servers label a 400 "server_error" (issue 25). An explicit error.code of
+    # the server's (e.g. websocket_connection_limit_reached) still retries, as codex does.
+    said_client = (status is not None and 400 <= status < 500 and status not in (408, 429)
+                   and _str(error.get("code")) not in _SERVER_CODES)
+    if not said_client and (code in _SERVER_CODES or (status is not None and status >= 500)):
         return ApiError(detail, error_class="api_server", retryable=True, **common)
     if rate_limited:
         return ApiError(detail, error_class="api_rate_limit", retryable=True, **common)
