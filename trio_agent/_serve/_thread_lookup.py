@@ -47,6 +47,9 @@ class IndexedRollouts(RolloutConfig):
     _located: dict[str, tuple[str | None, float]] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def find(self, thread_id: str) -> Path | None:
+        # The "no rollout" answer expires by the OS clock, not Trio's: it is a claim about
+        # files another process may create, and ``find`` is a plain function that may run
+        # outside the event loop (where trio.current_time() is not available).
         path, until = self._located.get(thread_id, (None, 0.0))
         if path is not None and os.path.isfile(path):
             return Path(path)
