@@ -16,6 +16,7 @@ from trio_agent._wire.frames import ErrorFrame, parse_frame
 from trio_agent._wire.portable import (
     build_portable_create,
     call_of,
+    leading_developer_texts,
     named_fields,
     portable_tools,
     split_prefix,
@@ -157,3 +158,11 @@ def test_an_error_with_no_frame_type_is_an_error_frame() -> None:
     assert isinstance(failure_from_frame(frame.raw), CheckpointMissing)  # replayed once in full
     other = failure_from_frame({"error": {"code": "404", "message": "Model 'x' is unknown"}})
     assert isinstance(other, ApiError) and not isinstance(other, CheckpointMissing)
+
+
+def test_only_the_developer_messages_that_open_the_conversation_join_the_instructions() -> None:
+    developer = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "rules"}]}
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    assert leading_developer_texts([developer, {**developer, "content": "more"}, user, developer]) == ["rules", "more"]
+    assert leading_developer_texts([user, developer]) == []
+    assert leading_developer_texts([{**developer, "content": None}]) == []  # not text: left in its place

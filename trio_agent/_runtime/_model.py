@@ -330,7 +330,7 @@ class ModelClient:
     def _portable_body(self, settings: RequestSettings, *, websocket: bool) -> dict[str, Any]:
         """A ``Profile.GENERIC`` request (``_wire.portable``); never a warmup."""
         from .._session.context import INSTRUCTIONS_ID
-        from .._wire.portable import build_portable_create, portable_tools, split_prefix
+        from .._wire.portable import build_portable_create, leading_developer_texts, portable_tools, split_prefix
 
         ledger, chain = self._ledger, self.chain
         if self._portable_for is not ledger.prefix:
@@ -339,14 +339,23 @@ class ModelClient:
             self._portable_for = ledger.prefix
             self._portable_version += 1
         full = self._config.responses.history is History.FULL_REPLAY or not chain.can_chain or not settings.store
+        history = ledger.history
+        lead = leading_developer_texts(history)
+        instructions = "\n\n".join(t for t in (self._portable_instructions, *lead) if t) or None
         if full:
+            items: Any = full_input(self._portable_prefix, history)
+            if lead:  # they travel in ``instructions``: a bridge may let one replace it
+                items = [*self._portable_prefix, *history.since(len(lead))]
             return build_portable_create(
-                settings, full_input(self._portable_prefix, ledger.history), self._portable_tools,
-                instructions=self._portable_instructions, dropped=self.dropped, websocket=websocket,
+                settings, items, self._portable_tools,
+                instructions=instructions, dropped=self.dropped, websocket=websocket,
             )
+        delta = chain.incremental_input(history)
+        if chain.delta_start < len(lead):
+            delta = history.since(len(lead))
         return build_portable_create(
-            settings, chain.incremental_input(ledger.history), self._portable_tools,
-            instructions=self._portable_instructions, previous_response_id=chain.previous_response_id,
+            settings, delta, self._portable_tools,
+            instructions=instructions, previous_response_id=chain.previous_response_id,
             dropped=self.dropped, websocket=websocket,
         )
 

@@ -6,7 +6,9 @@ Third-party Responses servers (LiteLLM, vLLM, Ollama, llama-stack, Responses-to-
 bridges) understand the public shape only, so here:
 
 - the tools travel as top-level ``tools`` on every request, chained ones included, and
-  the instructions as top-level ``instructions`` (a bridge may drop developer messages);
+  the instructions as top-level ``instructions``, joined by the developer messages that
+  open the conversation (a bridge may drop developer messages, or let one replace the
+  instructions);
 - tools are plain function tools: a custom tool (``exec``, a user's custom tool) becomes
   a function taking one string (``exec``: ``{"code": ...}``, others ``{"input": ...}``),
   and the tools of a namespace group become functions named ``<namespace>__<tool>``
@@ -38,6 +40,7 @@ __all__ = [
     "INPUT_PARAMETER",
     "build_portable_create",
     "call_of",
+    "leading_developer_texts",
     "named_fields",
     "portable_tools",
     "split_prefix",
@@ -80,6 +83,25 @@ def split_prefix(
         else:
             rest.append(item)
     return definitions, instructions, rest
+
+
+def leading_developer_texts(history: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The texts of the developer messages that open the conversation (the permissions,
+    the context): they join ``instructions``. A bridge that maps developer messages to
+    its system message may let one replace the instructions (codex-bridge-python 0.1.5
+    does); developer messages later in the conversation keep their place."""
+    texts = []
+    for item in history:
+        if item.get("type", "message") != "message" or item.get("role") != "developer":
+            break
+        content = item.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.append("".join(str(part.get("text", "")) for part in content if isinstance(part, dict)))
+        else:
+            break
+    return texts
 
 
 def _string_function(definition: Mapping[str, Any], parameter: str, what: str) -> dict[str, Any]:
