@@ -1,0 +1,221 @@
+"""The third-party Responses servers under test, each installed by ``.ci/servers`` into a
+virtualenv of its own (pinned), and started here as a real subprocess on 127.0.0.1, in
+front of the scripted Chat Completions backend (``_chat_backend``):
+
+- **LiteLLM proxy** (``litellm[proxy]``): a model ``backend-model`` routed as
+  ``custom_openai/backend-model`` -- a provider with no Responses API of its own, so
+  LiteLLM bridges ``/v1/responses`` to the backend's ``/v1/chat/completions``
+  (``openai/`` and ``hosted_vllm/`` would forward ``/v1/responses`` as it is). Its
+  master key is the key clients send; ``LITELLM_LOCAL_MODEL_COST_MAP`` keeps it off the
+  network.
+- **open-responses-server** (``otc start``): ``/responses`` (no ``/v1``) translated to
+  the backend's ``/v1/chat/completions``; every other path is proxied to the backend.
+
+``start_*`` returns once the server answers its health endpoint (polled, bounded);
+``Server.stop()`` kills its process group and reaps it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["API_KEY", "LITELLM_VERSION", "MODEL", "OPEN_RESPONSES_SERVER_VERSION", "SDK_CONTROL", "VENVS", "Server",
+           "free_port", "litellm_python", "missing", "start_litellm", "start_open_responses_server"]
+
+VENVS = Path(__file__).resolve().parent / ".venvs"
+#: Pinned in .ci/servers.
+LITELLM_VERSION = "1.106.12"
+OPEN_RESPONSES_SERVER_VERSION = "0.4.1"
+MODEL = "backend-model"
+#: What clients send; LiteLLM's master key (it refuses to start without one).
+API_KEY = "sk-test"
+_BACKEND_KEY = "sk-backend"  # what the servers send the backend (it ignores it)
+_STARTUP_SECONDS = 120.0  # LiteLLM takes ~15 s alone on 2 cores; more when the suite shares them
+
+
+def litellm_python() -> Path:
+    return VENVS / "litellm" / "bin" / "python"
+
+
+def _litellm_command() -> Path:
+    return VENVS / "litellm" / "bin" / "litellm"
+
+
+def _otc_command() -> Path:
+    return VENVS / "open-responses-server" / "bin" / "otc"
+
+
+def _installed_version(venv: str, dist: str) -> str | None:
+    python = VENVS / venv / "bin" / "python"
+    if not python.is_file():
+        return None
+    found = subprocess.run(
+        [str(python), "-c", f"from importlib.metadata import version; print(version({dist!r}))"],
+        capture_output=True, text=True, check=False, timeout=60,
+    )
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+def missing() -> list[str]:
+    """What of the servers is not installed at its pinned version (empty: all are)."""
+    gaps = []
+    if _installed_version("litellm", "litellm") != LITELLM_VERSION or not _litellm_command().is_file():
+        gaps.append(f"litellm[proxy]=={LITELLM_VERSION} in {VENVS / 'litellm'}")
+    if (_installed_version("open-responses-server", "open-responses-server") != OPEN_RESPONSES_SERVER_VERSION
+            or not _otc_command().is_file()):
+        gaps.append(f"open-responses-server=={OPEN_RESPONSES_SERVER_VERSION} in {VENVS / 'open-responses-server'}")
+    return gaps
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Server:
+    name: str
+    process: subprocess.Popen[bytes]
+    port: int
+    #: The base URL a client is given (``.../v1`` for LiteLLM, the root for open-responses-server).
+    api_base: str
+    log: Path
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log_tail(self, size: int = 6000) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text[-size:]
+
+    def stop(self) -> None:
+        """Kill the server's process group, reap it, and check by pid that it is gone."""
+        pid = self.process.pid
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while True:  # its group's other processes (workers) are reaped by their new parent
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}'s process group {pid} outlived SIGKILL")
+            time.sleep(0.05)
+        assert not Path(f"/proc/{pid}").exists(), f"{self.name} (pid {pid}) is still there"
+
+
+def _start(name: str, command: list[str], env: dict[str, str], cwd: Path, port: int, api_base: str,
+           health: str) -> Server:
+    log = cwd / f"{name}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    server = Server(name, process, port, api_base, log)
+    try:
+        _wait_healthy(server, health)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _wait_healthy(server: Server, path: str) -> None:
+    """Poll ``path`` until it answers 200 (an outside process: a bounded deadline)."""
+    deadline = time.monotonic() + _STARTUP_SECONDS
+    url = server.root + path
+    while True:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"{server.name} exited ({server.process.returncode}) while starting:\n"
+                               f"{server.log_tail()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{server.name} did not answer {url} within {_STARTUP_SECONDS:.0f} s:\n"
+                               f"{server.log_tail()}")
+        time.sleep(0.1)
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    """A clean environment: none of ours (no OPENAI_* of the developer, no proxies)."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1", "NO_PROXY": "127.0.0.1,localhost"}
+
+
+def start_litellm(backend_url: str, workdir: Path) -> Server:
+    """LiteLLM's proxy with one model bridged to ``backend_url`` (``http://127.0.0.1:P/v1``)."""
+    port = free_port()
+    config = {
+        "model_list": [{
+            "model_name": MODEL,
+            "litellm_params": {"model": f"custom_openai/{MODEL}", "api_base": backend_url, "api_key": _BACKEND_KEY},
+        }],
+        "litellm_settings": {"telemetry": False},
+    }
+    (workdir / "litellm.yaml").write_text(json.dumps(config, indent=1))  # YAML is a superset of JSON
+    env = _base_env(workdir) | {
+        "LITELLM_MASTER_KEY": API_KEY,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the bundled model cost map: no download at start
+        "LITELLM_TELEMETRY": "False",
+        "LITELLM_LOG": "INFO",
+    }
+    command = [str(_litellm_command()), "--config", str(workdir / "litellm.yaml"), "--host", "127.0.0.1",
+               "--port", str(port)]
+    return _start("litellm", command, env, workdir, port, f"http://127.0.0.1:{port}/v1", "/health/liveliness")
+
+
+def start_open_responses_server(backend_url: str, workdir: Path) -> Server:
+    """open-responses-server in front of ``backend_url``: it calls ``{root}/v1/chat/completions``."""
+    port = free_port()
+    (workdir / "mcp_servers.json").write_text(json.dumps({"mcpServers": {}}))
+    env = _base_env(workdir) | {
+        "OPENAI_BASE_URL_INTERNAL": backend_url.removesuffix("/v1"),
+        "OPENAI_API_KEY": _BACKEND_KEY,
+        "API_ADAPTER_HOST": "127.0.0.1",
+        "API_ADAPTER_PORT": str(port),
+        "MCP_SERVERS_CONFIG_PATH": str(workdir / "mcp_servers.json"),
+    }
+    command = [str(_otc_command()), "start"]
+    return _start("open-responses-server", command, env, workdir, port, f"http://127.0.0.1:{port}", "/health")
+
+
+#: The positive control, run by the LiteLLM venv's Python (it has the official ``openai``
+#: SDK): one streamed ``responses.create`` with a function tool; prints the completed
+#: response's output items as JSON. argv: base URL, model, API key.
+SDK_CONTROL = """
+import json, sys
+from openai import OpenAI
+client = OpenAI(base_url=sys.argv[1], api_key=sys.argv[3], max_retries=0, timeout=60)
+tool = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                       "additionalProperties": False}, "strict": True}
+kinds, completed = [], None
+# input as a typed message item: open-responses-server 0.4.1 turns a string input into one
+# user message per character, and drops a message item without "type": "message"
+prompt = [{"type": "message", "role": "user",
+           "content": [{"type": "input_text", "text": "What is the weather in Paris?"}]}]
+with client.responses.create(model=sys.argv[2], input=prompt, tools=[tool], stream=True) as stream:
+    for event in stream:
+        kinds.append(event.type)
+        if event.type == "response.completed":
+            completed = event.response
+print(json.dumps({"kinds": kinds, "output": [item.model_dump() for item in completed.output] if completed else None}))
+"""
