@@ -118,7 +118,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        self._not_found()
+        if self.path.split("?")[0].rstrip("/") == "/v1/models":
+            self._json(200, {"object": "list", "data": [{"id": "backend-model", "object": "model",
+                                                          "owned_by": "tests"}]})
+        else:
+            self._not_found()
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

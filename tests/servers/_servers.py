@@ -8,8 +8,11 @@ front of the scripted Chat Completions backend (``_chat_backend``):
   (``openai/`` and ``hosted_vllm/`` would forward ``/v1/responses`` as it is). Its
   master key is the key clients send; ``LITELLM_LOCAL_MODEL_COST_MAP`` keeps it off the
   network.
-- **open-responses-server** (``otc start``): ``/responses`` (no ``/v1``) translated to
-  the backend's ``/v1/chat/completions``; every other path is proxied to the backend.
+- **codex-bridge-python** (its server, ``--port``/``--upstream``, not its Codex launch):
+  ``/v1/responses`` translated to the backend's ``/v1/chat/completions``, a full replay
+  of ``function_call``/``function_call_output`` items included; any other path is 404.
+  (open-responses-server 0.4.1 was tried first: it drops ``function_call`` items, so a
+  stateless tool loop never shows the backend its tool output -- docs/compatibility.md.)
 
 ``start_*`` returns once the server answers its health endpoint (polled, bounded);
 ``Server.stop()`` kills its process group and reaps it.
@@ -28,13 +31,13 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["API_KEY", "LITELLM_VERSION", "MODEL", "OPEN_RESPONSES_SERVER_VERSION", "SDK_CONTROL", "VENVS", "Server",
-           "free_port", "litellm_python", "missing", "start_litellm", "start_open_responses_server"]
+__all__ = ["API_KEY", "CODEX_BRIDGE_VERSION", "LITELLM_VERSION", "MODEL", "SDK_CONTROL", "VENVS", "Server",
+           "free_port", "litellm_python", "missing", "start_codex_bridge", "start_litellm"]
 
 VENVS = Path(__file__).resolve().parent / ".venvs"
 #: Pinned in .ci/servers.
 LITELLM_VERSION = "1.106.12"
-OPEN_RESPONSES_SERVER_VERSION = "0.4.1"
+CODEX_BRIDGE_VERSION = "0.1.5"
 MODEL = "backend-model"
 #: What clients send; LiteLLM's master key (it refuses to start without one).
 API_KEY = "sk-test"
@@ -50,8 +53,8 @@ def _litellm_command() -> Path:
     return VENVS / "litellm" / "bin" / "litellm"
 
 
-def _otc_command() -> Path:
-    return VENVS / "open-responses-server" / "bin" / "otc"
+def _codex_bridge_command() -> Path:
+    return VENVS / "codex-bridge-python" / "bin" / "codex-bridge-python"
 
 
 def _installed_version(venv: str, dist: str) -> str | None:
@@ -70,9 +73,9 @@ def missing() -> list[str]:
     gaps = []
     if _installed_version("litellm", "litellm") != LITELLM_VERSION or not _litellm_command().is_file():
         gaps.append(f"litellm[proxy]=={LITELLM_VERSION} in {VENVS / 'litellm'}")
-    if (_installed_version("open-responses-server", "open-responses-server") != OPEN_RESPONSES_SERVER_VERSION
-            or not _otc_command().is_file()):
-        gaps.append(f"open-responses-server=={OPEN_RESPONSES_SERVER_VERSION} in {VENVS / 'open-responses-server'}")
+    if (_installed_version("codex-bridge-python", "codex-bridge-python") != CODEX_BRIDGE_VERSION
+            or not _codex_bridge_command().is_file()):
+        gaps.append(f"codex-bridge-python=={CODEX_BRIDGE_VERSION} in {VENVS / 'codex-bridge-python'}")
     return gaps
 
 
@@ -87,7 +90,7 @@ class Server:
     name: str
     process: subprocess.Popen[bytes]
     port: int
-    #: The base URL a client is given (``.../v1`` for LiteLLM, the root for open-responses-server).
+    #: The base URL a client is given (``http://127.0.0.1:PORT/v1``).
     api_base: str
     log: Path
 
@@ -182,19 +185,14 @@ def start_litellm(backend_url: str, workdir: Path) -> Server:
     return _start("litellm", command, env, workdir, port, f"http://127.0.0.1:{port}/v1", "/health/liveliness")
 
 
-def start_open_responses_server(backend_url: str, workdir: Path) -> Server:
-    """open-responses-server in front of ``backend_url``: it calls ``{root}/v1/chat/completions``."""
+def start_codex_bridge(backend_url: str, workdir: Path) -> Server:
+    """codex-bridge-python's server (not its three-argument Codex launch) in front of
+    ``backend_url``: ``/v1/responses`` translated to ``{backend_url}/chat/completions``."""
     port = free_port()
-    (workdir / "mcp_servers.json").write_text(json.dumps({"mcpServers": {}}))
-    env = _base_env(workdir) | {
-        "OPENAI_BASE_URL_INTERNAL": backend_url.removesuffix("/v1"),
-        "OPENAI_API_KEY": _BACKEND_KEY,
-        "API_ADAPTER_HOST": "127.0.0.1",
-        "API_ADAPTER_PORT": str(port),
-        "MCP_SERVERS_CONFIG_PATH": str(workdir / "mcp_servers.json"),
-    }
-    command = [str(_otc_command()), "start"]
-    return _start("open-responses-server", command, env, workdir, port, f"http://127.0.0.1:{port}", "/health")
+    env = _base_env(workdir) | {"CODEX_BRIDGE_API_KEY": _BACKEND_KEY,
+                                "CODEX_BRIDGE_HISTORY_DIR": str(workdir / "history")}
+    command = [str(_codex_bridge_command()), "--port", str(port), "--upstream", backend_url]
+    return _start("codex-bridge-python", command, env, workdir, port, f"http://127.0.0.1:{port}/v1", "/v1/models")
 
 
 #: The positive control, run by the LiteLLM venv's Python (it has the official ``openai``
@@ -208,11 +206,8 @@ tool = {"type": "function", "name": "get_weather", "description": "The weather i
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
                        "additionalProperties": False}, "strict": True}
 kinds, completed = [], None
-# input as a typed message item: open-responses-server 0.4.1 turns a string input into one
-# user message per character, and drops a message item without "type": "message"
-prompt = [{"type": "message", "role": "user",
-           "content": [{"type": "input_text", "text": "What is the weather in Paris?"}]}]
-with client.responses.create(model=sys.argv[2], input=prompt, tools=[tool], stream=True) as stream:
+with client.responses.create(model=sys.argv[2], input="What is the weather in Paris?", tools=[tool],
+                             stream=True) as stream:
     for event in stream:
         kinds.append(event.type)
         if event.type == "response.completed":

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ._chat_backend import ChatBackend
-from ._servers import Server, missing, start_litellm, start_open_responses_server
+from ._servers import Server, missing, start_codex_bridge, start_litellm
 
 if missing():  # bash .ci/servers
     collect_ignore_glob = ["test_*.py"]
@@ -52,11 +52,11 @@ def litellm(chat_backend: ChatBackend, tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.fixture(scope="session")
-def open_responses_server(chat_backend: ChatBackend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from _serve(start_open_responses_server, chat_backend, tmp_path_factory.mktemp("open-responses-server"))
+def codex_bridge(chat_backend: ChatBackend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from _serve(start_codex_bridge, chat_backend, tmp_path_factory.mktemp("codex-bridge"))
 
 
-@pytest.fixture(params=["litellm", "open_responses_server"])
+@pytest.fixture(params=["litellm", "codex_bridge"])
 def responses_server(request: pytest.FixtureRequest) -> Server:
     """Each server in turn (a test that holds for every one of them)."""
     server: Server = request.getfixturevalue(request.param)

@@ -81,9 +81,10 @@ def assert_offered_tools(request: dict[str, Any]) -> None:
     offered = _tools_by_name(request)
     assert {"exec", "save_note"} <= offered.keys(), sorted(offered)
     code = offered["exec"]["parameters"]
-    assert code["type"] == "object" and code["properties"] == {"code": {"type": "string"}}, code
+    assert code["type"] == "object" and list(code["properties"]) == ["code"], code
+    assert code["properties"]["code"]["type"] == "string", code
     assert code.get("required") == ["code"], code
-    assert "tools.save_note" in offered["exec"]["description"]
+    assert "### `save_note`" in offered["exec"]["description"]  # declared to JavaScript as tools.save_note
     note = offered["save_note"]
     assert note["description"].startswith("Save a note in the workspace.")
     assert note["parameters"]["properties"] == {
