@@ -24,6 +24,11 @@ from trio_agent.testing import scripted as scripted
 # The suite never signs in with the developer's own Codex login (~/.codex/auth.json):
 # `trio-agent run` without OPENAI_API_KEY would use it. Tests of logins pass their own.
 os.environ["CODEX_HOME"] = str(Path(__file__).parent / "fixtures" / "no-codex-home")
+# The suite's fake servers listen on loopback and speak OpenAI's dialect (SPEC, the seeds):
+# its `trio-agent run`s and servers say so, as its configs do (ta.Profile.OPENAI) -- a
+# loopback endpoint would otherwise get Profile.GENERIC. tests/servers, which talk to
+# third-party servers, take this variable away again.
+os.environ["TRIO_AGENT_PROFILE"] = "openai"
 # Nor does it send runs to a warm daemon the developer runs (tests/daemon start their own).
 os.environ["TRIO_AGENT_NO_DAEMON"] = "1"
 # Nor keep the sessions of its `trio-agent run`s in the developer's ~/.trio-agent (tests of
@@ -73,7 +78,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def make_config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.AgentConfig:
-    responses = kw.pop("responses", None) or ta.Responses(websocket_url=server.url)
+    responses = kw.pop("responses", None) or ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url)
     kw.setdefault("thinking", ta.Thinking.LOW)
     kw.setdefault("session_id", "model-test")
     return ta.AgentConfig(auth="test-key", workspace=workspace, responses=responses, **kw)
@@ -143,5 +148,6 @@ async def memory_server(nursery: trio.Nursery) -> FakeResponsesServer:
 def memory_config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.AgentConfig:
     """``make_config`` for an in-memory server: the WebSocket dials through ``server.dial``.
     (HTTPS tests pass ``responses=`` with ``http_client=server.http_client()``.)"""
-    responses = kw.pop("responses", None) or ta.Responses(websocket_url=server.url, dialer=server.dial)
+    responses = kw.pop("responses", None) or ta.Responses(profile=ta.Profile.OPENAI,
+                                                          websocket_url=server.url, dialer=server.dial)
     return make_config(server, workspace, responses=responses, **kw)

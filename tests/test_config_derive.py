@@ -13,7 +13,8 @@ import trio_agent as ta
 
 def test_derive_is_evolve_for_the_agents_changes(tmp_path: Path) -> None:
     config = ta.AgentConfig(auth="test", workspace=tmp_path, prompt_cache_key="lineage",
-                            responses=ta.Responses(websocket_url="ws://127.0.0.1:9/responses"))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                   websocket_url="ws://127.0.0.1:9/responses"))
     changes = {"session_id": "01890a5d-ac96-774b-bcce-b302099a8057", "prompt_cache_key": config.cache_key,
                "thinking": ta.Thinking.HIGH, "fast_mode": True, "workspace": config.resolved_workspace(),
                "resume": None}

@@ -82,6 +82,7 @@ EXPECTED_ALL = [
     "OutputSchema",
     "PlanStep",
     "PlanUpdatedPayload",
+    "Profile",
     "Prompt",
     "ProtocolError",
     "ReasoningSummaryDeltaPayload",
@@ -383,14 +384,16 @@ def chatgpt_auth() -> ta.ChatGptAuth:
 def test_rejects_invalid_auth_storage_and_https_history_policies(tmp_path: Path) -> None:
     """Port of nanocodex ``rejects_invalid_auth_storage_and_https_history_policies``."""
     with pytest.raises(ta.ConfigError) as info:
-        ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(store=True))
+        ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                       store=True))
     assert "ChatGPT subscription authentication does not support store: true" in str(info.value)
 
     with pytest.raises(ta.ConfigError) as info:
         ta.AgentConfig(
             auth="test-key",
             workspace=tmp_path,
-            responses=ta.Responses(transport=ta.Transport.HTTPS, store=False, history=ta.History.INCREMENTAL),
+            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                   transport=ta.Transport.HTTPS, store=False, history=ta.History.INCREMENTAL),
         )
     assert "HTTPS with store: false requires full client-history replay" in str(info.value)
     assert "History.FULL_REPLAY" in str(info.value)
@@ -421,7 +424,7 @@ FULL, INCREMENTAL = ta.History.FULL_REPLAY, ta.History.INCREMENTAL
 def test_the_history_policy_is_kept_or_derived(
     tmp_path: Path, transport: ta.Transport, store: bool | None, given: ta.History | None, effective: ta.History
 ) -> None:
-    responses = ta.Responses(transport=transport, store=store, history=given)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=transport, store=store, history=given)
     # A Responses knows its policy unless it is left to the auth's default store.
     assert responses.history is (effective if store is not None or given is not None else None)
     config = ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=responses)
@@ -431,7 +434,7 @@ def test_the_history_policy_is_kept_or_derived(
 
 
 def test_chatgpt_auth_derives_full_replay_over_https(tmp_path: Path) -> None:
-    shared = ta.Responses(transport=ta.Transport.HTTPS)
+    shared = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS)
     assert shared.history is None  # store: left to the auth
     chatgpt = ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=shared)
     assert chatgpt.store is False
@@ -444,15 +447,16 @@ def test_chatgpt_auth_derives_full_replay_over_https(tmp_path: Path) -> None:
     assert attrs.evolve(api_key, auth=chatgpt_auth()).history is ta.History.FULL_REPLAY
     assert attrs.evolve(chatgpt, auth="test-key").history is ta.History.INCREMENTAL
     # Over WebSocket, ChatGPT's store: false still chains on the connection.
-    ws = ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses())
+    ws = ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(profile=ta.Profile.OPENAI))
     assert ws.history is ta.History.INCREMENTAL
 
 
 def test_an_explicit_incremental_policy_that_ephemeral_https_cannot_honour_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ta.ConfigError, match="HTTPS with store: false requires full client-history replay"):
-        ta.Responses(transport=ta.Transport.HTTPS, store=False, history=ta.History.INCREMENTAL)
+        ta.Responses(profile=ta.Profile.OPENAI,
+                     transport=ta.Transport.HTTPS, store=False, history=ta.History.INCREMENTAL)
     # With ChatGPT auth store: false is the auth's default: refused once the auth is known.
-    incremental = ta.Responses(transport=ta.Transport.HTTPS, history=ta.History.INCREMENTAL)
+    incremental = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, history=ta.History.INCREMENTAL)
     with pytest.raises(ta.ConfigError, match="HTTPS with store: false requires full client-history replay"):
         ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=incremental)
     assert ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=incremental).history is ta.History.INCREMENTAL
@@ -462,17 +466,18 @@ def test_an_explicit_incremental_policy_that_ephemeral_https_cannot_honour_is_re
                                               ("store", 0)])
 def test_history_and_store_must_be_their_types(field: str, value: object) -> None:
     with pytest.raises(ta.ConfigError, match=f"{field} must be"):
-        ta.Responses(**{field: value})  # type: ignore[arg-type]
+        ta.Responses(profile=ta.Profile.OPENAI, **{field: value})  # type: ignore[arg-type]
 
 
 def test_responses_repr_shows_the_policy_as_given() -> None:
-    text = repr(ta.Responses(transport=ta.Transport.HTTPS, store=False))
-    assert "store=False, history=None" in text and "_auth_store" not in text
+    text = repr(ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, store=False))
+    assert "store=False, profile=<Profile.OPENAI: 'openai'>, history=None" in text and "_auth_store" not in text
 
 
 @pytest.mark.parametrize("store", [None, False])
 def test_chatgpt_auth_without_store_true_is_accepted(tmp_path: Path, store: bool | None) -> None:
-    config = ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(store=store))
+    config = ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                            store=store))
     assert config.store is False
     assert config.is_chatgpt
 
@@ -506,20 +511,22 @@ def test_bad_workspace_is_rejected_with_advice(tmp_path: Path) -> None:
 @pytest.mark.parametrize("max_attempts", [0, -1])
 def test_max_attempts_must_be_positive(max_attempts: int) -> None:
     with pytest.raises(ta.ConfigError) as info:
-        ta.Responses(max_attempts=max_attempts)
+        ta.Responses(profile=ta.Profile.OPENAI, max_attempts=max_attempts)
     assert "max_attempts must be a positive integer or None" in str(info.value)
     assert repr(max_attempts) in str(info.value)
 
 
 def test_max_attempts_one_is_kept(tmp_path: Path) -> None:
-    config = ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=ta.Responses(max_attempts=1))
+    config = ta.AgentConfig(auth="test-key", workspace=tmp_path, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                        max_attempts=1))
     assert config.max_attempts == 1
     assert ta.AgentConfig(auth="test-key", workspace=tmp_path).max_attempts == 5
 
 
 def test_config_errors_are_value_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="ChatGPT subscription"):
-        ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(store=True))
+        ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                       store=True))
 
 
 # -- layering inside _runtime: runtime imports point downward; only faces import _agent --

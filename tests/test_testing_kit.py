@@ -202,7 +202,8 @@ async def test_real_commands_under_an_autojumping_mock_clock(
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         # `$$` is a host pid only outside a sandbox's PID namespace: the unsandboxed path.
-        config = make_config(server, workspace, responses=ta.Responses(websocket_url=server.url, dialer=server.dial),
+        config = make_config(server, workspace, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                       websocket_url=server.url, dialer=server.dial),
                              sandbox=ta.SandboxMode.DANGER_FULL_ACCESS)
         start = trio.current_time()
         async with scripted(model, 30), ta.open_agent(config) as agent:
@@ -226,6 +227,7 @@ async def test_the_readme_https_half_runs(server: FakeResponsesServer, tmp_path:
         await request.send_final("resp-2", "done")
 
     config = ta.AgentConfig(auth="test", workspace=tmp_path,
-                            responses=ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                   transport=ta.Transport.HTTPS, api_base_url=server.http_base_url))
     async with scripted(model_over_https), ta.open_agent(config) as agent:
         assert (await (await agent.prompt("say hi")).result()).final_message == "done"

@@ -22,6 +22,7 @@ if _typing.TYPE_CHECKING:
     from ._config import ChatGptAuth as ChatGptAuth
     from ._config import ChatGptAuthSnapshot as ChatGptAuthSnapshot
     from ._config import History as History
+    from ._config import Profile as Profile
     from ._config import Responses as Responses
     from ._config import Thinking as Thinking
     from ._config import Transport as Transport
@@ -218,6 +219,7 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "OutputSchema",
     "PlanStep",
     "PlanUpdatedPayload",
+    "Profile",
     "Prompt",
     "ProtocolError",
     "ReasoningSummaryDeltaPayload",
@@ -279,7 +281,9 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
 
 # Where each public name is defined, by module.
 _SOURCES: dict[str, tuple[str, ...]] = {
-    "._config": ("AgentConfig", "ChatGptAuth", "ChatGptAuthSnapshot", "History", "Responses", "Thinking", "Transport",),
+    "._config": (
+        "AgentConfig", "ChatGptAuth", "ChatGptAuthSnapshot", "History", "Profile", "Responses", "Thinking", "Transport",
+    ),
     "._errors": (
         "AgentClosed", "AgentError", "ApiError", "AuthenticationError", "CheckpointLineageMismatch",
         "CheckpointMissing", "ConfigError", "ConnectionFailed", "ConnectionLost", "ForkBeforeCompletedTurn",

@@ -377,6 +377,7 @@ async def openai_sdk(server: BenchServer) -> Sample:
 def bench_config(server: BenchServer, workspace: str, **responses: Any) -> ta.AgentConfig:
     """An agent with no tools on ``server`` (``transport=ta.Transport.HTTPS`` for HTTP/SSE)."""
     shared = responses.pop("shared_prompt_cache", False)
+    responses.setdefault("profile", ta.Profile.OPENAI)  # the bench server speaks OpenAI's dialect
     if responses.get("transport") is ta.Transport.HTTPS:
         resp = ta.Responses(api_base_url=server.http_base_url, **responses)
     else:

@@ -84,8 +84,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
     run.add_argument("--local", action="store_true", help="use the built-in local scripted model")
     run.add_argument("--jsonl", "--json", dest="jsonl", action="store_true", help="print every event as a JSON line")
     run.add_argument(
-        "--thinking", choices=["minimal", "low", "medium", "high", "xhigh"], default=None,
-        help="reasoning effort (default: low)",
+        "--thinking", choices=["none", "minimal", "low", "medium", "high", "xhigh"], default=None,
+        help="reasoning effort; none: no reasoning (default: low on OpenAI's servers, none on others)",
     )
     run.add_argument("-C", "--cd", "--workspace", dest="workspace", type=Path, default=None, metavar="DIR",
                      help="where tools run (default: .)")

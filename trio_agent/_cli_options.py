@@ -40,6 +40,7 @@ ENVIRONMENT = (
                         "credential, as --api-base does (--local ignores it)"),
     ("OPENAI_RESPONSES_WEBSOCKET_URL", "default of --websocket-url (the same)"),
     ("NANOCODEX_RESPONSES_TRANSPORT", "default of --transport with a credential: websocket (or ws), https (or http)"),
+    ("TRIO_AGENT_PROFILE", "default of --profile: openai or generic"),
     ("OTEL_EXPORTER_OTLP_ENDPOINT", "where --otel exports spans and metrics (OTLP/HTTP)"),
     ("TRIO_AGENT_NO_DAEMON", "1: never hand the run to a warm daemon (trio-agent serve --daemon)"),
     ("TRIO_AGENT_DAEMON", "auto: start a warm daemon when none answers (this run stays in-process)"),
@@ -143,6 +144,21 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
                             "model call (default: $NANOCODEX_RESPONSES_TRANSPORT, else websocket)")
     model.add_argument("--max-attempts", type=_positive_int, default=None, metavar="N",
                        help="attempts per model call before the turn fails (default: 5)")
+    model.add_argument("--profile", choices=[profile.value for profile in ta.Profile], default=None,
+                       help="the server's dialect: openai (OpenAI's own wire: in-band tools, stored and chained "
+                            "responses, the warmup) or generic (public Responses semantics for LiteLLM, vLLM, "
+                            "Ollama, llama-stack and bridges: top-level tools, store false, the whole conversation "
+                            "every request) (default: $TRIO_AGENT_PROFILE, else openai for OpenAI's hosts and "
+                            "generic for any other; docs/compatibility.md)")
+    model.add_argument("--store", dest="store", action="store_true", default=None,
+                       help="ask the server to store responses (store: true) (default: true with an API key on "
+                            "OpenAI's servers, false elsewhere)")
+    model.add_argument("--no-store", dest="store", action="store_false",
+                       help="store: false; over HTTPS every request then carries the whole conversation")
+    model.add_argument("--history", choices=["incremental", "full"], default=None,
+                       help="incremental: chain each request on the previous response (previous_response_id); "
+                            "full: send the whole conversation every time (default: incremental where the server "
+                            "keeps responses, full otherwise)")
 
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
@@ -255,8 +271,9 @@ def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
     notes: tuple[str, ...] = ()
     if codex is not None:
         environ, notes = apply_overrides(parser, args, codex, environ)
-    args.thinking = args.thinking or "low"
     connection = connection_settings(parser, args, environ)
+    if args.thinking is None and profile_of(connection.responses) is ta.Profile.OPENAI:
+        args.thinking = "low"  # elsewhere none: a server need not take a reasoning field
     try:
         return RunSettings(
             key=connection.key, local_reason=connection.local_reason, credential_note=connection.credential_note,
@@ -339,7 +356,29 @@ def _responses(parser: argparse.ArgumentParser, args: argparse.Namespace, enviro
                          "https, or unset it")
     if transport is not None:
         options["transport"] = ta.Transport.HTTPS if transport == "https" else ta.Transport.WEBSOCKET
+    profile = args.profile
+    if profile is None and environ.get("TRIO_AGENT_PROFILE", "").strip():
+        value = environ["TRIO_AGENT_PROFILE"].strip()
+        if value.lower() not in {p.value for p in ta.Profile}:
+            parser.error(f"TRIO_AGENT_PROFILE={value!r} is not a profile: set it to openai or generic, or unset it")
+        profile = value.lower()
+    if profile is not None:
+        options["profile"] = ta.Profile(profile)
+    if args.store is not None:
+        options["store"] = args.store
+    if args.history is not None:
+        options["history"] = ta.History.FULL_REPLAY if args.history == "full" else ta.History.INCREMENTAL
+    if options.get("history") is ta.History.INCREMENTAL and options.get("store") is False \
+            and options.get("transport") is ta.Transport.HTTPS:
+        parser.error("--history incremental with --no-store over --transport https cannot work: HTTPS chains only "
+                     "on stored responses; drop --no-store, or use --history full")
     return options
+
+
+def profile_of(responses: Mapping[str, Any]) -> ta.Profile:
+    """The profile ``ta.Responses(**responses)`` speaks (given, else from the endpoint)."""
+    keys = ("profile", "transport", "websocket_url", "api_base_url")
+    return ta.Responses(**{key: responses[key] for key in keys if key in responses}).profile
 
 
 def _refuse_endpoints_without_credential(parser: argparse.ArgumentParser, args: argparse.Namespace,

@@ -338,6 +338,10 @@ class HumanPrinter(_Tracker):
         self._line(f"retrying in {_seconds(payload['delay_ns'] / 1e9)}: {retry_reason(payload)} "
                    f"(attempt {payload['next_attempt']}/{payload['max_attempts']})")
 
+    def _warning(self, event: Any, payload: dict[str, Any]) -> None:
+        if payload.get("code") in _SHOWN_WARNINGS:  # what changes how the agent talks to the server
+            self._line(f"note: {payload['message']}")
+
     def _mcp_ready(self, event: Any, payload: dict[str, Any]) -> None:
         self._line(f"[mcp] {payload['server']} ready: {len(payload['tools'])} tool(s)")
 
@@ -358,6 +362,7 @@ class HumanPrinter(_Tracker):
         )
 
 
+_SHOWN_WARNINGS = ("transport_fallback", "request_fields_dropped")
 _HANDLERS = {
     "run.started": HumanPrinter._run_started,
     "assistant.delta": HumanPrinter._delta,
@@ -366,6 +371,7 @@ _HANDLERS = {
     "tool.progress": HumanPrinter._progress,
     "tool.result": HumanPrinter._tool_result,
     "model.attempt.retrying": HumanPrinter._retrying,
+    "api.warning": HumanPrinter._warning,
     "mcp.server.ready": HumanPrinter._mcp_ready,
     "mcp.server.failed": HumanPrinter._mcp_failed,
     "run.completed": HumanPrinter._summary,

@@ -108,6 +108,7 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
             _say(f"{settings.local_reason}; using the built-in local scripted model (not a real model)")
             server = await nursery.start(serve_local_model)
             responses["websocket_url"] = server.url
+            responses["profile"] = ta.Profile.OPENAI  # the local model speaks OpenAI's dialect
         approval = ta.Approvals()
         if settings.approval is not ta.ApprovalPolicy.NEVER:
             from ._cli_approval import TerminalApprover
@@ -116,7 +117,7 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
         try:
             config = session_config(ta.AgentConfig(
                 auth=settings.key or "local-key",
-                thinking=ta.Thinking(args.thinking),
+                thinking=ta.Thinking(args.thinking) if args.thinking else None,
                 workspace=args.workspace or Path.cwd(),
                 responses=ta.Responses(**responses),
                 instructions=settings.instructions,

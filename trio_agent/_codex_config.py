@@ -16,8 +16,7 @@ the key, what it must be and what it was (the commands exit 2 with it).
 
 The keys (codex's names and values):
 
-- ``model``; ``model_reasoning_effort`` (``minimal`` .. ``xhigh``: a ``Thinking``;
-  codex's ``none`` has no equivalent and is refused).
+- ``model``; ``model_reasoning_effort`` (``none`` .. ``xhigh``: a ``Thinking``).
 - ``sandbox_mode`` (a ``SandboxMode``); ``sandbox_workspace_write.network_access`` and
   ``.writable_roots`` (paths as given: the caller resolves relative ones);
   ``approval_policy`` (a ``ApprovalPolicy`` name; codex's granular table is refused).
@@ -236,8 +235,7 @@ class _Reader:
         return value
 
     def settings(self) -> CodexSettings:
-        effort = self.choice("model_reasoning_effort", _choices(Thinking),
-                             hint=" (codex's 'none' has no equivalent here)")
+        effort = self.choice("model_reasoning_effort", _choices(Thinking))
         sandbox = self.choice("sandbox_mode", _choices(SandboxMode))
         policy = self._approval_policy()
         network, roots = self._workspace_write()

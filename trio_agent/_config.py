@@ -12,7 +12,7 @@ import os
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 
@@ -37,6 +37,7 @@ __all__ = [
     "ChatGptAuthSnapshot",
     "ChatGptAuthSource",
     "History",
+    "Profile",
     "Responses",
     "Thinking",
     "Transport",
@@ -63,8 +64,11 @@ def context_window(model: str) -> int:
 
 
 class Thinking(enum.Enum):
-    """Reasoning effort; the value is what ``reasoning.effort`` carries on the wire."""
+    """Reasoning effort; the value is what ``reasoning.effort`` carries on the wire.
+    ``NONE`` asks for no reasoning: OpenAI's servers get ``effort: "none"``, other
+    servers (``Profile.GENERIC``) no ``reasoning`` or ``include`` field at all."""
 
+    NONE = "none"
     MINIMAL = "minimal"
     LOW = "low"
     MEDIUM = "medium"
@@ -77,6 +81,42 @@ class Transport(enum.Enum):
 
     WEBSOCKET = "responses_websocket_v2"
     HTTPS = "responses_https_sse"
+
+
+class Profile(enum.Enum):
+    """Which dialect of the Responses API the agent speaks (docs/compatibility.md).
+
+    ``OPENAI``: OpenAI's own servers, as SPEC and the reference suites have it -- the
+    tools inside the ``additional_tools`` input item, ``store``/``previous_response_id``
+    chaining, the ``generate: false`` warmup, ``include``, ``reasoning`` and
+    ``client_metadata``. ``GENERIC``: public Responses semantics, for LiteLLM, vLLM,
+    Ollama, llama-stack and Responses-to-Chat bridges -- top-level ``tools`` on every
+    request (``exec`` and custom tools as function tools taking one string), ``store:
+    false`` with the whole conversation in every request, no warmup request, no private
+    fields, and ``reasoning``/``include`` only when a thinking level is asked for.
+    ``Responses(profile=None)`` picks ``OPENAI`` for OpenAI's hosts (``api.openai.com``,
+    ``*.openai.com``, ``chatgpt.com``) and ``GENERIC`` for every other host, loopback
+    included."""
+
+    OPENAI = "openai"
+    GENERIC = "generic"
+
+
+#: Hosts (and their subdomains) that speak OpenAI's own dialect (``Profile.OPENAI``).
+OPENAI_HOSTS = ("openai.com", "chatgpt.com")
+
+
+def endpoint_profile(url: str) -> Profile:
+    """The profile a URL's host implies: ``OPENAI`` for OpenAI's hosts, else ``GENERIC``."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return Profile.GENERIC
+    if any(host == known or host.endswith("." + known) for known in OPENAI_HOSTS):
+        return Profile.OPENAI
+    return Profile.GENERIC
 
 
 class History(enum.Enum):
@@ -180,7 +220,9 @@ class Responses:
     deterministic tests with no real socket.
     """
 
-    transport: Transport = attrs.field(default=Transport.WEBSOCKET)
+    # The transport as given (None: a WebSocket that falls back to HTTPS once when the
+    # server has no WebSocket endpoint); ``transport`` is the one used first.
+    _transport: Transport | None = attrs.field(default=None, alias="transport")
     websocket_url: str | None = attrs.field(
         default=None, validator=_check_url("websocket_url", ("ws:", "wss:"))
     )
@@ -188,6 +230,8 @@ class Responses:
         default=None, validator=_check_url("api_base_url", ("http:", "https:"))
     )
     store: bool | None = None
+    # The dialect as given (None: derived from the endpoint); ``profile`` is the effective one.
+    _profile: Profile | None = attrs.field(default=None, alias="profile")
     # The policy as given (None: derive it); ``history`` is the effective one.
     _history: History | None = attrs.field(default=None, alias="history")
     max_attempts: int | None = None
@@ -202,12 +246,49 @@ class Responses:
     _auth_store: bool | None = attrs.field(default=None, alias="_auth_store", repr=False, eq=False)
 
     @property
+    def transport(self) -> Transport:
+        """The transport used first (``WEBSOCKET`` unless given)."""
+        return self._transport if self._transport is not None else Transport.WEBSOCKET
+
+    @property
+    def https_fallback(self) -> bool:
+        """Whether a WebSocket handshake answered without ``101`` (404, 405, 426, 200...)
+        moves the agent to HTTPS, once: only when neither the transport nor the WebSocket
+        URL was given (the URL is derived from ``api_base_url``, whose HTTPS endpoint the
+        agent then uses). A WebSocket asked for keeps failing, with a hint."""
+        return self._transport is None and self.websocket_url is None
+
+    @property
+    def profile(self) -> Profile:
+        """The effective dialect: as given, else from the host of the endpoint used
+        first (the WebSocket URL, else the API base URL; none given: OpenAI's)."""
+        if self._profile is not None:
+            return self._profile
+        url = self.websocket_url if self.transport is Transport.WEBSOCKET and self.websocket_url else None
+        url = url or self.api_base_url
+        return endpoint_profile(url) if url else Profile.OPENAI
+
+    @property
+    def default_store(self) -> bool | None:
+        """``store`` as given, else the default: False for ``Profile.GENERIC``, else the
+        auth's (None while unknown)."""
+        if self.store is not None:
+            return self.store
+        if self.profile is Profile.GENERIC:
+            return False
+        return self._auth_store
+
+    @property
     def history(self) -> History | None:
-        """The effective history policy: as given, else derived from the transport and
-        the (effective) ``store``; ``None`` only while it still depends on the auth."""
+        """The effective history policy: as given, else derived from the profile, the
+        transport and the (effective) ``store``; ``None`` only while it still depends on
+        the auth. ``Profile.GENERIC`` replays in full unless told otherwise: most servers
+        other than OpenAI's keep no chain a request could name."""
         if self._history is not None:
             return self._history
-        store = self.store if self.store is not None else self._auth_store
+        if self.profile is Profile.GENERIC and self.store is not True:
+            return History.FULL_REPLAY
+        store = self.default_store
         if store is None:
             return None
         return History.FULL_REPLAY if self.transport is Transport.HTTPS and not store else History.INCREMENTAL
@@ -228,8 +309,11 @@ class Responses:
             raise ConfigError(
                 f"dialer must be an async callable (host, port) -> trio.abc.Stream, got {self.dialer!r}"
             )
-        if not isinstance(self.transport, Transport):
-            raise ConfigError(f"transport must be a ta.Transport, got {self.transport!r}")
+        if self._transport is not None and not isinstance(self._transport, Transport):
+            raise ConfigError(f"transport must be a ta.Transport or None (WebSocket, else HTTPS), "
+                              f"got {self._transport!r}")
+        if self._profile is not None and not isinstance(self._profile, Profile):
+            raise ConfigError(f"profile must be a ta.Profile or None (from the endpoint), got {self._profile!r}")
         if self._history is not None and not isinstance(self._history, History):
             raise ConfigError(f"history must be a ta.History or None (derived), got {self._history!r}")
         if self.store is not None and not isinstance(self.store, bool):
@@ -265,6 +349,12 @@ def _approval(value: Approvals | ApprovalPolicy | str) -> Approvals:
     return Approvals(policy=value)
 
 
+def _given_thinking(value: Thinking | None) -> Thinking:
+    """``AgentConfig.thinking`` as given; None (the profile's default) is resolved by
+    ``__attrs_post_init__`` before anyone can read it."""
+    return cast(Thinking, value)
+
+
 def _default_session_id() -> str:
     from ._ids import uuid7_text
 
@@ -293,7 +383,9 @@ class AgentConfig:
     auth: str | ChatGptAuth = attrs.field(repr=_redact)
     model: str = DEFAULT_MODEL
     instructions: str | None = None
-    thinking: Thinking = Thinking.MEDIUM
+    # None: the profile's default -- MEDIUM for OpenAI's servers, NONE (no reasoning field)
+    # for others; read back resolved.
+    thinking: Thinking = attrs.field(default=None, converter=_given_thinking)
     fast_mode: bool = False
     workspace: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     responses: Responses = attrs.field(factory=Responses)
@@ -316,10 +408,13 @@ class AgentConfig:
         self._check_auth()
         if not isinstance(self.api_events, bool):
             raise ConfigError(f"api_events must be True or False, got {self.api_events!r}")
-        if not isinstance(self.thinking, Thinking):
-            raise ConfigError(f"thinking must be a ta.Thinking, got {self.thinking!r}")
         if not isinstance(self.responses, Responses):
             raise ConfigError(f"responses must be a ta.Responses, got {self.responses!r}")
+        if self.thinking is None:
+            default = Thinking.NONE if self.responses.profile is Profile.GENERIC else Thinking.MEDIUM
+            object.__setattr__(self, "thinking", default)
+        if not isinstance(self.thinking, Thinking):
+            raise ConfigError(f"thinking must be a ta.Thinking, got {self.thinking!r}")
         # Our own copy, told the auth's default store, so that ``responses.history`` is
         # the effective policy (the caller's ``Responses`` may serve other configs).
         object.__setattr__(self, "responses", attrs.evolve(self.responses, _auth_store=not self.is_chatgpt))
@@ -472,10 +567,15 @@ class AgentConfig:
 
     @property
     def store(self) -> bool:
-        """The effective ``store`` flag (True for API keys unless set)."""
-        if self.responses.store is not None:
-            return self.responses.store
-        return not self.is_chatgpt
+        """The effective ``store`` flag (unless set: True for API keys on OpenAI's servers,
+        False for ChatGPT auth and for ``Profile.GENERIC``)."""
+        store = self.responses.default_store
+        return store if store is not None else not self.is_chatgpt
+
+    @property
+    def profile(self) -> Profile:
+        """The effective dialect (``responses.profile``)."""
+        return self.responses.profile
 
     @property
     def cache_key(self) -> str:

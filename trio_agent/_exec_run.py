@@ -70,6 +70,7 @@ async def _run(request: ExecRequest, connection: Connection, home: Path, json_mo
             _say(f"{reason}; using the built-in local scripted model (not a real model)")
             model_server = await nursery.start(serve_local_model)
             responses["websocket_url"], provider = model_server.url, "trio-agent-local"
+            responses["profile"] = ta.Profile.OPENAI  # the local model speaks OpenAI's dialect
         config = ta.AgentConfig(auth=connection.key or "local-key", workspace=Path(request.cwd),
                                 responses=ta.Responses(**responses))
         async with open_app_server(config, home=home, model_provider=provider, web_search=request.web_search) as app, \

@@ -24,7 +24,8 @@ async def main(workspace: str, pid_file: str) -> None:
     server_pid = Path(pid_file + ".server")
     tools = ta.Tools.default().with_mcp("daemons", ta.McpServer.stdio(
         sys.executable, [str(FIXTURES / "mcp_daemon_server.py"), pid_file, "--pid-file", str(server_pid)]))
-    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url="http://127.0.0.1:9/v1")
+    responses = ta.Responses(profile=ta.Profile.OPENAI,
+                             transport=ta.Transport.HTTPS, api_base_url="http://127.0.0.1:9/v1")
     config = ta.AgentConfig(auth="test-key", workspace=Path(workspace), responses=responses, tools=tools)
     async with ta.open_agent(config) as agent:
         async for event in agent.events:

@@ -55,8 +55,9 @@ class FailingSource:
 
 def responses_for(server: FakeResponsesServer, transport: ta.Transport, **kw: object) -> ta.Responses:
     if transport is ta.Transport.WEBSOCKET:
-        return ta.Responses(websocket_url=server.url, **kw)  # type: ignore[arg-type]
-    return ta.Responses(transport=transport, api_base_url=server.http_base_url, **kw)  # type: ignore[arg-type]
+        return ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, **kw)  # type: ignore[arg-type]
+    return ta.Responses(profile=ta.Profile.OPENAI,
+                        transport=transport, api_base_url=server.http_base_url, **kw)  # type: ignore[arg-type]
 
 
 def config_for(
@@ -226,9 +227,11 @@ async def test_a_refused_connection_is_connection_failed_on_both_transports(
 ) -> None:
     port = _closed_port()
     if transport is ta.Transport.WEBSOCKET:
-        responses = ta.Responses(websocket_url=f"ws://127.0.0.1:{port}/v1/responses", max_attempts=1)
+        responses = ta.Responses(profile=ta.Profile.OPENAI,
+                                 websocket_url=f"ws://127.0.0.1:{port}/v1/responses", max_attempts=1)
     else:
-        responses = ta.Responses(transport=transport, api_base_url=f"http://127.0.0.1:{port}/v1", max_attempts=1)
+        responses = ta.Responses(profile=ta.Profile.OPENAI,
+                                 transport=transport, api_base_url=f"http://127.0.0.1:{port}/v1", max_attempts=1)
     config = ta.AgentConfig(auth="sk-test", workspace=workspace, responses=responses)
     failed, log = await fail_one_prompt(config)
     error = failed.responses_error
@@ -279,7 +282,7 @@ async def test_a_websocket_401_asks_the_chatgpt_source_to_recover_once(
         await conn.send_final("resp-1", "hello again")
 
     config = ta.AgentConfig(auth=ta.ChatGptAuth(source), workspace=workspace,
-                            responses=ta.Responses(websocket_url=server.url))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url))
     log = EventLog()
     async with scripted(script) as nursery, ta.open_agent(config) as agent:
         nursery.start_soon(log.consume, agent.events)

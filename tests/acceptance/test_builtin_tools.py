@@ -41,7 +41,7 @@ def _texts(output: Any) -> list[str]:
 
 def _config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.AgentConfig:
     """A WebSocket agent whose remote tools POST to the same fake server."""
-    responses = ta.Responses(websocket_url=server.url, api_base_url=server.http_base_url)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, api_base_url=server.http_base_url)
     return make_config(server, workspace, responses=responses, **kw)
 
 
@@ -305,6 +305,7 @@ async def test_web_search_gives_up_after_45_seconds_and_retries_a_dropped_connec
         await conn.send_final("resp-final")
 
     responses = ta.Responses(
+        profile=ta.Profile.OPENAI,
         websocket_url=memory_server.url, api_base_url=memory_server.http_base_url, dialer=memory_server.dial
     )
     async with scripted(script, 100), ta.open_agent(memory_config(memory_server, workspace, responses=responses)) as a:

@@ -39,7 +39,7 @@ def write_login(home: Path, **tokens: Any) -> Path:
 
 
 def https(server: FakeResponsesServer) -> ta.Responses:
-    return ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    return ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
 
 
 async def test_api_key_mode_uses_the_key(tmp_path: Path) -> None:

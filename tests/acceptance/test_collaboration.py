@@ -103,7 +103,7 @@ async def test_steer_interrupts_wait_agent_and_is_sent_in_follow_up_request(
         await conn.send_all([frames.response_created("resp-2"), frames.completed("resp-2", [])])
 
     log = EventLog()
-    responses = ta.Responses(websocket_url=server.url, history=ta.History.FULL_REPLAY)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, history=ta.History.FULL_REPLAY)
     async with scripted(script) as nursery, ta.open_agent(config(server, workspace, responses=responses)) as agent:
         nursery.start_soon(log.consume, agent.events)
         turn = await agent.prompt(INITIAL_PROMPT)

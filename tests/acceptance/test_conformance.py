@@ -25,9 +25,10 @@ class Peer:
 
     def config(self, workspace: Path, **kw: Any) -> ta.AgentConfig:
         if self.transport is ta.Transport.WEBSOCKET:
-            responses = ta.Responses(websocket_url=self.server.url)
+            responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=self.server.url)
         else:
-            responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=self.server.http_base_url)
+            responses = ta.Responses(profile=ta.Profile.OPENAI,
+                                     transport=ta.Transport.HTTPS, api_base_url=self.server.http_base_url)
         return ta.AgentConfig(auth="k", workspace=workspace, responses=responses, session_id="conformance", **kw)
 
     async def next_request(self) -> dict[str, Any]:

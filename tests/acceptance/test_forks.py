@@ -275,7 +275,7 @@ async def test_clean_spawn_reuses_an_explicit_cache_key_without_history_or_linea
 
     config = ta.AgentConfig(
         auth="private-test-key", instructions="shared private configuration", thinking=ta.Thinking.LOW,
-        responses=ta.Responses(websocket_url=server.url), session_id="root-lineage",
+        responses=ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url), session_id="root-lineage",
         prompt_cache_key="shared-private-prefix", workspace=workspace, tools_factory=factory,
     )
     async with scripted(script):
@@ -348,7 +348,7 @@ async def test_websocket_ephemeral_chains_on_connection_and_replays_a_fresh_fork
         assert "second prompt" not in json.dumps(replay)
         await branch.send_final("resp-branch")
 
-    responses = ta.Responses(websocket_url=server.url, store=False)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, store=False)
     async with scripted(script):
         config = make_config(server, workspace, responses=responses, session_id="websocket-ephemeral")
         async with ta.open_agent(config) as agent:
@@ -371,7 +371,8 @@ async def test_https_stored_fork_uses_the_historical_response_checkpoint(
         assert "branch prompt" in json.dumps(branch.body)
         await branch.send_final("resp-branch")
 
-    responses = ta.Responses(transport=ta.Transport.HTTPS, store=True, api_base_url=server.http_base_url)
+    responses = ta.Responses(profile=ta.Profile.OPENAI,
+                             transport=ta.Transport.HTTPS, store=True, api_base_url=server.http_base_url)
     async with scripted(script):
         config = make_config(server, workspace, responses=responses, session_id="https-stored")
         async with ta.open_agent(config) as agent:

@@ -20,7 +20,8 @@ from ..conftest import EventLog, scripted
 
 def https_config(server: FakeResponsesServer, workspace: Path, session_id: str, **kw: Any) -> ta.AgentConfig:
     responses_kw = {k: kw.pop(k) for k in ("store", "history", "max_attempts", "http_client") if k in kw}
-    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url, **responses_kw)
+    responses = ta.Responses(profile=ta.Profile.OPENAI,
+                             transport=ta.Transport.HTTPS, api_base_url=server.http_base_url, **responses_kw)
     return ta.AgentConfig(
         auth=kw.pop("auth", "test-key"), thinking=ta.Thinking.LOW, workspace=workspace, responses=responses,
         session_id=session_id, **kw,

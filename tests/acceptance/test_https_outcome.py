@@ -23,7 +23,7 @@ CALL = frames.function_call("call-1", "add", json.dumps({"a": 2, "b": 3}), item_
 
 
 def https_config(server: FakeResponsesServer, workspace: Path, tools: ta.Tools) -> ta.AgentConfig:
-    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
     return ta.AgentConfig(auth="test-key", workspace=workspace, responses=responses, tools=tools,
                           session_id="model-test", thinking=ta.Thinking.LOW)
 

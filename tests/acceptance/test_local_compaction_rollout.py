@@ -104,7 +104,8 @@ async def test_the_local_model_summarizes_deterministically(workspace: Path) -> 
     log = EventLog()
     async with trio.open_nursery() as nursery:
         model = await nursery.start(serve_local_model)
-        config = ta.AgentConfig(auth="local", workspace=workspace, responses=ta.Responses(websocket_url=model.url))
+        config = ta.AgentConfig(auth="local", workspace=workspace, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                          websocket_url=model.url))
         with trio.fail_after(30):
             async with ta.open_agent(config) as agent:
                 nursery.start_soon(log.consume, agent.events)
@@ -130,7 +131,8 @@ async def test_the_local_model_can_offer_remote_compaction(workspace: Path) -> N
     async with trio.open_nursery() as nursery:
         model = await nursery.start(lambda task_status: serve_local_model(remote_compaction=True,
                                                                           task_status=task_status))
-        config = ta.AgentConfig(auth="local", workspace=workspace, responses=ta.Responses(websocket_url=model.url))
+        config = ta.AgentConfig(auth="local", workspace=workspace, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                          websocket_url=model.url))
         with trio.fail_after(30):
             async with ta.open_agent(config) as agent:
                 nursery.start_soon(log.consume, agent.events)

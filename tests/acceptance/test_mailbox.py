@@ -40,6 +40,7 @@ def user_message_item(text: str) -> dict[str, Any]:
 
 def replay_config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.AgentConfig:
     return make_config(server, workspace, responses=ta.Responses(
+        profile=ta.Profile.OPENAI,
         websocket_url=server.url, history=ta.History.FULL_REPLAY), **kw)
 
 

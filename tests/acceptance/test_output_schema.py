@@ -149,6 +149,7 @@ async def test_a_bad_schema_is_refused_before_anything_is_queued(
     server: FakeResponsesServer, workspace: Path, given: Any, message: str
 ) -> None:
     async with ta.open_agent(make_config(server, workspace, responses=ta.Responses(
+            profile=ta.Profile.OPENAI,
             transport=ta.Transport.HTTPS, api_base_url=server.http_base_url))) as agent:
         with pytest.raises(ta.ConfigError, match="output schema") as caught:
             if given is ta.OutputSchema:

@@ -139,7 +139,7 @@ async def test_inject_refuses_what_is_not_a_list_of_items(
     server: FakeResponsesServer, workspace: Path, bad: Any
 ) -> None:
     # HTTPS: nothing connects until a prompt, so only the validation is exercised.
-    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
     with trio.fail_after(10):
         async with ta.open_agent(ta.AgentConfig(auth="k", workspace=workspace, responses=responses)) as agent:
             with pytest.raises(ta.InvalidPrompt, match=r"inject|injected item"):

@@ -107,6 +107,7 @@ def http_config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.A
     """codex's HTTP harness: ``store: false`` over HTTP/SSE, so every request replays."""
     responses_kw = {k: kw.pop(k) for k in ("max_attempts",) if k in kw}
     responses = ta.Responses(
+        profile=ta.Profile.OPENAI,
         transport=ta.Transport.HTTPS, store=False, api_base_url=server.http_base_url, dialer=server.dial,
         **responses_kw,
     )
@@ -389,7 +390,8 @@ async def test_steer_during_stream_retry_skips_backoff(
     if transport is ta.Transport.HTTPS:
         config = http_config(memory_server, workspace, max_attempts=2)
     else:
-        responses = ta.Responses(websocket_url=memory_server.url, dialer=memory_server.dial, max_attempts=2)
+        responses = ta.Responses(profile=ta.Profile.OPENAI,
+                                 websocket_url=memory_server.url, dialer=memory_server.dial, max_attempts=2)
         config = ta.AgentConfig(auth="test-key", model="gpt-5.4", workspace=workspace, responses=responses)
     log = EventLog()
     async with scripted(script, 100) as nursery:

@@ -20,7 +20,8 @@ THREAD = "019c0d31-c308-7d91-bff4-5dca82d15ac6"
 def durable_config(server: FakeResponsesServer, **kw: Any) -> ta.AgentConfig:
     kw.setdefault("instructions", "durable instructions")
     return ta.AgentConfig(
-        auth="test-key", thinking=ta.Thinking.LOW, responses=ta.Responses(websocket_url=server.url), **kw
+        auth="test-key", thinking=ta.Thinking.LOW, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                          websocket_url=server.url), **kw
     )
 
 
@@ -120,7 +121,8 @@ async def test_serialized_session_resumes_over_ephemeral_https(server: FakeRespo
 
     def ephemeral_https() -> ta.Responses:
         # As the seed builds it: HTTPS and store: false, no history policy (derived: SPEC sec. 6).
-        return ta.Responses(transport=ta.Transport.HTTPS, store=False, api_base_url=server.http_base_url)
+        return ta.Responses(profile=ta.Profile.OPENAI,
+                            transport=ta.Transport.HTTPS, store=False, api_base_url=server.http_base_url)
 
     config = ta.AgentConfig(
         auth="test-key", instructions="durable instructions", thinking=ta.Thinking.LOW, workspace=workspace,

@@ -15,7 +15,8 @@ from ..conftest import EventLog, scripted
 def shared_config(server: FakeResponsesServer, workspace: Path) -> ta.AgentConfig:
     return ta.AgentConfig(
         auth="test-key", thinking=ta.Thinking.LOW, workspace=workspace,
-        responses=ta.Responses(websocket_url=server.url), prompt_cache_key="shared-prefix", shared_prompt_cache=True,
+        responses=ta.Responses(profile=ta.Profile.OPENAI,
+                               websocket_url=server.url), prompt_cache_key="shared-prefix", shared_prompt_cache=True,
     )
 
 

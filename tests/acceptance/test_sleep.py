@@ -43,7 +43,8 @@ def assert_interrupted(output: str) -> None:
 
 def config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.AgentConfig:
     return make_config(server, workspace, tools=ta.Tools.default().with_clock(),
-                       responses=ta.Responses(websocket_url=server.url, history=ta.History.FULL_REPLAY), **kw)
+                       responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                              websocket_url=server.url, history=ta.History.FULL_REPLAY), **kw)
 
 
 async def test_any_new_input_interrupts_sleep(server: FakeResponsesServer, workspace: Path, tmp_path: Path) -> None:

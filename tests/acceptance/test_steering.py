@@ -317,7 +317,7 @@ async def test_steers_yield_exec_and_wait_without_stopping_the_cell(
     async with scripted(script, 20) as nursery:
         # The codex seed runs over HTTPS, where every request carries the whole
         # history; FULL_REPLAY gives the same request bodies on the WebSocket.
-        responses = ta.Responses(websocket_url=server.url, history=ta.History.FULL_REPLAY)
+        responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, history=ta.History.FULL_REPLAY)
         config = make_config(server, workspace, responses=responses, tools=held_tool(started, release, []))
         async with ta.open_agent(config) as agent:
             nursery.start_soon(log.consume, agent.events)

@@ -77,7 +77,8 @@ async def manager(tmp_path: Path, reply: Reply = answer_done, unload_delay: floa
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     config = ta.AgentConfig(auth="k", workspace=workspace, thinking=ta.Thinking.LOW,
-                            responses=ta.Responses(websocket_url=server.url, dialer=server.dial))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                   websocket_url=server.url, dialer=server.dial))
     seen = ThreadLog()
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)

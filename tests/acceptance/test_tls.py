@@ -44,7 +44,7 @@ async def test_websocket_over_tls(tls_server: FakeResponsesServer, ca: trustme.C
         await conn.next_request()
         await conn.send_final("resp-1", "secure hello")
 
-    responses = ta.Responses(websocket_url=tls_server.url, ssl_context=client_context(ca))
+    responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=tls_server.url, ssl_context=client_context(ca))
     config = ta.AgentConfig(auth="k", workspace=workspace, responses=responses, session_id="model-test",
                             thinking=ta.Thinking.LOW)
     async with scripted(script):
@@ -65,7 +65,7 @@ async def test_untrusted_certificates_fail_the_connection_clearly(
                 await tls_server.accept()
             refused += 1
 
-    responses = ta.Responses(websocket_url=tls_server.url, max_attempts=1)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=tls_server.url, max_attempts=1)
     config = ta.AgentConfig(auth="k", workspace=workspace, responses=responses)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -90,6 +90,7 @@ async def test_https_over_tls(tls_server: FakeResponsesServer, ca: trustme.CA, w
     with trio.fail_after(10):
         async with httpx.AsyncClient(verify=client_context(ca)) as client:
             responses = ta.Responses(
+                profile=ta.Profile.OPENAI,
                 transport=ta.Transport.HTTPS, api_base_url=tls_server.http_base_url, http_client=client
             )
             config = ta.AgentConfig(auth="k", workspace=workspace, responses=responses)
@@ -108,7 +109,8 @@ async def test_https_with_an_untrusted_certificate_fails_at_once_without_retries
             with pytest.raises(trio.BrokenResourceError):
                 await raw.stream.do_handshake()  # type: ignore[attr-defined]
 
-    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=tls_server.http_base_url)
+    responses = ta.Responses(profile=ta.Profile.OPENAI,
+                             transport=ta.Transport.HTTPS, api_base_url=tls_server.http_base_url)
     config = ta.AgentConfig(auth="k", workspace=workspace, responses=responses)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:

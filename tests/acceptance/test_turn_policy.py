@@ -85,7 +85,8 @@ async def test_websocket_full_replay_never_sends_a_previous_response_id(
         ]
         await conn.send_final("resp-second")
 
-    responses = ta.Responses(websocket_url=server.url, store=False, history=ta.History.FULL_REPLAY)
+    responses = ta.Responses(profile=ta.Profile.OPENAI,
+                             websocket_url=server.url, store=False, history=ta.History.FULL_REPLAY)
     async with scripted(script):
         config = make_config(server, workspace, responses=responses, session_id="websocket-replay")
         async with ta.open_agent(config) as agent:

@@ -56,7 +56,7 @@ def test_flags_win_over_the_environment() -> None:
 
 
 def test_the_websocket_url_is_derived_from_the_api_base_by_the_config() -> None:
-    responses = ta.Responses(**settings("--api-base", "https://proxy.example/v1").responses)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, **settings("--api-base", "https://proxy.example/v1").responses)
     assert ta.AgentConfig(auth="sk-dummy", responses=responses).websocket_url == "wss://proxy.example/v1/responses"
 
 

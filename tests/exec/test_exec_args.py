@@ -79,7 +79,7 @@ def test_writable_roots_of_config_are_relative_to_the_workspace(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(("argv", "said"), [
-    (["-c", "model_reasoning_effort=none", "p"], "model_reasoning_effort"),
+    (["-c", "model_reasoning_effort=max", "p"], "model_reasoning_effort"),
     (["-c", "novalue", "p"], "expected key=value"),
     (["-c", 'approval_policy="sometimes"', "p"], "approval_policy"),
     (["-c", 'sandbox_workspace_write.writable_roots=["/nonexistent/x"]', "p"], "is not an existing directory"),

@@ -201,6 +201,7 @@ async def test_a_thread_of_an_in_process_server_is_resumed_by_exec(tmp_path: Pat
     home = tmp_path / "home"
     async with model_server() as server:
         config = ta.AgentConfig(auth="test-key", workspace=workspace, responses=ta.Responses(
+            profile=ta.Profile.OPENAI,
             websocket_url=server.url))
         async with open_app_server(config, home=home) as app, trio.open_nursery() as nursery:
             client_stream, server_stream = trio.testing.memory_stream_pair()

@@ -92,7 +92,8 @@ async def fake_model_server() -> AsyncIterator[FakeResponsesServer]:
 async def run_turn(server: FakeResponsesServer, home: Path, request: ExecRequest) -> Run:
     """One exec turn on a fresh app server of ``home`` (as a new exec process would)."""
     config = ta.AgentConfig(auth="test-key", workspace=Path(request.cwd),
-                            responses=ta.Responses(websocket_url=server.url, dialer=server.dial))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                   websocket_url=server.url, dialer=server.dial))
     stdout = trio.testing.MemorySendStream()
     recorders: list[Recorder] = []
     with trio.fail_after(STEP):

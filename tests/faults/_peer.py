@@ -30,8 +30,9 @@ class Peer:
 
     def responses(self, **kw: Any) -> ta.Responses:
         if self.websocket:
-            return ta.Responses(websocket_url=self.server.url, **kw)
-        return ta.Responses(transport=ta.Transport.HTTPS, api_base_url=self.server.http_base_url, **kw)
+            return ta.Responses(profile=ta.Profile.OPENAI, websocket_url=self.server.url, **kw)
+        return ta.Responses(profile=ta.Profile.OPENAI,
+                            transport=ta.Transport.HTTPS, api_base_url=self.server.http_base_url, **kw)
 
     def config(self, workspace: Path, *, responses: dict[str, Any] | None = None, **kw: Any) -> ta.AgentConfig:
         kw.setdefault("session_id", "faults")

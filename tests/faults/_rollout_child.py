@@ -54,6 +54,7 @@ def ta_message(text: str) -> dict[str, Any]:
 
 def agent_config(api_base: str, home: str, workspace: str, thread: str, tools: ta.Tools) -> ta.AgentConfig:
     responses = ta.Responses(
+        profile=ta.Profile.OPENAI,
         transport=ta.Transport.HTTPS, store=False, history=ta.History.FULL_REPLAY, api_base_url=api_base,
     )
     return ta.AgentConfig(

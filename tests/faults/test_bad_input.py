@@ -99,11 +99,11 @@ def test_a_valid_thread_id_lands_under_home(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", [0, -1, math.inf, math.nan, "30", True])
 def test_timeouts_must_be_positive_finite_seconds(field: str, value: Any) -> None:
     with pytest.raises(ta.ConfigError, match=f"{field} must be a positive, finite number of seconds"):
-        ta.Responses(**{field: value})
+        ta.Responses(profile=ta.Profile.OPENAI, **{field: value})
 
 
 def test_timeout_defaults_are_todays() -> None:
-    responses = ta.Responses()
+    responses = ta.Responses(profile=ta.Profile.OPENAI)
     assert (responses.connect_timeout, responses.handshake_timeout, responses.idle_timeout) == (30.0, None, 300.0)
 
 

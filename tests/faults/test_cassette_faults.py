@@ -142,7 +142,7 @@ def test_a_header_without_its_session_settings_is_refused() -> None:
 
 @pytest.mark.parametrize(("changes", "expected"), [
     ({"transports": ["carrier_pigeon"]}, "transports[0] 'carrier_pigeon' is not one of responses_websocket_v2"),
-    ({"session": {**SESSION, "thinking": "deep"}}, "session.thinking 'deep' is not one of minimal, low"),
+    ({"session": {**SESSION, "thinking": "deep"}}, "session.thinking 'deep' is not one of none, minimal, low"),
     ({"session": {**SESSION, "history": "some"}}, "session.history 'some' is not one of incremental"),
 ])
 def test_unknown_settings_in_the_header_are_refused(changes: dict[str, Any], expected: str) -> None:

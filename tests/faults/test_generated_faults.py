@@ -135,7 +135,8 @@ def test_generated_faults_never_break_the_agents_promises(tmp_path: Path, replie
         tools = ta.Tools.default().function("echo", "Echo.", {"type": "object"}, echo)
         config = ta.AgentConfig(
             auth="k", workspace=tmp_path, session_id="generated", tools=tools,
-            responses=ta.Responses(websocket_url=server.url, dialer=server.dial, max_attempts=2, idle_timeout=5),
+            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                   websocket_url=server.url, dialer=server.dial, max_attempts=2, idle_timeout=5),
         )
         terminals: dict[int | None, list[str]] = {}
         outcomes: dict[int, str] = {}

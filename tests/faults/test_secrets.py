@@ -73,7 +73,8 @@ async def test_a_key_the_server_echoes_is_redacted_from_errors_and_events(
             await (await server.accept_raw()).reject(401, body)
 
     out = io.StringIO()
-    config = ta.AgentConfig(auth=KEY, workspace=workspace, responses=ta.Responses(websocket_url=server.url))
+    config = ta.AgentConfig(auth=KEY, workspace=workspace, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                  websocket_url=server.url))
     async with scripted(script) as nursery, ta.open_agent(config) as agent:
         nursery.start_soon(ta.write_jsonl, agent.events, out)
         with pytest.raises(ta.TurnFailed) as info:
@@ -94,7 +95,8 @@ async def test_a_key_echoed_in_an_error_frame_is_redacted(server: FakeResponsesS
         await conn.next_request()
         await conn.send_error(f"key {KEY} is not allowed to use this model", code="model_not_allowed")
 
-    config = ta.AgentConfig(auth=KEY, workspace=workspace, responses=ta.Responses(websocket_url=server.url))
+    config = ta.AgentConfig(auth=KEY, workspace=workspace, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                  websocket_url=server.url))
     with trio.fail_after(10):
         async with scripted(script), ta.open_agent(config) as agent:
             with pytest.raises(ta.TurnFailed) as info:

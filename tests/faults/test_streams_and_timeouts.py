@@ -159,7 +159,8 @@ async def test_frames_keep_a_websocket_response_alive_and_the_timeout_counts_fro
 
     log = EventLog()
     config = ta.AgentConfig(auth="test", workspace=workspace,
-                            responses=ta.Responses(websocket_url=server.url, idle_timeout=7.5))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                   websocket_url=server.url, idle_timeout=7.5))
     async with scripted(script, 120) as nursery, ta.open_agent(config) as agent:
         nursery.start_soon(log.consume, agent.events)
         assert (await (await agent.prompt("go")).result()).final_message == "complete answer"
@@ -190,6 +191,7 @@ async def test_connect_and_handshake_timeouts_are_the_configured_ones(
         nursery.start_soon(silent)
         log = EventLog()
         config = ta.AgentConfig(auth="k", workspace=workspace, responses=ta.Responses(
+            profile=ta.Profile.OPENAI,
             websocket_url=server.url, max_attempts=1, **limits))  # type: ignore[arg-type]
         async with ta.open_agent(config) as agent:
             nursery.start_soon(log.consume, agent.events)

@@ -51,7 +51,8 @@ async def compact_locally(server: FakeResponsesServer, workspace: Path, codex_ho
         await conn.send_final("resp-summary", "THE-SUMMARY-TEXT")
 
     config = ta.AgentConfig(auth="test-key", workspace=workspace, session_id=thread_id,
-                            responses=ta.Responses(websocket_url=server.url), rollout=ta.RolloutConfig(codex_home))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                   websocket_url=server.url), rollout=ta.RolloutConfig(codex_home))
     async with scripted(script, STEP), ta.open_agent(config) as agent:
         await (await agent.prompt("FIRST-PROMPT")).result()
         await (await agent.compact()).result()

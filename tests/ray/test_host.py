@@ -25,7 +25,8 @@ from ._facts import long_tool, new_markers, tool_pids, tools_running
 
 def config(model: FakeResponsesServer, workspace: Path, **kw: object) -> ta.AgentConfig:
     return ta.AgentConfig(auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW,
-                          responses=ta.Responses(websocket_url=model.url), **kw)  # type: ignore[arg-type]
+                          responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                 websocket_url=model.url), **kw)  # type: ignore[arg-type]
 
 
 def submit(task: AgentTask, stream: bool) -> tuple[str, bytes, bool]:
@@ -264,5 +265,6 @@ def test_agents_of_an_actor_share_its_tls_context(workspace: Path) -> None:
     assert with_tls(cfg, shared).responses.ssl_context is shared
     assert with_tls(cfg, shared).session_id == cfg.session_id
     own = ssl.create_default_context()
-    mine = ta.AgentConfig(auth="test-key", workspace=workspace, responses=ta.Responses(ssl_context=own))
+    mine = ta.AgentConfig(auth="test-key", workspace=workspace, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                       ssl_context=own))
     assert with_tls(mine, shared) is mine

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 def long_task(model: FakeResponsesServer, workspace: Path, marker: int) -> AgentTask:
     config = ta.AgentConfig(auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW,
-                            responses=ta.Responses(websocket_url=model.url))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI, websocket_url=model.url))
     return AgentTask(config, prompts=[long_tool(marker)])
 
 

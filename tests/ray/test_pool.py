@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 
 def config(model: FakeResponsesServer, workspace: Path, **kw: object) -> ta.AgentConfig:
-    kw.setdefault("responses", ta.Responses(websocket_url=model.url))
+    kw.setdefault("responses", ta.Responses(profile=ta.Profile.OPENAI, websocket_url=model.url))
     return ta.AgentConfig(auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW, **kw)  # type: ignore[arg-type]
 
 
@@ -255,7 +255,8 @@ async def test_pool_arguments_are_checked(model: FakeResponsesServer, workspace:
                 await pool.start(AgentTask(cfg, prompts=["b"]))
             assert (await first.result()).status is TaskStatus.COMPLETED
             again = await pool.run(AgentTask(cfg, prompts=["b"], resume=True))  # the session is free again
-            local_only = ta.Responses(websocket_url=model.url, ssl_context=ssl.create_default_context())
+            local_only = ta.Responses(profile=ta.Profile.OPENAI,
+                                      websocket_url=model.url, ssl_context=ssl.create_default_context())
             with pytest.raises(ta.ConfigError, match="cannot be sent to an actor"):
                 await pool.start(AgentTask(config(model, workspace, responses=local_only), prompts=["x"]))
             assert pool.statistics().queued == 0

@@ -41,9 +41,9 @@ def add_tool(offset: int = 0) -> ta.Tools:
 
 def config(server: FakeResponsesServer, transport: ta.Transport, workspace: Path, **kw: Any) -> ta.AgentConfig:
     if transport is ta.Transport.WEBSOCKET:
-        responses = ta.Responses(websocket_url=server.url)
+        responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url)
     else:
-        responses = ta.Responses(transport=transport, api_base_url=server.http_base_url)
+        responses = ta.Responses(profile=ta.Profile.OPENAI, transport=transport, api_base_url=server.http_base_url)
     kw.setdefault("tools", add_tool())
     return ta.AgentConfig(auth="test-key", thinking=ta.Thinking.LOW, workspace=workspace, responses=responses,
                           session_id=SESSION_ID, **kw)

@@ -35,7 +35,7 @@ async def test_the_api_key_never_reaches_the_cassette_even_when_the_server_echoe
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(script)
-            responses = ta.Responses(websocket_url=server.url, max_attempts=1)
+            responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, max_attempts=1)
             config = ta.AgentConfig(auth=API_KEY, workspace=workspace, record=path, session_id="model-test",
                                     thinking=ta.Thinking.LOW, responses=responses)
             async with ta.open_agent(config) as agent:
@@ -73,7 +73,7 @@ async def test_chatgpt_tokens_and_account_ids_never_reach_the_cassette(
         assert request.headers["chatgpt-account-id"] == ACCOUNT
         await request.send_final("resp-1", f"you are {ACCOUNT} with token {TOKEN}")
 
-    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(script)
@@ -172,7 +172,8 @@ def test_nothing_of_the_recorder_is_imported_when_record_is_off() -> None:
         "            await conn.next_request(); await conn.send_warmup('w')\n"
         "            await conn.next_request(); await conn.send_final('r', 'ok')\n"
         "        n.start_soon(model)\n"
-        "        cfg = ta.AgentConfig(auth='k', responses=ta.Responses(websocket_url=server.url, dialer=server.dial))\n"
+        "        cfg = ta.AgentConfig(auth='k', responses=ta.Responses(profile=ta.Profile.OPENAI, "
+        "websocket_url=server.url, dialer=server.dial))\n"
         "        async with ta.open_agent(cfg) as agent:\n"
         "            assert (await (await agent.prompt('hi')).result()).final_message == 'ok'\n"
         "        n.cancel_scope.cancel()\n"

@@ -78,7 +78,7 @@ async def test_an_https_turn_announces_its_request_once_the_body_is_written(
             await log.wait_for("model.attempt.started")
         await request.send_final("resp-1", "hi")
 
-    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
     async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace, responses=responses)) as agent:
         nursery.start_soon(log.consume, agent.events)
         assert (await (await agent.prompt("hello")).result()).final_message == "hi"

@@ -70,7 +70,7 @@ async def test_close_during_the_handshake_abandons_the_link_it_did_not_see(
         return stream
 
     config = ta.AgentConfig(auth="k", workspace=tmp_path,
-                            responses=ta.Responses(websocket_url=server.url, dialer=dial))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, dialer=dial))
     events: list[tuple[ta.EventKind, dict[str, Any]]] = []
     disconnected: list[BaseException] = []
 
@@ -120,7 +120,8 @@ async def test_an_agent_closed_while_its_handshake_is_delayed_exits_at_once(
             outcome.append(f"client went away at {trio.current_time()}")
 
     config = ta.AgentConfig(auth="k", workspace=tmp_path,
-                            responses=ta.Responses(websocket_url=server.url, dialer=server.dial))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                   websocket_url=server.url, dialer=server.dial))
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         nursery.start_soon(slow_handshake)
@@ -144,7 +145,7 @@ async def test_no_socket_opens_after_close(tmp_path: Path, autojump_clock: trio.
         return await server.dial(host, port)
 
     config = ta.AgentConfig(auth="k", workspace=tmp_path,
-                            responses=ta.Responses(websocket_url=server.url, dialer=dial))
+                            responses=ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, dialer=dial))
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         connections = Connections(config, lambda *args, **kw: None, nursery, TransportStats(), Redactor())

@@ -251,7 +251,7 @@ async def _race_once(workspace: Path, placement: str) -> tuple[bool, list[str]]:
     log = EventLog()
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
-        responses = ta.Responses(websocket_url=server.url, dialer=dial)
+        responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, dialer=dial)
         kinds = await _run(server, workspace, script, body, log=log, responses=responses)
         nursery.cancel_scope.cancel()
     if accepted:

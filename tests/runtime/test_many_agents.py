@@ -42,7 +42,7 @@ async def test_thirty_concurrent_agents_keep_to_themselves(server: FakeResponses
         workspace.mkdir()
         config = ta.AgentConfig(
             auth="k", workspace=workspace, session_id=f"agent-{index}",
-            responses=ta.Responses(websocket_url=server.url),
+            responses=ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url),
             tools=ta.Tools.default().function("echo", "Echo.", {"type": "object"}, echo),
         )
         log = logs[config.session_id] = EventLog()

@@ -38,6 +38,7 @@ async def memory_agent(
     """An agent on ``server``'s in-memory seam, its events collected into ``log``."""
     if transport is ta.Transport.WEBSOCKET:
         config = memory_config(server, workspace, responses=ta.Responses(
+            profile=ta.Profile.OPENAI,
             websocket_url=server.url, dialer=server.dial, **responses))
         async with trio.open_nursery() as nursery, ta.open_agent(config) as agent:
             nursery.start_soon(log.consume, agent.events)
@@ -45,6 +46,7 @@ async def memory_agent(
         return
     async with server.http_client() as client:
         config = make_config(server, workspace, responses=ta.Responses(
+            profile=ta.Profile.OPENAI,
             transport=transport, api_base_url=server.http_base_url, http_client=client, **responses))
         async with trio.open_nursery() as nursery, ta.open_agent(config) as agent:
             nursery.start_soon(log.consume, agent.events)
@@ -183,6 +185,7 @@ async def test_a_server_that_is_not_serving_refuses_the_dial(
 ) -> None:
     server = FakeResponsesServer.in_memory()  # never served: nothing "listens"
     config = memory_config(server, workspace, responses=ta.Responses(
+        profile=ta.Profile.OPENAI,
         websocket_url=server.url, dialer=server.dial, max_attempts=1))
     async with ta.open_agent(config) as agent:
         with pytest.raises(ta.TurnFailed) as info:
@@ -228,12 +231,14 @@ async def test_wss_and_https_over_the_memory_seam(
         await conn.send_final("resp-1", "secure websocket")
         await (await server.accept_http()).send_final("resp-2", "secure https")
 
-    responses = ta.Responses(websocket_url=server.url, dialer=server.dial, ssl_context=trusting(ca))
+    responses = ta.Responses(profile=ta.Profile.OPENAI,
+                             websocket_url=server.url, dialer=server.dial, ssl_context=trusting(ca))
     async with scripted(script):
         async with ta.open_agent(memory_config(server, workspace, responses=responses)) as agent:
             assert (await (await agent.prompt("hi")).result()).final_message == "secure websocket"
         async with server.http_client(ssl_context=trusting(ca)) as client:
             config = make_config(server, workspace, session_id="https", responses=ta.Responses(
+                profile=ta.Profile.OPENAI,
                 transport=ta.Transport.HTTPS, api_base_url=server.http_base_url, http_client=client))
             async with ta.open_agent(config) as agent:
                 assert (await (await agent.prompt("hi")).result()).final_message == "secure https"

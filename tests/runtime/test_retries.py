@@ -64,7 +64,7 @@ async def test_backoff_doubles_with_jitter_and_gives_up_after_max_attempts(
             arrivals.append(trio.current_time())
             await conn.send_error("boom", code="server_error")
 
-    responses = ta.Responses(websocket_url=server.url, max_attempts=3)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, max_attempts=3)
     async with scripted(script, 60):
         async with ta.open_agent(make_config(server, workspace, responses=responses)) as agent:
             turn = await agent.prompt("fail three times")

@@ -32,7 +32,7 @@ async def test_an_outer_cancellation_writes_the_prompt_and_the_abort_marker(
     home = tmp_path / "home"
     config = ta.AgentConfig(
         auth="k", workspace=tmp_path, session_id="cancelled-thread", rollout=ta.RolloutConfig(home),
-        responses=ta.Responses(websocket_url=server.url, dialer=server.dial),
+        responses=ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, dialer=server.dial),
     )
     asked = trio.Event()
 

@@ -125,7 +125,8 @@ async def app_server(tmp_path: Path, reply: Reply = answer_done, *, unload_delay
     config = ta.AgentConfig(
         auth="test-key", workspace=workspace, thinking=ta.Thinking.LOW, sandbox=sandbox,
         approval=approval or ta.Approvals(),
-        responses=ta.Responses(websocket_url=server.url, dialer=server.dial, max_attempts=max_attempts),
+        responses=ta.Responses(profile=ta.Profile.OPENAI,
+                               websocket_url=server.url, dialer=server.dial, max_attempts=max_attempts),
     )
     model = Model(server, reply)
     with trio.fail_after(TEST_DEADLINE):

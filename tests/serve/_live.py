@@ -33,7 +33,8 @@ async def live_app(home: Path, workspace: Path) -> AsyncIterator[AppServer]:
     """The app server whose threads talk to the built-in local model."""
     async with trio.open_nursery() as nursery:
         model = await nursery.start(serve_local_model)
-        config = ta.AgentConfig(auth="local-key", workspace=workspace, responses=ta.Responses(websocket_url=model.url))
+        config = ta.AgentConfig(auth="local-key", workspace=workspace, responses=ta.Responses(profile=ta.Profile.OPENAI,
+                                                                                              websocket_url=model.url))
         async with open_app_server(config, home=home, unload_delay=0, model_provider="trio-agent-local") as app:
             yield app
             await app.aclose()

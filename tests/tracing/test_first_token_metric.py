@@ -55,7 +55,7 @@ async def test_the_https_transport_is_its_own_path(
         message = frames.assistant_message("hi", item_id="msg-https")
         await request.send_sse([frames.output_item_done(0, message), frames.completed("resp-https", [message])])
 
-    responses = ta.Responses(transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, api_base_url=server.http_base_url)
     async with scripted(script, 30):
         async with ta.open_agent(make_config(server, workspace, responses=responses,
                                              tracing=traces.tracing)) as agent:

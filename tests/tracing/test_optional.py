@@ -32,7 +32,7 @@ async def main():
     async with trio.open_nursery() as nursery:
         server = await nursery.start(serve_local_model)
         config = ta.AgentConfig(auth="local", workspace=tempfile.mkdtemp(),
-                                responses=ta.Responses(websocket_url=server.url))
+                                responses=ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url))
         async with ta.open_agent(config) as agent:
             result = await (await agent.prompt("hello")).result()
             assert result.final_message, result

@@ -101,6 +101,8 @@ class CassetteHeader:
     workspace: str
     instructions: str | None
     max_attempts: int | None
+    #: The dialect spoken (``ta.Profile``); cassettes from before profiles were OpenAI's.
+    profile: str = "openai"
 
 
 @final
@@ -297,9 +299,16 @@ class _Loader:
             if not isinstance(value.get(name), str):
                 raise self._error(1, f"the header's \"{name}\" is missing or not a string")
         self._check_settings(transports, session)
+        profile = session.get("profile", "openai")
+        from .._config import Profile
+
+        if profile not in [member.value for member in Profile]:
+            raise self._error(1, f"the header's session.profile {profile!r} is not one of "
+                                 f"{', '.join(member.value for member in Profile)}; the cassette was written by "
+                                 "another trio_agent or edited by hand")
         return CassetteHeader(
             version=VERSION, trio_agent=str(value["trio_agent"]), created=str(value["created"]),
-            transports=tuple(transports),
+            transports=tuple(transports), profile=str(profile),
             **{name: session[name] for name in _SESSION_FIELDS},
         )
 

@@ -57,7 +57,7 @@ def open_cassette(config: AgentConfig) -> CassetteWriter:
         "session_id": config.session_id, "model": config.model, "thinking": config.thinking.value,
         "fast_mode": config.fast_mode, "store": config.store, "history": config.history.value,
         "workspace": str(config.resolved_workspace()), "instructions": config.instructions,
-        "max_attempts": config.responses.max_attempts,
+        "max_attempts": config.responses.max_attempts, "profile": config.profile.value,
     }
     try:
         return CassetteWriter(config.record, transport=config.responses.transport.value, session=session,

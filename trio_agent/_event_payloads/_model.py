@@ -331,11 +331,14 @@ class ApiWarningPayload(TypedDict):
     other than the one being read, which is ignored (``foreign_response_frame``), or an
     MCP server's ``tools/list`` entry that was left out (``mcp_tool_skipped``); or the
     user's login shell did not report its environment, so commands run in a login
-    shell each, its start-up output included (``shell_login_environment``)."""
+    shell each, its start-up output included (``shell_login_environment``); or the
+    server has no WebSocket endpoint and the agent goes on over HTTPS
+    (``transport_fallback``); or a server refused optional request fields by name and
+    later requests leave them out (``request_fields_dropped``)."""
 
     code: str
     """What was wrong, a stable snake_case name (``"foreign_response_frame"``, ``"mcp_tool_skipped"``,
-    ``"shell_login_environment"``)."""
+    ``"shell_login_environment"``, ``"transport_fallback"``, ``"request_fields_dropped"``)."""
     message: str
     """What happened, in words."""
     frame: NotRequired[str]
@@ -344,3 +347,7 @@ class ApiWarningPayload(TypedDict):
     """``foreign_response_frame``: the response that frame named."""
     live_response_id: NotRequired[str | None]
     """``foreign_response_frame``: the response being read, if its id was known."""
+    status: NotRequired[int]
+    """``transport_fallback``: the HTTP status that answered the WebSocket handshake."""
+    fields: NotRequired[list[str]]
+    """``request_fields_dropped``: the body fields left out from now on."""

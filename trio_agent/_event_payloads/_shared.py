@@ -30,7 +30,7 @@ JsonValue.__module__ = __name__  # type: ignore[misc]  # typing's aliases allow 
 JsonObject: TypeAlias = dict[str, JsonValue]
 
 TransportName: TypeAlias = Literal["responses_websocket_v2", "responses_https_sse"]
-Effort: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
+Effort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 ApiPhase: TypeAlias = Literal["warmup", "generation", "compaction"]
 CompactionMode: TypeAlias = Literal["remote", "local"]
 FailurePhase: TypeAlias = Literal["connect", "send", "receive", "idle", "api", "protocol"]

@@ -10,6 +10,7 @@ answered by exactly one ``compaction`` item. A server that offers no remote comp
 same input plus the summarization prompt, with ``tool_choice: "none"``, whose text
 answer is the summary (``_session.summary``). Later compactions go straight to local.
 The mode belongs to the agent, not to the session: a resumed agent tries remote again.
+An agent speaking ``Profile.GENERIC`` starts local: the trigger is OpenAI's own.
 
 What counts as declining (``declined_output``, ``declined_error``):
 
@@ -103,7 +104,8 @@ class Compactor:
         self._sampler = sampler
         self._model = sampler.model
         self._emit = sampler.model.emit
-        self.mode = "remote"
+        # ``compaction_trigger`` is OpenAI's: other servers (Profile.GENERIC) compact locally.
+        self.mode = "local" if sampler.model.portable else "remote"
 
     async def compact(
         self, settings: RequestSettings, *, after_call_index: int, turn_id: int, active_tokens: int, limit: int

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._config import AgentConfig, History, Transport
+from .._config import AgentConfig, History, Profile, Transport
 from .._errors import ResponsesError
 from .._events import EventKind
 from .._jsontext import dumps
@@ -51,7 +51,20 @@ if TYPE_CHECKING:
     from ._https_exchange import HttpsExchange
     from ._turn import Preemption
 
-__all__ = ["AttemptSlot", "ModelClient"]
+__all__ = ["AttemptSlot", "ModelClient", "fallback_status"]
+
+#: Handshake answers that are about credentials, limits or the server's health, not
+#: about a missing WebSocket endpoint: never a reason to fall back to HTTPS.
+_NO_FALLBACK = frozenset({401, 403, 407, 408, 429})
+
+
+def fallback_status(exc: ResponsesError) -> bool:
+    """Whether ``exc`` is a handshake answered with a status that says "no WebSocket
+    endpoint here" (404, 405, 426, 200, 400...): any status but ``101`` except
+    credentials (401, 403, 407), timeouts and limits (408, 429) and server errors
+    (5xx), which HTTPS would meet too."""
+    return (exc.error_class == "handshake_rejected" and exc.status is not None
+            and exc.status not in _NO_FALLBACK and exc.status < 500)
 
 Emit = Callable[..., Any]
 Defer = Callable[[Callable[[], object]], None]
@@ -98,6 +111,9 @@ class ModelClient:
         if tap is not None:
             tap.redactor = self.redactor  # what the cassette scrubs: every credential sent
         self._sockets = Connections(config, emit, nursery, self.stats, self.redactor, tap)
+        # The transport in use: the configured one, until a server with no WebSocket
+        # endpoint moves a default-transport agent to HTTPS (``_fall_back``, once).
+        self.transport = config.responses.transport
         self._chain_generation: int | None = None
         # Ids of the latest responses that ended on the current socket: a frame naming
         # one of them later is a leftover, never the next answer (bounded).
@@ -107,6 +123,15 @@ class ModelClient:
         self._https: HttpsTransport | None = None
         self._unfinished: HttpsExchange | None = None  # an HTTPS response whose rest is unread (settle)
         self._text = RequestText()
+        # Profile.GENERIC (_wire.portable): the tools of the prefix they were made from,
+        # and the optional fields a server refused by name.
+        self.portable = config.profile is Profile.GENERIC
+        self._portable_version = 0  # bumped with every new tool list (RequestText's key)
+        self._portable_for: tuple[dict[str, Any], ...] | None = None
+        self._portable_tools: list[dict[str, Any]] = []
+        self._portable_prefix: list[dict[str, Any]] = []
+        self.dropped: frozenset[str] = frozenset()
+        self.last_body: dict[str, Any] | None = None  # the latest request's body (refused_fields)
         # HTTPS headers for an API key, computed once (ChatGPT auth asks its source each time).
         self._static_headers: list[tuple[str, str]] | None = None
         # The startup warmup is not an accepted turn: closing the agent cancels it.
@@ -148,13 +173,17 @@ class ModelClient:
         with self._warmup_scope:
             async with self._lock:
                 task_status.started()
-                await self._warmup_locked(settings)
+                if self.portable:
+                    # No warmup request (``generate: false`` is OpenAI's): the socket only.
+                    await self._open_early()
+                else:
+                    await self._warmup_locked(settings)
                 self._learn_request(settings)
 
     def _learn_request(self, settings: RequestSettings) -> None:
         """Encode the first generation request's repeated part now (``RequestText``), while
         the agent waits for its first prompt, not on that request's way out."""
-        websocket = self._config.responses.transport is Transport.WEBSOCKET
+        websocket = self.transport is Transport.WEBSOCKET
         body = self.body(settings, warmup=False, websocket=websocket)
         self.body_text(body, settings, warmup=False, websocket=websocket)
 
@@ -187,15 +216,45 @@ class ModelClient:
         (``model.connection.failed``); the first request connects again, as it would
         have without this."""
         try:
-            await self._sockets.ensure(None)
+            await self._link(None)
         except ResponsesError:
             pass
+
+    async def _link(self, turn_id: int | None) -> WebSocketLink | None:
+        """The socket (``Connections.ensure``), or None once the agent has fallen back to
+        HTTPS: a default-transport agent whose handshake is answered with a status that
+        says "no WebSocket here" (``fallback_status``) goes on over HTTPS, once."""
+        if self.transport is not Transport.WEBSOCKET:
+            return None
+        try:
+            return await self._sockets.ensure(turn_id)
+        except ResponsesError as exc:
+            if not (self._config.responses.https_fallback and fallback_status(exc)):
+                raise
+            self._fall_back(exc)
+            return None
+
+    def _fall_back(self, exc: ResponsesError) -> None:
+        self.transport = Transport.HTTPS
+        self.chain = self.chain.reset()  # nothing chains across transports
+        self._emit(EventKind.API_WARNING, {
+            "code": "transport_fallback", "status": exc.status,
+            "message": f"the server answered the WebSocket handshake with HTTP {exc.status}: it has no WebSocket "
+                       f"endpoint at {self._config.websocket_url}; using HTTPS ({self._config.api_base_url}"
+                       "/responses) from now on (--transport https says so up front)",
+        })
 
     async def _warmup_request(self, settings: RequestSettings) -> bool:
         start = trio.current_time()
         sent_at = len(self._ledger.history)
         try:
             slot = await self._enter(None)
+            if slot.https:  # the server has no WebSocket endpoint: nothing to warm
+                self._emit(EventKind.MODEL_WARMUP_FAILED, {
+                    "duration_ns": ns(trio.current_time() - start),
+                    "error": "no warmup: the agent fell back to HTTPS",
+                })
+                return False
             outcome = await slot.send(settings, phase="warmup", call_index=None, attempt=1, max_attempts=1,
                                       turn_id=None, preemption=None, warmup=True)
         except ResponsesError as exc:
@@ -226,7 +285,12 @@ class ModelClient:
 
     async def _enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1
-        if self._config.responses.transport is not Transport.WEBSOCKET:
+        link = None
+        if self.transport is Transport.WEBSOCKET:
+            if self._sockets.link is not None and not self._sockets.usable:
+                self.invalidate("reconnect")  # the server closed it: reconnect and replay
+            link = await self._link(turn_id)
+        if link is None:
             if self._static_headers is not None:  # an API key: the same headers every time
                 return AttemptSlot(self, None, self._static_headers, None)
             headers, snapshot = await https_headers(self._config)
@@ -234,9 +298,6 @@ class ModelClient:
                 self._static_headers = headers
             self.redactor.add(snapshot.token if snapshot is not None else None)
             return AttemptSlot(self, None, headers, snapshot)
-        if self._sockets.link is not None and not self._sockets.usable:
-            self.invalidate("reconnect")  # the server closed it: reconnect and replay
-        link = await self._sockets.ensure(turn_id)
         if link.turn_state:
             self.turn_state = link.turn_state
         if self._sockets.generation != self._chain_generation and not self._config.store:
@@ -244,6 +305,8 @@ class ModelClient:
         return AttemptSlot(self, link, [], None)
 
     def body(self, settings: RequestSettings, *, warmup: bool, websocket: bool) -> dict[str, Any]:
+        if self.portable:
+            return self._portable_body(settings, websocket=websocket)
         ledger, chain = self._ledger, self.chain
         turn_state = self.turn_state if websocket else None
         if warmup:
@@ -263,9 +326,57 @@ class ModelClient:
             websocket=websocket, turn_state=turn_state,
         )
 
+    def _portable_body(self, settings: RequestSettings, *, websocket: bool) -> dict[str, Any]:
+        """A ``Profile.GENERIC`` request (``_wire.portable``); never a warmup."""
+        from .._wire.portable import build_portable_create, portable_tools, split_prefix
+
+        ledger, chain = self._ledger, self.chain
+        if self._portable_for is not ledger.prefix:
+            definitions, rest = split_prefix(ledger.prefix)
+            self._portable_tools, self._portable_prefix = portable_tools(definitions), rest
+            self._portable_for = ledger.prefix
+            self._portable_version += 1
+        full = self._config.responses.history is History.FULL_REPLAY or not chain.can_chain or not settings.store
+        if full:
+            return build_portable_create(
+                settings, full_input(self._portable_prefix, ledger.history), self._portable_tools,
+                dropped=self.dropped, websocket=websocket,
+            )
+        return build_portable_create(
+            settings, chain.incremental_input(ledger.history), self._portable_tools,
+            previous_response_id=chain.previous_response_id, dropped=self.dropped, websocket=websocket,
+        )
+
+    def refused_fields(self, exc: ResponsesError) -> frozenset[str]:
+        """``Profile.GENERIC``: the optional fields of the last request that a terminal
+        rejection names ("Unknown parameter: 'include'", "does not support parameters:
+        ['reasoning_effort']"), not left out yet: a retry without them may succeed."""
+        from .._errors import ApiError, AuthenticationError
+
+        if not self.portable or self.last_body is None or exc.retryable or not isinstance(exc, ApiError) \
+                or isinstance(exc, AuthenticationError):
+            return frozenset()
+        from .._wire.portable import named_fields
+
+        return named_fields(str(exc), self.last_body) - self.dropped
+
+    def drop_fields(self, fields: frozenset[str]) -> None:
+        """Leave ``fields`` out of every later request (a server refused them by name),
+        announced by an ``api.warning`` (``request_fields_dropped``)."""
+        self.dropped = self.dropped | fields
+        shown = ", ".join(sorted(fields))
+        self._emit(EventKind.API_WARNING, {
+            "code": "request_fields_dropped", "fields": sorted(fields),
+            "message": f"the server refused the optional request field(s) {shown}; retrying without them, "
+                       "and leaving them out from now on",
+        })
+
     def body_text(self, body: dict[str, Any], settings: RequestSettings, *, warmup: bool, websocket: bool) -> str:
         """``dumps(body)``, encoding only what changes from one request to the next."""
-        return self._text.text(body, (settings, warmup, websocket, self.turn_state if websocket else None))
+        key: tuple[object, ...] = (settings, warmup, websocket, self.turn_state if websocket else None)
+        if self.portable:  # the tools travel in the repeated part: a new list is a new layout
+            key = (*key, self._portable_version, self.dropped)
+        return self._text.text(body, key)
 
     def recorder(self, transport: Transport, phase: str, call_index: int | None, turn_id: int | None,
                  cut_check: Callable[[], bool] | None = None) -> ExchangeRecorder:
@@ -400,6 +511,11 @@ class AttemptSlot:
         self._snapshot = snapshot
         self.recorder: ExchangeRecorder | None = None  # the exchange that produced the outcome
 
+    @property
+    def https(self) -> bool:
+        """Whether this attempt goes over HTTPS."""
+        return self._link is None
+
     async def send(
         self,
         settings: RequestSettings,
@@ -422,6 +538,7 @@ class AttemptSlot:
         model = self._model
         websocket = self._link is not None
         body = model.body(settings, warmup=warmup, websocket=websocket)
+        model.last_body = body
         if tail:
             body["input"].extend(dict(item) for item in tail)
         if text_only:

@@ -115,7 +115,8 @@ class Sampler:
             except ResponsesError as exc:
                 model.redactor.scrub(exc)  # before the error is reported anywhere
                 same_socket = isinstance(exc, CheckpointMissing) and not checkpoint_replayed
-                retry = same_socket or should_retry(exc, attempt, max_attempts)
+                refused = frozenset() if same_socket else model.refused_fields(exc)
+                retry = same_socket or bool(refused) or should_retry(exc, attempt, max_attempts)
                 events.attempt_failed(
                     self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
                     started=attempt_start, retryable=retry, generation=model.generation, turn_id=turn_id,
@@ -129,12 +130,15 @@ class Sampler:
                     checkpoint_replayed = True
                     model.forget_chain()
                     delay = 0.0
+                elif refused:  # at once, without them: each field is dropped once (bounded)
+                    model.drop_fields(refused)
+                    delay = 0.0
                 else:
                     model.invalidate("reconnect")
                     delay = backoff_delay(attempt, call_index=call_index, retry_after=exc.retry_after)
                 events.retrying(
                     self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts, delay=delay,
-                    new_socket=not same_socket, generation=model.generation, turn_id=turn_id, phase=phase,
+                    new_socket=not (same_socket or refused), generation=model.generation, turn_id=turn_id, phase=phase,
                 )
                 model.stats.response_retries += 1
                 if delay:

@@ -33,6 +33,7 @@ from .._events import EventKind
 from .._record import Record
 from .._tools import InvalidToolArguments, NestedToolError, Tools, ToolSpec
 from .._units import ns
+from .._wire.portable import CODE_PARAMETER, INPUT_PARAMETER, call_of, string_argument
 from ._tool_runner import Runner, ToolOutcome, UnencodableValue, json_text, to_output
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from ._turn import TurnState
 
 __all__ = ["GroupRunners", "ToolDispatcher", "ToolEnvironment"]
+_CALL_KINDS = ("custom_tool_call", "function_call")
+_OUTPUT_KINDS = ("custom_tool_call_output", "function_call_output")
 _SHELL_TOOLS = frozenset({"exec_command", "write_stdin", "apply_patch"})
 
 
@@ -98,6 +101,7 @@ class ToolDispatcher:
         self._host: CodeModeHost | None = None
         self._shell: ShellSessions | None = None
         self._origins: dict[str, _CellOrigin] = {}  # exec call id -> origin
+        self._function_execs: set[str] = set()  # exec call ids that came as function calls
         self._cell_calls: dict[int, str] = {}  # cell id -> exec call id
         self._closed = False
         self._nested = {t.name: t for t in env.tools.builtin_nested()}  # the nested built-ins, by name
@@ -125,19 +129,24 @@ class ToolDispatcher:
         """The coroutine function that answers ``call``, or None when it is unsupported."""
         name, kind = call.get("name", ""), call.get("type")
         tools = self._env.tools
+        spec = tools.user_tool(name)
+        if spec is None and kind == "function_call" and self._env.groups:
+            # Profile.GENERIC offers a group's tools as functions named <group>__<tool>.
+            call = call_of(call, self._env.groups)
+            name = call.get("name", "")
         namespace = call.get("namespace")
         if namespace:
             group = self._env.groups.get(namespace) if isinstance(namespace, str) else None
             if group is None or kind != "function_call" or not tools.has_group(namespace):
                 return None
             return group(name, state)
-        if tools.has_builtins and name == "exec" and kind == "custom_tool_call":
+        # ``exec`` and custom tools come as custom calls (OpenAI) or, offered as function
+        # tools taking one string (Profile.GENERIC, or a bridge's choice), as function calls.
+        if tools.has_builtins and name == "exec" and kind in _CALL_KINDS:
             return self._exec_runner(state, model_call_index, stats)
         if tools.has_builtins and name == "wait" and kind == "function_call":
             return self._wait_runner(state)
-        spec = tools.user_tool(name)
-        expected = "custom_tool_call" if spec is not None and spec.kind == "custom" else "function_call"
-        if spec is not None and kind == expected:
+        if spec is not None and (kind == "function_call" or (kind == "custom_tool_call" and spec.kind == "custom")):
             return self._user_runner(spec, state.turn_id)
         return None
 
@@ -165,6 +174,11 @@ class ToolDispatcher:
 
     def _user_runner(self, spec: ToolSpec, turn_id: int) -> Runner:
         async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
+            if spec.kind == "custom" and call.get("type") == "function_call":
+                arguments = string_argument(arguments, INPUT_PARAMETER)
+                if arguments is None:
+                    return ToolOutcome(f"invalid arguments for {spec.name}: expected a JSON object "
+                                       f'{{"{INPUT_PARAMETER}": "<text>"}}', "failed")
             if spec.kind == "function" and not isinstance(arguments, dict):
                 return ToolOutcome(
                     f"invalid arguments for {spec.name}: expected a JSON object, got {_shown(arguments)}", "failed"
@@ -220,6 +234,12 @@ class ToolDispatcher:
     def _exec_runner(self, state: TurnState, model_call_index: int, stats: TurnStats) -> Runner:
         async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
             call_id = call.get("call_id", "")
+            if call.get("type") == "function_call":
+                arguments = string_argument(arguments, CODE_PARAMETER)
+                if arguments is None:
+                    return ToolOutcome('exec as a function takes a JSON object {"code": "<JavaScript source>"}; '
+                                       "call it again with the source as the code string", "failed")
+                self._function_execs.add(call_id)
             origin = _CellOrigin(call_id, model_call_index, state.turn_id, stats)
             self._origins[call_id] = origin
             host = self._code_mode()
@@ -232,7 +252,7 @@ class ToolDispatcher:
                 self._cell_calls[result.cell_id] = call_id
             else:
                 self._origins.pop(call_id, None)  # the cell is over: nothing refers to it now
-            return _outcome(result, call_id)
+            return self._outcome(result, call_id, ended=not result.running)
 
         return run
 
@@ -255,9 +275,15 @@ class ToolDispatcher:
             if not result.running:
                 self._cell_calls.pop(cell_id, None)
                 self._origins.pop(exec_call_id, None)
-            return _outcome(result, exec_call_id)
+            return self._outcome(result, exec_call_id, ended=not result.running)
 
         return run
+
+    def _outcome(self, result: Any, exec_call_id: str, *, ended: bool) -> ToolOutcome:
+        function = exec_call_id in self._function_execs
+        if ended:
+            self._function_execs.discard(exec_call_id)
+        return _outcome(result, exec_call_id, function=function)
 
     # -- nested calls ------------------------------------------------------------------
 
@@ -431,9 +457,9 @@ class ToolDispatcher:
 
 def _cells_run(history: Iterable[Mapping[str, Any]]) -> int:
     """How many ``exec`` cells the history ran (each answered ``exec`` call made one)."""
-    calls = {item.get("call_id") for item in history if item.get("type") == "custom_tool_call"
+    calls = {item.get("call_id") for item in history if item.get("type") in _CALL_KINDS
              and item.get("name") == "exec"}
-    answered = {item.get("call_id") for item in history if item.get("type") == "custom_tool_call_output"}
+    answered = {item.get("call_id") for item in history if item.get("type") in _OUTPUT_KINDS}
     return len(calls & answered)
 
 
@@ -465,9 +491,12 @@ def _waker(host: CodeModeHost) -> Callable[[], None]:
     return wake
 
 
-def _outcome(result: Any, exec_call_id: str) -> ToolOutcome:
+def _outcome(result: Any, exec_call_id: str, *, function: bool = False) -> ToolOutcome:
+    """An ``exec``/``wait`` result; its notifications answer the exec call in the call's
+    own form (``function: True``: it came as a function call)."""
     extra = tuple(
-        {"type": "custom_tool_call_output", "call_id": exec_call_id, "name": "exec", "output": note}
+        {"type": "function_call_output", "call_id": exec_call_id, "output": note} if function
+        else {"type": "custom_tool_call_output", "call_id": exec_call_id, "name": "exec", "output": note}
         for note in result.notifications
     )
     status = "failed" if result.status in ("failed", "terminated") else "completed"

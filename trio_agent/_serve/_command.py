@@ -130,6 +130,7 @@ async def _serve(args: argparse.Namespace, connection: Connection, listen: Liste
             _say(f"{connection.local_reason}; using the built-in local scripted model (not a real model)")
             model_server = await nursery.start(serve_local_model)
             responses["websocket_url"], provider = model_server.url, "trio-agent-local"
+            responses["profile"] = ta.Profile.OPENAI  # the local model speaks OpenAI's dialect
         try:
             config = ta.AgentConfig(auth=connection.key or "local-key", workspace=args.workspace or Path.cwd(),
                                     responses=ta.Responses(**responses),

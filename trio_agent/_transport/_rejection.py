@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from .._errors import AuthenticationError, ResponsesError
+from .._errors import AuthenticationError, CheckpointMissing, ResponsesError
 from .retry import classify_status, parse_retry_after
 
 __all__ = ["AUTH_STATUSES", "SHOWN_BODY_CHARS", "error_code", "rejection_error", "shown_body"]
@@ -64,6 +64,10 @@ def rejection_error(
             f"{message}; check the API key (or log in to ChatGPT again)",
             error_class=error_class, status=status, code=code,
         )
+    if code == "previous_response_not_found":
+        # The chained response is gone (HTTP 400 over HTTPS): replayed once in full, as
+        # the same error inside a stream is.
+        return CheckpointMissing(message, status=status, code=code)
     return other(
         message, error_class=error_class, retryable=retryable, retry_after=parse_retry_after(retry_after),
         status=status, code=code, failure_phase="connect",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 import trio
 
-from .._errors import ApiError, ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
+from .._errors import ApiError, ConnectionFailed, ConnectionLost, ProtocolError, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
 from ._rejection import rejection_error, shown_body
 
@@ -165,6 +165,10 @@ class HttpsTransport:
                 raw = response.aiter_raw()
                 try:
                     chunks: AsyncIterator[bytes] = raw
+                    content_type = response.headers.get("content-type", "")
+                    if content_type and "text/event-stream" not in content_type.lower():
+                        with trio.move_on_after(self._head_timeout):  # its first bytes, as soon as a head
+                            chunks = await _event_stream_or_fail(raw, response.status_code, content_type)
                     if watch is not None:
                         watch.head(response.status_code, response.headers.multi_items(), None)
                         chunks = watch.chunks(chunks)
@@ -228,6 +232,38 @@ def _no_tls_context() -> ssl.SSLContext:
     """For a plain ``http://`` URL, which never uses TLS: a verifying context that trusts
     no CA (so it would fail closed), without loading the system bundle (~25 ms)."""
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+_SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
+_SHOWN_START = 300  # bytes of a body that is not an event stream, shown in the error
+
+
+async def _event_stream_or_fail(raw: AsyncIterator[bytes], status: int, content_type: str) -> AsyncIterator[bytes]:
+    """A 2xx answer not labelled ``text/event-stream``: still read as one when it starts
+    like one (servers mislabel streams), else ``ProtocolError`` naming its content type
+    and first bytes (a server that ignored ``stream: true`` and sent one JSON document,
+    or a web page), instead of "the stream was cut inside an event"."""
+    seen = b""
+    async for chunk in raw:
+        seen += chunk
+        if seen.strip() or len(seen) > _SHOWN_START:
+            break
+    if not seen.strip() or seen.lstrip().startswith(_SSE_STARTS):
+        return _replayed(seen, raw)
+    start = seen[:_SHOWN_START].decode("utf-8", "replace")
+    raise ProtocolError(
+        f"the Responses API answered HTTP {status} with {content_type or 'no content type'}, not an event stream "
+        f"(text/event-stream); it starts {start!r}. The server may not stream Responses (stream: true); check "
+        "--api-base, which must name the server's Responses API (the agent posts to <base>/responses)",
+        error_class="not_event_stream", retryable=False,
+    )
+
+
+async def _replayed(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if first:
+        yield first
+    async for chunk in rest:
+        yield chunk
 
 
 async def _rejected(response: httpx.Response) -> tuple[ResponsesError, str]:

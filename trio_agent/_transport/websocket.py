@@ -466,6 +466,10 @@ def _rejected(exc: trio_websocket.ConnectionRejected, where: str) -> ResponsesEr
     body = (exc.body or b"")[:64 << 10].decode("utf-8", "replace")  # bounded, as HTTPS reads at most 4 KiB
     shown = shown_body(body)
     message = f"{where}: the server rejected the handshake with HTTP {exc.status_code}{': ' + shown if shown else ''}"
+    if exc.status_code not in (401, 403, 407, 408, 429) and exc.status_code < 500:
+        message += ("; if this server has no WebSocket endpoint (most servers other than OpenAI's), use HTTPS: "
+                    "--transport https (Responses(transport=ta.Transport.HTTPS)), or leave the transport and "
+                    "the WebSocket URL unset to fall back to HTTPS on its own")
     return rejection_error(
         exc.status_code, body, headers.get("retry-after"), prefix="handshake", message=message, other=ConnectionFailed
     )

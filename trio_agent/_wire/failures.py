@@ -2,7 +2,8 @@
 
 Retry classes follow the reference (nanocodex sec. 4.9): overload and server errors
 and rate limits are retryable; auth, invalid requests, images, quota and policy are
-terminal. ``previous_response_not_found`` is ``CheckpointMissing`` (replayed once).
+terminal. ``previous_response_not_found`` is ``CheckpointMissing`` (replayed once), and
+so is a bare 404 "not found" (a server that names no code, such as llama-stack).
 
 A frame's retry hint is, in this order: the error's ``retry_after``, a ``retry-after``
 entry of its ``headers`` map, the frame's own ``retry_after``, and -- for a rate-limit
@@ -72,7 +73,7 @@ def failure_from_frame(raw: dict[str, Any]) -> ResponsesError:
         return InvalidImageRequest(detail, **common)
     if code in _USAGE_CODES:
         return UsageLimitExceeded(detail, **common)
-    if code == "previous_response_not_found":
+    if code == "previous_response_not_found" or _not_found(code, status, message):
         return CheckpointMissing(detail, **common)
     # A 4xx status the frame states (not 408/429) is the client's fault whatever error.type
     # says: some servers label a 400 "server_error" (issue 25). An explicit error.code of
@@ -84,6 +85,13 @@ def failure_from_frame(raw: dict[str, Any]) -> ResponsesError:
     if rate_limited:
         return ApiError(detail, error_class="api_rate_limit", retryable=True, **common)
     return ApiError(detail, **common)
+
+
+def _not_found(code: str | None, status: int | None, message: str) -> bool:
+    """A "not found" stated as a bare 404 (``{"error": {"code": "404", "message":
+    "Response ... not found"}}``, llama-stack's way): in a stream, the only thing a
+    request can name that is not there is the response it chains on."""
+    return (code in ("404", "not_found") or status == 404) and "not found" in message.lower()
 
 
 def _error_object(raw: dict[str, Any]) -> dict[str, Any]:

@@ -326,6 +326,8 @@ _RAW: dict[str, Callable[[dict[str, Any]], Frame]] = {
 def parse_frame(raw: dict[str, Any]) -> Frame:
     """Turn one decoded server frame into a frame value (``ProtocolError`` if malformed)."""
     kind = raw.get("type")
+    if kind is None and isinstance(raw.get("error"), dict):
+        return ErrorFrame(raw)  # an error with no frame type (llama-stack's in-stream errors)
     if not isinstance(kind, str):
         raise ProtocolError(
             f"Responses frame without a string 'type': {_excerpt(raw)}", event=raw

@@ -118,8 +118,8 @@ class ReplayServer:
         return self._fake.is_in_memory
 
     def responses(self, base: ta.Responses | None = None) -> ta.Responses:
-        """``base`` (default: ``ta.Responses()`` with the recorded store, history and
-        attempt limit) pointed at this server, with the recorded transport (its own
+        """``base`` (default: ``ta.Responses()`` with the recorded store, history,
+        attempt limit and profile) pointed at this server, with the recorded transport (its own
         ``http_client`` and ``dialer`` are dropped: the agent dials this server)."""
         import attrs
 
@@ -128,7 +128,7 @@ class ReplayServer:
         header = self.cassette.header
         if base is None:
             base = ta.Responses(store=header.store, history=ta.History(header.history),
-                                max_attempts=header.max_attempts)
+                                max_attempts=header.max_attempts, profile=ta.Profile(header.profile))
         return attrs.evolve(
             base, transport=ta.Transport(self.cassette.transport), websocket_url=self.url,
             api_base_url=self.http_base_url, http_client=None,
