@@ -30,11 +30,11 @@ async def save_note(ctx: ta.ToolContext, title: str, body: str) -> str:
     return f"saved {title} ({len(body)} characters)"
 
 
-def _config(server: Server, workspace: Path, transport: ta.Transport = ta.Transport.HTTPS) -> ta.AgentConfig:
+def _config(server: Server, workspace: Path, **kw: Any) -> ta.AgentConfig:
     return ta.AgentConfig(
         auth=API_KEY, model=MODEL, workspace=workspace,  # thinking left to its default: no reasoning asked for
-        responses=ta.Responses(api_base_url=server.api_base, transport=transport),
-        tools=ta.Tools.default().add(save_note),
+        responses=ta.Responses(api_base_url=server.api_base, transport=ta.Transport.HTTPS),
+        tools=ta.Tools.default().add(save_note), **kw,
     )
 
 
@@ -130,3 +130,28 @@ async def test_exec_runs_javascript_that_calls_a_user_tool(
     assert output["tool_call_id"] == call_id
     assert "tool said: saved js.txt (9 characters)" in _text(output["content"]), output
     assert result.final_message == "Saved it from JavaScript."
+
+
+async def test_litellm_refuses_reasoning_for_a_chat_model_and_the_agent_drops_it_once(
+    litellm: Server, backend: ChatBackend, tmp_path: Path
+) -> None:
+    """Thinking asked for: the request carries ``reasoning``, which LiteLLM's
+    ``custom_openai`` provider refuses by name (400 ``UnsupportedParamsError ...
+    ['reasoning_effort']``) before calling the backend; the agent leaves the field out
+    from then on, says so once (``api.warning`` ``request_fields_dropped``), and the
+    turn completes."""
+    backend.script(say("Thought about it."))
+    result, events = await _run(_config(litellm, tmp_path, thinking=ta.Thinking.HIGH), "Think, then answer.")
+
+    assert result.final_message == "Thought about it."
+    [request] = backend.requests  # the refused request never reached the backend
+    assert "reasoning_effort" not in request and "reasoning" not in request
+    sent: list[dict[str, Any]] = [
+        dict(p["event"]) for p in (ta.payload_of(e, ta.EventKind.API_EVENT) for e in events)
+        if p is not None and p["direction"] == "outbound"
+    ]
+    assert [("reasoning" in body) for body in sent] == [True, False]
+    assert sent[0]["reasoning"] == {"effort": "high"}
+    warnings = [p for p in (ta.payload_of(e, ta.EventKind.API_WARNING) for e in events) if p is not None]
+    assert [w["code"] for w in warnings] == ["request_fields_dropped"], warnings
+    assert "reasoning" in (warnings[0].get("fields") or []), warnings

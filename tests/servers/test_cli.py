@@ -32,6 +32,9 @@ async def _run(server: Server, tmp_path: Path, *transport: str) -> subprocess.Co
     home.mkdir()
     workspace.mkdir()
     env = cli_env(OPENAI_API_KEY=API_KEY, HOME=str(home), TRIO_AGENT_HOME=str(home / ".trio-agent"))
+    # The suite's conftest makes every `trio-agent run` speak OpenAI's dialect to its fake
+    # servers; a user's run has no such variable, and gets the profile derived from the host.
+    env.pop("TRIO_AGENT_PROFILE", None)
     return await run_cli("run", "--api-base", server.api_base, *transport, "--model", MODEL,
                          "Write hello.txt.", cwd=workspace, env=env, command=SCRIPT, seconds=90)
 
