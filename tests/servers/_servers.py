@@ -28,6 +28,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,19 +123,30 @@ class Server:
         assert not Path(f"/proc/{pid}").exists(), f"{self.name} (pid {pid}) is still there"
 
 
-def _start(name: str, command: list[str], env: dict[str, str], cwd: Path, port: int, api_base: str,
-           health: str) -> Server:
-    log = cwd / f"{name}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-    server = Server(name, process, port, api_base, log)
-    try:
-        _wait_healthy(server, health)
-    except BaseException:
-        server.stop()
-        raise
-    return server
+def _start(name: str, command: Callable[[int], list[str]], env: dict[str, str], cwd: Path, health: str) -> Server:
+    """Start ``command(port)`` on a free port; another one if that port was taken meanwhile
+    (a free port is only free until someone binds it: xdist's workers start servers too)."""
+    for attempt in range(3):
+        port = free_port()
+        log = cwd / f"{name}-{attempt}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(command(port), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+        server = Server(name, process, port, f"http://127.0.0.1:{port}/v1", log)
+        try:
+            _wait_healthy(server, health)
+        except _PortTaken:
+            server.stop()
+            continue
+        except BaseException:
+            server.stop()
+            raise
+        return server
+    raise RuntimeError(f"{name}: three free ports were taken before it could bind one")
+
+
+class _PortTaken(Exception):
+    pass
 
 
 def _wait_healthy(server: Server, path: str) -> None:
@@ -143,6 +155,8 @@ def _wait_healthy(server: Server, path: str) -> None:
     url = server.root + path
     while True:
         if server.process.poll() is not None:
+            if "address already in use" in server.log_tail().lower():
+                raise _PortTaken(server.port)
             raise RuntimeError(f"{server.name} exited ({server.process.returncode}) while starting:\n"
                                f"{server.log_tail()}")
         try:
@@ -165,34 +179,38 @@ def _base_env(home: Path) -> dict[str, str]:
 
 def start_litellm(backend_url: str, workdir: Path) -> Server:
     """LiteLLM's proxy with one model bridged to ``backend_url`` (``http://127.0.0.1:P/v1``)."""
-    port = free_port()
     config = {
         "model_list": [{
             "model_name": MODEL,
             "litellm_params": {"model": f"custom_openai/{MODEL}", "api_base": backend_url, "api_key": _BACKEND_KEY},
         }],
-        "litellm_settings": {"telemetry": False},
     }
     (workdir / "litellm.yaml").write_text(json.dumps(config, indent=1))  # YAML is a superset of JSON
     env = _base_env(workdir) | {
         "LITELLM_MASTER_KEY": API_KEY,
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the bundled model cost map: no download at start
-        "LITELLM_TELEMETRY": "False",
+        # Its bundled model cost map: without this, importing LiteLLM fetches one from
+        # GitHub (three attempts, ~8 s) before falling back to the bundled copy.
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "LITELLM_LOG": "INFO",
     }
-    command = [str(_litellm_command()), "--config", str(workdir / "litellm.yaml"), "--host", "127.0.0.1",
-               "--port", str(port)]
-    return _start("litellm", command, env, workdir, port, f"http://127.0.0.1:{port}/v1", "/health/liveliness")
+
+    def command(port: int) -> list[str]:
+        return [str(_litellm_command()), "--config", str(workdir / "litellm.yaml"), "--host", "127.0.0.1",
+                "--port", str(port)]
+
+    return _start("litellm", command, env, workdir, "/health/liveliness")
 
 
 def start_codex_bridge(backend_url: str, workdir: Path) -> Server:
     """codex-bridge-python's server (not its three-argument Codex launch) in front of
     ``backend_url``: ``/v1/responses`` translated to ``{backend_url}/chat/completions``."""
-    port = free_port()
     env = _base_env(workdir) | {"CODEX_BRIDGE_API_KEY": _BACKEND_KEY,
                                 "CODEX_BRIDGE_HISTORY_DIR": str(workdir / "history")}
-    command = [str(_codex_bridge_command()), "--port", str(port), "--upstream", backend_url]
-    return _start("codex-bridge-python", command, env, workdir, port, f"http://127.0.0.1:{port}/v1", "/v1/models")
+
+    def command(port: int) -> list[str]:  # it always binds 127.0.0.1
+        return [str(_codex_bridge_command()), "--port", str(port), "--upstream", backend_url]
+
+    return _start("codex-bridge-python", command, env, workdir, "/v1/models")
 
 
 #: The positive control, run by the LiteLLM venv's Python (it has the official ``openai``
