@@ -72,6 +72,8 @@ async def test_a_generic_turn_sends_the_public_dialect_and_runs_the_tool_loop(
         assert "additional_tools" not in input_types(body)
         assert body["store"] is False and "previous_response_id" not in body
         assert not [field for field in PRIVATE_FIELDS if field in body]
+        assert body["instructions"] == bodies[0]["instructions"] and "msg_trio-agent-instructions" not in json.dumps(
+            body["input"])  # top-level instructions: some bridges drop developer messages
     exec_tool = bodies[0]["tools"][0]
     assert exec_tool["parameters"]["required"] == ["code"]
     # the whole conversation every time: what came before, each call and its output

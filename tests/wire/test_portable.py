@@ -10,7 +10,7 @@ import pytest
 import trio_agent as ta
 from trio_agent._config import endpoint_profile
 from trio_agent._errors import ApiError, CheckpointMissing
-from trio_agent._session.context import request_prefix
+from trio_agent._session.context import INSTRUCTIONS_ID, request_prefix
 from trio_agent._wire.failures import failure_from_frame
 from trio_agent._wire.frames import ErrorFrame, parse_frame
 from trio_agent._wire.portable import (
@@ -75,9 +75,9 @@ def test_a_bad_profile_is_refused_with_the_choices() -> None:
 
 def test_the_tools_leave_the_input_and_become_function_tools() -> None:
     tools = ta.Tools.default().with_clock()
-    prefix = request_prefix(tools.definitions(), None)
-    definitions, rest = split_prefix(prefix)
-    assert [item.get("type") for item in rest] == ["message"]  # the instructions stay in the input
+    prefix = request_prefix(tools.definitions(), "Be brief.")
+    definitions, instructions, rest = split_prefix(prefix, INSTRUCTIONS_ID)
+    assert instructions == "Be brief." and rest == []  # top-level instructions, not a developer message
     converted = portable_tools(definitions)
     assert all(tool["type"] == "function" for tool in converted)
     exec_tool = next(tool for tool in converted if tool["name"] == "exec")
@@ -115,8 +115,9 @@ def test_the_string_argument_of_a_function_form_custom_call() -> None:
 
 def test_a_generic_body_has_public_fields_only() -> None:
     body = build_portable_create(settings(), [{"type": "message", "role": "user", "content": "hi"}],
-                                 [{"type": "function", "name": "f", "parameters": {}}])
-    assert list(body) == ["model", "input", "tools", "tool_choice", "parallel_tool_calls", "store", "stream"]
+                                 [{"type": "function", "name": "f", "parameters": {}}], instructions="Be brief.")
+    assert list(body) == ["model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls", "store",
+                          "stream"]
     assert body["store"] is False and body["stream"] is True
     asked = build_portable_create(settings("high", fast=True), [], [])
     assert asked["reasoning"] == {"effort": "high"}

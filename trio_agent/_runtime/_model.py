@@ -130,6 +130,7 @@ class ModelClient:
         self._portable_for: tuple[dict[str, Any], ...] | None = None
         self._portable_tools: list[dict[str, Any]] = []
         self._portable_prefix: list[dict[str, Any]] = []
+        self._portable_instructions: str | None = None
         self.dropped: frozenset[str] = frozenset()
         self.last_body: dict[str, Any] | None = None  # the latest request's body (refused_fields)
         # HTTPS headers for an API key, computed once (ChatGPT auth asks its source each time).
@@ -328,11 +329,12 @@ class ModelClient:
 
     def _portable_body(self, settings: RequestSettings, *, websocket: bool) -> dict[str, Any]:
         """A ``Profile.GENERIC`` request (``_wire.portable``); never a warmup."""
+        from .._session.context import INSTRUCTIONS_ID
         from .._wire.portable import build_portable_create, portable_tools, split_prefix
 
         ledger, chain = self._ledger, self.chain
         if self._portable_for is not ledger.prefix:
-            definitions, rest = split_prefix(ledger.prefix)
+            definitions, self._portable_instructions, rest = split_prefix(ledger.prefix, INSTRUCTIONS_ID)
             self._portable_tools, self._portable_prefix = portable_tools(definitions), rest
             self._portable_for = ledger.prefix
             self._portable_version += 1
@@ -340,11 +342,12 @@ class ModelClient:
         if full:
             return build_portable_create(
                 settings, full_input(self._portable_prefix, ledger.history), self._portable_tools,
-                dropped=self.dropped, websocket=websocket,
+                instructions=self._portable_instructions, dropped=self.dropped, websocket=websocket,
             )
         return build_portable_create(
             settings, chain.incremental_input(ledger.history), self._portable_tools,
-            previous_response_id=chain.previous_response_id, dropped=self.dropped, websocket=websocket,
+            instructions=self._portable_instructions, previous_response_id=chain.previous_response_id,
+            dropped=self.dropped, websocket=websocket,
         )
 
     def refused_fields(self, exc: ResponsesError) -> frozenset[str]:

@@ -5,7 +5,8 @@ private ``additional_tools`` input item and several private or OpenAI-only field
 Third-party Responses servers (LiteLLM, vLLM, Ollama, llama-stack, Responses-to-Chat
 bridges) understand the public shape only, so here:
 
-- the tools travel as top-level ``tools`` on every request, chained ones included;
+- the tools travel as top-level ``tools`` on every request, chained ones included, and
+  the instructions as top-level ``instructions`` (a bridge may drop developer messages);
 - tools are plain function tools: a custom tool (``exec``, a user's custom tool) becomes
   a function taking one string (``exec``: ``{"code": ...}``, others ``{"input": ...}``),
   and the tools of a namespace group become functions named ``<namespace>__<tool>``
@@ -16,7 +17,8 @@ bridges) understand the public shape only, so here:
   asked for, ``text.format`` only for a structured turn;
 - a field a server refused by name (``drop``) is left out of later requests.
 
-The input is what the OpenAI dialect sends, minus the ``additional_tools`` item.
+The input is what the OpenAI dialect sends, minus the ``additional_tools`` item and the
+instructions message.
 """
 
 from __future__ import annotations
@@ -59,17 +61,25 @@ DROPPABLE_FIELDS: Mapping[str, str] = {
 _FIELD_PATTERN = "|".join(sorted((re.escape(name) for name in DROPPABLE_FIELDS), key=len, reverse=True))
 
 
-def split_prefix(prefix: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(tool definitions, the other prefix items)``: the ``additional_tools`` item's
-    tools come out of the input."""
+def split_prefix(
+    prefix: Sequence[dict[str, Any]], instructions_id: str
+) -> tuple[list[dict[str, Any]], str | None, list[dict[str, Any]]]:
+    """``(tool definitions, instructions, the other prefix items)``: the
+    ``additional_tools`` item's tools and the text of the instructions message (the one
+    whose id is ``instructions_id``) come out of the input, to travel as top-level
+    ``tools`` and ``instructions`` -- some bridges drop developer messages."""
     definitions: list[dict[str, Any]] = []
+    instructions: str | None = None
     rest: list[dict[str, Any]] = []
     for item in prefix:
         if item.get("type") == "additional_tools":
             definitions.extend(tool for tool in item.get("tools", ()) if isinstance(tool, dict))
+        elif item.get("id") == instructions_id and instructions is None:
+            parts = item.get("content", ())
+            instructions = "".join(part.get("text", "") for part in parts if isinstance(part, dict))
         else:
             rest.append(item)
-    return definitions, rest
+    return definitions, instructions, rest
 
 
 def _string_function(definition: Mapping[str, Any], parameter: str, what: str) -> dict[str, Any]:
@@ -153,6 +163,7 @@ def build_portable_create(
     input_items: Iterable[dict[str, Any]],
     tools: list[dict[str, Any]],
     *,
+    instructions: str | None = None,
     previous_response_id: str | None = None,
     dropped: frozenset[str] = frozenset(),
     websocket: bool = False,
@@ -161,6 +172,8 @@ def build_portable_create(
     ``type: response.create``."""
     body: dict[str, Any] = {"type": "response.create"} if websocket else {}
     body["model"] = settings.model
+    if instructions is not None:
+        body["instructions"] = instructions
     if previous_response_id is not None:
         body["previous_response_id"] = previous_response_id
     wire = getattr(input_items, "wire", None)
