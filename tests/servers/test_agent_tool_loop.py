@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 import trio_agent as ta
@@ -155,3 +156,29 @@ async def test_litellm_refuses_reasoning_for_a_chat_model_and_the_agent_drops_it
     warnings = [p for p in (ta.payload_of(e, ta.EventKind.API_WARNING) for e in events) if p is not None]
     assert [w["code"] for w in warnings] == ["request_fields_dropped"], warnings
     assert "reasoning" in (warnings[0].get("fields") or []), warnings
+
+
+# KNOWN FAILURE (codex-bridge-python 0.1.5, not our setup): the bridge turns the request's
+# top-level ``instructions`` into a system message and then lets every developer or
+# system *input* message replace ``messages[0]`` when that is a system message. The
+# agent's request carries ``instructions`` and a developer message (the permissions
+# instructions), so the backend gets one system message, the permissions, and never the
+# instructions. Strict: when the agent's request changes so that they arrive, this
+# fails as XPASS and the mark must go.
+_CODEX_BRIDGE_DROPS_INSTRUCTIONS = pytest.mark.xfail(
+    strict=True, reason="codex-bridge-python 0.1.5 replaces the instructions' system message with the developer one")
+
+
+@pytest.mark.parametrize("name", ["litellm", pytest.param("codex_bridge", marks=_CODEX_BRIDGE_DROPS_INSTRUCTIONS)])
+async def test_the_instructions_are_the_backends_system_message(
+    name: str, request: pytest.FixtureRequest, backend: ChatBackend, tmp_path: Path
+) -> None:
+    server: Server = request.getfixturevalue(name)
+    backend.script(say("Noted."))
+    instructions = "You keep notes for the user."
+    result, _ = await _run(_config(server, tmp_path, instructions=instructions), "Take a note.")
+
+    assert result.final_message == "Noted."
+    [sent] = backend.requests
+    systems = [_text(m["content"]) for m in sent["messages"] if m["role"] == "system"]
+    assert instructions in systems, [(m["role"], _text(m["content"])[:60]) for m in sent["messages"]]
