@@ -31,15 +31,18 @@ async def save_note(ctx: ta.ToolContext, title: str, body: str) -> str:
     return f"saved {title} ({len(body)} characters)"
 
 
-def _config(server: Server, workspace: Path, **kw: Any) -> ta.AgentConfig:
+def _config(server: Server, workspace: Path, transport: ta.Transport | None = ta.Transport.HTTPS,
+            **kw: Any) -> ta.AgentConfig:
+    """``transport=None``: the default (a WebSocket that may fall back to HTTPS)."""
     return ta.AgentConfig(
         auth=API_KEY, model=MODEL, workspace=workspace,  # thinking left to its default: no reasoning asked for
-        responses=ta.Responses(api_base_url=server.api_base, transport=ta.Transport.HTTPS),
+        responses=ta.Responses(api_base_url=server.api_base, transport=transport),
         tools=ta.Tools.default().add(save_note), **kw,
     )
 
 
-async def _run(config: ta.AgentConfig, prompt: str) -> tuple[ta.TurnResult, list[ta.AgentEvent]]:
+async def _run(config: ta.AgentConfig, *prompts: str) -> tuple[ta.TurnResult, list[ta.AgentEvent]]:
+    """The prompts in turn on one agent: the last turn's result, and every event."""
     events: list[ta.AgentEvent] = []
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery, ta.open_agent(config) as agent:
@@ -49,7 +52,8 @@ async def _run(config: ta.AgentConfig, prompt: str) -> tuple[ta.TurnResult, list
                     events.append(event)
 
             nursery.start_soon(collect)
-            result = await (await agent.prompt(prompt)).result()
+            for prompt in prompts:
+                result = await (await agent.prompt(prompt)).result()
     return result, events
 
 
@@ -182,3 +186,25 @@ async def test_the_instructions_are_the_backends_system_message(
     [sent] = backend.requests
     systems = [_text(m["content"]) for m in sent["messages"] if m["role"] == "system"]
     assert instructions in systems, [(m["role"], _text(m["content"])[:60]) for m in sent["messages"]]
+
+
+async def test_the_default_transport_falls_back_to_https_once_per_agent(
+    codex_bridge: Server, backend: ChatBackend, tmp_path: Path
+) -> None:
+    """The bridge has no WebSocket (its handshake is a 404): the agent's first model call
+    tries one, falls back to HTTPS with one ``api.warning`` (``transport_fallback``), and
+    later turns go straight to HTTPS."""
+    backend.script(call("save_note", {"title": "a.txt", "body": "one"}), say("First."), say("Second."))
+    handshakes_before = codex_bridge.log_tail(10**9).count("unhandled GET /v1/responses")
+    config = _config(codex_bridge, tmp_path, transport=None)
+    result, events = await _run(config, "Save a.txt.", "And now?")
+
+    assert result.final_message == "Second."
+    assert (tmp_path / "a.txt").read_text() == "one"
+    assert len(backend.requests) == 3
+    warnings = [p for p in (ta.payload_of(e, ta.EventKind.API_WARNING) for e in events) if p is not None]
+    assert [w["code"] for w in warnings] == ["transport_fallback"], warnings
+    sent = [p for p in (ta.payload_of(e, ta.EventKind.API_EVENT) for e in events)
+            if p is not None and p["direction"] == "outbound"]
+    assert {p["transport"] for p in sent} == {"responses_https_sse"}
+    assert codex_bridge.log_tail(10**9).count("unhandled GET /v1/responses") - handshakes_before == 1
