@@ -61,6 +61,18 @@ async def _show(tmux: Tmux, text: str, what: str) -> None:
     raise AssertionError(f"{what}: {text!r} did not appear within {STEP} s; the screen was:\n{screen}")
 
 
+_TURN_DONE = "Worked for"  # the line the TUI prints when a turn has completed
+
+
+async def _appears(tmux: Tmux, text: str, seconds: float) -> bool:
+    """Whether ``text`` is on the pane within ``seconds`` (polled, as ``_show``)."""
+    with trio.move_on_after(seconds):
+        while text not in " ".join((await tmux.screen()).split()):  # noqa: ASYNC110
+            await trio.sleep(POLL)
+        return True
+    return False
+
+
 async def _start(server: Served, tmux: Tmux) -> int:
     """The TUI on ``server``, up and waiting for a prompt; codex's pid."""
     env = codex_environment(server.workspace.parent, server.workspace)
@@ -76,15 +88,28 @@ async def _ask(server: Served, tmux: Tmux, prompt: str) -> None:
     """Type ``prompt`` into the composer, Enter, and wait for its answer on the screen."""
     await tmux.run("send-keys", "-t", "codex", "-l", prompt)
     await _show(tmux, prompt, "the typed prompt in the composer")
+    done = (await tmux.screen()).count(_TURN_DONE)
     await tmux.run("send-keys", "-t", "codex", "Enter")
     await _show(tmux, server.answer(prompt), "the answer on the screen")
+    # ...and the turn over for the TUI too: a prompt typed while it still thinks the turn
+    # runs is sent as turn/steer, which the server refuses (seen in CI on a loaded machine).
+    with trio.move_on_after(STEP):
+        while (await tmux.screen()).count(_TURN_DONE) <= done:  # noqa: ASYNC110
+            await trio.sleep(POLL)
+        return
+    raise AssertionError(f"the TUI never showed the turn's end ({_TURN_DONE!r}):\n{await tmux.screen()}")
 
 
 async def _rewind(tmux: Tmux) -> None:
     """Esc Esc opens the transcript at the last prompt; Enter rewinds to before it
     (the TUI calls thread/revert)."""
-    for _ in range(2):
+    # One Escape at a time until the browser shows (bounded): a key that lands while the
+    # TUI is still finishing the turn on a loaded machine is taken as something else
+    # (seen in CI: both Escapes sent, no browser within 60 s), so the pair is not sent blind.
+    for _ in range(12):
         await tmux.run("send-keys", "-t", "codex", "Escape")
+        if await _appears(tmux, "Browsing transcript", 2.0):
+            break
     await _show(tmux, "Browsing transcript", "the transcript browser")
     await tmux.run("send-keys", "-t", "codex", "Enter")
     await _show(tmux, "Conversation reverted to this point", "the rewind")
