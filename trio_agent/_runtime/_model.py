@@ -20,27 +20,26 @@ their policy live with the caller (``_sampling``). All time is Trio time.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._config import AgentConfig, History, Profile, Transport
+from .._config import AgentConfig, Transport
 from .._errors import ResponsesError
 from .._events import EventKind
-from .._jsontext import dumps
-from .._session.conversation import Chain, full_input
+from .._session.conversation import Chain
 from .._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
-from .._transport.auth import https_headers, recover_unauthorized
+from .._transport.auth import https_headers
 from .._units import ns
-from .._wire.request import RequestSettings, build_response_create
+from .._wire.request import RequestSettings
 from .._wire.stream import ForeignFrame, ResponseOutcome, StreamEvent, TurnStateSeen
 from . import _model_events as events
+from ._attempt import AttemptSlot, Held
+from ._bodies import RequestBodies
 from ._connections import Connections
-from ._exchange import Exchange
 from ._prompt_cache import SharedWarmups, fingerprint
 from ._recorder import ExchangeRecorder
-from ._request_text import RequestText
 from ._secrets import Redactor
 from ._stats import TransportStats
 
@@ -49,9 +48,8 @@ if TYPE_CHECKING:
     from .._transport.https import HttpsTransport
     from .._transport.websocket import WebSocketLink
     from ._https_exchange import HttpsExchange
-    from ._turn import Preemption
 
-__all__ = ["AttemptSlot", "ModelClient", "fallback_status"]
+__all__ = ["ModelClient", "fallback_status"]
 
 #: Handshake answers that are about credentials, limits or the server's health, not
 #: about a missing WebSocket endpoint: never a reason to fall back to HTTPS.
@@ -122,17 +120,8 @@ class ModelClient:
         self.turn_state: str | None = None
         self._https: HttpsTransport | None = None
         self._unfinished: HttpsExchange | None = None  # an HTTPS response whose rest is unread (settle)
-        self._text = RequestText()
-        # Profile.GENERIC (_wire.portable): the tools of the prefix they were made from,
-        # and the optional fields a server refused by name.
-        self.portable = config.profile is Profile.GENERIC
-        self._portable_version = 0  # bumped with every new tool list (RequestText's key)
-        self._portable_for: tuple[dict[str, Any], ...] | None = None
-        self._portable_tools: list[dict[str, Any]] = []
-        self._portable_prefix: list[dict[str, Any]] = []
-        self._portable_instructions: str | None = None
-        self.dropped: frozenset[str] = frozenset()
-        self.last_body: dict[str, Any] | None = None  # the latest request's body (refused_fields)
+        self.bodies = RequestBodies(config, ledger)
+        self.portable = self.bodies.portable
         # HTTPS headers for an API key, computed once (ChatGPT auth asks its source each time).
         self._static_headers: list[tuple[str, str]] | None = None
         # The startup warmup is not an accepted turn: closing the agent cancels it.
@@ -278,11 +267,11 @@ class ModelClient:
 
     # -- attempts ----------------------------------------------------------------------
 
-    def attempt_slot(self, turn_id: int | None) -> _Held:
+    def attempt_slot(self, turn_id: int | None) -> Held:
         """``async with`` it to hold the model for one attempt: the socket (or HTTPS
         headers) is ready and the chain is what the request will use. Join pending
         input, then ``send``."""
-        return _Held(self, turn_id)
+        return Held(self, turn_id)
 
     async def _enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1
@@ -306,89 +295,20 @@ class ModelClient:
         return AttemptSlot(self, link, [], None)
 
     def body(self, settings: RequestSettings, *, warmup: bool, websocket: bool) -> dict[str, Any]:
-        if self.portable:
-            return self._portable_body(settings, websocket=websocket)
-        ledger, chain = self._ledger, self.chain
-        turn_state = self.turn_state if websocket else None
-        if warmup:
-            return build_response_create(settings, ledger.prefix, generate=False, turn_state=turn_state)
-        # HTTPS with store: false cannot chain at all (SPEC sec. 2).
-        full = (
-            self._config.responses.history is History.FULL_REPLAY
-            or not chain.can_chain
-            or (not settings.store and not websocket)
-        )
-        if full:
-            return build_response_create(
-                settings, full_input(ledger.prefix, ledger.history), websocket=websocket, turn_state=turn_state
-            )
-        return build_response_create(
-            settings, chain.incremental_input(ledger.history), previous_response_id=chain.previous_response_id,
-            websocket=websocket, turn_state=turn_state,
-        )
-
-    def _portable_body(self, settings: RequestSettings, *, websocket: bool) -> dict[str, Any]:
-        """A ``Profile.GENERIC`` request (``_wire.portable``); never a warmup."""
-        from .._session.context import INSTRUCTIONS_ID
-        from .._wire.portable import build_portable_create, leading_developer_texts, portable_tools, split_prefix
-
-        ledger, chain = self._ledger, self.chain
-        if self._portable_for is not ledger.prefix:
-            definitions, self._portable_instructions, rest = split_prefix(ledger.prefix, INSTRUCTIONS_ID)
-            self._portable_tools, self._portable_prefix = portable_tools(definitions), rest
-            self._portable_for = ledger.prefix
-            self._portable_version += 1
-        full = self._config.responses.history is History.FULL_REPLAY or not chain.can_chain or not settings.store
-        history = ledger.history
-        lead = leading_developer_texts(history)
-        instructions = "\n\n".join(t for t in (self._portable_instructions, *lead) if t) or None
-        if full:
-            items: Any = full_input(self._portable_prefix, history)
-            if lead:  # they travel in ``instructions``: a bridge may let one replace it
-                items = [*self._portable_prefix, *history.since(len(lead))]
-            return build_portable_create(
-                settings, items, self._portable_tools,
-                instructions=instructions, dropped=self.dropped, websocket=websocket,
-            )
-        delta = chain.incremental_input(history)
-        if chain.delta_start < len(lead):
-            delta = history.since(len(lead))
-        return build_portable_create(
-            settings, delta, self._portable_tools,
-            instructions=instructions, previous_response_id=chain.previous_response_id,
-            dropped=self.dropped, websocket=websocket,
-        )
-
-    def refused_fields(self, exc: ResponsesError) -> frozenset[str]:
-        """``Profile.GENERIC``: the optional fields of the last request that a terminal
-        rejection names ("Unknown parameter: 'include'", "does not support parameters:
-        ['reasoning_effort']"), not left out yet: a retry without them may succeed."""
-        from .._errors import ApiError, AuthenticationError
-
-        if not self.portable or self.last_body is None or exc.retryable or not isinstance(exc, ApiError) \
-                or isinstance(exc, AuthenticationError):
-            return frozenset()
-        from .._wire.portable import named_fields
-
-        return named_fields(str(exc), self.last_body) - self.dropped
-
-    def drop_fields(self, fields: frozenset[str]) -> None:
-        """Leave ``fields`` out of every later request (a server refused them by name),
-        announced by an ``api.warning`` (``request_fields_dropped``)."""
-        self.dropped = self.dropped | fields
-        shown = ", ".join(sorted(fields))
-        self._emit(EventKind.API_WARNING, {
-            "code": "request_fields_dropped", "fields": sorted(fields),
-            "message": f"the server refused the optional request field(s) {shown}; retrying without them, "
-                       "and leaving them out from now on",
-        })
+        """The request body from history and the chain as they stand (``RequestBodies``)."""
+        return self.bodies.body(settings, self.chain, self.turn_state if websocket else None,
+                                warmup=warmup, websocket=websocket)
 
     def body_text(self, body: dict[str, Any], settings: RequestSettings, *, warmup: bool, websocket: bool) -> str:
         """``dumps(body)``, encoding only what changes from one request to the next."""
-        key: tuple[object, ...] = (settings, warmup, websocket, self.turn_state if websocket else None)
-        if self.portable:  # the tools travel in the repeated part: a new list is a new layout
-            key = (*key, self._portable_version, self.dropped)
-        return self._text.text(body, key)
+        return self.bodies.text(body, settings, self.turn_state if websocket else None,
+                                warmup=warmup, websocket=websocket)
+
+    def refused_fields(self, exc: ResponsesError) -> frozenset[str]:
+        return self.bodies.refused_fields(exc)
+
+    def drop_fields(self, fields: frozenset[str]) -> None:
+        self.bodies.drop_fields(fields, self._emit)
 
     def recorder(self, transport: Transport, phase: str, call_index: int | None, turn_id: int | None,
                  cut_check: Callable[[], bool] | None = None) -> ExchangeRecorder:
@@ -480,123 +400,3 @@ class ModelClient:
         finally:
             if self._https is not None:
                 await self._https.aclose()
-
-
-class _Held:
-    """``ModelClient.attempt_slot``: the model's lock for one attempt (a plain class: it
-    is entered on every request)."""
-
-    __slots__ = ("_model", "_turn_id")
-
-    def __init__(self, model: ModelClient, turn_id: int | None) -> None:
-        self._model = model
-        self._turn_id = turn_id
-
-    async def __aenter__(self) -> AttemptSlot:
-        # An uncontended lock is taken without a schedule point: the attempt goes on to its
-        # send in the same step, and the events emitted so far reach the consumer after
-        # the request is on the wire. The send (or ``_enter``'s connect) is the checkpoint.
-        lock = self._model._lock
-        try:
-            lock.acquire_nowait()
-        except trio.WouldBlock:
-            await lock.acquire()
-        try:
-            await self._model.settle()  # the previous HTTPS response's connection is reused
-            return await self._model._enter(self._turn_id)
-        except BaseException:
-            lock.release()
-            raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._model._lock.release()
-
-
-class AttemptSlot:
-    """One attempt's hold on the model (see ``ModelClient.attempt_slot``)."""
-
-    def __init__(self, model: ModelClient, link: WebSocketLink | None, headers: list[tuple[str, str]],
-                 snapshot: Any) -> None:
-        self._model = model
-        self._link = link
-        self._headers = headers
-        self._snapshot = snapshot
-        self.recorder: ExchangeRecorder | None = None  # the exchange that produced the outcome
-
-    @property
-    def https(self) -> bool:
-        """Whether this attempt goes over HTTPS."""
-        return self._link is None
-
-    async def send(
-        self,
-        settings: RequestSettings,
-        *,
-        phase: str,
-        call_index: int | None,
-        attempt: int,
-        max_attempts: int,
-        turn_id: int | None,
-        preemption: Preemption | None,
-        warmup: bool = False,
-        tail: Sequence[dict[str, Any]] = (),
-        text_only: bool = False,
-    ) -> ResponseOutcome:
-        """Build the body from history as it stands now, run the exchange, return the
-        outcome (``ResponsesError`` on failure). No checkpoint comes before the
-        exchange has registered its preemption signal. A compaction request's input
-        ends with ``tail`` (the ``compaction_trigger``, or the summarization prompt);
-        ``text_only`` sends ``tool_choice: "none"`` (a summarization request)."""
-        model = self._model
-        websocket = self._link is not None
-        body = model.body(settings, warmup=warmup, websocket=websocket)
-        model.last_body = body
-        if tail:
-            body["input"].extend(dict(item) for item in tail)
-        if text_only:
-            body["tool_choice"] = "none"
-            text = dumps(body)  # not the layout RequestText learned: encoded in full
-        else:
-            text = model.body_text(body, settings, warmup=warmup, websocket=websocket)
-        generation = model.generation
-        model.defer(lambda: events.attempt_started(
-            model.emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
-            generation=generation, turn_id=turn_id,
-        ))
-        cut_check = preemption.cut_check if preemption is not None else None
-        if self._link is not None:
-            recorder = model.recorder(Transport.WEBSOCKET, phase, call_index, turn_id, cut_check)
-            exchange = Exchange(self._link, recorder, idle_timeout=model.idle_timeout, preemption=preemption)
-            outcome = await exchange.run(body, text)
-        else:
-            recorder, outcome = await self._https(body, text, phase, call_index, turn_id, preemption, cut_check)
-        model.completed(outcome, warmup=warmup)
-        self.recorder = recorder
-        return outcome
-
-    async def _https(
-        self, body: dict[str, Any], text: str, phase: str, call_index: int | None, turn_id: int | None,
-        preemption: Preemption | None, cut_check: Callable[[], bool] | None,
-    ) -> tuple[ExchangeRecorder, ResponseOutcome]:
-        from ._https_exchange import HttpsExchange
-
-        model = self._model
-        config = model.config
-        transport = model.https()
-        recovered = False
-        while True:
-            recorder = model.recorder(Transport.HTTPS, phase, call_index, turn_id, cut_check)
-            exchange = HttpsExchange(transport, recorder, preemption=preemption)
-            try:
-                outcome = await exchange.run(body, self._headers, text)
-                if exchange.unfinished:
-                    model._unfinished = exchange
-                return recorder, outcome
-            except ResponsesError as exc:
-                # ChatGPT auth: a 401 asks the source to recover once, then retries.
-                if exc.status != 401 or self._snapshot is None or recovered:
-                    raise
-                recovered = True
-                await recover_unauthorized(config, self._snapshot)
-                self._headers, self._snapshot = await https_headers(config)
-                model.redactor.add(self._snapshot.token if self._snapshot is not None else None)
