@@ -146,7 +146,7 @@ if _typing.TYPE_CHECKING:
 
 # The modules of ``_EAGER``, as plain import statements (``-X importtime`` then shows
 # each on its own line; ``importlib.import_module`` would fold them into this one).
-from . import _config, _errors, _events, _runtime, _tools  # noqa: F401
+from . import _config, _errors, _events, _runtime, _tools, _wiring  # noqa: F401  # _wiring: fills _base/links.py
 from ._tools import _sandbox, _security  # noqa: F401
 
 __version__ = "0.1.0"

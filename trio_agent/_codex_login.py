@@ -29,7 +29,7 @@ from typing import Any, final
 
 import trio
 
-from ._config import ChatGptAuth, ChatGptAuthSnapshot
+from ._base.auth import ChatGptAuth, ChatGptAuthSnapshot
 from ._errors import AuthenticationError, ConfigError
 
 __all__ = ["CLIENT_ID", "TOKEN_URL", "CodexAuthFile", "codex_auth_path", "from_codex_home"]

@@ -2,6 +2,13 @@
 
 Every class here is a frozen attrs value validated on construction, so a bad
 combination fails where it is written (SPEC sec. 6), never halfway through a turn.
+
+The configuration layer (docs/architecture.md, "Layers"): at run time this module
+imports only the foundation, the pure session model (``_session.snapshot``, for a
+resumed session) and its own values in ``_base/`` (the sandbox and approval policies,
+the auth values, which it re-exports). What it needs from higher layers -- the
+``RolloutConfig`` and ``Tracing`` classes, the default tools -- it reaches through
+``_base/links.py``, which the package face fills in.
 """
 
 from __future__ import annotations
@@ -12,18 +19,24 @@ import os
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
+from ._base.approvals import Approvals
+from ._base.auth import ChatGptAuth, ChatGptAuthSnapshot, ChatGptAuthSource
+from ._base.auth import redact as _redact
+from ._base.links import linked
+from ._base.policies import ApprovalPolicy, Sandbox, SandboxMode
 from ._errors import ConfigError, WorkspaceChanged
 from ._ids import session_id_problem
-from ._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
 
 if TYPE_CHECKING:
     import httpx
     import trio
 
+    # Type-only, for the annotations of AgentConfig's fields (the readers need the
+    # classes themselves); at run time these are reached through ``_base/links.py``.
     from ._rollout import RolloutConfig
     from ._runtime import AgentHandle
     from ._session.snapshot import SessionSnapshot
@@ -124,51 +137,6 @@ class History(enum.Enum):
 
     INCREMENTAL = "incremental"
     FULL_REPLAY = "full_history"
-
-
-def _redact(secret: object) -> str:
-    """What a repr shows instead of a secret: its kind and length, never a character."""
-    if isinstance(secret, str):
-        return f"<redacted {len(secret)} characters>"
-    return f"<{type(secret).__name__}>"
-
-
-@attrs.frozen
-class ChatGptAuthSnapshot:
-    """A bearer token and the ChatGPT account it belongs to (``repr`` hides the token)."""
-
-    token: str = attrs.field(repr=_redact)
-    account_id: str | None = None
-
-
-class ChatGptAuthSource(Protocol):
-    """What ``ChatGptAuth`` needs from its source (SPEC sec. 1)."""
-
-    def validate(self) -> None: ...
-
-    def snapshot(self) -> Awaitable[ChatGptAuthSnapshot]: ...
-
-    def recover_unauthorized(self, rejected: ChatGptAuthSnapshot) -> Awaitable[None]: ...
-
-
-@attrs.frozen
-class ChatGptAuth:
-    """ChatGPT subscription authentication backed by a token source (``repr`` names the
-    source's type only: a source may hold tokens)."""
-
-    source: ChatGptAuthSource = attrs.field(repr=_redact)
-
-    @staticmethod
-    def from_codex_home(codex_home: str | Path | None = None, *, token_url: str | None = None) -> str | ChatGptAuth:
-        """The credential of an existing Codex login (``$CODEX_HOME/auth.json``, else
-        ``~/.codex/auth.json``), for ``AgentConfig(auth=...)``: its API key in API-key
-        mode, else a ``ChatGptAuth`` that sends the login's token and account id,
-        refreshes an expiring token (and recovers once after a 401) at Codex's token
-        endpoint (``token_url`` overrides it) and writes refreshed tokens back
-        atomically. ``ConfigError`` when the file is missing or malformed."""
-        from ._codex_login import TOKEN_URL, from_codex_home
-
-        return from_codex_home(codex_home, token_url=token_url or TOKEN_URL)
 
 
 def _check_url(name: str, schemes: tuple[str, ...]) -> Callable[[Any, Any, str | None], None]:
@@ -446,9 +414,7 @@ class AgentConfig:
     def _check_tracing(self) -> None:
         if self.tracing is None:
             return  # without importing Tracing's module (an agent without tracing never needs it)
-        from ._tracing._settings import Tracing  # no OpenTelemetry import: only Tracing() itself does that
-
-        if not isinstance(self.tracing, Tracing):
+        if not isinstance(self.tracing, linked().tracing_type()):  # imports no OpenTelemetry
             raise ConfigError(f"tracing must be a ta.Tracing, got {type(self.tracing).__name__}")
 
     def _check_record(self) -> None:
@@ -467,13 +433,11 @@ class AgentConfig:
             )
 
     def _check_resume(self) -> None:
-        # Imported only when set: a config without them must not load the rollout module
-        # (``import trio_agent`` leaves it to the first ``RolloutConfig``).
-        if self.rollout is not None:
-            from ._rollout import RolloutConfig
-
-            if not isinstance(self.rollout, RolloutConfig):
-                raise ConfigError(f"rollout must be a ta.RolloutConfig, got {type(self.rollout).__name__}")
+        # Reached only when set, through the links (``_base/links.py``, which import the
+        # module on first use): a config without a rollout must not load the rollout
+        # module (``import trio_agent`` leaves it to the first ``RolloutConfig``).
+        if self.rollout is not None and not isinstance(self.rollout, linked().rollout_type()):
+            raise ConfigError(f"rollout must be a ta.RolloutConfig, got {type(self.rollout).__name__}")
         if self.resume is None:
             return
         from ._session.snapshot import SessionSnapshot, check_snapshot
@@ -500,12 +464,11 @@ class AgentConfig:
         handle), so with a factory only the instructions are checked here and the tool
         definitions when the agent opens."""
         from ._session.snapshot import check_prefix, request_prefix
-        from ._tools import Tools
 
         known = self.tools_factory is None
         definitions: list[dict[str, Any]] = []
         if known:
-            definitions = (self.tools if self.tools is not None else Tools.default()).definitions()
+            definitions = self.tools.definitions() if self.tools is not None else linked().default_tool_definitions()
         prefix = request_prefix(definitions, self.instructions)
         check_prefix(snapshot, request_prefix=prefix, instructions=self.instructions, tools_known=known)
 
