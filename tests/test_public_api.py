@@ -535,6 +535,7 @@ RUNTIME_RANKS = {
     # leaves: counters, payload helpers, context I/O, the shared-warmup registry
     "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0, "_request_text": 0,
     "_sessions": 0, "_handle": 0, "_secrets": 0, "_input": 0, "_approval": 0,
+    "_construction": 0,  # NoPublicConstructor: the handles only the library makes
     "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,

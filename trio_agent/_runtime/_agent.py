@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, final
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, final
 
 import attrs
 import trio
@@ -43,6 +43,7 @@ from .._wire.request import RequestSettings
 from . import _pending_input
 from ._approval import ExecGuard
 from ._collaboration import Collaboration, MailAddress
+from ._construction import NoPublicConstructor, construct
 from ._handle import AgentHandle
 from ._input import Mail, agent_message
 from ._model import ModelClient
@@ -76,8 +77,10 @@ def _build_tools(config: AgentConfig, handle: AgentHandle) -> Tools:
 
 
 @final
-class Agent:
+class Agent(metaclass=NoPublicConstructor):
     """A running agent; create it with ``open_agent``. See the module docstring."""
+
+    _how_to_get: ClassVar[str] = "open one with `async with ta.open_agent(config) as agent:`"
 
     def __init__(
         self,
@@ -165,6 +168,13 @@ class Agent:
             self._ledger.subscribe(self._rollout.on_ledger)
             reporter.journal = TurnJournal(self._rollout, config.session_id)
         self._nursery = nursery
+
+    @classmethod
+    def _create(
+        cls, config: AgentConfig, nursery: trio.Nursery, seed: ConversationSnapshot | None, parent_id: str | None,
+        lineage_id: str | None, path: str, parent: MailAddress | None, cassette: CassetteWriter | None,
+    ) -> Agent:
+        return construct(cls, config, nursery, seed, parent_id, lineage_id, path, parent, cassette)
 
     def _cancel_turn(self, turn_id: int) -> None:
         """Cancel running turn ``turn_id`` (an approval hook's ``abort``)."""
@@ -300,7 +310,7 @@ class Agent:
         # point before it, a schedule point after it, so the runner woken by ``accept``
         # starts the turn in the same scheduler round as this caller resumes.
         await trio.lowlevel.checkpoint_if_cancelled()
-        turn = Turn(self._queue.accept(_prompt(prompt), settings), self._queue)
+        turn = Turn._create(self._queue.accept(_prompt(prompt), settings), self._queue)
         await trio.lowlevel.cancel_shielded_checkpoint()
         return turn
 
@@ -319,7 +329,7 @@ class Agent:
         ``final_message``, or ``TurnFailed`` when the compaction failed (history is
         then unchanged). Raises ``AgentClosed`` once the agent's block is closing."""
         await trio.lowlevel.checkpoint()
-        return Turn(self._queue.accept(None, self._settings(), compact=True), self._queue)
+        return Turn._create(self._queue.accept(None, self._settings(), compact=True), self._queue)
 
     async def submit(
         self, given: str | Prompt | Sequence[dict[str, Any]], *, output_schema: OutputSchemaLike | None = None
@@ -371,7 +381,7 @@ class Agent:
             raise AgentClosed(f"agent {self._path} has closed; mail to it cannot be delivered")
         mail = Mail(agent_message(author, self._path, text), trigger_turn=bool(trigger_turn))
         started = self._queue.post_mail(mail, self._settings())
-        return Turn(started, self._queue) if started is not None else None
+        return Turn._create(started, self._queue) if started is not None else None
 
     async def inject(self, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
         """Raw Responses items for the model: they join the running turn at its next
@@ -505,7 +515,7 @@ class Agent:
         reported)."""
         self._unload = unload
         self._queue.accept_observers.append(
-            lambda state: automatic(Turn(state, self._queue)) if state.automatic else None)
+            lambda state: automatic(Turn._create(state, self._queue)) if state.automatic else None)
 
     def _request_unload(self) -> bool:
         """Ask the owner of a worker to close it now that it is idle, to be reloaded on
@@ -642,7 +652,7 @@ async def _open_agent(
     start_probe(config.sandbox)  # the sandbox trial runs while the agent is built (_tools/_sandbox.py)
     try:
         async with trio.open_nursery() as nursery:
-            agent = Agent(config, nursery, seed, parent_id, lineage_id, path, parent, cassette)
+            agent = Agent._create(config, nursery, seed, parent_id, lineage_id, path, parent, cassette)
             sinks.append(agent._sink)
             agents.append(agent)
             try:
