@@ -544,8 +544,13 @@ RUNTIME_RANKS = {
     "_model": 3, "_turn_queue": 3,
     "_sampling": 4, "_pending_input": 4, "_tool_dispatch": 4, "_sleep": 2, "_workers": 2, "_collaboration": 3,
     "_compaction": 4,  # remote or local compaction: drives the sampler it is given
+    "_prompt_settings": 0,  # the settings a turn accepted now gets
+    "_hosting": 4,  # the hooks of an agent's owner (Workers, ThreadManager)
+    "_prompt_input": 5,  # what prompt/submit/start_if_idle take, checked
     "_runner": 5,
-    "_agent": 6,  # the package face
+    "_children": 6,  # an agent's Origin and the children it makes
+    "_lifecycle": 7,  # the block of one agent: nursery, startup, shutdown
+    "_agent": 8,  # the package face
 }
 FACES = {"__init__", "_agent", "_handle"}
 RUNTIME_DIR = PACKAGE_ROOT / "_runtime"
