@@ -549,6 +549,7 @@ RUNTIME_RANKS = {
     "_prompt_input": 5,  # what prompt/submit/start_if_idle take, checked
     "_runner": 5,
     "_children": 6,  # an agent's Origin and the children it makes
+    "_assembly": 7,  # the parts of one agent, wired (the composition root behind Agent)
     "_lifecycle": 7,  # the block of one agent: nursery, startup, shutdown
     "_agent": 8,  # the package face
 }

@@ -10,10 +10,13 @@ every accepted turn to finish (nursery semantics); then the socket is closed and
 still emits its terminal ``run.failed`` with status ``cancelled``); queued turns are
 then resolved as cancelled without running.
 
-``Agent`` is only the SPEC surface. It wires the parts -- the ``TurnLedger`` (the one
-writer of history, ``_session``), the ``ModelClient`` (transport and chain), the
-``ToolDispatcher``, the ``TurnQueue``, the ``TurnRunner`` and the rollout -- and none of
-them holds a reference back to it.
+``Agent`` is only the SPEC surface, a facade: ``AgentParts`` (``_assembly``) wires the
+parts -- the ``TurnLedger`` (the one writer of history, ``_session``), the
+``ModelClient`` (transport and chain), the ``ToolDispatcher``, the ``TurnQueue``, the
+``TurnRunner`` and the rollout -- and none of them holds a reference back to it. Its
+children come from ``_children.ChildFactory``, its block is ``_lifecycle.run_agent``,
+and what its owner (``Workers``, ``ThreadManager``) may do beyond the public surface is
+``_hosting.HostHooks`` (``agent._host``).
 """
 
 from __future__ import annotations
@@ -24,35 +27,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, final
 
 import trio
 
-from .._config import AgentConfig, Thinking, Transport, _approval, _sandbox
+from .._config import AgentConfig, Thinking, _approval, _sandbox
 from .._errors import AgentClosed, ConfigError, InvalidPrompt
 from .._events import AgentEvents
-from .._ids import new_item_id
-from .._session.context import DEFAULT_INSTRUCTIONS, request_prefix
-from .._session.ledger import TurnLedger
-from .._tools import Tools
-from .._tools._namespaces import CLOCK, COLLABORATION
 from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
-from .._tracing import accept_hook, open_event_sink
 from . import _pending_input
-from ._approval import ExecGuard
-from ._children import ChildFactory, Origin, resume_seed
-from ._collaboration import Collaboration, MailAddress
+from ._assembly import AgentParts
+from ._children import Origin
+from ._collaboration import MailAddress
 from ._construction import NoPublicConstructor, construct
 from ._handle import AgentHandle
-from ._hosting import HostHooks
 from ._input import Mail, agent_message
 from ._lifecycle import run_agent
-from ._model import ModelClient
-from ._payloads import TurnReporter
 from ._prompt_input import checked_prompt, turn_input
-from ._prompt_settings import PromptSettings
-from ._runner import ForkPoint, TurnRunner
-from ._sessions import Rollout, SessionInfo, TurnJournal, open_rollout
-from ._sleep import SleepTool
-from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
+from ._sessions import Rollout
 from ._turn import Prompt, Turn, TurnResult
-from ._turn_queue import TurnQueue
 
 if TYPE_CHECKING:
     from .._wire.output_schema import OutputSchemaLike
@@ -60,14 +49,6 @@ if TYPE_CHECKING:
     from ._submission import Declined, Submission
 
 __all__ = ["Agent", "open_agent"]
-
-def _build_tools(config: AgentConfig, handle: AgentHandle) -> Tools:
-    if config.tools_factory is not None:
-        tools = config.tools_factory(handle)
-        if not isinstance(tools, Tools):
-            raise ConfigError("tools_factory must return a ta.Tools")
-        return tools
-    return config.tools if config.tools is not None else Tools.default()
 
 
 @final
@@ -77,93 +58,23 @@ class Agent(metaclass=NoPublicConstructor):
     _how_to_get: ClassVar[str] = "open one with `async with ta.open_agent(config) as agent:`"
 
     def __init__(self, origin: Origin, nursery: trio.Nursery) -> None:
-        config, path, seed = origin.config, origin.path, origin.seed
-        self._config = config
-        self._path = path
+        self._config = origin.config  # session_id: the handle answers it inside tools_factory
+        self._path = origin.path
         self._parent = origin.parent  # the address of the agent this one was spawned or forked from
-        self._address = MailAddress(path, self.post_mail)
-        tap = None
-        if origin.cassette is not None:
-            from .._cassette.recorder import CassetteTap  # lazy: only when recording
-
-            tap = CassetteTap(origin.cassette, path)
-        # Tracing (trio_agent/_tracing): a traced sink when config.tracing is set.
-        self._sink = open_event_sink(config, path=path, parent_id=origin.parent_id, forked=seed is not None)
-        self._current = PromptSettings(config)  # set_model, set_thinking, set_fast_mode change it
+        self._address = MailAddress(origin.path, self.post_mail)
         self._handle = AgentHandle(self)
-        tools = _build_tools(config, self._handle)
-        self._workspace = config.resolved_workspace()
-        lineage_id = origin.lineage_id or config.session_id  # the root session of this lineage
-        prefix = request_prefix(tools.definitions(), config.instructions)  # what resume= is checked against
-        if seed is None and config.resume is not None:
-            seed, lineage_id = resume_seed(config, prefix)
-        # A fork starts from a boundary of its parent: that history, chained on that
-        # response, with no warmup of its own (SPEC sec. 5); a resumed session starts from
-        # its snapshot, unchained: its first request is a full replay (SPEC sec. 8).
-        self._seeded = seed is not None
-        self._ledger = TurnLedger(prefix, new_item_id, seed.history if seed is not None else None)
-        emit = self._sink.emit
-        self._model = ModelClient(config, self._ledger, emit, nursery, chain=seed.chain if seed else None, tap=tap,
-                                  defer=self._sink.defer, flush=self._sink.flush)
-        fork_point = ForkPoint(seed)
-        self._session = SessionInfo(
-            model=config.model, lineage_id=lineage_id, prompt_cache_key=config.cache_key,
-            workspace=str(self._workspace), request_prefix=prefix,
-            instructions=config.instructions or DEFAULT_INSTRUCTIONS,
-        )
-        self._children: ChildFactory[Agent] = ChildFactory(
-            origin, session_id=config.session_id, lineage_id=lineage_id, workspace=self._workspace,
-            settings=self._current, fork_point=fork_point, address=self._address, opener=_open_agent,
-        )
-        reporter = TurnReporter(config, self._workspace, emit, self._model.stats, defer=self._sink.defer)
-        self._queue = TurnQueue(reporter)
-        traced = accept_hook(self._sink)
-        if traced is not None:  # tracing: a turn's parent span is the one current at accept
-            self._queue.accept_observers.append(lambda state: traced(state.turn_id))
-        if tap is not None:
-            reporter.cassette = tap
-            self._queue.accept_observers.append(tap.accepted)
-        self._rollout = open_rollout(config, self._session, self._ledger.history, origin.parent_id)
-        sleep = SleepTool(pending=self._queue.pending_input_for, emit=emit, record_event=self._record_event)
-        groups: dict[str, GroupRunners] = {
-            CLOCK: lambda name, state: sleep.runner(state) if name == "sleep" else None,
-        }
-        self._collaboration: Collaboration[Agent] | None = None
-        if tools.collaboration is not None:
-            self._collaboration = Collaboration(
-                tools.collaboration, path=path, spawn=self._handle.spawn, watch=tools.collaboration.watch,
-                queue=self._queue, nursery=nursery, emit=emit, reopen=self._children.reopen,
-            )
-            groups[COLLABORATION] = self._collaboration.runner
-        self._host = HostHooks(queue=self._queue, ledger=self._ledger, model=self._model, session=self._session,
-                               settings=self._current)  # for its owner: Workers, ThreadManager
-        self._guard = ExecGuard(config.sandbox, config.approval, self._workspace, emit, self._cancel_turn,
-                                session_id=config.session_id)
-        self._tools = ToolDispatcher(ToolEnvironment(
-            tools, self._workspace, self._handle, emit, nursery, groups,
-            config=config, history=lambda: self._ledger.history, guard=self._guard,
-        ))
-        self._runner = TurnRunner(
-            ledger=self._ledger, model=self._model, tools=self._tools, reporter=reporter,
-            fork_point=fork_point, session=self._session, workspace=self._workspace,
-            context_recorded=bool(seed is not None and len(seed.history)),
-            permissions=self._guard.permissions_message,
-        )
-        if self._rollout is not None:
-            self._ledger.subscribe(self._rollout.on_ledger)
-            reporter.journal = TurnJournal(self._rollout, config.session_id)
-        self._nursery = nursery
+        parts: AgentParts[Agent] = AgentParts(origin, nursery, address=self._address, handle=self._handle,
+                                              spawn=self._handle.spawn, opener=_open_agent)
+        self._parts = parts
+        self._current, self._sink = parts.current, parts.sink
+        self._queue, self._tools, self._guard, self._runner = parts.queue, parts.tools, parts.guard, parts.runner
+        self._rollout, self._children, self._collaboration = parts.rollout, parts.children, parts.collaboration
+        self._ledger = parts.ledger  # (the app server's rollback rewrites it: _serve/_rollback.py)
+        self._host = parts.host  # for its owner: Workers, ThreadManager
 
     @classmethod
     def _create(cls, origin: Origin, nursery: trio.Nursery) -> Agent:
         return construct(cls, origin, nursery)
-
-    def _cancel_turn(self, turn_id: int) -> None:
-        """Cancel running turn ``turn_id`` (an approval hook's ``abort``)."""
-        running = self._queue.running
-        if running is not None and running.turn_id == turn_id and not running.cancel_scope.cancel_called:
-            running.steerable = False
-            running.cancel_scope.cancel()
 
     @property
     def sandbox(self) -> SandboxMode:
@@ -197,12 +108,6 @@ class Agent(metaclass=NoPublicConstructor):
         self._guard.reconfigure(requested, approvals)
         if self._guard.permissions_message() != told:
             self._runner.permissions_changed()
-
-    def _record_event(self, payload: dict[str, Any]) -> None:
-        if self._rollout is not None:
-            self._rollout.record_event(payload)
-
-    # -- identity and settings -----------------------------------------------------------
 
     @property
     def session_id(self) -> str:
@@ -256,23 +161,7 @@ class Agent(metaclass=NoPublicConstructor):
 
     def statistics(self) -> AgentStatistics:
         """Counters of this agent as a frozen value (cheap; never blocks)."""
-        from ._statistics import AgentStatistics  # its attrs class is built by the first call
-
-        transport = self._model.stats
-        running = self._queue.running
-        return AgentStatistics(
-            session_id=self.session_id,
-            turns_accepted=self._queue.accepted,
-            turns_queued=self._queue.queued,
-            running_turn=running.turn_id if running is not None else None,
-            last_turn_status=self._queue.last_status,
-            history_items=len(self._ledger.history),
-            connection_attempts=transport.connection_attempts,
-            websocket_reconnects=transport.websocket_reconnects,
-            response_attempts=transport.response_attempts,
-            response_retries=transport.response_retries,
-            warmup_usage=transport.warmup_usage,
-        )
+        return self._parts.statistics()
 
     # -- turns and pending input ---------------------------------------------------------
 
@@ -429,41 +318,19 @@ class Agent(metaclass=NoPublicConstructor):
         agent reaches it with ``child.post_mail(agent.path, text)``."""
         return self._children.spawn(name)
 
-    # -- lifecycle -----------------------------------------------------------------------
+    # -- lifecycle (the block, _lifecycle.run_agent) -----------------------------------------
 
     async def _startup(self) -> None:
-        # Import the transport (trio-websocket; httpx) now, while the sandbox trial started
-        # by _open_agent may still be running: the warmup below, or the first prompt, needs it.
-        if self._config.responses.transport is Transport.WEBSOCKET:
-            from .._transport import websocket as _websocket  # noqa: F401
-        else:
-            from .._transport import https as _https  # noqa: F401
-        self._guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
-        self._tools.start()  # MCP servers, in the background
-        self._nursery.start_soon(self._runner.run, self._queue)
-        if self._config.responses.transport is Transport.WEBSOCKET and not self._seeded:
-            await self._nursery.start(self._model.warmup, self._current.request())
+        await self._parts.startup()
 
     async def _wait_turns(self) -> None:
-        self._queue.close()
-        await self._queue.wait_all()
+        await self._parts.wait_turns()
 
     async def _shutdown(self) -> None:
-        self._address.close()  # mail posted from now on raises AgentClosed
-        if self._collaboration is not None:
-            self._collaboration.close()  # workers are cancelled; the nursery waits for them
-        self._queue.close()
-        self._model.close()
-        await self._tools.aclose()
-        await self._model.aclose()
+        await self._parts.shutdown()
 
     def _close_rollout(self) -> None:
-        """Flush and close the rollout: only once every task of the agent has ended, so
-        what a cancelled turn commits on its way out (its prompt, ``<turn_aborted>``) is
-        in the file. Under an outer cancellation the turn task runs its abort only after
-        ``_shutdown`` began, and with no tool running there is no checkpoint before it."""
-        if self._rollout is not None:
-            self._rollout.close()
+        self._parts.close_rollout()
 
 
 def open_agent(config: AgentConfig) -> AbstractAsyncContextManager[Agent]:
