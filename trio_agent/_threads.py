@@ -292,7 +292,7 @@ class ThreadManager:
         countdown starts again."""
         while True:
             await self._idle_watch(entry)
-            entry.closing = agent._request_unload()
+            entry.closing = agent._host.request_unload()
             await entry.changed.wait()
             entry.closing = False
 
@@ -341,7 +341,7 @@ class ThreadManager:
         """A thread's status and committed history, loaded or not (from its rollout)."""
         entry = self._threads.get(thread_id)
         if entry is not None and entry.agent is not None and not entry.closing:
-            history = entry.agent._ledger.history.to_list()
+            history = entry.agent._host.history().to_list()
             return ThreadInfo(thread_id, entry.status, entry.ephemeral, entry.rollout_path, tuple(history))
         durable = self._load_durable(thread_id)
         path = self._rollouts.find(thread_id)

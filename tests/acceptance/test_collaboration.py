@@ -19,6 +19,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeConnection, FakeResponsesServer, frames
 
+from .._helpers import user_texts
 from ..conftest import EventLog, make_config, scripted, warm
 
 NAMESPACE = "collaboration"
@@ -27,12 +28,6 @@ NAMESPACE = "collaboration"
 def collab_call(call_id: str, name: str, arguments: dict[str, Any] | str) -> dict[str, Any]:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return frames.function_call(call_id, name, raw, namespace=NAMESPACE)
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    return [part["text"] for item in body["input"]
-            if item.get("type") == "message" and item.get("role") == "user"
-            for part in item["content"] if part.get("type") == "input_text"]
 
 
 def agent_messages(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
+from .._helpers import user_texts
 from ..conftest import EventLog, make_config, scripted, warm
 
 PENDING = "pending input must survive the failed compaction"
@@ -31,12 +32,6 @@ QUOTA = {"type": "response.failed", "response": {"id": "failed-compact", "status
 
 def compaction(content: str) -> dict[str, Any]:
     return frames.output_item_done(0, {"type": "compaction", "encrypted_content": content})
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    return [part["text"] for item in body["input"]
-            if item.get("type") == "message" and item.get("role") == "user"
-            for part in item["content"] if part.get("type") == "input_text"]
 
 
 def saved(history: list[dict[str, Any]]) -> list[str]:

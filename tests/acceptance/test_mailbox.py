@@ -21,13 +21,8 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
+from .._helpers import user_texts
 from ..conftest import EventLog, make_config, scripted, warm
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    return [part["text"] for item in body["input"]
-            if item.get("type") == "message" and item.get("role") == "user"
-            for part in item["content"] if part.get("type") == "input_text"]
 
 
 def agent_messages(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
+from .._helpers import user_texts
 from ..conftest import EventLog, make_config, scripted, warm
 
 HOUR_MS = 3_600_000
@@ -23,12 +24,6 @@ HOUR_MS = 3_600_000
 
 def sleep_call(call_id: str, duration_ms: Any = HOUR_MS) -> dict[str, Any]:
     return {**frames.function_call(call_id, "sleep", json.dumps({"duration_ms": duration_ms})), "namespace": "clock"}
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    return [part["text"] for item in body["input"]
-            if item.get("type") == "message" and item.get("role") == "user"
-            for part in item["content"] if part.get("type") == "input_text"]
 
 
 def output_of(body: dict[str, Any], call_id: str) -> str:

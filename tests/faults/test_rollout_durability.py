@@ -34,6 +34,7 @@ from trio_agent._rollout import RolloutWarning, RolloutWriter, read_history
 from trio_agent._session.history import History
 from trio_agent.testing import FakeResponsesServer, frames
 
+from .._helpers import content_texts
 from .._os_facts import pid_alive, wait_gone
 from ..conftest import make_config, scripted, warm
 from ._rollout_child import COMMITTED, agent_config, blocking_tools, torn_fragment
@@ -136,9 +137,6 @@ def rollout_file(home: Path) -> Path:
     assert path is not None
     return path
 
-def texts(item: dict[str, Any]) -> list[str]:
-    return [part.get("text", "") for part in item.get("content", [])]
-
 
 async def resume_and_finish(server: FakeResponsesServer, workspace: Path, durable: ta.DurableSession) -> dict[str, Any]:
     """Resume ``durable`` in this process, run one turn; the request it sent."""
@@ -180,7 +178,7 @@ async def test_every_item_committed_before_a_sigkill_loads_exactly_once(
     expected = committed_by_the_child(bodies, written)
     assert written == expected  # every committed item, in order, none twice
     assert len(set(map(identity, written))) == len(written)
-    assert [t for item in written if item["type"] == "message" for t in texts(item)][-3:] == [
+    assert [t for item in written if item["type"] == "message" for t in content_texts(item)][-3:] == [
         "first prompt", "first answer", "second prompt"
     ]
     durable = ta.RolloutConfig(home).load_session(THREAD)
@@ -189,7 +187,7 @@ async def test_every_item_committed_before_a_sigkill_loads_exactly_once(
     aborted, marker = durable.snapshot.history[len(written):]
     assert (aborted["type"], aborted["call_id"]) == ("function_call_output", "call-block")
     assert "the session ended" in aborted["output"]
-    assert texts(marker)[0].startswith("<turn_aborted>")
+    assert content_texts(marker)[0].startswith("<turn_aborted>")
 
 
 # -- fsync policies -------------------------------------------------------------------------
@@ -278,7 +276,7 @@ async def test_a_torn_last_line_is_skipped_on_load_and_cut_off_on_resume(
     # Loads cleanly now (any warning fails the test): the old items, the closed turn, the new one.
     history = ta.RolloutConfig(home).load_session(THREAD).snapshot.history
     assert history[: len(durable.snapshot.history)] == durable.snapshot.history
-    assert [t for item in history[len(durable.snapshot.history):] for t in texts(item)] == [
+    assert [t for item in history[len(durable.snapshot.history):] for t in content_texts(item)] == [
         "after the crash", "resumed answer"
     ]
 
@@ -345,7 +343,7 @@ async def test_a_writer_in_another_process_locks_the_rollout_until_it_is_killed(
     assert durable.snapshot.history[:-2] == live.snapshot.history[:-2] == read_history(path)[1]
     await resume_and_finish(server, workspace, durable)  # the kernel released the dead writer's lock
     after = ta.RolloutConfig(home).load_session(THREAD).snapshot.history
-    assert [t for item in after[-2:] for t in texts(item)] == ["after the crash", "resumed answer"]
+    assert [t for item in after[-2:] for t in content_texts(item)] == ["after the crash", "resumed answer"]
 
 
 async def test_a_second_agent_of_the_same_session_is_refused_and_the_first_keeps_working(
@@ -415,4 +413,4 @@ async def test_a_write_cut_short_by_the_kernel_is_rolled_back(tmp_path: Path) ->
     assert warning.startswith("RolloutWarning: cannot append to") and "File too large" in warning
     assert "the rollout may miss history committed since its last flush" in warning
     _, history = read_history(Path(report["path"]))  # no warning: the file ends at a whole line
-    assert [texts(item)[0][:1] for item in history] == ["s", "x"]  # the bigger item never made it
+    assert [content_texts(item)[0][:1] for item in history] == ["s", "x"]  # the bigger item never made it

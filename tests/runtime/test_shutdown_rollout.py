@@ -11,7 +11,6 @@ marker itself.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import trio
 import trio.testing
@@ -20,9 +19,7 @@ import trio_agent as ta
 from trio_agent._rollout import read_history
 from trio_agent.testing import FakeResponsesServer
 
-
-def texts(item: dict[str, Any]) -> list[str]:
-    return [part.get("text", "") for part in item.get("content", [])]
+from .._helpers import content_texts
 
 
 async def test_an_outer_cancellation_writes_the_prompt_and_the_abort_marker(
@@ -58,5 +55,5 @@ async def test_an_outer_cancellation_writes_the_prompt_and_the_abort_marker(
     assert path is not None
     _meta, history = read_history(path)
     prompt, marker = history[-2:]
-    assert texts(prompt) == ["keep me"]
-    assert marker["role"] == "user" and texts(marker)[0].startswith("<turn_aborted>")
+    assert content_texts(prompt) == ["keep me"]
+    assert marker["role"] == "user" and content_texts(marker)[0].startswith("<turn_aborted>")

@@ -7,7 +7,6 @@ clear message; nothing sleeps "to let things happen".
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -28,16 +27,6 @@ from trio_agent._tools._shell_env import (
 from trio_agent._tools.exec_command import ExecResult, ShellError, ShellSessions
 
 from .._os_facts import wait_for_os_fact
-
-
-@pytest.fixture
-async def shell(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[ShellSessions]:
-    sessions = ShellSessions(nursery, tmp_path)
-    try:
-        yield sessions
-    finally:
-        await sessions.aclose()
-
 
 # -- helpers ---------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -25,15 +24,6 @@ from trio_agent._tools._shell_env import build_environment
 from trio_agent._tools.exec_command import ShellSessions
 
 from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
-
-
-@pytest.fixture
-async def shell(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[ShellSessions]:
-    sessions = ShellSessions(nursery, tmp_path)
-    try:
-        yield sessions
-    finally:
-        await sessions.aclose()
 
 
 def publish(path: Path, what: str = "$$") -> str:

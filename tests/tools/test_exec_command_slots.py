@@ -10,7 +10,7 @@ lower bound of how many commands were alive at once. Commands are held by a gate
 from __future__ import annotations
 
 import fcntl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,15 +19,6 @@ import trio
 from trio_agent._tools.exec_command import ExecResult, ShellError, ShellSessions
 
 from .._os_facts import wait_for_os_fact
-
-
-@pytest.fixture
-async def shell(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[ShellSessions]:
-    sessions = ShellSessions(nursery, tmp_path)
-    try:
-        yield sessions
-    finally:
-        await sessions.aclose()
 
 
 def log_lines(log: Path) -> list[str]:

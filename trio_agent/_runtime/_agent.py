@@ -10,168 +10,71 @@ every accepted turn to finish (nursery semantics); then the socket is closed and
 still emits its terminal ``run.failed`` with status ``cancelled``); queued turns are
 then resolved as cancelled without running.
 
-``Agent`` is only the SPEC surface. It wires the parts -- the ``TurnLedger`` (the one
-writer of history, ``_session``), the ``ModelClient`` (transport and chain), the
-``ToolDispatcher``, the ``TurnQueue``, the ``TurnRunner`` and the rollout -- and none of
-them holds a reference back to it.
+``Agent`` is only the SPEC surface, a facade: ``AgentParts`` (``_assembly``) wires the
+parts -- the ``TurnLedger`` (the one writer of history, ``_session``), the
+``ModelClient`` (transport and chain), the ``ToolDispatcher``, the ``TurnQueue``, the
+``TurnRunner`` and the rollout -- and none of them holds a reference back to it. Its
+children come from ``_children.ChildFactory``, its block is ``_lifecycle.run_agent``,
+and what its owner (``Workers``, ``ThreadManager``) may do beyond the public surface is
+``_hosting.HostHooks`` (``agent._host``).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, final
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, final
 
-import attrs
 import trio
 
-from .._config import AgentConfig, Thinking, Transport, _approval, _default_session_id, _sandbox
-from .._errors import AgentClosed, CheckpointLineageMismatch, ConfigError, ForkBeforeCompletedTurn, InvalidPrompt
-from .._events import AgentEvents, EventSink
-from .._ids import new_item_id
-from .._session.context import DEFAULT_INSTRUCTIONS, request_prefix
-from .._session.conversation import ConversationSnapshot
-from .._session.history import History
-from .._session.ledger import TurnLedger
-from .._tools import Tools
-from .._tools._namespaces import CLOCK, COLLABORATION
-from .._tools._sandbox import start_probe
+from .._config import AgentConfig, Thinking, _approval, _sandbox
+from .._errors import AgentClosed, ConfigError, InvalidPrompt
+from .._events import AgentEvents
 from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
-from .._tracing import accept_hook, open_event_sink
-from .._wire.request import RequestSettings
 from . import _pending_input
-from ._approval import ExecGuard
-from ._collaboration import Collaboration, MailAddress
+from ._assembly import AgentParts
+from ._children import Origin
+from ._collaboration import MailAddress
+from ._construction import NoPublicConstructor, construct
 from ._handle import AgentHandle
 from ._input import Mail, agent_message
-from ._model import ModelClient
-from ._payloads import TurnReporter
-from ._runner import ForkPoint, TurnRunner
-from ._sessions import Rollout, SessionInfo, TurnJournal, open_rollout
-from ._sleep import SleepTool
-from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
+from ._lifecycle import run_agent
+from ._prompt_input import checked_prompt, turn_input
+from ._sessions import Rollout
 from ._turn import Prompt, Turn, TurnResult
-from ._turn_queue import TurnQueue
 
 if TYPE_CHECKING:
-    from .._cassette.writer import CassetteWriter
-    from .._session.snapshot import SessionSnapshot
     from .._wire.output_schema import OutputSchemaLike
     from ._statistics import AgentStatistics
     from ._submission import Declined, Submission
 
 __all__ = ["Agent", "open_agent"]
 
-SHUTDOWN_GRACE = 5.0  # closing sockets, cells and shell sessions on the way out
-
-
-def _build_tools(config: AgentConfig, handle: AgentHandle) -> Tools:
-    if config.tools_factory is not None:
-        tools = config.tools_factory(handle)
-        if not isinstance(tools, Tools):
-            raise ConfigError("tools_factory must return a ta.Tools")
-        return tools
-    return config.tools if config.tools is not None else Tools.default()
-
 
 @final
-class Agent:
+class Agent(metaclass=NoPublicConstructor):
     """A running agent; create it with ``open_agent``. See the module docstring."""
 
-    def __init__(
-        self,
-        config: AgentConfig,
-        nursery: trio.Nursery,
-        seed: ConversationSnapshot | None = None,
-        parent_id: str | None = None,
-        lineage_id: str | None = None,
-        path: str = "/root",
-        parent: MailAddress | None = None,
-        cassette: CassetteWriter | None = None,
-    ) -> None:
-        self._config = config
-        self._path = path
-        self._cassette = cassette  # the agent tree's cassette (AgentConfig.record), shared with children
-        tap = None
-        if cassette is not None:
-            from .._cassette.recorder import CassetteTap  # lazy: only when recording
+    _how_to_get: ClassVar[str] = "open one with `async with ta.open_agent(config) as agent:`"
 
-            tap = CassetteTap(cassette, path)
-        self._parent = parent  # the address of the agent this one was spawned or forked from
-        self._address = MailAddress(path, self.post_mail)
-        self._children = 0
-        # Tracing (trio_agent/_tracing): a traced sink when config.tracing is set.
-        self._sink = open_event_sink(config, path=path, parent_id=parent_id, forked=seed is not None)
-        self._thinking = config.thinking
-        self._fast_mode = config.fast_mode
-        self._model_name = config.model  # set_model changes it for later prompts
-        self._settings_cache: RequestSettings | None = None  # see _settings
+    def __init__(self, origin: Origin, nursery: trio.Nursery) -> None:
+        self._config = origin.config  # session_id: the handle answers it inside tools_factory
+        self._path = origin.path
+        self._parent = origin.parent  # the address of the agent this one was spawned or forked from
+        self._address = MailAddress(origin.path, self.post_mail)
         self._handle = AgentHandle(self)
-        tools = _build_tools(config, self._handle)
-        self._workspace = config.resolved_workspace()
-        self._lineage_id = lineage_id or config.session_id  # the root session of this lineage
-        prefix = request_prefix(tools.definitions(), config.instructions)  # what resume= is checked against
-        if seed is None and config.resume is not None:
-            seed = self._resume_seed(config, prefix)
-        # A fork starts from a boundary of its parent: that history, chained on that
-        # response, with no warmup of its own (SPEC sec. 5); a resumed session starts from
-        # its snapshot, unchained: its first request is a full replay (SPEC sec. 8).
-        self._seeded = seed is not None
-        self._ledger = TurnLedger(prefix, new_item_id, seed.history if seed is not None else None)
-        emit = self._sink.emit
-        self._model = ModelClient(config, self._ledger, emit, nursery, chain=seed.chain if seed else None, tap=tap,
-                                  defer=self._sink.defer, flush=self._sink.flush)
-        self._fork_point = ForkPoint(seed)
-        self._session = SessionInfo(
-            model=config.model, lineage_id=self._lineage_id, prompt_cache_key=config.cache_key,
-            workspace=str(self._workspace), request_prefix=prefix,
-            instructions=config.instructions or DEFAULT_INSTRUCTIONS,
-        )
-        reporter = TurnReporter(config, self._workspace, emit, self._model.stats, defer=self._sink.defer)
-        self._queue = TurnQueue(reporter)
-        traced = accept_hook(self._sink)
-        if traced is not None:  # tracing: a turn's parent span is the one current at accept
-            self._queue.accept_observers.append(lambda state: traced(state.turn_id))
-        if tap is not None:
-            reporter.cassette = tap
-            self._queue.accept_observers.append(tap.accepted)
-        self._rollout = open_rollout(config, self._session, self._ledger.history, parent_id)
-        sleep = SleepTool(pending=self._queue.pending_input_for, emit=emit, record_event=self._record_event)
-        groups: dict[str, GroupRunners] = {
-            CLOCK: lambda name, state: sleep.runner(state) if name == "sleep" else None,
-        }
-        self._collaboration: Collaboration[Agent] | None = None
-        if tools.collaboration is not None:
-            self._collaboration = Collaboration(
-                tools.collaboration, path=path, spawn=self._handle.spawn, watch=tools.collaboration.watch,
-                queue=self._queue, nursery=nursery, emit=emit, reopen=self._reopen_child,
-            )
-            groups[COLLABORATION] = self._collaboration.runner
-        self._unload: Callable[[], bool] | None = None  # set when this agent is a worker (Workers)
-        self._guard = ExecGuard(config.sandbox, config.approval, self._workspace, emit, self._cancel_turn,
-                                session_id=config.session_id)
-        self._tools = ToolDispatcher(ToolEnvironment(
-            tools, self._workspace, self._handle, emit, nursery, groups,
-            config=config, history=lambda: self._ledger.history, guard=self._guard,
-        ))
-        self._runner = TurnRunner(
-            ledger=self._ledger, model=self._model, tools=self._tools, reporter=reporter,
-            fork_point=self._fork_point, session=self._session, workspace=self._workspace,
-            context_recorded=bool(seed is not None and len(seed.history)),
-            permissions=self._guard.permissions_message,
-        )
-        if self._rollout is not None:
-            self._ledger.subscribe(self._rollout.on_ledger)
-            reporter.journal = TurnJournal(self._rollout, config.session_id)
-        self._nursery = nursery
+        parts: AgentParts[Agent] = AgentParts(origin, nursery, address=self._address, handle=self._handle,
+                                              spawn=self._handle.spawn, opener=_open_agent)
+        self._parts = parts
+        self._current, self._sink = parts.current, parts.sink
+        self._queue, self._tools, self._guard, self._runner = parts.queue, parts.tools, parts.guard, parts.runner
+        self._rollout, self._children, self._collaboration = parts.rollout, parts.children, parts.collaboration
+        self._ledger = parts.ledger  # (the app server's rollback rewrites it: _serve/_rollback.py)
+        self._host = parts.host  # for its owner: Workers, ThreadManager
 
-    def _cancel_turn(self, turn_id: int) -> None:
-        """Cancel running turn ``turn_id`` (an approval hook's ``abort``)."""
-        running = self._queue.running
-        if running is not None and running.turn_id == turn_id and not running.cancel_scope.cancel_called:
-            running.steerable = False
-            running.cancel_scope.cancel()
+    @classmethod
+    def _create(cls, origin: Origin, nursery: trio.Nursery) -> Agent:
+        return construct(cls, origin, nursery)
 
     @property
     def sandbox(self) -> SandboxMode:
@@ -206,12 +109,6 @@ class Agent:
         if self._guard.permissions_message() != told:
             self._runner.permissions_changed()
 
-    def _record_event(self, payload: dict[str, Any]) -> None:
-        if self._rollout is not None:
-            self._rollout.record_event(payload)
-
-    # -- identity and settings -----------------------------------------------------------
-
     @property
     def session_id(self) -> str:
         return self._config.session_id
@@ -223,16 +120,16 @@ class Agent:
 
     @property
     def thinking(self) -> Thinking:
-        return self._thinking
+        return self._current.thinking
 
     @property
     def fast_mode(self) -> bool:
-        return self._fast_mode
+        return self._current.fast_mode
 
     @property
     def model(self) -> str:
         """The model of prompts accepted now (``AgentConfig.model`` until ``set_model``)."""
-        return self._model_name
+        return self._current.model
 
     @property
     def closing(self) -> bool:
@@ -244,12 +141,12 @@ class Agent:
         if not isinstance(thinking, Thinking):
             raise ConfigError(f"thinking must be a ta.Thinking, got {thinking!r}")
         await trio.lowlevel.checkpoint()
-        self._thinking = thinking
+        self._current.thinking = thinking
 
     async def set_fast_mode(self, enabled: bool) -> None:
         """``service_tier: "priority"`` for prompts accepted from now on."""
         await trio.lowlevel.checkpoint()
-        self._fast_mode = bool(enabled)
+        self._current.fast_mode = bool(enabled)
 
     async def set_model(self, model: str) -> None:
         """The model of prompts accepted from now on (a turn keeps the one current when
@@ -260,27 +157,11 @@ class Agent:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"model must be a non-empty string such as 'gpt-5.5', got {model!r}")
         await trio.lowlevel.checkpoint()
-        self._model_name = model
+        self._current.model = model
 
     def statistics(self) -> AgentStatistics:
         """Counters of this agent as a frozen value (cheap; never blocks)."""
-        from ._statistics import AgentStatistics  # its attrs class is built by the first call
-
-        transport = self._model.stats
-        running = self._queue.running
-        return AgentStatistics(
-            session_id=self.session_id,
-            turns_accepted=self._queue.accepted,
-            turns_queued=self._queue.queued,
-            running_turn=running.turn_id if running is not None else None,
-            last_turn_status=self._queue.last_status,
-            history_items=len(self._ledger.history),
-            connection_attempts=transport.connection_attempts,
-            websocket_reconnects=transport.websocket_reconnects,
-            response_attempts=transport.response_attempts,
-            response_retries=transport.response_retries,
-            warmup_usage=transport.warmup_usage,
-        )
+        return self._parts.statistics()
 
     # -- turns and pending input ---------------------------------------------------------
 
@@ -295,12 +176,12 @@ class Agent:
         ``InvalidPrompt`` for empty text, ``ConfigError`` for a schema that cannot be
         sent, and ``AgentClosed`` once the agent's block is closing.
         """
-        settings = self._settings(output_schema)
+        settings = self._current.request(output_schema)
         # Trio's pattern for an operation that succeeds at once (a socket send): a cancel
         # point before it, a schedule point after it, so the runner woken by ``accept``
         # starts the turn in the same scheduler round as this caller resumes.
         await trio.lowlevel.checkpoint_if_cancelled()
-        turn = Turn(self._queue.accept(_prompt(prompt), settings), self._queue)
+        turn = Turn._create(self._queue.accept(checked_prompt(prompt), settings), self._queue)
         await trio.lowlevel.cancel_shielded_checkpoint()
         return turn
 
@@ -319,7 +200,7 @@ class Agent:
         ``final_message``, or ``TurnFailed`` when the compaction failed (history is
         then unchanged). Raises ``AgentClosed`` once the agent's block is closing."""
         await trio.lowlevel.checkpoint()
-        return Turn(self._queue.accept(None, self._settings(), compact=True), self._queue)
+        return Turn._create(self._queue.accept(None, self._current.request(), compact=True), self._queue)
 
     async def submit(
         self, given: str | Prompt | Sequence[dict[str, Any]], *, output_schema: OutputSchemaLike | None = None
@@ -330,8 +211,8 @@ class Agent:
         ``inject``, or start an *automatic* turn whose input they are, sent unchanged.
         ``output_schema`` is the started turn's (as ``prompt``); a steer joins a turn
         that keeps its own, as codex's ``turn/start`` on a busy thread does."""
-        settings = self._settings(output_schema)
-        return await _pending_input.submit(self._queue, _turn_input(given), settings)
+        settings = self._current.request(output_schema)
+        return await _pending_input.submit(self._queue, turn_input(given), settings)
 
     async def start_if_idle(
         self, given: str | Prompt | Sequence[dict[str, Any]], *, output_schema: OutputSchemaLike | None = None
@@ -339,8 +220,8 @@ class Agent:
         """Start a turn only if nothing is running or queued; otherwise return
         ``Declined(reason)`` and record nothing. Takes text, a ``Prompt`` or raw items
         (as ``submit``), and the started turn's ``output_schema`` (as ``prompt``)."""
-        settings = self._settings(output_schema)
-        return await _pending_input.start_if_idle(self._queue, _turn_input(given), settings)
+        settings = self._current.request(output_schema)
+        return await _pending_input.start_if_idle(self._queue, turn_input(given), settings)
 
     @property
     def path(self) -> str:
@@ -370,8 +251,8 @@ class Agent:
             # Nothing will ever take it: a closing queue starts no turn for mail.
             raise AgentClosed(f"agent {self._path} has closed; mail to it cannot be delivered")
         mail = Mail(agent_message(author, self._path, text), trigger_turn=bool(trigger_turn))
-        started = self._queue.post_mail(mail, self._settings())
-        return Turn(started, self._queue) if started is not None else None
+        started = self._queue.post_mail(mail, self._current.request())
+        return Turn._create(started, self._queue) if started is not None else None
 
     async def inject(self, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
         """Raw Responses items for the model: they join the running turn at its next
@@ -397,24 +278,6 @@ class Agent:
                                 "children from spawn() or fork()")
         return await self._parent.post(self._path, text, trigger_turn=trigger_turn)
 
-    def _settings(self, output_schema: OutputSchemaLike | None = None) -> RequestSettings:
-        # Frozen, so one value serves every turn until the model, thinking or fast mode
-        # changes; a turn's output schema is its own copy of it.
-        cached = self._settings_cache
-        if cached is None or (cached.model, cached.effort, cached.fast_mode) != (
-            self._model_name, self._thinking.value, self._fast_mode
-        ):
-            config = self._config
-            cached = self._settings_cache = RequestSettings(
-                model=self._model_name, effort=self._thinking.value, fast_mode=self._fast_mode, store=config.store,
-                prompt_cache_key=config.cache_key, session_id=config.session_id,
-            )
-        if output_schema is None:
-            return cached
-        from .._wire.output_schema import output_schema_of  # the first structured turn loads it
-
-        return cached.with_output_schema(output_schema_of(output_schema))
-
     # -- sessions and rollouts -----------------------------------------------------------
 
     @property
@@ -428,17 +291,6 @@ class Agent:
         if self._rollout is not None:
             self._rollout.flush()
 
-    def _resume_seed(self, config: AgentConfig, prefix: tuple[dict[str, Any], ...]) -> ConversationSnapshot:
-        from .._session.snapshot import check_prefix  # loaded: config.resume is a snapshot
-
-        snapshot = config.resume
-        assert snapshot is not None
-        check_prefix(
-            snapshot, request_prefix=list(prefix), instructions=config.instructions or DEFAULT_INSTRUCTIONS,
-        )
-        self._lineage_id = snapshot.lineage_id
-        return ConversationSnapshot(prefix, History(snapshot.history), None, 0)
-
     # -- forks and children ----------------------------------------------------------------
 
     def fork(self) -> AbstractAsyncContextManager[Agent]:
@@ -451,31 +303,12 @@ class Agent:
         concurrently with this agent; leaving the block closes it like ``open_agent``.
         Raises ``ForkBeforeCompletedTurn`` before the first model boundary.
         """
-        point = self._fork_point.latest
-        if point is None:
-            raise ForkBeforeCompletedTurn(
-                "fork() needs a model boundary to branch from: prompt the agent first, or use spawn()"
-            )
-        return _open_agent(
-            self._child_config(keep_lineage=True), seed=point, parent_id=self.session_id, lineage_id=self._lineage_id,
-            path=self._child_path(None, "fork"), parent=self._address, cassette=self._cassette,
-        )
+        return self._children.fork()
 
     def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[Agent]:
         """``async with agent.fork_from(result) as branch``: a child from the end of that
         turn; it chains on the turn's final response and nothing later leaks in."""
-        checkpoint = result._checkpoint
-        lineage = self._config.cache_key
-        if checkpoint is None or result._lineage != lineage:
-            raise CheckpointLineageMismatch(
-                f"turn {result.turn_id}'s result does not belong to this agent's lineage "
-                f"(prompt cache key {lineage!r}); fork from a result of this agent or its forks"
-            )
-        return _open_agent(
-            self._child_config(keep_lineage=True), seed=checkpoint, parent_id=self.session_id,
-            lineage_id=self._lineage_id, path=self._child_path(None, "fork"), parent=self._address,
-            cassette=self._cassette,
-        )
+        return self._children.fork_from(result)
 
     def spawn(self, name: str | None = None) -> AbstractAsyncContextManager[Agent]:
         """``async with agent.spawn() as child``: a clean child -- no history, same
@@ -483,126 +316,21 @@ class Agent:
         it warms up on its own. Its mail ``path`` is ``<this path>/<name>`` (default
         ``child-N``); it reaches this agent with ``child.post_to_parent(text)``, and this
         agent reaches it with ``child.post_mail(agent.path, text)``."""
-        return _open_agent(
-            self._child_config(keep_lineage=False), parent_id=self.session_id, path=self._child_path(name, "child"),
-            parent=self._address, cassette=self._cassette,
-        )
+        return self._children.spawn(name)
 
-    def _reopen_child(
-        self, name: str, session_id: str, snapshot: SessionSnapshot
-    ) -> AbstractAsyncContextManager[Agent]:
-        """A suspended worker back from its snapshot: the same name, path and session id
-        (so its rollout goes on in the same file), spawned again from this agent."""
-        config = attrs.evolve(self._child_config(keep_lineage=False), session_id=session_id, resume=snapshot)
-        return _open_agent(config, parent_id=self.session_id, path=f"{self._path}/{name}", parent=self._address,
-                           cassette=self._cassette)
-
-    # -- as a worker (Workers: suspension for idle eviction) -------------------------------
-
-    def _as_worker(self, *, unload: Callable[[], bool], automatic: Callable[[Turn], None]) -> None:
-        """This agent is a worker: ``unload`` asks its owner to suspend it when idle
-        (False: it is busy); ``automatic`` is told each automatic turn it accepts (to be
-        reported)."""
-        self._unload = unload
-        self._queue.accept_observers.append(
-            lambda state: automatic(Turn(state, self._queue)) if state.automatic else None)
-
-    def _request_unload(self) -> bool:
-        """Ask the owner of a worker to close it now that it is idle, to be reloaded on
-        demand (the app server's idle eviction); False when it will not: it is not a
-        worker, or a turn of it runs or waits."""
-        return self._unload() if self._unload is not None else False
-
-    def _suspended_state(self) -> tuple[SessionSnapshot, list[Mail]]:
-        """A closed worker's way back: its committed history and the mail it had not read."""
-        checkpoint = self._ledger.snapshot(self._model.chain)
-        return self._session.snapshot(checkpoint), self._queue.mailbox.take_all()
-
-    def _restore_mail(self, mail: list[Mail]) -> None:
-        """Mail a worker held when it was suspended, back in its mailbox (first, in order)."""
-        for held in mail:
-            self._queue.post_mail(held, self._settings())
-
-    def _child_path(self, name: str | None, kind: str) -> str:
-        self._children += 1
-        if name is None:
-            name = f"{kind}-{self._children}"
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
-            raise InvalidPrompt(
-                f"a child's name is one path segment of letters, digits, '_' or '-' (1-64), got {name!r}"
-            )
-        return f"{self._path}/{name}"
-
-    def _child_config(self, *, keep_lineage: bool) -> AgentConfig:
-        key = self._config.cache_key if keep_lineage else self._config.prompt_cache_key
-        return self._config._derive(  # no re-validation: every change is valid by construction
-            session_id=_default_session_id(),
-            prompt_cache_key=key,
-            model=self._model_name,  # the current model, as the current thinking (set_model)
-            thinking=self._thinking,
-            fast_mode=self._fast_mode,
-            workspace=self._workspace,
-            resume=None,
-        )
-
-    # -- lifecycle -----------------------------------------------------------------------
+    # -- lifecycle (the block, _lifecycle.run_agent) -----------------------------------------
 
     async def _startup(self) -> None:
-        # Import the transport (trio-websocket; httpx) now, while the sandbox trial started
-        # by _open_agent may still be running: the warmup below, or the first prompt, needs it.
-        if self._config.responses.transport is Transport.WEBSOCKET:
-            from .._transport import websocket as _websocket  # noqa: F401
-        else:
-            from .._transport import https as _https  # noqa: F401
-        self._guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
-        self._tools.start()  # MCP servers, in the background
-        self._nursery.start_soon(self._runner.run, self._queue)
-        if self._config.responses.transport is Transport.WEBSOCKET and not self._seeded:
-            await self._nursery.start(self._model.warmup, self._settings())
+        await self._parts.startup()
 
     async def _wait_turns(self) -> None:
-        self._queue.close()
-        await self._queue.wait_all()
+        await self._parts.wait_turns()
 
     async def _shutdown(self) -> None:
-        self._address.close()  # mail posted from now on raises AgentClosed
-        if self._collaboration is not None:
-            self._collaboration.close()  # workers are cancelled; the nursery waits for them
-        self._queue.close()
-        self._model.close()
-        await self._tools.aclose()
-        await self._model.aclose()
+        await self._parts.shutdown()
 
     def _close_rollout(self) -> None:
-        """Flush and close the rollout: only once every task of the agent has ended, so
-        what a cancelled turn commits on its way out (its prompt, ``<turn_aborted>``) is
-        in the file. Under an outer cancellation the turn task runs its abort only after
-        ``_shutdown`` began, and with no tool running there is no checkpoint before it."""
-        if self._rollout is not None:
-            self._rollout.close()
-
-
-def _turn_input(given: str | Prompt | Sequence[dict[str, Any]]) -> _pending_input.TurnInput:
-    if isinstance(given, str | Prompt):
-        return _prompt(given)
-    if isinstance(given, list | tuple):
-        return _pending_input.checked_items(given)
-    raise InvalidPrompt(
-        f"expected text, a ta.Prompt or a list of Responses items, got {type(given).__name__}"
-    )
-
-
-def _prompt(prompt: str | Prompt) -> Prompt:
-    if isinstance(prompt, str):
-        prompt = Prompt(prompt)
-    if not isinstance(prompt, Prompt):
-        raise InvalidPrompt(
-            f"expected text or a ta.Prompt, got {type(prompt).__name__}; raw Responses items go to "
-            "submit(), start_if_idle() or inject()"
-        )
-    if not prompt.text.strip():
-        raise InvalidPrompt("a prompt needs non-empty text")
-    return prompt
+        self._parts.close_rollout()
 
 
 def open_agent(config: AgentConfig) -> AbstractAsyncContextManager[Agent]:
@@ -619,53 +347,9 @@ def open_agent(config: AgentConfig) -> AbstractAsyncContextManager[Agent]:
     """
     if not isinstance(config, AgentConfig):
         raise ConfigError(f"open_agent() takes a ta.AgentConfig, got {type(config).__name__}")
-    return _open_agent(config)
+    return _open_agent(Origin(config))
 
 
-@asynccontextmanager
-async def _open_agent(
-    config: AgentConfig,
-    seed: ConversationSnapshot | None = None,
-    parent_id: str | None = None,
-    lineage_id: str | None = None,
-    path: str = "/root",
-    parent: MailAddress | None = None,
-    cassette: CassetteWriter | None = None,
-) -> AsyncIterator[Agent]:
-    sinks: list[EventSink] = []
-    agents: list[Agent] = []
-    owned: CassetteWriter | None = None
-    if cassette is None and config.record is not None:
-        from .._cassette.recorder import open_cassette  # lazy: only when recording
-
-        cassette = owned = open_cassette(config)
-    start_probe(config.sandbox)  # the sandbox trial runs while the agent is built (_tools/_sandbox.py)
-    try:
-        async with trio.open_nursery() as nursery:
-            agent = Agent(config, nursery, seed, parent_id, lineage_id, path, parent, cassette)
-            sinks.append(agent._sink)
-            agents.append(agent)
-            try:
-                await agent._startup()
-                yield agent
-                await agent._wait_turns()
-            except BaseException:
-                nursery.cancel_scope.cancel()  # an error or cancellation in the block: stop the turns
-                raise
-            finally:
-                with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_GRACE):
-                    await agent._shutdown()
-    except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
-            raise group.exceptions[0] from None
-        raise
-    finally:
-        # Only now, with every task of the agent finished (terminal events of cancelled
-        # turns included), are the rollout closed and the event stream ended.
-        for agent in agents:
-            agent._close_rollout()
-        for sink in sinks:
-            sink.close()
-        if owned is not None:
-            owned.close()  # the end line, after every task of the tree recorded its last frame
-
+def _open_agent(origin: Origin) -> AbstractAsyncContextManager[Agent]:
+    """The block of an agent opened from ``origin`` (the root's, or a child's: ``_children``)."""
+    return run_agent(origin, Agent._create)

@@ -50,8 +50,8 @@ TurnInput = Prompt | list[dict[str, Any]]
 
 def _accept(queue: TurnQueue, given: TurnInput, settings: RequestSettings) -> Turn:
     if isinstance(given, Prompt):
-        return Turn(queue.accept(given, settings), queue)
-    return Turn(queue.accept(None, settings, tuple(given)), queue)
+        return Turn._create(queue.accept(given, settings), queue)
+    return Turn._create(queue.accept(None, settings, tuple(given)), queue)
 
 
 async def submit(queue: TurnQueue, given: TurnInput, settings: RequestSettings) -> Submission:
@@ -59,7 +59,7 @@ async def submit(queue: TurnQueue, given: TurnInput, settings: RequestSettings) 
 
     live = _steerable(queue)
     if live is not None:
-        turn = Turn(live, queue)
+        turn = Turn._create(live, queue)
         if not isinstance(given, Prompt):
             await trio.lowlevel.checkpoint()
             live.injected.extend(given)

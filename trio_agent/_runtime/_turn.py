@@ -11,7 +11,7 @@ import collections
 import contextlib
 import enum
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, final
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, final
 
 import attrs
 import trio
@@ -26,6 +26,7 @@ from .._errors import (
 )
 from .._session.conversation import ConversationSnapshot
 from .._wire.request import RequestSettings
+from ._construction import NoPublicConstructor, construct
 from ._input import InputActivity
 
 if TYPE_CHECKING:
@@ -216,12 +217,18 @@ class QueuedTurns(Protocol):
 
 
 @final
-class TurnControl:
+class TurnControl(metaclass=NoPublicConstructor):
     """A cancel-only handle to a turn (safe to hand to other tasks)."""
+
+    _how_to_get: ClassVar[str] = "turn.control() returns one"
 
     def __init__(self, state: TurnState, queue: QueuedTurns) -> None:
         self._state = state
         self._queue = queue
+
+    @classmethod
+    def _create(cls, state: TurnState, queue: QueuedTurns) -> TurnControl:
+        return construct(cls, state, queue)
 
     async def cancel(self) -> None:
         """Cancel the turn: a queued turn never runs; a live turn stops at once.
@@ -245,12 +252,20 @@ class TurnControl:
 
 
 @final
-class Turn:
+class Turn(metaclass=NoPublicConstructor):
     """An accepted prompt. ``await turn.result()`` for its outcome."""
+
+    _how_to_get: ClassVar[str] = (
+        "await agent.prompt(...) returns one (so do submit(), start_if_idle(), compact() and post_mail())"
+    )
 
     def __init__(self, state: TurnState, queue: QueuedTurns) -> None:
         self._state = state
         self._queue = queue
+
+    @classmethod
+    def _create(cls, state: TurnState, queue: QueuedTurns) -> Turn:
+        return construct(cls, state, queue)
 
     @property
     def turn_id(self) -> int:
@@ -267,7 +282,7 @@ class Turn:
         return self._state.ran
 
     def control(self) -> TurnControl:
-        return TurnControl(self._state, self._queue)
+        return TurnControl._create(self._state, self._queue)
 
     async def cancel(self) -> None:
         """See ``TurnControl.cancel``."""

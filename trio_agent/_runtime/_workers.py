@@ -15,7 +15,7 @@ cancelled by ``close_agent`` and, for every worker, when the agent shuts down
 (``close``); an outer cancellation reaches them through the nursery.
 
 Suspension (idle eviction, for a host such as the app server): the worker's agent
-can be asked to unload (``Agent._request_unload``). When it is idle -- no turn
+can be asked to unload (``HostHooks.request_unload``, ``Agent._host``). When it is idle -- no turn
 running or queued, every finished turn reported -- the worker closes it and keeps
 what it needs to come back: its session snapshot (the committed history; the rollout
 goes on in the same file) and the queue-only mail it had not read yet. The next
@@ -66,6 +66,16 @@ class _Counters(Protocol):
     def turns_queued(self) -> int: ...
 
 
+class _WorkerHooks(Protocol):
+    """What the worker tools use of a worker's ``HostHooks`` (its suspension)."""
+
+    def as_worker(self, *, unload: Callable[[], bool], automatic: Callable[[Turn], None]) -> None: ...
+
+    def suspended_state(self) -> tuple[SessionSnapshot, list[Mail]]: ...
+
+    def restore_mail(self, mail: list[Mail]) -> None: ...
+
+
 class WorkerAgent(Protocol):
     """What the worker tools use of a worker (an ``Agent``)."""
 
@@ -88,11 +98,8 @@ class WorkerAgent(Protocol):
 
     def statistics(self) -> _Counters: ...
 
-    def _as_worker(self, *, unload: Callable[[], bool], automatic: Callable[[Turn], None]) -> None: ...
-
-    def _suspended_state(self) -> tuple[SessionSnapshot, list[Mail]]: ...
-
-    def _restore_mail(self, mail: list[Mail]) -> None: ...
+    @property
+    def _host(self) -> _WorkerHooks: ...
 
 
 A = TypeVar("A", bound=WorkerAgent)
@@ -431,9 +438,9 @@ class Workers(Generic[A]):
         async with opening as agent:
             worker.agent = agent
             worker.session_id = agent.session_id
-            agent._as_worker(unload=lambda: self._request_unload(worker),
-                             automatic=lambda turn: self._automatic(worker, turn))
-            agent._restore_mail(worker.held_mail)
+            agent._host.as_worker(unload=lambda: self._request_unload(worker),
+                                  automatic=lambda turn: self._automatic(worker, turn))
+            agent._host.restore_mail(worker.held_mail)
             worker.held_mail = []
             watchers.start_soon(self._watch or _discard_events, agent)
             if task is not None:
@@ -442,7 +449,7 @@ class Workers(Generic[A]):
                 worker.started = True
             worker.set_phase(_Phase.LOADED)
             await self._serve(worker, agent, receive)
-        worker.snapshot, worker.held_mail = agent._suspended_state()  # after its close: nothing is missed
+        worker.snapshot, worker.held_mail = agent._host.suspended_state()  # after its close: nothing is missed
         worker.agent = None
         worker.set_phase(_Phase.SUSPENDED)
 

@@ -1,0 +1,210 @@
+"""``AgentParts``: the parts of one agent, wired, and their start and stop.
+
+The composition root behind the ``Agent`` facade: it builds the ``TurnLedger`` (the
+one writer of history, ``_session``), the ``ModelClient`` (transport and chain), the
+``ToolDispatcher`` with the clock and collaboration groups, the ``TurnQueue``, the
+``TurnRunner``, the exec guard, the rollout, the event sink (traced when
+``config.tracing`` is set) and the cassette tap (when the tree records), plus the
+``ChildFactory`` and the owner's ``HostHooks``. None of the parts holds a reference
+back to the agent: what they need of it comes in as the agent's mail ``address``,
+its weak ``handle``, its ``spawn`` and the ``opener`` of children. The agent's block
+(``_lifecycle``) calls ``startup``, ``wait_turns``, ``shutdown`` and ``close_rollout``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+import trio
+
+from .._config import AgentConfig, Transport
+from .._errors import ConfigError
+from .._ids import new_item_id
+from .._session.context import DEFAULT_INSTRUCTIONS, request_prefix
+from .._session.ledger import TurnLedger
+from .._tools import Tools
+from .._tools._namespaces import CLOCK, COLLABORATION
+from .._tracing import accept_hook, open_event_sink
+from ._approval import ExecGuard
+from ._children import ChildFactory, Origin, resume_seed
+from ._collaboration import Collaboration, MailAddress
+from ._handle import AgentHandle
+from ._hosting import HostHooks
+from ._model import ModelClient
+from ._payloads import TurnReporter
+from ._prompt_settings import PromptSettings
+from ._runner import ForkPoint, TurnRunner
+from ._sessions import SessionInfo, TurnJournal, open_rollout
+from ._sleep import SleepTool
+from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
+from ._turn_queue import TurnQueue
+
+if TYPE_CHECKING:
+    from ._statistics import AgentStatistics
+    from ._workers import WorkerAgent
+
+__all__ = ["AgentParts"]
+
+A = TypeVar("A", bound="WorkerAgent")  # the agent class (Agent): its children and workers are ones too
+
+
+def _build_tools(config: AgentConfig, handle: AgentHandle) -> Tools:
+    if config.tools_factory is not None:
+        tools = config.tools_factory(handle)
+        if not isinstance(tools, Tools):
+            raise ConfigError("tools_factory must return a ta.Tools")
+        return tools
+    return config.tools if config.tools is not None else Tools.default()
+
+
+class AgentParts(Generic[A]):
+    """The wired parts of one agent (see the module docstring)."""
+
+    def __init__(
+        self, origin: Origin, nursery: trio.Nursery, *, address: MailAddress, handle: AgentHandle,
+        spawn: Callable[[str], AbstractAsyncContextManager[A]],
+        opener: Callable[[Origin], AbstractAsyncContextManager[A]],
+    ) -> None:
+        config, path, seed = origin.config, origin.path, origin.seed
+        self.config = config
+        self.address = address
+        tap = None
+        if origin.cassette is not None:
+            from .._cassette.recorder import CassetteTap  # lazy: only when recording
+
+            tap = CassetteTap(origin.cassette, path)
+        # Tracing (trio_agent/_tracing): a traced sink when config.tracing is set.
+        self.sink = open_event_sink(config, path=path, parent_id=origin.parent_id, forked=seed is not None)
+        self.current = PromptSettings(config)  # set_model, set_thinking, set_fast_mode change it
+        tools = _build_tools(config, handle)
+        workspace = config.resolved_workspace()
+        lineage_id = origin.lineage_id or config.session_id  # the root session of this lineage
+        prefix = request_prefix(tools.definitions(), config.instructions)  # what resume= is checked against
+        if seed is None and config.resume is not None:
+            seed, lineage_id = resume_seed(config, prefix)
+        # A fork starts from a boundary of its parent: that history, chained on that
+        # response, with no warmup of its own (SPEC sec. 5); a resumed session starts from
+        # its snapshot, unchained: its first request is a full replay (SPEC sec. 8).
+        self.seeded = seed is not None
+        self.ledger = TurnLedger(prefix, new_item_id, seed.history if seed is not None else None)
+        emit = self.sink.emit
+        self.model = ModelClient(config, self.ledger, emit, nursery, chain=seed.chain if seed else None, tap=tap,
+                                 defer=self.sink.defer, flush=self.sink.flush)
+        fork_point = ForkPoint(seed)
+        self.session = SessionInfo(
+            model=config.model, lineage_id=lineage_id, prompt_cache_key=config.cache_key,
+            workspace=str(workspace), request_prefix=prefix,
+            instructions=config.instructions or DEFAULT_INSTRUCTIONS,
+        )
+        self.children: ChildFactory[A] = ChildFactory(
+            origin, session_id=config.session_id, lineage_id=lineage_id, workspace=workspace,
+            settings=self.current, fork_point=fork_point, address=address, opener=opener,
+        )
+        reporter = TurnReporter(config, workspace, emit, self.model.stats, defer=self.sink.defer)
+        self.queue = TurnQueue(reporter)
+        traced = accept_hook(self.sink)
+        if traced is not None:  # tracing: a turn's parent span is the one current at accept
+            self.queue.accept_observers.append(lambda state: traced(state.turn_id))
+        if tap is not None:
+            reporter.cassette = tap
+            self.queue.accept_observers.append(tap.accepted)
+        self.rollout = open_rollout(config, self.session, self.ledger.history, origin.parent_id)
+        sleep = SleepTool(pending=self.queue.pending_input_for, emit=emit, record_event=self._record_event)
+        groups: dict[str, GroupRunners] = {
+            CLOCK: lambda name, state: sleep.runner(state) if name == "sleep" else None,
+        }
+        self.collaboration: Collaboration[A] | None = None
+        if tools.collaboration is not None:
+            # The options name ta.Agent, which this module does not import; A is that class.
+            watch = cast("Callable[[A], Awaitable[None]] | None", tools.collaboration.watch)
+            self.collaboration = Collaboration(
+                tools.collaboration, path=path, spawn=spawn, watch=watch,
+                queue=self.queue, nursery=nursery, emit=emit, reopen=self.children.reopen,
+            )
+            groups[COLLABORATION] = self.collaboration.runner
+        self.host = HostHooks(queue=self.queue, ledger=self.ledger, model=self.model, session=self.session,
+                              settings=self.current)  # for the agent's owner: Workers, ThreadManager
+        self.guard = ExecGuard(config.sandbox, config.approval, workspace, emit, self._cancel_turn,
+                               session_id=config.session_id)
+        self.tools = ToolDispatcher(ToolEnvironment(
+            tools, workspace, handle, emit, nursery, groups,
+            config=config, history=lambda: self.ledger.history, guard=self.guard,
+        ))
+        self.runner = TurnRunner(
+            ledger=self.ledger, model=self.model, tools=self.tools, reporter=reporter,
+            fork_point=fork_point, session=self.session, workspace=workspace,
+            context_recorded=bool(seed is not None and len(seed.history)),
+            permissions=self.guard.permissions_message,
+        )
+        if self.rollout is not None:
+            self.ledger.subscribe(self.rollout.on_ledger)
+            reporter.journal = TurnJournal(self.rollout, config.session_id)
+        self.nursery = nursery
+
+    def _cancel_turn(self, turn_id: int) -> None:
+        """Cancel running turn ``turn_id`` (an approval hook's ``abort``)."""
+        running = self.queue.running
+        if running is not None and running.turn_id == turn_id and not running.cancel_scope.cancel_called:
+            running.steerable = False
+            running.cancel_scope.cancel()
+
+    def _record_event(self, payload: dict[str, Any]) -> None:
+        if self.rollout is not None:
+            self.rollout.record_event(payload)
+
+    def statistics(self) -> AgentStatistics:
+        from ._statistics import AgentStatistics  # its attrs class is built by the first call
+
+        transport = self.model.stats
+        running = self.queue.running
+        return AgentStatistics(
+            session_id=self.config.session_id,
+            turns_accepted=self.queue.accepted,
+            turns_queued=self.queue.queued,
+            running_turn=running.turn_id if running is not None else None,
+            last_turn_status=self.queue.last_status,
+            history_items=len(self.ledger.history),
+            connection_attempts=transport.connection_attempts,
+            websocket_reconnects=transport.websocket_reconnects,
+            response_attempts=transport.response_attempts,
+            response_retries=transport.response_retries,
+            warmup_usage=transport.warmup_usage,
+        )
+
+    # -- start and stop (the agent's block, _lifecycle) -------------------------------------
+
+    async def startup(self) -> None:
+        # Import the transport (trio-websocket; httpx) now, while the sandbox trial started
+        # by run_agent may still be running: the warmup below, or the first prompt, needs it.
+        if self.config.responses.transport is Transport.WEBSOCKET:
+            from .._transport import websocket as _websocket  # noqa: F401
+        else:
+            from .._transport import https as _https  # noqa: F401
+        self.guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
+        self.tools.start()  # MCP servers, in the background
+        self.nursery.start_soon(self.runner.run, self.queue)
+        if self.config.responses.transport is Transport.WEBSOCKET and not self.seeded:
+            await self.nursery.start(self.model.warmup, self.current.request())
+
+    async def wait_turns(self) -> None:
+        self.queue.close()
+        await self.queue.wait_all()
+
+    async def shutdown(self) -> None:
+        self.address.close()  # mail posted from now on raises AgentClosed
+        if self.collaboration is not None:
+            self.collaboration.close()  # workers are cancelled; the nursery waits for them
+        self.queue.close()
+        self.model.close()
+        await self.tools.aclose()
+        await self.model.aclose()
+
+    def close_rollout(self) -> None:
+        """Flush and close the rollout: only once every task of the agent has ended, so
+        what a cancelled turn commits on its way out (its prompt, ``<turn_aborted>``) is
+        in the file. Under an outer cancellation the turn task runs its abort only after
+        ``shutdown`` began, and with no tool running there is no checkpoint before it."""
+        if self.rollout is not None:
+            self.rollout.close()

@@ -1,0 +1,146 @@
+"""Where an agent comes from: its ``Origin``, and the children it makes.
+
+An ``Origin`` is everything ``open_agent`` needs besides the nursery: the config, the
+conversation it starts from (a fork's boundary; a resumed session's snapshot, see
+``resume_seed``), the parent's session id and mail address, the lineage, its mail
+path and the agent tree's cassette. ``ChildFactory`` makes the origins of one agent's
+children -- ``fork`` (from the latest boundary), ``fork_from`` (from a turn's result),
+``spawn`` (clean) and ``reopen`` (a suspended worker back from its snapshot) -- and
+hands each to the opener it was given (``open_agent``'s own, so this module never
+imports ``_agent``). Children start with the parent's current model, thinking and fast
+mode (``PromptSettings``), its workspace, and a new session id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import attrs
+
+from .._config import AgentConfig, _default_session_id
+from .._errors import CheckpointLineageMismatch, ForkBeforeCompletedTurn, InvalidPrompt
+from .._session.context import DEFAULT_INSTRUCTIONS
+from .._session.conversation import ConversationSnapshot
+from .._session.history import History
+
+if TYPE_CHECKING:
+    from .._cassette.writer import CassetteWriter
+    from .._session.snapshot import SessionSnapshot
+    from ._collaboration import MailAddress
+    from ._prompt_settings import PromptSettings
+    from ._runner import ForkPoint
+    from ._turn import TurnResult
+
+__all__ = ["ChildFactory", "Origin", "resume_seed"]
+
+A = TypeVar("A")
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@attrs.frozen
+class Origin:
+    """What an agent is opened from (``open_agent(config)``: ``Origin(config)``)."""
+
+    config: AgentConfig
+    seed: ConversationSnapshot | None = None  # a fork's boundary (chained on its response)
+    parent_id: str | None = None  # the session id of the agent it was spawned or forked from
+    lineage_id: str | None = None  # the root session of its lineage (None: its own)
+    path: str = "/root"  # its mail path
+    parent: MailAddress | None = None  # the parent's mail address
+    cassette: CassetteWriter | None = None  # the agent tree's cassette (AgentConfig.record), shared
+
+
+def resume_seed(config: AgentConfig, prefix: tuple[dict[str, Any], ...]) -> tuple[ConversationSnapshot, str]:
+    """A resumed session's start (``config.resume``, checked against this agent's
+    request prefix) and the lineage it belongs to: unchained, so the first request is a
+    full replay (SPEC sec. 8)."""
+    from .._session.snapshot import check_prefix  # loaded: config.resume is a snapshot
+
+    snapshot = config.resume
+    assert snapshot is not None
+    check_prefix(
+        snapshot, request_prefix=list(prefix), instructions=config.instructions or DEFAULT_INSTRUCTIONS,
+    )
+    return ConversationSnapshot(prefix, History(snapshot.history), None, 0), snapshot.lineage_id
+
+
+class ChildFactory(Generic[A]):
+    """The children of one agent: their config, path and seed, opened by ``open``."""
+
+    def __init__(
+        self, origin: Origin, *, session_id: str, lineage_id: str, workspace: Path, settings: PromptSettings,
+        fork_point: ForkPoint, address: MailAddress, opener: Callable[[Origin], AbstractAsyncContextManager[A]],
+    ) -> None:
+        self._config = origin.config
+        self._path = origin.path
+        self._cassette = origin.cassette
+        self._session_id = session_id
+        self._lineage_id = lineage_id
+        self._workspace = workspace
+        self._settings = settings
+        self._fork_point = fork_point
+        self._address = address
+        self._open = opener
+        self._children = 0
+
+    def fork(self) -> AbstractAsyncContextManager[A]:
+        point = self._fork_point.latest
+        if point is None:
+            raise ForkBeforeCompletedTurn(
+                "fork() needs a model boundary to branch from: prompt the agent first, or use spawn()"
+            )
+        return self._child(self._config_of_child(keep_lineage=True), self._child_path(None, "fork"), seed=point,
+                           lineage_id=self._lineage_id)
+
+    def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[A]:
+        checkpoint = result._checkpoint
+        lineage = self._config.cache_key
+        if checkpoint is None or result._lineage != lineage:
+            raise CheckpointLineageMismatch(
+                f"turn {result.turn_id}'s result does not belong to this agent's lineage "
+                f"(prompt cache key {lineage!r}); fork from a result of this agent or its forks"
+            )
+        return self._child(self._config_of_child(keep_lineage=True), self._child_path(None, "fork"), seed=checkpoint,
+                           lineage_id=self._lineage_id)
+
+    def spawn(self, name: str | None = None) -> AbstractAsyncContextManager[A]:
+        return self._child(self._config_of_child(keep_lineage=False), self._child_path(name, "child"))
+
+    def reopen(self, name: str, session_id: str, snapshot: SessionSnapshot) -> AbstractAsyncContextManager[A]:
+        """A suspended worker back from its snapshot: the same name, path and session id
+        (so its rollout goes on in the same file), spawned again from this agent."""
+        config = attrs.evolve(self._config_of_child(keep_lineage=False), session_id=session_id, resume=snapshot)
+        return self._child(config, f"{self._path}/{name}")
+
+    def _child(self, config: AgentConfig, path: str, *, seed: ConversationSnapshot | None = None,
+               lineage_id: str | None = None) -> AbstractAsyncContextManager[A]:
+        """A fork keeps the lineage (its seed is a boundary of it); a clean child starts its own."""
+        return self._open(Origin(config, seed=seed, parent_id=self._session_id, lineage_id=lineage_id, path=path,
+                                 parent=self._address, cassette=self._cassette))
+
+    def _child_path(self, name: str | None, kind: str) -> str:
+        self._children += 1
+        if name is None:
+            name = f"{kind}-{self._children}"
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise InvalidPrompt(
+                f"a child's name is one path segment of letters, digits, '_' or '-' (1-64), got {name!r}"
+            )
+        return f"{self._path}/{name}"
+
+    def _config_of_child(self, *, keep_lineage: bool) -> AgentConfig:
+        key = self._config.cache_key if keep_lineage else self._config.prompt_cache_key
+        settings = self._settings
+        return self._config._derive(  # no re-validation: every change is valid by construction
+            session_id=_default_session_id(),
+            prompt_cache_key=key,
+            model=settings.model,  # the current model, as the current thinking (set_model)
+            thinking=settings.thinking,
+            fast_mode=settings.fast_mode,
+            workspace=self._workspace,
+            resume=None,
+        )

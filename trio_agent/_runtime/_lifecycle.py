@@ -1,0 +1,91 @@
+"""The block of one agent: its nursery, from startup to the end of its event stream.
+
+``run_agent(origin, create)`` is what ``open_agent`` (and every child's opening) runs:
+it opens the agent tree's cassette when the root records, starts the sandbox trial,
+opens the agent's nursery and builds the agent in it (``create``), starts it, yields
+it, then waits for its accepted turns. An error or a cancellation in the block cancels
+the nursery instead. Shutdown runs shielded, bounded by ``SHUTDOWN_GRACE``. Only once
+every task of the agent has ended (terminal events of cancelled turns included) are
+the rollout closed and the event stream ended, then the cassette a root opened. An
+error that is alone in the nursery's group propagates as itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import attrs
+import trio
+
+from .._tools._sandbox import start_probe
+
+if TYPE_CHECKING:
+    from .._cassette.writer import CassetteWriter
+    from .._events import EventSink
+    from ._children import Origin
+
+__all__ = ["SHUTDOWN_GRACE", "run_agent"]
+
+SHUTDOWN_GRACE = 5.0  # closing sockets, cells and shell sessions on the way out
+
+
+class LivingAgent(Protocol):
+    """What the block drives of an agent (``Agent``'s lifecycle methods)."""
+
+    @property
+    def _sink(self) -> EventSink: ...
+
+    async def _startup(self) -> None: ...
+
+    async def _wait_turns(self) -> None: ...
+
+    async def _shutdown(self) -> None: ...
+
+    def _close_rollout(self) -> None: ...
+
+
+A = TypeVar("A", bound=LivingAgent)
+
+
+@asynccontextmanager
+async def run_agent(origin: Origin, create: Callable[[Origin, trio.Nursery], A]) -> AsyncIterator[A]:
+    sinks: list[EventSink] = []
+    agents: list[A] = []
+    owned: CassetteWriter | None = None
+    config = origin.config
+    if origin.cassette is None and config.record is not None:
+        from .._cassette.recorder import open_cassette  # lazy: only when recording
+
+        owned = open_cassette(config)
+        origin = attrs.evolve(origin, cassette=owned)
+    start_probe(config.sandbox)  # the sandbox trial runs while the agent is built (_tools/_sandbox.py)
+    try:
+        async with trio.open_nursery() as nursery:
+            agent = create(origin, nursery)
+            sinks.append(agent._sink)
+            agents.append(agent)
+            try:
+                await agent._startup()
+                yield agent
+                await agent._wait_turns()
+            except BaseException:
+                nursery.cancel_scope.cancel()  # an error or cancellation in the block: stop the turns
+                raise
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_GRACE):
+                    await agent._shutdown()
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
+            raise group.exceptions[0] from None
+        raise
+    finally:
+        # Only now, with every task of the agent finished (terminal events of cancelled
+        # turns included), are the rollout closed and the event stream ended.
+        for agent in agents:
+            agent._close_rollout()
+        for sink in sinks:
+            sink.close()
+        if owned is not None:
+            owned.close()  # the end line, after every task of the tree recorded its last frame
