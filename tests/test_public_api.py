@@ -536,22 +536,25 @@ RUNTIME_RANKS = {
     "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0, "_request_text": 0,
     "_sessions": 0, "_handle": 0, "_secrets": 0, "_input": 0, "_approval": 0,
     "_construction": 0,  # NoPublicConstructor: the handles only the library makes
+    "_prompt_settings": 0,  # the settings a turn accepted now gets
     "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,
+    "_bodies": 1,  # request bodies and their text, both dialects
     "_statistics": 2, "_submission": 2,  # values of Agent.statistics() and submit(), built by the first call
-    "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2,
-    "_model": 3, "_turn_queue": 3,
-    "_sampling": 4, "_pending_input": 4, "_tool_dispatch": 4, "_sleep": 2, "_workers": 2, "_collaboration": 3,
-    "_compaction": 4,  # remote or local compaction: drives the sampler it is given
-    "_prompt_settings": 0,  # the settings a turn accepted now gets
-    "_hosting": 4,  # the hooks of an agent's owner (Workers, ThreadManager)
-    "_prompt_input": 5,  # what prompt/submit/start_if_idle take, checked
-    "_runner": 5,
-    "_children": 6,  # an agent's Origin and the children it makes
-    "_assembly": 7,  # the parts of one agent, wired (the composition root behind Agent)
-    "_lifecycle": 7,  # the block of one agent: nursery, startup, shutdown
-    "_agent": 8,  # the package face
+    "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2, "_sleep": 2, "_workers": 2,
+    "_attempt": 3,  # the attempt slot: one exchange per attempt, its send
+    "_turn_queue": 3, "_collaboration": 3,
+    "_model": 4,
+    "_sampling": 5, "_pending_input": 5, "_tool_dispatch": 5,
+    "_compaction": 5,  # remote or local compaction: drives the sampler it is given
+    "_hosting": 5,  # the hooks of an agent's owner (Workers, ThreadManager)
+    "_prompt_input": 6,  # what prompt/submit/start_if_idle take, checked
+    "_runner": 6,
+    "_children": 7,  # an agent's Origin and the children it makes
+    "_assembly": 8,  # the parts of one agent, wired (the composition root behind Agent)
+    "_lifecycle": 8,  # the block of one agent: nursery, startup, shutdown
+    "_agent": 9,  # the package face
 }
 FACES = {"__init__", "_agent", "_handle"}
 RUNTIME_DIR = PACKAGE_ROOT / "_runtime"
