@@ -17,7 +17,6 @@ from trio_agent._tools.exec_command import ShellSessions
 from trio_agent.testing import FakeResponsesServer
 
 from ..conftest import EventLog, make_config, scripted, warm
-from .test_exec_command import shell as shell  # the fixture
 
 
 def test_a_character_split_across_reads_is_decoded_whole() -> None:
