@@ -17,7 +17,7 @@ import attrs
 import pytest
 
 from trio_agent import ProtocolError
-from trio_agent._wire import frames, request, sse, stream
+from trio_agent._wire import frames, request, sse, stream, stream_events
 from trio_agent._wire.frames import (
     CompletedResponse,
     Frame,
@@ -222,7 +222,7 @@ def test_frames_match_compare_and_show_their_fields() -> None:
 
 def test_wire_values_are_not_attrs_classes() -> None:
     # attrs builds each class when its module is imported; these are on every turn's path
-    classes = [value for module in (frames, request, sse, stream) for value in vars(module).values()
+    classes = [value for module in (frames, request, sse, stream, stream_events) for value in vars(module).values()
                if isinstance(value, type) and value.__module__ == module.__name__]
     assert len(classes) > 20
     assert [cls.__name__ for cls in classes if attrs.has(cls)] == []

@@ -1,0 +1,185 @@
+"""What the response accumulator (``stream.ResponseAccumulator``) says: the stream events
+a frame implies and the outcome of a response (pure values).
+
+A frame yields zero or more *stream events*: ``ResponseStarted`` (the response id is
+known), ``TextDelta`` and ``ReasoningDelta`` (streamed text), ``AssistantMessageDone``
+(a finished assistant message), ``TurnStateSeen`` (the sticky turn-state header),
+``ForeignFrame`` (a frame of another response, never taken as this one's answer) and,
+last, ``ResponseFinished`` with the ``ResponseOutcome``: what the turn planner and
+history need. ``stream`` re-exports every name here, so its readers import from one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._record import Record
+from .usage import TokenUsage
+
+__all__ = [
+    "HISTORY_TYPES",
+    "TOOL_CALL_TYPES",
+    "AssistantMessageDone",
+    "ForeignFrame",
+    "ReasoningDelta",
+    "ResponseFinished",
+    "ResponseOutcome",
+    "ResponseStarted",
+    "StreamEvent",
+    "TextDelta",
+    "TurnStateSeen",
+    "message_text",
+]
+
+TOOL_CALL_TYPES = frozenset({"custom_tool_call", "function_call"})
+# Item types recorded into history; anything else the server sends is not replayed.
+HISTORY_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "custom_tool_call",
+        "function_call",
+        "local_shell_call",
+        "web_search_call",
+        "image_generation_call",
+        "tool_search_call",
+        "compaction",
+        "agent_message",
+    }
+)
+
+
+
+
+class ResponseStarted(Record):
+    __slots__ = ("response_id",)
+    __match_args__ = ("response_id",)
+
+    def __init__(self, response_id: str) -> None:
+        self.response_id = response_id
+
+
+class TextDelta(Record):
+    __slots__ = ("text", "item_id", "phase")  # noqa: RUF023  # field order
+    __match_args__ = ("text", "item_id", "phase")
+
+    def __init__(self, text: str, item_id: str | None, phase: str | None) -> None:
+        self.text = text
+        self.item_id = item_id
+        self.phase = phase
+
+
+class ReasoningDelta(Record):
+    __slots__ = ("text",)
+    __match_args__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class AssistantMessageDone(Record):
+    __slots__ = ("text", "item_id", "phase")  # noqa: RUF023  # field order
+    __match_args__ = ("text", "item_id", "phase")
+
+    def __init__(self, text: str, item_id: str | None, phase: str | None) -> None:
+        self.text = text
+        self.item_id = item_id
+        self.phase = phase
+
+
+class TurnStateSeen(Record):
+    __slots__ = ("value",)
+    __match_args__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+class ResponseOutcome(Record):
+    """A completed response: what the turn planner and history need.
+
+    ``chained`` is False when the response never reached a terminal frame (an interrupt
+    the server did not answer in time): its received items are history, but nothing
+    chains on it. ``clean_end`` is False when the connection may still carry frames of
+    this response (no terminal frame was read): the socket must not be reused.
+    """
+
+    __slots__ = (  # noqa: RUF023  # field order
+        "response_id", "status", "end_turn", "output", "usage_raw", "usage", "chained", "clean_end"
+    )
+    __match_args__ = (
+        "response_id", "status", "end_turn", "output", "usage_raw", "usage", "chained", "clean_end"
+    )
+
+    def __init__(
+        self,
+        response_id: str,
+        status: str,
+        end_turn: bool | None,
+        output: tuple[dict[str, Any], ...],
+        usage_raw: dict[str, Any] | None,
+        usage: TokenUsage,
+        chained: bool = True,
+        clean_end: bool = True,
+    ) -> None:
+        self.response_id = response_id
+        self.status = status
+        self.end_turn = end_turn
+        self.output = output
+        self.usage_raw = usage_raw
+        self.usage = usage
+        self.chained = chained
+        self.clean_end = clean_end
+
+    @property
+    def tool_calls(self) -> tuple[dict[str, Any], ...]:
+        return tuple(item for item in self.output if item.get("type") in TOOL_CALL_TYPES)
+
+    @property
+    def history_items(self) -> tuple[dict[str, Any], ...]:
+        return tuple(item for item in self.output if item.get("type") in HISTORY_TYPES)
+
+    @property
+    def final_message(self) -> str | None:
+        """Text of the last assistant ``message`` item, or None when there is none."""
+        for item in reversed(self.output):
+            if item.get("type") == "message" and item.get("role", "assistant") == "assistant":
+                return message_text(item)
+        return None
+
+
+class ForeignFrame(Record):
+    """A frame of another response (a duplicate ``response.completed``, a late reply to
+    an earlier request): reported, never taken as this response's answer."""
+
+    __slots__ = ("frame_type", "response_id", "live_response_id")  # noqa: RUF023  # field order
+    __match_args__ = ("frame_type", "response_id", "live_response_id")
+
+    def __init__(self, frame_type: str, response_id: str, live_response_id: str | None) -> None:
+        self.frame_type = frame_type
+        self.response_id = response_id
+        self.live_response_id = live_response_id
+
+
+class ResponseFinished(Record):
+    __slots__ = ("outcome",)
+    __match_args__ = ("outcome",)
+
+    def __init__(self, outcome: ResponseOutcome) -> None:
+        self.outcome = outcome
+
+
+StreamEvent = (
+    ResponseStarted | TextDelta | ReasoningDelta | AssistantMessageDone | TurnStateSeen
+    | ForeignFrame | ResponseFinished
+)
+
+
+
+def message_text(item: dict[str, Any]) -> str:
+    parts = item.get("content") or []
+    return "".join(
+        part.get("text", "")
+        for part in parts
+        if isinstance(part, dict) and part.get("type") in ("output_text", "text")
+    )
