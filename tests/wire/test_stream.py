@@ -11,6 +11,7 @@ from trio_agent._wire.frames import parse_frame
 from trio_agent._wire.stream import (
     AssistantMessageDone,
     ForeignFrame,
+    MailFlag,
     Phase,
     ReasoningDelta,
     ResponseAccumulator,
@@ -480,3 +481,38 @@ def test_frames_naming_another_response_are_foreign_and_change_nothing(
     if expected_foreign:
         assert acc.phase in (Phase.WAITING, Phase.STREAMING)  # still waiting for its own end
         assert not any(isinstance(e, ResponseFinished) for e in events)
+
+
+# -- waiting mail cuts at a reasoning item or a commentary message (given as data) ------------
+
+REASONING = {"type": "reasoning", "id": "rs_1", "summary": []}
+COMMENTARY = f.assistant_message("looking", item_id="msg_c", phase="commentary")
+
+
+@pytest.mark.parametrize(
+    ("item", "waiting", "cut"),
+    [
+        (REASONING, True, True),
+        (COMMENTARY, True, True),
+        (MSG, True, False),  # a final answer is never a cut point
+        (TOOL, True, False),
+        (REASONING, False, False),
+        (COMMENTARY, False, False),
+    ],
+)
+def test_the_mail_flag_decides_a_cut_at_a_cut_point(item: Raw, waiting: bool, cut: bool) -> None:
+    acc = ResponseAccumulator()
+    acc.mail = flag = MailFlag()
+    flag.waiting = waiting
+    feed_all(acc, [f.response_created("r"), f.output_item_done(0, item)])
+    assert acc.was_cut is cut and acc.interrupt_wanted is cut
+    flag.waiting = not waiting  # read when an item finishes, never later
+    assert acc.was_cut is cut
+    events = feed_all(acc, [f.output_item_done(1, TOOL), f.completed("r")])
+    outcome = outcome_of(events)
+    assert outcome.output == ((item,) if cut else (item, TOOL)) and outcome.chained is not cut
+
+
+def test_without_a_mail_flag_nothing_cuts() -> None:
+    acc, _ = run([f.response_created("r"), f.output_item_done(0, REASONING)])
+    assert acc.mail is None and not acc.was_cut

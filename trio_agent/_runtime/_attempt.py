@@ -5,7 +5,7 @@ ChatGPT auth a 401 asks the auth source to recover once and sends again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -15,7 +15,7 @@ from .._errors import ResponsesError
 from .._jsontext import dumps
 from .._transport.auth import https_headers, recover_unauthorized
 from .._wire.request import RequestSettings
-from .._wire.stream import ResponseOutcome
+from .._wire.stream import MailFlag, ResponseOutcome
 from . import _model_events as events
 from ._exchange import Exchange
 from ._recorder import ExchangeRecorder
@@ -109,20 +109,20 @@ class AttemptSlot:
             model.emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
             generation=generation, turn_id=turn_id,
         ))
-        cut_check = preemption.cut_check if preemption is not None else None
+        mail = preemption.mail if preemption is not None else None
         if self._link is not None:
-            recorder = model.recorder(Transport.WEBSOCKET, phase, call_index, turn_id, cut_check)
+            recorder = model.recorder(Transport.WEBSOCKET, phase, call_index, turn_id, mail)
             exchange = Exchange(self._link, recorder, idle_timeout=model.idle_timeout, preemption=preemption)
             outcome = await exchange.run(body, text)
         else:
-            recorder, outcome = await self._https(body, text, phase, call_index, turn_id, preemption, cut_check)
+            recorder, outcome = await self._https(body, text, phase, call_index, turn_id, preemption, mail)
         model.completed(outcome, warmup=warmup)
         self.recorder = recorder
         return outcome
 
     async def _https(
         self, body: dict[str, Any], text: str, phase: str, call_index: int | None, turn_id: int | None,
-        preemption: Preemption | None, cut_check: Callable[[], bool] | None,
+        preemption: Preemption | None, mail: MailFlag | None,
     ) -> tuple[ExchangeRecorder, ResponseOutcome]:
         from ._https_exchange import HttpsExchange
 
@@ -131,7 +131,7 @@ class AttemptSlot:
         transport = model.https()
         recovered = False
         while True:
-            recorder = model.recorder(Transport.HTTPS, phase, call_index, turn_id, cut_check)
+            recorder = model.recorder(Transport.HTTPS, phase, call_index, turn_id, mail)
             exchange = HttpsExchange(transport, recorder, preemption=preemption)
             try:
                 outcome = await exchange.run(body, self._headers, text)

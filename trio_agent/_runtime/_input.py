@@ -3,7 +3,9 @@
 - ``Mail`` is one ``agent_message`` item from another agent (``post_mail``), either
   queue-only or triggering (``trigger_turn``: it starts a turn when the agent is idle).
   The ``Mailbox`` holds mail until a request boundary takes it (bounded: posting to a
-  full mailbox fails with ``MailboxFull`` rather than growing without limit).
+  full mailbox fails with ``MailboxFull`` rather than growing without limit). Its
+  ``flag`` says whether mail waits, kept current on every post and take: the live
+  response's accumulator reads it to cut at a reasoning item or commentary message.
 - ``InputActivity`` counts every new piece of input (a steer, an injected item, mail)
   and lets a tool wait for the next one: ``clock.sleep`` and ``wait_agent`` return
   early on it (SPEC sec. 10; codex.md 3.7).
@@ -18,6 +20,7 @@ import trio
 
 from .._errors import AgentError
 from .._record import Record
+from .._wire.stream import MailFlag
 
 __all__ = ["MAILBOX_CAPACITY", "InputActivity", "InputKind", "Mail", "Mailbox", "MailboxFull", "agent_message"]
 
@@ -52,6 +55,7 @@ class Mailbox:
     def __init__(self, capacity: int = MAILBOX_CAPACITY) -> None:
         self._mail: collections.deque[Mail] = collections.deque()
         self._capacity = capacity
+        self.flag = MailFlag()  # mail waits: written here alone
 
     def __len__(self) -> int:
         return len(self._mail)
@@ -67,16 +71,19 @@ class Mailbox:
                 "wait for it to take them (a turn) before posting more"
             )
         self._mail.append(mail)
+        self.flag.waiting = True
 
     def take_queue_only(self) -> list[Mail]:
         """Take the queue-only mail, leaving triggering mail in place."""
         taken = [mail for mail in self._mail if not mail.trigger_turn]
         self._mail = collections.deque(mail for mail in self._mail if mail.trigger_turn)
+        self.flag.waiting = bool(self._mail)
         return taken
 
     def take_all(self) -> list[Mail]:
         taken = list(self._mail)
         self._mail.clear()
+        self.flag.waiting = False
         return taken
 
 

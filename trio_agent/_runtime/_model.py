@@ -33,7 +33,7 @@ from .._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
 from .._transport.auth import https_headers
 from .._units import ns
 from .._wire.request import RequestSettings
-from .._wire.stream import ForeignFrame, ResponseOutcome, StreamEvent, TurnStateSeen
+from .._wire.stream import ForeignFrame, MailFlag, ResponseOutcome, StreamEvent, TurnStateSeen
 from . import _model_events as events
 from ._attempt import AttemptSlot, Held
 from ._bodies import RequestBodies
@@ -311,7 +311,7 @@ class ModelClient:
         self.bodies.drop_fields(fields, self._emit)
 
     def recorder(self, transport: Transport, phase: str, call_index: int | None, turn_id: int | None,
-                 cut_check: Callable[[], bool] | None = None) -> ExchangeRecorder:
+                 mail: MailFlag | None = None) -> ExchangeRecorder:
         def on_event(event: StreamEvent) -> None:
             if isinstance(event, TurnStateSeen):
                 self.turn_state = event.value
@@ -336,7 +336,7 @@ class ModelClient:
             call_index=call_index, turn_id=turn_id, stale=stale, api_events=self._api_events,
             defer=self.defer, flush=self._flush,
         )
-        recorder.accumulator.cut_check = cut_check
+        recorder.accumulator.mail = mail  # whether mail waits, as data (see _wire.stream)
         return recorder
 
     async def settle(self, *, others_first: bool = False) -> None:

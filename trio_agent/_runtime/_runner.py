@@ -205,7 +205,6 @@ class TurnRunner:
         # automatic turn takes what waits with its first request; an interrupting steer
         # always joins the next request built (InstantInterrupt).
         live.drain = state.automatic
-        state.preemption.cut_check = lambda: len(queue.mailbox) > 0
 
         def join() -> None:
             self._join_pending(state, stats, drain=live.drain or state.preemption.pending)

@@ -26,6 +26,7 @@ from .._errors import (
 )
 from .._session.conversation import ConversationSnapshot
 from .._wire.request import RequestSettings
+from .._wire.stream import MailFlag
 from ._construction import NoPublicConstructor, construct
 from ._input import InputActivity
 
@@ -96,12 +97,12 @@ class Preemption:
     nothing for the turn. The flag is cleared when the pending steers join a request.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, mail: MailFlag | None = None) -> None:
         self.pending = False
         self._signals: list[Callable[[], trio.Event | None]] = []
-        # Whether waiting mail may cut the live response after a reasoning item or a
-        # commentary message (set by the runner; None: never).
-        self.cut_check: Callable[[], bool] | None = None
+        # Whether mail waits, handed to each exchange of the turn: waiting mail cuts the
+        # live response after a reasoning item or a commentary message (None: never).
+        self.mail = mail
 
     @contextlib.contextmanager
     def hook(self, signal: Callable[[], trio.Event | None]) -> Iterator[None]:
@@ -174,6 +175,7 @@ class TurnState:
     def __init__(
         self, turn_id: int, prompt: Prompt | None, settings: RequestSettings, activity: InputActivity | None = None,
         items: tuple[dict[str, Any], ...] = (), mail: tuple[dict[str, Any], ...] = (), *, compact: bool = False,
+        mail_flag: MailFlag | None = None,
     ) -> None:
         self.turn_id = turn_id
         self.prompt = prompt
@@ -185,7 +187,7 @@ class TurnState:
         self.steerable = False
         self.steers: collections.deque[str] = collections.deque()
         self.injected: list[dict[str, Any]] = []  # raw items from Agent.inject
-        self.preemption = Preemption()
+        self.preemption = Preemption(mail_flag)
         self.cancel_scope = trio.CancelScope()
         self.started = trio.Event()
         self.done = trio.Event()

@@ -78,7 +78,9 @@ class TurnQueue:
         if self._closing:
             raise AgentClosed("the agent is closing; open a new agent to send more prompts")
         self._next_id += 1
-        state = TurnState(self._next_id, prompt, settings, self.activity, items, mail, compact=compact)
+        # Waiting mail may cut a live response of a turn that samples (not a compaction).
+        state = TurnState(self._next_id, prompt, settings, self.activity, items, mail, compact=compact,
+                          mail_flag=None if compact else self.mailbox.flag)
         for observe in self.accept_observers:
             observe(state)
         if self.running is not None:

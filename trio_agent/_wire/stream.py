@@ -19,6 +19,14 @@ one (``response.incomplete`` with reason ``interrupted`` is a completion with
 ``end_turn: false``). If the terminal frame never comes, ``abandoned_outcome()`` keeps
 the items finished so far, unchained.
 
+Mail cuts a response (SPEC sec. 10): when mail waits for the turn as a reasoning item or
+a commentary message finishes, the response ends there (``cut()``). Whether mail waits
+is a fact the accumulator is given as data, a ``MailFlag`` (``mail``): the agent's
+mailbox keeps it current with one attribute write when mail is posted or taken, each
+attempt of a turn that samples hands it over (with the turn's ``Preemption``), and the
+accumulator reads it only when a cut-point item finishes -- no call into the runtime,
+nothing added per frame.
+
 Response isolation: a frame that names another response -- one already finished on
 this connection (a duplicated ``response.completed``), or any id other than the live
 one -- is reported as a ``ForeignFrame`` and never taken as this response's answer.
@@ -27,7 +35,7 @@ one -- is reported as a ``ForeignFrame`` and never taken as this response's answ
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Any
 
 from .._errors import ProtocolError, ResponsesError
@@ -68,6 +76,7 @@ __all__ = [
     "TOOL_CALL_TYPES",
     "AssistantMessageDone",
     "ForeignFrame",
+    "MailFlag",
     "Phase",
     "ReasoningDelta",
     "ResponseAccumulator",
@@ -89,6 +98,16 @@ class Phase(enum.Enum):
     DRAINING = "draining"  # the interrupt is on the wire; waiting for the terminal frame
     DONE = "done"
     FAILED = "failed"
+
+
+class MailFlag:
+    """Whether mail waits for the running turn: written by the agent's mailbox alone,
+    read by the accumulator at a cut point (see the module docstring)."""
+
+    __slots__ = ("waiting",)
+
+    def __init__(self) -> None:
+        self.waiting = False
 
 
 def frame_response_id(frame: Frame) -> str | None:
@@ -126,7 +145,8 @@ class ResponseAccumulator:
 
     def __init__(self, stale: Collection[str] = ()) -> None:
         self._stale = stale
-        self.cut_check: Callable[[], bool] | None = None
+        # Whether mail waits (the attempt hands it over; None: mail never cuts this response).
+        self.mail: MailFlag | None = None
         self._cut = False
         self.phase = Phase.WAITING
         self.response_id: str | None = None
@@ -236,7 +256,7 @@ class ResponseAccumulator:
         self._done_items.append(item)
         if item.get("type") == "message" and item.get("role", "assistant") == "assistant":
             events.append(AssistantMessageDone(message_text(item), item.get("id"), item.get("phase")))
-        if self.cut_check is not None and is_cut_point(item) and self.cut_check():
+        if self.mail is not None and self.mail.waiting and is_cut_point(item):
             self.cut()
         return events
 
