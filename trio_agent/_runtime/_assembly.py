@@ -146,9 +146,8 @@ class AgentParts(Generic[A]):
     def _cancel_turn(self, turn_id: int) -> None:
         """Cancel running turn ``turn_id`` (an approval hook's ``abort``)."""
         running = self.queue.running
-        if running is not None and running.turn_id == turn_id and not running.cancel_scope.cancel_called:
-            running.steerable = False
-            running.cancel_scope.cancel()
+        if running is not None and running.turn_id == turn_id:
+            running.cancel()
 
     def _record_event(self, payload: dict[str, Any]) -> None:
         if self.rollout is not None:

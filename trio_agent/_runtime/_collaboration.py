@@ -161,7 +161,7 @@ class Collaboration(Generic[A]):
         """What already waits for the turn: a steer (or injected item, or queued
         prompt) interrupts, mail completes."""
         queue = self._queue
-        if state.steers or state.injected or queue.queued or queue.idle_items:
+        if state.pending_count or queue.queued or queue.idle_items:
             return "interrupted"
         return "completed" if len(queue.mailbox) else None
 

@@ -97,7 +97,7 @@ class TurnReporter:
 
     def completed(self, state: TurnState, stats: TurnStats, start: float, final_message: str = "") -> None:
         self._emit(EventKind.RUN_COMPLETED, self._terminal(state, stats, start, "completed"), state.turn_id)
-        state.terminal_emitted = True
+        state.terminal_reported()
         if self.journal is not None:
             self.journal.finished(state.turn_id, "completed", final_message)
         if self.cassette is not None:
@@ -113,7 +113,7 @@ class TurnReporter:
         else:
             self._emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
         self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
-        state.terminal_emitted = True
+        state.terminal_reported()
         if self.journal is not None:
             self.journal.finished(state.turn_id, status, None)
         if self.cassette is not None:
@@ -126,7 +126,7 @@ class TurnReporter:
         payload = self._payload(state, TurnStats(), trio.current_time(), "cancelled", TransportStats())
         payload["reason"] = str(error)
         self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
-        state.terminal_emitted = True
+        state.terminal_reported()
         if self.cassette is not None:
             self.cassette.turn_end(state.turn_id, "cancelled", None)
 

@@ -22,7 +22,7 @@ import trio
 
 from .._errors import InvalidPrompt, TurnNotSteerable
 from .._wire.request import RequestSettings
-from ._turn import Prompt, Turn, TurnState, TurnStatus
+from ._turn import Prompt, Turn, TurnState
 from ._turn_queue import TurnQueue
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ __all__ = [
 
 def _steerable(queue: TurnQueue) -> TurnState | None:
     live = queue.running
-    if live is not None and live.status is TurnStatus.RUNNING and live.steerable:
+    if live is not None and live.steerable:
         return live
     return None
 
@@ -62,8 +62,7 @@ async def submit(queue: TurnQueue, given: TurnInput, settings: RequestSettings) 
         turn = Turn._create(live, queue)
         if not isinstance(given, Prompt):
             await trio.lowlevel.checkpoint()
-            live.injected.extend(given)
-            live.activity.notify("steer")
+            live.add_items(given)
             return Submission("steered", turn)
         try:
             await turn.steer(given.text)
@@ -88,8 +87,7 @@ async def inject(queue: TurnQueue, items: Sequence[dict[str, Any]]) -> Literal["
     await trio.lowlevel.checkpoint()
     live = _steerable(queue)
     if live is not None:
-        live.injected.extend(checked)
-        queue.activity.notify("steer")
+        live.add_items(checked)
         return "joined"
     queue.idle_items.extend(checked)
     queue.activity.notify("steer")
@@ -112,10 +110,6 @@ def _checked(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def interrupt_if_no_pending_input(queue: TurnQueue, turn_id: int) -> bool:
     live = queue.running
-    if live is None or live.turn_id != turn_id or live.status is not TurnStatus.RUNNING:
+    if live is None or live.turn_id != turn_id or queue.pending_input_for(live):
         return False
-    if queue.pending_input_for(live) or live.cancel_scope.cancel_called:
-        return False
-    live.steerable = False
-    live.cancel_scope.cancel()
-    return True
+    return live.cancel()  # False when it is not running, or already being cancelled

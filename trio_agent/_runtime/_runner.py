@@ -145,10 +145,7 @@ class TurnRunner:
     # -- one turn --------------------------------------------------------------------
 
     async def _run_turn(self, state: TurnState, queue: TurnQueue) -> None:
-        state.status = TurnStatus.RUNNING
-        state.steerable = not state.compact
-        state.ran = True
-        state.started.set()
+        state.start()
         self._reporter.started(state)
         stats = TurnStats()
         live = _Live()
@@ -229,10 +226,10 @@ class TurnRunner:
                 tool_calls=outcome.tool_calls,
                 end_turn=outcome.end_turn,
                 final_message=outcome.final_message,
-                pending_steers=len(state.steers) + len(state.injected),
+                pending_steers=state.pending_count,
             )
             if isinstance(step, FinishTurn):
-                state.steerable = False  # decided synchronously: no steer can slip in now
+                state.stop_steering()  # decided synchronously: no steer can slip in now
                 checkpoint = ledger.snapshot(self._model.chain)
                 self._fork_point.latest = checkpoint
                 return TurnResult(
@@ -276,11 +273,9 @@ class TurnRunner:
         items, steers (each with ``run.steered``), mail. With ``keep_triggering``
         triggering mail stays in the mailbox (to start a turn of its own)."""
         ledger = self._ledger
-        if state.injected:
-            ledger.join_items(state.injected)
-            state.injected = []
-        while state.steers:
-            text = state.steers.popleft()
+        if injected := state.take_injected():
+            ledger.join_items(injected)
+        while (text := state.next_steer()) is not None:
             ledger.join_steer(text)
             stats.steers += 1
             self._reporter.steered(state, stats.steers, text)

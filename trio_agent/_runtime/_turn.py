@@ -2,16 +2,16 @@
 
 A turn is QUEUED when accepted, RUNNING once the runner picks it, then exactly one
 of COMPLETED, FAILED or CANCELLED. ``result()`` waits for that and returns the
-``TurnResult`` or raises ``TurnFailed``/``TurnCancelled``.
+``TurnResult`` or raises ``TurnFailed``/``TurnCancelled``. Those statuses are read
+from the finer phases of ``TurnState``, whose transitions ``_turn_phase`` states.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import enum
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, final
 
 import attrs
 import trio
@@ -29,6 +29,7 @@ from .._wire.request import RequestSettings
 from .._wire.stream import MailFlag
 from ._construction import NoPublicConstructor, construct
 from ._input import InputActivity
+from ._turn_phase import TurnPhase, TurnPhaseError, TurnStatus, advance, ended_phase, status_of
 
 if TYPE_CHECKING:
     from .._session.snapshot import SessionSnapshot
@@ -130,14 +131,6 @@ class Preemption:
         self.pending = False
 
 
-class TurnStatus(enum.Enum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
 @final
 @attrs.frozen
 class TurnResult:
@@ -164,12 +157,14 @@ class TurnState:
     """A turn's state. Its own input is ``prompt`` (a user turn) or ``items`` (raw
     Responses items, or triggering mail: an *automatic* turn, whose first request also
     takes the input that was waiting, as codex's automatic idle work does); a
-    ``compact`` turn has none. Compared by identity (one object per turn)."""
+    ``compact`` turn has none. Compared by identity (one object per turn).
+
+    Its lifecycle is the state machine of ``_turn_phase`` (the phases, the transitions,
+    and which task calls which method); it changes only through the methods below."""
 
     __slots__ = (  # noqa: RUF023  # field order
-        "turn_id", "prompt", "settings", "activity", "items", "mail", "status", "steerable", "steers", "injected",
-        "preemption", "cancel_scope", "started", "done", "result", "error", "terminal_emitted", "ran", "on_steer",
-        "compact",
+        "turn_id", "prompt", "settings", "activity", "items", "mail", "compact", "preemption", "cancel_scope",
+        "started", "done", "on_steer", "_phase", "_ran", "_steers", "_injected", "_result", "_error",
     )
 
     def __init__(
@@ -177,39 +172,128 @@ class TurnState:
         items: tuple[dict[str, Any], ...] = (), mail: tuple[dict[str, Any], ...] = (), *, compact: bool = False,
         mail_flag: MailFlag | None = None,
     ) -> None:
-        self.turn_id = turn_id
-        self.prompt = prompt
-        self.settings = settings
-        self.activity = InputActivity() if activity is None else activity
-        self.items = items  # raw items: recorded exactly as given
-        self.mail = mail  # the mail that started an automatic turn
-        self.status = TurnStatus.QUEUED
-        self.steerable = False
-        self.steers: collections.deque[str] = collections.deque()
-        self.injected: list[dict[str, Any]] = []  # raw items from Agent.inject
-        self.preemption = Preemption(mail_flag)
-        self.cancel_scope = trio.CancelScope()
-        self.started = trio.Event()
-        self.done = trio.Event()
-        self.result: TurnResult | None = None
-        self.error: AgentError | None = None
-        self.terminal_emitted = False  # exactly one run.completed / run.failed per turn
-        self.ran = False  # the runner started it (a queued turn cancelled in time never does)
+        # Given once (Final: mypy refuses any later assignment); the lifecycle is below.
+        self.turn_id: Final = turn_id
+        self.prompt: Final = prompt
+        self.settings: Final = settings
+        self.activity: Final = InputActivity() if activity is None else activity
+        self.items: Final = items  # raw items: recorded exactly as given
+        self.mail: Final = mail  # the mail that started an automatic turn
+        self.compact: Final = compact  # a manual compaction turn (Agent.compact): no input, one compaction request
+        self.preemption: Final = Preemption(mail_flag)
+        self.cancel_scope: Final = trio.CancelScope()
+        self.started: Final = trio.Event()  # set by start() or finish()
+        self.done: Final = trio.Event()  # set by finish()
         self.on_steer: Callable[[str, bool], None] | None = None  # a cassette recording the session's steers
-        self.compact = compact  # a manual compaction turn (Agent.compact): no input, one compaction request
+        self._phase = TurnPhase.QUEUED
+        self._ran = False  # the runner started it (a queued turn cancelled in time never does)
+        self._steers: collections.deque[str] = collections.deque()
+        self._injected: list[dict[str, Any]] = []  # raw items from Agent.inject
+        self._result: TurnResult | None = None
+        self._error: AgentError | None = None
 
     @property
     def automatic(self) -> bool:
         return self.prompt is None and not self.compact
 
+    @property
+    def phase(self) -> TurnPhase:
+        return self._phase
+
+    @property
+    def status(self) -> TurnStatus:
+        return status_of(self._phase, ran=self._ran)
+
+    @property
+    def steerable(self) -> bool:
+        """It takes steers and injected items now."""
+        return self._phase is TurnPhase.STEERABLE
+
+    @property
+    def ran(self) -> bool:
+        return self._ran
+
+    @property
+    def result(self) -> TurnResult | None:
+        return self._result
+
+    @property
+    def error(self) -> AgentError | None:
+        return self._error
+
+    @property
+    def steer_count(self) -> int:
+        """Steers waiting for the next request boundary."""
+        return len(self._steers)
+
+    @property
+    def pending_count(self) -> int:
+        """Steers and injected items waiting for the next request boundary."""
+        return len(self._steers) + len(self._injected)
+
+    # -- the lifecycle (_turn_phase) -------------------------------------------------
+
+    def _move(self, target: TurnPhase) -> None:
+        self._phase = advance(self.turn_id, self._phase, target)
+
+    def start(self) -> None:
+        """The runner picked it: it runs (and takes steers, unless it is a compaction)."""
+        self._move(TurnPhase.RUNNING if self.compact else TurnPhase.STEERABLE)
+        self._ran = True
+        self.started.set()
+
+    def stop_steering(self) -> None:
+        """The runner decided to finish it: from now on a steer is refused."""
+        self._move(TurnPhase.RUNNING)
+
+    def cancel(self) -> bool:
+        """Cancel the running turn: it takes no more steers and its scope is cancelled.
+        False (nothing done) unless it runs and is not being cancelled already."""
+        if self._phase is not TurnPhase.STEERABLE and self._phase is not TurnPhase.RUNNING:
+            return False
+        self._move(TurnPhase.CANCELLING)
+        self.cancel_scope.cancel()
+        return True
+
+    def terminal_reported(self) -> None:
+        """Its one terminal event (``run.completed`` or ``run.failed``) was emitted."""
+        self._move(TurnPhase.ENDING)
+
     def finish(self, status: TurnStatus, *, result: TurnResult | None = None,
                error: AgentError | None = None) -> None:
-        self.status = status
-        self.steerable = False
-        self.result = result
-        self.error = error
+        """Publish the outcome: ``result()`` returns or raises it from now on."""
+        self._move(ended_phase(self.turn_id, status))
+        self._result = result
+        self._error = error
         self.started.set()  # nobody waits for a start that will never come
         self.done.set()
+
+    # -- pending input -----------------------------------------------------------------
+
+    def _require_steerable(self, what: str) -> None:
+        if self._phase is not TurnPhase.STEERABLE:
+            raise TurnPhaseError(f"internal error: turn {self.turn_id} took {what} while {self._phase.name}")
+
+    def add_steer(self, text: str) -> None:
+        """A steer joins at the next request boundary (only while steerable)."""
+        self._require_steerable("a steer")
+        self._steers.append(text)
+        self.activity.notify("steer")
+
+    def add_items(self, items: Iterable[dict[str, Any]]) -> None:
+        """Raw items join at the next request boundary (only while steerable)."""
+        self._require_steerable("injected items")
+        self._injected.extend(items)
+        self.activity.notify("steer")
+
+    def next_steer(self) -> str | None:
+        """The oldest waiting steer, taken (None when none waits)."""
+        return self._steers.popleft() if self._steers else None
+
+    def take_injected(self) -> list[dict[str, Any]]:
+        """The waiting injected items, taken."""
+        items, self._injected = self._injected, []
+        return items
 
 
 class QueuedTurns(Protocol):
@@ -240,16 +324,14 @@ class TurnControl(metaclass=NoPublicConstructor):
         Raises ``TurnNotCancellable`` if it already finished or was cancelled.
         """
         state = self._state
-        if state.status is TurnStatus.QUEUED:
+        if state.phase is TurnPhase.QUEUED:
             self._queue.cancel_queued(state)
             await trio.lowlevel.checkpoint()
             return
-        if state.status is not TurnStatus.RUNNING or state.cancel_scope.cancel_called:
+        if not state.cancel():
             raise TurnNotCancellable(
                 f"turn {state.turn_id} is {state.status.value} and cannot be cancelled"
             )
-        state.steerable = False
-        state.cancel_scope.cancel()
         await state.done.wait()
 
 
@@ -316,17 +398,16 @@ class Turn(metaclass=NoPublicConstructor):
         if state.compact:
             raise TurnNotSteerable(f"turn {state.turn_id} is a compaction and takes no steers; prompt() or "
                                    "submit() queue a turn after it")
-        if state.status is not TurnStatus.RUNNING or not state.steerable:
+        if not state.steerable:
             raise TurnNotSteerable(
                 f"turn {state.turn_id} is {state.status.value}; only a running turn can be steered"
             )
-        if len(state.steers) >= STEER_CAPACITY:
+        if state.steer_count >= STEER_CAPACITY:
             raise SteerQueueFull(
                 f"turn {state.turn_id} already has {STEER_CAPACITY} pending steers; "
                 "wait for the next model boundary before steering again"
             )
-        state.steers.append(text)
-        state.activity.notify("steer")
+        state.add_steer(text)
         if state.on_steer is not None:
             state.on_steer(text, interrupt)
         if interrupt:

@@ -153,7 +153,7 @@ class TurnQueue:
     def pending_input_for(self, state: TurnState) -> bool:
         """Input is waiting for running turn ``state``: a steer, an injected item, mail,
         a queued prompt, or items injected while idle."""
-        return bool(state.steers or state.injected or self._queued or self.idle_items or len(self.mailbox))
+        return bool(state.pending_count or self._queued or self.idle_items or len(self.mailbox))
 
     def _wake(self) -> None:
         self._wakeup.set()
