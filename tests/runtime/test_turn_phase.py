@@ -8,10 +8,13 @@ import itertools
 import re
 
 import pytest
+import trio
 
 from trio_agent._runtime import _turn_phase
+from trio_agent._runtime._pending_input import submit
 from trio_agent._runtime._turn import Prompt, TurnState, TurnStatus
 from trio_agent._runtime._turn_phase import TRANSITIONS, TurnPhase, TurnPhaseError, advance, status_of
+from trio_agent._runtime._turn_queue import TurnQueue
 from trio_agent._wire.request import RequestSettings
 
 P = TurnPhase
@@ -130,3 +133,37 @@ async def test_a_turn_cannot_end_as_queued_or_running() -> None:
     for status in (TurnStatus.QUEUED, TurnStatus.RUNNING):
         with pytest.raises(TurnPhaseError, match=f"cannot end as {status.name}"):
             state.finish(status)
+
+
+# -- steering tasks add input only while the turn is steerable ------------------------------
+
+
+class _Reporter:
+    def cancelled_without_running(self, state: TurnState, error: object) -> None:
+        pass
+
+
+async def test_items_submitted_as_the_turn_finishes_start_a_turn_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``submit(items)`` finds a steerable turn, and the turn finishes during its
+    checkpoint: the items start a turn (as a prompt does), they are not added to the
+    finished one."""
+    queue = TurnQueue(_Reporter())  # type: ignore[arg-type]
+    live = queue.accept(Prompt("first"), SETTINGS)
+    assert await queue.next() is live
+    live.start()
+    real = trio.lowlevel.checkpoint
+
+    async def runner_finishes_meanwhile() -> None:
+        monkeypatch.undo()
+        live.stop_steering()
+        live.terminal_reported()
+        live.finish(TurnStatus.COMPLETED)
+        queue.finished(live)
+        await real()
+
+    monkeypatch.setattr(trio.lowlevel, "checkpoint", runner_finishes_meanwhile)
+    submission = await submit(queue, [{"type": "message"}], SETTINGS)
+    assert submission.kind == "started" and submission.turn.turn_id == 2
+    assert live.pending_count == 0

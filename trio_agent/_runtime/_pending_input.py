@@ -62,14 +62,16 @@ async def submit(queue: TurnQueue, given: TurnInput, settings: RequestSettings) 
         turn = Turn._create(live, queue)
         if not isinstance(given, Prompt):
             await trio.lowlevel.checkpoint()
-            live.add_items(given)
-            return Submission("steered", turn)
-        try:
-            await turn.steer(given.text)
-        except TurnNotSteerable:
-            pass  # it decided to finish in the meantime: start a turn instead
+            if live.steerable:  # else it decided to finish in the meantime: start a turn instead
+                live.add_items(given)
+                return Submission("steered", turn)
         else:
-            return Submission("steered", turn)
+            try:
+                await turn.steer(given.text)
+            except TurnNotSteerable:
+                pass  # it decided to finish in the meantime: start a turn instead
+            else:
+                return Submission("steered", turn)
     return Submission("started", _accept(queue, given, settings))
 
 
