@@ -11,7 +11,7 @@ A turn's state (``TurnState``, in ``_turn``) is in exactly one phase. Its public
     CANCELLING  runs; its cancellation was requested (no more steers)      running
     ENDING      emitted its one terminal event (``run.completed`` or       running (queued when
                 ``run.failed``); its outcome is not published yet          it never ran)
-    COMPLETED   published its result (``Turn.result()`` returns it)       completed
+    COMPLETED   published its result (``Turn.result()`` returns it)        completed
     FAILED      published its error                                        failed
     CANCELLED   published its cancellation                                 cancelled
 
@@ -23,10 +23,10 @@ The transitions (``TRANSITIONS`` below says the same; any other raises
     QUEUED -> ENDING             terminal_reported(): a queued turn is cancelled
     STEERABLE -> RUNNING         stop_steering(): the runner planned to finish the turn
     STEERABLE -> CANCELLING      cancel()
-    STEERABLE -> ENDING          terminal_reported(): failed, or cancelled from outside
+    STEERABLE -> ENDING          terminal_reported(): failed, or the agent was cancelled
     RUNNING -> CANCELLING        cancel()
-    RUNNING -> ENDING            terminal_reported(): completed, failed, or cancelled from outside
-    CANCELLING -> ENDING         terminal_reported(): cancelled (or it ended first)
+    RUNNING -> ENDING            terminal_reported(): completed, failed, or the agent was cancelled
+    CANCELLING -> ENDING         terminal_reported(): cancelled (or it ended before the cancellation landed)
     ENDING -> COMPLETED          finish()
     ENDING -> FAILED             finish()
     ENDING -> CANCELLED          finish()
