@@ -10,7 +10,7 @@ rollout's end only (``read_last_turn``), never the whole file:
   ``completed``, when the rollout says it ended and only the record's ``turn`` line
   is missing) -- unless the rollout has nothing of it but its start line (no prompt,
   nothing committed: the model gets nothing of it either);
-- else the rollout's last turn, when it is a killed turn (``_rollout_closing``) the
+- else the rollout's last turn, when it is a killed turn (``_rollout._closing``) the
   record never saw start (the kill came within the few writes between the journal's
   ``task_started`` and the record's ``turn_started``): rebuilt from its lines alone,
   with the rollout's id for its own.
@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 
 from .._errors import InvalidSessionSnapshot
 from .._rollout import RolloutWarning
-from .._rollout_closing import is_killed, read_last_turn
+from .._rollout._closing import is_killed, read_last_turn
 from ._turn_durability import restored_turn
 
 if TYPE_CHECKING:
-    from .._rollout_lines import TurnLines
+    from .._rollout._lines import TurnLines
     from .._runtime import Agent
     from ._server import AppServer, ThreadState
     from ._shapes import TurnRecord
