@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._session.summary import is_summary
 from ._connection import Connection, Reply
-from ._items import Out
 from ._jsonrpc import InvalidParams, InvalidRequest
+from ._outs import Out
 from ._params import Params, shown
 
 if TYPE_CHECKING:

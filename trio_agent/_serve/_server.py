@@ -69,8 +69,9 @@ from ._dynamic import (
     parse_dynamic_tools,
     parse_reply,
 )
-from ._items import DynamicOutcome, Out, ThreadMapper
+from ._items import ThreadMapper
 from ._jsonrpc import InvalidRequest, Notification, Request, RpcError, encode, notification_message
+from ._outs import DynamicOutcome, Out
 from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._reviewer import AUTO_REVIEW_RATIONALE, auto_review_notifications, is_automatic, reviewer_json
 from ._shapes import ThreadMeta, TurnRecord, thread_json

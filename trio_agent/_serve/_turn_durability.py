@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any
 from .._events import AgentEvent, EventKind
 from .._rollout._closing import is_abort_marker
 from .._runtime._sessions import codex_turn_id
-from ._items import Out, ThreadMapper, TurnMapper, UserInput
+from ._items import ThreadMapper, TurnMapper, UserInput
+from ._outs import Out
 from ._shapes import TurnRecord
 from ._tool_items import text_of
 
