@@ -54,8 +54,8 @@ from ._tool_items import text_of
 
 if TYPE_CHECKING:
     from .._rollout._lines import TurnLines
-    from ._server import ThreadState
     from ._store import StartedTurn, ThreadStore
+    from ._thread_state import ThreadState
 
 __all__ = ["RECORDED", "record_progress", "restored_turn"]
 
