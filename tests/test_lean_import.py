@@ -31,7 +31,7 @@ NEVER = (
 # that runs workers, ``Tools.with_collaboration``).
 PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
             "trio_agent._tools.exec_command", "trio_agent._tools.apply_patch", "trio_agent._tools.code_mode",
-            "trio_agent._runtime._workers")
+            "trio_agent._runtime._workers", "trio_agent._runtime._worker_state")
 # Loaded when the agent connects, not by ``import trio_agent``.
 TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocket", "trio_agent._local_model")
 # Loaded by the first read of one of their public names (``trio_agent.__getattr__``):
