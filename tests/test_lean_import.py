@@ -31,7 +31,7 @@ NEVER = (
 # that runs workers, ``Tools.with_collaboration``).
 PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
             "trio_agent._tools.exec_command", "trio_agent._tools.apply_patch", "trio_agent._tools.code_mode",
-            "trio_agent._runtime._workers")
+            "trio_agent._runtime._workers", "trio_agent._runtime._worker_state")
 # Loaded when the agent connects, not by ``import trio_agent``.
 TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocket", "trio_agent._local_model")
 # Loaded by the first read of one of their public names (``trio_agent.__getattr__``):
@@ -54,6 +54,12 @@ ON_FIRST_READ = ("trio_agent._threads", "trio_agent._rollout", "trio_agent._tool
                  "trio_agent._event_payloads._tool")
 
 REPORT = "import json, sys\nprint(json.dumps([sys.modules['trio_agent'].__file__, sorted(sys.modules)]))\n"
+
+
+def _with_modules(*names: str) -> set[str]:
+    """``names``, each a package whose ``__init__`` imports all of its modules with them."""
+    return {f"{name}.{path.stem}" if path.stem != "__init__" else name for name in names
+            for path in Path(TREE, *name.split(".")).glob("*.py")}
 
 
 def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
@@ -91,7 +97,8 @@ def test_a_lazy_name_loads_its_module_on_first_read(tmp_path: Path) -> None:
                  "trio_agent._tracing._sink", "trio_agent._runtime._statistics", "trio_agent._runtime._submission",
                  "trio_agent._tools._context", "trio_agent._tools._approval_request",
                  "trio_agent._wire.output_schema"}
-    assert _loaded(modules, ON_FIRST_READ) == sorted(set(ON_FIRST_READ) - untouched)
+    loaded = set(ON_FIRST_READ) - untouched | _with_modules("trio_agent._rollout")
+    assert _loaded(modules, ON_FIRST_READ) == sorted(loaded)
 
 
 def test_a_lazy_name_whose_module_fails_says_so(tmp_path: Path) -> None:
@@ -127,7 +134,7 @@ def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_
     assert "trio_agent._local_model" in modules and "trio_agent._cli_run" in modules  # it did run
     assert _loaded(modules, NEVER) == []
     assert _loaded(modules, PER_CALL) == []
-    kept = ["trio_agent._rollout", "trio_agent._session.snapshot"] if keeps else []
+    kept = sorted(_with_modules("trio_agent._rollout") | {"trio_agent._session.snapshot"}) if keeps else []
     assert _loaded(modules, ON_FIRST_READ) == kept
 
 

@@ -538,6 +538,7 @@ RUNTIME_RANKS = {
     "_construction": 0,  # NoPublicConstructor: the handles only the library makes
     "_prompt_settings": 0,  # the settings a turn accepted now gets
     "_turn_phase": 0,  # the turn's lifecycle: phases and transitions
+    "_worker_state": 0,  # one worker as the worker tools keep it
     "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 from trio_agent._config import ChatGptAuth, ChatGptAuthSnapshot
-from trio_agent._serve._account import Account
+from trio_agent._serve._credential import Account
 from trio_agent.testing import AppServerClient, AppServerError
 
 from ._harness import Harness, app_server, assert_quiet, run_turn, start_thread

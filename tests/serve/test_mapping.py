@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from trio_agent import AgentEvent, EventKind, ThreadStatus
-from trio_agent._serve._items import DynamicOutcome, Out, ThreadMapper, UserInput
+from trio_agent._serve._items import ThreadMapper, UserInput
+from trio_agent._serve._outs import DynamicOutcome, Out
 
 from ._schema import check
 

@@ -19,11 +19,12 @@ import trio.testing
 import trio_agent as ta
 from trio_agent._ids import uuid7
 from trio_agent._serve._jsonrpc import InvalidRequest
+from trio_agent._serve._off_loop import off_loop
 from trio_agent._serve._params import Params
 from trio_agent._serve._server import AppServer
 from trio_agent._serve._shapes import ThreadMeta
 from trio_agent._serve._store import ThreadStore
-from trio_agent._serve._thread_index import FULL_CHECK_EVERY, off_loop
+from trio_agent._serve._thread_index import FULL_CHECK_EVERY
 from trio_agent._serve._thread_list import _SORT_KEYS, ListFilter
 from trio_agent._serve._thread_methods import any_thread_view, page
 

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent._serve._thread_index import off_loop
+from trio_agent._serve._off_loop import off_loop
 from trio_agent.testing import AppServerError
 
 from ._harness import app_server

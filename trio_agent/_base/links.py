@@ -22,7 +22,7 @@ class Links(Protocol):
     """The higher parts the configuration layer calls, each imported only when called."""
 
     def rollout_type(self) -> type[Any]:
-        """``RolloutConfig`` (``_rollout.py``)."""
+        """``RolloutConfig`` (``_rollout``)."""
         ...
 
     def tracing_type(self) -> type[Any]:

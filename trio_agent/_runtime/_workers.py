@@ -26,167 +26,40 @@ tool's output (or ``reload``'s error) says why. Each load runs ``watch`` again.
 
 Bounds: at most ``max_workers`` at once (suspended ones included), and per worker at
 most ``TURN_BACKLOG`` turns waiting to be reported. Model mistakes are failed tool
-outputs.
+outputs. One worker's state and its phases are ``_worker_state``'s.
 """
 
 from __future__ import annotations
 
-import enum
 import json
 import re
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
 
 import trio
 
-from .._errors import AgentClosed, AgentError, SteerQueueFull, TurnCancelled, TurnFailed
-from .._events import AgentEvents
+from .._errors import AgentClosed, AgentError, SteerQueueFull
 from .._session.snapshot import SessionSnapshot
 from .._tools._namespaces import CollaborationOptions
 from ._tool_runner import ToolOutcome, json_text
+from ._worker_state import TURN_BACKLOG, A, Phase, Worker, WorkerAgent, discard_events, single_agent_error, turn_text
 
 if TYPE_CHECKING:
-    from ._input import Mail
-    from ._submission import Submission
     from ._turn import Turn
 
 __all__ = ["TURN_BACKLOG", "WorkerAgent", "Workers"]
 
-TURN_BACKLOG = 4  # turns of one worker waiting to be reported (beyond the one being reported)
-FAILURE_TEXT_LIMIT = 500  # characters of a failed turn's error in its mail
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-class _Counters(Protocol):
-    @property
-    def running_turn(self) -> int | None: ...
-
-    @property
-    def turns_queued(self) -> int: ...
-
-
-class _WorkerHooks(Protocol):
-    """What the worker tools use of a worker's ``HostHooks`` (its suspension)."""
-
-    def as_worker(self, *, unload: Callable[[], bool], automatic: Callable[[Turn], None]) -> None: ...
-
-    def suspended_state(self) -> tuple[SessionSnapshot, list[Mail]]: ...
-
-    def restore_mail(self, mail: list[Mail]) -> None: ...
-
-
-class WorkerAgent(Protocol):
-    """What the worker tools use of a worker (an ``Agent``)."""
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def session_id(self) -> str: ...
-
-    @property
-    def events(self) -> AgentEvents: ...
-
-    async def prompt(self, prompt: str) -> Turn: ...
-
-    async def submit(self, given: str) -> Submission: ...
-
-    async def post_mail(self, author: str, text: str, *, trigger_turn: bool = False) -> Turn | None: ...
-
-    async def post_to_parent(self, text: str, *, trigger_turn: bool = False) -> Turn | None: ...
-
-    def statistics(self) -> _Counters: ...
-
-    @property
-    def _host(self) -> _WorkerHooks: ...
-
-
-A = TypeVar("A", bound=WorkerAgent)
 
 
 def _shown(value: Any) -> str:
     return json.dumps(value)[:60]
 
 
-class _Phase(enum.Enum):
-    STARTING = "starting"  # spawn_agent has not returned yet
-    LOADED = "loaded"
-    SUSPENDED = "suspended"  # its agent is closed; a tool reaching it reloads it
-    LOADING = "loading"  # a reload is under way
-
-
-class _Worker(Generic[A]):
-    __slots__ = (  # noqa: RUF023  # field order
-        "name", "path", "agent", "scope", "started", "closed", "turns", "phase", "changed", "unload_wanted",
-        "reload_wanted", "reporting", "unload_after_report", "session_id", "snapshot", "held_mail", "load_error",
-    )
-
-    def __init__(self, name: str, path: str) -> None:
-        self.name = name
-        self.path = path
-        self.agent: A | None = None
-        self.scope = trio.CancelScope()
-        self.started = False  # running in the agent's nursery (spawn_agent has returned)
-        self.closed = trio.Event()
-        self.turns: trio.MemorySendChannel[Turn] | None = None
-        self.phase = _Phase.STARTING
-        self.changed = trio.Event()  # set (and replaced) at each phase change
-        self.unload_wanted = trio.Event()
-        self.reload_wanted = trio.Event()
-        self.reporting = False  # a finished turn is being reported to the parent
-        self.unload_after_report = False  # an unload asked while reporting: done once the reports are
-        self.session_id: str | None = None
-        self.snapshot: SessionSnapshot | None = None  # while suspended: its history
-        self.held_mail: list[Mail] = []  # while suspended: mail it had not read
-        self.load_error: AgentError | None = None  # why the latest reload failed
-
-    def set_phase(self, phase: _Phase) -> None:
-        self.phase = phase
-        self.changed.set()
-        self.changed = trio.Event()
-
-    def busy(self) -> bool:
-        if self.agent is None:
-            return self.phase is not _Phase.SUSPENDED  # starting or reloading
-        stats = self.agent.statistics()
-        return stats.running_turn is not None or stats.turns_queued > 0
-
-    def backlog_full(self) -> bool:
-        return self.turns is None or self.turns.statistics().current_buffer_used >= TURN_BACKLOG
-
-    def summary(self, status: str, **extra: Any) -> str:
-        return json_text({"name": self.name, "path": self.path, "status": status, **extra})
-
-
-async def _turn_text(turn: Turn) -> str:
-    """What a finished worker turn tells its parent."""
-    try:
-        result = await turn.result()
-    except TurnCancelled:
-        return "(My turn was cancelled before it finished.)"
-    except TurnFailed as exc:
-        text = str(exc)
-        if len(text) > FAILURE_TEXT_LIMIT:
-            text = text[: FAILURE_TEXT_LIMIT - 3] + "..."
-        return f"(My turn failed: {text})"
-    return result.final_message if result.final_message.strip() else "(My turn ended without a final message.)"
-
-
-def _single_agent_error(group: BaseExceptionGroup[BaseException]) -> AgentError | None:
-    while len(group.exceptions) == 1:
-        only = group.exceptions[0]
-        if isinstance(only, AgentError):
-            return only
-        if not isinstance(only, BaseExceptionGroup):
-            return None
-        group = only
-    return None
-
-
-async def _discard_events(agent: WorkerAgent) -> None:
-    async for _ in agent.events:
-        pass
+def _summary(worker: Worker[A], status: str, **extra: Any) -> str:
+    """A worker tool's output: the worker's name, path and status, and ``extra``."""
+    return json_text({"name": worker.name, "path": worker.path, "status": status, **extra})
 
 
 class Workers(Generic[A]):
@@ -210,7 +83,7 @@ class Workers(Generic[A]):
         self._reopen = reopen
         self._watch = watch
         self._nursery = nursery
-        self._workers: dict[str, _Worker[A]] = {}
+        self._workers: dict[str, Worker[A]] = {}
         self._closed = False
 
     def close(self) -> None:
@@ -230,13 +103,13 @@ class Workers(Generic[A]):
             return ToolOutcome(refusal, "failed")
         assert not isinstance(fields, str)
         name, task = fields
-        worker: _Worker[A] = _Worker(name, f"{self._path}/{name}")
+        worker: Worker[A] = Worker(name, f"{self._path}/{name}")
         self._workers[name] = worker  # the slot is taken before the first await
         try:
             await self._nursery.start(self._run, worker, task)
         except AgentError as exc:
             return ToolOutcome(f"collaboration.spawn_agent could not start worker {name!r}: {exc}", "failed")
-        return ToolOutcome(worker.summary(
+        return ToolOutcome(_summary(worker,
             "running", message=f"Worker {worker.path} started; its answer will arrive as a message from it.",
         ), "completed")
 
@@ -262,8 +135,8 @@ class Workers(Generic[A]):
             return ToolOutcome(f"collaboration.send_input to {worker.path} failed: {exc}", "failed")
         if submission.kind == "started":
             worker.turns.send_nowait(submission.turn)  # room was checked above, with no await since
-            return ToolOutcome(worker.summary("running", delivered="new_turn"), "completed")
-        return ToolOutcome(worker.summary("running", delivered="joined_running_turn"), "completed")
+            return ToolOutcome(_summary(worker, "running", delivered="new_turn"), "completed")
+        return ToolOutcome(_summary(worker, "running", delivered="joined_running_turn"), "completed")
 
     async def send_message(self, arguments: Any) -> ToolOutcome:
         """Queue-only mail for the worker: its running turn's next request, or its next turn."""
@@ -287,7 +160,7 @@ class Workers(Generic[A]):
         except AgentError as exc:  # a reload that failed, a full mailbox, a worker closing
             return ToolOutcome(f"collaboration.{tool} to {worker.path} failed: {exc}", "failed")
         delivered = "new_turn" if turn is not None else "mail" if not worker.busy() else "joined_running_turn"
-        return ToolOutcome(worker.summary("running" if worker.busy() else "idle", delivered=delivered), "completed")
+        return ToolOutcome(_summary(worker, "running" if worker.busy() else "idle", delivered=delivered), "completed")
 
     async def reload(self, name: str) -> A:
         """Worker ``name``'s agent, reopened first if it was suspended (``AgentError``
@@ -297,34 +170,34 @@ class Workers(Generic[A]):
             raise AgentClosed(f"{self._path} runs no worker named {name!r}")
         return await self._loaded(worker)
 
-    async def _loaded(self, worker: _Worker[A]) -> A:
+    async def _loaded(self, worker: Worker[A]) -> A:
         """The worker's agent; a suspended worker is reloaded first (one reload at a time,
         shared by everyone waiting). Raises the reload's ``AgentError`` when it failed."""
         asked = False
         while True:
-            if worker.phase is _Phase.LOADED and worker.agent is not None:
+            if worker.phase is Phase.LOADED and worker.agent is not None:
                 await trio.lowlevel.checkpoint()
                 return worker.agent
-            if worker.phase is _Phase.SUSPENDED:
+            if worker.phase is Phase.SUSPENDED:
                 if asked:  # the reload this call asked for failed
                     raise worker.load_error or AgentClosed(f"worker {worker.path} could not be reloaded")
                 asked = True
                 worker.load_error = None
-                worker.set_phase(_Phase.LOADING)
+                worker.set_phase(Phase.LOADING)
                 worker.reload_wanted.set()
             if worker.closed.is_set():
                 raise AgentClosed(f"worker {worker.path} has closed")
             await worker.changed.wait()
 
-    def _request_unload(self, worker: _Worker[A]) -> bool:
+    def _request_unload(self, worker: Worker[A]) -> bool:
         """Suspend the worker if it is idle (once the turns it finished are reported);
         False -- nothing happens -- while a turn of it runs or waits."""
-        if worker.phase is not _Phase.LOADED or worker.busy():
+        if worker.phase is not Phase.LOADED or worker.busy():
             return False
         worker.unload_wanted.set()
         return True
 
-    def _automatic(self, worker: _Worker[A], turn: Turn) -> None:
+    def _automatic(self, worker: Worker[A], turn: Turn) -> None:
         """An automatic turn of the worker (mail started it): its answer is reported too."""
         if worker.turns is not None:
             try:
@@ -341,7 +214,7 @@ class Workers(Generic[A]):
         previous = "running" if worker.busy() else "idle"
         worker.scope.cancel()
         await worker.closed.wait()  # its running turn has ended (cancelled) and it has closed
-        return ToolOutcome(worker.summary("closed", previous_status=previous), "completed")
+        return ToolOutcome(_summary(worker, "closed", previous_status=previous), "completed")
 
     # -- arguments and refusals -----------------------------------------------------------
 
@@ -360,7 +233,7 @@ class Workers(Generic[A]):
                     f"got {_shown(values[0])}")
         return tuple(values)
 
-    def _find(self, tool: str, arguments: Any, *fields: str) -> tuple[_Worker[A], tuple[str, ...]] | str:
+    def _find(self, tool: str, arguments: Any, *fields: str) -> tuple[Worker[A], tuple[str, ...]] | str:
         """The started worker a call names, with the call's fields, or a failure message."""
         values = self._fields(tool, arguments, *fields)
         if isinstance(values, str):
@@ -388,7 +261,7 @@ class Workers(Generic[A]):
 
     # -- a worker's life ----------------------------------------------------------------
 
-    async def _run(self, worker: _Worker[A], task: str, *,
+    async def _run(self, worker: Worker[A], task: str, *,
                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The worker's whole life: open it, prompt it, report its turns until closed."""
         send, receive = trio.open_memory_channel["Turn"](TURN_BACKLOG)
@@ -398,7 +271,7 @@ class Workers(Generic[A]):
         except BaseExceptionGroup as group:
             # A worker that cannot start (its tools_factory failed, ...) is the spawning
             # tool's failed output, not a crash of the agent.
-            if worker.started or (failure := _single_agent_error(group)) is None:
+            if worker.started or (failure := single_agent_error(group)) is None:
                 raise
             raise failure from None
         finally:
@@ -408,7 +281,7 @@ class Workers(Generic[A]):
         if not worker.started:  # closed while starting: nursery.start() needs an answer
             raise AgentClosed(f"the agent closed before worker {worker.path} started")
 
-    async def _live(self, worker: _Worker[A], task: str, receive: trio.MemoryReceiveChannel[Turn],
+    async def _live(self, worker: Worker[A], task: str, receive: trio.MemoryReceiveChannel[Turn],
                     task_status: trio.TaskStatus[None]) -> None:
         # The watcher runs beside each load of the worker and may outlive it by as long as
         # it takes to read the last events (they end when that agent has closed). Without
@@ -425,12 +298,12 @@ class Workers(Generic[A]):
                         await self._load(worker, self._reopen(worker.name, worker.session_id, worker.snapshot),
                                          receive, watchers)
                     except AgentError as exc:
-                        if worker.phase is not _Phase.LOADING:
+                        if worker.phase is not Phase.LOADING:
                             raise
                         worker.load_error = exc  # it stays suspended; whoever asked is told why
-                        worker.set_phase(_Phase.SUSPENDED)
+                        worker.set_phase(Phase.SUSPENDED)
 
-    async def _load(self, worker: _Worker[A], opening: AbstractAsyncContextManager[A],
+    async def _load(self, worker: Worker[A], opening: AbstractAsyncContextManager[A],
                     receive: trio.MemoryReceiveChannel[Turn], watchers: trio.Nursery, task: str | None = None,
                     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """One load of the worker: open it, run it until it is suspended (or closed)."""
@@ -442,18 +315,18 @@ class Workers(Generic[A]):
                                   automatic=lambda turn: self._automatic(worker, turn))
             agent._host.restore_mail(worker.held_mail)
             worker.held_mail = []
-            watchers.start_soon(self._watch or _discard_events, agent)
+            watchers.start_soon(self._watch or discard_events, agent)
             if task is not None:
                 worker.turns.send_nowait(await agent.prompt(task))
                 task_status.started()
                 worker.started = True
-            worker.set_phase(_Phase.LOADED)
+            worker.set_phase(Phase.LOADED)
             await self._serve(worker, agent, receive)
         worker.snapshot, worker.held_mail = agent._host.suspended_state()  # after its close: nothing is missed
         worker.agent = None
-        worker.set_phase(_Phase.SUSPENDED)
+        worker.set_phase(Phase.SUSPENDED)
 
-    async def _serve(self, worker: _Worker[A], agent: A, receive: trio.MemoryReceiveChannel[Turn]) -> None:
+    async def _serve(self, worker: Worker[A], agent: A, receive: trio.MemoryReceiveChannel[Turn]) -> None:
         """Report the worker's turns; return when it was asked to unload while idle."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._report, worker, agent, receive)
@@ -468,12 +341,12 @@ class Workers(Generic[A]):
                 nursery.cancel_scope.cancel()
                 return
 
-    async def _report(self, worker: _Worker[A], agent: A, receive: trio.MemoryReceiveChannel[Turn]) -> None:
+    async def _report(self, worker: Worker[A], agent: A, receive: trio.MemoryReceiveChannel[Turn]) -> None:
         while True:
             turn = await receive.receive()
             worker.reporting = True
             try:
-                text = await _turn_text(turn)
+                text = await turn_text(turn)
                 try:
                     await agent.post_to_parent(text, trigger_turn=self._options.trigger_turn)
                 except AgentError:

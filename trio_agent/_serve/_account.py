@@ -29,52 +29,19 @@ the server started with is its own and stays (``account/read`` shows it again).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .._config import ChatGptAuth
 from ._connection import Connection, Reply
 from ._jsonrpc import InvalidParams, InvalidRequest
 from ._params import Params, shown
 
 if TYPE_CHECKING:
-    from ._server import AppServer
+    from ._context import ServerContext
 
-__all__ = ["LOCAL_PROVIDER", "METHODS", "Account"]
+__all__ = ["METHODS"]
 
-Json = dict[str, Any]
-LOCAL_PROVIDER = "trio-agent-local"
 MAX_KEY_LENGTH = 4096
 _OTHER_LOGINS = ("chatgpt", "chatgptDeviceCode", "chatgptAuthTokens", "amazonBedrock", "amazonBedrockAccessKeys")
-
-
-class Account:
-    """The server's credential: the one it started with, or a key a client gave."""
-
-    def __init__(self, auth: str | ChatGptAuth, model_provider: str) -> None:
-        self._started_with = auth
-        self.local = model_provider == LOCAL_PROVIDER
-        self.given_key: str | None = None
-
-    @property
-    def auth(self) -> str | ChatGptAuth:
-        """What new threads authenticate with."""
-        return self.given_key if self.given_key is not None else self._started_with
-
-    def read(self) -> Json:
-        """The ``GetAccountResponse``."""
-        if self.local and self.given_key is None:
-            return {"account": None, "requiresOpenaiAuth": False}
-        if isinstance(self.auth, ChatGptAuth):
-            account: Json = {"type": "chatgpt", "email": None, "planType": "unknown"}
-        else:
-            account = {"type": "apiKey"}
-        return {"account": account, "requiresOpenaiAuth": True}
-
-    def auth_mode(self) -> str | None:
-        """``AuthMode`` of ``account/updated``."""
-        if self.local and self.given_key is None:
-            return None
-        return "chatgpt" if isinstance(self.auth, ChatGptAuth) else "apikey"
 
 
 def _api_key(params: Params) -> str:
@@ -88,18 +55,18 @@ def _api_key(params: Params) -> str:
     return key
 
 
-async def account_read(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def account_read(server: ServerContext, conn: Connection, params: Params) -> Reply:
     params.opt_bool("refreshToken")  # nothing to refresh: a Codex login refreshes itself when it must
     return Reply(server.account.read())
 
 
-def _announce(server: AppServer, *, login: bool) -> None:
+def _announce(server: ServerContext, *, login: bool) -> None:
     if login:
         server.broadcast("account/login/completed", {"loginId": None, "success": True, "error": None})
     server.broadcast("account/updated", {"authMode": server.account.auth_mode(), "planType": None})
 
 
-async def account_login_start(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def account_login_start(server: ServerContext, conn: Connection, params: Params) -> Reply:
     kind = params.get("type")
     if kind in _OTHER_LOGINS:
         raise InvalidRequest(
@@ -118,13 +85,13 @@ async def account_login_start(server: AppServer, conn: Connection, params: Param
     return Reply({"type": "apiKey"}, after=lambda: _announce(server, login=True))
 
 
-async def account_logout(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def account_logout(server: ServerContext, conn: Connection, params: Params) -> Reply:
     had_key = server.account.given_key is not None
     server.account.given_key = None
     return Reply({}, after=(lambda: _announce(server, login=False)) if had_key else None)
 
 
-async def account_login_cancel(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def account_login_cancel(server: ServerContext, conn: Connection, params: Params) -> Reply:
     params.string("loginId")
     return Reply({"status": "notFound"})  # no browser or device-code login ever runs here
 

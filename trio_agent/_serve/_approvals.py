@@ -1,7 +1,7 @@
 """Approvals over the protocol: a served thread's ``ta.Approvals`` hook asks its clients.
 
 Theory of operation (issue 14 item 5). A thread's agent runs with ``ta.Approvals(policy,
-hook=...)`` whose hook (``AppServer._approver``) turns each ``ta.ApprovalRequest`` into
+hook=...)`` whose hook (``_asking.ClientQuestions.approve``) turns each ``ta.ApprovalRequest`` into
 a server request to the thread's subscribers -- ``item/commandExecution/requestApproval``
 for a command, ``item/fileChange/requestApproval`` for a patch -- and the first answer
 into a ``ta.ApprovalDecision`` (``decision_of``). The request waits until the pump has

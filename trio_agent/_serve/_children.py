@@ -37,7 +37,8 @@ from ._shapes import ThreadMeta
 
 if TYPE_CHECKING:
     from .._runtime import Agent
-    from ._server import AppServer, ThreadState
+    from ._context import ServerContext
+    from ._thread_state import ThreadState
 
 __all__ = ["Children"]
 
@@ -45,7 +46,7 @@ __all__ = ["Children"]
 class Children:
     """The child threads of one app server."""
 
-    def __init__(self, server: AppServer) -> None:
+    def __init__(self, server: ServerContext) -> None:
         self._server = server
         self._joining: dict[str, set[Connection]] = {}  # child id -> clients whose resume reloads it
         self._ready: dict[str, trio.Event] = {}  # child id -> set once its reload is registered

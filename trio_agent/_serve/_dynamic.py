@@ -22,8 +22,8 @@ import trio
 from .._runtime import Agent
 from .._tools import Tools
 from .._tools._context import ToolContext
-from ._items import DynamicOutcome
 from ._jsonrpc import InvalidParams
+from ._outs import DynamicOutcome
 from ._params import shown
 
 __all__ = ["DynamicCalls", "DynamicToolSpec", "Introductions", "build_tools", "parse_dynamic_tools", "parse_reply"]

@@ -41,24 +41,15 @@ import attrs
 
 from .._events import AgentEvent, EventKind
 from .._threads import ThreadStatus
+from ._outs import DynamicOutcome, Out
 from ._shapes import TurnRecord, add_usage, status_json, usage_breakdown
 from ._tool_items import ToolItems, text_of
 from ._tool_turn import TurnTools
 
-__all__ = ["DynamicOutcome", "Out", "ThreadMapper", "TurnMapper", "UserInput"]
+__all__ = ["ThreadMapper", "TurnMapper", "UserInput"]
 
 Json = dict[str, Any]
 _PHASES = ("commentary", "partial_answer", "final_answer")
-
-
-@attrs.frozen
-class Out:
-    """One notification; ``broadcast`` ones go to every initialized connection, the
-    others to the thread's subscribers."""
-
-    method: str
-    params: Json
-    broadcast: bool = False
 
 
 @attrs.frozen
@@ -77,14 +68,6 @@ class UserInput:
         return [{"type": "text", "text": self.text, "text_elements": []}]
 
 
-@attrs.frozen
-class DynamicOutcome:
-    """The client's answer to an ``item/tool/call`` (or the failure standing in for it)."""
-
-    content_items: tuple[Json, ...]
-    success: bool
-
-
 class TurnMapper:
     """One turn's items. ``record`` is what ``thread/read`` shows of it."""
 
@@ -97,7 +80,7 @@ class TurnMapper:
         self._reasoning: dict[int, str] = {}  # model call index -> open reasoning item id
         self._compactions = 0
         self._messages: set[str] = set()  # agentMessage ids shown in this turn
-        self._tools = TurnTools(self)
+        self._tools: TurnTools = TurnTools(self)
         self._error: str | None = None
         self.ended = False
 

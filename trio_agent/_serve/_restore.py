@@ -10,7 +10,7 @@ rollout's end only (``read_last_turn``), never the whole file:
   ``completed``, when the rollout says it ended and only the record's ``turn`` line
   is missing) -- unless the rollout has nothing of it but its start line (no prompt,
   nothing committed: the model gets nothing of it either);
-- else the rollout's last turn, when it is a killed turn (``_rollout_closing``) the
+- else the rollout's last turn, when it is a killed turn (``_rollout._closing``) the
   record never saw start (the kill came within the few writes between the journal's
   ``task_started`` and the record's ``turn_started``): rebuilt from its lines alone,
   with the rollout's id for its own.
@@ -33,20 +33,21 @@ from typing import TYPE_CHECKING
 
 from .._errors import InvalidSessionSnapshot
 from .._rollout import RolloutWarning
-from .._rollout_closing import is_killed, read_last_turn
+from .._rollout._closing import is_killed, read_last_turn
 from ._turn_durability import restored_turn
 
 if TYPE_CHECKING:
-    from .._rollout_lines import TurnLines
+    from .._rollout._lines import TurnLines
     from .._runtime import Agent
-    from ._server import AppServer, ThreadState
+    from ._context import ServerContext
     from ._shapes import TurnRecord
     from ._store import StoredThread
+    from ._thread_state import ThreadState
 
 __all__ = ["record_restored", "restored_turns"]
 
 
-def restored_turns(server: AppServer, thread_id: str, stored: StoredThread) -> list[TurnRecord]:
+def restored_turns(server: ServerContext, thread_id: str, stored: StoredThread) -> list[TurnRecord]:
     """The turn a killed server left of ``thread_id`` (none or one; see the module
     docstring), ready to follow ``stored.turns``."""
     last = _last_rollout_turn(server, thread_id)
@@ -63,7 +64,7 @@ def restored_turns(server: AppServer, thread_id: str, stored: StoredThread) -> l
     return []
 
 
-def record_restored(server: AppServer, state: ThreadState, agent: Agent, restored: list[TurnRecord]) -> None:
+def record_restored(server: ServerContext, state: ThreadState, agent: Agent, restored: list[TurnRecord]) -> None:
     """After a cold resume: ``restored`` (``restored_turns``) is the thread's now."""
     if not restored or state.meta.ephemeral:
         return
@@ -79,7 +80,7 @@ def _stable_ids(thread_id: str, turn_id: str) -> Callable[[], str]:
     return lambda: str(uuid.uuid5(uuid.NAMESPACE_URL, f"trio-agent:{thread_id}:restored:{turn_id}:{next(count)}"))
 
 
-def _last_rollout_turn(server: AppServer, thread_id: str) -> TurnLines | None:
+def _last_rollout_turn(server: ServerContext, thread_id: str) -> TurnLines | None:
     """The last turn the thread's rollout began, or None (no rollout, no journal, or a
     rollout that cannot be read: then its load says why)."""
     try:

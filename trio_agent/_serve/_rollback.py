@@ -7,7 +7,7 @@ clients written for them, send ``thread/rollback {threadId, numTurns}`` (answere
 the thread and its remaining turns). Both cut the thread at the start of a turn:
 
 - *Where.* Each turn record keeps ``history_end``, the agent's history length when the
-  turn ended, recorded by the pump when nothing else ran (``AppServer._turn_ended``).
+  turn ended, recorded by the pump when nothing else ran (``_pump.Pump._turn_ended``).
   Keeping the first K turns keeps the history up to the end of turn K (for K = 0: the
   start), plus the context messages the next turn began with (the first turn's
   permissions and environment messages, a permissions message after a sandbox or
@@ -38,14 +38,15 @@ from typing import TYPE_CHECKING, Any
 
 from .._session.summary import is_summary
 from ._connection import Connection, Reply
-from ._items import Out
 from ._jsonrpc import InvalidParams, InvalidRequest
+from ._outs import Out
 from ._params import Params, shown
 
 if TYPE_CHECKING:
     from .._runtime import Agent
-    from ._server import AppServer, ThreadState
+    from ._context import ServerContext
     from ._shapes import TurnRecord
+    from ._thread_state import ThreadState
 
 __all__ = ["METHODS"]
 
@@ -134,7 +135,7 @@ def _rewrite_history(agent: Agent, items: list[Json]) -> None:
     agent._ledger._rewrite("rollback", items)
 
 
-def _roll_back(server: AppServer, state: ThreadState, agent: Agent, keep: int, method: str) -> None:
+def _roll_back(server: ServerContext, state: ThreadState, agent: Agent, keep: int, method: str) -> None:
     stats = agent.statistics()
     if stats.running_turn is not None or stats.turns_queued or any(
             turn.status == "inProgress" for turn in state.mapper.turns):
@@ -157,11 +158,11 @@ def _roll_back(server: AppServer, state: ThreadState, agent: Agent, keep: int, m
         server.store.update(meta)
 
 
-def _reverted(server: AppServer, state: ThreadState) -> None:
+def _reverted(server: ServerContext, state: ThreadState) -> None:
     server.publish(state, [Out("thread/reverted", {"threadId": state.thread_id})])
 
 
-async def thread_rollback(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_rollback(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     count = params.opt_int("numTurns", minimum=1)
     if count is None:
@@ -175,7 +176,7 @@ async def thread_rollback(server: AppServer, conn: Connection, params: Params) -
     return Reply({"thread": server.thread_view(state, turns=True)}, after=lambda: _reverted(server, state))
 
 
-async def thread_revert(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_revert(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     before = params.string("beforeTurnId")
     state, agent = server.loaded_state(thread_id)

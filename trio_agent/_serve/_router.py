@@ -27,14 +27,14 @@ from ._params import Params
 from ._shapes import CLI_VERSION
 
 if TYPE_CHECKING:
-    from ._server import AppServer
+    from ._context import ServerContext
 
 __all__ = ["METHODS", "dispatch"]
 
-Handler = Callable[["AppServer", Connection, Params], Awaitable[Reply]]
+Handler = Callable[["ServerContext", Connection, Params], Awaitable[Reply]]
 
 
-async def dispatch(server: AppServer, conn: Connection, request: Request) -> Reply:
+async def dispatch(server: ServerContext, conn: Connection, request: Request) -> Reply:
     handler = METHODS.get(request.method)
     if handler is None:
         raise MethodNotFound(
@@ -64,7 +64,7 @@ async def dispatch(server: AppServer, conn: Connection, request: Request) -> Rep
 PROTOCOL_VERSION = "0.0.0"
 
 
-async def initialize(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def initialize(server: ServerContext, conn: Connection, params: Params) -> Reply:
     if conn.initialized:
         raise InvalidRequest("Already initialized: send `initialize` once per connection")
     info = params.opt_object("clientInfo")
@@ -109,7 +109,7 @@ def model_entry(model: str, *, default: bool, effort: Thinking) -> dict[str, Any
     }
 
 
-async def model_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def model_list(server: ServerContext, conn: Connection, params: Params) -> Reply:
     params.opt_string("cursor")
     limit = params.opt_int("limit")
     configured = server.config.model

@@ -39,14 +39,14 @@ from ._permissions import approval_json
 from ._reviewer import REVIEWERS
 
 if TYPE_CHECKING:
-    from ._server import AppServer
+    from ._context import ServerContext
 
 __all__ = ["METHODS"]
 
 Json = dict[str, Any]
 
 
-def _config(server: AppServer) -> Json:
+def _config(server: ServerContext) -> Json:
     config = server.config
     sandbox = config.sandbox.mode if config.sandbox is not None else SandboxMode.WORKSPACE_WRITE
     return {
@@ -60,13 +60,13 @@ def _config(server: AppServer) -> Json:
     }
 
 
-async def config_read(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def config_read(server: ServerContext, conn: Connection, params: Params) -> Reply:
     params.opt_string("cwd")
     layers = params.opt_bool("includeLayers")
     return Reply({"config": _config(server), "origins": {}, "layers": [] if layers else None})
 
 
-async def config_requirements_read(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def config_requirements_read(server: ServerContext, conn: Connection, params: Params) -> Reply:
     requirements = {
         "allowedApprovalPolicies": ["untrusted", "on-request", "never"],
         "allowedSandboxModes": [mode.value for mode in SandboxMode],
@@ -75,7 +75,7 @@ async def config_requirements_read(server: AppServer, conn: Connection, params: 
     return Reply({"requirements": requirements})
 
 
-def _directories(server: AppServer, params: Params, *, by_thread: bool = False) -> list[str]:
+def _directories(server: ServerContext, params: Params, *, by_thread: bool = False) -> list[str]:
     """``cwds`` asked about, else (``hooks/list``) the named thread's workspace, else the server's."""
     cwds = params.opt_list("cwds") or []
     if not all(isinstance(cwd, str) and cwd for cwd in cwds):
@@ -89,31 +89,31 @@ def _directories(server: AppServer, params: Params, *, by_thread: bool = False) 
     return [os.path.realpath(server.config.resolved_workspace())]
 
 
-async def hooks_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def hooks_list(server: ServerContext, conn: Connection, params: Params) -> Reply:
     return Reply({"data": [{"cwd": cwd, "hooks": [], "warnings": [], "errors": []}
                            for cwd in _directories(server, params, by_thread=True)]})
 
 
-async def skills_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def skills_list(server: ServerContext, conn: Connection, params: Params) -> Reply:
     params.opt_bool("forceReload")
     return Reply({"data": [{"cwd": cwd, "skills": [], "errors": []} for cwd in _directories(server, params)]})
 
 
-async def collaboration_mode_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def collaboration_mode_list(server: ServerContext, conn: Connection, params: Params) -> Reply:
     return Reply({"data": []})
 
 
-async def plugin_installed(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def plugin_installed(server: ServerContext, conn: Connection, params: Params) -> Reply:
     params.opt_list("cwds")
     return Reply({"marketplaces": [], "marketplaceLoadErrors": []})
 
 
-async def plugin_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def plugin_list(server: ServerContext, conn: Connection, params: Params) -> Reply:
     params.opt_list("cwds")
     return Reply({"marketplaces": [], "marketplaceLoadErrors": [], "featuredPluginIds": []})
 
 
-async def empty_page(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def empty_page(server: ServerContext, conn: Connection, params: Params) -> Reply:
     params.opt_string("cursor")
     params.opt_int("limit")
     return Reply({"data": [], "nextCursor": None})

@@ -30,7 +30,7 @@ from ._shapes import ThreadMeta, TurnRecord
 from ._thread_methods import any_thread_view, loaded, stored_meta
 
 if TYPE_CHECKING:
-    from ._server import AppServer
+    from ._context import ServerContext
 
 __all__ = ["METHODS"]
 
@@ -41,13 +41,13 @@ MAX_TURN_PAGE = 200
 _VIEWS = ("notLoaded", "summary", "full")
 
 
-def _meta(server: AppServer, thread_id: str) -> ThreadMeta:
+def _meta(server: ServerContext, thread_id: str) -> ThreadMeta:
     """The settings to change: the loaded thread's own, else its record's."""
     state = loaded(server, thread_id)
     return state.meta if state is not None else stored_meta(server, thread_id)[0]
 
 
-def _save(server: AppServer, meta: ThreadMeta) -> None:
+def _save(server: ServerContext, meta: ThreadMeta) -> None:
     if not meta.ephemeral:
         server.store.update(meta)
 
@@ -63,7 +63,7 @@ def _name(params: Params) -> str | None:
     return name or None  # an empty name clears it
 
 
-async def thread_name_set(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_name_set(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     name = _name(params)
     meta = _meta(server, thread_id)
@@ -73,7 +73,7 @@ async def thread_name_set(server: AppServer, conn: Connection, params: Params) -
                                                                              "threadName": name}))
 
 
-def _set_archived(server: AppServer, params: Params, archived: bool) -> tuple[str, bool]:
+def _set_archived(server: ServerContext, params: Params, archived: bool) -> tuple[str, bool]:
     thread_id = params.string("threadId")
     meta = _meta(server, thread_id)
     if meta.ephemeral:
@@ -86,14 +86,14 @@ def _set_archived(server: AppServer, params: Params, archived: bool) -> tuple[st
     return thread_id, changed
 
 
-async def thread_archive(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_archive(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id, changed = _set_archived(server, params, True)
     if not changed:
         return Reply({})
     return Reply({}, after=lambda: server.broadcast("thread/archived", {"threadId": thread_id}))
 
 
-async def thread_unarchive(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_unarchive(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id, changed = _set_archived(server, params, False)
     thread = any_thread_view(server, thread_id, turns=False)[0]
     if not changed:
@@ -101,7 +101,7 @@ async def thread_unarchive(server: AppServer, conn: Connection, params: Params) 
     return Reply({"thread": thread}, after=lambda: server.broadcast("thread/unarchived", {"threadId": thread_id}))
 
 
-def _turns(server: AppServer, thread_id: str) -> list[TurnRecord]:
+def _turns(server: ServerContext, thread_id: str) -> list[TurnRecord]:
     state = loaded(server, thread_id)
     return list(state.mapper.turns) if state is not None else list(stored_meta(server, thread_id)[1])
 
@@ -119,7 +119,7 @@ def _turn_page_params(params: Params) -> tuple[bool, int, str]:
     return direction == "desc", min(limit, MAX_TURN_PAGE), view
 
 
-async def thread_turns_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_turns_list(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     newest_first, limit, view = _turn_page_params(params)
     turns = _turns(server, thread_id)

@@ -45,20 +45,15 @@ so the handler's ``find`` needs no glob over every saved session (``_thread_look
 *Loaded threads* are listed from memory, as before: ``thread/list`` leaves them out of
 the query and merges them in (``page``).
 
-*Cancellation.* Every call runs in ``trio.to_thread.run_sync`` (``off_loop``). A worker
-thread cannot be killed: a cancelled wait interrupts the connection's running statement
+*Cancellation.* Every call runs in a worker thread (``_off_loop.off_loop``); a
+cancelled wait interrupts the connection's running statement
 (``sqlite3.Connection.interrupt``) and waits, shielded, for the thread to return, so no
 thread outlives the call that started it.
-
-*Virtual time.* Under ``trio.testing.MockClock`` with autojump a task waiting for a
-thread looks idle, and virtual time would leap to the next deadline while the disk
-works; there the wait polls with checkpoints instead, so virtual time stands still.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import sqlite3
@@ -72,7 +67,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
-import outcome
 import trio
 
 from .._ids import session_id_problem
@@ -80,6 +74,7 @@ from .._threads import ThreadStatus
 from ._index_db import CatchUp, Query, Selected, catch_up, connect, details, fresh, select, settle_schema
 from ._index_files import Files
 from ._jsonrpc import InvalidRequest
+from ._off_loop import off_loop
 from ._shapes import ThreadMeta, thread_json
 from ._store import ThreadStore
 from ._thread_lookup import IndexedRollouts, newest_rollout
@@ -96,37 +91,6 @@ RETRIES = 3  # listings redone at most this often while the rows they answer wit
 class ThreadIndexWarning(UserWarning):
     """The thread index was rebuilt or repaired (missing, damaged, out of step) or is
     only temporary."""
-
-
-async def off_loop(fn: Callable[[], T], interrupt: Callable[[], None] | None = None) -> T:
-    """``fn()`` in a worker thread by ``trio.to_thread`` (see "Cancellation" and "Virtual time")."""
-    done = trio.Event()
-    result: list[outcome.Outcome[T]] = []
-
-    async def work() -> None:
-        with trio.CancelScope(shield=True):  # the thread runs on: its result is waited for
-            result.append(await outcome.acapture(trio.to_thread.run_sync, fn))
-        done.set()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(work)
-        try:
-            await _wait(done)
-        except trio.Cancelled:
-            if interrupt is not None:
-                interrupt()
-            with trio.CancelScope(shield=True):
-                await _wait(done)
-            raise
-    return result[0].unwrap()
-
-
-async def _wait(done: trio.Event) -> None:
-    if math.isfinite(getattr(trio.lowlevel.current_clock(), "autojump_threshold", math.inf)):
-        while not done.is_set():  # a poll on purpose (module docstring, "Virtual time")
-            await trio.lowlevel.checkpoint()
-    else:
-        await done.wait()
 
 
 @attrs.frozen

@@ -45,7 +45,7 @@ from ._thread_index import Shown
 from ._thread_methods import loaded, page_bounds
 
 if TYPE_CHECKING:
-    from ._server import AppServer
+    from ._context import ServerContext
 
 __all__ = ["METHODS"]
 
@@ -153,7 +153,7 @@ class ListFilter:
         )
 
 
-def _loaded(server: AppServer, wanted: ListFilter, key: str) -> tuple[list[str], list[Shown]]:
+def _loaded(server: ServerContext, wanted: ListFilter, key: str) -> tuple[list[str], list[Shown]]:
     """Every loaded thread's id, and those of them with a rollout that ``wanted`` keeps."""
     ids: list[str] = []
     kept: list[Shown] = []
@@ -171,7 +171,7 @@ def _loaded(server: AppServer, wanted: ListFilter, key: str) -> tuple[list[str],
     return ids, kept
 
 
-async def thread_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_list(server: ServerContext, conn: Connection, params: Params) -> Reply:
     wanted = ListFilter.of(params)
     sort_key = params.opt_string("sortKey") or "created_at"
     if sort_key not in _SORT_KEYS:

@@ -32,7 +32,8 @@ from ._shapes import ThreadMeta, TurnRecord, thread_json
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
-    from ._server import AppServer, ThreadState
+    from ._context import ServerContext
+    from ._thread_state import ThreadState
 
 __all__ = ["METHODS"]
 
@@ -41,7 +42,7 @@ DEFAULT_PAGE = 25
 MAX_PAGE = 200
 
 
-def _workspace(server: AppServer, cwd: str | None, method: str) -> str:
+def _workspace(server: ServerContext, cwd: str | None, method: str) -> str:
     if cwd is None:
         return os.path.realpath(server.config.resolved_workspace())
     path = Path(cwd)
@@ -82,7 +83,7 @@ def _permissions(params: Params) -> Json:
 
 
 @contextmanager
-def _dropped_if_failed(server: AppServer, states: list[ThreadState], method: str) -> Iterator[None]:
+def _dropped_if_failed(server: ServerContext, states: list[ThreadState], method: str) -> Iterator[None]:
     """A load that fails forgets the states its ``configure`` made; a sandbox the machine
     cannot provide is said in protocol terms."""
     try:
@@ -105,7 +106,7 @@ def _instructions(params: Params) -> str | None:
     return f"{base or DEFAULT_INSTRUCTIONS}\n\n{developer}"
 
 
-async def thread_start(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_start(server: ServerContext, conn: Connection, params: Params) -> Reply:
     ephemeral = params.opt_bool("ephemeral") or False
     specs = parse_dynamic_tools(params.opt_list("dynamicTools"))
     meta_args: Json = {
@@ -137,7 +138,7 @@ async def thread_start(server: AppServer, conn: Connection, params: Params) -> R
                  after=lambda: server.broadcast("thread/started", {"thread": thread}))
 
 
-async def thread_resume(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_resume(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     exclude_turns = params.opt_bool("excludeTurns") or False
     threads = server.threads
@@ -161,7 +162,7 @@ async def thread_resume(server: AppServer, conn: Connection, params: Params) -> 
         "threadId": thread_id, "turnId": last_turn, "tokenUsage": token_usage}))
 
 
-def stored_meta(server: AppServer, thread_id: str, *, with_turns: bool = True,
+def stored_meta(server: ServerContext, thread_id: str, *, with_turns: bool = True,
                 ) -> tuple[ThreadMeta, list[Any], Json | None]:
     """What the server knows of an unloaded thread: its record, else what its rollout
     says. Its turns end with the one a killed server left (``_restore``) unless
@@ -170,7 +171,7 @@ def stored_meta(server: AppServer, thread_id: str, *, with_turns: bool = True,
     return meta, turns, usage
 
 
-def _stored_meta(server: AppServer, thread_id: str, *, with_turns: bool,
+def _stored_meta(server: ServerContext, thread_id: str, *, with_turns: bool,
                  ) -> tuple[ThreadMeta, list[Any], Json | None, list[TurnRecord]]:
     """``stored_meta``, and which of its turns are restored (``_restore``)."""
     stored = server.store.load(thread_id)
@@ -197,7 +198,7 @@ def _stored_meta(server: AppServer, thread_id: str, *, with_turns: bool,
     return meta, [], None, []
 
 
-async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permissions: Json) -> ThreadState:
+async def _load_cold(server: ServerContext, conn: Connection, thread_id: str, permissions: Json) -> ThreadState:
     """Load ``thread_id`` from its rollout; ``permissions`` (``sandbox``/``approvalPolicy``
     of the request) override what the thread had, as codex's cold resume does."""
     if server.threads.is_ephemeral(thread_id):
@@ -233,7 +234,7 @@ async def _load_cold(server: AppServer, conn: Connection, thread_id: str, permis
     return state
 
 
-async def thread_fork(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_fork(server: ServerContext, conn: Connection, params: Params) -> Reply:
     source_id = params.string("threadId")
     ephemeral = params.opt_bool("ephemeral") or False
     threads = server.threads
@@ -278,19 +279,19 @@ async def thread_fork(server: AppServer, conn: Connection, params: Params) -> Re
                  after=lambda: server.broadcast("thread/started", {"thread": {**thread, "turns": []}}))
 
 
-async def thread_read(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_read(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     include_turns = params.opt_bool("includeTurns") or False
     return Reply({"thread": any_thread_view(server, thread_id, turns=include_turns)[0]})
 
 
-def loaded(server: AppServer, thread_id: str) -> ThreadState | None:
+def loaded(server: ServerContext, thread_id: str) -> ThreadState | None:
     """The thread's state when it is loaded (its agent is up)."""
     state = server.state(thread_id)
     return state if state is not None and server.threads.agent(thread_id) is not None else None
 
 
-def any_thread_view(server: AppServer, thread_id: str, *, turns: bool) -> tuple[Json, ThreadMeta]:
+def any_thread_view(server: ServerContext, thread_id: str, *, turns: bool) -> tuple[Json, ThreadMeta]:
     """The ``Thread`` of a thread, loaded or not, and its settings."""
     state = loaded(server, thread_id)
     if state is not None:
@@ -318,12 +319,12 @@ def page(params: Params, items: list[Any]) -> tuple[list[Any], str | None]:
     return items[start:end], str(end) if end < len(items) else None
 
 
-async def thread_loaded_list(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_loaded_list(server: ServerContext, conn: Connection, params: Params) -> Reply:
     data, next_cursor = page(params, server.threads.loaded())
     return Reply({"data": data, "nextCursor": next_cursor})
 
 
-async def thread_unsubscribe(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_unsubscribe(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     status = server.threads.unsubscribe(thread_id, conn)
     state = server.state(thread_id)
@@ -332,7 +333,7 @@ async def thread_unsubscribe(server: AppServer, conn: Connection, params: Params
     return Reply({"status": status.value})
 
 
-async def thread_inject_items(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_inject_items(server: ServerContext, conn: Connection, params: Params) -> Reply:
     thread_id = params.string("threadId")
     items = params.array("items")
     if not items or not all(isinstance(item, dict) and isinstance(item.get("type"), str) for item in items):
@@ -343,7 +344,7 @@ async def thread_inject_items(server: AppServer, conn: Connection, params: Param
     return Reply({})
 
 
-async def thread_compact_start(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def thread_compact_start(server: ServerContext, conn: Connection, params: Params) -> Reply:
     """Compact now (``Agent.compact``): a turn of its own, queued behind a running one,
     whose ``contextCompaction`` item, ``thread/compacted`` and ``turn/completed`` follow
     the answer, as codex's compact task does."""

@@ -21,16 +21,46 @@ the result's output having been cut in the middle, ``item/completed`` has the te
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from ._tool_items import mcp_content, text_of
+from ._outs import DynamicOutcome, Out
+from ._tool_items import ToolItems, mcp_content, text_of
 
-if TYPE_CHECKING:
-    from ._items import Out, TurnMapper
-
-__all__ = ["TurnTools"]
+__all__ = ["ToolThread", "ToolTurn", "TurnTools"]
 
 Json = dict[str, Any]
+
+
+class ToolThread(Protocol):
+    """What a turn's tool items use of their thread (``_items.ThreadMapper``)."""
+
+    @property
+    def tools(self) -> ToolItems: ...
+
+    @property
+    def now_ms(self) -> Callable[[], int]: ...
+
+    def was_declined(self, call_id: str) -> bool: ...
+
+    def dynamic_outcome(self, call_id: str) -> DynamicOutcome | None: ...
+
+
+class ToolTurn(Protocol):
+    """What a turn's tool items use of their turn (``_items.TurnMapper``): its open
+    items and the notifications that start, note and complete them."""
+
+    @property
+    def thread(self) -> ToolThread: ...
+
+    @property
+    def open_items(self) -> dict[str, Json]: ...
+
+    def note(self, method: str, **params: Any) -> Out: ...
+
+    def start_item(self, item: Json) -> Out: ...
+
+    def complete_item(self, item_id: str, **fields: Any) -> Out | None: ...
 _PLAN_STATUS = {"pending": "pending", "in_progress": "inProgress", "completed": "completed"}
 
 
@@ -39,7 +69,7 @@ def _ms(duration_ns: object) -> int | None:
 
 
 class TurnTools:
-    def __init__(self, turn: TurnMapper) -> None:
+    def __init__(self, turn: ToolTurn) -> None:
         self._turn = turn
         self._streamed: dict[str, str] = {}  # running shell call id -> its output sent as deltas
         self._feeds: dict[str, str] = {}  # running write_stdin call id -> the open item it feeds

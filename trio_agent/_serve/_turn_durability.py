@@ -4,7 +4,7 @@
 Theory of operation. Two files know of a turn while it runs. The rollout (the
 agent's) commits its history as it happens -- the prompt, each response, each tool
 output -- between the journal's ``task_started`` and ``task_complete`` /
-``turn_aborted`` lines (``_rollout_lines.TurnLines``). The thread record (the
+``turn_aborted`` lines (``_rollout._lines.TurnLines``). The thread record (the
 server's, ``_store``) gets its ``turn`` line only at the end. A server killed in
 between (SIGKILL, OOM, power) left a turn the model will see again -- the next load
 closes it with the ``<turn_aborted>`` marker and the next request carries everything
@@ -34,7 +34,7 @@ and its times are the rollout lines'. The items are built by the live mapper
 The prompt is shown where the rollout has it; a killed turn whose prompt had not
 reached the rollout (the kill came within the journal's first writes, or during a
 compaction before the prompt joined) shows it after what the turn did commit, which
-is where the load commits it (``_rollout_closing``). Which turn is restored, and
+is where the load commits it (``_rollout._closing``). Which turn is restored, and
 when the rollout alone knows of it, is ``_restore``'s.
 """
 
@@ -45,16 +45,17 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._events import AgentEvent, EventKind
-from .._rollout_closing import is_abort_marker
+from .._rollout._closing import is_abort_marker
 from .._runtime._sessions import codex_turn_id
-from ._items import Out, ThreadMapper, TurnMapper, UserInput
+from ._items import ThreadMapper, TurnMapper, UserInput
+from ._outs import Out
 from ._shapes import TurnRecord
 from ._tool_items import text_of
 
 if TYPE_CHECKING:
-    from .._rollout_lines import TurnLines
-    from ._server import ThreadState
+    from .._rollout._lines import TurnLines
     from ._store import StartedTurn, ThreadStore
+    from ._thread_state import ThreadState
 
 __all__ = ["RECORDED", "record_progress", "restored_turn"]
 
@@ -128,7 +129,7 @@ class _Rebuild:
             elif item is not None:
                 self._item(item)
         if not self._prompt_seen and self._last.prompt is not None and self._last.ended is None:
-            self._add_prompt()  # not committed before the kill: the load commits it (``_rollout_closing``)
+            self._add_prompt()  # not committed before the kill: the load commits it (``_rollout._closing``)
         for items in self._tools.values():  # recorded for a call the rollout does not show
             self._add_tools(items)
         self._now = _ms(self._last.ended_at) or self._now

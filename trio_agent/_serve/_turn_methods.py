@@ -39,7 +39,8 @@ from ._permissions import parse_approval, parse_sandbox_policy, requested_sandbo
 if TYPE_CHECKING:
     from .._runtime import Agent
     from .._wire.output_schema import OutputSchema
-    from ._server import AppServer, ThreadState
+    from ._context import ServerContext
+    from ._thread_state import ThreadState
 
 __all__ = ["METHODS", "parse_input"]
 
@@ -114,7 +115,7 @@ def parse_output_schema(params: Params) -> OutputSchema | None:
         raise InvalidParams(f"{params.method}: `outputSchema` is not usable: {exc}") from None
 
 
-async def _apply_overrides(server: AppServer, params: Params, state: ThreadState, agent: Agent) -> None:
+async def _apply_overrides(server: ServerContext, params: Params, state: ThreadState, agent: Agent) -> None:
     """Per-turn settings, each kept for later turns as codex keeps them: ``model``,
     ``effort``, ``sandboxPolicy`` and ``approvalPolicy`` (the thread's record keeps model
     and permissions for a cold resume). Personality and the rest are ignored
@@ -138,7 +139,7 @@ async def _apply_overrides(server: AppServer, params: Params, state: ThreadState
             server.store.update(state.meta)
 
 
-async def _apply_permissions(server: AppServer, method: str, state: ThreadState, agent: Agent,
+async def _apply_permissions(server: ServerContext, method: str, state: ThreadState, agent: Agent,
                              sandbox: Json | None, policy: ApprovalPolicy | None) -> None:
     meta = state.meta
     wanted_sandbox = sandbox if sandbox is not None else meta.sandbox
@@ -155,7 +156,7 @@ async def _apply_permissions(server: AppServer, method: str, state: ThreadState,
         server.store.update(meta)
 
 
-async def turn_start(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def turn_start(server: ServerContext, conn: Connection, params: Params) -> Reply:
     state, agent = server.loaded_state(params.string("threadId"))
     given = await parse_input(params)
     output_schema = parse_output_schema(params)
@@ -172,7 +173,7 @@ async def turn_start(server: AppServer, conn: Connection, params: Params) -> Rep
         return Reply({"turn": mapper.record.to_json("notLoaded")})
 
 
-async def turn_steer(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def turn_steer(server: ServerContext, conn: Connection, params: Params) -> Reply:
     state, agent = server.loaded_state(params.string("threadId"))
     expected = params.string("expectedTurnId")
     given = await parse_input(params)
@@ -191,7 +192,7 @@ async def turn_steer(server: AppServer, conn: Connection, params: Params) -> Rep
         return Reply({"turnId": mapper.record.id})
 
 
-async def turn_interrupt(server: AppServer, conn: Connection, params: Params) -> Reply:
+async def turn_interrupt(server: ServerContext, conn: Connection, params: Params) -> Reply:
     state, _agent = server.loaded_state(params.string("threadId"))
     turn_id = params.string("turnId")
     found = state.mapper.find_turn(turn_id)

@@ -2,7 +2,7 @@
 (issue 8: open tool calls; issue 23, item 2: the turn itself).
 
 Theory of operation. A process killed while a turn runs (SIGKILL, OOM, power) leaves
-that turn's journal ``task_started`` line (``_rollout_lines.TurnLines``) without its
+that turn's journal ``task_started`` line (``_lines.TurnLines``) without its
 ``task_complete``/``turn_aborted``, and everything the turn committed before the kill
 after it -- maybe tool calls without their outputs, maybe (killed within the few
 writes between the journal line and the prompt's, or during a compaction before the
@@ -31,10 +31,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ._ids import new_item_id
-from ._rollout_lines import CALL_TYPES, OUTPUT_TYPES, TurnLines, parse
-from ._session.context import TURN_ABORTED_TEXT, user_message
-from ._session.ledger import output_item
+from .._ids import new_item_id
+from .._session.context import TURN_ABORTED_TEXT, user_message
+from .._session.ledger import output_item
+from ._lines import CALL_TYPES, OUTPUT_TYPES, TurnLines, parse
 
 __all__ = ["INTERRUPTED_OUTPUT", "INTERRUPTED_TEXT", "close_interrupted_turn", "is_abort_marker", "is_killed",
            "prompt_committed", "read_last_turn"]

@@ -1,4 +1,8 @@
-"""Reading a rollout's lines back: the reader's half of ``_rollout``.
+"""A rollout's line format, both ways: ``format_line`` writes one, ``parse`` reads them back.
+
+Every line is ``{"timestamp": <RFC 3339 UTC>, "type": ..., "payload": {...}}`` (with an
+envelope ``ordinal`` after the timestamp in a codex *paginated* file, see "Ordinals"),
+one JSON object and its newline; ``format_line`` makes one, ``rollout_timestamp`` its time.
 
 ``parse`` splits a rollout file's bytes into whole lines (those ending in a newline;
 what follows the last newline is a *torn* line, counted but never read) and checks
@@ -29,19 +33,34 @@ older ones) it is None and lines carry none.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from ._errors import InvalidSessionSnapshot
-from ._json_lines import LineProblem, json_kind, loads, untyped
-from ._record import Record
+from .._errors import InvalidSessionSnapshot
+from .._json_lines import LineProblem, json_kind, loads, untyped
+from .._jsontext import dumps
+from .._record import Record
 
-__all__ = ["CALL_TYPES", "OUTPUT_TYPES", "Parsed", "TurnLines", "parse"]
+__all__ = ["CALL_TYPES", "OUTPUT_TYPES", "Parsed", "TurnLines", "format_line", "parse", "rollout_timestamp"]
 
 Item = dict[str, Any]
 CALL_TYPES = ("function_call", "custom_tool_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _ENDS = {"task_complete": "completed", "turn_aborted": "interrupted"}
+
+
+def rollout_timestamp() -> str:
+    """Now, as the RFC 3339 UTC millisecond timestamp every rollout line carries."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def format_line(kind: str, payload: dict[str, Any], ordinal: int | None = None) -> str:
+    """One rollout line of ``kind``, stamped now, with its newline (``ordinal``: the
+    envelope number of a paginated file's line, None for a legacy file)."""
+    if ordinal is None:
+        return dumps({"timestamp": rollout_timestamp(), "type": kind, "payload": payload}) + "\n"
+    return dumps({"timestamp": rollout_timestamp(), "ordinal": ordinal, "type": kind, "payload": payload}) + "\n"
 
 
 class TurnLines:

@@ -1,30 +1,8 @@
-"""The thread manager: durable threads (agents with rollouts) with subscribers and idle unload.
-
-Theory of operation (SPEC sec. 11; codex.md 7.2-7.4): ``open_thread_manager(home)`` owns
-one nursery. Each loaded thread is a task in it that holds ``open_agent`` for that
-thread (session id = thread id, rollout under ``home`` unless ephemeral) and forwards
-the agent's events to the manager's event stream, tagged with the thread id. A thread
-is *active* while a turn runs; its status is ``ACTIVE``, else ``SYSTEM_ERROR`` after a
-failed turn (until the next turn starts), else ``IDLE``; ``NOT_LOADED`` when no task
-holds it.
-
-Idle unload: a loaded thread with no subscriber and no running turn unloads after its
-delay (the manager's ``unload_delay``, or the thread's own). The countdown is a Trio
-cancel scope with a deadline: it starts when the thread becomes inactive or loses its
-last subscriber, whichever is later, and any activity, subscribe or resume restarts
-it; a subscribed thread never unloads, even with delay 0. Unloading closes the agent
-(its rollout flushed), then emits ``thread.status`` ``NOT_LOADED`` and
-``thread.closed``. ``resume`` is warm for a loaded thread (it subscribes, which
-cancels a pending unload) and cold otherwise (``RolloutConfig.load_session``);
-ephemeral threads keep no rollout and cannot be resumed once unloaded.
-
-Closing the manager cancels every thread: running turns end with their terminal
-events, rollouts are flushed, and nothing outlives the block.
-"""
+"""``ThreadManager`` and ``open_thread_manager``: the threads of one home, each a task
+holding its agent (the package docstring tells the whole story)."""
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
@@ -34,142 +12,21 @@ from typing import Any, final
 import attrs
 import trio
 
-from ._config import AgentConfig, _default_session_id
-from ._errors import AgentError, ConfigError
-from ._event_payloads._shared import JsonValue
-from ._events import AgentEvent, EventKind
-from ._rollout import RolloutConfig
-from ._runtime import Agent, TurnStatus, open_agent
-from ._session.snapshot import SessionSnapshot
+from .._config import AgentConfig, _default_session_id
+from .._errors import AgentError, ConfigError
+from .._events import EventKind
+from .._rollout import RolloutConfig
+from .._runtime import Agent, open_agent
+from .._session.snapshot import SessionSnapshot
+from ._entry import LoadedThread, idle_watch
+from ._values import ThreadError, ThreadEvent, ThreadEvents, ThreadInfo, ThreadStatus, UnsubscribeStatus
 
-__all__ = [
-    "ThreadError",
-    "ThreadEvent",
-    "ThreadEvents",
-    "ThreadInfo",
-    "ThreadManager",
-    "ThreadStatus",
-    "UnsubscribeStatus",
-    "open_thread_manager",
-]
-
-
-class ThreadError(AgentError):
-    """A thread operation that cannot be done: an unknown thread, an ephemeral thread
-    that was unloaded, a thread that is closing."""
-
-
-class ThreadStatus(enum.Enum):
-    """A thread's status; the values are the app-server protocol's ``type`` names."""
-
-    NOT_LOADED = "notLoaded"
-    IDLE = "idle"
-    ACTIVE = "active"
-    SYSTEM_ERROR = "systemError"
-
-
-class UnsubscribeStatus(enum.Enum):
-    UNSUBSCRIBED = "unsubscribed"
-    NOT_SUBSCRIBED = "notSubscribed"
-    NOT_LOADED = "notLoaded"
-
-
-@final
-@attrs.frozen
-class ThreadEvent:
-    """One event of the manager: ``kind`` is ``"thread.started"``, ``"thread.status"``
-    (``status`` set), ``"thread.closed"``, or ``"agent"`` (``event`` is the thread
-    agent's event, in order)."""
-
-    thread_id: str
-    kind: str
-    status: ThreadStatus | None = None
-    event: AgentEvent | None = None
-
-
-@final
-@attrs.frozen
-class ThreadInfo:
-    """What ``ThreadManager.read`` knows of a thread without loading it."""
-
-    thread_id: str
-    status: ThreadStatus
-    ephemeral: bool
-    rollout_path: Path | None
-    history: tuple[dict[str, JsonValue], ...]
-
-
-@final
-class ThreadEvents:
-    """``manager.events``: every ``ThreadEvent`` in order (iterate from one task)."""
-
-    def __init__(self, receive: trio.MemoryReceiveChannel[ThreadEvent]) -> None:
-        self._receive = receive
-
-    def __aiter__(self) -> ThreadEvents:
-        return self
-
-    async def __anext__(self) -> ThreadEvent:
-        try:
-            return await self._receive.receive()
-        except trio.EndOfChannel:
-            raise StopAsyncIteration from None
-
-    def receive_nowait(self) -> ThreadEvent:
-        return self._receive.receive_nowait()
-
-
-class _Thread:
-    """A loaded thread's bookkeeping (lives while its task does)."""
-
-    def __init__(self, thread_id: str, *, ephemeral: bool, unload_delay: float) -> None:
-        self.thread_id = thread_id
-        self.ephemeral = ephemeral
-        self.unload_delay = unload_delay
-        self.agent: Agent | None = None
-        self.subscribers: set[Hashable] = set()
-        self.closing = False
-        self.reported = ThreadStatus.IDLE  # the status last announced
-        self.scope = trio.CancelScope()  # the agent's: cancelled when the manager closes
-        self.changed = trio.Event()
-        self.load_done = trio.Event()  # set when the agent is up, or its load failed
-        self.rollout_path: Path | None = None
-        self.parent: _Thread | None = None  # a child thread: the thread whose worker it is
-        self.children: set[_Thread] = set()  # loaded child threads (workers of this agent)
-
-    @property
-    def running(self) -> bool:
-        """A turn runs or waits, here or in a loaded child (a parent whose workers work
-        stays loaded: they are part of its agent)."""
-        if any(child.running for child in self.children):
-            return True
-        if self.agent is None:
-            return False
-        stats = self.agent.statistics()
-        return stats.running_turn is not None or stats.turns_queued > 0
-
-    @property
-    def status(self) -> ThreadStatus:
-        """From the agent's own state (never behind its events): running or queued
-        turns make it ACTIVE; a latest turn that failed, SYSTEM_ERROR."""
-        if self.agent is None:
-            return ThreadStatus.IDLE
-        stats = self.agent.statistics()
-        if stats.running_turn is not None or stats.turns_queued > 0:
-            return ThreadStatus.ACTIVE
-        return ThreadStatus.SYSTEM_ERROR if stats.last_turn_status is TurnStatus.FAILED else ThreadStatus.IDLE
-
-    def touch(self) -> None:
-        """Something happened: wake the idle-unload countdown (it restarts), the parent's too."""
-        self.changed.set()
-        self.changed = trio.Event()
-        if self.parent is not None:
-            self.parent.touch()
+__all__ = ["ThreadManager", "open_thread_manager"]
 
 
 @final
 class ThreadManager:
-    """See the module docstring; create it with ``open_thread_manager``."""
+    """See the package docstring (``trio_agent._threads``); create it with ``open_thread_manager``."""
 
     def __init__(self, home: Path, nursery: trio.Nursery, config: AgentConfig, unload_delay: float,
                  rollouts: RolloutConfig | None = None) -> None:
@@ -178,7 +35,7 @@ class ThreadManager:
         self._config = config
         self._unload_delay = unload_delay
         self._rollouts = rollouts if rollouts is not None else RolloutConfig(home)
-        self._threads: dict[str, _Thread] = {}
+        self._threads: dict[str, LoadedThread] = {}
         self._ephemeral_gone: set[str] = set()
         send, receive = trio.open_memory_channel[ThreadEvent](math.inf)
         self._send = send
@@ -261,7 +118,7 @@ class ThreadManager:
             raise ThreadError(f"cannot hold {thread_id} as a child of {parent_id}: the parent is not loaded "
                               "or the child already is")
         delay = self._unload_delay if unload_delay is None else unload_delay
-        entry = _Thread(thread_id, ephemeral=parent.ephemeral, unload_delay=delay)
+        entry = LoadedThread(thread_id, ephemeral=parent.ephemeral, unload_delay=delay)
         entry.agent, entry.parent = agent, parent
         entry.subscribers.update(subscribers)
         entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
@@ -285,13 +142,13 @@ class ThreadManager:
             self._emit(ThreadEvent(thread_id, "thread.status", ThreadStatus.NOT_LOADED))
             self._emit(ThreadEvent(thread_id, "thread.closed"))
 
-    async def _suspend_when_idle(self, entry: _Thread, agent: Agent) -> None:
+    async def _suspend_when_idle(self, entry: LoadedThread, agent: Agent) -> None:
         """A child's idle unload: ask its owner to suspend it. It is *closing* (resumes
         are refused) until its agent has closed -- which cancels this task -- unless the
         owner refused (a turn had started) or something happened first: then the
         countdown starts again."""
         while True:
-            await self._idle_watch(entry)
+            await idle_watch(entry)
             entry.closing = agent._host.request_unload()
             await entry.changed.wait()
             entry.closing = False
@@ -375,7 +232,7 @@ class ThreadManager:
         if self._closed:
             raise ThreadError("the thread manager is closing")
         delay = self._unload_delay if unload_delay is None else unload_delay
-        entry = _Thread(thread_id, ephemeral=ephemeral, unload_delay=delay)
+        entry = LoadedThread(thread_id, ephemeral=ephemeral, unload_delay=delay)
         if subscriber is not None:
             entry.subscribers.add(subscriber)
         self._threads[thread_id] = entry
@@ -395,7 +252,7 @@ class ThreadManager:
         assert entry.agent is not None
         return entry.agent
 
-    async def _run_thread(self, entry: _Thread, config: AgentConfig, *, task_status: Any) -> None:
+    async def _run_thread(self, entry: LoadedThread, config: AgentConfig, *, task_status: Any) -> None:
         try:
             # The forwarding task sits outside the agent's scope, so when the manager
             # closes, the agent is cancelled and its last events (the terminal events of
@@ -407,7 +264,7 @@ class ThreadManager:
                         entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
                         forwarding.start_soon(self._forward, entry, agent)
                         task_status.started()
-                        await self._idle_watch(entry)
+                        await idle_watch(entry)
                         entry.closing = True
         finally:
             if self._threads.get(entry.thread_id) is entry:
@@ -417,19 +274,7 @@ class ThreadManager:
         self._emit(ThreadEvent(entry.thread_id, "thread.status", ThreadStatus.NOT_LOADED))
         self._emit(ThreadEvent(entry.thread_id, "thread.closed"))
 
-    async def _idle_watch(self, entry: _Thread) -> None:
-        """Return when the thread should unload (see the module docstring)."""
-        while True:
-            if entry.subscribers or entry.running:
-                await entry.changed.wait()
-                continue
-            changed = entry.changed
-            with trio.move_on_after(entry.unload_delay) as countdown:
-                await changed.wait()
-            if countdown.cancelled_caught and not entry.subscribers and not entry.running:
-                return
-
-    async def _forward(self, entry: _Thread, agent: Agent) -> None:
+    async def _forward(self, entry: LoadedThread, agent: Agent) -> None:
         async for event in agent.events:
             self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
             if event.kind is EventKind.RUN_STARTED or event.kind.is_terminal:
@@ -468,7 +313,7 @@ def _only_agent_error(exc: BaseException) -> AgentError | None:
 async def open_thread_manager(
     home: str | Path, *, config: AgentConfig, unload_delay: float = 60.0, rollouts: RolloutConfig | None = None
 ) -> AsyncIterator[ThreadManager]:
-    """Run a thread manager for the duration of the block (see the module docstring).
+    """Run a thread manager for the duration of the block (see the package docstring).
 
     ``config`` is the template of every thread's ``AgentConfig`` (auth, model,
     transport, tools...); each thread gets its own session id and a rollout under

@@ -1,0 +1,155 @@
+"""The pump: the one task that reads the thread manager's events and turns them into
+notifications (``_server`` has the server's concurrency shape).
+
+Ordering. The pump is the only writer of a thread's notifications, in the order of
+the agent's events. What a request handler must know before the pump sees the next
+event (a turn's wire id and prompt, a steer's text) it registers under the thread's
+``lock``, which the pump takes for ``run.started``/``run.steered``. A dynamic tool call
+or an approval is *introduced* once its notifications are out: only then does the
+server ask the client (``_asking``).
+
+Cost per client (issue 23). The pump delivers every thread event that is ready in one
+pass (at most ``PUMP_BURST``) before it yields, so each client's writer finds the burst
+queued together and sends it in one write (``_connection``).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+import trio
+
+from .._events import EventKind
+from .._runtime import Agent
+from .._threads import ThreadEvent, ThreadEvents, ThreadStatus
+from ._context import ServerContext
+from ._shapes import TurnRecord
+from ._thread_state import ThreadState, ThreadStates
+from ._turn_durability import RECORDED, record_progress
+
+__all__ = ["PUMP_BURST", "Pump"]
+
+PUMP_BURST = 256  # thread events the pump delivers in one scheduler pass, when they are ready
+Json = dict[str, Any]
+
+
+class Pump:
+    """Delivers ``server``'s thread events to the states of ``states`` (``run``);
+    ``done`` is set when it has delivered the last one."""
+
+    def __init__(self, server: ServerContext, states: ThreadStates) -> None:
+        self._server = server
+        self._states = states
+        self.done = trio.Event()
+
+    async def run(self, events: ThreadEvents) -> None:
+        try:
+            async for event in events:
+                await self._deliver(event)
+                # What else is ready goes out in the same pass: each client's writer then
+                # finds the burst queued and sends it in one write (``_connection``).
+                for _ in range(PUMP_BURST):
+                    try:
+                        event = events.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    await self._deliver(event)
+        finally:
+            self.done.set()
+
+    async def _deliver(self, event: ThreadEvent) -> None:
+        try:
+            await self._on_thread_event(event)
+        except Exception:  # a bug in the mapping: lose this event's notifications, not every client
+            print(f"trio-agent serve: internal error mapping {event.kind} of thread {event.thread_id}:",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+
+    async def _on_thread_event(self, tevent: ThreadEvent) -> None:
+        server = self._server
+        state = self._states.target(tevent.thread_id)
+        if tevent.kind == "thread.status" and tevent.status is ThreadStatus.NOT_LOADED:
+            if state is not None:
+                server.publish(state, state.mapper.set_status(ThreadStatus.NOT_LOADED))
+            return
+        if tevent.kind == "thread.closed":
+            server.broadcast("thread/closed", {"threadId": tevent.thread_id})
+            self._states.closed(tevent.thread_id)
+            return
+        event = tevent.event
+        if tevent.kind != "agent" or event is None or state is None:
+            return
+        try:
+            if event.kind in (EventKind.RUN_STARTED, EventKind.RUN_STEERED):
+                async with state.lock:
+                    outs = state.mapper.on_event(event)
+            else:
+                outs = state.mapper.on_event(event)
+            if event.kind in RECORDED and not state.meta.ephemeral:  # a running turn, kept through a kill
+                record_progress(server.store, state, event, outs)
+            server.publish(state, outs)
+        finally:
+            if event.kind is EventKind.TOOL_CALL:  # even if mapping failed: the call must not wait forever
+                _introduce(state, event.turn_id, event.payload)
+            elif event.kind is EventKind.APPROVAL_REQUESTED:
+                _introduce_approval(state, event.turn_id, event.payload)
+        if event.kind is EventKind.TOOL_RESULT:
+            call_id = event.payload.get("call_id")
+            if isinstance(call_id, str):
+                state.calls.forget(call_id)
+        elif event.kind.is_terminal:
+            self._turn_ended(state, event.turn_id)
+
+    def _turn_ended(self, state: ThreadState, agent_turn_id: int | None) -> None:
+        mapper = state.mapper.wire_turn(agent_turn_id)
+        if agent_turn_id is not None:
+            state.handles.pop(agent_turn_id, None)
+        if mapper is None:
+            return
+        mapper.record.history_end = _history_end(state.agent, agent_turn_id)
+        meta = state.meta
+        meta.updated_at = (mapper.record.completed_at_ms or self._server.now_ms()) // 1000
+        if not meta.preview:
+            meta.preview = _preview(mapper.record)
+        if not meta.ephemeral:
+            self._server.store.append_turn(meta.thread_id, mapper.record, state.mapper.usage_total)
+
+
+def _introduce(state: ThreadState, agent_turn_id: int | None, payload: Json) -> None:
+    """A dynamic tool call's ``item/started`` is out: its request may go now (a call
+    from a cell that outlived its turn names the latest turn)."""
+    call_id = payload.get("call_id")
+    if not isinstance(call_id, str) or payload.get("tool") not in state.mapper.dynamic_tools:
+        return
+    turn = state.mapper.wire_turn(agent_turn_id)
+    turn_id = turn.record.id if turn is not None else state.mapper.turns[-1].id if state.mapper.turns else ""
+    state.calls.introduce(call_id, turn_id)
+
+
+def _introduce_approval(state: ThreadState, agent_turn_id: int | None, payload: Json) -> None:
+    """An approval's item and status are out: its request may go now."""
+    approval_id = payload.get("approval_id")
+    turn = state.mapper.wire_turn(agent_turn_id)
+    if isinstance(approval_id, str):
+        state.gate.introduce(approval_id, turn.record.id if turn is not None else "")
+
+
+def _history_end(agent: Agent | None, agent_turn_id: int | None) -> int | None:
+    """Where turn ``agent_turn_id``'s history ends (``_rollback``), when that is certain:
+    it is the agent's latest turn and nothing runs or waits, so nothing was added since."""
+    if agent is None or agent_turn_id is None:
+        return None
+    stats = agent.statistics()
+    if stats.turns_accepted != agent_turn_id or stats.running_turn is not None or stats.turns_queued:
+        return None
+    return stats.history_items
+
+
+def _preview(record: TurnRecord) -> str:
+    for item in record.items:
+        if item.get("type") == "userMessage":
+            texts = [part.get("text", "") for part in item.get("content", []) if part.get("type") == "text"]
+            return " ".join(texts)[:200]
+    return ""

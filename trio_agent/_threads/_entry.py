@@ -1,0 +1,75 @@
+"""A loaded thread's bookkeeping, and the countdown that unloads it when idle."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from pathlib import Path
+
+import trio
+
+from .._runtime import Agent, TurnStatus
+from ._values import ThreadStatus
+
+__all__ = ["LoadedThread", "idle_watch"]
+
+
+class LoadedThread:
+    """A loaded thread's bookkeeping (lives while its task does)."""
+
+    def __init__(self, thread_id: str, *, ephemeral: bool, unload_delay: float) -> None:
+        self.thread_id = thread_id
+        self.ephemeral = ephemeral
+        self.unload_delay = unload_delay
+        self.agent: Agent | None = None
+        self.subscribers: set[Hashable] = set()
+        self.closing = False
+        self.reported = ThreadStatus.IDLE  # the status last announced
+        self.scope = trio.CancelScope()  # the agent's: cancelled when the manager closes
+        self.changed = trio.Event()
+        self.load_done = trio.Event()  # set when the agent is up, or its load failed
+        self.rollout_path: Path | None = None
+        self.parent: LoadedThread | None = None  # a child thread: the thread whose worker it is
+        self.children: set[LoadedThread] = set()  # loaded child threads (workers of this agent)
+
+    @property
+    def running(self) -> bool:
+        """A turn runs or waits, here or in a loaded child (a parent whose workers work
+        stays loaded: they are part of its agent)."""
+        if any(child.running for child in self.children):
+            return True
+        if self.agent is None:
+            return False
+        stats = self.agent.statistics()
+        return stats.running_turn is not None or stats.turns_queued > 0
+
+    @property
+    def status(self) -> ThreadStatus:
+        """From the agent's own state (never behind its events): running or queued
+        turns make it ACTIVE; a latest turn that failed, SYSTEM_ERROR."""
+        if self.agent is None:
+            return ThreadStatus.IDLE
+        stats = self.agent.statistics()
+        if stats.running_turn is not None or stats.turns_queued > 0:
+            return ThreadStatus.ACTIVE
+        return ThreadStatus.SYSTEM_ERROR if stats.last_turn_status is TurnStatus.FAILED else ThreadStatus.IDLE
+
+    def touch(self) -> None:
+        """Something happened: wake the idle-unload countdown (it restarts), the parent's too."""
+        self.changed.set()
+        self.changed = trio.Event()
+        if self.parent is not None:
+            self.parent.touch()
+
+
+async def idle_watch(entry: LoadedThread) -> None:
+    """Return when the thread should unload: the countdown of idle unload (see the
+    package docstring), restarted by every ``touch``."""
+    while True:
+        if entry.subscribers or entry.running:
+            await entry.changed.wait()
+            continue
+        changed = entry.changed
+        with trio.move_on_after(entry.unload_delay) as countdown:
+            await changed.wait()
+        if countdown.cancelled_caught and not entry.subscribers and not entry.running:
+            return
