@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ import trio.testing
 
 import trio_agent as ta
 from trio_agent._ids import uuid7
+from trio_agent._serve._index_db import catch_up, connect, settle_schema
+from trio_agent._serve._index_files import Files
 from trio_agent._serve._jsonrpc import InvalidRequest
 from trio_agent._serve._off_loop import off_loop
 from trio_agent._serve._params import Params
@@ -262,3 +265,23 @@ async def test_two_servers_on_one_home_list_each_others_threads(
         assert listed["data"][0]["status"] == {"type": "notLoaded"}  # not loaded there: from the index
         mine = (await one.request("thread/list", {}))["data"][0]
         assert mine["status"] == {"type": "idle"} and mine["preview"] == "made by the first"  # from memory
+
+
+def test_a_thread_this_server_wrote_never_counts_as_older_than_the_server(tmp_path: Path) -> None:
+    """The kernel stamps a file's mtime from its coarse clock, up to a tick behind the
+    clock the server reads at start, so a thread the server writes at once can carry an
+    mtime before the server's start (seen as a stray "no thread index" warning under
+    load). The threads the server wrote itself are never "old"; the same files written
+    by another program are (the positive control)."""
+    home = tmp_path / "home"
+    meta = save_thread(home, prompt="written just now")
+    store = ThreadStore(home)
+    conn = connect(home / "app-server" / "index.sqlite3", writer=True)
+    try:
+        settle_schema(conn)
+        files = Files(home, store)
+        since = time.time_ns() + 1_000_000_000  # the files are older than the server, as a tick behind
+        assert catch_up(conn, files, (), full=True, since_ns=since, mine={meta.thread_id}).old == 0
+        assert catch_up(conn, files, (meta.thread_id,), since_ns=since).old == 1
+    finally:
+        conn.close()

@@ -26,7 +26,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 import attrs
@@ -117,9 +117,10 @@ def settle_schema(conn: sqlite3.Connection) -> str | None:
 @attrs.frozen
 class CatchUp:
     """What a write pass did: ``read`` rows derived, ``old`` of them from files last
-    changed before ``since_ns``, and ``stale``: rows found out of step by ``full``'s
-    fingerprint check (not a dirty id or a new rollout) whose files changed before
-    ``since_ns`` (later changes are the live writes of a running server)."""
+    changed before ``since_ns`` and not of a thread in ``mine``, and ``stale``: rows
+    found out of step by ``full``'s fingerprint check (not a dirty id or a new rollout)
+    among the old ones (later changes, and the threads this server wrote, are the live
+    writes of a running server)."""
 
     read: int = 0
     old: int = 0
@@ -127,7 +128,7 @@ class CatchUp:
 
 
 def catch_up(conn: sqlite3.Connection, files: Files, dirty: Iterable[str], *, full: bool = False,
-             since_ns: int = 0) -> CatchUp:
+             since_ns: int = 0, mine: Collection[str] = frozenset()) -> CatchUp:
     """Bring the index in step with the files (see the module docstring)."""
     wanted = set(dirty)
     stale = _out_of_step(conn, files) - wanted if full else set()  # a read: no lock held while it stats
@@ -147,7 +148,7 @@ def catch_up(conn: sqlite3.Connection, files: Files, dirty: Iterable[str], *, fu
     rows: list[Row] = []
     for start in range(0, len(ordered), CHUNK):
         rows += _rederive(conn, files, ordered[start:start + CHUNK])
-    old = [row for row in rows if row.changed_ns < since_ns]
+    old = [row for row in rows if row.changed_ns < since_ns and row.thread_id not in mine]
     return CatchUp(read=len(rows), old=len(old), stale=sum(row.thread_id in stale for row in old))
 
 

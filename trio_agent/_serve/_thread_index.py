@@ -136,7 +136,12 @@ class ThreadIndex:
     def __init__(self, home: Path, store: ThreadStore, *, model: str, provider: str) -> None:
         self.path = home / "app-server" / "index.sqlite3"
         self.files = Files(home, store)
-        self._since_ns = time.time_ns()  # files changed before this were not written by this server
+        # Files changed before this were not written by this server, nor were the threads
+        # it did not write itself: the kernel stamps a file's mtime from its coarse clock,
+        # up to one tick behind time_ns(), so a thread this server creates at once can
+        # look older than the server.
+        self._since_ns = time.time_ns()
+        self._mine: set[str] = set()
         self._model = model
         self._provider = provider
         store.on_write = self.touched
@@ -164,6 +169,7 @@ class ThreadIndex:
     def touched(self, thread_id: str) -> None:
         """A record was written: read its row again in the next pass."""
         self._dirty.add(thread_id)
+        self._mine.add(thread_id)
         self._wake.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -297,7 +303,8 @@ class ThreadIndex:
 
     def _catch_up(self, dirty: Iterable[str], *, full: bool = False) -> CatchUp:
         assert self._writer is not None
-        return catch_up(self._writer, self.files, dirty, full=full, since_ns=self._since_ns)
+        return catch_up(self._writer, self.files, dirty, full=full, since_ns=self._since_ns,
+                        mine=self._mine)
 
     def _step(self, dirty: set[str], rebuild: str | None, full: bool) -> str | None:
         """One pass; the index rebuilt first if it was found damaged (``rebuild``: how),
