@@ -47,13 +47,13 @@ from typing import Any, final
 import attrs
 import trio
 
+from .._base.approval_request import ApprovalRequest
 from .._config import AgentConfig, context_window
 from .._events import EventKind
 from .._ids import uuid7
 from .._runtime import Agent, AgentHandle, Turn
 from .._threads import ThreadEvent, ThreadEvents, ThreadManager, ThreadStatus, open_thread_manager
 from .._tools import Tools
-from .._tools._approval_request import ApprovalRequest
 from .._tools._security import ApprovalDecision, ApprovalPolicy, Approvals
 from ._account import Account
 from ._approvals import APPROVAL_METHODS, ApprovalUnanswered, decision_of, request_params
