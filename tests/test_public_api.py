@@ -534,7 +534,7 @@ def test_config_errors_are_value_errors(tmp_path: Path) -> None:
 RUNTIME_RANKS = {
     # leaves: counters, payload helpers, context I/O, the shared-warmup registry
     "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0, "_request_text": 0,
-    "_sessions": 0, "_handle": 0, "_secrets": 0, "_input": 0, "_approval": 0,
+    "_sessions": 0, "_secrets": 0, "_input": 0, "_approval": 0,
     "_construction": 0,  # NoPublicConstructor: the handles only the library makes
     "_prompt_settings": 0,  # the settings a turn accepted now gets
     "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
@@ -556,7 +556,7 @@ RUNTIME_RANKS = {
     "_lifecycle": 8,  # the block of one agent: nursery, startup, shutdown
     "_agent": 9,  # the package face
 }
-FACES = {"__init__", "_agent", "_handle"}
+FACES = {"__init__", "_agent"}
 RUNTIME_DIR = PACKAGE_ROOT / "_runtime"
 
 

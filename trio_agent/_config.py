@@ -3,12 +3,14 @@
 Every class here is a frozen attrs value validated on construction, so a bad
 combination fails where it is written (SPEC sec. 6), never halfway through a turn.
 
-The configuration layer (docs/architecture.md, "Layers"): at run time this module
-imports only the foundation, the pure session model (``_session.snapshot``, for a
-resumed session) and its own values in ``_base/`` (the sandbox and approval policies,
-the auth values, which it re-exports). What it needs from higher layers -- the
-``RolloutConfig`` and ``Tracing`` classes, the default tools -- it reaches through
-``_base/links.py``, which the package face fills in.
+The configuration layer (docs/architecture.md, "Layers"): this module imports only
+the foundation, the pure session model (``_session.snapshot``, for a resumed session)
+and its own values in ``_base/`` (the sandbox and approval policies, the auth values,
+which it re-exports). Its fields name the higher parts they take -- the tools, the
+agent handle a tools factory is given, the rollout and tracing settings -- through
+protocols of this layer (``_base/parts.py``, ``_base/handle.py``); what it needs of
+them at run time -- the ``RolloutConfig`` and ``Tracing`` classes, the default tools --
+it reaches through ``_base/links.py``, which the package face fills in.
 """
 
 from __future__ import annotations
@@ -35,13 +37,9 @@ if TYPE_CHECKING:
     import httpx
     import trio
 
-    # Type-only, for the annotations of AgentConfig's fields (the readers need the
-    # classes themselves); at run time these are reached through ``_base/links.py``.
-    from ._rollout import RolloutConfig
-    from ._runtime import AgentHandle
+    from ._base.handle import AgentHandle
+    from ._base.parts import RolloutSettings, ToolSet, TracingSettings
     from ._session.snapshot import SessionSnapshot
-    from ._tools import Tools
-    from ._tracing._settings import Tracing
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -360,11 +358,13 @@ class AgentConfig:
     session_id: str = attrs.field(factory=_default_session_id)
     prompt_cache_key: str | None = None
     shared_prompt_cache: bool = False
-    tools: Tools | None = None
-    tools_factory: Callable[[AgentHandle], Tools] | None = None
-    rollout: RolloutConfig | None = None
+    # The higher parts are named through protocols of this layer (``_base/parts.py``):
+    # a ta.Tools (or a factory making one per agent), a ta.RolloutConfig, a ta.Tracing.
+    tools: ToolSet | None = None
+    tools_factory: Callable[[AgentHandle], ToolSet] | None = None
+    rollout: RolloutSettings | None = None
     resume: SessionSnapshot | None = None
-    tracing: Tracing | None = None  # OpenTelemetry spans and metrics (ta.Tracing, the [otel] extra)
+    tracing: TracingSettings | None = None  # OpenTelemetry spans and metrics (ta.Tracing, the [otel] extra)
     # A cassette file to record this agent's traffic into (record/replay, docs/cassettes.md):
     # created (truncated) when the agent opens, complete once its block has ended.
     record: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))

@@ -37,6 +37,7 @@ from .._wire.portable import CODE_PARAMETER, INPUT_PARAMETER, call_of, string_ar
 from ._tool_runner import Runner, ToolOutcome, UnencodableValue, json_text, to_output
 
 if TYPE_CHECKING:
+    from .._base.handle import AgentHandle
     from .._config import AgentConfig
     from .._tools._context import ToolContext
     from .._tools._mcp import McpTools
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from .._tools.code_mode import CodeModeHost
     from .._tools.exec_command import ShellSessions
     from ._approval import ExecGuard
-    from ._handle import AgentHandle
     from ._stats import TurnStats
     from ._turn import TurnState
 
