@@ -30,6 +30,7 @@ NEVER = (
 # Loaded only by the first tool call that needs them (the worker tools: by an agent
 # that runs workers, ``Tools.with_collaboration``).
 PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
+            "trio_agent._tools._shell_session",
             "trio_agent._tools.exec_command", "trio_agent._tools.apply_patch", "trio_agent._tools.code_mode",
             "trio_agent._runtime._workers")
 # Loaded when the agent connects, not by ``import trio_agent``.
