@@ -57,14 +57,19 @@ def become_subreaper() -> None:
         raise OSError(errno, f"prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(errno)}")
 
 
-def _parent_of(pid: int) -> int | None:
+def _stat_field(pid: int, index: int) -> int | None:
+    """Field ``index`` after the command name in ``/proc/<pid>/stat`` (None: gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             data = stat.read()
     except OSError:
         return None
-    # "pid (comm) state ppid ...": comm may contain spaces and parentheses.
-    return int(data[data.rindex(b")") + 2 :].split(None, 2)[1])
+    # "pid (comm) state ppid pgrp ...": comm may contain spaces and parentheses.
+    return int(data[data.rindex(b")") + 2 :].split(None, index + 1)[index])
+
+
+def _parent_of(pid: int) -> int | None:
+    return _stat_field(pid, 1)
 
 
 def descendants(root: int) -> list[int]:
@@ -145,12 +150,7 @@ def signal_descendants(
 
 
 def _process_group(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            data = stat.read()
-    except OSError:
-        return None
-    return int(data[data.rindex(b")") + 2 :].split(None, 3)[2])
+    return _stat_field(pid, 2)
 
 
 def scaffold_of(top: int, depth: int) -> frozenset[int]:
