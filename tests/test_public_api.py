@@ -537,11 +537,13 @@ RUNTIME_RANKS = {
     "_sessions": 0, "_secrets": 0, "_input": 0, "_approval": 0,
     "_construction": 0,  # NoPublicConstructor: the handles only the library makes
     "_prompt_settings": 0,  # the settings a turn accepted now gets
+    "_tool_environment": 0,  # what the tools see of their agent
     "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,
     "_bodies": 1,  # request bodies and their text, both dialects
     "_statistics": 2, "_submission": 2,  # values of Agent.statistics() and submit(), built by the first call
+    "_nested_calls": 2,  # the tools.<name>(...) calls of exec cells
     "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2, "_sleep": 2, "_workers": 2,
     "_attempt": 3,  # the attempt slot: one exchange per attempt, its send
     "_turn_queue": 3, "_collaboration": 3,

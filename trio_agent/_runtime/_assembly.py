@@ -38,7 +38,8 @@ from ._prompt_settings import PromptSettings
 from ._runner import ForkPoint, TurnRunner
 from ._sessions import SessionInfo, TurnJournal, open_rollout
 from ._sleep import SleepTool
-from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
+from ._tool_dispatch import ToolDispatcher
+from ._tool_environment import GroupRunners, ToolEnvironment
 from ._turn_queue import TurnQueue
 
 if TYPE_CHECKING:
