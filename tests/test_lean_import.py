@@ -30,6 +30,7 @@ NEVER = (
 # Loaded only by the first tool call that needs them (the worker tools: by an agent
 # that runs workers, ``Tools.with_collaboration``).
 PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
+            "trio_agent._tools._shell_session",
             "trio_agent._tools.exec_command", "trio_agent._tools.apply_patch", "trio_agent._tools.code_mode",
             "trio_agent._runtime._workers", "trio_agent._runtime._worker_state")
 # Loaded when the agent connects, not by ``import trio_agent``.
@@ -47,7 +48,7 @@ TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocke
 ON_FIRST_READ = ("trio_agent._threads", "trio_agent._rollout", "trio_agent._tools._mcp_config",
                  "trio_agent._tracing._settings", "trio_agent._tracing._sink", "trio_agent._session.snapshot",
                  "trio_agent._runtime._statistics", "trio_agent._runtime._submission", "trio_agent._tools._context",
-                 "trio_agent._tools._approval_request", "trio_agent._wire.output_schema",
+                 "trio_agent._base.approval_request", "trio_agent._wire.output_schema",
                  "trio_agent._event_payloads._catalog",
                  "trio_agent._event_payloads._access", "trio_agent._event_payloads._approval",
                  "trio_agent._event_payloads._model", "trio_agent._event_payloads._run",
@@ -95,7 +96,7 @@ def test_a_lazy_name_loads_its_module_on_first_read(tmp_path: Path) -> None:
     # (a rollout resumes from snapshots: it loads their module)
     untouched = {"trio_agent._threads", "trio_agent._tools._mcp_config", "trio_agent._tracing._settings",
                  "trio_agent._tracing._sink", "trio_agent._runtime._statistics", "trio_agent._runtime._submission",
-                 "trio_agent._tools._context", "trio_agent._tools._approval_request",
+                 "trio_agent._tools._context", "trio_agent._base.approval_request",
                  "trio_agent._wire.output_schema"}
     loaded = set(ON_FIRST_READ) - untouched | _with_modules("trio_agent._rollout")
     assert _loaded(modules, ON_FIRST_READ) == sorted(loaded)

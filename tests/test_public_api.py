@@ -534,16 +534,18 @@ def test_config_errors_are_value_errors(tmp_path: Path) -> None:
 RUNTIME_RANKS = {
     # leaves: counters, payload helpers, context I/O, the shared-warmup registry
     "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0, "_request_text": 0,
-    "_sessions": 0, "_handle": 0, "_secrets": 0, "_input": 0, "_approval": 0,
+    "_sessions": 0, "_secrets": 0, "_input": 0, "_approval": 0,
     "_construction": 0,  # NoPublicConstructor: the handles only the library makes
     "_prompt_settings": 0,  # the settings a turn accepted now gets
     "_turn_phase": 0,  # the turn's lifecycle: phases and transitions
     "_worker_state": 0,  # one worker as the worker tools keep it
+    "_tool_environment": 0,  # what the tools see of their agent
     "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,
     "_bodies": 1,  # request bodies and their text, both dialects
     "_statistics": 2, "_submission": 2,  # values of Agent.statistics() and submit(), built by the first call
+    "_nested_calls": 2,  # the tools.<name>(...) calls of exec cells
     "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2, "_sleep": 2, "_workers": 2,
     "_attempt": 3,  # the attempt slot: one exchange per attempt, its send
     "_turn_queue": 3, "_collaboration": 3,
@@ -558,7 +560,7 @@ RUNTIME_RANKS = {
     "_lifecycle": 8,  # the block of one agent: nursery, startup, shutdown
     "_agent": 9,  # the package face
 }
-FACES = {"__init__", "_agent", "_handle"}
+FACES = {"__init__", "_agent"}
 RUNTIME_DIR = PACKAGE_ROOT / "_runtime"
 
 

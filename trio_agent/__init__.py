@@ -18,6 +18,8 @@ import typing as _typing
 import attrs as _attrs
 
 if _typing.TYPE_CHECKING:
+    from ._base.approval_request import ApprovalRequest as ApprovalRequest
+    from ._base.approval_request import ChangedFile as ChangedFile
     from ._config import AgentConfig as AgentConfig
     from ._config import ChatGptAuth as ChatGptAuth
     from ._config import ChatGptAuthSnapshot as ChatGptAuthSnapshot
@@ -130,8 +132,6 @@ if _typing.TYPE_CHECKING:
     from ._tools import Tools as Tools
     from ._tools import ToolSpec as ToolSpec
     from ._tools import tool as tool
-    from ._tools._approval_request import ApprovalRequest as ApprovalRequest
-    from ._tools._approval_request import ChangedFile as ChangedFile
     from ._tools._context import ToolContext as ToolContext
     from ._tools._mcp_config import McpServer as McpServer
     from ._tools._sandbox import SandboxUnavailable as SandboxUnavailable
@@ -281,6 +281,7 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
 
 # Where each public name is defined, by module.
 _SOURCES: dict[str, tuple[str, ...]] = {
+    "._base.approval_request": ("ApprovalRequest", "ChangedFile"),
     "._config": (
         "AgentConfig", "ChatGptAuth", "ChatGptAuthSnapshot", "History", "Profile", "Responses", "Thinking", "Transport",
     ),
@@ -318,7 +319,6 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "UnsubscribeStatus", "open_thread_manager",
     ),
     "._tools": ("Handler", "ToolDecorator", "Tools", "ToolSpec", "tool",),
-    "._tools._approval_request": ("ApprovalRequest", "ChangedFile"),
     "._tools._context": ("ToolContext",),
     "._tools._mcp_config": ("McpServer",),
     "._tools._sandbox": ("SandboxUnavailable",),

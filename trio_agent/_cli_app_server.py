@@ -35,8 +35,8 @@ from ._cli_options import add_connection_options
 from ._cli_serve_options import add_listener_options
 
 if TYPE_CHECKING:
+    from ._base.approval_request import ApprovalRequest
     from ._codex_config import CodexSettings
-    from ._tools._approval_request import ApprovalRequest
     from ._tools._security import ApprovalDecision
 
 __all__ = ["add_app_server_command", "add_server_options", "app_server_main"]

@@ -1,4 +1,4 @@
-"""The written-out parameters of ``update_plan`` and ``web__run`` (``_tools/_definitions``)
+"""The written-out parameters of ``update_plan`` and ``web__run`` (``_tools/_nested_parameters``)
 are the schemas their TypedDicts derive, key order included (the order is what the
 model reads in ``exec``'s description)."""
 
@@ -8,17 +8,19 @@ import json
 import subprocess
 import sys
 
-from trio_agent._tools._definitions import UPDATE_PLAN_PARAMETERS, WEB_RUN_PARAMETERS, builtin_nested_tools
+from trio_agent._tools._definitions import builtin_nested_tools
+from trio_agent._tools._nested_parameters import UPDATE_PLAN_PARAMETERS, WEB_RUN_PARAMETERS
 from trio_agent._tools._plan import plan_schema
 from trio_agent._tools._web_search import commands_schema
 
 
 def test_update_plan_parameters_are_the_derived_schema() -> None:
-    assert json.dumps(UPDATE_PLAN_PARAMETERS) == json.dumps(plan_schema()), "update _definitions.py from _plan.py"
+    assert json.dumps(UPDATE_PLAN_PARAMETERS) == json.dumps(plan_schema()), "update _nested_parameters.py from _plan.py"
 
 
 def test_web_run_parameters_are_the_derived_schema() -> None:
-    assert json.dumps(WEB_RUN_PARAMETERS) == json.dumps(commands_schema()), "update _definitions.py from _web_search.py"
+    assert json.dumps(WEB_RUN_PARAMETERS) == json.dumps(commands_schema()), \
+        "update _nested_parameters.py from _web_search.py"
 
 
 def test_listing_the_nested_tools_imports_neither_module() -> None:

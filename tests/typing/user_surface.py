@@ -100,6 +100,29 @@ def config(workspace: Path, home: Path) -> ta.AgentConfig:
     )
 
 
+async def show(worker: ta.Agent) -> None:
+    async for event in worker.events:
+        assert_type(event.kind, ta.EventKind)
+
+
+async def delegate(ctx: ta.ToolContext, task: str) -> str:
+    async with ctx.agent.spawn("helper") as helper:  # the handle names the agent through a protocol
+        assert_type(helper.path, str)
+        result = await (await helper.prompt(task)).result()
+        if isinstance(helper, ta.Agent):
+            assert_type(helper.sandbox, ta.SandboxMode)
+    return result.final_message
+
+
+def per_agent_tools(handle: ta.AgentHandle) -> ta.Tools:
+    assert_type(handle.session_id, str)
+    return ta.Tools.default().with_collaboration(watch=show).custom("delegate", "Delegate a task.", delegate)
+
+
+def factory_config(workspace: Path) -> ta.AgentConfig:
+    return ta.AgentConfig(auth="sk-test", workspace=workspace, tools_factory=per_agent_tools)
+
+
 async def converse(agent: ta.Agent) -> str:
     assert_type(agent.sandbox, ta.SandboxMode)
     assert_type(agent.events, ta.AgentEvents)

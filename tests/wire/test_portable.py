@@ -8,7 +8,7 @@ import json
 import pytest
 
 import trio_agent as ta
-from trio_agent._config import endpoint_profile
+from trio_agent._base.responses import endpoint_profile
 from trio_agent._errors import ApiError, CheckpointMissing
 from trio_agent._session.context import INSTRUCTIONS_ID, request_prefix
 from trio_agent._wire.failures import failure_from_frame

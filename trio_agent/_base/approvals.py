@@ -1,7 +1,7 @@
 """``Approvals``: when calls wait for approval and who decides, and the hook's protocol.
 
 A module of its own, apart from ``policies``: the hook's annotation names
-``ApprovalRequest`` (``_tools/_approval_request.py``, which names ``ApprovalKind``), so
+``ApprovalRequest`` (``approval_request.py``, which names ``ApprovalKind``), so
 keeping it away from the enums keeps the import graph free of cycles.
 """
 
@@ -17,7 +17,7 @@ from .._errors import ConfigError
 from .policies import DEFAULT_APPROVAL_TIMEOUT, ApprovalDecision, ApprovalPolicy, as_policy
 
 if TYPE_CHECKING:
-    from .._tools._approval_request import ApprovalRequest
+    from .approval_request import ApprovalRequest
 
 __all__ = ["ApprovalHook", "Approvals"]
 
@@ -26,7 +26,7 @@ class ApprovalHook(Protocol):
     """The approval hook: ``async def hook(request: ta.ApprovalRequest) -> ta.ApprovalDecision``.
 
     A callback protocol rather than a ``Callable[[ApprovalRequest], ...]`` alias: the
-    alias would need ``ApprovalRequest`` at import (``_approval_request`` is loaded by
+    alias would need ``ApprovalRequest`` at import (``approval_request`` is loaded by
     the first request), and ``Approvals.hook``'s annotation must resolve without it."""
 
     def __call__(self, request: ApprovalRequest, /) -> Awaitable[ApprovalDecision]: ...

@@ -1,7 +1,7 @@
 """Trio orchestration: the agent nursery, turns and their cancel scopes, model calls."""
 
+from .._base.handle import AgentHandle
 from ._agent import Agent, open_agent
-from ._handle import AgentHandle
 from ._input import MailboxFull
 from ._sessions import Rollout
 from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus

@@ -21,12 +21,13 @@ and what its owner (``Workers``, ``ThreadManager``) may do beyond the public sur
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, final
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast, final
 
 import trio
 
+from .._base.handle import AgentHandle
 from .._config import AgentConfig, Thinking, _approval, _sandbox
 from .._errors import AgentClosed, ConfigError, InvalidPrompt
 from .._events import AgentEvents
@@ -36,7 +37,6 @@ from ._assembly import AgentParts
 from ._children import Origin
 from ._collaboration import MailAddress
 from ._construction import NoPublicConstructor, construct
-from ._handle import AgentHandle
 from ._input import Mail, agent_message
 from ._lifecycle import run_agent
 from ._prompt_input import checked_prompt, turn_input
@@ -63,8 +63,11 @@ class Agent(metaclass=NoPublicConstructor):
         self._parent = origin.parent  # the address of the agent this one was spawned or forked from
         self._address = MailAddress(origin.path, self.post_mail)
         self._handle = AgentHandle(self)
+        # The handle (weak, refusing once closing) makes the workers; what it opens is
+        # typed ``AgentLike`` below the runtime, and is this class's ``spawn``: an Agent.
+        spawn = cast("Callable[[str], AbstractAsyncContextManager[Agent]]", self._handle.spawn)
         parts: AgentParts[Agent] = AgentParts(origin, nursery, address=self._address, handle=self._handle,
-                                              spawn=self._handle.spawn, opener=_open_agent)
+                                              spawn=spawn, opener=_open_agent)
         self._parts = parts
         self._current, self._sink = parts.current, parts.sink
         self._queue, self._tools, self._guard, self._runner = parts.queue, parts.tools, parts.guard, parts.runner

@@ -50,7 +50,7 @@ from .._tools._security import (
 # The per-call modules (the policy, the patch parser, the exec arguments) are imported by
 # the first call that needs them: an agent that never runs a tool never loads them.
 if TYPE_CHECKING:
-    from .._tools._approval_request import ApprovalRequest
+    from .._base.approval_request import ApprovalRequest
     from .._tools.exec_command import ExecResult, ShellSessions
 
 __all__ = ["ExecGuard"]
@@ -212,7 +212,7 @@ class ExecGuard:
     async def apply_patch(self, patch_text: str, workspace: Path, call_id: str, turn_id: int | None) -> str:
         """Apply the patch as the policy allows; ``PatchError`` if it was denied (then no
         file was changed) or does not apply."""
-        from .._tools._approval_request import ChangedFile
+        from .._base.approval_request import ChangedFile
         from .._tools._patch_parse import PatchError, parse_patch
         from .._tools._policy import plan_patch
         from .._tools.apply_patch import apply_patch
@@ -252,7 +252,7 @@ class ExecGuard:
 
     def _request(self, kind: ApprovalKind, call_id: str, turn_id: int | None, cwd: Path, reason: str,
                  **fields: Any) -> ApprovalRequest:
-        from .._tools._approval_request import ApprovalRequest  # loaded by the first request
+        from .._base.approval_request import ApprovalRequest  # loaded by the first request
 
         approval_id = f"approval-{self._next_id}"
         self._next_id += 1

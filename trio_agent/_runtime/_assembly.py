@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import trio
 
+from .._base.handle import AgentHandle
 from .._config import AgentConfig, Transport
 from .._errors import ConfigError
 from .._ids import new_item_id
@@ -30,7 +31,6 @@ from .._tracing import accept_hook, open_event_sink
 from ._approval import ExecGuard
 from ._children import ChildFactory, Origin, resume_seed
 from ._collaboration import Collaboration, MailAddress
-from ._handle import AgentHandle
 from ._hosting import HostHooks
 from ._model import ModelClient
 from ._payloads import TurnReporter
@@ -38,7 +38,8 @@ from ._prompt_settings import PromptSettings
 from ._runner import ForkPoint, TurnRunner
 from ._sessions import SessionInfo, TurnJournal, open_rollout
 from ._sleep import SleepTool
-from ._tool_dispatch import GroupRunners, ToolDispatcher, ToolEnvironment
+from ._tool_dispatch import ToolDispatcher
+from ._tool_environment import GroupRunners, ToolEnvironment
 from ._turn_queue import TurnQueue
 
 if TYPE_CHECKING:
@@ -51,12 +52,17 @@ A = TypeVar("A", bound="WorkerAgent")  # the agent class (Agent): its children a
 
 
 def _build_tools(config: AgentConfig, handle: AgentHandle) -> Tools:
+    """The agent's ``Tools``: ``AgentConfig`` names them through a protocol (``ToolSet``)."""
     if config.tools_factory is not None:
         tools = config.tools_factory(handle)
         if not isinstance(tools, Tools):
             raise ConfigError("tools_factory must return a ta.Tools")
         return tools
-    return config.tools if config.tools is not None else Tools.default()
+    if config.tools is None:
+        return Tools.default()
+    if not isinstance(config.tools, Tools):
+        raise ConfigError(f"tools must be a ta.Tools, got {type(config.tools).__name__}")
+    return config.tools
 
 
 class AgentParts(Generic[A]):

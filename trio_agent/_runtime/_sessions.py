@@ -187,7 +187,10 @@ def open_rollout(config: AgentConfig, info: SessionInfo, history: History, paren
     if config.rollout is None:
         return None
     # Imported here, not with the runtime: only an agent with a rollout file needs it.
-    from .._rollout import RolloutWriter, rollout_timestamp
+    from .._rollout import RolloutConfig, RolloutWriter, rollout_timestamp
+
+    settings = config.rollout
+    assert isinstance(settings, RolloutConfig)  # AgentConfig checks it; its field names a protocol
 
     # What the Codex CLI needs to resume the file (reference/codex-rollout/REPORT.md sec. 5):
     # id, timestamp, cwd, originator, cli_version; source "cli" lists it in codex's pickers;
@@ -206,8 +209,8 @@ def open_rollout(config: AgentConfig, info: SessionInfo, history: History, paren
         "lineage_id": info.lineage_id,
         "base_instructions": {"text": info.instructions},
     }
-    if config.rollout.model_provider is not None:
-        meta["model_provider"] = config.rollout.model_provider
+    if settings.model_provider is not None:
+        meta["model_provider"] = settings.model_provider
     if parent_id is not None:
         meta["parent_thread_id"] = parent_id
-    return Rollout(RolloutWriter.open(config.rollout, config.session_id, meta, history))
+    return Rollout(RolloutWriter.open(settings, config.session_id, meta, history))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tools._approval_request import ApprovalRequest
+from .._base.approval_request import ApprovalRequest
 from .._tools._security import ApprovalDecision, ApprovalKind
 from ._params import shown
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from .._tools._approval_request import ApprovalRequest
+from .._base.approval_request import ApprovalRequest
 from .._tools._security import ApprovalDecision
 from ._approvals import APPROVAL_METHODS, ApprovalUnanswered, decision_of, request_params
 from ._connection import PendingReply

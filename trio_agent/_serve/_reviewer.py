@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tools._approval_request import ApprovalRequest
+from .._base.approval_request import ApprovalRequest
 from .._tools._security import ApprovalKind
 from ._jsonrpc import InvalidParams
 from ._params import Params, shown

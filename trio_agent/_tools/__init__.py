@@ -44,7 +44,7 @@ from ._tool_errors import InvalidToolArguments, NestedToolError
 from ._ts import ts_type
 
 if TYPE_CHECKING:
-    from .._runtime import Agent
+    from .._base.handle import AgentLike
     from ._context import ToolContext
     from ._mcp_config import McpServer
 
@@ -70,6 +70,7 @@ DEFAULT_DEFER_ABOVE = 16  # MCP tools beyond this many (in all) are found throug
 
 _P = ParamSpec("_P")  # a typed tool's own parameters
 ArgsT = TypeVar("ArgsT", contravariant=True)
+_Watched = TypeVar("_Watched", bound="AgentLike")  # what a worker's watch takes: ta.Agent, or a protocol it meets
 
 
 class Handler(Protocol[ArgsT]):
@@ -163,7 +164,7 @@ class Tools:
         max_workers: int = 8,
         max_depth: int = 1,
         trigger_turn: bool = False,
-        watch: Callable[[Agent], Awaitable[None]] | None = None,
+        watch: Callable[[_Watched], Awaitable[None]] | None = None,
     ) -> Tools:
         """Add the ``collaboration`` namespace; returns ``self`` for chaining.
 
@@ -185,6 +186,8 @@ class Tools:
         once those events end, and an exception it raises propagates out of the agent
         like one raised in its block. Without ``watch`` a worker's events are read and
         dropped. A worker's turns are not cancelled with the turn that spawned it.
+        (``watch`` may take a ``ta.Agent``, or any protocol one meets: the tools name
+        the agent through ``AgentLike``, below the runtime.)
         """
         options = CollaborationOptions(max_workers, max_depth, bool(trigger_turn), watch)
         self._collaboration = options

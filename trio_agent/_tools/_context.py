@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
-    from .._runtime import AgentHandle
+    from .._base.handle import AgentHandle
 
 __all__ = ["ToolContext"]
 

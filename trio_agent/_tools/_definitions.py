@@ -15,17 +15,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._record import Record
+from ._nested_parameters import (
+    EXEC_COMMAND_PARAMETERS,
+    IMAGE_RESULT,
+    PLAN_DESCRIPTION,
+    SHELL_RESULT,
+    TOOL_SEARCH_PARAMETERS,
+    UPDATE_PLAN_PARAMETERS,
+    VIEW_IMAGE_PARAMETERS,
+    WEB_RUN_DESCRIPTION,
+    WEB_RUN_PARAMETERS,
+    WRITE_STDIN_PARAMETERS,
+)
 from ._ts import declaration, js_identifier, ts_type
 
 __all__ = [
     "BUILTIN_NAMES",
     "IMAGE_GENERATION",
     "NESTED_BUILTINS",
-    "PLAN_DESCRIPTION",
     "TOOL_SEARCH",
-    "UPDATE_PLAN_PARAMETERS",
-    "WEB_RUN_DESCRIPTION",
-    "WEB_RUN_PARAMETERS",
     "WEB_SEARCH",
     "NestedTool",
     "builtin_nested_tools",
@@ -117,243 +125,6 @@ class NestedTool(Record):
         return f"### {heading}\n{self.description}\n```ts\n{decl}\n```\n"
 
 
-_EXEC_COMMAND_PARAMETERS = {
-    "type": "object",
-    "properties": {
-        "cmd": {"type": "string", "description": "The shell command."},
-        "workdir": {"type": "string", "description": "Directory to run in (default: the workspace)."},
-        "shell": {"type": "string"},
-        "login": {"type": "boolean", "description": "Run a login shell (default true)."},
-        "yield_time_ms": {"type": "number", "description": "Return after this long if still running."},
-        "max_output_tokens": {"type": "number"},
-    },
-    "required": ["cmd"],
-}
-_WRITE_STDIN_PARAMETERS = {
-    "type": "object",
-    "properties": {
-        "session_id": {"type": "number"},
-        "chars": {"type": "string", "description": 'Empty to poll for output; "\\u0003" interrupts.'},
-        "yield_time_ms": {"type": "number"},
-        "max_output_tokens": {"type": "number"},
-    },
-    "required": ["session_id"],
-}
-_SHELL_RESULT = "{ output: string; exit_code?: number; wall_time_seconds: number; session_id?: number }"
-_VIEW_IMAGE_PARAMETERS = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "The image file, relative to the workspace."},
-        "detail": {"type": "string", "enum": ["high", "original"]},
-    },
-    "required": ["path"],
-    "additionalProperties": False,
-}
-_TOOL_SEARCH_PARAMETERS = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "Words describing the tool you need."},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 32, "description": "At most this many (default 8)."},
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-_IMAGE_RESULT = '{ type: "input_image"; image_url: string; detail?: string }'
-
-
-# ``update_plan`` and ``web__run``: their descriptions, and their parameters as the
-# JSON schemas ``_plan.plan_schema()`` and ``_web_search.commands_schema()`` derive from
-# the TypedDicts that validate a call (tests/tools/test_nested_schemas.py holds them
-# equal, key order included). Written out so that listing the tools at agent start
-# imports neither module nor builds their shapes; the first call does.
-PLAN_DESCRIPTION = (
-    "Record the plan for the task and its progress, for the user to follow: a list of short "
-    "steps, each pending, in_progress or completed (at most one in_progress at a time). Each "
-    'call replaces the whole plan. Resolves to "Plan updated".'
-)
-WEB_RUN_DESCRIPTION = (
-    "Search and read the web. Pass one object of commands; use several in one call to get more "
-    'at once, e.g. {search_query: [{q: "bitcoin news"}], finance: [{ticker: "BTC", type: "crypto", '
-    'market: ""}]}. Results cite reference ids (turn0search0, ...) that `open`, `click` and `find` take. '
-    "At most 4 search queries per call, and 4 need response_length medium or long. Write only the "
-    "fields you need. Resolves to the result text."
-)
-UPDATE_PLAN_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "explanation": {"type": "string", "description": "Why the plan changed, if it did."},
-        "plan": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "step": {"type": "string", "description": "What to do, in a few words."},
-                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                },
-                "required": ["step", "status"],
-                "additionalProperties": False,
-            },
-            "description": "Every step, in order.",
-        },
-    },
-    "required": ["plan"],
-    "additionalProperties": False,
-}
-WEB_RUN_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "search_query": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "q": {"type": "string", "description": "The search query."},
-                    "recency": {"type": "integer", "description": "Only results from the last N days."},
-                    "domains": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "Only results from these domains.",
-                    },
-                },
-                "required": ["q"],
-                "additionalProperties": False,
-            },
-            "description": "Web searches (at most 4 per call).",
-        },
-        "image_query": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "q": {"type": "string", "description": "The search query."},
-                    "recency": {"type": "integer", "description": "Only results from the last N days."},
-                    "domains": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "Only results from these domains.",
-                    },
-                },
-                "required": ["q"],
-                "additionalProperties": False,
-            },
-            "description": "Image searches (source pages and captions).",
-        },
-        "open": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "ref_id": {
-                        "type": "string",
-                        "description": "A reference id from earlier results (e.g. turn0search0) or a URL.",
-                    },
-                    "lineno": {"type": "integer", "description": "The line to open the page at."},
-                },
-                "required": ["ref_id"],
-                "additionalProperties": False,
-            },
-            "description": "Open pages by reference id or URL.",
-        },
-        "click": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "ref_id": {"type": "string", "description": "The page whose numbered link to follow."},
-                    "id": {"type": "integer", "description": "The number of the link."},
-                },
-                "required": ["ref_id", "id"],
-                "additionalProperties": False,
-            },
-            "description": "Follow numbered links of opened pages.",
-        },
-        "find": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "ref_id": {"type": "string", "description": "The page (reference id or URL) to search in."},
-                    "pattern": {"type": "string", "description": "The text to find."},
-                },
-                "required": ["ref_id", "pattern"],
-                "additionalProperties": False,
-            },
-            "description": "Find text in pages.",
-        },
-        "finance": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "ticker": {"type": "string"},
-                    "type": {"type": "string", "enum": ["equity", "fund", "crypto", "index"]},
-                    "market": {
-                        "type": "string",
-                        "description": "ISO 3166-1 alpha-3 country code, \"OTC\", or \"\" for crypto.",
-                    },
-                },
-                "required": ["ticker", "type"],
-                "additionalProperties": False,
-            },
-            "description": "Prices of stocks, funds, crypto or indices.",
-        },
-        "weather": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "location": {"type": "string", "description": "Like \"Country, Area, City\"."},
-                    "start": {"type": "string", "description": "YYYY-MM-DD; default today."},
-                    "duration": {"type": "integer", "description": "Number of days; default 7."},
-                },
-                "required": ["location"],
-                "additionalProperties": False,
-            },
-            "description": "Weather forecasts.",
-        },
-        "sports": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "fn": {"type": "string", "enum": ["schedule", "standings"]},
-                    "league": {
-                        "type": "string",
-                        "enum": ["nba", "wnba", "nfl", "nhl", "mlb", "epl", "ncaamb", "ncaawb", "ipl"],
-                    },
-                    "team": {"type": "string", "description": "The team's 3-4 letter broadcast alias."},
-                    "opponent": {"type": "string"},
-                    "date_from": {"type": "string", "description": "YYYY-MM-DD."},
-                    "date_to": {"type": "string", "description": "YYYY-MM-DD."},
-                    "num_games": {"type": "integer"},
-                    "locale": {"type": "string"},
-                },
-                "required": ["fn", "league"],
-                "additionalProperties": False,
-            },
-            "description": "Sports schedules and standings.",
-        },
-        "time": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"utc_offset": {"type": "string", "description": "Like \"+03:00\"."}},
-                "required": ["utc_offset"],
-                "additionalProperties": False,
-            },
-            "description": "The time at UTC offsets.",
-        },
-        "response_length": {
-            "type": "string",
-            "enum": ["short", "medium", "long"],
-            "description": "How much text to return.",
-        },
-    },
-    "required": [],
-    "additionalProperties": False,
-}
-
-
 def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_search: bool) -> list[NestedTool]:
     """The nested built-ins for these options, in description order."""
     tools = [
@@ -361,12 +132,12 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
             "exec_command",
             "Run a shell command in the workspace. Returns {output, exit_code, wall_time_seconds} or, "
             "if still running after yield_time_ms, a session_id.",
-            _EXEC_COMMAND_PARAMETERS, _SHELL_RESULT,
+            EXEC_COMMAND_PARAMETERS, SHELL_RESULT,
         ),
         NestedTool(
             "write_stdin",
             "Write characters to a running exec_command session (empty chars polls for output).",
-            _WRITE_STDIN_PARAMETERS, _SHELL_RESULT,
+            WRITE_STDIN_PARAMETERS, SHELL_RESULT,
         ),
         NestedTool(
             "apply_patch",
@@ -379,7 +150,7 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
             "view_image",
             "Load an image file of the workspace (PNG, JPEG, GIF or WebP, at most 20 MiB). Pass the "
             "result to `image(...)` to look at it.",
-            _VIEW_IMAGE_PARAMETERS, _IMAGE_RESULT,
+            VIEW_IMAGE_PARAMETERS, IMAGE_RESULT,
         ),
     ]
     if web_search:
@@ -387,13 +158,13 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
     if image_generation:
         from ._image_gen import IMAGEGEN_DESCRIPTION, imagegen_schema
 
-        tools.append(NestedTool(IMAGE_GENERATION, IMAGEGEN_DESCRIPTION, imagegen_schema(), _IMAGE_RESULT))
+        tools.append(NestedTool(IMAGE_GENERATION, IMAGEGEN_DESCRIPTION, imagegen_schema(), IMAGE_RESULT))
     if tool_search:
         tools.append(NestedTool(
             TOOL_SEARCH,
             "Find tools of the MCP servers (BM25 over names, descriptions and parameters) and make them "
             "callable. Each result has the tool's name, description and TypeScript declaration.",
-            _TOOL_SEARCH_PARAMETERS,
+            TOOL_SEARCH_PARAMETERS,
             "{ tools: { name: string; server: string; tool: string; description: string; declaration: string; "
             "input_schema: object; output_schema?: object }[]; pending_servers: string[]; "
             "failed_servers: { [server: string]: string } }",

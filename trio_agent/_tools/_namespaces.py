@@ -10,13 +10,10 @@ are our own wording; shapes and limits follow codex (codex.md 3.7).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Never
 
 from .._errors import ConfigError
 from .._record import Record
-
-if TYPE_CHECKING:
-    from .._runtime import Agent
 
 __all__ = [
     "CLOCK",
@@ -58,13 +55,17 @@ def _check_options(options: CollaborationOptions) -> None:
 
 
 class CollaborationOptions(Record):
-    """The settings of ``Tools.with_collaboration`` (see there), checked."""
+    """The settings of ``Tools.with_collaboration`` (see there), checked.
+
+    ``watch`` is kept as given, typed ``Callable[[Never], ...]``: what it accepts is
+    a ``ta.Agent`` or a protocol one meets (``AgentLike``), which only the runtime,
+    the one caller, knows to be an ``Agent``."""
 
     __slots__ = ("max_workers", "max_depth", "trigger_turn", "watch")  # noqa: RUF023  # field order
 
     def __init__(
         self, max_workers: int = 8, max_depth: int = 1, trigger_turn: bool = False,
-        watch: Callable[[Agent], Awaitable[None]] | None = None,
+        watch: Callable[[Never], Awaitable[None]] | None = None,
     ) -> None:
         self.max_workers = max_workers
         self.max_depth = max_depth

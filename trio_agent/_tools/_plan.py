@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, NotRequired, TypedDict
 
-from ._definitions import PLAN_DESCRIPTION
+from ._nested_parameters import PLAN_DESCRIPTION
 from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError
 

@@ -28,7 +28,7 @@ from typing import Literal
 
 import attrs
 
-from ._approval_request import ChangedFile
+from .._base.approval_request import ChangedFile
 from ._safe_commands import is_known_read_only
 from ._security import ApprovalPolicy, Sandbox, SandboxMode
 

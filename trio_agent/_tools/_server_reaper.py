@@ -1,7 +1,7 @@
 """The MCP server supervisor: runs one stdio MCP server so that nothing it starts outlives it.
 
 A standalone program (standard library only; it never imports ``trio_agent``, and
-loads its process-tree functions from ``_subreaper.py`` beside it)::
+loads its process-tree functions from ``_reaping.py`` beside it)::
 
     python -I -S _server_reaper.py AGENT_PID GRACE EXECUTABLE -- ARGV0 [ARG...]
 
@@ -54,12 +54,11 @@ import time
 
 TYPE_CHECKING = False  # not typing's: importing typing would add to every server's start
 if TYPE_CHECKING:
-    from trio_agent._tools import _subreaper
+    from trio_agent._tools import _reaping
 else:
-    _spec = importlib.util.spec_from_file_location("_subreaper", os.path.join(os.path.dirname(__file__),
-                                                                               "_subreaper.py"))
-    _subreaper = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_subreaper)
+    _spec = importlib.util.spec_from_file_location("_reaping", os.path.join(os.path.dirname(__file__), "_reaping.py"))
+    _reaping = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_reaping)
 
 _POLL_PARENT = 1.0  # seconds between parent checks where pidfds are unavailable
 _KILL_ROUND = 0.01  # seconds between SIGKILL rounds while descendants remain (a fork racing a kill)
@@ -93,7 +92,7 @@ class _Tree:
     def terminate(self) -> None:
         if self.kill_at is None:
             self.kill_at = time.monotonic() + self.grace
-            _subreaper.signal_descendants(self.me, (signal.SIGTERM, signal.SIGCONT))
+            _reaping.signal_descendants(self.me, (signal.SIGTERM, signal.SIGCONT))
         if self.watch is not None:  # readable for good now: stop watching it
             os.close(self.watch)
             self.watch = None
@@ -102,7 +101,7 @@ class _Tree:
         if os.getppid() != self.parent:  # the agent died before the pidfd held it
             self.terminate()
         while True:
-            exited, children_left = _subreaper.reap()
+            exited, children_left = _reaping.reap()
             if any(pid == self.server for pid, _ in exited):
                 self.status = next(code for pid, code in exited if pid == self.server)
                 self.terminate()
@@ -115,12 +114,12 @@ class _Tree:
         if self.kill_at is not None:
             timeout = max(0.0, self.kill_at - time.monotonic())
             if timeout == 0.0:
-                _subreaper.signal_descendants(self.me, (signal.SIGKILL,))
+                _reaping.signal_descendants(self.me, (signal.SIGKILL,))
                 timeout = _KILL_ROUND
         watched = [self.wakeup] if self.watch is None else [self.wakeup, self.watch]
         readable, _, _ = select.select(watched, [], [], timeout)
-        signals = _subreaper._read_signals(self.wakeup) if self.wakeup in readable else b""
-        if any(sig in _subreaper._STOP_SIGNALS for sig in signals):
+        signals = _reaping.read_signals(self.wakeup) if self.wakeup in readable else b""
+        if any(sig in _reaping.STOP_SIGNALS for sig in signals):
             self.terminate()
         if self.kill_at is None and ((self.watch is not None and self.watch in readable)
                                      or os.getppid() != self.parent):
@@ -129,7 +128,7 @@ class _Tree:
 
 def _watch_parent(parent: int) -> int | None:
     """A pidfd of the agent (readable once it has exited), or None where there are none."""
-    if not _subreaper._PIDFDS:
+    if not _reaping._PIDFDS:
         return None
     try:
         return os.pidfd_open(parent)
@@ -140,7 +139,7 @@ def _watch_parent(parent: int) -> int | None:
 def _spawn(executable: str, argv: list[str]) -> int:
     """The server, with this process's descriptors, environment and directory, and the
     default disposition of every signal the supervisor handles or ignores."""
-    return os.posix_spawn(executable, argv, os.environ, setsigdef=_subreaper._RESET_SIGNALS, setsigmask=())
+    return os.posix_spawn(executable, argv, os.environ, setsigdef=_reaping.RESET_SIGNALS, setsigmask=())
 
 
 def main(argv: list[str]) -> int:
@@ -151,7 +150,7 @@ def main(argv: list[str]) -> int:
         grace = float(argv[2])
         if not os.path.exists(f"/proc/{os.getpid()}/stat"):
             raise OSError("/proc is not mounted")
-        _subreaper.become_subreaper()
+        _reaping.become_subreaper()
     except ValueError:
         return _usage(argv[0])
     except OSError:
@@ -159,7 +158,7 @@ def main(argv: list[str]) -> int:
             os.execv(executable, server_argv)  # the fallback: the server in our place
         print(f"trio_agent: cannot start the MCP server {executable}", file=sys.stderr)
         return 127
-    wakeup = _subreaper._install_signals()
+    wakeup = _reaping.install_signals()
     if os.getppid() != parent:
         return 1  # the agent died before its server could start: start nothing
     try:

@@ -44,17 +44,14 @@ knows the command is over (``waitpid`` says ``ECHILD``).
   the members of the process group below them, SIGTERM to every descendant below
   them; SIGKILL still hits everything, the scaffold included.
 
-Descendants are found by scanning ``/proc/*/stat`` for parent pids (the ``children``
-files need ``CONFIG_PROC_CHILDREN``, absent on some kernels). Each is signalled through
-a pidfd opened *before* re-checking its parent, so a pid recycled between the scan and
-the signal is never hit (where pidfds are unavailable, plain ``kill`` right after the
-check).
+The process-tree primitives -- finding, signalling and reaping descendants, and how a
+recycled pid is never hit -- are in ``_reaping.py``, loaded from beside this file.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import importlib.util
 import json
 import os
 import select
@@ -63,176 +60,20 @@ import socket
 import sys
 import time
 
-PR_SET_CHILD_SUBREAPER = 36
-#: Signals this program ignores or handles; the shell gets the default for each.
-_RESET_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGHUP)
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+TYPE_CHECKING = False  # not typing's: importing typing would add to every command's start
+if TYPE_CHECKING:
+    from trio_agent._tools import _reaping
+else:  # a program, not a package module: the process-tree primitives come from beside it
+    _spec = importlib.util.spec_from_file_location("_reaping", os.path.join(os.path.dirname(__file__), "_reaping.py"))
+    _reaping = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_reaping)
+
 #: Seconds between SIGKILL rounds while descendants remain (a fork racing a kill).
 _KILL_ROUND = 0.01
 _FDS_PER_REQUEST = 3
 
 
-# -- process tree ----------------------------------------------------------------------------
-
-
-def become_subreaper() -> None:
-    """Make orphaned descendants of this process its children (raises OSError)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(errno)}")
-
-
-def _parent_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            data = stat.read()
-    except OSError:
-        return None
-    # "pid (comm) state ppid ...": comm may contain spaces and parentheses.
-    return int(data[data.rindex(b")") + 2 :].split(None, 2)[1])
-
-
-def descendants(root: int) -> list[int]:
-    """Every live process below ``root``, parents before children."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            parent = _parent_of(int(entry))
-            if parent is not None:
-                children.setdefault(parent, []).append(int(entry))
-    found: list[int] = []
-    queue = [root]
-    while queue:
-        for child in children.get(queue.pop(), ()):
-            found.append(child)
-            queue.append(child)
-    return found
-
-
-def _pidfds_work() -> bool:
-    """pidfd_open needs Linux 5.3, and some container seccomp profiles refuse it."""
-    try:
-        os.close(os.pidfd_open(os.getpid()))
-    except (AttributeError, OSError):
-        return False
-    return True
-
-
-_PIDFDS = _pidfds_work()
-
-
-def _signal(pid: int, signals: tuple[signal.Signals, ...], tree: set[int], root: int) -> bool:
-    """Signal ``pid`` if it is still a descendant of ``root``; whether it was.
-
-    With pidfds the check happens after the pidfd pins the process, so a pid recycled
-    since the scan is never hit; without them the window is the few microseconds
-    between the check and ``kill``."""
-    pidfd = None
-    if _PIDFDS:
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            return False  # already gone
-    try:
-        parent = _parent_of(pid)
-        if parent != root and parent not in tree:
-            return False
-        for sig in signals:
-            if pidfd is not None:
-                signal.pidfd_send_signal(pidfd, sig)
-            else:
-                os.kill(pid, sig)
-        return True
-    except OSError:
-        return False  # exited meanwhile
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-
-
-def signal_descendants(
-    root: int,
-    signals: tuple[signal.Signals, ...],
-    skip: frozenset[int] = frozenset(),
-    spare: frozenset[int] = frozenset(),
-) -> int:
-    """Send ``signals`` to every descendant of ``root`` outside ``skip``'s subtrees,
-    except the processes in ``spare`` themselves (their descendants are signalled).
-
-    Returns how many processes were signalled."""
-    found = descendants(root)
-    tree = set(found)
-    excluded = set(skip) | spare
-    for pid in skip:
-        excluded.update(descendants(pid))
-    # Children before their parents: each is checked while its parent still lives.
-    return sum(_signal(pid, signals, tree, root) for pid in reversed(found) if pid not in excluded)
-
-
-def _process_group(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            data = stat.read()
-    except OSError:
-        return None
-    return int(data[data.rindex(b")") + 2 :].split(None, 3)[2])
-
-
-def scaffold_of(top: int, depth: int) -> frozenset[int]:
-    """``top`` and its descendants down to ``depth`` generations (``top`` is the first)."""
-    if depth <= 0:
-        return frozenset()
-    found = {top}
-    level = [top]
-    below = descendants(top) if depth > 1 else []
-    for _ in range(depth - 1):
-        level = [pid for pid in below if _parent_of(pid) in level]
-        found.update(level)
-    return frozenset(found)
-
-
-def signal_group_below(root: int, pgid: int, sig: signal.Signals, spare: frozenset[int]) -> int:
-    """``sig`` to every descendant of ``root`` in process group ``pgid`` outside ``spare``."""
-    found = descendants(root)
-    tree = set(found)
-    members = [pid for pid in reversed(found) if pid not in spare and _process_group(pid) == pgid]
-    return sum(_signal(pid, (sig,), tree, root) for pid in members)
-
-
-def reap() -> tuple[list[tuple[int, int]], bool]:
-    """Reap every exited child: ``([(pid, returncode)], whether children remain)``."""
-    exited: list[tuple[int, int]] = []
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return exited, False
-        if pid == 0:
-            return exited, True
-        exited.append((pid, os.waitstatus_to_exitcode(status)))
-
-
-# -- signals and messages -----------------------------------------------------------------------
-
-
-def _install_signals() -> int:
-    """Route SIGCHLD/SIGTERM/SIGHUP to a wakeup pipe; ignore SIGINT/SIGQUIT. Returns its read end."""
-    read_end, write_end = os.pipe()
-    os.set_blocking(read_end, False)
-    os.set_blocking(write_end, False)
-    signal.set_wakeup_fd(write_end)
-    for sig in (signal.SIGCHLD, *_STOP_SIGNALS):
-        signal.signal(sig, lambda signum, frame: None)
-    for sig in (signal.SIGINT, signal.SIGQUIT):
-        signal.signal(sig, signal.SIG_IGN)
-    return read_end
-
-
-def _read_signals(wakeup: int) -> bytes:
-    with contextlib.suppress(BlockingIOError):
-        return os.read(wakeup, 512)
-    return b""
+# -- messages --------------------------------------------------------------------------------------
 
 
 def _send(fd: int, message: dict[str, object]) -> None:
@@ -311,7 +152,7 @@ def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
         for path in candidates:
             try:
                 return os.posix_spawn(
-                    path, argv, env, file_actions=actions, setpgroup=0, setsigdef=_RESET_SIGNALS, setsigmask=()
+                    path, argv, env, file_actions=actions, setpgroup=0, setsigdef=_reaping.RESET_SIGNALS, setsigmask=()
                 )
             except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
                 error = exc
@@ -356,18 +197,18 @@ class _Supervisor:
         if self.kill_at is not None:
             return
         self.kill_at = time.monotonic() + max(0.0, grace)
-        signal_descendants(self.me, (signal.SIGTERM, signal.SIGCONT), spare=self._spared())
+        _reaping.signal_descendants(self.me, (signal.SIGTERM, signal.SIGCONT), spare=self._spared())
 
     def _spared(self) -> frozenset[int]:
         """The sandbox's own processes, spared by SIGINT and SIGTERM (module docstring)."""
         if self.shell is None or not self.scaffold:
             return frozenset()
-        return scaffold_of(self.shell, self.scaffold)
+        return _reaping.scaffold_of(self.shell, self.scaffold)
 
     def handle(self, message: dict[str, object]) -> None:
         if message.get("op") == "interrupt":
             if self.shell is not None and self.scaffold:
-                signal_group_below(self.me, self.shell, signal.SIGINT, self._spared())
+                _reaping.signal_group_below(self.me, self.shell, signal.SIGINT, self._spared())
             elif self.shell is not None:  # not reaped yet, so its pid is still its group's id
                 with contextlib.suppress(OSError):
                     os.killpg(self.shell, signal.SIGINT)
@@ -381,7 +222,7 @@ class _Supervisor:
         if self.lines.eof:
             self.terminate(self.grace)
         while True:
-            exited, children_left = reap()
+            exited, children_left = _reaping.reap()
             for pid, code in exited:
                 if pid == self.shell:
                     self.shell = None
@@ -392,11 +233,11 @@ class _Supervisor:
             if self.kill_at is not None:
                 timeout = max(0.0, self.kill_at - time.monotonic())
                 if timeout == 0.0:
-                    signal_descendants(self.me, (signal.SIGKILL,))
+                    _reaping.signal_descendants(self.me, (signal.SIGKILL,))
                     timeout = _KILL_ROUND
             watched = [self.wakeup] if self.lines.eof else [self.wakeup, self.ctl]
             readable, _, _ = select.select(watched, [], [], timeout)
-            if self.wakeup in readable and any(sig in _STOP_SIGNALS for sig in _read_signals(self.wakeup)):
+            if self.wakeup in readable and _reaping.stop_requested(self.wakeup):
                 self.terminate(self.grace)
             if self.ctl in readable:
                 for message in self.lines.read():
@@ -408,9 +249,9 @@ class _Supervisor:
 def _supervise(ctl: int, stdin: int, stdout: int) -> None:
     """The forked child of the helper: run one command to the end of its whole tree."""
     os.setsid()
-    wakeup = _install_signals()
+    wakeup = _reaping.install_signals()
     try:
-        become_subreaper()
+        _reaping.become_subreaper()
     except OSError as exc:
         _send(ctl, {"error": f"cannot supervise the command: {exc}"})
         return
@@ -470,13 +311,13 @@ def _serve(sock: socket.socket, wakeup: int) -> None:
         watched = [wakeup, sock.fileno()] if accepting else [wakeup]
         readable, _, _ = select.select(watched, [], [])
         if wakeup in readable:
-            if any(sig in _STOP_SIGNALS for sig in _read_signals(wakeup)):
+            if _reaping.stop_requested(wakeup):
                 accepting = False  # running commands keep their supervisors
-            exited, _ = reap()
+            exited, _ = _reaping.reap()
             if any(pid not in supervisors or code != 0 for pid, code in exited):
                 # A supervisor failed (or an orphan of one died): its tree is ours now, and
                 # nothing but supervisors should be. Sweep until that is true again.
-                signal_descendants(os.getpid(), (signal.SIGKILL,), skip=frozenset(supervisors))
+                _reaping.signal_descendants(os.getpid(), (signal.SIGKILL,), skip=frozenset(supervisors))
             supervisors.difference_update(pid for pid, _ in exited)
         if sock.fileno() in readable:
             fds = _receive(sock)
@@ -494,11 +335,11 @@ def main(argv: list[str]) -> int:
         return 2
     sock = socket.socket(fileno=int(argv[1]))
     os.set_inheritable(sock.fileno(), False)
-    wakeup = _install_signals()
+    wakeup = _reaping.install_signals()
     try:
         if not os.path.exists(f"/proc/{os.getpid()}/stat"):
             raise OSError("/proc is not mounted")
-        become_subreaper()
+        _reaping.become_subreaper()
     except OSError as exc:
         sock.sendall(f"unavailable: {exc}".encode())
         return 1

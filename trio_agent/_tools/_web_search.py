@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import trio
 
-from ._definitions import WEB_RUN_DESCRIPTION
+from ._nested_parameters import WEB_RUN_DESCRIPTION
 from ._remote import RemoteApi, RemoteError
 from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError

@@ -16,12 +16,11 @@ stdout and stderr share one pipe; stdin is a pipe too.
 A command first takes one of ``max_sessions`` slots (``_command_slots``): taken before
 the spawn, given back once its whole process tree is gone, so a burst cannot exceed the
 cap; a call beyond the cap evicts an old background session or waits (bounded) for a
-slot. Each process then gets a :class:`_Session` and a *supervisor task* in the nursery
-given to :class:`ShellSessions` (the agent's nursery). The task pumps the pipe into a
-bounded :class:`HeadTailBuffer`, waits for the shell to exit, waits up to
-``drain_grace`` for the pipe to reach EOF, terminates whatever the command left running
-(TERM, ``kill_grace``, KILL), closes the pipes, gives the slot back and sets ``done``.
-Cancelling its scope (``_discard``) or the nursery skips to the termination.
+slot. Each process then gets a ``CommandSession`` (``_shell_session``: its output, its
+stdin) and a *supervisor task* in the nursery given to :class:`ShellSessions` (the
+agent's nursery), which ends the command's whole tree once the shell exits, then gives
+the slot back and sets ``done``. Cancelling its scope (``_discard``) or the nursery
+skips to the termination.
 
 ``exec_command`` spawns, then waits for ``done`` for at most ``yield_time_ms`` (counted
 from the spawn, not from the call, so time spent waiting for a slot does not eat into
@@ -46,9 +45,8 @@ fallback (no supervisor) the group signals reach bwrap too, so Ctrl-C ends a
 sandboxed command as a whole there.
 
 Progress: ``on_output`` (a callback given to one ``exec_command``/``write_stdin`` call)
-also receives what the command prints while that call waits for it, read by read,
-decoded and redacted (``_output_progress``); the dispatcher emits it as
-``tool.progress``. It is attached to the session for the duration of the call only.
+also receives what the command prints while that call waits for it (``_shell_session``);
+the dispatcher emits it as ``tool.progress``.
 
 Notes: Secrets are redacted per returned chunk, so a secret split across two reads, or
 across an omission notice, is not caught.
@@ -56,14 +54,13 @@ across an omission notice, is not caught.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NotRequired, TypedDict, cast, final
+from typing import cast, final
 
 import attrs
 import trio
@@ -71,8 +68,6 @@ import trio
 from ._command_process import REAP_TIMEOUT, CommandProcess
 from ._command_slots import SLOT_WAIT_LIMIT, CommandSlots
 from ._login_env import SNAPSHOT_TIMEOUT, LoginEnvironments, login_command_environment
-from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
-from ._output_progress import OutputProgress
 from ._process_tree import Isolation, ProcessLauncher
 from ._real_time import real_process_running
 from ._sandbox import SANDBOX_ENV, SCAFFOLD_DEPTH, Confinement
@@ -82,7 +77,6 @@ from ._shell_env import (
     ExecRequest,
     ShellEnvironment,
     ShellError,
-    WriteRequest,
     build_environment,
     parse_exec_args,
     parse_write_args,
@@ -91,40 +85,17 @@ from ._shell_env import (
     shell_argv,
     workdir_problem,
 )
+from ._shell_session import CommandSession, ExecResult, SessionTable, start_failure
 
 __all__ = ["ExecResult", "ShellError", "ShellSessions", "ShellStatistics"]
 
 MAX_SESSIONS = 64
-#: Pruning for room never touches the most recently used sessions (nanocodex sec. 5.4).
-PROTECTED_RECENT_SESSIONS = 8
 #: Seconds between SIGTERM and SIGKILL when a command is killed.
 KILL_GRACE = 0.5
 #: Seconds to wait for the output pipe's EOF after the shell exited (nanocodex: 2 s).
 DRAIN_GRACE = 2.0
-#: Seconds to wait for EOF after terminating the command's leftovers.
-POST_KILL_DRAIN = 0.5
-#: Writing to stdin waits at least this long for the process to accept the input.
-MIN_STDIN_WRITE_TIMEOUT = 5.0
 #: Seconds ``aclose`` gives the removal of the private temp dir (then it is left behind).
 TMP_REMOVAL_LIMIT = 5.0
-CTRL_C = "\u0003"
-_READ_SIZE = 64 * 1024
-
-
-class ExecResult(TypedDict):
-    """The JSON-able result of ``exec_command`` and ``write_stdin``.
-
-    Exactly one of ``exit_code`` (the command finished; 128+N if killed by signal N)
-    and ``session_id`` (still running) is present. ``original_token_count``
-    (``ceil(bytes / 4)`` of everything printed since the last read) is present only
-    when ``output`` was truncated.
-    """
-
-    wall_time_seconds: float
-    exit_code: NotRequired[int]
-    session_id: NotRequired[int]
-    original_token_count: NotRequired[int]
-    output: str
 
 
 @attrs.frozen
@@ -144,21 +115,6 @@ class ShellStatistics:
     max_sessions: int
     isolation: Isolation
     sandbox: SandboxMode = SandboxMode.DANGER_FULL_ACCESS
-
-
-@attrs.define(eq=False)
-class _Session:
-    process: CommandProcess
-    secrets: tuple[str, ...]
-    last_used: float
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    output: HeadTailBuffer = attrs.field(factory=lambda: HeadTailBuffer(DEFAULT_CAPACITY))
-    eof: trio.Event = attrs.field(factory=trio.Event)
-    done: trio.Event = attrs.field(factory=trio.Event)
-    write_lock: trio.Lock = attrs.field(factory=trio.Lock)
-    exit_code: int | None = None
-    session_id: int | None = None
-    progress: OutputProgress | None = None  # the waiting call's on_output, if any
 
 
 @final
@@ -213,21 +169,20 @@ class ShellSessions:
         self._env_overrides = dict(env_overrides or {})
         self._kill_grace = kill_grace
         self._drain_grace = drain_grace
-        self._live: set[_Session] = set()  # supervisor task running
-        self._by_id: dict[int, _Session] = {}  # published and not yet read to the end
-        self._next_id = 1
+        self._live: set[CommandSession] = set()  # supervisor task running
+        self._table = SessionTable(self._slots.limit)  # published and not yet read to the end
         self._closed = False
 
     @property
     def session_ids(self) -> tuple[int, ...]:
         """Ids of the sessions ``write_stdin`` currently accepts, ascending."""
-        return tuple(sorted(self._by_id))
+        return self._table.ids
 
     def statistics(self) -> ShellStatistics:
         return ShellStatistics(
             running=self._slots.running,
             waiting=self._slots.waiting,
-            sessions=len(self._by_id),
+            sessions=len(self._table),
             max_sessions=self._slots.limit,
             isolation=self._launcher.isolation,
             sandbox=self._sandbox.sandbox.mode if self._sandbox.confined else SandboxMode.DANGER_FULL_ACCESS,
@@ -277,7 +232,7 @@ class ShellSessions:
         shell = resolve_shell(request.shell, environment.env.get("SHELL"))
         problem = workdir_problem(request.workdir)
         if problem is not None:
-            return _start_failure(problem, started)
+            return start_failure(problem, started)
         sandboxed = self._sandbox.confined and not outside_sandbox
         if sandboxed:
             environment = attrs.evolve(environment, env={**environment.env, **self._forced_tmp()})
@@ -294,11 +249,11 @@ class ShellSessions:
             session = await self._spawn(argv, request, environment, scaffold)
         except OSError as exc:
             self._slots.release()
-            return _start_failure(f"failed to start {shell!r} in {request.workdir}: {exc}", started)
+            return start_failure(f"failed to start {shell!r} in {request.workdir}: {exc}", started)
         except BaseException:
             self._slots.release()
             raise
-        with _streaming(session, on_output):
+        with session.streaming(on_output):
             await self._wait_or_kill(session, request.yield_seconds)
         return self._collect(session, request.max_bytes, started)
 
@@ -321,11 +276,11 @@ class ShellSessions:
             closed).
         """
         request = parse_write_args(args)
-        session = self._lookup(request.session_id)
+        session = self._table.lookup(request.session_id)
         started = trio.current_time()
         session.last_used = started
-        with _streaming(session, on_output):
-            await self._send_input(session, request)
+        with session.streaming(on_output):
+            await session.send_input(request)
             with trio.move_on_after(request.yield_seconds):
                 await session.done.wait()
         return self._collect(session, request.max_bytes, started)
@@ -339,7 +294,7 @@ class ShellSessions:
         """
         self._closed = True
         sessions = list(self._live)
-        self._by_id.clear()
+        self._table.clear()
         with trio.CancelScope(shield=True), real_process_running():
             async with trio.open_nursery() as nursery:
                 for session in sessions:
@@ -396,7 +351,7 @@ class ShellSessions:
 
     async def _spawn(
         self, argv: list[str], request: ExecRequest, environment: ShellEnvironment, scaffold: int = 0
-    ) -> _Session:
+    ) -> CommandSession:
         self._check_open()  # aclose() may have run while this call waited for its slot
         try:
             with real_process_running():  # see _real_time: commands under an autojumping MockClock
@@ -407,7 +362,7 @@ class ShellSessions:
             raise ShellError("shell sessions were closed while the command was starting") from exc
         except RuntimeError as exc:  # the owning nursery has exited
             raise ShellError("shell sessions are closed: their nursery has exited") from exc
-        session = _Session(process, environment.secrets, last_used=trio.current_time())
+        session = CommandSession(process, environment.secrets, last_used=trio.current_time())
         try:
             if self._closed:  # aclose() ran while the process was starting
                 raise ShellError("shell sessions were closed while the command was starting")
@@ -422,36 +377,18 @@ class ShellSessions:
         self._live.add(session)
         return session
 
-    async def _supervise(self, session: _Session) -> None:
+    async def _supervise(self, session: CommandSession) -> None:
         """Own the session's process until its whole tree is gone, then give the slot back."""
-        process = session.process
         with real_process_running():
-            await self._supervise_process(session, process)
+            try:
+                await session.supervise(self._kill_grace, self._drain_grace)
+            finally:
+                self._live.discard(session)
+                self._slots.release()
+                session.done.set()
+                self._table.forget_old_finished()
 
-    async def _supervise_process(self, session: _Session, process: CommandProcess) -> None:
-        try:
-            with session.scope:
-                async with trio.open_nursery() as pump_nursery:
-                    pump_nursery.start_soon(_pump_output, session)
-                    await process.wait()
-                    with trio.move_on_after(self._drain_grace):
-                        await session.eof.wait()
-                    # Whatever the command left running ends with it (nanocodex kills the
-                    # group when the session is dropped); TERM first, like a cancel.
-                    await process.terminate(self._kill_grace)
-                    with trio.move_on_after(POST_KILL_DRAIN):
-                        await session.eof.wait()
-                    pump_nursery.cancel_scope.cancel()
-        finally:
-            await process.terminate(self._kill_grace)  # shielded, bounded, idempotent
-            await process.aclose()
-            session.exit_code = _exit_code(process.returncode)
-            self._live.discard(session)
-            self._slots.release()
-            session.done.set()
-            self._forget_old_finished()
-
-    async def _wait_or_kill(self, session: _Session, seconds: float) -> None:
+    async def _wait_or_kill(self, session: CommandSession, seconds: float) -> None:
         try:
             with trio.move_on_after(seconds):
                 await session.done.wait()
@@ -459,10 +396,10 @@ class ShellSessions:
             await self._discard(session)
             raise
 
-    async def _discard(self, session: _Session) -> None:
+    async def _discard(self, session: CommandSession) -> None:
         """Forget the session and terminate its whole tree; return once that is done
         (shielded; bounded by the grace plus the reap timeouts)."""
-        self._forget(session)
+        self._table.forget(session)
         session.scope.cancel()
         with trio.CancelScope(shield=True), trio.move_on_after(self._kill_grace + 2 * REAP_TIMEOUT + 1):
             await session.done.wait()
@@ -475,45 +412,13 @@ class ShellSessions:
 
     async def _make_room(self) -> bool:
         """Evict the least recently used background session that may be evicted."""
-        victim = self._least_recently_used()
+        victim = self._table.eviction_candidate()
         if victim is None:
             return False
         await self._discard(victim)
         return True
 
-    def _least_recently_used(self) -> _Session | None:
-        running = sorted((s for s in self._by_id.values() if not s.done.is_set()), key=lambda s: s.last_used)
-        protected = min(PROTECTED_RECENT_SESSIONS, self._slots.limit - 1)
-        candidates = running[: max(0, len(running) - protected)]
-        return candidates[0] if candidates else None
-
-    def _forget_old_finished(self) -> None:
-        finished = sorted((s for s in self._by_id.values() if s.done.is_set()), key=lambda s: s.last_used)
-        for session in finished[: max(0, len(finished) - self._slots.limit)]:
-            self._forget(session)
-
-    def _lookup(self, session_id: int) -> _Session:
-        session = self._by_id.get(session_id)
-        if session is None:
-            raise ShellError(
-                f"unknown session_id {session_id}; it has finished (its final output was "
-                "already returned), was closed, or never existed; start a new command "
-                "with exec_command"
-            )
-        return session
-
-    def _forget(self, session: _Session) -> None:
-        if session.session_id is not None:
-            self._by_id.pop(session.session_id, None)
-
-    def _publish(self, session: _Session) -> int:
-        if session.session_id is None:
-            session.session_id = self._next_id
-            self._next_id += 1
-            self._by_id[session.session_id] = session
-        return session.session_id
-
-    def _collect(self, session: _Session, max_bytes: int, started: float) -> ExecResult:
+    def _collect(self, session: CommandSession, max_bytes: int, started: float) -> ExecResult:
         excerpt = session.output.excerpt(max_bytes)
         session.output.clear()
         # Built in the documented key order, "output" last.
@@ -522,80 +427,10 @@ class ShellSessions:
         }
         if session.done.is_set():
             result["exit_code"] = session.exit_code if session.exit_code is not None else -1
-            self._forget(session)
+            self._table.forget(session)
         else:
-            result["session_id"] = self._publish(session)
+            result["session_id"] = self._table.publish(session)
         if excerpt.truncated:
             result["original_token_count"] = math.ceil(excerpt.total / BYTES_PER_TOKEN)
         result["output"] = excerpt.to_text(lambda text: redact(text, session.secrets))
         return cast("ExecResult", result)
-
-    # -- stdin -----------------------------------------------------------------------------
-
-    async def _send_input(self, session: _Session, request: WriteRequest) -> None:
-        for index, part in enumerate(request.chars.split(CTRL_C)):
-            if index and not session.done.is_set():
-                await session.process.interrupt()
-            if part:
-                await self._write(session, request, part.encode())
-
-    async def _write(self, session: _Session, request: WriteRequest, data: bytes) -> None:
-        sid = request.session_id
-        timeout = max(request.yield_seconds, MIN_STDIN_WRITE_TIMEOUT)
-        stdin = session.process.stdin
-        try:
-            async with session.write_lock:
-                with trio.move_on_after(timeout) as scope:
-                    await stdin.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            if session.done.is_set() or session.process.returncode is not None:
-                return  # it exited; the result reports that
-            raise ShellError(f"stdin of session {sid} is closed; the input was not delivered") from exc
-        if scope.cancelled_caught:
-            with trio.CancelScope(shield=True):
-                await stdin.aclose()  # a cancelled send_all leaves the stream unusable
-            raise ShellError(
-                f"session {sid} did not read its stdin within {timeout:g} s; part of the input "
-                "may not have been delivered and its stdin is now closed"
-            )
-
-
-# -- process helpers ---------------------------------------------------------------------------
-
-
-async def _pump_output(session: _Session) -> None:
-    stdout = session.process.stdout
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        while data := await stdout.receive_some(_READ_SIZE):
-            session.output.write(bytes(data))
-            if session.progress is not None:
-                session.progress.feed(bytes(data))
-    session.eof.set()
-
-
-@contextlib.contextmanager
-def _streaming(session: _Session, on_output: Callable[[str], None] | None) -> Iterator[None]:
-    """Give ``session``'s output to ``on_output`` too while the block runs (one call's wait)."""
-    if on_output is None or session.progress is not None:  # a call already streams it
-        yield
-        return
-    session.progress = progress = OutputProgress(on_output, session.secrets)
-    try:
-        yield
-    finally:
-        session.progress = None
-        progress.close()
-
-
-def _exit_code(code: int | None) -> int | None:
-    if code is not None and code < 0:
-        return 128 - code  # killed by signal N: the shell's 128+N convention
-    return code
-
-
-def _start_failure(problem: str, started: float) -> ExecResult:
-    return ExecResult(
-        wall_time_seconds=round(trio.current_time() - started, 3),
-        exit_code=1,
-        output=f"exec_command could not start the command: {problem}",
-    )

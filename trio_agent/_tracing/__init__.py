@@ -31,7 +31,11 @@ def open_event_sink(config: AgentConfig, *, path: str, parent_id: str | None, fo
     if config.tracing is None:
         return EventSink(config.session_id)
     from ._observer import AgentTracer  # lazy: the first OpenTelemetry import
+    from ._settings import Tracing
     from ._sink import TracedSink
+
+    tracing = config.tracing
+    assert isinstance(tracing, Tracing)  # AgentConfig checks it; its field names a protocol
 
     if forked:
         origin = "fork"
@@ -40,7 +44,7 @@ def open_event_sink(config: AgentConfig, *, path: str, parent_id: str | None, fo
     else:
         origin = "resume" if config.resume is not None else "root"
     try:
-        tracer = AgentTracer(config, config.tracing, path=path, parent_id=parent_id, origin=origin)
+        tracer = AgentTracer(config, tracing, path=path, parent_id=parent_id, origin=origin)
     except Exception as exc:  # e.g. a provider that fails: the agent runs untraced
         warnings.warn(f"trio_agent: tracing is off for agent session {config.session_id}: the tracer could not "
                       f"start ({exc!r})", RuntimeWarning, stacklevel=2)

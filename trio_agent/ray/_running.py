@@ -85,10 +85,13 @@ def with_tls(config: AgentConfig, context: ssl.SSLContext) -> AgentConfig:
 
 def resumed_config(config: AgentConfig) -> AgentConfig:
     """``config`` continuing its session from its rollout (blocking file I/O)."""
-    assert config.rollout is not None  # AgentTask checks it
-    if config.rollout.find(config.session_id) is None:
+    from .._rollout import RolloutConfig  # loaded already: the task's config holds one
+
+    rollout = config.rollout
+    assert isinstance(rollout, RolloutConfig)  # AgentTask checks it is set, AgentConfig its class
+    if rollout.find(config.session_id) is None:
         return config  # nothing was recorded: a fresh start is the same session
-    thread_id, snapshot, rollout = config.rollout.load_session(config.session_id).into_parts()
+    thread_id, snapshot, rollout = rollout.load_session(config.session_id).into_parts()
     return attrs.evolve(config, session_id=thread_id, resume=snapshot, rollout=rollout)
 
 

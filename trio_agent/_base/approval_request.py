@@ -11,7 +11,7 @@ from pathlib import Path
 
 import attrs
 
-from .._base.policies import ApprovalKind
+from .policies import ApprovalKind
 
 __all__ = ["ApprovalRequest", "ChangedFile"]
 

@@ -1,0 +1,244 @@
+"""The parameters and result types of the nested built-in tools, written out.
+
+What ``exec``'s description declares for each tool its JavaScript calls as
+``tools.<name>(...)`` (``_definitions.builtin_nested_tools`` renders the TypeScript
+from these JSON schemas). A module of its own: the schemas are long, and the
+descriptions around them (``_definitions``) read better without them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "EXEC_COMMAND_PARAMETERS",
+    "IMAGE_RESULT",
+    "PLAN_DESCRIPTION",
+    "SHELL_RESULT",
+    "TOOL_SEARCH_PARAMETERS",
+    "UPDATE_PLAN_PARAMETERS",
+    "VIEW_IMAGE_PARAMETERS",
+    "WEB_RUN_DESCRIPTION",
+    "WEB_RUN_PARAMETERS",
+    "WRITE_STDIN_PARAMETERS",
+]
+
+EXEC_COMMAND_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "cmd": {"type": "string", "description": "The shell command."},
+        "workdir": {"type": "string", "description": "Directory to run in (default: the workspace)."},
+        "shell": {"type": "string"},
+        "login": {"type": "boolean", "description": "Run a login shell (default true)."},
+        "yield_time_ms": {"type": "number", "description": "Return after this long if still running."},
+        "max_output_tokens": {"type": "number"},
+    },
+    "required": ["cmd"],
+}
+WRITE_STDIN_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "session_id": {"type": "number"},
+        "chars": {"type": "string", "description": 'Empty to poll for output; "\\u0003" interrupts.'},
+        "yield_time_ms": {"type": "number"},
+        "max_output_tokens": {"type": "number"},
+    },
+    "required": ["session_id"],
+}
+SHELL_RESULT = "{ output: string; exit_code?: number; wall_time_seconds: number; session_id?: number }"
+VIEW_IMAGE_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "The image file, relative to the workspace."},
+        "detail": {"type": "string", "enum": ["high", "original"]},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+TOOL_SEARCH_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words describing the tool you need."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 32, "description": "At most this many (default 8)."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+IMAGE_RESULT = '{ type: "input_image"; image_url: string; detail?: string }'
+
+
+# ``update_plan`` and ``web__run``: their descriptions, and their parameters as the
+# JSON schemas ``_plan.plan_schema()`` and ``_web_search.commands_schema()`` derive from
+# the TypedDicts that validate a call (tests/tools/test_nested_schemas.py holds them
+# equal, key order included). Written out so that listing the tools at agent start
+# imports neither module nor builds their shapes; the first call does.
+PLAN_DESCRIPTION = (
+    "Record the plan for the task and its progress, for the user to follow: a list of short "
+    "steps, each pending, in_progress or completed (at most one in_progress at a time). Each "
+    'call replaces the whole plan. Resolves to "Plan updated".'
+)
+WEB_RUN_DESCRIPTION = (
+    "Search and read the web. Pass one object of commands; use several in one call to get more "
+    'at once, e.g. {search_query: [{q: "bitcoin news"}], finance: [{ticker: "BTC", type: "crypto", '
+    'market: ""}]}. Results cite reference ids (turn0search0, ...) that `open`, `click` and `find` take. '
+    "At most 4 search queries per call, and 4 need response_length medium or long. Write only the "
+    "fields you need. Resolves to the result text."
+)
+UPDATE_PLAN_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "explanation": {"type": "string", "description": "Why the plan changed, if it did."},
+        "plan": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "step": {"type": "string", "description": "What to do, in a few words."},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                },
+                "required": ["step", "status"],
+                "additionalProperties": False,
+            },
+            "description": "Every step, in order.",
+        },
+    },
+    "required": ["plan"],
+    "additionalProperties": False,
+}
+_QUERY: dict[str, Any] = {  # one web or image search
+    "type": "object",
+    "properties": {
+        "q": {"type": "string", "description": "The search query."},
+        "recency": {"type": "integer", "description": "Only results from the last N days."},
+        "domains": {"type": "array", "items": {"type": "string"}, "description": "Only results from these domains."},
+    },
+    "required": ["q"],
+    "additionalProperties": False,
+}
+WEB_RUN_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "search_query": {
+            "type": "array",
+            "items": _QUERY,
+            "description": "Web searches (at most 4 per call).",
+        },
+        "image_query": {
+            "type": "array",
+            "items": _QUERY,
+            "description": "Image searches (source pages and captions).",
+        },
+        "open": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ref_id": {
+                        "type": "string",
+                        "description": "A reference id from earlier results (e.g. turn0search0) or a URL.",
+                    },
+                    "lineno": {"type": "integer", "description": "The line to open the page at."},
+                },
+                "required": ["ref_id"],
+                "additionalProperties": False,
+            },
+            "description": "Open pages by reference id or URL.",
+        },
+        "click": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ref_id": {"type": "string", "description": "The page whose numbered link to follow."},
+                    "id": {"type": "integer", "description": "The number of the link."},
+                },
+                "required": ["ref_id", "id"],
+                "additionalProperties": False,
+            },
+            "description": "Follow numbered links of opened pages.",
+        },
+        "find": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ref_id": {"type": "string", "description": "The page (reference id or URL) to search in."},
+                    "pattern": {"type": "string", "description": "The text to find."},
+                },
+                "required": ["ref_id", "pattern"],
+                "additionalProperties": False,
+            },
+            "description": "Find text in pages.",
+        },
+        "finance": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ticker": {"type": "string"},
+                    "type": {"type": "string", "enum": ["equity", "fund", "crypto", "index"]},
+                    "market": {
+                        "type": "string",
+                        "description": "ISO 3166-1 alpha-3 country code, \"OTC\", or \"\" for crypto.",
+                    },
+                },
+                "required": ["ticker", "type"],
+                "additionalProperties": False,
+            },
+            "description": "Prices of stocks, funds, crypto or indices.",
+        },
+        "weather": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "location": {"type": "string", "description": "Like \"Country, Area, City\"."},
+                    "start": {"type": "string", "description": "YYYY-MM-DD; default today."},
+                    "duration": {"type": "integer", "description": "Number of days; default 7."},
+                },
+                "required": ["location"],
+                "additionalProperties": False,
+            },
+            "description": "Weather forecasts.",
+        },
+        "sports": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "fn": {"type": "string", "enum": ["schedule", "standings"]},
+                    "league": {
+                        "type": "string",
+                        "enum": ["nba", "wnba", "nfl", "nhl", "mlb", "epl", "ncaamb", "ncaawb", "ipl"],
+                    },
+                    "team": {"type": "string", "description": "The team's 3-4 letter broadcast alias."},
+                    "opponent": {"type": "string"},
+                    "date_from": {"type": "string", "description": "YYYY-MM-DD."},
+                    "date_to": {"type": "string", "description": "YYYY-MM-DD."},
+                    "num_games": {"type": "integer"},
+                    "locale": {"type": "string"},
+                },
+                "required": ["fn", "league"],
+                "additionalProperties": False,
+            },
+            "description": "Sports schedules and standings.",
+        },
+        "time": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"utc_offset": {"type": "string", "description": "Like \"+03:00\"."}},
+                "required": ["utc_offset"],
+                "additionalProperties": False,
+            },
+            "description": "The time at UTC offsets.",
+        },
+        "response_length": {
+            "type": "string",
+            "enum": ["short", "medium", "long"],
+            "description": "How much text to return.",
+        },
+    },
+    "required": [],
+    "additionalProperties": False,
+}
