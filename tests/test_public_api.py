@@ -537,6 +537,7 @@ RUNTIME_RANKS = {
     "_sessions": 0, "_handle": 0, "_secrets": 0, "_input": 0, "_approval": 0,
     "_construction": 0,  # NoPublicConstructor: the handles only the library makes
     "_prompt_settings": 0,  # the settings a turn accepted now gets
+    "_observers": 0,  # the observer seam: how add-ons (tracing, a cassette) attach to an agent
     "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,

@@ -29,7 +29,7 @@ from ._secrets import Redactor
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
-    from .._cassette.recorder import CassetteTap
+    from .._transport.tap import ConnectionTap
     from .._transport.websocket import WebSocketLink
 
 __all__ = ["Connections"]
@@ -38,10 +38,10 @@ __all__ = ["Connections"]
 class Connections:
     def __init__(
         self, config: AgentConfig, emit: Callable[..., Any], nursery: trio.Nursery, stats: TransportStats,
-        redactor: Redactor, tap: CassetteTap | None = None,
+        redactor: Redactor, tap: ConnectionTap | None = None,
     ) -> None:
         self._config = config
-        self._tap = tap  # recording: each socket is a RecordingLink (chosen once, per connection)
+        self._tap = tap  # the observer seam's: each socket is told to it (chosen once, per connection)
         self._redactor = redactor
         self._emit = emit
         self._nursery = nursery
@@ -82,13 +82,11 @@ class Connections:
                 handshake_timeout=self._config.responses.handshake_timeout,
                 idle_timeout=self._config.responses.idle_timeout,
                 ssl_context=self._config.responses.ssl_context, dialer=self._config.responses.dialer,
-                make_link=self._tap.link_factory(purpose) if self._tap is not None else None,
+                tap=self._tap, purpose=purpose,
             )
             try:
                 link: WebSocketLink = await open_connection(self._nursery, options)
             except ResponsesError as exc:
-                if self._tap is not None:
-                    self._tap.websocket_failed(purpose, options.url, exc)
                 if not isinstance(exc, AuthenticationError) or exc.status != 401 or snapshot is None or recovered:
                     raise
                 recovered = True

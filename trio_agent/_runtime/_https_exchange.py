@@ -14,7 +14,8 @@ never thrown away: preemption no longer applies, and reading the rest of the bod
 retry would replay a completed response. That rest is read, and the connection handed
 back to its pool, by ``finish``: the model client calls it after the turn's result is
 out (before the next request, at the latest), so a turn does not wait for the close.
-A recorded exchange (a cassette's observer) still finishes before it returns.
+A transport that reads whole responses (a tapped one: ``HttpsTransport.whole_responses``)
+still finishes before it returns.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class HttpsExchange:
         recorder = self.recorder
         recorder.request(body)
         recorder.sent()
-        later = self._transport.observer is None  # a cassette records the whole exchange first
+        later = not self._transport.whole_responses  # a tap sees each response whole first
         try:
             async with contextlib.AsyncExitStack() as stack:
                 # The events announcing the request are emitted once its body is written

@@ -44,8 +44,9 @@ from ._secrets import Redactor
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
-    from .._cassette.recorder import CassetteTap
+    from .._events import EventSink
     from .._transport.https import HttpsTransport
+    from .._transport.tap import ConnectionTap
     from .._transport.websocket import WebSocketLink
     from ._https_exchange import HttpsExchange
 
@@ -68,47 +69,39 @@ Emit = Callable[..., Any]
 Defer = Callable[[Callable[[], object]], None]
 
 
-def _at_once(emit_later: Callable[[], object]) -> None:
-    emit_later()
-
-
-def _nothing() -> None:
-    pass
-
-
 class ModelClient:
     def __init__(
         self,
         config: AgentConfig,
         ledger: TurnLedger,
-        emit: Emit,
+        sink: EventSink,
         nursery: trio.Nursery,
         *,
         chain: Chain | None = None,
-        tap: CassetteTap | None = None,
-        defer: Defer | None = None,
-        flush: Callable[[], None] | None = None,
+        tap: ConnectionTap | None = None,
+        redactor: Redactor | None = None,
+        api_events: bool = True,
     ) -> None:
+        """``tap``: the observer seam's connection tap, given to both transports;
+        ``api_events``: whether frames are reported as ``api.event`` (the application's
+        choice, or an observer's that reads them: its sink keeps them out of
+        ``agent.events``, ``_observers.ObservedSink``)."""
         self._config = config
         self._ledger = ledger
-        self._emit = emit
+        self._emit: Emit = sink.emit
         # Events announcing a request are emitted once it is on the wire (EventSink.defer).
-        self.defer: Defer = defer or _at_once
-        self._flush = flush or _nothing
+        self.defer: Defer = sink.defer
+        self._flush = sink.flush
         self._lock = trio.Lock()
         self._idle_timeout = config.responses.idle_timeout
-        # Tracing reads the outbound interrupts from api.event; its sink keeps them out of
-        # agent.events when the application turned them off (_tracing/_sink.py).
-        self._api_events = config.api_events or config.tracing is not None
+        self._api_events = api_events
         self.stats = TransportStats()
         self.chain = chain or Chain()
-        self.redactor = Redactor()
+        self.redactor = redactor if redactor is not None else Redactor()  # every credential sent
         if isinstance(config.auth, str):
             self.redactor.add(config.auth)
-        self._tap = tap  # recording a cassette (AgentConfig.record)
-        if tap is not None:
-            tap.redactor = self.redactor  # what the cassette scrubs: every credential sent
-        self._sockets = Connections(config, emit, nursery, self.stats, self.redactor, tap)
+        self._tap = tap
+        self._sockets = Connections(config, self._emit, nursery, self.stats, self.redactor, tap)
         # The transport in use: the configured one, until a server with no WebSocket
         # endpoint moves a default-transport agent to HTTPS (``_fall_back``, once).
         self.transport = config.responses.transport
@@ -359,9 +352,7 @@ class ModelClient:
         if self._https is None:
             from .._transport.https import https_transport  # lazy: httpx only when HTTPS is used
 
-            self._https = https_transport(self._config)
-            if self._tap is not None:
-                self._https.observer = self._tap.https_observer()
+            self._https = https_transport(self._config, self._tap)
         return self._https
 
     def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None:

@@ -167,7 +167,7 @@ class TurnState:
 
     __slots__ = (  # noqa: RUF023  # field order
         "turn_id", "prompt", "settings", "activity", "items", "mail", "status", "steerable", "steers", "injected",
-        "preemption", "cancel_scope", "started", "done", "result", "error", "terminal_emitted", "ran", "on_steer",
+        "preemption", "cancel_scope", "started", "done", "result", "error", "terminal_emitted", "ran",
         "compact",
     )
 
@@ -193,7 +193,6 @@ class TurnState:
         self.error: AgentError | None = None
         self.terminal_emitted = False  # exactly one run.completed / run.failed per turn
         self.ran = False  # the runner started it (a queued turn cancelled in time never does)
-        self.on_steer: Callable[[str, bool], None] | None = None  # a cassette recording the session's steers
         self.compact = compact  # a manual compaction turn (Agent.compact): no input, one compaction request
 
     @property
@@ -211,9 +210,12 @@ class TurnState:
 
 
 class QueuedTurns(Protocol):
-    """What a turn handle needs from the turn queue: cancelling a turn that has not run."""
+    """What a turn handle needs from the turn queue: cancelling a turn that has not run,
+    and telling it of a steer as submitted (for the agent's observers)."""
 
     def cancel_queued(self, state: TurnState) -> None: ...
+
+    def steered(self, state: TurnState, text: str, interrupt: bool) -> None: ...
 
 
 @final
@@ -325,8 +327,7 @@ class Turn(metaclass=NoPublicConstructor):
             )
         state.steers.append(text)
         state.activity.notify("steer")
-        if state.on_steer is not None:
-            state.on_steer(text, interrupt)
+        self._queue.steered(state, text, interrupt)
         if interrupt:
             await state.preemption.request()
 
