@@ -15,6 +15,7 @@ that link itself, so its task ends and the agent's nursery can exit.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,9 @@ class Connections:
         self.generation = 0
         self.next_purpose = "initial"
         self._closed = False
+        # Ids of the latest responses that ended on the current socket: a frame naming one
+        # of them later is a leftover, never the next answer (bounded; WebSocketRoute).
+        self.finished: collections.deque[str] = collections.deque(maxlen=16)
 
     def invalidate(self, purpose: str) -> None:
         if self.link is not None:
@@ -108,6 +112,7 @@ class Connections:
             raise _closed_error()
         purpose = self.next_purpose
         self.generation += 1
+        self.finished.clear()
         self._stats.connection_attempts += 1
         if purpose != "initial":
             self._stats.websocket_reconnects += 1
