@@ -114,9 +114,9 @@ class AgentParts(Generic[A]):
             origin, session_id=config.session_id, lineage_id=lineage_id, workspace=workspace,
             settings=self.current, fork_point=fork_point, address=address, opener=opener,
         )
-        reporter = TurnReporter(config, workspace, emit, self.model.stats, defer=self.sink.defer,
-                                observers=self.observers)
-        self.queue = TurnQueue(reporter, self.observers)
+        observed = self.observers if len(self.observers) else None  # unobserved: no call per turn
+        reporter = TurnReporter(config, workspace, emit, self.model.stats, defer=self.sink.defer, observers=observed)
+        self.queue = TurnQueue(reporter, observed)
         self.rollout = open_rollout(config, self.session, self.ledger.history, origin.parent_id)
         sleep = SleepTool(pending=self.queue.pending_input_for, emit=emit, record_event=self._record_event)
         groups: dict[str, GroupRunners] = {
