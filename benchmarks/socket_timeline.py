@@ -58,7 +58,7 @@ def _stamp_socket() -> None:
 
 def _stamp_steps() -> None:
     """The agent's steps to the socket, stamped at entry (names as printed)."""
-    from trio_agent._runtime import _attempt, _exchange, _model, _runner, _sampling
+    from trio_agent._runtime import _attempt, _model, _runner, _sampling, _websocket_exchange
     from trio_agent._transport import websocket
 
     runner = next(c for c in vars(_runner).values() if isinstance(c, type) and hasattr(c, "_drive"))
@@ -66,7 +66,7 @@ def _stamp_steps() -> None:
     steps: list[tuple[Any, str, str]] = [
         (runner, "_drive", "drive"), (sampler, "generate", "call"), (_attempt.Held, "__aenter__", "slot"),
         (_model.ModelClient, "body", "body"), (_model.ModelClient, "body_text", "text"),
-        (_model.ModelClient, "recorder", "recorder"), (_exchange.Exchange, "run", "exchange"),
+        (_model.ModelClient, "feed", "feed"), (_websocket_exchange.WebSocketExchange, "run", "exchange"),
         (websocket.WebSocketLink, "send_text", "send_text"),
     ]
     for cls, name, label in steps:

@@ -46,7 +46,7 @@ TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocke
 # request's classes for the first approval request or patch, ``OutputSchema`` for the
 # first turn with structured output.
 ON_FIRST_READ = ("trio_agent._threads", "trio_agent._rollout", "trio_agent._tools._mcp_config",
-                 "trio_agent._tracing._settings", "trio_agent._tracing._sink", "trio_agent._session.snapshot",
+                 "trio_agent._tracing._settings", "trio_agent._session.snapshot",
                  "trio_agent._runtime._statistics", "trio_agent._runtime._submission", "trio_agent._tools._context",
                  "trio_agent._base.approval_request", "trio_agent._wire.output_schema",
                  "trio_agent._event_payloads._catalog",
@@ -95,7 +95,7 @@ def test_a_lazy_name_loads_its_module_on_first_read(tmp_path: Path) -> None:
     modules = _modules_after("from trio_agent import EVENT_PAYLOADS, RolloutConfig\n", tmp_path)
     # (a rollout resumes from snapshots: it loads their module)
     untouched = {"trio_agent._threads", "trio_agent._tools._mcp_config", "trio_agent._tracing._settings",
-                 "trio_agent._tracing._sink", "trio_agent._runtime._statistics", "trio_agent._runtime._submission",
+                 "trio_agent._runtime._statistics", "trio_agent._runtime._submission",
                  "trio_agent._tools._context", "trio_agent._base.approval_request",
                  "trio_agent._wire.output_schema"}
     loaded = set(ON_FIRST_READ) - untouched | _with_modules("trio_agent._rollout")

@@ -540,13 +540,16 @@ RUNTIME_RANKS = {
     "_turn_phase": 0,  # the turn's lifecycle: phases and transitions
     "_worker_state": 0,  # one worker as the worker tools keep it
     "_tool_environment": 0,  # what the tools see of their agent
-    "_recorder": 1,  # emits the text deltas it reads with _model_events' payload
+    "_observers": 0,  # the observer seam: how add-ons (tracing, a cassette) attach to an agent
+    "_response_feed": 1,  # an exchange's frames to events: emits the text deltas with _model_events' payload
+    "_exchange": 1,  # the exchange interface: ResponseExchange and Route (types only)
+    "_https_auth": 1,  # the headers of HTTPS requests, and a 401's recovery
     "_turn": 1,  # turn handles and state
     "_tool_runner": 1,
     "_bodies": 1,  # request bodies and their text, both dialects
     "_statistics": 2, "_submission": 2,  # values of Agent.statistics() and submit(), built by the first call
     "_nested_calls": 2,  # the tools.<name>(...) calls of exec cells
-    "_payloads": 2, "_exchange": 2, "_https_exchange": 2, "_connections": 2, "_sleep": 2, "_workers": 2,
+    "_payloads": 2, "_websocket_exchange": 2, "_https_exchange": 2, "_connections": 2, "_sleep": 2, "_workers": 2,
     "_attempt": 3,  # the attempt slot: one exchange per attempt, its send
     "_turn_queue": 3, "_collaboration": 3,
     "_model": 4,

@@ -15,7 +15,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.ray import AgentTask, TaskCancelled, TaskCrashed, TaskStatus
 from trio_agent.ray._host import AgentHost
-from trio_agent.ray._running import with_tls
+from trio_agent.ray._running import travelling, with_tls
 from trio_agent.ray._values import EventBatch, PollReply, TaskResult
 from trio_agent.testing import FakeResponsesServer
 
@@ -31,7 +31,7 @@ def config(model: FakeResponsesServer, workspace: Path, **kw: object) -> ta.Agen
 
 def submit(task: AgentTask, stream: bool) -> tuple[str, bytes, bool]:
     """``run_task``'s arguments, as the driver sends them."""
-    return task.task_id, ray.cloudpickle.dumps(task), stream
+    return task.task_id, ray.cloudpickle.dumps(travelling(task)), stream
 
 
 class Driver:

@@ -14,7 +14,8 @@ import trio.testing
 
 import trio_agent as ta
 from trio_agent._events import _BURST, EventSink
-from trio_agent._transport.websocket import WebSocketOptions, _EagerSend, open_connection
+from trio_agent._transport._eager import EagerSend
+from trio_agent._transport.websocket import WebSocketOptions, open_connection
 from trio_agent.testing import FakeConnection, FakeResponsesServer
 
 
@@ -48,7 +49,7 @@ async def test_frames_that_wait_are_read_without_a_round_each(
         nursery.start_soon(accept)
         link = await open_connection(nursery, WebSocketOptions(url=memory_server.url, dialer=memory_server.dial))
         # This trio-websocket has the layout the fast path needs (else: one round per frame).
-        assert isinstance(link._ws._send_channel, _EagerSend)
+        assert isinstance(link._ws._send_channel, EagerSend)
         await trio.testing.wait_all_tasks_blocked()
         frames = [{"type": "response.output_text.delta", "delta": str(i)} for i in range(10)]
         await accepted[0].send_all(frames)
@@ -66,7 +67,7 @@ async def test_frames_that_wait_are_read_without_a_round_each(
 
 async def test_the_reader_end_delivers_at_once_while_the_queue_has_room() -> None:
     send, receive = trio.open_memory_channel[str | bytes](2)
-    eager = _EagerSend(send)
+    eager = EagerSend(send)
     steps = counting()
     await eager.send("a")
     await eager.send("b")

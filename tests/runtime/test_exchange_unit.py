@@ -15,9 +15,9 @@ import trio
 import trio.testing
 
 from trio_agent._errors import ConnectionLost
-from trio_agent._runtime._exchange import Exchange
-from trio_agent._runtime._recorder import ExchangeRecorder
+from trio_agent._runtime._response_feed import ResponseFeed
 from trio_agent._runtime._turn import Preemption
+from trio_agent._runtime._websocket_exchange import WebSocketExchange
 from trio_agent._wire.stream import Phase
 
 
@@ -64,12 +64,12 @@ class StubLink:
         self.inbox_send.close()
 
 
-def exchange(link: StubLink, preemption: Preemption) -> Exchange:
-    recorder = ExchangeRecorder(
+def exchange(link: StubLink, preemption: Preemption) -> WebSocketExchange:
+    feed = ResponseFeed(
         transport="responses_websocket_v2", emit=lambda *args: None, on_stream_event=lambda event: None,
         phase="generation", call_index=1, turn_id=1,
     )
-    return Exchange(link, recorder, idle_timeout=300, preemption=preemption)  # type: ignore[arg-type]
+    return WebSocketExchange(link, feed, idle_timeout=300, preemption=preemption)  # type: ignore[arg-type]
 
 
 CREATED = json.dumps({"type": "response.created", "response": {"id": "r1"}})
@@ -135,11 +135,11 @@ async def test_steer_returns_only_once_the_interrupt_is_on_the_wire_and_never_se
         nursery.start_soon(steer)
         await trio.testing.wait_all_tasks_blocked()
         assert not returned.is_set()  # the frame is not on the wire yet
-        assert ex.recorder.accumulator.phase is Phase.STREAMING
+        assert ex.feed.accumulator.phase is Phase.STREAMING
         link.release_interrupt.set()
         await trio.testing.wait_all_tasks_blocked()
         assert returned.is_set()
-        assert ex.recorder.accumulator.phase is Phase.DRAINING
+        assert ex.feed.accumulator.phase is Phase.DRAINING
         await link.inbox_send.send(INTERRUPTED)
     (sender,) = link.sender_tasks
     assert readers == [sender]  # the exchange's own task, not the steerer

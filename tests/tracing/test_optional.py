@@ -16,7 +16,7 @@ from opentelemetry.trace import Tracer
 
 import trio_agent as ta
 from trio_agent._events import EventSink
-from trio_agent._tracing._sink import TracedSink
+from trio_agent._runtime._observers import ObservedSink
 from trio_agent.testing import FakeResponsesServer
 
 from ..conftest import make_config, scripted, warm
@@ -65,14 +65,14 @@ async def test_without_tracing_the_agent_keeps_the_plain_event_sink(
 
     async with scripted(script):
         async with ta.open_agent(make_config(server, workspace)) as plain:
-            # Nothing wraps emit (the per-event, per-frame path) and the queue has no hook.
+            # Nothing wraps emit (the per-event, per-frame path) and the agent has no observer.
             assert type(plain._sink) is EventSink
-            assert plain._queue.accept_observers == []
+            assert len(plain._parts.observers) == 0
             await (await plain.prompt("untraced")).result()
         assert traces.spans == []
         async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as traced:
-            assert type(traced._sink) is TracedSink
-            assert len(traced._queue.accept_observers) == 1
+            assert type(traced._sink) is ObservedSink
+            assert len(traced._parts.observers) == 1
             await (await traced.prompt("traced")).result()
     assert traces.tree() == [("agent /root", [
         ("warmup gpt-5.5", [("model.attempt", [("websocket.connect", [])])]),

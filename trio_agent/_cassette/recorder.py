@@ -1,12 +1,14 @@
-"""Recording: the per-agent ``CassetteTap`` and the transport wrappers it installs.
+"""Recording: the cassette add-on, attached to an agent tree through the observer seam.
 
-Theory of operation: recording is chosen once, where a connection or client is made,
-never per frame. ``Connections`` builds each WebSocket with ``make_link`` =
-``RecordingLink`` (a ``WebSocketLink`` whose send, receive and abandon also write
-the cassette), and the model client gives its HTTPS transport an ``observer``
-(``HttpsRecording``) that sees each request, its response head, its SSE events
-(decoded here, from the chunks the exchange reads) and how it ended. Prompts,
-steers and turn ends come from the turn queue, the turn handle and the reporter.
+Theory of operation: ``AgentConfig(record=...)`` on a root agent makes the package
+face's add-on (``_wiring.py``) call ``open_cassette``, whose ``CassetteTree`` (an
+``Attachment``, ``_runtime/_observers.py``) owns the tree's ``CassetteWriter`` and makes
+one ``CassetteRecorder`` per agent of the tree. A recorder is that agent's connection
+tap (``_transport/tap.py``): each WebSocket's opening (or failed handshake), every
+frame sent and received and its close; each HTTPS request, its response head, its
+SSE events (decoded here, from the chunks the exchange reads) and how it ended. The
+transports choose the tapped path once per connection, never per frame. Prompts,
+steers and turn ends come through the seam's turn notices (accepted, steered, ended).
 With ``record`` unset none of this exists and the agent's paths are unchanged.
 
 Secrets: header values named like credentials (``Authorization``, ``ChatGPT-Account-ID``,
@@ -21,24 +23,23 @@ from __future__ import annotations
 import base64
 import json
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-
-import trio_websocket
 
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ProtocolError, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
-from .._runtime._secrets import REDACTED, Redactor
-from .._transport.websocket import WebSocketLink, WebSocketOptions
+from .._runtime._observers import AgentObserver, AgentSite
+from .._runtime._secrets import REDACTED
 from .._wire.sse import SseDecoder
 from .writer import CassetteWriter
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
-    from .._runtime._turn import Prompt, TurnState
-    from .._transport.https import RequestObserver
+    from .._runtime._secrets import Redactor
+    from .._runtime._turn import Prompt
+    from .._transport.tap import Answer
 
-__all__ = ["CassetteTap", "HttpsRecording", "RecordingLink", "open_cassette"]
+__all__ = ["CassetteRecorder", "CassetteTree", "open_cassette"]
 
 _SECRET_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "set-cookie", "chatgpt-account-id",
@@ -47,7 +48,22 @@ _SECRET_HEADERS = frozenset({
 _SECRET_WORDS = ("key", "token", "secret", "password")
 
 
-def open_cassette(config: AgentConfig) -> CassetteWriter:
+class CassetteTree:
+    """The cassette of one agent tree (an ``Attachment``): its writer, shared by the
+    recorders of the root and of every fork and child; closed (the end line) once the
+    root's block ended."""
+
+    def __init__(self, writer: CassetteWriter) -> None:
+        self.writer = writer
+
+    def observe(self, site: AgentSite) -> CassetteRecorder:
+        return CassetteRecorder(self.writer, site.path, site.secrets)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def open_cassette(config: AgentConfig) -> CassetteTree:
     """Create ``config.record`` and write its header (``ConfigError`` if it cannot be created)."""
     from .. import __version__
     from .._errors import ConfigError
@@ -60,8 +76,8 @@ def open_cassette(config: AgentConfig) -> CassetteWriter:
         "max_attempts": config.responses.max_attempts, "profile": config.profile.value,
     }
     try:
-        return CassetteWriter(config.record, transport=config.responses.transport.value, session=session,
-                              trio_agent=__version__)
+        return CassetteTree(CassetteWriter(config.record, transport=config.responses.transport.value,
+                                           session=session, trio_agent=__version__))
     except OSError as exc:
         raise ConfigError(
             f"cannot create the cassette {str(config.record)!r}: {exc.strerror or exc}; record to a writable path"
@@ -81,14 +97,18 @@ def clean_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-class CassetteTap:
-    """One agent's front to the shared ``CassetteWriter``."""
+class CassetteRecorder(AgentObserver):
+    """One agent's front to the shared ``CassetteWriter``: its observer and its
+    connection tap (``ConnectionTap``)."""
 
-    def __init__(self, writer: CassetteWriter, agent: str) -> None:
+    name = "the cassette recorder"
+
+    def __init__(self, writer: CassetteWriter, agent: str, redactor: Redactor) -> None:
         self.writer = writer
         self.agent = agent
-        self.redactor = Redactor()  # the model client replaces it with its own
+        self.redactor = redactor  # the model client's: every credential it sends
         self._seen: list[str] = []  # credential values seen in headers
+        self.tap = self
 
     # -- secrets -------------------------------------------------------------------------
 
@@ -138,44 +158,46 @@ class CassetteTap:
         else:
             self.writer.add(kind, {"conn": conn, "bytes": base64.b64encode(message).decode("ascii")})
 
-    # -- WebSocket -----------------------------------------------------------------------
+    # -- the connection tap: WebSocket ------------------------------------------------
 
-    def link_factory(
-        self, purpose: str
-    ) -> Callable[[trio_websocket.WebSocketConnection, WebSocketOptions], WebSocketLink]:
-        def make(ws: trio_websocket.WebSocketConnection, options: WebSocketOptions) -> WebSocketLink:
-            return RecordingLink(ws, options, self, purpose)
+    def websocket_opened(self, url: str, purpose: str, request_headers: Iterable[tuple[str, str]],
+                         response_headers: Mapping[str, str]) -> _SocketRecording:
+        conn = self.writer.new_conn()
+        self.add("ws.open", {
+            "conn": conn, "agent": self.agent, "url": clean_url(url), "purpose": purpose,
+            "request_headers": self.headers(request_headers), "response_headers": self.headers(
+                response_headers.items()),
+        }, flush=True)
+        return _SocketRecording(self, conn)
 
-        return make
-
-    def websocket_failed(self, purpose: str, url: str, exc: ResponsesError) -> None:
+    def websocket_failed(self, url: str, purpose: str, error: ResponsesError, response: Answer | None) -> None:
         """A handshake that failed (refused, rejected, timed out)."""
         fields: dict[str, Any] = {
             "conn": self.writer.new_conn(), "agent": self.agent, "url": clean_url(url), "purpose": purpose,
-            "error": self.scrub(str(exc)), "error_class": exc.error_class, "status": exc.status,
+            "error": self.scrub(str(error)), "error_class": error.error_class, "status": error.status,
         }
-        rejected = _rejection(exc)
-        if rejected is not None:
-            fields["body"] = self.scrub((rejected.body or b"").decode("utf-8", "replace"))
-            fields["headers"] = self.headers(
-                (k.decode("latin-1"), v.decode("latin-1")) for k, v in rejected.headers or ()
-            )
+        if response is not None:
+            fields["body"] = self.scrub(response.body)
+            fields["headers"] = self.headers(response.headers)
         self.add("ws.error", fields, flush=True)
 
-    # -- HTTPS ---------------------------------------------------------------------------
+    # -- the connection tap: HTTPS ------------------------------------------------------
 
-    def https_observer(self) -> HttpsRecording:
-        return HttpsRecording(self)
+    def request_opened(self, url: str, headers: Iterable[tuple[str, str]], body: dict[str, Any]) -> _RequestRecording:
+        conn = self.writer.new_conn()
+        self.add("http.request", {
+            "conn": conn, "agent": self.agent, "method": "POST", "url": clean_url(url),
+            "headers": self.headers(headers), "body": self.scrub_json(body),
+        }, flush=True)
+        return _RequestRecording(self, conn)
 
-    # -- input and turns -----------------------------------------------------------------
+    # -- input and turns (the observer seam's turn notices) -------------------------------
 
-    def accepted(self, state: TurnState) -> None:
-        """A turn was accepted: record its prompt and watch its steers."""
-        if state.prompt is None:
-            return  # automatic turns (raw items, mail) are not replayed
-        self.prompt(state.turn_id, state.prompt)
-        turn_id = state.turn_id
-        state.on_steer = lambda text, interrupt: self.steer(turn_id, text, interrupt)
+    def accepted(self, turn_id: int, prompt: Prompt | None) -> None:
+        """A turn was accepted: record its prompt (automatic turns -- raw items, mail --
+        are not replayed)."""
+        if prompt is not None:
+            self.prompt(turn_id, prompt)
 
     def prompt(self, turn_id: int, prompt: Prompt) -> None:
         fields: dict[str, Any] = {"agent": self.agent, "turn": turn_id, "text": self.scrub(prompt.text)}
@@ -183,72 +205,40 @@ class CassetteTap:
             fields["images"] = list(prompt.images)
         self.add("input.prompt", fields, flush=True)
 
-    def steer(self, turn_id: int, text: str, interrupt: bool) -> None:
+    def steered(self, turn_id: int, text: str, interrupt: bool) -> None:
         self.add("input.steer", {"agent": self.agent, "turn": turn_id, "text": self.scrub(text),
                                  "interrupt": interrupt}, flush=True)
 
-    def turn_end(self, turn_id: int, status: str, final_message: str | None) -> None:
+    def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         message = self.scrub(final_message) if final_message is not None else None
         self.add("turn.end", {"agent": self.agent, "turn": turn_id, "status": status, "final_message": message},
                  flush=True)
 
 
-class RecordingLink(WebSocketLink):
-    """A ``WebSocketLink`` that records its opening, every frame and its close."""
+class _SocketRecording:
+    """One WebSocket's frames and close (its ``SocketTap``)."""
 
-    def __init__(
-        self, ws: trio_websocket.WebSocketConnection, options: WebSocketOptions, tap: CassetteTap, purpose: str
-    ) -> None:
-        super().__init__(ws, options)
-        self._tap = tap
-        self._conn = tap.writer.new_conn()
-        self._close_recorded = False
-        tap.add("ws.open", {
-            "conn": self._conn, "agent": tap.agent, "url": clean_url(options.url), "purpose": purpose,
-            "request_headers": tap.headers(options.headers), "response_headers": tap.headers(
-                self.handshake_headers.items()),
-        }, flush=True)
+    def __init__(self, recorder: CassetteRecorder, conn: int) -> None:
+        self._recorder = recorder
+        self._conn = conn
 
-    async def send_text(self, text: str) -> None:
-        await super().send_text(text)
-        self._tap.frame("ws.send", self._conn, text)
-        self._tap.writer.flush()  # a request is a boundary: what the server streamed is on disk
+    def sent(self, message: str) -> None:
+        self._recorder.frame("ws.send", self._conn, message)
+        self._recorder.writer.flush()  # a request is a boundary: what the server streamed is on disk
 
-    async def receive_text(self) -> str | bytes:
-        message = await super().receive_text()
-        self._tap.frame("ws.recv", self._conn, message)
-        return message
+    def received(self, message: str | bytes) -> None:
+        self._recorder.frame("ws.recv", self._conn, message)
 
-    def abandon(self) -> None:
-        if not self._close_recorded:
-            self._close_recorded = True
-            reason = self.close_reason
-            if reason is None:
-                fields: dict[str, Any] = {"by": "client", "code": None, "reason": None}
-            else:  # the server closed it (a close frame, or 1006 for a dropped TCP connection)
-                fields = {"by": "server", "code": reason.code, "reason": reason.reason}
-            self._tap.add("ws.close", {"conn": self._conn, **fields}, flush=True)
-        super().abandon()
-
-
-class HttpsRecording:
-    """``HttpsTransport.observer`` while recording: one ``_RequestRecording`` per request."""
-
-    def __init__(self, tap: CassetteTap) -> None:
-        self._tap = tap
-
-    def request(self, url: str, headers: Sequence[tuple[str, str]], body: dict[str, Any]) -> RequestObserver:
-        tap = self._tap
-        conn = tap.writer.new_conn()
-        tap.add("http.request", {
-            "conn": conn, "agent": tap.agent, "method": "POST", "url": clean_url(url),
-            "headers": tap.headers(headers), "body": tap.scrub_json(body),
-        }, flush=True)
-        return _RequestRecording(tap, conn)
+    def closed(self, *, by_server: bool, code: int | None, reason: str | None) -> None:
+        # by the server: a close frame, or 1006 for a dropped TCP connection
+        by = "server" if by_server else "client"
+        self._recorder.add("ws.close", {"conn": self._conn, "by": by, "code": code, "reason": reason}, flush=True)
 
 
 class _RequestRecording:
-    def __init__(self, tap: CassetteTap, conn: int) -> None:
+    """One HTTPS request's head, SSE events and end (its ``RequestTap``)."""
+
+    def __init__(self, tap: CassetteRecorder, conn: int) -> None:
         self._tap = tap
         self._conn = conn
         self._decoder: SseDecoder | None = SseDecoder()
@@ -265,10 +255,13 @@ class _RequestRecording:
             self.eof = True  # a whole error response
         self._tap.add("http.response", fields)
 
-    def chunks(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        return _RecordedChunks(chunks, self)
+    def body_ended(self, error: BaseException | None) -> None:
+        if error is None:
+            self.eof = True
+        else:
+            self.transport_failed = True
 
-    def events(self, chunk: bytes) -> None:
+    def received(self, chunk: bytes) -> None:
         if self._decoder is None:
             return
         try:
@@ -277,7 +270,7 @@ class _RequestRecording:
         except ProtocolError:
             self._decoder = None  # not an event stream any more; the exchange fails it itself
 
-    def end(self, error: BaseException | None) -> None:
+    def closed(self, error: BaseException | None) -> None:
         if self._ended:
             return
         self._ended = True
@@ -290,44 +283,3 @@ class _RequestRecording:
         else:
             fields["how"] = "client_closed"
         self._tap.add("http.end", fields, flush=True)
-
-
-class _RecordedChunks:
-    """The body chunks, with their SSE events recorded (an iterator object, not an async
-    generator: nothing is left for the garbage collector when a stream is given up)."""
-
-    def __init__(self, inner: AsyncIterator[bytes], recording: _RequestRecording) -> None:
-        self._inner = inner
-        self._recording = recording
-
-    def __aiter__(self) -> _RecordedChunks:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            chunk = await self._inner.__anext__()
-        except StopAsyncIteration:
-            self._recording.eof = True
-            raise
-        except Exception:
-            self._recording.transport_failed = True
-            raise
-        self._recording.events(chunk)
-        return chunk
-
-
-def _rejection(exc: BaseException) -> trio_websocket.ConnectionRejected | None:
-    """The trio-websocket rejection behind a failed handshake, if there is one."""
-    stack: list[BaseException] = [exc]
-    for _ in range(16):
-        if not stack:
-            return None
-        current = stack.pop()
-        if isinstance(current, trio_websocket.ConnectionRejected):
-            return current
-        if isinstance(current, BaseExceptionGroup):
-            stack.extend(current.exceptions)
-        for linked in (current.__cause__, current.__context__):
-            if linked is not None:
-                stack.append(linked)
-    return None

@@ -3,9 +3,11 @@
 The composition root behind the ``Agent`` facade: it builds the ``TurnLedger`` (the
 one writer of history, ``_session``), the ``ModelClient`` (transport and chain), the
 ``ToolDispatcher`` with the clock and collaboration groups, the ``TurnQueue``, the
-``TurnRunner``, the exec guard, the rollout, the event sink (traced when
-``config.tracing`` is set) and the cassette tap (when the tree records), plus the
-``ChildFactory`` and the owner's ``HostHooks``. None of the parts holds a reference
+``TurnRunner``, the exec guard, the rollout and the event sink, plus the
+``ChildFactory`` and the owner's ``HostHooks``. It is the one place the observer seam
+is installed (``_observers``): the agent's observers (what the tree's add-ons make of
+it) get its sink, its queue and reporter (each turn's input and end) and the model
+client's connection tap. None of the parts holds a reference
 back to the agent: what they need of it comes in as the agent's mail ``address``,
 its weak ``handle``, its ``spawn`` and the ``opener`` of children. The agent's block
 (``_lifecycle``) calls ``startup``, ``wait_turns``, ``shutdown`` and ``close_rollout``.
@@ -27,15 +29,16 @@ from .._session.context import DEFAULT_INSTRUCTIONS, request_prefix
 from .._session.ledger import TurnLedger
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
-from .._tracing import accept_hook, open_event_sink
 from ._approval import ExecGuard
 from ._children import ChildFactory, Origin, resume_seed
 from ._collaboration import Collaboration, MailAddress
 from ._hosting import HostHooks
 from ._model import ModelClient
+from ._observers import AgentSite, Observers
 from ._payloads import TurnReporter
 from ._prompt_settings import PromptSettings
 from ._runner import ForkPoint, TurnRunner
+from ._secrets import Redactor
 from ._sessions import SessionInfo, TurnJournal, open_rollout
 from ._sleep import SleepTool
 from ._tool_dispatch import ToolDispatcher
@@ -49,6 +52,15 @@ if TYPE_CHECKING:
 __all__ = ["AgentParts"]
 
 A = TypeVar("A", bound="WorkerAgent")  # the agent class (Agent): its children and workers are ones too
+
+
+def _origin_kind(origin: Origin) -> str:
+    """How an agent came to be, for its observers: a fork, a spawned child, a resumed session or a root."""
+    if origin.seed is not None:
+        return "fork"
+    if origin.parent_id is not None:
+        return "spawn"
+    return "resume" if origin.config.resume is not None else "root"
 
 
 def _build_tools(config: AgentConfig, handle: AgentHandle) -> Tools:
@@ -76,13 +88,12 @@ class AgentParts(Generic[A]):
         config, path, seed = origin.config, origin.path, origin.seed
         self.config = config
         self.address = address
-        tap = None
-        if origin.cassette is not None:
-            from .._cassette.recorder import CassetteTap  # lazy: only when recording
-
-            tap = CassetteTap(origin.cassette, path)
-        # Tracing (trio_agent/_tracing): a traced sink when config.tracing is set.
-        self.sink = open_event_sink(config, path=path, parent_id=origin.parent_id, forked=seed is not None)
+        # The observer seam (``_observers``): made now, in the opening task (a tracer's agent
+        # span is a child of the span current here).
+        secrets = Redactor()  # the model client adds every credential it sends
+        self.observers = Observers(origin.attachments or (), AgentSite(config, path, origin.parent_id,
+                                                                       _origin_kind(origin), secrets))
+        self.sink = self.observers.sink()
         self.current = PromptSettings(config)  # set_model, set_thinking, set_fast_mode change it
         tools = _build_tools(config, handle)
         workspace = config.resolved_workspace()
@@ -96,8 +107,9 @@ class AgentParts(Generic[A]):
         self.seeded = seed is not None
         self.ledger = TurnLedger(prefix, new_item_id, seed.history if seed is not None else None)
         emit = self.sink.emit
-        self.model = ModelClient(config, self.ledger, emit, nursery, chain=seed.chain if seed else None, tap=tap,
-                                 defer=self.sink.defer, flush=self.sink.flush)
+        self.model = ModelClient(config, self.ledger, self.sink, nursery, chain=seed.chain if seed else None,
+                                 tap=self.observers.tap, redactor=secrets,
+                                 api_events=config.api_events or self.observers.api_events)
         fork_point = ForkPoint(seed)
         self.session = SessionInfo(
             model=config.model, lineage_id=lineage_id, prompt_cache_key=config.cache_key,
@@ -108,14 +120,9 @@ class AgentParts(Generic[A]):
             origin, session_id=config.session_id, lineage_id=lineage_id, workspace=workspace,
             settings=self.current, fork_point=fork_point, address=address, opener=opener,
         )
-        reporter = TurnReporter(config, workspace, emit, self.model.stats, defer=self.sink.defer)
-        self.queue = TurnQueue(reporter)
-        traced = accept_hook(self.sink)
-        if traced is not None:  # tracing: a turn's parent span is the one current at accept
-            self.queue.accept_observers.append(lambda state: traced(state.turn_id))
-        if tap is not None:
-            reporter.cassette = tap
-            self.queue.accept_observers.append(tap.accepted)
+        observed = self.observers if len(self.observers) else None  # unobserved: no call per turn
+        reporter = TurnReporter(config, workspace, emit, self.model.stats, defer=self.sink.defer, observers=observed)
+        self.queue = TurnQueue(reporter, observed)
         self.rollout = open_rollout(config, self.session, self.ledger.history, origin.parent_id)
         sleep = SleepTool(pending=self.queue.pending_input_for, emit=emit, record_event=self._record_event)
         groups: dict[str, GroupRunners] = {

@@ -1,7 +1,8 @@
-"""One attempt's hold on the model: ``ModelClient.attempt_slot`` (the lock, the socket or
-the HTTPS headers) and ``AttemptSlot.send``, which builds the body from history as it
-stands, runs the WebSocket or HTTPS exchange and returns the outcome; over HTTPS with
-ChatGPT auth a 401 asks the auth source to recover once and sends again."""
+"""One attempt's hold on the model: ``ModelClient.attempt_slot`` (the lock, and the
+``Route`` chosen once: the live socket or HTTPS with this attempt's headers) and
+``AttemptSlot.send``, which builds the body from history as it stands, runs the route's
+exchange (``_exchange.py``) and returns the outcome; a route that recovers from a
+failure (HTTPS with ChatGPT auth: a 401, once) gets one more exchange."""
 
 from __future__ import annotations
 
@@ -10,18 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._config import Transport
 from .._errors import ResponsesError
 from .._jsontext import dumps
-from .._transport.auth import https_headers, recover_unauthorized
 from .._wire.request import RequestSettings
-from .._wire.stream import MailFlag, ResponseOutcome
+from .._wire.stream import ResponseOutcome
 from . import _model_events as events
-from ._exchange import Exchange
-from ._recorder import ExchangeRecorder
+from ._response_feed import ResponseFeed
 
 if TYPE_CHECKING:
-    from .._transport.websocket import WebSocketLink
+    from ._exchange import Route
     from ._model import ModelClient
     from ._turn import Preemption
 
@@ -61,18 +59,15 @@ class Held:
 class AttemptSlot:
     """One attempt's hold on the model (see ``ModelClient.attempt_slot``)."""
 
-    def __init__(self, model: ModelClient, link: WebSocketLink | None, headers: list[tuple[str, str]],
-                 snapshot: Any) -> None:
+    def __init__(self, model: ModelClient, route: Route) -> None:
         self._model = model
-        self._link = link
-        self._headers = headers
-        self._snapshot = snapshot
-        self.recorder: ExchangeRecorder | None = None  # the exchange that produced the outcome
+        self.route = route
+        self.feed: ResponseFeed | None = None  # the exchange's that produced the outcome
 
     @property
-    def https(self) -> bool:
-        """Whether this attempt goes over HTTPS."""
-        return self._link is None
+    def websocket(self) -> bool:
+        """Whether this attempt goes over the WebSocket (else HTTPS)."""
+        return self.route.websocket
 
     async def send(
         self,
@@ -93,8 +88,8 @@ class AttemptSlot:
         exchange has registered its preemption signal. A compaction request's input
         ends with ``tail`` (the ``compaction_trigger``, or the summarization prompt);
         ``text_only`` sends ``tool_choice: "none"`` (a summarization request)."""
-        model = self._model
-        websocket = self._link is not None
+        model, route = self._model, self.route
+        websocket = route.websocket
         body = model.body(settings, warmup=warmup, websocket=websocket)
         model.bodies.last_body = body
         if tail:
@@ -110,39 +105,18 @@ class AttemptSlot:
             generation=generation, turn_id=turn_id,
         ))
         mail = preemption.mail if preemption is not None else None
-        if self._link is not None:
-            recorder = model.recorder(Transport.WEBSOCKET, phase, call_index, turn_id, mail)
-            exchange = Exchange(self._link, recorder, idle_timeout=model.idle_timeout, preemption=preemption)
-            outcome = await exchange.run(body, text)
-        else:
-            recorder, outcome = await self._https(body, text, phase, call_index, turn_id, preemption, mail)
-        model.completed(outcome, warmup=warmup)
-        self.recorder = recorder
-        return outcome
-
-    async def _https(
-        self, body: dict[str, Any], text: str, phase: str, call_index: int | None, turn_id: int | None,
-        preemption: Preemption | None, mail: MailFlag | None,
-    ) -> tuple[ExchangeRecorder, ResponseOutcome]:
-        from ._https_exchange import HttpsExchange
-
-        model = self._model
-        config = model.config
-        transport = model.https()
-        recovered = False
         while True:
-            recorder = model.recorder(Transport.HTTPS, phase, call_index, turn_id, mail)
-            exchange = HttpsExchange(transport, recorder, preemption=preemption)
+            exchange = route.exchange(model.feed(route, phase, call_index, turn_id, mail), preemption)
             try:
-                outcome = await exchange.run(body, self._headers, text)
-                if exchange.unfinished:
-                    model._unfinished = exchange
-                return recorder, outcome
+                outcome = await exchange.run(body, text)
             except ResponsesError as exc:
-                # ChatGPT auth: a 401 asks the source to recover once, then retries.
-                if exc.status != 401 or self._snapshot is None or recovered:
-                    raise
-                recovered = True
-                await recover_unauthorized(config, self._snapshot)
-                self._headers, self._snapshot = await https_headers(config)
-                model.redactor.add(self._snapshot.token if self._snapshot is not None else None)
+                if await route.recovered(exc):
+                    continue
+                raise
+            break
+        if exchange.unfinished:
+            model.unfinished = exchange
+        route.ended(outcome)
+        model.completed(outcome, warmup=warmup)
+        self.feed = exchange.feed
+        return outcome

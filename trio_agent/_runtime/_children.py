@@ -3,7 +3,7 @@
 An ``Origin`` is everything ``open_agent`` needs besides the nursery: the config, the
 conversation it starts from (a fork's boundary; a resumed session's snapshot, see
 ``resume_seed``), the parent's session id and mail address, the lineage, its mail
-path and the agent tree's cassette. ``ChildFactory`` makes the origins of one agent's
+path and the agent tree's add-ons (``_observers``). ``ChildFactory`` makes the origins of one agent's
 children -- ``fork`` (from the latest boundary), ``fork_from`` (from a turn's result),
 ``spawn`` (clean) and ``reopen`` (a suspended worker back from its snapshot) -- and
 hands each to the opener it was given (``open_agent``'s own, so this module never
@@ -28,9 +28,9 @@ from .._session.conversation import ConversationSnapshot
 from .._session.history import History
 
 if TYPE_CHECKING:
-    from .._cassette.writer import CassetteWriter
     from .._session.snapshot import SessionSnapshot
     from ._collaboration import MailAddress
+    from ._observers import Attachment
     from ._prompt_settings import PromptSettings
     from ._runner import ForkPoint
     from ._turn import TurnResult
@@ -51,7 +51,8 @@ class Origin:
     lineage_id: str | None = None  # the root session of its lineage (None: its own)
     path: str = "/root"  # its mail path
     parent: MailAddress | None = None  # the parent's mail address
-    cassette: CassetteWriter | None = None  # the agent tree's cassette (AgentConfig.record), shared
+    # The agent tree's add-ons (tracing, a cassette: ``_observers``), shared; None: a root opens them.
+    attachments: tuple[Attachment, ...] | None = None
 
 
 def resume_seed(config: AgentConfig, prefix: tuple[dict[str, Any], ...]) -> tuple[ConversationSnapshot, str]:
@@ -77,7 +78,7 @@ class ChildFactory(Generic[A]):
     ) -> None:
         self._config = origin.config
         self._path = origin.path
-        self._cassette = origin.cassette
+        self._attachments = origin.attachments
         self._session_id = session_id
         self._lineage_id = lineage_id
         self._workspace = workspace
@@ -120,7 +121,7 @@ class ChildFactory(Generic[A]):
                lineage_id: str | None = None) -> AbstractAsyncContextManager[A]:
         """A fork keeps the lineage (its seed is a boundary of it); a clean child starts its own."""
         return self._open(Origin(config, seed=seed, parent_id=self._session_id, lineage_id=lineage_id, path=path,
-                                 parent=self._address, cassette=self._cassette))
+                                 parent=self._address, attachments=self._attachments))
 
     def _child_path(self, name: str | None, kind: str) -> str:
         self._children += 1

@@ -28,7 +28,7 @@ fails): a completed response with no output at all or with several compaction it
 local, a summarization response with no text (``ProtocolError``, ``empty_summary``).
 
 The requests' text (``assistant.*``, ``reasoning.*``) is never the agent's answer: the
-exchange recorder emits none for the ``compaction`` phase (``_recorder``).
+response feed emits none for the ``compaction`` phase (``_response_feed``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ that link itself, so its task ends and the agent's nursery can exit.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from ._secrets import Redactor
 from ._stats import TransportStats
 
 if TYPE_CHECKING:
-    from .._cassette.recorder import CassetteTap
+    from .._transport.tap import ConnectionTap
     from .._transport.websocket import WebSocketLink
 
 __all__ = ["Connections"]
@@ -38,10 +39,10 @@ __all__ = ["Connections"]
 class Connections:
     def __init__(
         self, config: AgentConfig, emit: Callable[..., Any], nursery: trio.Nursery, stats: TransportStats,
-        redactor: Redactor, tap: CassetteTap | None = None,
+        redactor: Redactor, tap: ConnectionTap | None = None,
     ) -> None:
         self._config = config
-        self._tap = tap  # recording: each socket is a RecordingLink (chosen once, per connection)
+        self._tap = tap  # the observer seam's: each socket is told to it (chosen once, per connection)
         self._redactor = redactor
         self._emit = emit
         self._nursery = nursery
@@ -50,6 +51,9 @@ class Connections:
         self.generation = 0
         self.next_purpose = "initial"
         self._closed = False
+        # Ids of the latest responses that ended on the current socket: a frame naming one
+        # of them later is a leftover, never the next answer (bounded; WebSocketRoute).
+        self.finished: collections.deque[str] = collections.deque(maxlen=16)
 
     def invalidate(self, purpose: str) -> None:
         if self.link is not None:
@@ -82,13 +86,11 @@ class Connections:
                 handshake_timeout=self._config.responses.handshake_timeout,
                 idle_timeout=self._config.responses.idle_timeout,
                 ssl_context=self._config.responses.ssl_context, dialer=self._config.responses.dialer,
-                make_link=self._tap.link_factory(purpose) if self._tap is not None else None,
+                tap=self._tap, purpose=purpose,
             )
             try:
                 link: WebSocketLink = await open_connection(self._nursery, options)
             except ResponsesError as exc:
-                if self._tap is not None:
-                    self._tap.websocket_failed(purpose, options.url, exc)
                 if not isinstance(exc, AuthenticationError) or exc.status != 401 or snapshot is None or recovered:
                     raise
                 recovered = True
@@ -110,6 +112,7 @@ class Connections:
             raise _closed_error()
         purpose = self.next_purpose
         self.generation += 1
+        self.finished.clear()
         self._stats.connection_attempts += 1
         if purpose != "initial":
             self._stats.websocket_reconnects += 1

@@ -1,206 +1,72 @@
-"""One request/response exchange on a WebSocket, including the interrupt-and-drain.
+"""The exchange interface: one request and its response, over one transport.
 
-Theory of operation: send the body, then read frames until the terminal frame, feeding
-each through the attempt's sans-IO ``ResponseAccumulator`` (via the
-``ExchangeRecorder``). The events announcing the request (``run.started``,
-``model.call.started``, ``model.attempt.started``, its ``api.event``) are built and
-emitted right after the send (``recorder.flush``; ``EventSink.defer`` keeps their place
-in the stream), so the body leaves without waiting for them. One cancel scope bounds the
-send (the link's send timeout) and then the read (its deadline moved to the idle timeout
-once the body is on the wire): a frame only records its arrival time, and when the
-deadline expires with frames received since, the read goes on under a new scope due at
-the latest frame plus the idle timeout -- so the per-frame cost is one clock read, and a
-silent server times out at exactly its last frame plus ``idle_timeout``. Until the first
-output of a response the socket's reader hands over each frame in a round of its own
-(the first token is not held up behind the parsing of a whole burst); from then on a
-burst comes in one round, and frames that already wait are taken without a schedule
-point each. The first output is followed by one, so the application sees it before the
-rest of a burst is processed.
-
-A preempting steer (``Preemption``) only *signals* this exchange; the exchange's own
-task does the socket I/O (no nursery, no task of its own: a warm turn pays for
-neither). The signal is registered before the request is sent, so no steer can slip
-between sending and listening. The accumulator decides when the ``response.interrupt``
-frame is due (as soon as the response id is known, once); the reading task then sends
-it shielded and bounded -- at once when the frame that made it due was just read, or,
-when the steer comes while the reader waits for a frame, after the signal cancelled
-that wait (a queued frame is never lost) -- and only after the send succeeded does the
-exchange drain toward the terminal frame (within ``INTERRUPT_GRACE``); the steer's wait
-ends at that moment. If the interrupt cannot be sent, the socket is abandoned and the
-reader's failure is an ordinary retryable connection loss. If the grace runs out, the
-items received so far are returned unchained (the next request replays in full).
+Theory of operation: an attempt reaches the model by one ``Route``, chosen once, when
+the model client enters the attempt slot (``ModelClient._enter``): a live WebSocket
+(``_websocket_exchange.WebSocketRoute``) or an HTTPS request with this attempt's
+headers (``_https_exchange.HttpsRoute``). Nothing after that point asks which
+transport it is: the attempt (``_attempt.AttemptSlot.send``) builds the body in the
+route's shape, makes a ``ResponseFeed`` (the frames' road to events and the
+accumulator) and asks the route for a ``ResponseExchange``, which sends the body and
+returns the outcome. A route that can recover from a failure (HTTPS with ChatGPT auth:
+a 401, once) says so, and the attempt runs a new exchange; an exchange whose response
+is still open when its outcome is known (HTTPS: the rest of the body) is finished by
+the model client later (``ModelClient.settle``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-import trio
-
-from .._errors import ResponsesError, ResponseTimeout
-from .._jsontext import dumps
-from .._wire.frames import decode_frame
-from .._wire.stream import Phase, ResponseOutcome
-from ._recorder import ExchangeRecorder
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .._transport.websocket import WebSocketLink
+    from .._config import Transport
+    from .._errors import ResponsesError
+    from .._wire.stream import ResponseOutcome
+    from ._response_feed import ResponseFeed
     from ._turn import Preemption
 
-__all__ = ["INTERRUPT_GRACE", "INTERRUPT_SEND_TIMEOUT", "Exchange"]
-
-INTERRUPT_GRACE = 10.0  # from the interrupt on the wire to the terminal frame
-INTERRUPT_SEND_TIMEOUT = 5.0  # sending the interrupt frame itself
+__all__ = ["ResponseExchange", "Route"]
 
 
-_dumps = dumps  # compact JSON that always encodes as UTF-8
+class ResponseExchange(Protocol):
+    """One request and its response (the WebSocket's or HTTPS's)."""
+
+    @property
+    def feed(self) -> ResponseFeed:
+        """Where its frames go (first event and output times: ``model.call.completed``)."""
+
+    async def run(self, body: dict[str, Any], text: str) -> ResponseOutcome:
+        """Send ``body`` (whose JSON is ``text``) and return the outcome; ``ResponsesError``
+        on failure."""
+
+    @property
+    def unfinished(self) -> bool:
+        """The response is still open after its outcome: ``finish`` reads its rest."""
+
+    async def finish(self) -> None:
+        """Read what is left of the response and close it (best effort)."""
 
 
-class Exchange:
-    def __init__(
-        self,
-        link: WebSocketLink,
-        recorder: ExchangeRecorder,
-        *,
-        idle_timeout: float,
-        preemption: Preemption | None,
-    ) -> None:
-        self._link = link
-        self.recorder = recorder
-        self._idle = idle_timeout
-        self._preemption = preemption
-        self._scope: trio.CancelScope | None = None  # the send's, then the read's
-        self._interrupt_deadline = float("inf")
-        self._last = 0.0  # when the latest frame arrived (or the read began)
-        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time(), one call per frame
-        self._first_pending = recorder.first_output is None
-        self._sender_started = False
-        self._settled = trio.Event()  # set once a wanted interrupt is on the wire, or not needed
-        self._done = False
+class Route(Protocol):
+    """How one attempt reaches the model (see the module docstring)."""
 
-    async def run(self, body: dict[str, Any], text: str | None = None) -> ResponseOutcome:
-        """Send ``body`` (whose JSON is ``text``, when known) and return the outcome; raises
-        ``ResponsesError`` on failure."""
-        preemption = self._preemption
-        if preemption is None:
-            return await self._exchange(body, text)
-        preemption.attach(self._signal)
-        try:
-            if preemption.pending:
-                self.recorder.accumulator.want_interrupt()
-            return await self._exchange(body, text)
-        finally:
-            self._done = True
-            preemption.detach(self._signal)
-            self._settled.set()
+    @property
+    def transport(self) -> Transport:
+        """The transport, as the events name it."""
 
-    async def _exchange(self, body: dict[str, Any], text: str | None) -> ResponseOutcome:
-        link = self._link
-        recorder = self.recorder
-        if text is None:
-            text = _dumps(body)
-        recorder.request(body)
-        recorder.sent()
-        link.deliver_bursts(False)  # frame by frame until the first output (see _frames)
-        # One cancel scope bounds the send (the link's send timeout) and then the first stretch of the
-        # read (its deadline moved to the idle timeout once the request is on the wire).
-        send_timeout = link.send_timeout
-        scope = self._scope = trio.CancelScope(deadline=trio.current_time() + send_timeout)
-        sent = False
-        with scope:
-            try:
-                await link.send_text(text)
-            finally:
-                recorder.flush()  # the events announcing the request (also when the send failed)
-            sent = True
-            self._last = now = trio.current_time()
-            scope.deadline = min(now + self._idle, self._interrupt_deadline)
-            return await self._frames()
-        if not sent:
-            raise ResponseTimeout(
-                f"sending a Responses WebSocket frame took over {send_timeout:g} s",
-                error_class="send_timeout",
-                failure_phase="send",
-            )
-        return await self._read()
+    @property
+    def websocket(self) -> bool:
+        """Whether the body is a WebSocket ``response.create`` frame (else an HTTPS POST's)."""
 
-    async def _read(self) -> ResponseOutcome:
-        """The read after its scope's deadline passed (or a steer woke it to send the
-        interrupt): a frame that came since re-arms it at that frame's time plus the idle
-        timeout, so it fires exactly as if the deadline had been pushed on every frame."""
-        while True:
-            if self.recorder.accumulator.interrupt_due and not self._sender_started:
-                await self._send_interrupt()
-            deadline = min(self._last + self._idle, self._interrupt_deadline)
-            if trio.current_time() >= deadline:
-                break
-            self._scope = trio.CancelScope(deadline=deadline)
-            with self._scope:
-                return await self._frames()
-        if self.recorder.accumulator.phase is Phase.DRAINING:
-            return self.recorder.accumulator.abandoned_outcome()
-        raise ResponseTimeout(f"no Responses WebSocket frame arrived for {self._idle:g} s")
+    @property
+    def stale(self) -> Collection[str]:
+        """Responses that ended on this connection: a frame naming one is a leftover."""
 
-    async def _frames(self) -> ResponseOutcome:
-        """Frames until the terminal one (left only by returning, or by a cancellation)."""
-        link = self._link
-        recorder = self.recorder
-        accumulator = recorder.accumulator
-        clock = self._now
-        while True:
-            text = await link.receive_text()
-            self._last = now = clock()
-            outcome = recorder.feed(decode_frame(text), now)
-            if outcome is not None:
-                return outcome
-            if accumulator.interrupt_due and not self._sender_started:
-                await self._send_interrupt()
-            if self._first_pending and recorder.first_output is not None:
-                # Frames that wait are read without a schedule point (see
-                # WebSocketLink.receive_text); the first output of a response goes
-                # to the consumer before the rest of a burst is processed.
-                self._first_pending = False
-                try:
-                    await trio.lowlevel.checkpoint()
-                finally:
-                    # after the round in which the consumer takes the first output: a
-                    # reader in that same round still hands over one frame, not a burst
-                    link.deliver_bursts(True)
+    def exchange(self, feed: ResponseFeed, preemption: Preemption | None) -> ResponseExchange:
+        """A new exchange of one request on this route."""
 
-    # -- preemption (signalled from the steering task) -----------------------------
+    async def recovered(self, error: ResponsesError) -> bool:
+        """Whether the attempt may send again after ``error`` (its cause repaired)."""
 
-    def _signal(self) -> trio.Event | None:
-        if self._done:
-            return None
-        accumulator = self.recorder.accumulator
-        accumulator.want_interrupt()
-        if accumulator.interrupt_due and not self._sender_started:
-            # The reader sends it: wake it from its wait for the next frame (nothing is
-            # lost; the frame stays queued), and its loop sends the interrupt first.
-            if self._scope is not None:
-                self._scope.cancel()
-        return self._settled
-
-    async def _send_interrupt(self) -> None:
-        """Send ``response.interrupt`` from the exchange's own task, shielded and bounded."""
-        self._sender_started = True
-        accumulator = self.recorder.accumulator
-        try:
-            frame = accumulator.interrupt_frame()
-            self.recorder.outbound(frame)
-            sent = False
-            with trio.CancelScope(shield=True), trio.move_on_after(INTERRUPT_SEND_TIMEOUT):
-                try:
-                    await self._link.send_text(_dumps(frame))
-                    sent = True
-                except ResponsesError:
-                    pass  # the reader sees the same dead socket and fails the attempt
-            if not sent:
-                self._link.abandon()  # never trust a socket whose interrupt may be half-written
-                return
-            accumulator.interrupt_sent()
-            self._interrupt_deadline = trio.current_time() + INTERRUPT_GRACE
-            if self._scope is not None:
-                self._scope.deadline = min(self._scope.deadline, self._interrupt_deadline)
-        finally:
-            self._settled.set()
+    def ended(self, outcome: ResponseOutcome) -> None:
+        """The attempt's response ended with ``outcome``."""

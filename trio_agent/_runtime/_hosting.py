@@ -47,7 +47,7 @@ class HostHooks:
         reported)."""
         self._unload = unload
         queue = self._queue
-        queue.accept_observers.append(lambda state: automatic(Turn._create(state, queue)) if state.automatic else None)
+        queue.on_automatic = lambda state: automatic(Turn._create(state, queue))
 
     def request_unload(self) -> bool:
         """Ask the owner of a worker to close it now that it is idle, to be reloaded on

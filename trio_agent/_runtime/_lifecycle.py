@@ -1,12 +1,14 @@
 """The block of one agent: its nursery, from startup to the end of its event stream.
 
 ``run_agent(origin, create)`` is what ``open_agent`` (and every child's opening) runs:
-it opens the agent tree's cassette when the root records, starts the sandbox trial,
+it opens the agent tree's add-ons when it is a root (``_observers``: tracing, a
+cassette), starts the sandbox trial,
 opens the agent's nursery and builds the agent in it (``create``), starts it, yields
 it, then waits for its accepted turns. An error or a cancellation in the block cancels
 the nursery instead. Shutdown runs shielded, bounded by ``SHUTDOWN_GRACE``. Only once
 every task of the agent has ended (terminal events of cancelled turns included) are
-the rollout closed and the event stream ended, then the cassette a root opened. An
+the rollout closed and the event stream ended (which closes the agent's observers),
+then the add-ons a root opened (a cassette's end line). An
 error that is alone in the nursery's group propagates as itself.
 """
 
@@ -20,9 +22,9 @@ import attrs
 import trio
 
 from .._tools._sandbox import start_probe
+from ._observers import Attachment, close_attachments, open_attachments
 
 if TYPE_CHECKING:
-    from .._cassette.writer import CassetteWriter
     from .._events import EventSink
     from ._children import Origin
 
@@ -53,13 +55,11 @@ A = TypeVar("A", bound=LivingAgent)
 async def run_agent(origin: Origin, create: Callable[[Origin, trio.Nursery], A]) -> AsyncIterator[A]:
     sinks: list[EventSink] = []
     agents: list[A] = []
-    owned: CassetteWriter | None = None
+    owned: tuple[Attachment, ...] = ()
     config = origin.config
-    if origin.cassette is None and config.record is not None:
-        from .._cassette.recorder import open_cassette  # lazy: only when recording
-
-        owned = open_cassette(config)
-        origin = attrs.evolve(origin, cassette=owned)
+    if origin.attachments is None:  # a root: what its config attaches (ConfigError if it cannot)
+        owned = open_attachments(config)
+        origin = attrs.evolve(origin, attachments=owned)
     start_probe(config.sandbox)  # the sandbox trial runs while the agent is built (_tools/_sandbox.py)
     try:
         async with trio.open_nursery() as nursery:
@@ -87,5 +87,4 @@ async def run_agent(origin: Origin, create: Callable[[Origin, trio.Nursery], A])
             agent._close_rollout()
         for sink in sinks:
             sink.close()
-        if owned is not None:
-            owned.close()  # the end line, after every task of the tree recorded its last frame
+        close_attachments(owned)  # a cassette's end line: after every task of the tree recorded its last frame

@@ -7,8 +7,10 @@ socket exists (``Connections``) and forgets the chain when ``store: false`` ids 
 with an old socket; inside the slot the caller joins its pending input to history
 (the exact boundary the request is built from) and then ``send``s: the body is an
 incremental or full-replay request built from the ledger's history and the
-``Chain``, and one exchange feeds every frame through the sans-IO accumulator until
-the terminal frame.
+``Chain`` (``RequestBodies``), and one exchange feeds every frame through the sans-IO
+accumulator until the terminal frame. Entering the slot chooses the attempt's route
+once (``_exchange.py``): the live socket, or HTTPS with this attempt's headers
+(``HttpsAuth``); nothing later asks which transport it is.
 
 The client reads history but never writes it. It owns the ``Chain`` and moves it as
 the ledger publishes: a committed response's output chains on that response, a
@@ -19,8 +21,7 @@ their policy live with the caller (``_sampling``). All time is Trio time.
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -30,7 +31,6 @@ from .._errors import ResponsesError
 from .._events import EventKind
 from .._session.conversation import Chain
 from .._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
-from .._transport.auth import https_headers
 from .._units import ns
 from .._wire.request import RequestSettings
 from .._wire.stream import ForeignFrame, MailFlag, ResponseOutcome, StreamEvent, TurnStateSeen
@@ -38,16 +38,19 @@ from . import _model_events as events
 from ._attempt import AttemptSlot, Held
 from ._bodies import RequestBodies
 from ._connections import Connections
+from ._https_auth import HttpsAuth
 from ._prompt_cache import SharedWarmups, fingerprint
-from ._recorder import ExchangeRecorder
+from ._response_feed import ResponseFeed
 from ._secrets import Redactor
 from ._stats import TransportStats
+from ._websocket_exchange import WebSocketRoute
 
 if TYPE_CHECKING:
-    from .._cassette.recorder import CassetteTap
+    from .._events import EventSink
     from .._transport.https import HttpsTransport
+    from .._transport.tap import ConnectionTap
     from .._transport.websocket import WebSocketLink
-    from ._https_exchange import HttpsExchange
+    from ._exchange import ResponseExchange, Route
 
 __all__ = ["ModelClient", "fallback_status"]
 
@@ -68,62 +71,49 @@ Emit = Callable[..., Any]
 Defer = Callable[[Callable[[], object]], None]
 
 
-def _at_once(emit_later: Callable[[], object]) -> None:
-    emit_later()
-
-
-def _nothing() -> None:
-    pass
-
-
 class ModelClient:
     def __init__(
         self,
         config: AgentConfig,
         ledger: TurnLedger,
-        emit: Emit,
+        sink: EventSink,
         nursery: trio.Nursery,
         *,
         chain: Chain | None = None,
-        tap: CassetteTap | None = None,
-        defer: Defer | None = None,
-        flush: Callable[[], None] | None = None,
+        tap: ConnectionTap | None = None,
+        redactor: Redactor | None = None,
+        api_events: bool = True,
     ) -> None:
+        """``tap``: the observer seam's connection tap, given to both transports;
+        ``api_events``: whether frames are reported as ``api.event`` (the application's
+        choice, or an observer's that reads them: its sink keeps them out of
+        ``agent.events``, ``_observers.ObservedSink``)."""
         self._config = config
         self._ledger = ledger
-        self._emit = emit
+        self._emit: Emit = sink.emit
         # Events announcing a request are emitted once it is on the wire (EventSink.defer).
-        self.defer: Defer = defer or _at_once
-        self._flush = flush or _nothing
+        self.defer: Defer = sink.defer
+        self._flush = sink.flush
         self._lock = trio.Lock()
         self._idle_timeout = config.responses.idle_timeout
-        # Tracing reads the outbound interrupts from api.event; its sink keeps them out of
-        # agent.events when the application turned them off (_tracing/_sink.py).
-        self._api_events = config.api_events or config.tracing is not None
+        self._api_events = api_events
         self.stats = TransportStats()
         self.chain = chain or Chain()
-        self.redactor = Redactor()
+        self.redactor = redactor if redactor is not None else Redactor()  # every credential sent
         if isinstance(config.auth, str):
             self.redactor.add(config.auth)
-        self._tap = tap  # recording a cassette (AgentConfig.record)
-        if tap is not None:
-            tap.redactor = self.redactor  # what the cassette scrubs: every credential sent
-        self._sockets = Connections(config, emit, nursery, self.stats, self.redactor, tap)
+        self._tap = tap
+        self._sockets = Connections(config, self._emit, nursery, self.stats, self.redactor, tap)
         # The transport in use: the configured one, until a server with no WebSocket
         # endpoint moves a default-transport agent to HTTPS (``_fall_back``, once).
         self.transport = config.responses.transport
         self._chain_generation: int | None = None
-        # Ids of the latest responses that ended on the current socket: a frame naming
-        # one of them later is a leftover, never the next answer (bounded).
-        self._finished: collections.deque[str] = collections.deque(maxlen=16)
-        self._finished_generation = 0
         self.turn_state: str | None = None
         self._https: HttpsTransport | None = None
-        self._unfinished: HttpsExchange | None = None  # an HTTPS response whose rest is unread (settle)
+        self.unfinished: ResponseExchange | None = None  # a response whose rest is unread (settle)
         self.bodies = RequestBodies(config, ledger)
         self.portable = self.bodies.portable
-        # HTTPS headers for an API key, computed once (ChatGPT auth asks its source each time).
-        self._static_headers: list[tuple[str, str]] | None = None
+        self._https_auth = HttpsAuth(config, self.redactor)
         # The startup warmup is not an accepted turn: closing the agent cancels it.
         self._warmup_scope = trio.CancelScope()
         ledger.subscribe(self._on_ledger)
@@ -239,7 +229,7 @@ class ModelClient:
         sent_at = len(self._ledger.history)
         try:
             slot = await self._enter(None)
-            if slot.https:  # the server has no WebSocket endpoint: nothing to warm
+            if not slot.websocket:  # the server has no WebSocket endpoint: nothing to warm
                 self._emit(EventKind.MODEL_WARMUP_FAILED, {
                     "duration_ns": ns(trio.current_time() - start),
                     "error": "no warmup: the agent fell back to HTTPS",
@@ -275,24 +265,25 @@ class ModelClient:
 
     async def _enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1
+        return AttemptSlot(self, await self._route(turn_id))
+
+    async def _route(self, turn_id: int | None) -> Route:
+        """The attempt's route, chosen once: the socket, or HTTPS (configured, or after
+        the fallback) with this attempt's headers."""
         link = None
         if self.transport is Transport.WEBSOCKET:
             if self._sockets.link is not None and not self._sockets.usable:
                 self.invalidate("reconnect")  # the server closed it: reconnect and replay
             link = await self._link(turn_id)
         if link is None:
-            if self._static_headers is not None:  # an API key: the same headers every time
-                return AttemptSlot(self, None, self._static_headers, None)
-            headers, snapshot = await https_headers(self._config)
-            if snapshot is None:
-                self._static_headers = headers
-            self.redactor.add(snapshot.token if snapshot is not None else None)
-            return AttemptSlot(self, None, headers, snapshot)
+            from ._https_exchange import HttpsRoute  # loaded by the first HTTPS attempt
+
+            return HttpsRoute(self.https(), self._https_auth, await self._https_auth.credentials())
         if link.turn_state:
             self.turn_state = link.turn_state
         if self._sockets.generation != self._chain_generation and not self._config.store:
             self.chain = self.chain.reset()  # store: false ids die with their socket
-        return AttemptSlot(self, link, [], None)
+        return WebSocketRoute(link, self._idle_timeout, self._sockets.finished)
 
     def body(self, settings: RequestSettings, *, warmup: bool, websocket: bool) -> dict[str, Any]:
         """The request body from history and the chain as they stand (``RequestBodies``)."""
@@ -310,8 +301,9 @@ class ModelClient:
     def drop_fields(self, fields: frozenset[str]) -> None:
         self.bodies.drop_fields(fields, self._emit)
 
-    def recorder(self, transport: Transport, phase: str, call_index: int | None, turn_id: int | None,
-                 mail: MailFlag | None = None) -> ExchangeRecorder:
+    def feed(self, route: Route, phase: str, call_index: int | None, turn_id: int | None,
+             mail: MailFlag | None = None) -> ResponseFeed:
+        """Where one exchange's frames go: events, the turn state, the accumulator."""
         def on_event(event: StreamEvent) -> None:
             if isinstance(event, TurnStateSeen):
                 self.turn_state = event.value
@@ -325,25 +317,19 @@ class ModelClient:
             else:
                 events.stream_event(self._emit, event, call_index, turn_id)
 
-        stale: Collection[str] = ()
-        if transport is Transport.WEBSOCKET:
-            if self._finished_generation != self._sockets.generation:
-                self._finished.clear()
-                self._finished_generation = self._sockets.generation
-            stale = tuple(self._finished)
-        recorder = ExchangeRecorder(
-            transport=transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
-            call_index=call_index, turn_id=turn_id, stale=stale, api_events=self._api_events,
+        feed = ResponseFeed(
+            transport=route.transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
+            call_index=call_index, turn_id=turn_id, stale=route.stale, api_events=self._api_events,
             defer=self.defer, flush=self._flush,
         )
-        recorder.accumulator.mail = mail  # whether mail waits, as data (see _wire.stream)
-        return recorder
+        feed.accumulator.mail = mail  # whether mail waits, as data (see _wire.stream)
+        return feed
 
     async def settle(self, *, others_first: bool = False) -> None:
         """Finish the last HTTPS response (read its rest, close it: the connection goes back
         to the pool). The runner calls this once a turn's result is out (``others_first``);
         the next attempt does it first in any case."""
-        if self._unfinished is None:
+        if self.unfinished is None:
             return
         if others_first:
             # Every task the turn's end woke (the one awaiting its result) takes its step
@@ -351,7 +337,7 @@ class ModelClient:
             # second in the round after it, whatever the order within a round.
             await trio.lowlevel.checkpoint()
             await trio.lowlevel.checkpoint()
-        exchange, self._unfinished = self._unfinished, None
+        exchange, self.unfinished = self.unfinished, None
         if exchange is not None:
             await exchange.finish()
 
@@ -359,14 +345,10 @@ class ModelClient:
         if self._https is None:
             from .._transport.https import https_transport  # lazy: httpx only when HTTPS is used
 
-            self._https = https_transport(self._config)
-            if self._tap is not None:
-                self._https.observer = self._tap.https_observer()
+            self._https = https_transport(self._config, self._tap)
         return self._https
 
     def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None:
-        if outcome.response_id and self._finished_generation == self._sockets.generation:
-            self._finished.append(outcome.response_id)
         if not warmup:
             self._chain_generation = self._sockets.generation
         if not outcome.chained:

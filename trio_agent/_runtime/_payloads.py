@@ -25,7 +25,7 @@ from ._sessions import TurnJournal
 from ._stats import TransportStats, TurnStats
 
 if TYPE_CHECKING:
-    from .._cassette.recorder import CassetteTap
+    from ._observers import Observers
     from ._turn import TurnState
 
 __all__ = ["TurnReporter"]
@@ -49,10 +49,10 @@ def _endpoint(config: AgentConfig) -> str:
 class TurnReporter:
     def __init__(
         self, config: AgentConfig, workspace: Path, emit: Emit, transport: TransportStats,
-        defer: Callable[[Callable[[], object]], None] | None = None,
+        defer: Callable[[Callable[[], object]], None] | None = None, observers: Observers | None = None,
     ) -> None:
         self.journal: TurnJournal | None = None  # the rollout's per-turn lines, when there is a rollout
-        self.cassette: CassetteTap | None = None  # the cassette's turn.end lines, when recording
+        self._observers = observers  # told each turn's end (status, final message): the observer seam
         self._config = config
         self._workspace = workspace
         self._emit = emit
@@ -100,8 +100,8 @@ class TurnReporter:
         state.terminal_reported()
         if self.journal is not None:
             self.journal.finished(state.turn_id, "completed", final_message)
-        if self.cassette is not None:
-            self.cassette.turn_end(state.turn_id, "completed", final_message)
+        if self._observers is not None:
+            self._observers.ended(state.turn_id, "completed", final_message)
 
     def failed(self, state: TurnState, stats: TurnStats, start: float, error: AgentError, *, status: str) -> None:
         """A failure: ``run.error`` then ``run.failed`` (``status: "failed"``), as nanocodex
@@ -116,8 +116,8 @@ class TurnReporter:
         state.terminal_reported()
         if self.journal is not None:
             self.journal.finished(state.turn_id, status, None)
-        if self.cassette is not None:
-            self.cassette.turn_end(state.turn_id, status, None)
+        if self._observers is not None:
+            self._observers.ended(state.turn_id, status, None)
 
     def cancelled_without_running(self, state: TurnState, error: AgentError) -> None:
         """The events of a turn cancelled before it ran: ``run.started``, then
@@ -127,8 +127,8 @@ class TurnReporter:
         payload["reason"] = str(error)
         self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
         state.terminal_reported()
-        if self.cassette is not None:
-            self.cassette.turn_end(state.turn_id, "cancelled", None)
+        if self._observers is not None:
+            self._observers.ended(state.turn_id, "cancelled", None)
 
     def _terminal(self, state: TurnState, stats: TurnStats, start: float, status: str) -> dict[str, Any]:
         now = self._transport.copy()

@@ -28,7 +28,7 @@ from .._wire.request import RequestSettings
 from .._wire.stream import ResponseOutcome
 from . import _model_events as events
 from ._model import ModelClient
-from ._recorder import ExchangeRecorder
+from ._response_feed import ResponseFeed
 
 if TYPE_CHECKING:
     from ._turn import Preemption
@@ -73,7 +73,7 @@ class Sampler:
             join()
 
         try:
-            outcome, recorder, attempt = await self.with_retries(
+            outcome, feed, attempt = await self.with_retries(
                 settings, "generation", call_index, turn_id, preemption, announce_then_join
             )
         except ResponsesError as exc:
@@ -84,8 +84,8 @@ class Sampler:
             raise
         events.call_completed(
             self._emit, outcome, model=settings.model, call_index=call_index, attempt=attempt,
-            generation=self._model.generation, started=start, sent=recorder.sent_at,
-            first_event=recorder.first_event, first_output=recorder.first_output, turn_id=turn_id,
+            generation=self._model.generation, started=start, sent=feed.sent_at,
+            first_event=feed.first_event, first_output=feed.first_output, turn_id=turn_id,
         )
         return outcome
 
@@ -93,7 +93,7 @@ class Sampler:
         self, settings: RequestSettings, phase: str, call_index: int, turn_id: int,
         preemption: Preemption | None, join: Join | None, *, tail: Sequence[dict[str, Any]] = (),
         text_only: bool = False,
-    ) -> tuple[ResponseOutcome, ExchangeRecorder, int]:
+    ) -> tuple[ResponseOutcome, ResponseFeed, int]:
         """The outcome, the exchange that produced it, and which attempt that was
         (``tail`` and ``text_only``: see ``AttemptSlot.send``)."""
         model = self._model
@@ -110,8 +110,8 @@ class Sampler:
                         settings, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
                         turn_id=turn_id, preemption=preemption, tail=tail, text_only=text_only,
                     )
-                    assert slot.recorder is not None
-                    return outcome, slot.recorder, attempt
+                    assert slot.feed is not None
+                    return outcome, slot.feed, attempt
             except ResponsesError as exc:
                 model.redactor.scrub(exc)  # before the error is reported anywhere
                 same_socket = isinstance(exc, CheckpointMissing) and not checkpoint_replayed

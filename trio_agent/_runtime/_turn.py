@@ -164,7 +164,7 @@ class TurnState:
 
     __slots__ = (  # noqa: RUF023  # field order
         "turn_id", "prompt", "settings", "activity", "items", "mail", "compact", "preemption", "cancel_scope",
-        "started", "done", "on_steer", "_phase", "_ran", "_steers", "_injected", "_result", "_error",
+        "started", "done", "_phase", "_ran", "_steers", "_injected", "_result", "_error",
     )
 
     def __init__(
@@ -184,7 +184,6 @@ class TurnState:
         self.cancel_scope: Final = trio.CancelScope()
         self.started: Final = trio.Event()  # set by start() or finish()
         self.done: Final = trio.Event()  # set by finish()
-        self.on_steer: Callable[[str, bool], None] | None = None  # a cassette recording the session's steers
         self._phase = TurnPhase.QUEUED
         self._ran = False  # the runner started it (a queued turn cancelled in time never does)
         self._steers: collections.deque[str] = collections.deque()
@@ -297,9 +296,12 @@ class TurnState:
 
 
 class QueuedTurns(Protocol):
-    """What a turn handle needs from the turn queue: cancelling a turn that has not run."""
+    """What a turn handle needs from the turn queue: cancelling a turn that has not run,
+    and telling it of a steer as submitted (for the agent's observers)."""
 
     def cancel_queued(self, state: TurnState) -> None: ...
+
+    def steered(self, state: TurnState, text: str, interrupt: bool) -> None: ...
 
 
 @final
@@ -408,8 +410,7 @@ class Turn(metaclass=NoPublicConstructor):
                 "wait for the next model boundary before steering again"
             )
         state.add_steer(text)
-        if state.on_steer is not None:
-            state.on_steer(text, interrupt)
+        self._queue.steered(state, text, interrupt)
         if interrupt:
             await state.preemption.request()
 

@@ -33,8 +33,8 @@ The transitions (``TRANSITIONS`` below says the same; any other raises
 
 Invariants -- which task writes what. ``TurnState`` changes only through its methods:
 what a turn is given is ``Final`` (mypy refuses a later assignment), the lifecycle's
-fields are private behind read-only properties, and the one slot written from outside
-is ``on_steer`` (a recording cassette's, set when the turn is accepted). Each method is
+fields are private behind read-only properties, and nothing outside writes a slot
+(the agent's observers hear of a steer from the turn queue). Each method is
 synchronous, so a check and the change it guards happen in one step of Trio's
 cooperative scheduling.
 

@@ -26,6 +26,7 @@ import trio
 from .._errors import AgentClosed, TurnCancelled
 from .._wire.request import RequestSettings
 from ._input import InputActivity, Mail, Mailbox
+from ._observers import Observers
 from ._payloads import TurnReporter
 from ._turn import Prompt, TurnState, TurnStatus
 
@@ -37,8 +38,9 @@ def _cancelled(state: TurnState) -> TurnCancelled:
 
 
 class TurnQueue:
-    def __init__(self, reporter: TurnReporter) -> None:
+    def __init__(self, reporter: TurnReporter, observers: Observers | None = None) -> None:
         self._reporter = reporter
+        self._observers = observers  # told each accepted turn and each steer as submitted (the observer seam)
         self._next_id = 0
         self._queued: collections.deque[TurnState] = collections.deque()
         self.running: TurnState | None = None
@@ -49,9 +51,8 @@ class TurnQueue:
         self._wakeup = trio.Event()
         self._automatic_settings: RequestSettings | None = None
         self.last_status: TurnStatus | None = None  # how the latest turn that ran ended
-        # Told each accepted turn, in the accepting task (tracing: the turn's parent span;
-        # a cassette: the prompts to replay). Synchronous; they must not raise.
-        self.accept_observers: list[Callable[[TurnState], None]] = []
+        # Told each automatic turn it accepts, in the accepting task (a worker's owner reports it).
+        self.on_automatic: Callable[[TurnState], None] | None = None
 
     @property
     def closing(self) -> bool:
@@ -81,8 +82,10 @@ class TurnQueue:
         # Waiting mail may cut a live response of a turn that samples (not a compaction).
         state = TurnState(self._next_id, prompt, settings, self.activity, items, mail, compact=compact,
                           mail_flag=None if compact else self.mailbox.flag)
-        for observe in self.accept_observers:
-            observe(state)
+        if self._observers is not None:
+            self._observers.accepted(state.turn_id, prompt)
+        if self.on_automatic is not None and state.automatic:
+            self.on_automatic(state)
         if self.running is not None:
             self.activity.notify("steer")  # user input waits: a sleeping or waiting turn wakes
         self._queued.append(state)
@@ -121,6 +124,11 @@ class TurnQueue:
             await self._wakeup.wait()
         self.running = self._queued.popleft()
         return self.running
+
+    def steered(self, state: TurnState, text: str, interrupt: bool) -> None:
+        """A steer was submitted to running turn ``state`` (``Turn.steer``)."""
+        if self._observers is not None:
+            self._observers.steered(state.turn_id, text, interrupt)
 
     def finished(self, state: TurnState) -> None:
         if self.running is state:

@@ -19,8 +19,9 @@ links to the agent span. A fork's or child's agent span links to its parent agen
 span and to the parent's turn that was running. While a turn and each of its tool
 calls run, their span is the current span of the task running them (``_contexts``).
 
-Times are the events' Trio times (``_clock``). The tracer is fed synchronously by
-``TracedSink.emit`` and never awaits.
+Times are the events' Trio times (``_clock``). The tracer is an ``AgentObserver`` of
+the observer seam, fed synchronously by the agent's ``ObservedSink`` (at once: it asks
+for no deferral, so spans open in the emitting task's context), and never awaits.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from .. import __version__
 from .._config import AgentConfig, Transport
 from .._events import AgentEvent, EventKind
+from .._runtime._observers import AgentObserver
 from . import _names as n
 from ._calls import CANCELLED, Outcome
 from ._clock import epoch_ns
@@ -49,6 +51,9 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram
     from opentelemetry.trace import Span, SpanContext
 
+    from .._runtime._observers import AgentSite
+    from .._runtime._turn import Prompt
+    from . import TracingTree
     from ._settings import Tracing
 
 __all__ = ["AgentTracer"]
@@ -89,10 +94,16 @@ class _Tool:
     nested: bool
 
 
-class AgentTracer:
-    def __init__(self, config: AgentConfig, tracing: Tracing, *, path: str, parent_id: str | None,
-                 origin: str) -> None:
-        self._tracing = tracing
+class AgentTracer(AgentObserver):
+    name = "tracing"
+    events = True
+    immediate = True  # spans open in the emitting task's context, at its time
+    api_events = True  # the outbound interrupts are read from api.event
+
+    def __init__(self, site: AgentSite, tree: TracingTree) -> None:
+        config, path, parent_id, origin = site.config, site.path, site.parent_id, site.origin
+        tracing = tree.tracing
+        self._tree = tree
         self._session_id = config.session_id
         self._path = path
         self._tracer = trace.get_tracer(n.INSTRUMENTATION, __version__, tracer_provider=tracing.tracer_provider)
@@ -128,10 +139,10 @@ class AgentTracer:
             EventKind.API_EVENT: self._api_event,
             EventKind.API_WARNING: self._api_warning,
         }
-        tracing._agents[config.session_id] = self
+        tree.agents[config.session_id] = self
 
     def _parent_links(self, parent_id: str | None) -> list[Link]:
-        parent = self._tracing._agents.get(parent_id) if parent_id is not None else None
+        parent = self._tree.agents.get(parent_id) if parent_id is not None else None
         if parent is None:
             return []
         links = [Link(parent.span_context, {n.LINK_TYPE: "parent_agent"})]
@@ -161,7 +172,7 @@ class AgentTracer:
         if handler is not None:
             handler(event)
 
-    def turn_accepted(self, turn_id: int) -> None:
+    def accepted(self, turn_id: int, prompt: Prompt | None) -> None:
         """Runs in the task that accepted the turn: remember its current span."""
         current = trace.get_current_span().get_span_context()
         if current.is_valid and current != self._opened_under:
@@ -176,7 +187,7 @@ class AgentTracer:
             self._end_tool(call_id, now, "cancelled", background=False)
         self._contexts.detach_all()
         self._span.end(end_time=epoch_ns(now))
-        self._tracing._agents.pop(self._session_id, None)
+        self._tree.agents.pop(self._session_id, None)
 
     # -- turns -------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ Constructing one imports the OpenTelemetry API (the ``[otel]`` extra); nothing e
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, final
 
 import attrs
@@ -16,8 +15,6 @@ from .._errors import ConfigError
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
-
-    from ._observer import AgentTracer
 
 __all__ = ["Tracing"]
 
@@ -34,17 +31,15 @@ class Tracing:
 
     ``tracer_provider`` / ``meter_provider``: where spans and metrics go; ``None`` means
     OpenTelemetry's global providers (``opentelemetry.trace.set_tracer_provider``),
-    looked up when each agent opens. Needs ``pip install 'trio-agent[otel]'``
+    looked up when each agent opens. The value pickles when its providers do (``None``
+    always): on a Ray pool the actors trace with theirs (``docs/ray.md``). Needs
+    ``pip install 'trio-agent[otel]'``
     (``ConfigError`` otherwise). Tracing never changes what the agent does; an internal
     error of the tracer stops tracing that agent with a ``RuntimeWarning``.
     """
 
     tracer_provider: TracerProvider | None = None
     meter_provider: MeterProvider | None = None
-    # The agents traced with this value, by session id: forks find their parent here.
-    _agents: weakref.WeakValueDictionary[str, AgentTracer] = attrs.field(
-        factory=weakref.WeakValueDictionary, init=False, repr=False
-    )
 
     def __attrs_post_init__(self) -> None:
         try:

@@ -19,7 +19,7 @@ import functools
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import trio
@@ -30,27 +30,12 @@ from ._rejection import rejection_error, shown_body
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
+    from .tap import ConnectionTap, RequestTap
     from .websocket import Dialer  # a type alias: the HTTPS path never loads trio-websocket
 
-__all__ = ["HttpsObserver", "HttpsTransport", "RequestObserver", "https_transport"]
+__all__ = ["HttpsTransport", "https_transport"]
 
 _MAX_ERROR_BODY = 4096
-
-
-class RequestObserver(Protocol):
-    """Watches one HTTPS request (the cassette recorder's; see ``HttpsTransport.observer``)."""
-
-    def head(self, status: int, headers: list[tuple[str, str]], error_body: str | None) -> None: ...
-
-    def chunks(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]: ...
-
-    def end(self, error: BaseException | None) -> None: ...
-
-
-class HttpsObserver(Protocol):
-    def request(
-        self, url: str, headers: Sequence[tuple[str, str]], body: dict[str, Any]
-    ) -> RequestObserver: ...
 
 
 class _SentTrace:
@@ -79,12 +64,14 @@ class HttpsTransport:
         handshake_timeout: float | None = None,
         dialer: Dialer | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        tap: ConnectionTap | None = None,
     ) -> None:
         """``client``: the application's own (used as is, never closed here); else one is
         created for this transport, dialing through ``dialer`` when given and trusting
-        ``ssl_context`` (default: the system CAs)."""
+        ``ssl_context`` (default: the system CAs). ``tap`` (the observer seam's,
+        ``tap.py``) is told of every request: chosen once per request, never per chunk."""
         self.url = base_url.rstrip("/") + "/responses"
-        self.observer: HttpsObserver | None = None  # set once by a cassette recorder
+        self.tap = tap
         self._headers_for: Sequence[tuple[str, str]] | None = None
         self._built_headers = httpx.Headers()
         self._owned = client is None
@@ -108,8 +95,8 @@ class HttpsTransport:
         """POST ``body`` (whose JSON is ``text``, when known); ``async with`` it for the body
         chunks of a successful response. ``on_sent`` is called once the request's last
         byte is written, while the response is awaited (httpcore's trace extension)."""
-        observer = self.observer
-        if observer is None:
+        tap = self.tap
+        if tap is None:
             # The same headers object every request (an API key's): httpx gets the same
             # normalised ``Headers``, built once, instead of a list to normalise again;
             # and no context manager of our own around the request's.
@@ -119,29 +106,35 @@ class HttpsTransport:
                     [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
                 )
             return self._open_stream(body, self._built_headers, None, text, on_sent)
-        return self._observed_stream(observer, body, headers, text, on_sent)
+        return self._tapped_stream(tap, body, headers, text, on_sent)
+
+    @property
+    def whole_responses(self) -> bool:
+        """Whether a caller reads each response to its end before it goes on (True when
+        tapped: what the tap sees of one request is then never interleaved with what
+        follows it); else the rest of a response may be read later."""
+        return self.tap is not None
 
     @asynccontextmanager
-    async def _observed_stream(
-        self, observer: HttpsObserver, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None,
+    async def _tapped_stream(
+        self, tap: ConnectionTap, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None,
         on_sent: Callable[[], object] | None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
-        # Recording (a cassette): one observer per request, told the head, the chunks and
-        # how the request ended -- per request, never per chunk, when nobody records.
+        # One tap per request, told the head, the chunks and how the request ended.
         request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
-        watch = observer.request(self.url, request_headers, body)
+        watch = tap.request_opened(self.url, request_headers, body)
         try:
             async with self._open_stream(body, request_headers, watch, text, on_sent) as chunks:
                 yield chunks
         except BaseException as exc:
-            watch.end(exc)
+            watch.closed(exc)
             raise
-        watch.end(None)
+        watch.closed(None)
 
     @asynccontextmanager
     async def _open_stream(
         self, body: dict[str, Any], request_headers: list[tuple[str, str]] | httpx.Headers,
-        watch: RequestObserver | None, text: str | None = None, on_sent: Callable[[], object] | None = None,
+        watch: RequestTap | None, text: str | None = None, on_sent: Callable[[], object] | None = None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         content = (dumps(body) if text is None else text).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         client = self._client
@@ -171,7 +164,7 @@ class HttpsTransport:
                             chunks = await _event_stream_or_fail(raw, response.status_code, content_type)
                     if watch is not None:
                         watch.head(response.status_code, response.headers.multi_items(), None)
-                        chunks = watch.chunks(chunks)
+                        chunks = _TappedChunks(chunks, watch)
                     yield chunks
                 finally:
                     await raw.aclose()  # type: ignore[attr-defined]
@@ -207,6 +200,30 @@ class HttpsTransport:
     async def aclose(self) -> None:
         if self._owned:
             await self._client.aclose()
+
+
+class _TappedChunks:
+    """The body chunks, each shown to the request's tap (an iterator object, not an async
+    generator: nothing is left for the garbage collector when a stream is given up)."""
+
+    def __init__(self, inner: AsyncIterator[bytes], tap: RequestTap) -> None:
+        self._inner = inner
+        self._tap = tap
+
+    def __aiter__(self) -> _TappedChunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk = await self._inner.__anext__()
+        except StopAsyncIteration:
+            self._tap.body_ended(None)
+            raise
+        except Exception as exc:
+            self._tap.body_ended(exc)
+            raise
+        self._tap.received(chunk)
+        return chunk
 
 
 def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
@@ -277,7 +294,7 @@ async def _rejected(response: httpx.Response) -> tuple[ResponsesError, str]:
     ), text
 
 
-def https_transport(config: AgentConfig) -> HttpsTransport:
+def https_transport(config: AgentConfig, tap: ConnectionTap | None = None) -> HttpsTransport:
     """The agent's HTTPS transport, from its config: the application's ``http_client``
     when given, else an own client that dials through ``Responses.dialer`` (if set) and
     trusts ``Responses.ssl_context`` (if set); timeouts from ``Responses``."""
@@ -285,5 +302,5 @@ def https_transport(config: AgentConfig) -> HttpsTransport:
     return HttpsTransport(
         config.api_base_url, client=responses.http_client, connect_timeout=responses.connect_timeout,
         idle_timeout=responses.idle_timeout, handshake_timeout=responses.handshake_timeout,
-        dialer=responses.dialer, ssl_context=responses.ssl_context,
+        dialer=responses.dialer, ssl_context=responses.ssl_context, tap=tap,
     )

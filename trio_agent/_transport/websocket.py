@@ -24,20 +24,9 @@ The per-frame path is trio-websocket's message queue, read by the model call its
 whose deadline is pushed forward, not a scope per frame. Sends go through one lock per
 socket; the caller's cancel scope bounds a send (``send_timeout``).
 
-Bursts cost one scheduler round, not one per frame: trio-websocket's reader hands each
-message to its queue with ``await send()`` -- a schedule point per message, so the
-frames of one ``receive_some`` would reach the model call one round at a time -- and
-``get_message()`` is a schedule point even when a message waits. Once the handshake is
-done ``_eager_queue`` swaps the reader's end of the queue for ``_EagerSend`` (delivers
-at once while the queue has room, the ordinary ``send`` when it is full; per frame, as
-before, while ``deliver_bursts(False)`` -- a response until its first output), and
-``receive_text`` takes a waiting message with ``receive_nowait``; its send lock, free in
-the usual case, is taken without the schedule point that would hold the request back a
-round (``_EagerLock``; the send is still one, after the bytes left). Neither loop can run
-unbounded: the queue holds at most ``message_queue_size`` messages, and the reader yields
-on every ``receive_some``. These touch trio-websocket internals (``_send_channel``,
-``_recv_channel``, ``_stream_lock``), looked up once per connection; if a release renames them the socket
-works exactly as before, one round per frame.
+Bursts cost one scheduler round, not one per frame (``_eager``: the reader delivers a
+burst without a round per message, the send lock is taken without one when free);
+``receive_text`` takes a message that waits with ``receive_nowait``.
 
 trio-websocket defaults are raised: 1 MiB max message -> 64 MiB (``response.completed``
 frames can be large), 4 KiB receive buffer -> 256 KiB.
@@ -52,9 +41,11 @@ from collections.abc import Awaitable, Callable
 import trio
 import trio_websocket
 
-from .._errors import ConnectionFailed, ConnectionLost, ResponsesError, ResponseTimeout
+from .._errors import ConnectionFailed, ConnectionLost, ResponsesError
 from .._record import Record
+from ._eager import EagerSend, eager_queue
 from ._rejection import rejection_error, shown_body
+from .tap import Answer, ConnectionTap
 
 __all__ = ["Dialer", "WebSocketLink", "WebSocketOptions", "open_connection", "split_expected"]
 
@@ -66,21 +57,22 @@ Dialer = Callable[[str, int], Awaitable[trio.abc.Stream]]
 
 class WebSocketOptions(Record):
     """How to open one socket. ``handshake_timeout`` also bounds the handshake alone
-    (None: ``connect_timeout`` only). ``make_link`` builds the link once the handshake
-    is done: ``WebSocketLink`` itself, or a subclass chosen once per connection (the
-    cassette recorder's), so the frame path has no per-frame switch."""
+    (None: ``connect_timeout`` only). ``tap`` (the observer seam's, ``tap.py``) is told
+    of the socket -- chosen once per connection: a tapped socket's link is a
+    ``_TappedLink``, so an untapped one has no switch on its frame path; ``purpose``
+    (``initial``, ``reconnect``, ``warmup_fallback``) is what the tap is told it is for."""
 
     __slots__ = (  # noqa: RUF023  # field order
         "url", "headers", "connect_timeout", "handshake_timeout", "send_timeout", "idle_timeout",
-        "max_message_size", "receive_buffer_size", "message_queue_size", "ssl_context", "dialer", "make_link",
+        "max_message_size", "receive_buffer_size", "message_queue_size", "ssl_context", "dialer", "tap", "purpose",
     )
 
     def __init__(
         self, url: str, headers: tuple[tuple[str, str], ...] = (), connect_timeout: float = 30.0,
         handshake_timeout: float | None = None, send_timeout: float = 30.0, idle_timeout: float = 300.0,
         max_message_size: int = 64 << 20, receive_buffer_size: int = 256 << 10, message_queue_size: int = 64,
-        ssl_context: ssl.SSLContext | None = None, dialer: Dialer | None = None,
-        make_link: Callable[[trio_websocket.WebSocketConnection, WebSocketOptions], WebSocketLink] | None = None,
+        ssl_context: ssl.SSLContext | None = None, dialer: Dialer | None = None, tap: ConnectionTap | None = None,
+        purpose: str = "initial",
     ) -> None:
         self.url = url
         self.headers = headers
@@ -93,7 +85,8 @@ class WebSocketOptions(Record):
         self.message_queue_size = message_queue_size
         self.ssl_context = ssl_context
         self.dialer = dialer
-        self.make_link = make_link
+        self.tap = tap
+        self.purpose = purpose
 
 
 class _HandshakeEof(Exception):
@@ -144,71 +137,13 @@ class _WatchedStream(trio.abc.Stream):
         await self.inner.aclose()
 
 
-class _EagerSend:
-    """The reader's end of trio-websocket's message queue, without a schedule point per
-    message while the queue has room (see the module docstring). The reader uses
-    ``send`` and ``aclose`` only; both keep the channel's exceptions."""
-
-    def __init__(self, inner: trio.MemorySendChannel[str | bytes]) -> None:
-        self._inner = inner
-        self.eager = True  # False: a schedule point per message, as trio-websocket's own
-
-    async def send(self, value: str | bytes) -> None:
-        if self.eager:
-            try:
-                self._inner.send_nowait(value)
-                return
-            except trio.WouldBlock:
-                pass
-        await self._inner.send(value)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _EagerLock:
-    """trio-websocket's send lock, without a schedule point before a send that finds it
-    free (the send itself is still one, after the bytes went out: ``send_all``)."""
-
-    def __init__(self, inner: trio.StrictFIFOLock) -> None:
-        self._inner = inner
-
-    async def __aenter__(self) -> None:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            self._inner.acquire_nowait()
-        except trio.WouldBlock:
-            await self._inner.acquire()
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._inner.release()
-
-
-def _eager_queue(
-    ws: trio_websocket.WebSocketConnection,
-) -> tuple[_EagerSend, trio.MemoryReceiveChannel[str | bytes]] | None:
-    """Make the reader deliver bursts without a round per message; returns its new end of
-    the queue and the receiving end for ``receive_nowait`` (None: this trio-websocket is
-    laid out otherwise)."""
-    send = getattr(ws, "_send_channel", None)
-    receive = getattr(ws, "_recv_channel", None)
-    if not isinstance(send, trio.MemorySendChannel) or not isinstance(receive, trio.MemoryReceiveChannel):
-        return None
-    eager = _EagerSend(send)
-    ws._send_channel = eager  # type: ignore[assignment]  # duck-typed: send/aclose
-    lock = getattr(ws, "_stream_lock", None)
-    if isinstance(lock, trio.StrictFIFOLock):
-        ws._stream_lock = _EagerLock(lock)  # type: ignore[assignment]  # duck-typed: async with
-    return eager, receive
-
-
 class WebSocketLink:
     """One open socket. ``abandon()`` (sync, idempotent) makes its task close it."""
 
     def __init__(self, ws: trio_websocket.WebSocketConnection, options: WebSocketOptions) -> None:
         self._ws = ws
-        queue = _eager_queue(ws)
-        self._eager: _EagerSend | None = queue[0] if queue is not None else None
+        queue = eager_queue(ws)
+        self._eager: EagerSend | None = queue[0] if queue is not None else None
         self._queue: trio.MemoryReceiveChannel[str | bytes] | None = queue[1] if queue is not None else None
         self._options = options
         self._send_lock = trio.Lock()
@@ -294,16 +229,38 @@ class WebSocketLink:
                 pass
 
 
+class _TappedLink(WebSocketLink):
+    """A ``WebSocketLink`` whose frames and close its tap sees (``WebSocketOptions.tap``)."""
+
+    def __init__(self, ws: trio_websocket.WebSocketConnection, options: WebSocketOptions, tap: ConnectionTap) -> None:
+        super().__init__(ws, options)
+        self._tap = tap.websocket_opened(options.url, options.purpose, options.headers, self.handshake_headers)
+        self._close_told = False
+
+    async def send_text(self, text: str) -> None:
+        await super().send_text(text)
+        self._tap.sent(text)
+
+    async def receive_text(self) -> str | bytes:
+        message = await super().receive_text()
+        self._tap.received(message)
+        return message
+
+    def abandon(self) -> None:
+        if not self._close_told:
+            self._close_told = True
+            reason = self.close_reason  # None: the client gives it up; else the server closed it (1006: dropped)
+            self._tap.closed(by_server=reason is not None, code=reason.code if reason is not None else None,
+                             reason=reason.reason if reason is not None else None)
+        super().abandon()
+
+
 def _reason(exc: trio_websocket.ConnectionClosed) -> str:
     reason = exc.reason
     if reason is None:
         return "the connection closed"
     detail = f" ({reason.reason})" if reason.reason else ""
     return f"the connection closed with code {reason.code} {reason.name}{detail}"
-
-
-def idle_timeout_error(seconds: float) -> ResponseTimeout:
-    return ResponseTimeout(f"no Responses WebSocket frame arrived for {seconds:g} s")
 
 
 async def open_connection(nursery: trio.Nursery, options: WebSocketOptions) -> WebSocketLink:
@@ -352,7 +309,7 @@ async def _connection_task(
         try:
             async with trio.open_nursery() as reader_nursery:
                 ws = await _handshake(reader_nursery, watched, options, deadline)
-                link = (options.make_link or WebSocketLink)(ws, options)
+                link = WebSocketLink(ws, options) if options.tap is None else _TappedLink(ws, options, options.tap)
                 watched.handshake_done = True
                 task_status.started(link)
                 started = True
@@ -375,7 +332,10 @@ async def _connection_task(
             raise rest  # noqa: B904  # part of the same group, not a new error
         assert failure is not None
         if not started:
-            raise _map_handshake_error(failure, options) from exc
+            error = _map_handshake_error(failure, options)
+            if options.tap is not None:
+                options.tap.websocket_failed(options.url, options.purpose, error, _answer(failure))
+            raise error from exc
         # After the handshake an expected failure only means the socket is dead; the
         # model call reading it sees ConnectionLost and retries.
 
@@ -432,6 +392,14 @@ async def _handshake(
         )
     assert scope.cancelled_caught
     raise _ConnectTimeout
+
+
+def _answer(failure: BaseException) -> Answer | None:
+    """A refused handshake's answer, for the tap."""
+    if not isinstance(failure, trio_websocket.ConnectionRejected):
+        return None
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in failure.headers or ()]
+    return Answer(headers, (failure.body or b"").decode("utf-8", "replace"))
 
 
 def _map_handshake_error(leaf: BaseException, options: WebSocketOptions) -> ResponsesError:

@@ -29,6 +29,9 @@ Theory of operation. Every task has a record, keyed by task id and created by
 Agents of one actor share its Trio loop and one TLS context (``with_tls``); nothing
 else -- each has its own connection, history, tools and rollout.
 
+A traced task's agent opens with the driver's span current (``traced_from``: the
+trace context travels in the payload), so its spans join the driver's trace.
+
 Cancelling the scope is the agent's own cancellation (DESIGN "Concurrency shape"): the
 live turn is cancelled, its tools' process trees are killed, aborted calls are paired,
 its terminal event is emitted, and closing the agent flushes the rollout.
@@ -50,7 +53,7 @@ from .._errors import AgentError
 from .._events import AgentEvent, AgentEvents
 from .._runtime import open_agent
 from ._errors import TaskCrashed
-from ._running import Run, only_cancelled, resumed_config, run_body, usage, with_tls
+from ._running import Run, only_cancelled, resumed_config, run_body, traced_from, usage, with_tls
 from ._values import ActorInfo, ActorStatistics, AgentTask, EventBatch, PollReply, TaskResult, TaskStart, TaskStatus
 
 __all__ = ["BATCH_LIMIT", "BURST_GAP", "LINGER", "REPLY_LIMIT", "AgentHost"]
@@ -150,8 +153,9 @@ class AgentHost:
         self._started += 1
         self._touch(record)  # news: the start
         try:
-            task = pickle.loads(payload)  # the driver's own task (Ray's cloudpickle wrote it)
-            if not isinstance(task, AgentTask) or task.task_id != task_id:
+            # The driver's own task and its trace context (Ray's cloudpickle wrote them: _running.travelling).
+            task, trace = pickle.loads(payload)
+            if not isinstance(task, AgentTask) or task.task_id != task_id or not isinstance(trace, dict):
                 raise TypeError(f"the payload of task {task_id} is not that AgentTask")
         except Exception as exc:
             self._unloadable(record, exc)
@@ -160,7 +164,7 @@ class AgentHost:
         run = Run(task, task.config.session_id)
         try:
             async with trio.open_nursery() as pumps:  # outside the task's scope: see the module docstring
-                with trio.CancelScope() as scope:
+                with trio.CancelScope() as scope, traced_from(trace):
                     record.scope = scope
                     if record.cancel_requested:
                         scope.cancel()

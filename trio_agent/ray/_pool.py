@@ -36,6 +36,7 @@ from ._errors import ActorLost, PoolClosed
 from ._link import ActorLink
 from ._refs import PendingRef, is_actor_loss
 from ._remote import RemoteTask, TaskState
+from ._running import travelling
 from ._values import ActorInfo, ActorStatistics, AgentTask, PoolStatistics, TaskEvent, TaskResult, TaskStatus
 
 __all__ = ["RayPool", "open_ray_pool"]
@@ -186,14 +187,16 @@ class RayPool:
 
 
 def _pickled(task: AgentTask) -> bytes:
-    """``task`` as the bytes an actor loads; ``ConfigError`` when it cannot travel."""
+    """``task`` as the bytes an actor loads (with what travels with it: ``travelling``);
+    ``ConfigError`` when it cannot travel."""
     try:
-        payload: bytes = ray.cloudpickle.dumps(task)
+        payload: bytes = ray.cloudpickle.dumps(travelling(task))
     except Exception as exc:  # whatever the config or body holds that refuses pickling
         raise ConfigError(
             f"task {task.task_id} cannot be sent to an actor: {type(exc).__name__}: {exc}. A task's config and "
             "body are pickled: leave out sockets, clients (Responses(http_client=...)), dialers, SSL contexts "
-            "and open files, and create them inside the body instead"
+            "and open files, and create them inside the body instead (tracing: Tracing() with the actors' global "
+            "providers, or providers that pickle; docs/ray.md)"
         ) from exc
     return payload
 

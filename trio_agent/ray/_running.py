@@ -1,5 +1,6 @@
-"""What running one task on an actor is made of: its config (resumed from the rollout
-when asked), its body, and the accumulation of its outcome into a ``TaskResult``."""
+"""What running one task on an actor is made of: what travels with it (``travelling``),
+its config (resumed from the rollout when asked), its body, and the accumulation of its
+outcome into a ``TaskResult``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pickle
 import resource
 import ssl
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
@@ -20,7 +22,37 @@ from .._runtime import Agent, TurnResult
 from ._errors import TaskCancelled, TaskCrashed
 from ._values import AgentTask, TaskResult, TaskStatus
 
-__all__ = ["Run", "only_cancelled", "resumed_config", "run_body", "usage", "with_tls"]
+__all__ = ["Run", "only_cancelled", "resumed_config", "run_body", "traced_from", "travelling", "usage", "with_tls"]
+
+TraceContext = dict[str, str]  # W3C traceparent/tracestate: the driver's span (empty: none)
+
+
+def travelling(task: AgentTask) -> tuple[AgentTask, TraceContext]:
+    """What the driver sends for ``task``, in the caller's task: the task, with its
+    cassette path (``record``) made absolute -- the actor writes it, and the driver's
+    working directory means nothing there -- and, for a traced task, the trace context
+    current here (the driver's span becomes the parent of the actor's spans)."""
+    config = task.config
+    if config.record is not None and not config.record.is_absolute():
+        task = attrs.evolve(task, config=config._derive(record=config.record.absolute()))
+    if config.tracing is None:
+        return task, {}
+    from .._tracing._propagation import current_context  # the OpenTelemetry API: Tracing() imported it
+
+    return task, current_context()
+
+
+@contextmanager
+def traced_from(trace: TraceContext) -> Iterator[None]:
+    """On the actor: the driver's span current in this task for the block (nothing
+    without one), so the agent opened in it starts its span as that span's child."""
+    if not trace:
+        yield
+        return
+    from .._tracing._propagation import continued
+
+    with continued(trace):
+        yield
 
 
 @attrs.define(eq=False)

@@ -1,6 +1,6 @@
-"""What both exchanges (WebSocket and HTTPS) record about one response attempt.
+"""What both exchanges (WebSocket and HTTPS) do with one response attempt's frames.
 
-An ``ExchangeRecorder`` is composed into each exchange: it emits the ``api.event``
+A ``ResponseFeed`` is composed into each exchange: it emits the ``api.event``
 of every outbound body and inbound frame (unless ``AgentConfig(api_events=False)``:
 then nothing of the frame is built for an event), notes when the request went out and when
 the first frame and the first output arrived (for ``model.call.completed``), and
@@ -37,7 +37,7 @@ from .._wire.stream import (
 )
 from ._model_events import text_payload
 
-__all__ = ["ExchangeRecorder"]
+__all__ = ["ResponseFeed"]
 
 Emit = Callable[..., Any]
 
@@ -50,7 +50,7 @@ def _nothing() -> None:
     pass
 
 
-class ExchangeRecorder:
+class ResponseFeed:
     def __init__(
         self,
         *,
