@@ -43,7 +43,7 @@ directory, the index of the prompt in argv, the number of argv entries, the argv
 entries, then ``NAME=VALUE`` environment entries (none of these can hold a NUL).
 The daemon answers with lines: ``ok`` (accepted) or ``fallback REASON``, then
 ``exit N``; or, to any request of a client it does not serve (one in a sandbox:
-``trio_agent._daemon_peer``), ``refused REASON`` before it reads the request (the
+``trio_agent._daemon._peer``), ``refused REASON`` before it reads the request (the
 client says so on stderr and runs in-process). The client may send ``signal N`` lines. ``status`` and ``stop`` requests
 (used by ``trio-agent serve --daemon/--stop``) carry just the op.
 
@@ -309,7 +309,7 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
     except OSError:  # it went away before it took the run
         return None
     if reply is not None and reply.startswith("refused "):
-        # A sandboxed command (trio_agent._daemon_peer): it runs in-process, in its sandbox.
+        # A sandboxed command (trio_agent._daemon._peer): it runs in-process, in its sandbox.
         os.write(2, f"trio-agent: not using the daemon: it refused: {reply[8:]}\n".encode())
         return None
     if reply is not None and reply.startswith("fallback stale"):
@@ -321,7 +321,7 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
         _verbose(f"the daemon answered: {reply[9:]}" if reply is not None and reply.startswith("fallback ")
                  else "the daemon went away before it answered")
         return None  # "fallback ...", or the daemon went away: in-process
-    # (TRIO_AGENT_DAEMON_VERBOSE's "served by the warm daemon" is the worker's to say: _daemon_worker)
+    # (TRIO_AGENT_DAEMON_VERBOSE's "served by the warm daemon" is the worker's to say: trio_agent._daemon._worker)
     return _wait_exit(sock, lines)
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import trio
 
-from trio_agent._daemon_command import daemon_status
+from trio_agent._daemon._command import daemon_status
 
 from ._common import Settings, open_bench_server, pct, record_summary, table
 from .cold_cli import ENV, TREE, run_codex, spawn_first_output

@@ -181,7 +181,7 @@ def _main(argv: list[str]) -> int:
         if given:
             parser.error(f"{given[0]} configures the app server; the warm daemon takes each run's own options "
                          f"(drop {given[0]})")
-        from ._daemon_command import start_daemon, stop_daemon
+        from ._daemon._command import start_daemon, stop_daemon
 
         return start_daemon() if args.daemon else stop_daemon()
     if args.command == "serve":

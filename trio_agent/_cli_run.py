@@ -15,7 +15,7 @@ prints one ``-- cancelled ...`` line, still inside the signal handling, then set
 it (``Interrupts.settle``: later signals are ignored, so that line stays the only
 one); a signal before the turn was accepted cancels the start-up instead.
 
-The warm daemon's workers (``_daemon_worker``) run this same command with a
+The warm daemon's workers (``_daemon._worker``) run this same command with a
 :class:`Hold`: once the agent is open, ``run_command`` waits in it -- for the warmup,
 then for a client, whose terminal becomes the process's stdout and stderr -- and
 sends the prompt the client brought. Everything printed before the hold returned is
@@ -50,7 +50,7 @@ Printer = HumanPrinter | JsonlPrinter
 
 
 class Hold(Protocol):
-    """Called once the agent is open; returns the prompt to send (``_daemon_worker``)."""
+    """Called once the agent is open; returns the prompt to send (``_daemon._worker``)."""
 
     async def __call__(self, agent: ta.Agent) -> str: ...
 

@@ -1,6 +1,6 @@
 """One warm daemon worker: a prewarmed ``trio-agent run`` waiting for its prompt.
 
-``python -c ... FD ARGV...`` (started by ``_daemon``): ``FD`` is this process's end
+``python -c ... FD ARGV...`` (started by ``_pool``): ``FD`` is this process's end
 of a socket pair with the daemon, ``ARGV`` the client's ``run`` command line with the
 prompt replaced by a placeholder. The worker parses it exactly as
 the CLI does (``_cli``), runs ``_cli_run.run_command`` with a :class:`_Hold`, and so
@@ -39,8 +39,8 @@ import trio
 
 import trio_agent as ta
 
-from ._cli_signals import Interrupts
-from ._daemon_channel import LineSocket, close_fds
+from .._cli_signals import Interrupts
+from ._channel import LineSocket, close_fds
 
 __all__ = ["main"]
 
@@ -153,7 +153,7 @@ async def _watch(channel: LineSocket) -> None:
 
 
 async def _serve(fd: int, args: Any, settings: Any, interrupts: Interrupts, recorder: _Recorder) -> None:
-    from ._cli_run import run_command
+    from .._cli_run import run_command
 
     channel = LineSocket(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
     code: int | None = None
@@ -173,8 +173,8 @@ async def _serve(fd: int, args: Any, settings: Any, interrupts: Interrupts, reco
 
 
 def main(argv: list[str] | None = None) -> None:
-    from ._cli import _parsers
-    from ._cli_options import run_settings
+    from .._cli import _parsers
+    from .._cli_options import run_settings
 
     fd, *run_argv = sys.argv[1:] if argv is None else argv
     recorder = _Recorder()
