@@ -5,7 +5,7 @@ by a running ``trio-agent serve --daemon``, against the codex native binary, at 
 Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script runs
 ``python -m compileall -q`` on this tree's ``trio_agent`` and launcher before timing.
 
-Setup: ``trio_agent._bench``'s child-process server (its one-way ``delay`` is half
+Setup: ``trio_agent.cli._bench``'s child-process server (its one-way ``delay`` is half
 the round trip; no think time; 20 text deltas per answer) and a daemon of this tree on
 a private runtime directory, started with ``serve --daemon`` as a user would. The
 client is the console script as pip writes it (``import re, sys; from

@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent import _bench
+from trio_agent.cli import _bench
 
 
 async def test_every_benchmark_path_reaches_a_first_token() -> None:

@@ -6,7 +6,7 @@ of at least 1 (the first-token latency needs at least one delta, so ``--deltas 0
 is refused rather than waited for forever), ``--delay-ms`` and ``--think-ms`` finite
 numbers of at least 0.
 
-Signals: the benchmark runs inside ``_cli_signals.open_interrupts``; the first Ctrl-C
+Signals: the benchmark runs inside ``_signals.open_interrupts``; the first Ctrl-C
 (or SIGTERM) cancels it -- the scripted server's child process is closed and waited
 for as on any exit -- and the command prints one ``-- cancelled ...`` line on stderr
 and exits 130 (143); a second one exits at once. The child runs in a session of its
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _command(args: argparse.Namespace, settings: Any) -> int:
     from ._bench import available_paths, run
-    from ._cli_signals import Interrupts, open_interrupts
+    from ._signals import Interrupts, open_interrupts
 
     interrupts = Interrupts()
     started = trio.current_time()

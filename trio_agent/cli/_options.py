@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio_agent as ta
 
-from ._record import Record
+from .._record import Record
 
 if TYPE_CHECKING:
-    from ._codex_config import CodexSettings
+    from .._codex_config import CodexSettings
 
 __all__ = ["ENVIRONMENT", "Connection", "RunSettings", "add_connection_options", "add_run_options",
            "connection_settings", "environment_epilog", "run_settings"]
@@ -263,9 +263,9 @@ def connection_settings(parser: argparse.ArgumentParser, args: argparse.Namespac
 def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
                  environ: Mapping[str, str]) -> RunSettings:
     """Check ``args`` (and the environment), with codex's ``-c`` overrides applied to
-    ``args`` (``_cli_codex``) and ``args.thinking`` resolved; ``parser.error`` (exit 2)
+    ``args`` (``_codex``) and ``args.thinking`` resolved; ``parser.error`` (exit 2)
     on a bad value."""
-    from ._cli_codex import apply_overrides, codex_overrides
+    from ._codex import apply_overrides, codex_overrides
 
     codex = codex_overrides(parser, args, "run_config")
     notes: tuple[str, ...] = ()
@@ -286,7 +286,7 @@ def run_settings(parser: argparse.ArgumentParser, args: argparse.Namespace,
 
 
 def _login_path(environ: Mapping[str, str]) -> Path:
-    from ._codex_login import codex_auth_path
+    from .._codex_login import codex_auth_path
 
     return codex_auth_path(environ.get("CODEX_HOME") or str(Path.home() / ".codex"))
 
@@ -412,7 +412,7 @@ def _instructions(parser: argparse.ArgumentParser, value: str | None, codex: Cod
     text = text or codex.instructions
     if codex.developer_instructions is None:
         return text
-    from ._session.context import DEFAULT_INSTRUCTIONS
+    from .._session.context import DEFAULT_INSTRUCTIONS
 
     return f"{text or DEFAULT_INSTRUCTIONS}\n\n{codex.developer_instructions}"
 

@@ -1,7 +1,7 @@
 """First-token latency per warmup path, side by side with the bare-socket floor.
 
 The scripted Responses server runs in a **child process** (``python -m
-trio_agent._bench --serve``) on 127.0.0.1, so this process's CPU time is the client's
+trio_agent.cli._bench --serve``) on 127.0.0.1, so this process's CPU time is the client's
 alone. It injects a one-way network delay (``--delay-ms``) on every request and
 reply, a TCP+handshake round trip (``2 x delay``) once per *new* connection -- a
 kept-alive HTTPS connection is not charged again -- and a "think time" before the
@@ -55,7 +55,7 @@ import trio_websocket
 
 import trio_agent as ta
 
-_TREE = str(Path(__file__).resolve().parent.parent)  # the child imports this very trio_agent
+_TREE = str(Path(__file__).resolve().parents[2])  # the child imports this very trio_agent
 
 __all__ = [
     "BenchServer", "Sample", "Settings", "agent_first_token", "bench_config", "main", "open_bench_server", "pct", "run",
@@ -77,7 +77,7 @@ class Settings:
 
 def answer_frames(response_id: str, deltas: int) -> list[dict[str, Any]]:
     """One streamed assistant message: created, item added, ``deltas`` deltas, done, completed."""
-    from .testing import frames
+    from ..testing import frames
 
     message = frames.assistant_message("x" * deltas, item_id=f"msg_{response_id}")
     return [
@@ -101,7 +101,7 @@ class _ServerState:
 
 
 async def _serve_ws_connection(conn: Any, state: _ServerState) -> None:
-    from .testing import ClientDisconnected
+    from ..testing import ClientDisconnected
 
     try:
         while True:
@@ -201,7 +201,7 @@ async def _read_http_request(stream: trio.abc.Stream, conn: Any) -> bytes | None
 
 async def _serve(settings: Settings) -> None:
     """The child process: print the URLs, then answer control lines on stdin until EOF."""
-    from .testing import FakeResponsesServer
+    from ..testing import FakeResponsesServer
 
     state = _ServerState(settings)
     ws = FakeResponsesServer()
@@ -279,7 +279,7 @@ class BenchServer:
 async def open_bench_server(settings: Settings) -> AsyncIterator[BenchServer]:
     """Start the scripted server in a child process (this tree's ``trio_agent``)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([_TREE, os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, "-m", "trio_agent._bench", "--serve", json.dumps(attrs.asdict(settings))]
+    command = [sys.executable, "-m", "trio_agent.cli._bench", "--serve", json.dumps(attrs.asdict(settings))]
     # A session of its own: a terminal's Ctrl-C reaches the benchmark, which closes the
     # child's stdin (the child's signal to exit), never the child itself (no traceback).
     process = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
@@ -486,8 +486,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``trio-agent bench`` (and the child's ``--serve``): ``_bench_cli``."""
-    from ._bench_cli import main as command
+    """``trio-agent bench`` (and the child's ``--serve``): ``_bench_command``."""
+    from ._bench_command import main as command
 
     return command(argv)
 
