@@ -9,7 +9,7 @@ import pytest
 
 import trio_agent as ta
 from trio_agent.cli._main import _parsers
-from trio_agent.cli._options import McpEntry, RunSettings, run_settings
+from trio_agent.cli._run_options import McpEntry, RunSettings, run_settings
 
 from ._cli import NO_CODEX_HOME
 

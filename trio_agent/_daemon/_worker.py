@@ -174,7 +174,7 @@ async def _serve(fd: int, args: Any, settings: Any, interrupts: Interrupts, reco
 
 def main(argv: list[str] | None = None) -> None:
     from ..cli._main import _parsers
-    from ..cli._options import run_settings
+    from ..cli._run_options import run_settings
 
     fd, *run_argv = sys.argv[1:] if argv is None else argv
     recorder = _Recorder()

@@ -1,5 +1,5 @@
 """``trio-agent serve``: the app server with the model configured as ``trio-agent run``
-does (``cli._options.connection_settings``: an API key from ``OPENAI_API_KEY``, else an
+does (``cli._connection.connection_settings``: an API key from ``OPENAI_API_KEY``, else an
 existing Codex login, else the built-in local scripted model, labelled on stderr; the
 same endpoint options and environment), on stdio or on a WebSocket listener.
 
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ..cli._options import Connection
+from ..cli._connection import Connection
 from ..cli._serve_options import listener_options_given
 from ..cli._signals import exit_now
 from ._listen_policy import (

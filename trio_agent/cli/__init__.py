@@ -2,21 +2,21 @@
 console script, ``_trio_agent_launch``, runs when no warm daemon takes the command);
 every module in this package is private to it and may change without notice.
 
-The rooms: ``_main`` (the parser and the dispatch to each command), ``run`` --
-``_run`` (the command), ``_options`` (its options and their environment defaults),
-``_codex`` (codex's spellings of them), ``_prompt`` (the prompt from stdin),
-``_output`` (human and JSONL output), ``_approval_prompt`` (asking on the terminal),
-``_sessions`` and ``_resume`` (kept sessions and ``resume``) --, ``_signals`` (Ctrl-C and
-SIGTERM for every command), ``_parser`` (argparse without abbreviations),
-``_app_server`` and ``_serve_options`` (``app-server``, the app server's listener),
-``_replay`` (``--record`` and ``replay``), ``_exec`` (codex exec's command line) and
-``_bench`` (``trio-agent bench``). ``serve`` is the ``_serve`` package's, and
-``serve --daemon`` the ``_daemon`` package's.
+The rooms: ``_main`` (the parser, and the dispatch to each command); ``run`` --
+``_run`` (the command), ``_run_options`` (its options), ``_codex`` (codex's spellings of
+them), ``_prompt`` (the prompt from stdin), ``_output`` (human and JSONL output),
+``_approval_prompt`` (asking on the terminal), ``_sessions`` and ``_resume`` (kept
+sessions and ``resume``); for every command: ``_connection`` (the model connection and
+its credential), ``_signals`` (Ctrl-C and SIGTERM) and ``_parser`` (argparse without
+abbreviations); ``_app_server`` and ``_serve_options`` (``app-server``, the app
+server's listener), ``_replay`` (``--record`` and ``replay``), ``_exec`` (codex exec's
+command line) and ``_bench`` (``trio-agent bench``). ``serve`` itself is the
+``_serve`` package's, and ``serve --daemon`` the ``_daemon`` package's.
 
 Start-up latency is part of the product, so this ``__init__`` imports nothing: the
 command line's modules load on the first read of :func:`main` (PEP 562), and a module
-that needs one of them alone (the warm daemon's worker, the benchmark's child-process
-server) loads no more.
+that needs a few of them (``serve``'s, the benchmark's child-process server) loads no
+more.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._options import add_connection_options
+from ._connection import add_connection_options
 from ._serve_options import add_listener_options
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def app_server_main(args: argparse.Namespace, environ: Mapping[str, str]) -> int
 def _serve(app: argparse.ArgumentParser, args: argparse.Namespace, settings: CodexSettings,
            template: dict[str, Any], environ: Mapping[str, str], listen: str | None) -> int:
     from .._serve._command import serve_main
-    from ._options import connection_settings
+    from ._connection import connection_settings
 
     connection = connection_settings(app, args, environ)
     if settings.base_url is not None and args.api_base is None:

@@ -6,7 +6,7 @@ first line. Human output streams the assistant's text, each tool call and a runn
 command's output, and ends with one summary line; ``--jsonl`` prints every event as
 one JSON object per line instead (``_output``). Its options -- the model
 connection, tools, sandbox and approvals, with their environment defaults -- are in
-``_options``; the command itself is ``_run``.
+``_run_options`` and ``_connection``; the command itself is ``_run``.
 
 Signals: each command catches SIGINT/SIGTERM with ``trio.open_signal_receiver`` for
 its whole run (``_signals``): the first signal cancels the work cleanly (``run``:
@@ -46,10 +46,11 @@ import trio
 from .. import __version__
 from ._app_server import add_app_server_command, add_server_options, app_server_main
 from ._codex import add_config_option
-from ._options import add_run_options, connection_settings, environment_epilog, run_settings
+from ._connection import connection_settings
 from ._parser import Parser, SubcommandParser, refuse
 from ._replay import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
 from ._resume import add_resume_command, prepare_resume
+from ._run_options import add_run_options, environment_epilog, run_settings
 from ._serve_options import listener_options_given
 from ._sessions import add_session_options
 from ._signals import Interrupts, exit_on_signal, interrupted_only
@@ -64,7 +65,7 @@ _CODEX_COMMANDS = ("run", "resume", "app-server", "exec")
 
 
 def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The command line's parser, and its ``run`` and ``serve`` subparsers (for the checks of ``_options``).
+    """The command line's parser, and its ``run`` and ``serve`` subparsers (for the checks of ``_run_options``).
     No parser takes abbreviations, and each subcommand reports its own errors (``_parser``)."""
     parser = Parser(prog="trio-agent", description="A Trio-native coding agent runtime.",
                     epilog=environment_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)

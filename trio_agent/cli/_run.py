@@ -34,8 +34,8 @@ import trio
 
 import trio_agent as ta
 
-from ._options import RunSettings
 from ._output import HumanPrinter, JsonlPrinter
+from ._run_options import RunSettings
 from ._sessions import announce_session, session_config
 from ._signals import Interrupts, open_interrupts
 

@@ -60,7 +60,7 @@ from typing import Any
 from ... import __version__
 from ..._codex_config import CodexConfigError, CodexSettings, WebSearch, parse_overrides
 from ..._tools._security import ApprovalPolicy
-from .._options import add_connection_options, connection_settings
+from .._connection import add_connection_options, connection_settings
 from ._session import ExecRequest
 
 __all__ = ["exec_main", "exec_parser"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from .._options import Connection
+from .._connection import Connection
 from ._output import HumanOutput, JsonlOutput, Output
 from ._session import ExecRequest, ExecResult, MemoryChannel, drive_turn
 
