@@ -357,7 +357,7 @@ def components(body: dict[str, Any]) -> str:
     import json
     import timeit
 
-    from trio_agent.cli._bench import answer_frames
+    from trio_agent.cli._bench._server import answer_frames
 
     frames_ = answer_frames("resp-x", 1)
     delta, created = frames_[2], frames_[0]

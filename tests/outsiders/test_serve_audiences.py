@@ -26,7 +26,7 @@ from typing import Any
 import trio
 import trio_websocket
 
-from trio_agent.cli._bench import Settings, open_bench_server
+from trio_agent.cli._bench._server import Settings, open_bench_server
 from trio_agent.testing import AppServerClient, WebSocketChannel
 
 from ._codex_remote import STEP, codex, codex_environment, reaped, served, tcp_peers, wait_until

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["bench"]:
-        from ._bench import main as bench
+        from ._bench._command import main as bench
 
         return bench(argv[1:])
     overrides, rest = _leading_config(argv)
