@@ -47,6 +47,6 @@ directory refuse to start.
 The modules: ``_server`` (the socket, the accept loop, one task per client),
 ``_pool`` (the workers and spares), ``_worker`` (a worker process), ``_channel``
 (lines and descriptors over a Unix socket), ``_peer`` (whom the daemon serves) and
-``_command`` (``serve --daemon`` and ``--stop``). This ``__init__`` imports nothing:
-``import trio_agent._daemon._command`` (the CLI's ``serve --daemon``) loads no more.
+``_command`` (``serve --daemon`` and ``--stop``). This ``__init__`` imports nothing, so
+that the CLI's ``serve --daemon`` and each worker load only the modules they use.
 """
