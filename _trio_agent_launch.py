@@ -20,15 +20,15 @@ are the client's by construction. The daemon then sends back the exit status, wh
 the client exits with. In every other case -- no daemon directory, no socket,
 connection refused (a stale socket), an answer of ``fallback`` (no prewarmed agent
 for this configuration yet: the daemon starts one for next time), an unsupported
-option, ``TRIO_AGENT_NO_DAEMON=1`` -- it imports ``trio_agent._cli`` and runs the
-command in this process, unchanged.
+option, ``TRIO_AGENT_NO_DAEMON=1`` -- it imports the CLI (``trio_agent.cli.main``) and
+runs the command in this process, unchanged.
 
 ``trio-agent --version`` is answered here, from :data:`__version__` (the distribution's
 version: pyproject.toml reads it from this file), without importing ``trio_agent``.
 
 Signals: a Ctrl-C before the command's own handling begins -- while this module looks
-for the daemon, or while ``trio_agent._cli`` is being imported -- is exit status 130
-and the CLI's one line ``-- cancelled by Ctrl-C``, no traceback (``_cli.main`` does
+for the daemon, or while the CLI is being imported -- is exit status 130 and the
+CLI's one line ``-- cancelled by Ctrl-C``, no traceback (``trio_agent.cli.main`` does
 the same from then on). Only the interpreter's own start-up and the console script's
 ``import re`` (pip writes that script) come before this module runs.
 Once the daemon accepted the run, SIGINT and SIGTERM are forwarded to it
@@ -43,7 +43,7 @@ directory, the index of the prompt in argv, the number of argv entries, the argv
 entries, then ``NAME=VALUE`` environment entries (none of these can hold a NUL).
 The daemon answers with lines: ``ok`` (accepted) or ``fallback REASON``, then
 ``exit N``; or, to any request of a client it does not serve (one in a sandbox:
-``trio_agent._daemon_peer``), ``refused REASON`` before it reads the request (the
+``trio_agent._daemon._peer``), ``refused REASON`` before it reads the request (the
 client says so on stderr and runs in-process). The client may send ``signal N`` lines. ``status`` and ``stop`` requests
 (used by ``trio-agent serve --daemon/--stop``) carry just the op.
 
@@ -120,7 +120,7 @@ _FLAGS = frozenset({"--local", "--jsonl", "--json", "--ephemeral", "--no-web-sea
 _VALUED = frozenset({
     "--thinking", "--workspace", "--model", "--api-base", "--websocket-url", "--transport", "--max-attempts",
     "--instructions", "--mcp", "--mcp-stdio", "--mcp-arg", "--sandbox", "--writable-root", "--ask-for-approval",
-    # codex's spellings of the same options (_cli_codex)
+    # codex's spellings of the same options (trio_agent/cli/_codex.py)
     "-m", "-C", "--cd", "-s", "--add-dir", "-a",
 })
 
@@ -309,7 +309,7 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
     except OSError:  # it went away before it took the run
         return None
     if reply is not None and reply.startswith("refused "):
-        # A sandboxed command (trio_agent._daemon_peer): it runs in-process, in its sandbox.
+        # A sandboxed command (trio_agent._daemon._peer): it runs in-process, in its sandbox.
         os.write(2, f"trio-agent: not using the daemon: it refused: {reply[8:]}\n".encode())
         return None
     if reply is not None and reply.startswith("fallback stale"):
@@ -321,7 +321,7 @@ def _request(sock: _socket.socket, argv: list[str], index: int) -> int | None:
         _verbose(f"the daemon answered: {reply[9:]}" if reply is not None and reply.startswith("fallback ")
                  else "the daemon went away before it answered")
         return None  # "fallback ...", or the daemon went away: in-process
-    # (TRIO_AGENT_DAEMON_VERBOSE's "served by the warm daemon" is the worker's to say: _daemon_worker)
+    # (TRIO_AGENT_DAEMON_VERBOSE's "served by the warm daemon" is the worker's to say: trio_agent._daemon._worker)
     return _wait_exit(sock, lines)
 
 
@@ -371,7 +371,7 @@ def _wait_exit(sock: _socket.socket, lines: _Lines) -> int:
 
 
 def _exit_now(signum: int) -> None:
-    """As ``trio_agent._cli_signals.exit_now`` says it."""
+    """As ``trio_agent.cli._signals.exit_now`` says it."""
     name = "Ctrl-C" if signum == 2 else "SIGTERM"
     os.write(2, f"trio-agent: {name} again: exiting now, without waiting for cleanup\n".encode())
     os._exit(128 + signum)
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         if code is not None:
             return code
         _pause("in-process")
-        from trio_agent._cli import main as in_process
+        from trio_agent.cli import main as in_process
 
         _pause("imported")
     except KeyboardInterrupt:  # before the daemon took the run, or the CLI's own handling began

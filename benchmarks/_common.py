@@ -1,6 +1,6 @@
 """Shared pieces of the benchmarks: statistics, the table, warm agent and bare clients.
 
-The scripted server is ``trio_agent._bench``'s child-process server (so this
+The scripted server is ``trio_agent.cli._bench``'s child-process server (so this
 process's CPU time is the client's alone); see ``open_bench_server``.
 """
 
@@ -20,7 +20,8 @@ import trio
 import trio_websocket
 
 import trio_agent as ta
-from trio_agent._bench import BenchServer, Settings, bench_config, open_bench_server, pct
+from trio_agent.cli._bench._measure import bench_config, pct
+from trio_agent.cli._bench._server import BenchServer, Settings, open_bench_server
 
 __all__ = [
     "BareHttp", "BareWebSocket", "BenchServer", "Settings", "Timing", "WarmAgent", "bench_config",

@@ -10,7 +10,7 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
   line after the "using the built-in local scripted model" label), and to exit. The
   floors, spawned the same way and the same number of times: ``python -c pass``
   (interpreter start-up) and a bare client script (``import trio, trio_websocket,
-  json``, connect to ``trio_agent._bench``'s child-process server, send one body,
+  json``, connect to ``trio_agent.cli._bench``'s child-process server, send one body,
   print the first delta). With ``--codex PATH`` (the native binary, installed
   offline: ``npm install @openai/codex`` in a scratch directory; the binary is
   ``node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex``)
@@ -28,7 +28,7 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
   work the wall times still swing by +-10 % between runs, the ``cpu`` column (the
   child's user+sys time) much less.
 - **import time**: ``python -X importtime -c "import trio_agent"`` (and the CLI's
-  ``--local`` imports: ``trio_agent._cli``, ``_cli_run``, ``_local_model`` and the
+  ``--local`` imports: ``trio_agent.cli._main``, ``cli._run``, ``_local_model`` and the
   WebSocket transport), broken down: ``trio`` (cumulative), trio_agent's own modules
   (self time), the test kit (``trio_agent.testing``, none since ``--local`` has its
   own model), ``trio.testing`` (which imports ``pytest`` when it is installed), the other
@@ -133,7 +133,7 @@ def attrs_cost() -> tuple[float, int]:
     """(ms spent in attrs' class machinery while importing trio_agent, classes built)."""
     code = ("import cProfile, pstats, io\n"
             "p = cProfile.Profile(); p.enable()\n"
-            "import trio_agent, trio_agent._cli\n"
+            "import trio_agent, trio_agent.cli._main\n"
             "p.disable(); p.dump_stats('/tmp/_cold_cli_import.prof')\n")
     subprocess.run([sys.executable, "-c", code], env=ENV, cwd=TREE, check=True)
     stats = pstats.Stats("/tmp/_cold_cli_import.prof", stream=io.StringIO()).stats  # type: ignore[attr-defined]
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     import_rows = []
     for label, code in (("import trio_agent", "import trio_agent"),
-                        ("run --local imports", "import trio_agent, trio_agent._cli, trio_agent._cli_run, "
+                        ("run --local imports", "import trio_agent, trio_agent.cli._main, trio_agent.cli._run, "
                                                 "trio_agent._local_model, trio_agent._transport.websocket")):
         runs = [breakdown(code) for _ in range(5)]
         keys = list(runs[0])
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table("python -X importtime, ms, p50 of 5 (cumulative per package; trio_agent: own modules' self time)",
                 ["what", *keys], import_rows))
     attrs_ms, classes = attrs_cost()
-    print(f"attrs class creation while importing trio_agent + _cli: {classes} classes built, "
+    print(f"attrs class creation while importing trio_agent + the CLI: {classes} classes built, "
           f"{attrs_ms:.1f} ms in attrs' decorators (under cProfile, which inflates it ~2x)")
     return 0
 

@@ -3,7 +3,7 @@
 A real two-turn session's snapshot is extended with synthetic history items
 (alternating user and assistant messages, ~80 bytes of JSON each, so that 10,000 of
 them stay under the auto-compact limit of a 272k-token window) and resumed with
-``AgentConfig(resume=...)`` against ``trio_agent._bench``'s child-process server
+``AgentConfig(resume=...)`` against ``trio_agent.cli._bench``'s child-process server
 (0 ms delay, no think time, 20 deltas). For 100, 1,000 and 10,000 items it measures:
 
 - **warm turn CPU** (incremental): this process's CPU from ``prompt()`` to

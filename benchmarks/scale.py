@@ -3,7 +3,7 @@
 For each N (default 1,000 and 10,000), in a fresh child process each (so RSS starts
 from the same baseline): open N agents at once in one nursery (at most ``IN_FLIGHT`` =
 1,000 of them connecting at a time, so 1,000 is "all at once") (WebSocket, no tools,
-against ``trio_agent._bench``'s child-process server with no injected delay), wait
+against ``trio_agent.cli._bench``'s child-process server with no injected delay), wait
 until every one reported ``model.warmup.completed``, then read the process's RSS
 (``/proc/self/status`` VmRSS) while they sit idle. The floor does the same with N bare
 trio-websocket connections, each sending one ``generate: false`` warmup body and

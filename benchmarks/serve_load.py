@@ -7,7 +7,7 @@ Setup, per server and client count (each a fresh server process and home):
 - the server: ``python -m trio_agent serve --listen ws://127.0.0.1:0`` of this tree
   (``--tree DIR``: another checkout's ``trio_agent``, for before/after figures) on the
   built-in local model (``--local``: the model runs in the server's own process) or on
-  ``trio_agent._bench``'s child-process Responses server (``--websocket-url``, the
+  ``trio_agent.cli._bench``'s child-process Responses server (``--websocket-url``, the
   default WebSocket transport); with ``--codex PATH`` (the native binary, e.g. the
   pinned one under ``tests/outsiders/clients`` after ``bash .ci/clients``) also
   ``codex app-server --listen ws://127.0.0.1:0`` with a scratch ``CODEX_HOME`` whose

@@ -1,6 +1,6 @@
 """Per-turn overhead of the runtime against a bare client (issue 13, item 1).
 
-What is measured (all against ``trio_agent._bench``'s scripted server, which runs in a
+What is measured (all against ``trio_agent.cli._bench``'s scripted server, which runs in a
 child process on 127.0.0.1 and injects half the round trip on the way in and half on
 the way out; think time 0; 20 text deltas per answer):
 
@@ -357,7 +357,7 @@ def components(body: dict[str, Any]) -> str:
     import json
     import timeit
 
-    from trio_agent._bench import answer_frames
+    from trio_agent.cli._bench._server import answer_frames
 
     frames_ = answer_frames("resp-x", 1)
     delta, created = frames_[2], frames_[0]

@@ -5,7 +5,7 @@ by a running ``trio-agent serve --daemon``, against the codex native binary, at 
 Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script runs
 ``python -m compileall -q`` on this tree's ``trio_agent`` and launcher before timing.
 
-Setup: ``trio_agent._bench``'s child-process server (its one-way ``delay`` is half
+Setup: ``trio_agent.cli._bench``'s child-process server (its one-way ``delay`` is half
 the round trip; no think time; 20 text deltas per answer) and a daemon of this tree on
 a private runtime directory, started with ``serve --daemon`` as a user would. The
 client is the console script as pip writes it (``import re, sys; from
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import trio
 
-from trio_agent._daemon_command import daemon_status
+from trio_agent._daemon._command import daemon_status
 
 from ._common import Settings, open_bench_server, pct, record_summary, table
 from .cold_cli import ENV, TREE, run_codex, spawn_first_output

@@ -24,7 +24,7 @@ TREE = str(Path(trio_agent.__file__).resolve().parent.parent)  # this tree's pac
 # app server, record/replay, OpenTelemetry export.
 NEVER = (
     "httpx", "jsonschema", "mcp", "opentelemetry", "ray", "quickjs", "pytest", "trio.testing",
-    "trio_agent.testing", "trio_agent._serve", "trio_agent._cassette", "trio_agent._bench",
+    "trio_agent.testing", "trio_agent._serve", "trio_agent._cassette", "trio_agent.cli._bench",
     "trio_agent._tracing._otlp", "trio_agent.ray",
 )
 # Loaded only by the first tool call that needs them (the worker tools: by an agent
@@ -132,7 +132,7 @@ def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_
         "    assert exc.code == 0, exc.code\n"
     )
     modules = _modules_after(code, tmp_path)
-    assert "trio_agent._local_model" in modules and "trio_agent._cli_run" in modules  # it did run
+    assert "trio_agent._local_model" in modules and "trio_agent.cli._run" in modules  # it did run
     assert _loaded(modules, NEVER) == []
     assert _loaded(modules, PER_CALL) == []
     kept = sorted(_with_modules("trio_agent._rollout") | {"trio_agent._session.snapshot"}) if keeps else []

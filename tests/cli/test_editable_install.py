@@ -21,7 +21,7 @@ from typing import Literal
 import pytest
 import trio
 
-from trio_agent._daemon_command import DaemonStatus, daemon_status
+from trio_agent._daemon._command import DaemonStatus, daemon_status
 
 from .._os_facts import pid_alive
 from ._cli import cli_env

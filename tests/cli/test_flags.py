@@ -65,7 +65,7 @@ async def test_api_base_with_the_https_transport_talks_to_that_server(
     assert result.returncode == 0, result.stderr.decode()
     imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines()
                 if line.startswith("import time:")]
-    assert "trio_agent._cli_run" in imported
+    assert "trio_agent.cli._run" in imported
     assert not [name for name in imported if name.startswith("trio_agent.testing")]  # the real path stays lean
     assert result.stdout.decode() == "hello over https\n"  # stdout: the answer only
     err = result.stderr.decode()

@@ -1,4 +1,4 @@
-"""Codex's flags on ``trio-agent run`` (``trio_agent/_cli_codex.py`` has the table):
+"""Codex's flags on ``trio-agent run`` (``trio_agent/cli/_codex.py`` has the table):
 ``-m``, ``-s``, ``-C/--cd``, ``-c key=value``, ``-a``, ``--add-dir`` and ``--json``
 do what codex's do, through the installed console script against the built-in local
 model (the ``run.started`` event shows the model, the effort and the workspace; a

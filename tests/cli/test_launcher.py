@@ -28,7 +28,7 @@ from .._os_facts import pid_alive
 from ._cli import cli_env
 
 SCRIPT = Path(sys.executable).parent / "trio-agent"
-POINTS = ("start", "in-process", "imported")  # main entered; no daemon takes it; trio_agent._cli imported
+POINTS = ("start", "in-process", "imported")  # main entered; no daemon takes it; trio_agent.cli.main imported
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -60,7 +60,7 @@ def _servers(pid: int) -> list[int]:
                 command = cmdline.read().split(b"\0")
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if parent == pid and b"trio_agent._bench" in command and b"--serve" in command:
+        if parent == pid and b"trio_agent.cli._bench" in command and b"--serve" in command:
             found.append(int(entry))
     return found
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import trio_agent as ta
-from trio_agent._cli_output import HumanPrinter, JsonlPrinter, terminal_safe
-from trio_agent._cli_signals import Interrupts
+from trio_agent.cli._output import HumanPrinter, JsonlPrinter, terminal_safe
+from trio_agent.cli._signals import Interrupts
 
 from ._cli import cli_env, open_cli, progress, run_cli
 

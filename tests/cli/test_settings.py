@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import trio_agent as ta
-from trio_agent._cli import _parsers
-from trio_agent._cli_options import McpEntry, RunSettings, run_settings
+from trio_agent.cli._main import _parsers
+from trio_agent.cli._run_options import McpEntry, RunSettings, run_settings
 
 from ._cli import NO_CODEX_HOME
 

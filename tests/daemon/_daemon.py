@@ -24,7 +24,7 @@ from pathlib import Path
 
 import trio
 
-from trio_agent._daemon_command import DaemonStatus, daemon_status
+from trio_agent._daemon._command import DaemonStatus, daemon_status
 
 from .._os_facts import pid_alive, wait_gone
 from ..cli._cli import COMMAND, cli_env, run_cli

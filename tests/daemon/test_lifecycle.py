@@ -163,7 +163,7 @@ async def test_auto_starts_a_daemon_on_first_use(directory: str, tmp_path: Path)
     env = {**daemon_env(directory), "TRIO_AGENT_DAEMON": "auto"}
     done = await run_cli("run", "--local", "hello", cwd=tmp_path, env=env)
     assert done.returncode == 0 and b"Hello from" in done.stdout
-    from trio_agent._daemon_command import daemon_status
+    from trio_agent._daemon._command import daemon_status
 
     await wait_for_os_fact(lambda: daemon_status(directory) is not None, "the daemon answering")
     status = daemon_status(directory)
@@ -202,7 +202,7 @@ async def test_an_unused_spare_is_closed_after_the_idle_time(tmp_path: Path) -> 
 
 
 def test_the_configuration_key_leaves_out_the_prompt_and_the_terminal_session() -> None:
-    from trio_agent._daemon_pool import RunRequest
+    from trio_agent._daemon._pool import RunRequest
 
     def key(argv: list[str], index: int, cwd: str = "/w", **env: str) -> str:
         fields = ["run", cwd, str(index), str(len(argv)), *argv, *(f"{k}={v}" for k, v in env.items())]
@@ -229,8 +229,8 @@ def test_hostile_requests_on_the_socket_leave_the_daemon_serving(tmp_path: Path)
     and the daemon goes on answering ``status`` with the same pid."""
     import socket
 
-    from trio_agent._daemon import MAX_REQUEST
-    from trio_agent._daemon_channel import MAX_LINE
+    from trio_agent._daemon._channel import MAX_LINE
+    from trio_agent._daemon._server import MAX_REQUEST
 
     def exchange(path: str, data: bytes, *, keep_open: bool = False) -> bytes:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -293,7 +293,7 @@ async def test_a_daemon_of_another_installation_is_not_used_and_serve_daemon_rep
     env = daemon_env(directory)
     started = await run_cli("serve", "--daemon", cwd=other, env={**env, "PYTHONPATH": str(other)})
     assert started.returncode == 0, started.stdout + started.stderr
-    from trio_agent._daemon_command import daemon_status
+    from trio_agent._daemon._command import daemon_status
 
     old = daemon_status(directory)
     assert old is not None and old.build and old.build != build_identity()

@@ -26,8 +26,8 @@ import pytest
 import trio
 
 import trio_agent as ta
-from trio_agent import _daemon_peer
-from trio_agent._daemon_peer import peer_problem
+from trio_agent._daemon import _peer as _daemon_peer
+from trio_agent._daemon._peer import peer_problem
 from trio_agent._tools._sandbox import Confinement, resolve_sandbox
 from trio_agent._tools.exec_command import ShellSessions
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from trio_agent._exec_events import ExecEvents, TurnOutcome, exec_item, usage_of
+from trio_agent.cli._exec._events import ExecEvents, TurnOutcome, exec_item, usage_of
 
 from ..serve._schema import check
 from ._exec_schema import check_event

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from trio_agent._cli_exec import ExecArgs, build_request, codex_settings, exec_parser, model_environ
-from trio_agent._exec_session import ExecRequest, sandbox_policy, turn_params
+from trio_agent.cli._exec._command import ExecArgs, build_request, codex_settings, exec_parser, model_environ
+from trio_agent.cli._exec._session import ExecRequest, sandbox_policy, turn_params
 
 
 class Terminal(io.StringIO):
@@ -151,9 +151,10 @@ def test_the_turns_sandbox_policy(fields: dict[str, Any], policy: dict[str, Any]
 
 def test_config_before_the_command_goes_to_exec(monkeypatch: pytest.MonkeyPatch) -> None:
     """``trio-agent -c k=v exec ...``: codex's global ``-c`` reaches exec, in order, before its own."""
-    from trio_agent import _cli, _cli_exec
+    from trio_agent.cli import _main
+    from trio_agent.cli._exec import _command
 
     seen: list[list[str]] = []
-    monkeypatch.setattr(_cli_exec, "exec_main", lambda argv: seen.append(argv) or 0)
-    assert _cli.main(["-c", "model=a", "--config=model_verbosity=low", "exec", "-c", "model=b", "p"]) == 0
+    monkeypatch.setattr(_command, "exec_main", lambda argv: seen.append(argv) or 0)
+    assert _main.main(["-c", "model=a", "--config=model_verbosity=low", "exec", "-c", "model=b", "p"]) == 0
     assert seen == [["--config=model=a", "--config=model_verbosity=low", "-c", "model=b", "p"]]

@@ -20,10 +20,10 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent._exec_events import TurnOutcome
-from trio_agent._exec_output import JsonlOutput
-from trio_agent._exec_session import ExecRequest, ExecResult, MemoryChannel, drive_turn, turn_params
 from trio_agent._serve import open_app_server
+from trio_agent.cli._exec._events import TurnOutcome
+from trio_agent.cli._exec._output import JsonlOutput
+from trio_agent.cli._exec._session import ExecRequest, ExecResult, MemoryChannel, drive_turn, turn_params
 from trio_agent.testing import FakeResponsesServer
 
 from .._shell_line import is_shell_line

@@ -13,8 +13,8 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trio_agent._exec_events import ExecEvents
-from trio_agent._exec_output import JsonlOutput
+from trio_agent.cli._exec._events import ExecEvents
+from trio_agent.cli._exec._output import JsonlOutput
 
 from ._mutations import JSON_VALUES
 

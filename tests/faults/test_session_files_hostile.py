@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 import trio_agent as ta
-from trio_agent._cli_resume import MAX_SESSION_BYTES
 from trio_agent._rollout import RolloutWriter
 from trio_agent._session.history import History
+from trio_agent.cli._resume import MAX_SESSION_BYTES
 from trio_agent.testing import FakeResponsesServer
 
 from ..cli._console import refused, script

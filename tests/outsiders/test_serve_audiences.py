@@ -8,7 +8,7 @@ the thread list goes to every initialized connection -- and nothing of the turn 
 The same script runs against both servers and the two audiences must agree. codex
 runs with a scratch ``CODEX_HOME`` (``codex_environment``: analytics, feedback and the
 update check off, every HTTP(S) proxy a dead loopback port) whose model provider is
-``trio_agent._bench``'s child-process Responses server on 127.0.0.1 (codex's wire for
+``trio_agent.cli._bench``'s child-process Responses server on 127.0.0.1 (codex's wire for
 such a provider is HTTP/SSE); it holds no TCP peer but loopback. trio-agent runs as in
 the other outsider tests (``served(..., "fake")``: behind the logging proxy, every
 message it sent checked against the codex schema).
@@ -26,7 +26,7 @@ from typing import Any
 import trio
 import trio_websocket
 
-from trio_agent._bench import Settings, open_bench_server
+from trio_agent.cli._bench._server import Settings, open_bench_server
 from trio_agent.testing import AppServerClient, WebSocketChannel
 
 from ._codex_remote import STEP, codex, codex_environment, reaped, served, tcp_peers, wait_until

@@ -10,57 +10,57 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent import _bench
+from trio_agent.cli._bench import _measure, _server
 
 
 async def test_every_benchmark_path_reaches_a_first_token() -> None:
     # The optional openai SDK row measures a third-party client (not installed in CI);
     # this smoke test covers every path of our own.
-    ours = [name for name in _bench.PATHS if name != "openai_sdk_https"]
-    rows = await _bench.run(2, _bench.Settings(delay=0.0, think=0.0, deltas=3), ours)
+    ours = [name for name in _measure.PATHS if name != "openai_sdk_https"]
+    rows = await _measure.run(2, _server.Settings(delay=0.0, think=0.0, deltas=3), ours)
     assert [row["path"] for row in rows] == ours
     assert all(row["first_recv_p50_ms"] > 0 and row["runs"] == 2 for row in rows)
     assert all(row["first_recv_p50_ms"] >= row["first_emit_p50_ms"] for row in rows)
     assert rows[0]["ratio_to_floor"] == 1.0
-    table = _bench.format_table(rows)
+    table = _measure.format_table(rows)
     assert all(name in table for name in ours) and "p99" in table
 
 
 async def test_the_https_server_keeps_connections_alive(tmp_path: object) -> None:
     # A shared httpx client reuses one connection, so the handshake delay is charged once.
-    settings = _bench.Settings(delay=0.0, think=0.0, deltas=2)
+    settings = _server.Settings(delay=0.0, think=0.0, deltas=2)
     import httpx
 
-    async with _bench.open_bench_server(settings) as server, httpx.AsyncClient() as client:
-        config = _bench.bench_config(server, str(tmp_path), transport=ta.Transport.HTTPS, http_client=client)
+    async with _server.open_bench_server(settings) as server, httpx.AsyncClient() as client:
+        config = _measure.bench_config(server, str(tmp_path), transport=ta.Transport.HTTPS, http_client=client)
         for _ in range(3):
-            await _bench.agent_first_token(config, wait_for_warmup=False)
+            await _measure.agent_first_token(config, wait_for_warmup=False)
         counts = (await server.last_requests())["counts"]
     assert counts["http_requests"] == 3
     assert counts["http_connections"] == 1
 
 
 async def test_a_configured_warmup_failure_is_served_once(tmp_path: object) -> None:
-    settings = _bench.Settings(delay=0.0, think=0.0, deltas=2)
-    async with _bench.open_bench_server(settings) as server:
-        await server.configure(_bench.Settings(delay=0.0, think=0.0, deltas=2, fail_warmups=1))
-        config = _bench.bench_config(server, str(tmp_path))
-        await _bench.agent_first_token(config, wait_for_warmup=True)  # falls back to a second socket
+    settings = _server.Settings(delay=0.0, think=0.0, deltas=2)
+    async with _server.open_bench_server(settings) as server:
+        await server.configure(_server.Settings(delay=0.0, think=0.0, deltas=2, fail_warmups=1))
+        config = _measure.bench_config(server, str(tmp_path))
+        await _measure.agent_first_token(config, wait_for_warmup=True)  # falls back to a second socket
         counts = (await server.last_requests())["counts"]
     assert counts["ws_connections"] == 2
 
 
 def test_percentiles_are_nearest_rank() -> None:
     samples = [float(i) for i in range(1, 101)]
-    assert _bench.pct(samples, 0.99) == 99.0
-    assert _bench.pct(samples, 0.5) == 50.0
-    assert _bench.pct([3.0], 0.99) == 3.0
+    assert _measure.pct(samples, 0.99) == 99.0
+    assert _measure.pct(samples, 0.5) == 50.0
+    assert _measure.pct([3.0], 0.99) == 3.0
 
 
 def test_a_missing_reference_client_is_explained() -> None:
-    reason = _bench.missing_reference()
+    reason = _measure.missing_reference()
     assert reason is None or "openai" in reason
-    assert ("openai_sdk_https" in _bench.available_paths()) == (reason is None)
+    assert ("openai_sdk_https" in _measure.available_paths()) == (reason is None)
 
 
 async def _one_http_exchange(stream: trio.abc.Stream, client: h11.Connection) -> bytes:
@@ -87,12 +87,12 @@ async def test_the_https_server_charges_the_handshake_delay_once_per_connection(
     # once; every request pays delay + think + delay, on the first connection and on a
     # kept-alive one alike.
     delay, think = 0.010, 0.020
-    state = _bench._ServerState(_bench.Settings(delay=delay, think=think, deltas=2))
+    state = _server._ServerState(_server.Settings(delay=delay, think=think, deltas=2))
     for _ in range(2):  # a second connection pays its handshake again
         client_stream, server_stream = trio.testing.memory_stream_pair()
         client = h11.Connection(h11.CLIENT)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_bench._http_connection, server_stream, state)
+            nursery.start_soon(_server._http_connection, server_stream, state)
             took = []
             for _ in range(3):
                 start = trio.current_time()
@@ -108,7 +108,7 @@ async def test_the_https_server_charges_the_handshake_delay_once_per_connection(
 def test_the_table_shows_emit_and_received_first_tokens_cpu_and_the_samples_behind_p99() -> None:
     row = {"path": "startup_prewarm", "first_emit_p50_ms": 1.0, "first_recv_p50_ms": 1.25, "first_recv_p99_ms": 3.5,
            "ratio_to_floor": 1.1, "cpu_ms_per_turn": 0.75, "runs": 30}
-    table = _bench.format_table([row])
+    table = _measure.format_table([row])
     head, units, line = table.splitlines()
     assert head.split() == ["path", "first", "emit", "first", "recv", "p99", "recv", "x", "floor", "cpu/turn", "n"]
     assert line.split() == ["startup_prewarm", "1.00", "1.25", "3.50", "1.10", "0.75", "30"]

@@ -6,8 +6,8 @@ failure (HTTPS with ChatGPT auth: a 401, once) gets one more exchange."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -19,47 +19,77 @@ from . import _model_events as events
 from ._response_feed import ResponseFeed
 
 if TYPE_CHECKING:
-    from ._exchange import Route
-    from ._model import ModelClient
+    from .._wire.stream import MailFlag
+    from ._bodies import RequestBodies
+    from ._exchange import ResponseExchange, Route
     from ._turn import Preemption
 
-__all__ = ["AttemptSlot", "Held"]
+__all__ = ["AttemptModel", "AttemptSlot", "Held"]
+
+
+class AttemptModel(Protocol):
+    """What an attempt uses of its ``ModelClient`` (named as a protocol, so that this
+    module, which ``_model`` imports, does not import ``_model`` back)."""
+
+    bodies: RequestBodies
+    unfinished: ResponseExchange | None
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def emit(self) -> Callable[..., Any]: ...
+
+    def defer(self, announce: Callable[[], object], /) -> None: ...
+
+    def body(self, settings: RequestSettings, *, warmup: bool, websocket: bool) -> dict[str, Any]: ...
+
+    def body_text(self, body: dict[str, Any], settings: RequestSettings, *, warmup: bool, websocket: bool) -> str: ...
+
+    def feed(self, route: Route, phase: str, call_index: int | None, turn_id: int | None,
+             mail: MailFlag | None = None) -> ResponseFeed: ...
+
+    def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None: ...
 
 
 class Held:
     """``ModelClient.attempt_slot``: the model's lock for one attempt (a plain class: it
-    is entered on every request)."""
+    is entered on every request). ``settle`` finishes the previous HTTPS response;
+    ``enter`` readies the route and returns the slot."""
 
-    __slots__ = ("_model", "_turn_id")
+    __slots__ = ("_enter", "_lock", "_settle", "_turn_id")
 
-    def __init__(self, model: ModelClient, turn_id: int | None) -> None:
-        self._model = model
+    def __init__(self, lock: trio.Lock, settle: Callable[[], Awaitable[None]],
+                 enter: Callable[[int | None], Awaitable[AttemptSlot]], turn_id: int | None) -> None:
+        self._lock = lock
+        self._settle = settle
+        self._enter = enter
         self._turn_id = turn_id
 
     async def __aenter__(self) -> AttemptSlot:
         # An uncontended lock is taken without a schedule point: the attempt goes on to its
         # send in the same step, and the events emitted so far reach the consumer after
         # the request is on the wire. The send (or ``_enter``'s connect) is the checkpoint.
-        lock = self._model._lock
+        lock = self._lock
         try:
             lock.acquire_nowait()
         except trio.WouldBlock:
             await lock.acquire()
         try:
-            await self._model.settle()  # the previous HTTPS response's connection is reused
-            return await self._model._enter(self._turn_id)
+            await self._settle()  # the previous HTTPS response's connection is reused
+            return await self._enter(self._turn_id)
         except BaseException:
             lock.release()
             raise
 
     async def __aexit__(self, *exc: object) -> None:
-        self._model._lock.release()
+        self._lock.release()
 
 
 class AttemptSlot:
     """One attempt's hold on the model (see ``ModelClient.attempt_slot``)."""
 
-    def __init__(self, model: ModelClient, route: Route) -> None:
+    def __init__(self, model: AttemptModel, route: Route) -> None:
         self._model = model
         self.route = route
         self.feed: ResponseFeed | None = None  # the exchange's that produced the outcome

@@ -261,7 +261,7 @@ class ModelClient:
         """``async with`` it to hold the model for one attempt: the socket (or HTTPS
         headers) is ready and the chain is what the request will use. Join pending
         input, then ``send``."""
-        return Held(self, turn_id)
+        return Held(self._lock, self.settle, self._enter, turn_id)
 
     async def _enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1

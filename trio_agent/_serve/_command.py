@@ -1,9 +1,9 @@
 """``trio-agent serve``: the app server with the model configured as ``trio-agent run``
-does (``_cli_options.connection_settings``: an API key from ``OPENAI_API_KEY``, else an
+does (``cli._connection.connection_settings``: an API key from ``OPENAI_API_KEY``, else an
 existing Codex login, else the built-in local scripted model, labelled on stderr; the
 same endpoint options and environment), on stdio or on a WebSocket listener.
 
-The listener's options (``_cli_serve_options``) become its ``ListenerPolicy`` before
+The listener's options (``cli._serve_options``) become its ``ListenerPolicy`` before
 anything starts: a bad option, an unreadable or group/other-readable token file, or
 an address beyond loopback without ``--ws-auth`` exits 2 with one line saying why
 and what to do, without opening a socket. On loopback without a token one stderr line
@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 import trio
 
-from .._cli_options import Connection
-from .._cli_serve_options import listener_options_given
-from .._cli_signals import exit_now
+from ..cli._connection import Connection
+from ..cli._serve_options import listener_options_given
+from ..cli._signals import exit_now
 from ._listen_policy import (
     ListenerPolicy,
     check_exposure,

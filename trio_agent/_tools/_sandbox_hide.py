@@ -67,7 +67,7 @@ directory); abstract sockets (an X server's, a bus
 started by ``dbus-launch``) when ``Sandbox.network`` is on (with it off the command has
 a network namespace of its own, where the host's abstract sockets do not exist). The
 warm daemon also refuses any client that is not in its own namespaces
-(``trio_agent._daemon_peer``), so its socket is no way out even where it is visible.
+(``trio_agent._daemon._peer``), so its socket is no way out even where it is visible.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``trio-agent exec``'s process: the model (the API, or the local scripted model), an
-in-process app server on the home, one turn (``_exec_session.drive_turn``), then a
+in-process app server on the home, one turn (``_session.drive_turn``), then a
 clean shutdown -- the thread's rollout and record flushed before the process exits, so
 the next ``exec resume`` (or ``serve``) finds them.
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import trio
 
-from ._cli_options import Connection
-from ._exec_output import HumanOutput, JsonlOutput, Output
-from ._exec_session import ExecRequest, ExecResult, MemoryChannel, drive_turn
+from .._connection import Connection
+from ._output import HumanOutput, JsonlOutput, Output
+from ._session import ExecRequest, ExecResult, MemoryChannel, drive_turn
 
 __all__ = ["run_exec"]
 
@@ -33,7 +33,7 @@ def run_exec(request: ExecRequest, connection: Connection, *, home: Path, json_m
     stdout_fd = os.dup(1)
     saved, sys.stdout = sys.stdout, sys.stderr
     try:
-        # Said once in exec's words, from the thread's sandbox (_exec_session), not as a Python warning.
+        # Said once in exec's words, from the thread's sandbox (_session), not as a Python warning.
         warnings.filterwarnings("ignore", message="trio_agent: commands run without a sandbox",
                                 category=RuntimeWarning)
         result = trio.run(_run, request, connection, home, json_mode, stdout_fd)
@@ -57,14 +57,14 @@ async def _run(request: ExecRequest, connection: Connection, home: Path, json_mo
                stdout_fd: int) -> ExecResult:
     import trio_agent as ta
 
-    from ._serve._server import open_app_server
+    from ..._serve._server import open_app_server
 
     async with trio.open_nursery() as nursery:
         responses, provider = dict(connection.responses), "openai"
         if connection.credential_note is not None:
             _say(connection.credential_note)
         if connection.local_reason is not None:
-            from ._local_model import serve_local_model
+            from ..._local_model import serve_local_model
 
             reason = connection.local_reason.replace("no OPENAI_API_KEY set", "no CODEX_API_KEY or OPENAI_API_KEY set")
             _say(f"{reason}; using the built-in local scripted model (not a real model)")

@@ -43,7 +43,7 @@ from typing import Any, TextIO
 
 import trio
 
-from ._cli_signals import Interrupts
+from ._signals import Interrupts
 
 __all__ = ["HumanPrinter", "JsonlPrinter"]
 

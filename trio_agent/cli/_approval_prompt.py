@@ -10,7 +10,7 @@ Reading: a worker thread does ``os.read`` on fd 0 (unbuffered, so no lock of
 blocking mode for the shell). The read runs in a task of the command's nursery and
 posts its line to a channel, so that a cancelled question (the turn was cancelled,
 the hook timed out) leaves the read to finish in the background; the next question
-drops answers typed before it was asked. ``_cli_options`` refuses a policy other than
+drops answers typed before it was asked. ``_run_options`` refuses a policy other than
 ``never`` when stdin is not a terminal.
 """
 

@@ -4,18 +4,18 @@
 the built-in local scripted model otherwise (or with ``--local``), saying so on its
 first line. Human output streams the assistant's text, each tool call and a running
 command's output, and ends with one summary line; ``--jsonl`` prints every event as
-one JSON object per line instead (``_cli_output``). Its options -- the model
+one JSON object per line instead (``_output``). Its options -- the model
 connection, tools, sandbox and approvals, with their environment defaults -- are in
-``_cli_options``; the command itself is ``_cli_run``.
+``_run_options`` and ``_connection``; the command itself is ``_run``.
 
 Signals: each command catches SIGINT/SIGTERM with ``trio.open_signal_receiver`` for
-its whole run (``_cli_signals``): the first signal cancels the work cleanly (``run``:
+its whole run (``_signals``): the first signal cancels the work cleanly (``run``:
 the live turn; exit 130 after one ``-- cancelled ...`` line), a second one exits at
 once. ``main`` turns a ``KeyboardInterrupt`` that arrives outside that window --
 bare, or in Trio's exception groups -- into exit status 130 without a traceback.
 
 ``trio-agent exec`` runs one turn with codex exec's command line and prints its JSONL
-events (``_cli_exec``): what ``@openai/codex-sdk`` drives, one process per turn,
+events (``_exec._command``): what ``@openai/codex-sdk`` drives, one process per turn,
 ``resume THREAD_ID`` continuing a thread of the app server's home.
 
 ``trio-agent serve`` serves durable threads over the Codex app-server v2 protocol
@@ -43,19 +43,20 @@ from typing import TYPE_CHECKING, cast
 
 import trio
 
-from . import __version__
-from ._cli_app_server import add_app_server_command, add_server_options, app_server_main
-from ._cli_codex import add_config_option
-from ._cli_options import add_run_options, connection_settings, environment_epilog, run_settings
-from ._cli_parser import Parser, SubcommandParser, refuse
-from ._cli_resume import add_resume_command, prepare_resume
-from ._cli_serve_options import listener_options_given
-from ._cli_sessions import add_session_options
-from ._cli_signals import Interrupts, exit_on_signal, interrupted_only
-from ._replay_cli import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
+from .. import __version__
+from ._app_server import add_app_server_command, add_server_options, app_server_main
+from ._codex import add_config_option
+from ._connection import connection_settings
+from ._parser import Parser, SubcommandParser, refuse
+from ._replay import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
+from ._resume import add_resume_command, prepare_resume
+from ._run_options import add_run_options, environment_epilog, run_settings
+from ._serve_options import listener_options_given
+from ._sessions import add_session_options
+from ._signals import Interrupts, exit_on_signal, interrupted_only
 
 if TYPE_CHECKING:
-    from ._tracing._settings import Tracing
+    from .._tracing._settings import Tracing
 
 __all__ = ["main"]
 
@@ -64,8 +65,8 @@ _CODEX_COMMANDS = ("run", "resume", "app-server", "exec")
 
 
 def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The command line's parser, and its ``run`` and ``serve`` subparsers (for the checks of ``_cli_options``).
-    No parser takes abbreviations, and each subcommand reports its own errors (``_cli_parser``)."""
+    """The command line's parser, and its ``run`` and ``serve`` subparsers (for the checks of ``_run_options``).
+    No parser takes abbreviations, and each subcommand reports its own errors (``_parser``)."""
     parser = Parser(prog="trio-agent", description="A Trio-native coding agent runtime.",
                     epilog=environment_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"trio-agent {__version__}")
@@ -119,7 +120,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
         help="first-token latency per warmup path against a local scripted server (--help for options)",
     )
     add_replay_command(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub))
-    add_app_server_command(sub)  # codex's entry point (_cli_app_server)
+    add_app_server_command(sub)  # codex's entry point (_app_server)
     return parser, run, serve
 
 
@@ -154,12 +155,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["bench"]:
-        from ._bench import main as bench
+        from ._bench._command import main as bench
 
         return bench(argv[1:])
     overrides, rest = _leading_config(argv)
-    if rest[:1] == ["exec"]:  # codex exec's own command line (_cli_exec); `-c k=v exec ...` as codex takes it
-        from ._cli_exec import exec_main
+    if rest[:1] == ["exec"]:  # codex exec's own command line (_exec._command); `-c k=v exec ...` as codex takes it
+        from ._exec._command import exec_main
 
         return exec_main([*overrides, *rest[1:]])
     parser, run_parser, serve_parser = _parsers()
@@ -181,18 +182,18 @@ def _main(argv: list[str]) -> int:
         if given:
             parser.error(f"{given[0]} configures the app server; the warm daemon takes each run's own options "
                          f"(drop {given[0]})")
-        from ._daemon_command import start_daemon, stop_daemon
+        from .._daemon._command import start_daemon, stop_daemon
 
         return start_daemon() if args.daemon else stop_daemon()
     if args.command == "serve":
-        from ._serve._command import serve_main
+        from .._serve._command import serve_main
 
         return serve_main(args, connection_settings(serve_parser, args, os.environ))
-    run_parser = getattr(args, "command_parser", run_parser)  # resume's own parser (_cli_resume)
+    run_parser = getattr(args, "command_parser", run_parser)  # resume's own parser (_resume)
     settings = run_settings(run_parser, args, os.environ)
     if args.command == "resume":
         prepare_resume(run_parser, args, os.environ)
-    from ._cli_prompt import PromptError, read_prompt
+    from ._prompt import PromptError, read_prompt
 
     try:
         args.prompt = read_prompt(args.prompt, sys.stdin)
@@ -200,9 +201,9 @@ def _main(argv: list[str]) -> int:
         refuse(run_parser.prog, str(exc))
     for note in settings.notes:
         print(note, file=sys.stderr, flush=True)
-    # The CLI says it in one line, from the sandbox.unavailable event (_cli_output).
+    # The CLI says it in one line, from the sandbox.unavailable event (_output).
     warnings.filterwarnings("ignore", message="trio_agent: commands run without a sandbox", category=RuntimeWarning)
-    from ._cli_run import run_command
+    from ._run import run_command
 
     interrupts = Interrupts()
 
@@ -212,7 +213,7 @@ def _main(argv: list[str]) -> int:
         return code
 
     if args.otel:  # tracing: trio_agent/_tracing/_otlp.py
-        from ._tracing._otlp import run_with_otlp
+        from .._tracing._otlp import run_with_otlp
 
         return run_with_otlp(run)
     return run()

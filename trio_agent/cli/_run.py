@@ -1,10 +1,10 @@
 """``trio-agent run PROMPT``: one prompt against the real API or the built-in local
-scripted model, printed as it happens (``_cli_output``), Ctrl-C handled
-(``_cli_signals``).
+scripted model, printed as it happens (``_output``), Ctrl-C handled
+(``_signals``).
 
 Standard output carries only the result: the final answer (human mode) or the events
 (``--jsonl``); notices (the local model, a credential note), progress and the
-``-- completed``/``-- cancelled`` lines go to standard error (``_cli_output``).
+``-- completed``/``-- cancelled`` lines go to standard error (``_output``).
 
 Exit status: 0 when the turn completed, 1 when it failed, 2 for a configuration the
 agent refuses (a bad workspace, a sandbox mode that cannot work here), 130 after
@@ -15,7 +15,7 @@ prints one ``-- cancelled ...`` line, still inside the signal handling, then set
 it (``Interrupts.settle``: later signals are ignored, so that line stays the only
 one); a signal before the turn was accepted cancels the start-up instead.
 
-The warm daemon's workers (``_daemon_worker``) run this same command with a
+The warm daemon's workers (``_daemon._worker``) run this same command with a
 :class:`Hold`: once the agent is open, ``run_command`` waits in it -- for the warmup,
 then for a client, whose terminal becomes the process's stdout and stderr -- and
 sends the prompt the client brought. Everything printed before the hold returned is
@@ -34,15 +34,15 @@ import trio
 
 import trio_agent as ta
 
-from ._cli_options import RunSettings
-from ._cli_output import HumanPrinter, JsonlPrinter
-from ._cli_sessions import announce_session, session_config
-from ._cli_signals import Interrupts, open_interrupts
+from ._output import HumanPrinter, JsonlPrinter
+from ._run_options import RunSettings
+from ._sessions import announce_session, session_config
+from ._signals import Interrupts, open_interrupts
 
 if TYPE_CHECKING:
-    from ._cli_approval import TerminalApprover
-    from ._tools._security import ApprovalHook
-    from ._tracing._settings import Tracing
+    from .._tools._security import ApprovalHook
+    from .._tracing._settings import Tracing
+    from ._approval_prompt import TerminalApprover
 
 __all__ = ["Hold", "run_command"]
 
@@ -50,7 +50,7 @@ Printer = HumanPrinter | JsonlPrinter
 
 
 class Hold(Protocol):
-    """Called once the agent is open; returns the prompt to send (``_daemon_worker``)."""
+    """Called once the agent is open; returns the prompt to send (``_daemon._worker``)."""
 
     async def __call__(self, agent: ta.Agent) -> str: ...
 
@@ -103,7 +103,7 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
         if settings.credential_note is not None:
             _say(settings.credential_note)
         if settings.local_reason is not None:
-            from ._local_model import serve_local_model
+            from .._local_model import serve_local_model
 
             _say(f"{settings.local_reason}; using the built-in local scripted model (not a real model)")
             server = await nursery.start(serve_local_model)
@@ -111,7 +111,7 @@ async def _run(args: argparse.Namespace, settings: RunSettings, printer: Printer
             responses["profile"] = ta.Profile.OPENAI  # the local model speaks OpenAI's dialect
         approval = ta.Approvals()
         if settings.approval is not ta.ApprovalPolicy.NEVER:
-            from ._cli_approval import TerminalApprover
+            from ._approval_prompt import TerminalApprover
 
             approval = ta.Approvals(settings.approval, hook=_asking(TerminalApprover(nursery), printer))
         try:

@@ -7,7 +7,7 @@ ways) and speaks the v2 protocol to it: ``initialize``, ``thread/start`` (or
 ``thread/resume`` of a thread of the same home -- one that ``exec`` or ``serve``
 started), ``turn/start``, then notifications until that turn's ``turn/completed``.
 The threads, rollouts and items are therefore exactly what ``trio-agent serve`` shows
-its clients. ``ExecEvents`` (``_exec_events``) turns the notifications into exec JSONL
+its clients. ``ExecEvents`` (``_events``) turns the notifications into exec JSONL
 events, written to stdout as they come.
 
 Server requests: exec has nobody to ask. Approvals, ``item/tool/call`` and the rest
@@ -19,7 +19,7 @@ its commands are killed, its rollout flushed) and the turn ends with ``turn.fail
 {"error": {"message": "turn interrupted by SIGTERM"}}, exit 128 + signal. (codex exec
 prints nothing on SIGINT and exits 1, and dies of SIGTERM unhandled; one terminal
 event per turn is this project's rule.) A signal before the turn started ends the
-command with the same status; a second signal exits at once (``_cli_signals``).
+command with the same status; a second signal exits at once (``cli._signals``).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from typing import Any
 import attrs
 import trio
 
-from ._cli_signals import Interrupts, open_interrupts
-from ._exec_events import ExecEvents, TurnOutcome
-from ._exec_output import Output, OutputClosed
+from .._signals import Interrupts, open_interrupts
+from ._events import ExecEvents, TurnOutcome
+from ._output import Output, OutputClosed
 
 __all__ = ["ExecFailed", "ExecRequest", "ExecResult", "MemoryChannel", "drive_turn", "memory_channels",
            "sandbox_policy", "turn_params"]
@@ -83,7 +83,7 @@ class ExecFailed(Exception):
 
 @attrs.frozen
 class ExecRequest:
-    """What one ``trio-agent exec`` asks for (``_cli_exec`` builds it from the argv)."""
+    """What one ``trio-agent exec`` asks for (``_command`` builds it from the argv)."""
 
     prompt: str
     images: tuple[str, ...] = ()

@@ -1,7 +1,7 @@
 """Lines over a Unix stream socket, with file descriptors (``SCM_RIGHTS``) beside them.
 
-The warm daemon (``_daemon``) talks to its clients (``_trio_agent_launch``) and to its
-workers (``_daemon_worker``) this way. Every read goes through ``recvmsg``, so a
+The warm daemon (``_server``) talks to its clients (``_trio_agent_launch``) and to its
+workers (``_worker``) this way. Every read goes through ``recvmsg``, so a
 descriptor that arrives is never dropped: it is collected in :attr:`LineSocket.fds`
 until the reader takes it (:meth:`LineSocket.take_fds`), and :meth:`LineSocket.close`
 closes any nobody took.

@@ -1,5 +1,5 @@
 """``trio-agent serve --daemon`` and ``trio-agent serve --stop``: the warm daemon's
-lifecycle (the daemon itself: ``_daemon``; its client: ``_trio_agent_launch``).
+lifecycle (the daemon itself: ``_server``; its client: ``_trio_agent_launch``).
 
 ``--daemon`` starts ``python -m trio_agent._daemon DIR`` in a session of its own
 (``start_new_session``: no terminal, so the shell's Ctrl-C never reaches it) with its
@@ -28,7 +28,7 @@ from _trio_agent_launch import build_identity, connect, daemon_directory, direct
 __all__ = ["DaemonStatus", "daemon_status", "start_daemon", "stop_daemon"]
 
 WAIT = 30.0
-_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # where `trio_agent` is imported from
 
 
 @attrs.frozen

@@ -32,7 +32,7 @@ stands in for the receiver (:func:`_latch`), so no window reverts to Trio's
 After ``trio.run`` returned (``--otel`` flushing its exporters, which is bounded but
 not instant), :func:`exit_on_signal` makes a signal exit at once, from a daemon thread
 (see there why) -- unless the command settled (then signals stay ignored). Before the
-receiver is installed Trio's own handling applies, and ``_cli.main`` turns the
+receiver is installed Trio's own handling applies, and ``_main.main`` turns the
 ``KeyboardInterrupt`` that escapes (bare or inside an exception group) into exit
 status 130 without a traceback.
 """

@@ -12,7 +12,7 @@ killed leaves what it committed, and ``trio-agent resume`` closes its open turn.
 
 When the agent closes, stderr gets one line -- ``To continue this session, run
 trio-agent resume ID`` -- as codex prints its ``codex resume ID``; stdout carries only
-the answer (or the events, with ``--jsonl``). ``resume`` (``_cli_resume``) finds
+the answer (or the events, with ``--jsonl``). ``resume`` (``_resume``) finds
 sessions here and in codex's home.
 """
 
@@ -49,7 +49,7 @@ def add_session_options(run: argparse.ArgumentParser) -> None:
 
 def session_config(config: ta.AgentConfig, args: argparse.Namespace) -> ta.AgentConfig:
     """``config`` with the command's session: the resumed one (``args.durable``, set by
-    ``_cli_resume``), none with ``--ephemeral``, else a new one in the sessions home.
+    ``_resume``), none with ``--ephemeral``, else a new one in the sessions home.
     ``ConfigError`` when the resumed session does not fit (the CLI prints it, exit 2)."""
     durable: ta.DurableSession | None = getattr(args, "durable", None)
     if durable is not None:

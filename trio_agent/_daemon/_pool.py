@@ -1,7 +1,7 @@
-"""The warm daemon's workers and spares (see ``_daemon`` for the whole picture).
+"""The warm daemon's workers and spares (the whole picture: the package's docstring).
 
 :class:`RunRequest` is a client's ``run`` and its configuration key. :class:`Worker`
-is one worker process (``_daemon_worker``) with its socket; the task in
+is one worker process (``_worker``) with its socket; the task in
 :meth:`Worker.run` owns both, from the spawn to the reaped exit. :class:`Pool` keeps at
 most one spare per key (:data:`MAX_SPARES` in all), hands a ready one to a client,
 remembers keys whose worker failed before it was ready, starts the next spare when a
@@ -24,7 +24,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from ._daemon_channel import LineSocket
+from ._channel import LineSocket
 
 __all__ = ["CLOSE_GRACE", "FAILED_FOR", "MAX_SPARES", "SPARE_IDLE", "VOLATILE", "Pool", "RunRequest", "Worker"]
 
@@ -44,9 +44,9 @@ VOLATILE = frozenset({
     "TRIO_AGENT_DAEMON_VERBOSE",  # read by the thin client only (_trio_agent_launch)
 })
 PLACEHOLDER = "prompt-given-at-attach"
-_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # where `trio_agent` is imported from
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # where `trio_agent` is imported from
 _WORKER = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-           "from trio_agent._daemon_worker import main; main()")
+           "from trio_agent._daemon._worker import main; main()")
 
 
 @attrs.frozen

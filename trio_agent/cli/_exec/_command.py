@@ -15,8 +15,8 @@ thread records live under ``--home`` (default ``$TRIO_AGENT_HOME``, else
 ``~/.trio-agent``), shared with ``trio-agent serve``.
 
 How it runs: an in-process app server (``_serve``) with one in-memory client
-connection (``_exec_session``), whose notifications become the exec events
-(``_exec_events``) -- the same threads and items ``serve`` shows.
+connection (``_session``), whose notifications become the exec events
+(``_events``) -- the same threads and items ``serve`` shows.
 
 Options and what they do here:
 
@@ -44,7 +44,7 @@ Options and what they do here:
 
 Exit status: 0 when the turn completed; 1 when it failed (``turn.failed``) or could
 not start (an ``error`` event, and the reason on stderr); 2 for a bad command line;
-128 + the signal when SIGINT/SIGTERM interrupted it (``_exec_session``).
+128 + the signal when SIGINT/SIGTERM interrupted it (``_session``).
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from ._cli_options import add_connection_options, connection_settings
-from ._codex_config import CodexConfigError, CodexSettings, WebSearch, parse_overrides
-from ._exec_session import ExecRequest
-from ._tools._security import ApprovalPolicy
+from ... import __version__
+from ..._codex_config import CodexConfigError, CodexSettings, WebSearch, parse_overrides
+from ..._tools._security import ApprovalPolicy
+from .._connection import add_connection_options, connection_settings
+from ._session import ExecRequest
 
 __all__ = ["exec_main", "exec_parser"]
 
@@ -315,7 +315,7 @@ def exec_main(argv: list[str], environ: Mapping[str, str] | None = None) -> int:
     settings = codex_settings(parser, args.config)
     connection = connection_settings(parser, args, model_environ(parser, args, settings, env))
     request = build_request(exec_args, settings, sys.stdin, env)
-    from ._exec_run import run_exec
+    from ._run import run_exec
 
     return run_exec(request, connection, home=_home(args, env), json_mode=bool(args.json),
                     last_message_file=args.output_last_message)

@@ -5,7 +5,7 @@ Theory of operation. A codex user's fingers type ``-m``, ``-s``, ``-C``, ``-c`` 
 ``--json``; where codex has a flag for something ``run`` does, ``run`` takes codex's
 spelling as a real alias of its own option (the same ``dest``), so both spellings
 behave identically, appear in ``--help`` together, and reach the warm daemon's
-workers unchanged. Nothing is abbreviated (``_cli_parser``). What maps to what
+workers unchanged. Nothing is abbreviated (``_parser``). What maps to what
 (codex: ``codex-rs/utils/cli/src/shared_options.rs``, ``codex-rs/exec/src/cli.rs``,
 ``codex-rs/tui/src/cli.rs``)::
 
@@ -22,7 +22,7 @@ workers unchanged. Nothing is abbreviated (``_cli_parser``). What maps to what
     -a, --ask-for-approval POLICY           -a, --ask-for-approval (untrusted, on-failure,
                                             on-request, never; codex's guardian: no)
     --add-dir DIR                           --add-dir, --writable-root
-    PROMPT, `-` or piped stdin              the same (``_cli_prompt``)
+    PROMPT, `-` or piped stdin              the same (``_prompt``)
     -i/--image, -p/--profile, --oss,        not here; `trio-agent exec` takes codex exec's
     --search, --full-auto, --yolo,          whole command line (-i, -o, --output-schema,
     -o, --output-schema, --color            --full-auto, --yolo, resume)
@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._codex_config import CodexSettings
+    from .._codex_config import CodexSettings
 
 __all__ = ["add_config_option", "apply_overrides", "codex_overrides"]
 
@@ -83,7 +83,7 @@ def codex_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, d
     raw = [*getattr(args, "codex_config", []), *getattr(args, dest, [])]
     if not raw:
         return None
-    from ._codex_config import CodexConfigError, parse_overrides
+    from .._codex_config import CodexConfigError, parse_overrides
 
     try:
         return parse_overrides(raw)

@@ -6,11 +6,11 @@ of at least 1 (the first-token latency needs at least one delta, so ``--deltas 0
 is refused rather than waited for forever), ``--delay-ms`` and ``--think-ms`` finite
 numbers of at least 0.
 
-Signals: the benchmark runs inside ``_cli_signals.open_interrupts``; the first Ctrl-C
+Signals: the benchmark runs inside ``cli._signals.open_interrupts``; the first Ctrl-C
 (or SIGTERM) cancels it -- the scripted server's child process is closed and waited
 for as on any exit -- and the command prints one ``-- cancelled ...`` line on stderr
 and exits 130 (143); a second one exits at once. The child runs in a session of its
-own (``_bench.open_bench_server``), so a terminal's Ctrl-C reaches only this process
+own (``_server.open_bench_server``), so a terminal's Ctrl-C reaches only this process
 and the child never prints a traceback of its own.
 """
 
@@ -24,6 +24,11 @@ from collections.abc import Callable
 from typing import Any
 
 import trio
+
+from .._signals import Interrupts, open_interrupts
+from . import __doc__ as about
+from ._measure import available_paths, format_table, missing_reference, run
+from ._server import Settings, serve
 
 __all__ = ["main"]
 
@@ -52,8 +57,6 @@ def _milliseconds(text: str) -> float:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ._bench import __doc__ as about
-
     parser = argparse.ArgumentParser(prog="trio-agent bench", description=(about or "").split("\n\n")[0])
     parser.add_argument("--runs", type=_whole(1), default=30, help="timed runs per path (default: 30)")
     parser.add_argument("--delay-ms", type=_milliseconds, default=5.0, help="one-way network delay (default: 5)")
@@ -67,21 +70,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ._bench import Settings, _serve
-
     args = _parser().parse_args(argv)
     if args.serve is not None:
-        trio.run(_serve, Settings(**json.loads(args.serve)))
+        trio.run(serve, Settings(**json.loads(args.serve)))
         return 0
     settings = Settings(args.delay_ms / 1000, args.think_ms / 1000, args.deltas)
     code: int = trio.run(_command, args, settings)
     return code
 
 
-async def _command(args: argparse.Namespace, settings: Any) -> int:
-    from ._bench import available_paths, run
-    from ._cli_signals import Interrupts, open_interrupts
-
+async def _command(args: argparse.Namespace, settings: Settings) -> int:
     interrupts = Interrupts()
     started = trio.current_time()
     work = trio.CancelScope()
@@ -103,8 +101,6 @@ async def _command(args: argparse.Namespace, settings: Any) -> int:
 
 
 def _report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
-    from ._bench import format_table, missing_reference
-
     if args.json:
         print(json.dumps(rows, indent=2))
         return

@@ -1,6 +1,6 @@
 """App-server v2 notifications to ``codex exec --json`` events (pure: no I/O, no Trio).
 
-``trio-agent exec`` is an in-process client of the app server (``_exec_session``), as
+``trio-agent exec`` is an in-process client of the app server (``_session``), as
 the real ``codex exec`` is; this module is its output side. ``ExecEvents`` follows one
 thread and one turn: it is told the thread (``thread_started``) and the turn id that
 ``turn/start`` answered (``turn_id``), is fed every notification the server sends in

@@ -31,13 +31,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cli_options import add_connection_options
-from ._cli_serve_options import add_listener_options
+from ._connection import add_connection_options
+from ._serve_options import add_listener_options
 
 if TYPE_CHECKING:
-    from ._base.approval_request import ApprovalRequest
-    from ._codex_config import CodexSettings
-    from ._tools._security import ApprovalDecision
+    from .._base.approval_request import ApprovalRequest
+    from .._codex_config import CodexSettings
+    from .._tools._security import ApprovalDecision
 
 __all__ = ["add_app_server_command", "add_server_options", "app_server_main"]
 
@@ -95,7 +95,7 @@ def _say(message: str) -> None:
 
 def app_server_main(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Run ``trio-agent [-c ...] app-server ...`` (``args`` as the command line parsed them)."""
-    from ._codex_config import CodexConfigError, parse_overrides
+    from .._codex_config import CodexConfigError, parse_overrides
 
     overrides = [*args.codex_config, *args.app_server_config, *getattr(args, "schema_config", [])]
     try:
@@ -104,7 +104,7 @@ def app_server_main(args: argparse.Namespace, environ: Mapping[str, str]) -> int
         _say(str(exc))
         return 2
     if args.app_server_command == "generate-json-schema":
-        from ._serve._schema_export import write_schema
+        from .._serve._schema_export import write_schema
 
         return write_schema(args.out, experimental=args.experimental)
     ignored = sorted({*settings.ignored, *(key for field, key in _NOT_APPLIED if getattr(settings, field) is not None)})
@@ -123,8 +123,8 @@ def app_server_main(args: argparse.Namespace, environ: Mapping[str, str]) -> int
 
 def _serve(app: argparse.ArgumentParser, args: argparse.Namespace, settings: CodexSettings,
            template: dict[str, Any], environ: Mapping[str, str], listen: str | None) -> int:
-    from ._cli_options import connection_settings
-    from ._serve._command import serve_main
+    from .._serve._command import serve_main
+    from ._connection import connection_settings
 
     connection = connection_settings(app, args, environ)
     if settings.base_url is not None and args.api_base is None:
@@ -187,7 +187,7 @@ def _template(settings: CodexSettings, cwd: Path) -> dict[str, Any]:
 
 
 async def _replaced_by_the_server(request: ApprovalRequest) -> ApprovalDecision:
-    from ._tools._security import ApprovalDecision
+    from .._tools._security import ApprovalDecision
 
     return ApprovalDecision.DENY  # never reached: AppServer.configure replaces every thread's hook
 

@@ -1,9 +1,9 @@
 """One warm daemon worker: a prewarmed ``trio-agent run`` waiting for its prompt.
 
-``python -c ... FD ARGV...`` (started by ``_daemon``): ``FD`` is this process's end
+``python -c ... FD ARGV...`` (started by ``_pool``): ``FD`` is this process's end
 of a socket pair with the daemon, ``ARGV`` the client's ``run`` command line with the
 prompt replaced by a placeholder. The worker parses it exactly as
-the CLI does (``_cli``), runs ``_cli_run.run_command`` with a :class:`_Hold`, and so
+the CLI does (``cli._main``), runs ``cli._run.run_command`` with a :class:`_Hold`, and so
 opens the agent (the local scripted model too, with ``--local``) and warms its socket.
 Then it tells the daemon ``ready`` and waits.
 
@@ -39,8 +39,8 @@ import trio
 
 import trio_agent as ta
 
-from ._cli_signals import Interrupts
-from ._daemon_channel import LineSocket, close_fds
+from ..cli._signals import Interrupts
+from ._channel import LineSocket, close_fds
 
 __all__ = ["main"]
 
@@ -75,7 +75,7 @@ class _Recorder:
 
 
 class _Hold:
-    """``run_command``'s hold (``_cli_run.Hold``): warm, say ready, wait for a client."""
+    """``run_command``'s hold (``cli._run.Hold``): warm, say ready, wait for a client."""
 
     def __init__(self, channel: LineSocket, recorder: _Recorder, nursery: trio.Nursery, *, warms: bool) -> None:
         self._warms = warms  # a WebSocket agent warms up on open (HTTPS has no warmup)
@@ -153,7 +153,7 @@ async def _watch(channel: LineSocket) -> None:
 
 
 async def _serve(fd: int, args: Any, settings: Any, interrupts: Interrupts, recorder: _Recorder) -> None:
-    from ._cli_run import run_command
+    from ..cli._run import run_command
 
     channel = LineSocket(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
     code: int | None = None
@@ -173,8 +173,8 @@ async def _serve(fd: int, args: Any, settings: Any, interrupts: Interrupts, reco
 
 
 def main(argv: list[str] | None = None) -> None:
-    from ._cli import _parsers
-    from ._cli_options import run_settings
+    from ..cli._main import _parsers
+    from ..cli._run_options import run_settings
 
     fd, *run_argv = sys.argv[1:] if argv is None else argv
     recorder = _Recorder()

@@ -5,7 +5,7 @@
 session's prompts and steers against the cassette served as a fake server and
 reports whether the agent still behaves the same: exit 0 and one summary line, or
 exit 1 with the first difference (a readable diff); exit 2 when the cassette cannot
-be replayed. ``_cli`` only calls the three functions here.
+be replayed. ``_main`` only calls the three functions here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import trio
 
 if TYPE_CHECKING:
-    from .testing import Cassette, ReplayMatch
+    from ..testing import Cassette, ReplayMatch
 
 __all__ = ["add_record_option", "add_replay_command", "run_replay"]
 
@@ -42,7 +42,7 @@ def add_replay_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def run_replay(args: argparse.Namespace) -> int:
     """``trio-agent replay``: 0 when the replay matched, 1 on a mismatch, 2 on bad input."""
-    from .testing import Cassette, CassetteError, ReplayMatch
+    from ..testing import Cassette, CassetteError, ReplayMatch
 
     if args.timing < 0 or args.timeout <= 0:
         print("trio-agent: --timing must be >= 0 and --timeout > 0", file=sys.stderr)
@@ -63,8 +63,8 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 async def _interruptible(cassette: Cassette, workspace: Path, timing: float, match: ReplayMatch, limit: float) -> int:
-    """The replay, cancelled by Ctrl-C/SIGTERM with one line and 130/143 (``_cli_signals``)."""
-    from ._cli_signals import Interrupts, open_interrupts
+    """The replay, cancelled by Ctrl-C/SIGTERM with one line and 130/143 (``_signals``)."""
+    from ._signals import Interrupts, open_interrupts
 
     started = trio.current_time()
     replaying = trio.CancelScope()
@@ -83,7 +83,7 @@ async def _interruptible(cassette: Cassette, workspace: Path, timing: float, mat
 
 
 async def _replay(cassette: Cassette, workspace: Path, timing: float, match: ReplayMatch, limit: float) -> int:
-    from .testing import replay
+    from ..testing import replay
 
     with trio.move_on_after(limit) as scope:
         result = await replay(cassette, workspace=workspace, timing=timing, match=match)

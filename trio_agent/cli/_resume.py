@@ -3,14 +3,14 @@
 Theory of operation (issue 24). ``resume`` is ``run`` continuing a session: it takes
 run's options (model, sandbox, approvals, tools, ``--local``, ``--jsonl``/``--json``,
 ``-C``, ``-c``) but not ``--ephemeral`` (the session's file is continued), and runs the
-very same command (``_cli_run``) once :func:`prepare_resume` has found and loaded the
-session (``args.durable``; ``_cli_sessions.session_config`` turns it into the agent's
+very same command (``_run``) once :func:`prepare_resume` has found and loaded the
+session (``args.durable``; ``_sessions.session_config`` turns it into the agent's
 config with ``DurableSession.resume_config``).
 
 Which session:
 
 - ``--last``: the most recently written session in the sessions home
-  (``_cli_sessions.sessions_home``); none there is one line, exit 2.
+  (``_sessions.sessions_home``); none there is one line, exit 2.
 - ``ID``: a session id of the sessions home, else of codex's (``$CODEX_HOME``, else
   ``~/.codex``): codex's sessions are continued in their own file, which stays
   resumable by codex (``trio_agent._rollout``: ordinals in paginated files).
@@ -42,9 +42,9 @@ from pathlib import Path
 
 import trio_agent as ta
 
-from ._cli_parser import SubcommandParser, refuse
-from ._cli_sessions import codex_home, sessions_home
-from ._ids import session_id_problem
+from .._ids import session_id_problem
+from ._parser import SubcommandParser, refuse
+from ._sessions import codex_home, sessions_home
 
 __all__ = ["MAX_SESSION_BYTES", "add_resume_command", "prepare_resume"]
 

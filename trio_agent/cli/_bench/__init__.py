@@ -1,0 +1,39 @@
+"""First-token latency per warmup path, side by side with the bare-socket floor.
+
+The scripted Responses server (``_server``) runs in a **child process** (``python -m
+trio_agent.cli._bench --serve``) on 127.0.0.1, so this process's CPU time is the client's
+alone. It injects a one-way network delay (``--delay-ms``) on every request and
+reply, a TCP+handshake round trip (``2 x delay``) once per *new* connection -- a
+kept-alive HTTPS connection is not charged again -- and a "think time" before the
+first frame of an answer. Each path runs ``--runs`` times after one discarded run
+(lazy imports, first-use caches); every run opens a fresh agent (except the floor).
+
+Columns (every number in ms with two decimals, ratios with two decimals):
+
+- ``first emit``: p50 from ``agent.prompt()`` to the emission of the first
+  ``assistant.delta`` (its ``event.time``); ``first recv`` p50/p99: to the moment the
+  application's ``async for event in agent.events`` received it (what a user sees).
+- ``x floor``: ``first recv`` p50 over the floor's p50. The floor
+  (``bare_socket_floor``) is a raw trio-websocket client, already connected, sending
+  the agent's own first request body (captured from the server) and stopping at the
+  first delta.
+- ``cpu/turn``: this process's CPU time from ``prompt()`` to ``turn.result()``,
+  p50 (the runtime's CPU for one turn: no server, no agent open, no warmup).
+- ``n``: samples behind each percentile (p99 of 30 samples is their maximum).
+
+Paths: ``startup_prewarm`` (WebSocket, the prompt after ``model.warmup.completed``),
+``shared_prefix_prewarm`` (SPEC sec. 9/3: ``shared_prompt_cache=True``, another agent
+of the run already warmed the prefix), ``cold_connect`` (prompt at once, warmup still
+in flight), ``warmup_fallback`` (the warmup fails, a second socket replays in full),
+``https_store`` / ``https_ephemeral`` (one httpx client per agent: ~25 ms of CA
+loading, a new connection), ``https_shared_client`` (one long-lived httpx client: a
+kept-alive connection), and ``openai_sdk_https`` (the ``openai`` SDK's streaming call,
+the reference client; only with ``pip install 'trio-agent[bench]'``).
+
+    trio-agent bench --runs 50 --delay-ms 5 --think-ms 20
+    python -m benchmarks.first_token ...        (the same, from a checkout)
+
+The modules: ``_server`` (the scripted server and the handle on its child process),
+``_measure`` (the clients, the runs and the table), ``_command`` (the command line),
+``__main__`` (the child process). This ``__init__`` imports nothing.
+"""
