@@ -58,7 +58,9 @@ def _stamp_socket() -> None:
 
 def _stamp_steps() -> None:
     """The agent's steps to the socket, stamped at entry (names as printed)."""
-    from trio_agent._runtime import _attempt, _model, _runner, _sampling, _websocket_exchange
+    from trio_agent._runtime._model import _attempt, _sampling, _websocket_exchange
+    from trio_agent._runtime._model import _client as _model
+    from trio_agent._runtime._turns import _runner
     from trio_agent._transport import websocket
 
     runner = next(c for c in vars(_runner).values() if isinstance(c, type) and hasattr(c, "_drive"))

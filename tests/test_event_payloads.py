@@ -15,7 +15,7 @@ import trio_agent as ta
 from trio_agent._event_payloads import _access, _doc
 from trio_agent._event_payloads._check import check_declarations, payload_problems
 from trio_agent._events import EventSink
-from trio_agent._runtime._model_events import stream_event
+from trio_agent._runtime._model._call_events import stream_event
 from trio_agent._wire.stream import AssistantMessageDone, ReasoningDelta, TextDelta
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "events.md"

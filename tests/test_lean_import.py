@@ -32,7 +32,7 @@ NEVER = (
 PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
             "trio_agent._tools._shell_session",
             "trio_agent._tools.exec_command", "trio_agent._tools.apply_patch", "trio_agent._tools.code_mode",
-            "trio_agent._runtime._workers", "trio_agent._runtime._worker_state")
+            "trio_agent._runtime._calls._workers", "trio_agent._runtime._calls._worker_state")
 # Loaded when the agent connects, not by ``import trio_agent``.
 TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocket", "trio_agent._local_model")
 # Loaded by the first read of one of their public names (``trio_agent.__getattr__``):
@@ -47,7 +47,8 @@ TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocke
 # first turn with structured output.
 ON_FIRST_READ = ("trio_agent._threads", "trio_agent._rollout", "trio_agent._tools._mcp_config",
                  "trio_agent._tracing._settings", "trio_agent._session.snapshot",
-                 "trio_agent._runtime._statistics", "trio_agent._runtime._submission", "trio_agent._tools._context",
+                 "trio_agent._runtime._statistics", "trio_agent._runtime._turns._submission",
+                 "trio_agent._tools._context",
                  "trio_agent._base.approval_request", "trio_agent._wire.output_schema",
                  "trio_agent._event_payloads._catalog",
                  "trio_agent._event_payloads._access", "trio_agent._event_payloads._approval",
@@ -95,7 +96,7 @@ def test_a_lazy_name_loads_its_module_on_first_read(tmp_path: Path) -> None:
     modules = _modules_after("from trio_agent import EVENT_PAYLOADS, RolloutConfig\n", tmp_path)
     # (a rollout resumes from snapshots: it loads their module)
     untouched = {"trio_agent._threads", "trio_agent._tools._mcp_config", "trio_agent._tracing._settings",
-                 "trio_agent._runtime._statistics", "trio_agent._runtime._submission",
+                 "trio_agent._runtime._statistics", "trio_agent._runtime._turns._submission",
                  "trio_agent._tools._context", "trio_agent._base.approval_request",
                  "trio_agent._wire.output_schema"}
     loaded = set(ON_FIRST_READ) - untouched | _with_modules("trio_agent._rollout")
@@ -141,9 +142,9 @@ def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_
 
 def test_internal_records_are_not_attrs_classes() -> None:
     # each attrs class costs about half a millisecond to build at import (trio_agent._record)
-    from trio_agent._runtime._stats import TurnStats
-    from trio_agent._runtime._tool_runner import ToolOutcome
-    from trio_agent._runtime._turn import TurnState
+    from trio_agent._runtime._calls._tool_runner import ToolOutcome
+    from trio_agent._runtime._counters import TurnStats
+    from trio_agent._runtime._turns._turn import TurnState
     from trio_agent._session.conversation import Chain, ConversationSnapshot
     from trio_agent._session.ledger import Committed, Rewritten
     from trio_agent._session.planner import FinishTurn, RunTools, SampleAgain

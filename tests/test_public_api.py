@@ -223,6 +223,13 @@ def _type_checking_imports() -> dict[str, str]:
     return found
 
 
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
 def test_the_lazy_table_matches_what_type_checkers_read() -> None:
     # mypy and pyright read the TYPE_CHECKING imports; the interpreter reads _SOURCES
     table = {name: source for source, names in ta._SOURCES.items() for name in names}
@@ -527,99 +534,3 @@ def test_config_errors_are_value_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="ChatGPT subscription"):
         ta.AgentConfig(auth=chatgpt_auth(), workspace=tmp_path, responses=ta.Responses(profile=ta.Profile.OPENAI,
                                                                                        store=True))
-
-
-# -- layering inside _runtime: runtime imports point downward; only faces import _agent --
-
-RUNTIME_RANKS = {
-    # leaves: counters, payload helpers, context I/O, the shared-warmup registry
-    "_stats": 0, "_model_events": 0, "_context_io": 0, "_prompt_cache": 0, "_request_text": 0,
-    "_sessions": 0, "_secrets": 0, "_input": 0, "_approval": 0,
-    "_construction": 0,  # NoPublicConstructor: the handles only the library makes
-    "_prompt_settings": 0,  # the settings a turn accepted now gets
-    "_turn_phase": 0,  # the turn's lifecycle: phases and transitions
-    "_worker_state": 0,  # one worker as the worker tools keep it
-    "_tool_environment": 0,  # what the tools see of their agent
-    "_observers": 0,  # the observer seam: how add-ons (tracing, a cassette) attach to an agent
-    "_response_feed": 1,  # an exchange's frames to events: emits the text deltas with _model_events' payload
-    "_exchange": 1,  # the exchange interface: ResponseExchange and Route (types only)
-    "_https_auth": 1,  # the headers of HTTPS requests, and a 401's recovery
-    "_turn": 1,  # turn handles and state
-    "_tool_runner": 1,
-    "_bodies": 1,  # request bodies and their text, both dialects
-    "_statistics": 2, "_submission": 2,  # values of Agent.statistics() and submit(), built by the first call
-    "_nested_calls": 2,  # the tools.<name>(...) calls of exec cells
-    "_payloads": 2, "_websocket_exchange": 2, "_https_exchange": 2, "_connections": 2, "_sleep": 2, "_workers": 2,
-    "_attempt": 3,  # the attempt slot: one exchange per attempt, its send
-    "_turn_queue": 3, "_collaboration": 3,
-    "_model": 4,
-    "_sampling": 5, "_pending_input": 5, "_tool_dispatch": 5,
-    "_compaction": 5,  # remote or local compaction: drives the sampler it is given
-    "_hosting": 5,  # the hooks of an agent's owner (Workers, ThreadManager)
-    "_prompt_input": 6,  # what prompt/submit/start_if_idle take, checked
-    "_runner": 6,
-    "_children": 7,  # an agent's Origin and the children it makes
-    "_assembly": 8,  # the parts of one agent, wired (the composition root behind Agent)
-    "_lifecycle": 8,  # the block of one agent: nursery, startup, shutdown
-    "_agent": 9,  # the package face
-}
-FACES = {"__init__", "_agent"}
-RUNTIME_DIR = PACKAGE_ROOT / "_runtime"
-
-
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def runtime_imports(source: str) -> list[tuple[str, bool]]:
-    """``(sibling module, type_only)`` for every import of another ``_runtime`` module."""
-    found: list[tuple[str, bool]] = []
-
-    def visit(nodes: list[ast.stmt], type_only: bool) -> None:
-        for node in nodes:
-            if isinstance(node, ast.If) and _is_type_checking(node):
-                visit(node.body, True)
-                visit(node.orelse, type_only)
-                continue
-            for child in ast.walk(node):
-                if isinstance(child, ast.ImportFrom) and child.level == 1:
-                    if child.module:
-                        found.append((child.module.split(".")[0], type_only))
-                    else:
-                        found.extend((alias.name, type_only) for alias in child.names)
-
-    visit(ast.parse(source).body, False)
-    return found
-
-
-def test_runtime_ranks_cover_every_module() -> None:
-    modules = {path.stem for path in RUNTIME_DIR.glob("*.py")} - {"__init__"}
-    assert modules == set(RUNTIME_RANKS)
-
-
-@pytest.mark.parametrize("path", sorted(RUNTIME_DIR.glob("*.py")), ids=lambda p: p.name)
-def test_runtime_modules_import_only_downward(path: Path) -> None:
-    name = path.stem
-    for target, type_only in runtime_imports(path.read_text(encoding="utf-8")):
-        if target == "_agent":
-            assert name in FACES, f"{path.name} imports _agent; only the package faces may"
-        if type_only or name == "__init__":
-            continue
-        assert RUNTIME_RANKS[target] < RUNTIME_RANKS[name], f"{path.name} imports {target} (not below it)"
-
-
-@pytest.mark.parametrize(
-    ("source", "expected"),
-    [
-        ("from ._turn import Turn", [("_turn", False)]),
-        ("from . import _pending_input", [("_pending_input", False)]),
-        ("if TYPE_CHECKING:\n    from ._agent import Agent\n", [("_agent", True)]),
-        ("def f():\n    from ._model import M\n", [("_model", False)]),
-        ("from .._session.ledger import TurnLedger", []),
-    ],
-)
-def test_runtime_import_detector(source: str, expected: list[tuple[str, bool]]) -> None:
-    assert runtime_imports(source) == expected

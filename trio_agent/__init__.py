@@ -116,8 +116,8 @@ if _typing.TYPE_CHECKING:
     from ._runtime import TurnStatus as TurnStatus
     from ._runtime import open_agent as open_agent
     from ._runtime._statistics import AgentStatistics as AgentStatistics
-    from ._runtime._submission import Declined as Declined
-    from ._runtime._submission import Submission as Submission
+    from ._runtime._turns._submission import Declined as Declined
+    from ._runtime._turns._submission import Submission as Submission
     from ._session.snapshot import SessionSnapshot as SessionSnapshot
     from ._threads import ThreadError as ThreadError
     from ._threads import ThreadEvent as ThreadEvent
@@ -312,7 +312,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "open_agent",
     ),
     "._runtime._statistics": ("AgentStatistics",),
-    "._runtime._submission": ("Declined", "Submission"),
+    "._runtime._turns._submission": ("Declined", "Submission"),
     "._session.snapshot": ("SessionSnapshot",),
     "._threads": (
         "ThreadError", "ThreadEvent", "ThreadEvents", "ThreadInfo", "ThreadManager", "ThreadStatus",

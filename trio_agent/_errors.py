@@ -32,7 +32,7 @@ Every error the library raises on purpose is an :class:`AgentError`::
                +-- UsageLimitExceeded    quota / usage limit (terminal)
                +-- CheckpointMissing     ``previous_response_not_found`` (replayed once in full)
 
-(``MailboxFull`` is defined in ``_runtime._input``, ``EventsOverflowed`` in ``_events``, ``RolloutError`` and the
+(``MailboxFull`` is defined in ``_runtime._turns._input``, ``EventsOverflowed`` in ``_events``, ``RolloutError`` and the
 ``RolloutWarning`` about a skipped torn last line in ``_rollout``.)
 
 Foreign exceptions (trio_websocket, httpx, OSError, JSON errors) are mapped into

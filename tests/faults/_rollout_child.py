@@ -33,7 +33,7 @@ import trio
 import trio_agent as ta
 from trio_agent._jsontext import dumps
 from trio_agent._rollout import RolloutWriter
-from trio_agent._runtime._sessions import Rollout
+from trio_agent._runtime._identity import Rollout
 from trio_agent._session.history import History
 from trio_agent._session.ledger import Committed
 

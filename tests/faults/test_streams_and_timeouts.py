@@ -76,7 +76,7 @@ async def test_an_endless_line_fails_clearly_instead_of_growing(
 ) -> None:
     import functools
 
-    from trio_agent._runtime import _https_exchange
+    from trio_agent._runtime._model import _https_exchange
     from trio_agent._wire.sse import SseDecoder
 
     # The same rule at a size a test can send (the 64 MiB default and the memory bound

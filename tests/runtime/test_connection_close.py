@@ -21,9 +21,9 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent._runtime._connections import Connections
+from trio_agent._runtime._counters import TransportStats
+from trio_agent._runtime._model._connections import Connections
 from trio_agent._runtime._secrets import Redactor
-from trio_agent._runtime._stats import TransportStats
 from trio_agent.testing import FakeResponsesServer
 
 

@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent._runtime._context_io import AGENTS_MD_CAP, agents_md_fingerprint, agents_md_watch, load_agents_md
+from trio_agent._runtime._turns._context_io import AGENTS_MD_CAP, agents_md_fingerprint, agents_md_watch, load_agents_md
 from trio_agent.testing import FakeResponsesServer
 
 from ..conftest import make_config, run_model, scripted

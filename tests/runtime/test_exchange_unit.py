@@ -15,9 +15,9 @@ import trio
 import trio.testing
 
 from trio_agent._errors import ConnectionLost
-from trio_agent._runtime._response_feed import ResponseFeed
-from trio_agent._runtime._turn import Preemption
-from trio_agent._runtime._websocket_exchange import WebSocketExchange
+from trio_agent._runtime._model._response_feed import ResponseFeed
+from trio_agent._runtime._model._websocket_exchange import WebSocketExchange
+from trio_agent._runtime._turns._turn import Preemption
 from trio_agent._wire.stream import Phase
 
 

@@ -3,7 +3,7 @@ live response's accumulator reads it at a cut point: ``trio_agent._wire.stream``
 
 from __future__ import annotations
 
-from trio_agent._runtime._input import Mail, Mailbox, agent_message
+from trio_agent._runtime._turns._input import Mail, Mailbox, agent_message
 
 
 def _mail(text: str, *, trigger: bool = False) -> Mail:

@@ -17,7 +17,7 @@ from trio_agent._errors import ResponsesError
 from trio_agent._events import EventSink
 from trio_agent._runtime import _observers
 from trio_agent._runtime._observers import AgentObserver, AgentSite
-from trio_agent._runtime._turn import Prompt
+from trio_agent._runtime._turns._turn import Prompt
 from trio_agent._transport.tap import Answer
 from trio_agent.testing import FakeResponsesServer, frames
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trio_agent._jsontext import EncodedList, dumps
-from trio_agent._runtime._request_text import RequestText
+from trio_agent._runtime._model._request_text import RequestText
 from trio_agent._session.history import History
 from trio_agent._wire.request import RequestSettings, build_response_create
 

@@ -7,7 +7,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_agent._runtime._stats import TransportStats
+from trio_agent._runtime._counters import TransportStats
 from trio_agent._wire.usage import TokenUsage
 
 usages = st.builds(TokenUsage, *[st.integers(0, 10**9) for _ in attrs.fields(TokenUsage)])

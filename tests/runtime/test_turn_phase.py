@@ -1,4 +1,4 @@
-"""The turn's lifecycle (``trio_agent._runtime._turn_phase``): every legal transition is
+"""The turn's lifecycle (``trio_agent._runtime._turns._phase``): every legal transition is
 allowed, every other one raises ``TurnPhaseError``, the module's stated table is the one
 enforced, and ``TurnState``'s methods walk the machine."""
 
@@ -10,11 +10,11 @@ import re
 import pytest
 import trio
 
-from trio_agent._runtime import _turn_phase
-from trio_agent._runtime._pending_input import submit
-from trio_agent._runtime._turn import Prompt, TurnState, TurnStatus
-from trio_agent._runtime._turn_phase import TRANSITIONS, TurnPhase, TurnPhaseError, advance, status_of
-from trio_agent._runtime._turn_queue import TurnQueue
+from trio_agent._runtime._turns import _phase as _turn_phase
+from trio_agent._runtime._turns._pending_input import submit
+from trio_agent._runtime._turns._phase import TRANSITIONS, TurnPhase, TurnPhaseError, advance, status_of
+from trio_agent._runtime._turns._queue import TurnQueue
+from trio_agent._runtime._turns._turn import Prompt, TurnState, TurnStatus
 from trio_agent._wire.request import RequestSettings
 
 P = TurnPhase

@@ -1,5 +1,5 @@
 """Local compaction, the pure parts (``_session.summary``, ``compaction.summarized_history``)
-and which answers count as a server declining remote compaction (``_runtime._compaction``)."""
+and which answers count as a server declining remote compaction (``_runtime._model._compaction``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from trio_agent._errors import ApiError, ConnectionLost, ProtocolError, ResponsesError, UsageLimitExceeded
-from trio_agent._runtime._compaction import declined_error, declined_output
+from trio_agent._runtime._model._compaction import declined_error, declined_output
 from trio_agent._session.compaction import is_real_user_message, summarized_history
 from trio_agent._session.context import TURN_ABORTED_TEXT, user_message
 from trio_agent._session.summary import (

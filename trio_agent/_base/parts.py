@@ -8,7 +8,7 @@ configuration layer reaches higher layers"), each with what the layers at or bel
 runtime read of the value. ``AgentConfig`` still checks, on construction, that a
 rollout and a tracing value are the real classes (``_base/links.py``); the reader that
 needs more of one than its protocol says narrows it at one place: the agent's parts
-(``_runtime/_assembly.py``) the tools, its rollout (``_runtime/_sessions.py``) the
+(``_runtime/_assembly.py``) the tools, its rollout (``_runtime/_identity.py``) the
 rollout settings, the event sink (``_tracing/__init__.py``) the tracing settings.
 """
 

@@ -4,7 +4,7 @@ the decision of an approval, and ``Sandbox``.
 Pure values, validated on construction (``ConfigError``), in the configuration layer
 (docs/architecture.md): they import nothing but ``_errors``. How a mode is enforced is
 ``_tools/_sandbox.py``; when a call needs approval is ``_tools/_policy.py``; asking is
-``_runtime/_approval.py``; ``Approvals`` (who decides) is ``approvals.py``.
+``_runtime/_calls/_permissions.py``; ``Approvals`` (who decides) is ``approvals.py``.
 """
 
 from __future__ import annotations

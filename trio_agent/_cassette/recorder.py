@@ -36,7 +36,7 @@ from .writer import CassetteWriter
 if TYPE_CHECKING:
     from .._config import AgentConfig
     from .._runtime._secrets import Redactor
-    from .._runtime._turn import Prompt
+    from .._runtime._turns._turn import Prompt
     from .._transport.tap import Answer
 
 __all__ = ["CassetteRecorder", "CassetteTree", "open_cassette"]

@@ -1,5 +1,5 @@
 """Payloads of the sandbox and the approval policy (``approval.*``, ``sandbox.unavailable``).
-Emitted by ``_runtime/_approval.py``."""
+Emitted by ``_runtime/_calls/_permissions.py``."""
 
 from typing import Literal, NotRequired, TypedDict
 

@@ -1,7 +1,7 @@
 """Payloads of the model side: warmup, calls, compactions, attempts, connections and
-the raw API traffic (``model.*``, ``api.*``). Emitted by ``_runtime/_model.py``,
-``_runtime/_sampling.py``, ``_runtime/_model_events.py``, ``_runtime/_connections.py``
-and ``_runtime/_response_feed.py``; nanocodex sec. 3.2."""
+the raw API traffic (``model.*``, ``api.*``). Emitted by ``_runtime/_model/_client.py``,
+``_runtime/_model/_sampling.py``, ``_runtime/_model/_call_events.py``, ``_runtime/_model/_connections.py``
+and ``_runtime/_model/_response_feed.py``; nanocodex sec. 3.2."""
 
 from typing import Literal, NotRequired, TypedDict
 

@@ -1,6 +1,6 @@
 """Payloads of a turn's lifecycle and of the assistant's text (``run.*``, ``assistant.*``,
-``reasoning.summary.delta``). Emitted by ``_runtime/_payloads.py`` and
-``_runtime/_model_events.py``; nanocodex sec. 3.2 and 3.3."""
+``reasoning.summary.delta``). Emitted by ``_runtime/_turns/_reporter.py`` and
+``_runtime/_model/_call_events.py``; nanocodex sec. 3.2 and 3.3."""
 
 from typing import Literal, NotRequired, TypedDict
 

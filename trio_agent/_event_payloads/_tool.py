@@ -1,7 +1,7 @@
 """Payloads of tool calls and of the built-in tools that report on their own
 (``tool.*``, ``sleep.*``, ``plan.updated``, ``mcp.server.*``). Emitted by
-``_runtime/_tool_runner.py``, ``_runtime/_tool_environment.py``, ``_runtime/_nested_calls.py``,
-``_runtime/_runner.py``, ``_runtime/_sleep.py``, ``_runtime/_collaboration.py`` and
+``_runtime/_calls/_tool_runner.py``, ``_runtime/_calls/_tool_environment.py``, ``_runtime/_calls/_nested_calls.py``,
+``_runtime/_turns/_runner.py``, ``_runtime/_calls/_sleep.py``, ``_runtime/_calls/_collaboration.py`` and
 ``_tools/_mcp.py``."""
 
 from typing import Literal, NotRequired, TypedDict

@@ -76,7 +76,7 @@ class DurableSession:
         history = self.snapshot.history
         if history and (not self.workspace or os.path.realpath(self.workspace) != where):
             from .._ids import new_item_id
-            from .._runtime._context_io import context_user_message
+            from .._runtime._turns._context_io import context_user_message
 
             history = [*history, {"type": "message", "id": new_item_id("message"), **context_user_message(Path(where))}]
         snapshot = attrs.evolve(self.snapshot, workspace=where, history=history)

@@ -16,7 +16,7 @@ damage: ``InvalidSessionSnapshot`` naming the file, the line, its byte offset an
 what was wrong, whichever of ``read_history``, ``load_session`` or a resuming writer
 reads it. Pure: the caller reads the file.
 
-Turns. The journal's ``event_msg`` lines (``_runtime._sessions.TurnJournal``, codex's
+Turns. The journal's ``event_msg`` lines (``_runtime._identity.TurnJournal``, codex's
 own) say where each turn began and how it ended: ``task_started`` (its ``turn_id``),
 ``user_message`` (its prompt), then ``task_complete`` or ``turn_aborted`` with the same
 ``turn_id``. ``Parsed.last_turn`` is the last turn the file began, with everything

@@ -2,9 +2,9 @@
 
 from .._base.handle import AgentHandle
 from ._agent import Agent, open_agent
-from ._input import MailboxFull
-from ._sessions import Rollout
-from ._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
+from ._identity import Rollout
+from ._turns._input import MailboxFull
+from ._turns._turn import Prompt, Turn, TurnControl, TurnResult, TurnStatus
 
 __all__ = [
     "Agent",

@@ -32,21 +32,21 @@ from .._config import AgentConfig, Thinking, _approval, _sandbox
 from .._errors import AgentClosed, ConfigError, InvalidPrompt
 from .._events import AgentEvents
 from .._tools._security import ApprovalPolicy, Approvals, Sandbox, SandboxMode
-from . import _pending_input
 from ._assembly import AgentParts
+from ._calls._collaboration import MailAddress
 from ._children import Origin
-from ._collaboration import MailAddress
 from ._construction import NoPublicConstructor, construct
-from ._input import Mail, agent_message
+from ._identity import Rollout
 from ._lifecycle import run_agent
-from ._prompt_input import checked_prompt, turn_input
-from ._sessions import Rollout
-from ._turn import Prompt, Turn, TurnResult
+from ._turns import _pending_input
+from ._turns._input import Mail, agent_message
+from ._turns._prompt_input import checked_prompt, turn_input
+from ._turns._turn import Prompt, Turn, TurnResult
 
 if TYPE_CHECKING:
     from .._wire.output_schema import OutputSchemaLike
     from ._statistics import AgentStatistics
-    from ._submission import Declined, Submission
+    from ._turns._submission import Declined, Submission
 
 __all__ = ["Agent", "open_agent"]
 

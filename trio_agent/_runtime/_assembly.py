@@ -29,25 +29,25 @@ from .._session.context import DEFAULT_INSTRUCTIONS, request_prefix
 from .._session.ledger import TurnLedger
 from .._tools import Tools
 from .._tools._namespaces import CLOCK, COLLABORATION
-from ._approval import ExecGuard
+from ._calls._collaboration import Collaboration, MailAddress
+from ._calls._permissions import ExecGuard
+from ._calls._sleep import SleepTool
+from ._calls._tool_dispatch import ToolDispatcher
+from ._calls._tool_environment import GroupRunners, ToolEnvironment
 from ._children import ChildFactory, Origin, resume_seed
-from ._collaboration import Collaboration, MailAddress
 from ._hosting import HostHooks
-from ._model import ModelClient
+from ._identity import SessionInfo, TurnJournal, open_rollout
+from ._model._client import ModelClient
 from ._observers import AgentSite, Observers
-from ._payloads import TurnReporter
-from ._prompt_settings import PromptSettings
-from ._runner import ForkPoint, TurnRunner
 from ._secrets import Redactor
-from ._sessions import SessionInfo, TurnJournal, open_rollout
-from ._sleep import SleepTool
-from ._tool_dispatch import ToolDispatcher
-from ._tool_environment import GroupRunners, ToolEnvironment
-from ._turn_queue import TurnQueue
+from ._turns._prompt_settings import PromptSettings
+from ._turns._queue import TurnQueue
+from ._turns._reporter import TurnReporter
+from ._turns._runner import ForkPoint, TurnRunner
 
 if TYPE_CHECKING:
+    from ._calls._workers import WorkerAgent
     from ._statistics import AgentStatistics
-    from ._workers import WorkerAgent
 
 __all__ = ["AgentParts"]
 

@@ -29,11 +29,11 @@ from .._session.history import History
 
 if TYPE_CHECKING:
     from .._session.snapshot import SessionSnapshot
-    from ._collaboration import MailAddress
+    from ._calls._collaboration import MailAddress
     from ._observers import Attachment
-    from ._prompt_settings import PromptSettings
-    from ._runner import ForkPoint
-    from ._turn import TurnResult
+    from ._turns._prompt_settings import PromptSettings
+    from ._turns._runner import ForkPoint
+    from ._turns._turn import TurnResult
 
 __all__ = ["ChildFactory", "Origin", "resume_seed"]
 

@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ._turn import Turn
+from ._turns._turn import Turn
 
 if TYPE_CHECKING:
     from .._session.history import History
     from .._session.ledger import TurnLedger
     from .._session.snapshot import SessionSnapshot
-    from ._input import Mail
-    from ._model import ModelClient
-    from ._prompt_settings import PromptSettings
-    from ._sessions import SessionInfo
-    from ._turn_queue import TurnQueue
+    from ._identity import SessionInfo
+    from ._model._client import ModelClient
+    from ._turns._input import Mail
+    from ._turns._prompt_settings import PromptSettings
+    from ._turns._queue import TurnQueue
 
 __all__ = ["HostHooks"]
 

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from .._config import AgentConfig
     from .._transport.tap import ConnectionTap
     from ._secrets import Redactor
-    from ._turn import Prompt
+    from ._turns._turn import Prompt
 
 __all__ = ["AddOn", "AgentObserver", "AgentSite", "Attachment", "ObservedSink", "Observers", "install",
            "open_attachments"]

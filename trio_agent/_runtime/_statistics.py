@@ -12,7 +12,7 @@ from typing import final
 import attrs
 
 from .._wire.usage import TokenUsage
-from ._turn import TurnStatus
+from ._turns._turn import TurnStatus
 
 __all__ = ["AgentStatistics"]
 

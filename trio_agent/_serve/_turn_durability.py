@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._events import AgentEvent, EventKind
 from .._rollout._closing import is_abort_marker
-from .._runtime._sessions import codex_turn_id
+from .._runtime._identity import codex_turn_id
 from ._items import ThreadMapper, TurnMapper, UserInput
 from ._outs import Out
 from ._shapes import TurnRecord

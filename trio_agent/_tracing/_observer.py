@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, SpanContext
 
     from .._runtime._observers import AgentSite
-    from .._runtime._turn import Prompt
+    from .._runtime._turns._turn import Prompt
     from . import TracingTree
     from ._settings import Tracing
 

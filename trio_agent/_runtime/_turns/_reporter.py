@@ -1,0 +1,163 @@
+"""A turn's lifecycle events: ``run.started``, ``run.steered``, ``run.error`` and exactly
+one terminal ``run.completed``/``run.failed`` (payloads: nanocodex sec. 3.3).
+
+``TurnReporter`` is shared by the turn queue (a queued turn cancelled before it ran
+ends at once) and the turn runner. Transport counters in a terminal payload are the
+delta since the previous terminal event of a turn that *ran*; a turn that never ran
+reports zeros and leaves that mark alone, so it cannot take counters that belong to
+the turn running beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..._config import AgentConfig, Transport
+from ..._errors import AgentError
+from ..._events import EventKind
+from ..._jsontext import dumps, scrub_surrogates
+from ..._units import ns
+from .._counters import TransportStats, TurnStats
+from .._identity import TurnJournal
+
+if TYPE_CHECKING:
+    from .._observers import Observers
+    from ._turn import TurnState
+
+__all__ = ["TurnReporter"]
+
+Emit = Callable[..., Any]
+
+
+def _utf8_size(text: str) -> int:
+    """Bytes of ``text`` as sent (lone surrogates count as the U+FFFD they become)."""
+    if text.isascii():
+        return len(text)
+    return len(scrub_surrogates(text).encode())
+
+
+def _endpoint(config: AgentConfig) -> str:
+    if config.responses.transport is Transport.WEBSOCKET:
+        return config.websocket_url.split("?", 1)[0]
+    return config.api_base_url + "/responses"
+
+
+class TurnReporter:
+    def __init__(
+        self, config: AgentConfig, workspace: Path, emit: Emit, transport: TransportStats,
+        defer: Callable[[Callable[[], object]], None] | None = None, observers: Observers | None = None,
+    ) -> None:
+        self.journal: TurnJournal | None = None  # the rollout's per-turn lines, when there is a rollout
+        self._observers = observers  # told each turn's end (status, final message): the observer seam
+        self._config = config
+        self._workspace = workspace
+        self._emit = emit
+        self._defer = defer  # run.started is emitted once the first request is on the wire (EventSink.defer)
+        self._transport = transport
+        self._mark = transport.copy()
+        # ``run.started`` differs per turn only in ``effort`` and ``instruction_bytes``: the
+        # rest (in this key order) is built once and copied.
+        self._started: dict[str, Any] = {
+            "mode": "openai_model",
+            "model": config.model,
+            "reasoning_mode": "standard",
+            "effort": None,
+            "transport": config.responses.transport.value,
+            "orchestration": "local_code_mode",
+            "websocket_url": _endpoint(config),
+            "workspace": str(workspace),
+            "instruction_bytes": 0,
+        }
+
+    def started(self, state: TurnState) -> None:
+        if self._defer is not None and state.ran:
+            self._defer(lambda: self._emit_started(state))
+        else:
+            self._emit_started(state)
+        if self.journal is not None and state.ran:
+            self.journal.started(state.turn_id, state.prompt.text if state.prompt is not None else None)
+
+    def _emit_started(self, state: TurnState) -> None:
+        payload = self._started.copy()
+        payload["model"] = state.settings.model  # the model the turn was accepted with (Agent.set_model)
+        payload["effort"] = state.settings.effort
+        payload["instruction_bytes"] = _utf8_size(
+            state.prompt.text if state.prompt is not None else dumps(state.items or state.mail)
+        )
+        self._emit(EventKind.RUN_STARTED, payload, state.turn_id)
+
+    def steered(self, state: TurnState, index: int, text: str) -> None:
+        self._emit(
+            EventKind.RUN_STEERED, {"steer_index": index, "instruction_bytes": _utf8_size(text)}, state.turn_id
+        )
+
+    def completed(self, state: TurnState, stats: TurnStats, start: float, final_message: str = "") -> None:
+        self._emit(EventKind.RUN_COMPLETED, self._terminal(state, stats, start, "completed"), state.turn_id)
+        state.terminal_reported()
+        if self.journal is not None:
+            self.journal.finished(state.turn_id, "completed", final_message)
+        if self._observers is not None:
+            self._observers.ended(state.turn_id, "completed", final_message)
+
+    def failed(self, state: TurnState, stats: TurnStats, start: float, error: AgentError, *, status: str) -> None:
+        """A failure: ``run.error`` then ``run.failed`` (``status: "failed"``), as nanocodex
+        does. A cancellation is not an error (issue 12): ``run.failed`` alone, with
+        ``status: "cancelled"`` and the cancellation's ``reason``."""
+        payload = self._terminal(state, stats, start, status)
+        if status == "cancelled":
+            payload["reason"] = str(error)
+        else:
+            self._emit(EventKind.RUN_ERROR, {"message": str(error)}, state.turn_id)
+        self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
+        state.terminal_reported()
+        if self.journal is not None:
+            self.journal.finished(state.turn_id, status, None)
+        if self._observers is not None:
+            self._observers.ended(state.turn_id, status, None)
+
+    def cancelled_without_running(self, state: TurnState, error: AgentError) -> None:
+        """The events of a turn cancelled before it ran: ``run.started``, then
+        ``run.failed`` with status ``cancelled``, its ``reason`` and zero counters."""
+        self.started(state)
+        payload = self._payload(state, TurnStats(), trio.current_time(), "cancelled", TransportStats())
+        payload["reason"] = str(error)
+        self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
+        state.terminal_reported()
+        if self._observers is not None:
+            self._observers.ended(state.turn_id, "cancelled", None)
+
+    def _terminal(self, state: TurnState, stats: TurnStats, start: float, status: str) -> dict[str, Any]:
+        now = self._transport.copy()
+        delta, self._mark = now - self._mark, now
+        return self._payload(state, stats, start, status, delta)
+
+    def _payload(
+        self, state: TurnState, stats: TurnStats, start: float, status: str, delta: TransportStats
+    ) -> dict[str, Any]:
+        config = self._config
+        elapsed = trio.current_time() - start
+        return {
+            "status": status,
+            "model": state.settings.model,
+            "reasoning_mode": "standard",
+            "effort": state.settings.effort,
+            "transport": config.responses.transport.value,
+            "orchestration": "local_code_mode",
+            "duration_ms": int(elapsed * 1000),
+            "duration_ns": ns(elapsed),
+            **stats.to_json(),
+            **delta.counters_json(),
+            "model_duration_ns": stats.model_duration_ns,
+            "warmup_duration_ns": delta.warmup_duration_ns,
+            "tool_work_duration_ns": stats.tool_work_duration_ns,
+            "tool_wall_duration_ns": stats.tool_wall_duration_ns,
+            "usage": stats.usage.to_json(),
+            "warmup_usage": delta.warmup_usage.to_json(),
+            "last_response_id": stats.last_response_id,
+            "cost_usd": None,
+            "cost_status": "not_reported_by_responses_api",
+        }
