@@ -25,8 +25,8 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import ClientDisconnected, FakeResponsesServer
 
+from .._codex_frames import ev_assistant_message, ev_completed, ev_response_created
 from ..conftest import make_config, scripted
-from ._codex_frames import ev_assistant_message, ev_completed, ev_response_created
 
 
 @pytest.mark.parametrize(

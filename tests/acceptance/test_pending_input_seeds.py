@@ -41,8 +41,7 @@ import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
 from trio_agent.testing._http import FakeHttpRequest
 
-from ..conftest import EventLog, scripted
-from ._codex_frames import (
+from .._codex_frames import (
     ev_completed,
     ev_message_item_added,
     ev_output_text_delta,
@@ -50,9 +49,11 @@ from ._codex_frames import (
     ev_reasoning_item_added,
     ev_response_created,
     message_input_texts,
+    request_turns,
     sse_failed,
     user_message_item,
 )
+from ..conftest import EventLog, scripted
 
 # -- harness -----------------------------------------------------------------------------
 
@@ -122,12 +123,6 @@ def is_reasoning_added(event: ta.AgentEvent) -> bool:
             and frame.get("item", {}).get("type") == "reasoning")
 
 
-def request_turns(log: EventLog) -> list[int | None]:
-    """The turn id of every generation request (the seeds' ``assert_root_turn``)."""
-    return [e.turn_id for e in log.events
-            if e.kind is ta.EventKind.MODEL_ATTEMPT_STARTED and e.payload.get("phase") == "generation"]
-
-
 def terminal_statuses(log: EventLog) -> list[str]:
     return [e.payload["status"] for e in log.events if e.kind.is_terminal]
 
@@ -191,9 +186,8 @@ async def test_injected_response_item_reopens_turn_after_final_answer(
 
 PENDING_PROMPT = "preserve this pending input"
 
-# ``pending_mailbox`` needs ``post_mail`` (issue 9 item 3): it is ported with the mailbox.
 CONDITIONAL_INTERRUPT_CASES = ["current_turn_without_pending_input", "stale_turn", "pending_user_input",
-                               "abandoned_request"]
+                               "pending_mailbox", "abandoned_request"]
 
 
 @pytest.mark.parametrize("case", CONDITIONAL_INTERRUPT_CASES)
@@ -202,7 +196,9 @@ async def test_interrupt_if_no_pending_input_checks_turn_and_queue(
 ) -> None:
     """Supersedes ``test_pending_input.py::test_interrupt_if_no_pending_input_checks_the_turn_and_the_queue``
     (its ``current_turn``, ``stale_turn`` and ``pending_steer`` cases; ``queued_prompt``
-    is not a seed case and stays there)."""
+    is not a seed case and stays there) and the ``pending_mailbox`` case that
+    ``test_mailbox.py`` checked only as far as the boolean. ``submit_queue_only_agent_mail``
+    is ``post_mail`` (queue-only) from the seed's ``/root/worker``."""
     release_response = trio.Event()
 
     async def first(request: FakeHttpRequest) -> None:
@@ -224,6 +220,8 @@ async def test_interrupt_if_no_pending_input_checks_turn_and_queue(
         if case == "pending_user_input":
             steered = await agent.submit(PENDING_PROMPT)  # steer_user_input: must steer
             assert steered.kind == "steered" and steered.turn.turn_id == turn_id
+        if case == "pending_mailbox":
+            assert await agent.post_mail("/root/worker", PENDING_PROMPT) is None  # queue-only: starts nothing
         # The seed's stale id is "stale-{turn_id}"; ours are ints, so: an id no turn has.
         stale = turn_id + 1000
         expected_turn_id = stale if case in ("stale_turn", "abandoned_request") else turn_id
@@ -253,6 +251,10 @@ async def test_interrupt_if_no_pending_input_checks_turn_and_queue(
         assert len(requests.bodies) == 2
         prompts = [t for t in message_input_texts(requests.bodies[1], "user") if t in (INITIAL_PROMPT, PENDING_PROMPT)]
         assert prompts == [INITIAL_PROMPT, PENDING_PROMPT]
+    elif case == "pending_mailbox":
+        assert len(requests.bodies) == 2
+        (mail,) = [item for item in requests.bodies[1]["input"] if item.get("type") == "agent_message"]
+        assert mail["content"] == [{"type": "input_text", "text": PENDING_PROMPT}]
     else:
         assert len(requests.bodies) == 1
 

@@ -31,8 +31,8 @@ import trio
 import trio_agent as ta
 from trio_agent.testing import ClientDisconnected, FakeResponsesServer, Handshake
 
+from .._codex_frames import ev_assistant_message, ev_completed, ev_response_created
 from ..conftest import make_config, scripted
-from ._codex_frames import ev_assistant_message, ev_completed, ev_response_created
 
 WS_V2_BETA_HEADER_VALUE = "responses_websockets=2026-02-06"
 CALL_ID = "shell-command-call"

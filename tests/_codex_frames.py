@@ -1,12 +1,16 @@
 """The codex seeds' ``core_test_support::responses`` frame helpers, byte for byte, for the
 ports of ``seeds/codex_*`` (their mock servers' half of each test is exactly this JSON on
-the wire), and the seeds' ``message_input_texts``."""
+the wire), the seeds' ``message_input_texts``, and ``request_turns``, what their
+``assert_root_turn`` becomes here."""
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
 from typing import Any
+
+import trio_agent as ta
+from trio_agent.testing import EventLog
 
 __all__ = [
     "ev_assistant_message",
@@ -17,6 +21,7 @@ __all__ = [
     "ev_reasoning_item_added",
     "ev_response_created",
     "message_input_texts",
+    "request_turns",
     "sse_failed",
     "user_message_item",
 ]
@@ -79,3 +84,11 @@ def message_input_texts(body: dict[str, Any], role: str) -> list[str]:
         for span in item.get("content") or []
         if span.get("type") == "input_text"
     ]
+
+
+def request_turns(log: EventLog) -> list[int | None]:
+    """The turn id of every generation request, in order. The seeds' ``assert_root_turn``
+    checks a request's ``client_metadata.turn_id``; requests here carry no turn id on the
+    wire, so the ports check the turn id of the request's ``model.attempt.started`` event."""
+    return [e.turn_id for e in log.events
+            if e.kind is ta.EventKind.MODEL_ATTEMPT_STARTED and e.payload.get("phase") == "generation"]
