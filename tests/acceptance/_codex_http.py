@@ -81,10 +81,10 @@ async def running(
 
 
 def is_reasoning_added(event: ta.AgentEvent) -> bool:
-    frame = event.payload.get("event", {}) if event.kind is ta.EventKind.API_EVENT else {}
+    frame: Any = event.payload.get("event", {}) if event.kind is ta.EventKind.API_EVENT else {}
     return (event.payload.get("direction") == "inbound" and frame.get("type") == "response.output_item.added"
             and frame.get("item", {}).get("type") == "reasoning")
 
 
 def terminal_statuses(log: EventLog) -> list[str]:
-    return [e.payload["status"] for e in log.events if e.kind.is_terminal]
+    return [str(e.payload["status"]) for e in log.events if e.kind.is_terminal]

@@ -89,5 +89,5 @@ async def test_queue_only_agent_mail_wakes_sleeping_root_with_previous_turn_cont
         [{"type": "input_text", "text": CHILD_MESSAGE}]]
     history = ta.RolloutConfig(home).load_session(session_id).snapshot.history
     assert any(item.get("type") == "agent_message"
-               and {"type": "input_text", "text": CHILD_MESSAGE} in item.get("content", [])
+               and item.get("content") == [{"type": "input_text", "text": CHILD_MESSAGE}]
                for item in history)
