@@ -21,16 +21,13 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
+from .._codex_frames import request_turns, user_message_item
 from .._helpers import user_texts
 from ..conftest import EventLog, make_config, scripted, warm
 
 
 def agent_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for item in body["input"] if item.get("type") == "agent_message"]
-
-
-def user_message_item(text: str) -> dict[str, Any]:
-    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
 def replay_config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta.AgentConfig:
@@ -42,6 +39,9 @@ def replay_config(server: FakeResponsesServer, workspace: Path, **kw: Any) -> ta
 async def test_idle_response_items_include_pending_mailbox_in_first_request(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
+    """``assert_parent_turn(request, None)``: a root agent's turn has no parent turn, and
+    trio_agent ties no turn to a parent's (nothing on the wire or in the events names
+    one), so only the root-turn check has a counterpart."""
     bodies: list[dict[str, Any]] = []
 
     async def script() -> None:
@@ -50,12 +50,15 @@ async def test_idle_response_items_include_pending_mailbox_in_first_request(
         await conn.send_all([frames.response_created("idle-response-items"),
                              frames.completed("idle-response-items", [])])
 
-    async with scripted(script), ta.open_agent(make_config(server, workspace)) as agent:
+    log = EventLog()
+    async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace)) as agent:
+        nursery.start_soon(log.consume, agent.events)
         assert await agent.post_mail("/root/worker", "pending mailbox input") is None  # queue-only
         turn = await agent.start_if_idle([user_message_item("automatic response item")])
-        assert isinstance(turn, ta.Turn)
+        assert isinstance(turn, ta.Turn)  # StartIfIdleSubmission::Started { turn_id }
         assert (await turn.result()).final_message == ""  # an empty completion ends the turn
     (request,) = bodies
+    assert request_turns(log) == [turn.turn_id]  # assert_root_turn(request, Some(turn_id))
     assert "automatic response item" in user_texts(request)
     (mail,) = agent_messages(request)
     assert (mail["author"], mail["recipient"]) == ("/root/worker", "/root")
@@ -127,10 +130,13 @@ async def _mail_cuts_after(server: FakeResponsesServer, workspace: Path, cut_aft
     if cut_after == "reasoning_item":
         opening = [frames.output_item_added(0, {"type": "reasoning", "id": "reason-1", "summary": []})]
         cut_item = reasoning_item("reason-1")
+        cut_frames = [frames.output_item_done(0, cut_item)]
     else:
         opening = [frames.output_item_added(0, {"type": "message", "role": "assistant", "id": "msg-1",
                                                 "content": []})]
         cut_item = frames.assistant_message("first answer", item_id="msg-1", phase="commentary")
+        # The seed streams the commentary's text as a delta before its item is done.
+        cut_frames = [frames.text_delta(0, "first answer"), frames.output_item_done(0, cut_item)]
 
     async def script() -> None:
         conn = await warm(server)
@@ -139,7 +145,7 @@ async def _mail_cuts_after(server: FakeResponsesServer, workspace: Path, cut_aft
         started.set()
         await gate.wait()
         await conn.send_all([
-            frames.output_item_done(0, cut_item),
+            *cut_frames,
             frames.output_item_done(1, STALE_CALL),
             frames.output_item_added(2, {**STALE_FINAL, "content": []}),
             frames.text_delta(2, "stale final"),
@@ -165,11 +171,19 @@ async def _mail_cuts_after(server: FakeResponsesServer, workspace: Path, cut_aft
     assert "previous_response_id" not in second  # full replay: the server's copy is not trusted
     kinds = [item["type"] for item in second["input"]]
     assert kinds[-2:] == [cut_item["type"], "agent_message"]
+    assert second["input"][-2].get("content") == cut_item.get("content")  # the commentary, as streamed
     assert second["input"][-1]["content"] == [{"type": "input_text", "text": "queued child update"}]
     text = str(second)
     assert "call-stale" not in text and "stale final" not in text
     assert log.payloads("tool.call") == []  # the stale call never ran
-    assert log.payloads("assistant.delta") == []  # nothing of the stale final was reported
+    deltas = [p["text"] for p in log.payloads("assistant.delta")]
+    messages = [p["text"] for p in log.payloads("assistant.message")]  # the final "done" is not streamed
+    if cut_after == "reasoning_item":
+        assert deltas == [] and messages == []
+    else:
+        # wait_for_agent_message("first answer"): the commentary was reported, streamed
+        # as the seed streams it; nothing of the stale final was.
+        assert deltas == ["first answer"] and messages == ["first answer"]
     assert len(server.connections) == 1  # the socket was kept
 
 
@@ -213,28 +227,6 @@ async def test_triggering_mail_starts_a_turn_when_idle(server: FakeResponsesServ
         assert (await turn.result()).final_message == "handled the worker's report"
     (mail,) = agent_messages(bodies[0])
     assert mail["author"] == "/root/worker" and mail["content"][0]["text"] == "report ready"
-
-
-async def test_interrupt_if_no_pending_input_checks_turn_and_queue_pending_mailbox(
-    server: FakeResponsesServer, workspace: Path
-) -> None:
-    """``interrupt_if_no_pending_input_checks_turn_and_queue[pending_mailbox]``."""
-    seen = trio.Event()
-
-    async def script() -> None:
-        conn = await warm(server)
-        await conn.next_request()
-        seen.set()
-        await conn.next_request()  # the mail joins the next request
-        await conn.send_final("resp-2")
-
-    async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace)) as agent:
-        turn = await agent.prompt("running")
-        await seen.wait()
-        await agent.post_mail("/root/worker", "mailbox input")
-        assert await agent.interrupt_if_no_pending_input(turn.turn_id) is False
-        assert turn.status is ta.TurnStatus.RUNNING
-        nursery.cancel_scope.cancel()
 
 
 async def test_mail_with_bad_arguments_is_refused(server: FakeResponsesServer, workspace: Path) -> None:

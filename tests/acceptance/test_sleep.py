@@ -1,7 +1,8 @@
-"""``clock.sleep``: ports of ``any_new_input_interrupts_sleep`` and
-``queue_only_agent_mail_wakes_sleeping_root_with_previous_turn_context``
-(codex_pending_input seeds; codex.md 3.7). Full replay, so the follow-up requests
-carry the whole history as the seed's stateless HTTP server sees it."""
+"""``clock.sleep``: the port of ``any_new_input_interrupts_sleep`` (codex_pending_input
+seeds; codex.md 3.7), and sleeps inside a turn. Full replay, so the follow-up requests
+carry the whole history as the seed's stateless HTTP server sees it.
+(``queue_only_agent_mail_wakes_sleeping_root_with_previous_turn_context``, a root asleep
+*between* turns, is ported in ``test_sleeping_root.py``.)"""
 
 from __future__ import annotations
 
@@ -156,14 +157,13 @@ async def test_the_clock_group_is_a_namespace_tool(server: FakeResponsesServer, 
         await checked.wait()
 
 
-async def test_queue_only_agent_mail_wakes_sleeping_root_with_previous_turn_context(
+async def test_queue_only_agent_mail_wakes_a_sleep_inside_the_turn(
     server: FakeResponsesServer, workspace: Path, tmp_path: Path
 ) -> None:
-    """The seed's root sleeps in a durable, thread-level sleep (a codex extension) and
-    queue-only mail wakes it into a turn with the previous turn's context. The nearest
-    behaviour here: the root waits in ``clock.sleep`` inside its turn, queue-only mail
-    wakes it, and the mail -- persisted in the rollout as an ``agent_message`` -- reaches
-    the next request together with the earlier context."""
+    """Not a seed port (the seed, a root asleep between turns, is ``test_sleeping_root.py``):
+    the root waits in ``clock.sleep`` inside its turn, queue-only mail wakes it, and the
+    mail -- persisted in the rollout as an ``agent_message`` -- reaches the next request
+    together with the earlier context."""
     bodies: list[dict[str, Any]] = []
 
     async def script() -> None:

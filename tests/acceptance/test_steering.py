@@ -15,6 +15,7 @@ from trio_agent.testing import FakeResponsesServer, frames
 
 from .._os_facts import wait_for_os_fact
 from ..conftest import EventLog, make_config, scripted, warm
+from ._held_tool import held_tool, output_text
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
@@ -26,30 +27,12 @@ def user_texts(body: dict[str, Any]) -> list[str]:
     ]
 
 
-def output_text(body: dict[str, Any], kind: str, call_id: str) -> str | None:
-    for item in body["input"]:
-        if item.get("type") == kind and item.get("call_id") == call_id:
-            output = item["output"]
-            return output if isinstance(output, str) else "\n".join(p.get("text", "") for p in output)
-    return None
-
-
 def reasoning_item(item_id: str) -> dict[str, Any]:
     return {"type": "reasoning", "id": item_id, "summary": [{"type": "summary_text", "text": "thinking"}]}
 
 
 def _is_call(event: ta.AgentEvent, call_id: str) -> bool:
     return event.kind is ta.EventKind.TOOL_CALL and event.payload["call_id"] == call_id
-
-
-def held_tool(started: trio.Event, release: trio.Event, calls: list[str]) -> ta.Tools:
-    async def handler(ctx: ta.ToolContext, args: Any) -> str:
-        calls.append(ctx.call_id)
-        started.set()
-        await release.wait()
-        return "held tool result"
-
-    return ta.Tools.default().function("held_tool", "A tool held by the test.", {"type": "object"}, handler)
 
 
 async def test_steering_is_bounded_fifo_and_joins_at_the_next_model_boundary(
@@ -247,46 +230,6 @@ async def test_unanswered_interrupt_drops_the_socket_and_replays_in_full(
             await turn.result()
 
 
-async def test_steers_during_tool_drain_preserve_tool_output_and_each_input(
-    server: FakeResponsesServer, workspace: Path
-) -> None:
-    started, release = trio.Event(), trio.Event()
-    calls: list[str] = []
-    streamed = trio.Event()
-
-    async def script() -> None:
-        conn = await warm(server)
-        await conn.next_request()
-        await conn.send_all([
-            frames.response_created("resp-1"),
-            frames.output_item_done(0, frames.function_call("held-tool", "held_tool", "{}")),
-        ])
-        streamed.set()
-        interrupt = await conn.next_request()
-        assert interrupt["type"] == "response.interrupt"
-        await conn.send({"type": "response.incomplete", "response": {
-            "id": "resp-1", "status": "incomplete", "incomplete_details": {"reason": "interrupted"}}})
-        second = await conn.next_request()
-        assert second["previous_response_id"] == "resp-1"
-        assert user_texts(second) == ["second prompt", "third prompt"]
-        assert "held tool result" in (output_text(second, "function_call_output", "held-tool") or "")
-        outputs = [i for i in second["input"] if i.get("type") == "function_call_output"]
-        assert len(outputs) == 1
-        await conn.send_final("resp-2")
-
-    async with scripted(script):
-        config = make_config(server, workspace, tools=held_tool(started, release, calls))
-        async with ta.open_agent(config) as agent:
-            turn = await agent.prompt("first prompt")
-            await streamed.wait()
-            await turn.steer("second prompt", interrupt=True)
-            await turn.steer("third prompt", interrupt=True)
-            await started.wait()
-            release.set()
-            await turn.result()
-    assert calls == ["held-tool"]  # run exactly once
-
-
 @pytest.mark.parametrize("interrupt", [False, True], ids=["disabled", "enabled"])
 async def test_steers_yield_exec_and_wait_without_stopping_the_cell(
     server: FakeResponsesServer, workspace: Path, interrupt: bool
@@ -343,46 +286,6 @@ async def test_steers_yield_exec_and_wait_without_stopping_the_cell(
     assert [t for t in user_texts(request) if t in ("start the cell", "interrupt exec", "interrupt wait")] == [
         "start the cell", "interrupt exec", "interrupt wait"
     ]
-
-
-async def test_input_preempts_response_and_yields_running_code_mode_call(
-    server: FakeResponsesServer, workspace: Path
-) -> None:
-    started, release = trio.Event(), trio.Event()
-    streamed = trio.Event()
-    first_exec = "// @exec: {\"yield_time_ms\": 60000}\nawait tools.held_tool({}); text('first completed');"
-
-    async def script() -> None:
-        conn = await warm(server)
-        await conn.next_request()
-        await conn.send_all([
-            frames.response_created("resp-calls"),
-            frames.output_item_done(0, frames.custom_tool_call("first-exec", "exec", first_exec)),
-        ])
-        streamed.set()
-        interrupt = await conn.next_request()
-        assert interrupt["type"] == "response.interrupt"
-        # The second exec call was never streamed: it is dropped with the interrupt.
-        await conn.send({"type": "response.incomplete", "response": {
-            "id": "resp-calls", "status": "incomplete", "incomplete_details": {"reason": "interrupted"}}})
-        follow_up = await conn.next_request()
-        first = output_text(follow_up, "custom_tool_call_output", "first-exec")
-        assert first is not None and first.startswith("Script running with cell ID ")
-        assert output_text(follow_up, "custom_tool_call_output", "second-exec") is None
-        assert "yield cells" in user_texts(follow_up)
-        await conn.send_final("resp-follow-up")
-
-    log = EventLog()
-    async with scripted(script) as nursery:
-        config = make_config(server, workspace, tools=held_tool(started, release, []))
-        async with ta.open_agent(config) as agent:
-            nursery.start_soon(log.consume, agent.events)
-            turn = await agent.prompt("start cells")
-            await streamed.wait()
-            await turn.steer("yield cells", interrupt=True)
-            await turn.result()
-            release.set()
-    assert not [e for e in log.payloads("tool.call") if e["call_id"] == "second-exec"]
 
 
 async def test_user_input_does_not_preempt_after_reasoning_item(

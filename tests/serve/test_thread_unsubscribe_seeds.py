@@ -22,8 +22,10 @@ import pytest
 import trio
 import trio.testing
 
+import trio_agent as ta
 from trio_agent.testing import FakeConnection, frames
 
+from .._codex_frames import ev_assistant_message
 from ._harness import Json, answer_done, app_server, assert_quiet, run_turn, send_message, start_thread
 
 TIMEOUT = 10  # DEFAULT_READ_TIMEOUT, on Trio's clock
@@ -185,6 +187,10 @@ async def test_thread_unsubscribe_preserves_cached_status_before_idle_unload(
 
         read = await client.request("thread/read", {"threadId": thread_id, "includeTurns": False})
         assert read["thread"]["status"] == {"type": "systemError"}
+        # The server reports the status it cached from the thread's events; the thread
+        # manager under it (SPEC sec. 11) must say the same, or a client of
+        # ``ta.ThreadManager`` would see a failed thread as idle.
+        assert harness.app.threads.status(thread_id) is ta.ThreadStatus.SYSTEM_ERROR
 
         unsubscribe = await client.request("thread/unsubscribe", {"threadId": thread_id})
         assert unsubscribe == {"status": "unsubscribed"}
@@ -192,6 +198,7 @@ async def test_thread_unsubscribe_preserves_cached_status_before_idle_unload(
 
         resume = await client.request("thread/resume", {"threadId": thread_id, "cwd": str(harness.home)})
         assert resume["thread"]["status"] == {"type": "systemError"}
+        assert harness.app.threads.status(thread_id) is ta.ThreadStatus.SYSTEM_ERROR
 
 
 @pytest.mark.parametrize(
@@ -274,8 +281,10 @@ class ParentAndChild:
             await conn.send(frames.output_item_done(0, call))
             await conn.send(frames.completed(f"child-exec-{tool}", [call]))
         else:
-            await send_message(conn, f"child-done-{tool}", "Remember the initial child result",
-                               item_id=f"child-result-{tool}")
+            # The seed's ev_assistant_message: the item exactly as the seed's server sends it.
+            answer = ev_assistant_message(f"child-result-{tool}", "Remember the initial child result")
+            await conn.send(answer)
+            await conn.send(frames.completed(f"child-done-{tool}", [answer["item"]]))
 
 
 def hold_rollout_lock(path: str) -> int:
@@ -331,8 +340,12 @@ async def test_v2_child_idle_eviction_preserves_mail_and_followup_context(
     assert all(r["client_metadata"]["session_id"] == child_id for r in child_requests)
     resumed = child_requests[2]["input"]  # the reloaded child's first request: a full replay
     assistant = [item for item in resumed if item.get("type") == "message" and item.get("role") == "assistant"]
-    assert [(item["role"], item["content"]) for item in assistant] == [
-        ("assistant", [{"type": "output_text", "text": "Remember the initial child result"}])]
+    # The assistant message keeps the id the server gave it (``child-result-spawn_agent``)
+    # through the eviction and the reload: the seed's item, field for field.
+    assert assistant == [{
+        "id": "child-result-spawn_agent", "type": "message", "role": "assistant",
+        "content": [{"type": "output_text", "text": "Remember the initial child result"}],
+    }]
     for message in ("Unread note for later", "Continue the child task"):
         carrying = [item for item in resumed if item.get("type") == "agent_message" and message in json.dumps(item)]
         assert len(carrying) == 1, f"resumed child must receive {message} exactly once"
