@@ -92,7 +92,7 @@ def runtime_imports(source: str, module: str) -> list[tuple[str, bool]]:
                 base = package[: len(package) - (child.level - 1)]
                 base += child.module.split(".") if child.module else []
                 if not base or (len(base) == 1 and base[0] in GROUPS):
-                    found.extend((named(base + [alias.name]), type_only) for alias in child.names)  # modules
+                    found.extend((named([*base, alias.name]), type_only) for alias in child.names)  # modules
                 else:
                     found.append((named(base), type_only))
 
