@@ -71,7 +71,8 @@ def synthetic_items(count: int) -> list[dict[str, Any]]:
 
 
 def config(server: Any, workspace: str, resume: ta.SessionSnapshot | None = None) -> ta.AgentConfig:
-    return ta.AgentConfig(auth="bench", workspace=workspace, responses=ta.Responses(websocket_url=server.ws_url),
+    return ta.AgentConfig(auth="bench", workspace=workspace, responses=ta.Responses(websocket_url=server.ws_url,
+                                                                                profile=ta.Profile.OPENAI),
                           tools=ta.Tools.empty(), resume=resume)
 
 

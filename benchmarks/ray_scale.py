@@ -95,7 +95,7 @@ class Round:
 
 def _config(url: str, workspace: Path) -> ta.AgentConfig:
     return ta.AgentConfig(auth="bench", workspace=workspace, thinking=ta.Thinking.LOW,
-                          responses=ta.Responses(websocket_url=url))
+                          responses=ta.Responses(websocket_url=url, profile=ta.Profile.OPENAI))
 
 
 Runner = Callable[[int, int], Awaitable[Round]]
