@@ -172,8 +172,8 @@ async def spawn_all(runs: int, codex: str | None) -> dict[str, list[Sample]]:
             if i:
                 out["bare_client"].append(sample)
             for name, command in commands.items():
-                skip = 1 if "--local" in command else 0  # the "using the built-in local scripted model" line
-                sample = await trio.to_thread.run_sync(spawn_first_output, command, skip, env)
+                # stdout carries only the answer (the local model's notice goes to stderr)
+                sample = await trio.to_thread.run_sync(spawn_first_output, command, 0, env)
                 if i:
                     out[name].append(sample)
             if codex:
