@@ -81,7 +81,7 @@ class TurnQueue:
         self._next_id += 1
         # Waiting mail may cut a live response of a turn that samples (not a compaction).
         state = TurnState(self._next_id, prompt, settings, self.activity, items, mail, compact=compact,
-                          mail_flag=None if compact else self.mailbox.flag)
+                          mail_flag=None if compact else self.mailbox.flag, mail_mark=self.mailbox.posted)
         if self._observers is not None:
             self._observers.accepted(state.turn_id, prompt)
         if self.on_automatic is not None and state.automatic:
