@@ -1,8 +1,8 @@
 """The turn runner: runs accepted turns one at a time, each in its own cancel scope.
 
 Theory of operation (SPEC sec. 4): ``run(queue)`` takes turns FIFO. A turn records
-its prompt (plus, on the session's first turn, the context messages; on later
-turns it may compact first), then loops: sample (pending steers and injected items
+its prompt with the mail waiting for it (plus, on the session's first turn, the
+context messages; on later turns it may compact first), then loops: sample (pending steers and injected items
 join at the request boundary, inside the model's attempt slot), commit the response,
 ask the planner what next, run the tool calls one at a time in the turn's cancel
 scope (``parallel_tool_calls`` is off; an ``exec`` cell runs its nested calls
@@ -258,7 +258,8 @@ class TurnRunner:
         3; codex.md 3.2: mail waiting for the next turn is delivered with it), in the
         order of arrival: mail posted before the turn was accepted precedes its own
         input, mail posted since follows it. A turn that ends before sampling leaves
-        the mail waiting (a failure records it; a cancel keeps it for the next turn)."""
+        the mail waiting (a failure records the queue-only mail after its input; a cancel
+        leaves all of it for the next turn)."""
         if live.input_recorded:
             return
         live.input_recorded = True
