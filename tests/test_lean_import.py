@@ -41,13 +41,14 @@ TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocke
 # MCP server configuration waits for the first ``McpServer`` (``Tools.with_mcp``), and
 # tracing's settings and sink for the first ``Tracing``, snapshots for the first
 # snapshot (``TurnResult.snapshot()``, ``SessionSnapshot.from_json``), the values of
-# ``Agent.statistics()``, ``submit()`` and ``start_if_idle()`` for their first call, and
+# ``Agent.statistics()``, ``submit()``, ``start_if_idle()`` and ``sleep()`` for their first call, and
 # ``ToolContext`` for the first user tool (the built-ins never take one), the approval
 # request's classes for the first approval request or patch, ``OutputSchema`` for the
 # first turn with structured output.
 ON_FIRST_READ = ("trio_agent._threads", "trio_agent._rollout", "trio_agent._tools._mcp_config",
                  "trio_agent._tracing._settings", "trio_agent._session.snapshot",
                  "trio_agent._runtime._statistics", "trio_agent._runtime._turns._submission",
+                 "trio_agent._runtime._turns._idle_sleep",
                  "trio_agent._tools._context",
                  "trio_agent._base.approval_request", "trio_agent._wire.output_schema",
                  "trio_agent._event_payloads._catalog",
@@ -97,6 +98,7 @@ def test_a_lazy_name_loads_its_module_on_first_read(tmp_path: Path) -> None:
     # (a rollout resumes from snapshots: it loads their module)
     untouched = {"trio_agent._threads", "trio_agent._tools._mcp_config", "trio_agent._tracing._settings",
                  "trio_agent._runtime._statistics", "trio_agent._runtime._turns._submission",
+                 "trio_agent._runtime._turns._idle_sleep",
                  "trio_agent._tools._context", "trio_agent._base.approval_request",
                  "trio_agent._wire.output_schema"}
     loaded = set(ON_FIRST_READ) - untouched | _with_modules("trio_agent._rollout")

@@ -16,6 +16,7 @@ PACKAGE_ROOT = Path(ta.__file__).resolve().parent
 
 EXPECTED_ALL = [
     "Agent",
+    "AgentAsleepPayload",
     "AgentClosed",
     "AgentConfig",
     "AgentError",
@@ -23,6 +24,7 @@ EXPECTED_ALL = [
     "AgentEvents",
     "AgentHandle",
     "AgentStatistics",
+    "AgentWokePayload",
     "ApiError",
     "ApiEventPayload",
     "ApiWarningPayload",
@@ -103,7 +105,9 @@ EXPECTED_ALL = [
     "SandboxUnavailable",
     "SandboxUnavailablePayload",
     "SessionSnapshot",
+    "Sleep",
     "SleepCompletedPayload",
+    "SleepRefused",
     "SleepStartedPayload",
     "SteerQueueFull",
     "Submission",
@@ -134,6 +138,7 @@ EXPECTED_ALL = [
     "TurnStatus",
     "UnsubscribeStatus",
     "UsageLimitExceeded",
+    "Wakeup",
     "WorkspaceChanged",
     "open_agent",
     "open_thread_manager",

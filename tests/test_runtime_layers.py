@@ -35,6 +35,7 @@ RUNTIME_RANKS = {
     "_calls._tool_runner": 1,
     "_model._bodies": 1,  # request bodies and their text, both dialects
     "_statistics": 2, "_turns._submission": 2,  # values of Agent.statistics() and submit()
+    "_turns._idle_sleep": 2,  # an idle agent's sleep (Agent.sleep) and what ends it
     "_calls._nested_calls": 2,  # the tools.<name>(...) calls of exec cells
     "_turns._reporter": 2, "_model._websocket_exchange": 2, "_model._https_exchange": 2,
     "_model._connections": 2, "_calls._sleep": 2, "_calls._workers": 2,

@@ -52,6 +52,8 @@ if _typing.TYPE_CHECKING:
     from ._errors import UsageLimitExceeded as UsageLimitExceeded
     from ._errors import WorkspaceChanged as WorkspaceChanged
     from ._event_payloads import EVENT_PAYLOADS as EVENT_PAYLOADS
+    from ._event_payloads import AgentAsleepPayload as AgentAsleepPayload
+    from ._event_payloads import AgentWokePayload as AgentWokePayload
     from ._event_payloads import ApiEventPayload as ApiEventPayload
     from ._event_payloads import ApiWarningPayload as ApiWarningPayload
     from ._event_payloads import ApprovalChange as ApprovalChange
@@ -116,6 +118,9 @@ if _typing.TYPE_CHECKING:
     from ._runtime import TurnStatus as TurnStatus
     from ._runtime import open_agent as open_agent
     from ._runtime._statistics import AgentStatistics as AgentStatistics
+    from ._runtime._turns._idle_sleep import Sleep as Sleep
+    from ._runtime._turns._idle_sleep import SleepRefused as SleepRefused
+    from ._runtime._turns._idle_sleep import Wakeup as Wakeup
     from ._runtime._turns._submission import Declined as Declined
     from ._runtime._turns._submission import Submission as Submission
     from ._session.snapshot import SessionSnapshot as SessionSnapshot
@@ -153,6 +158,7 @@ __version__ = "0.1.0"
 
 __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py pins it
     "Agent",
+    "AgentAsleepPayload",
     "AgentClosed",
     "AgentConfig",
     "AgentError",
@@ -160,6 +166,7 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "AgentEvents",
     "AgentHandle",
     "AgentStatistics",
+    "AgentWokePayload",
     "ApiError",
     "ApiEventPayload",
     "ApiWarningPayload",
@@ -240,7 +247,9 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "SandboxUnavailable",
     "SandboxUnavailablePayload",
     "SessionSnapshot",
+    "Sleep",
     "SleepCompletedPayload",
+    "SleepRefused",
     "SleepStartedPayload",
     "SteerQueueFull",
     "Submission",
@@ -271,6 +280,7 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "TurnStatus",
     "UnsubscribeStatus",
     "UsageLimitExceeded",
+    "Wakeup",
     "WorkspaceChanged",
     "open_agent",
     "open_thread_manager",
@@ -293,8 +303,9 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "UsageLimitExceeded", "WorkspaceChanged",
     ),
     "._event_payloads": (
-        "EVENT_PAYLOADS", "ApiEventPayload", "ApiWarningPayload", "ApprovalChange", "ApprovalRequestedPayload",
-        "ApprovalResolvedPayload", "AssistantDeltaPayload", "AssistantMessagePayload", "EventPayload", "JsonValue",
+        "EVENT_PAYLOADS", "AgentAsleepPayload", "AgentWokePayload", "ApiEventPayload", "ApiWarningPayload",
+        "ApprovalChange", "ApprovalRequestedPayload", "ApprovalResolvedPayload", "AssistantDeltaPayload",
+        "AssistantMessagePayload", "EventPayload", "JsonValue",
         "McpServerFailedPayload", "McpServerReadyPayload", "ModelAttemptFailedPayload", "ModelAttemptRetryingPayload",
         "ModelAttemptStartedPayload", "ModelCallCompletedPayload", "ModelCallFailedPayload", "ModelCallStartedPayload",
         "ModelCompactionCompletedPayload", "ModelCompactionFailedPayload", "ModelCompactionFallbackPayload",
@@ -313,6 +324,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "._runtime._statistics": ("AgentStatistics",),
     "._runtime._turns._submission": ("Declined", "Submission"),
+    "._runtime._turns._idle_sleep": ("Sleep", "SleepRefused", "Wakeup"),
     "._session.snapshot": ("SessionSnapshot",),
     "._threads": (
         "ThreadError", "ThreadEvent", "ThreadEvents", "ThreadInfo", "ThreadManager", "ThreadStatus",

@@ -16,6 +16,7 @@ Every error the library raises on purpose is an :class:`AgentError`::
      +-- InvalidSessionSnapshot   a snapshot that cannot be resumed
      +-- WorkspaceChanged         resuming in another workspace
      +-- MailboxFull              post_mail() to an agent already holding 1,024 undelivered messages
+     +-- SleepRefused             Agent.sleep() while a turn runs or is queued, or while asleep already
      +-- EventsOverflowed         an agent.events.subscribe() consumer fell max_buffer events behind
      +-- RolloutError             a rollout file cannot be written, read, or is held by another
      |                            live writer (defined in ``_rollout``)
@@ -32,8 +33,9 @@ Every error the library raises on purpose is an :class:`AgentError`::
                +-- UsageLimitExceeded    quota / usage limit (terminal)
                +-- CheckpointMissing     ``previous_response_not_found`` (replayed once in full)
 
-(``MailboxFull`` is defined in ``_runtime._turns._input``, ``EventsOverflowed`` in ``_events``, ``RolloutError`` and the
-``RolloutWarning`` about a skipped torn last line in ``_rollout``.)
+(``MailboxFull`` is defined in ``_runtime._turns._input``, ``SleepRefused`` in ``_runtime._turns._idle_sleep``,
+``EventsOverflowed`` in ``_events``, ``RolloutError`` and the ``RolloutWarning`` about a skipped torn last line in
+``_rollout``.)
 
 Foreign exceptions (trio_websocket, httpx, OSError, JSON errors) are mapped into
 ``ResponsesError`` subclasses once, in ``_transport``, with ``raise ... from exc``.

@@ -73,6 +73,8 @@ class EventKind(enum.StrEnum):
     MODEL_CONNECTION_FAILED = "model.connection.failed"
     SLEEP_STARTED = "sleep.started"
     SLEEP_COMPLETED = "sleep.completed"
+    AGENT_ASLEEP = "agent.asleep"  # the idle agent sleeps (Agent.sleep): ``seconds``
+    AGENT_WOKE = "agent.woke"  # its sleep ended: ``reason``, ``slept_ns``, the wake-up turn's ``turn_id``
     PLAN_UPDATED = "plan.updated"  # update_plan: ``call_id``, ``explanation``, ``plan``
     MCP_SERVER_READY = "mcp.server.ready"  # ``server``, ``tools`` (their mcp__ names)
     MCP_SERVER_FAILED = "mcp.server.failed"  # ``server``, ``error``

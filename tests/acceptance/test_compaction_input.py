@@ -54,11 +54,12 @@ def saved(history: list[dict[str, Any]]) -> list[str]:
 async def test_terminal_compaction_error_does_not_retry_pending_input(
     server: FakeResponsesServer, workspace: Path, tmp_path: Path, failure_point: str, pending: str
 ) -> None:
-    """The seed's queue-only mail is posted before the prompt in both cases. Today a
-    user turn's first request samples its prompt alone, so in ``mid_turn-mail`` the mail
-    is still pending when the compaction fails, as in codex; once mail waiting at a
-    turn's start joins its first request (issue 27 item 3), that case's mail is
-    delivered (and recorded) by the first request instead -- still exactly once."""
+    """The seed's queue-only mail is posted before the prompt in both cases. Mail
+    waiting when a turn starts joins its first request (issue 27 item 3), so in
+    ``mid_turn-mail`` the mail is delivered (and recorded) by the first request, where
+    codex still holds it when the compaction fails -- exactly once either way; in
+    ``pre_turn-mail`` the compaction fails before the turn records anything, and the
+    failure records the mail."""
     failed_turns = 2 if pending == "triggering_mail" else 1
     asked, release = trio.Event(), trio.Event()
     compaction_requests: list[dict[str, Any]] = []

@@ -94,12 +94,7 @@ async def run_turn(agent: ta.Agent, kind: str) -> ta.TurnResult:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS, ids=["websocket", "https"])
-@pytest.mark.parametrize("kind", [
-    pytest.param("user", marks=pytest.mark.xfail(strict=True, reason=(
-        "issue 27 item 3: mail waiting when a user turn starts is not in that turn's first request "
-        "(the turn samples its prompt alone and the mail is recorded after the answer)"))),
-    "automatic",
-])
+@pytest.mark.parametrize("kind", ["user", "automatic"])
 async def test_mail_waiting_when_a_turn_starts_is_in_its_first_request_exactly_once(
     memory_server: FakeResponsesServer, workspace: Path, transport: ta.Transport, kind: str
 ) -> None:
@@ -117,3 +112,72 @@ async def test_mail_waiting_when_a_turn_starts_is_in_its_first_request_exactly_o
     next_request = model.bodies[first_turn_requests]
     replays = "previous_response_id" not in next_request
     assert mail_count(next_request["input"]) == (1 if replays else 0)  # never sent again as new input
+
+
+def new_input(body: dict[str, Any]) -> list[str]:
+    """A chained request's new items, each as ``prompt:<text>`` or ``mail:<text>``."""
+    named = []
+    for item in body["input"]:
+        if item.get("type") == "agent_message":
+            named.append("mail:" + item["content"][0]["text"])
+        elif item.get("type") == "message" and item.get("role") == "user":
+            text = item["content"][0]["text"]
+            if not text.startswith("<"):  # not the context messages
+                named.append("prompt:" + text)
+    return named
+
+
+async def test_mail_posted_before_a_turn_was_accepted_precedes_its_input(
+    memory_server: FakeResponsesServer, workspace: Path
+) -> None:
+    """The order of arrival: the mail came before the prompt (and before the raw items
+    of an automatic turn), so history has it first."""
+    async with agent_and_model(memory_server, workspace, ta.Transport.WEBSOCKET) as (agent, model):
+        await agent.post_mail("/root/worker", "mail one")
+        await agent.post_mail("/root/worker", "mail two")
+        await (await agent.prompt("do the task")).result()
+        await agent.post_mail("/root/worker", "mail three")
+        await run_turn(agent, "automatic")
+    assert [new_input(body) for body in model.bodies] == [
+        ["mail:mail one", "mail:mail two", "prompt:do the task"],
+        ["mail:mail three", "prompt:automatic response item"],
+    ]
+
+
+async def test_mail_posted_after_a_queued_turn_was_accepted_follows_its_input(
+    memory_server: FakeResponsesServer, workspace: Path
+) -> None:
+    """A prompt queued behind a running turn, then triggering mail (it waits: the agent
+    is busy). The running turn answers at once, so the mail is still waiting when the
+    queued turn starts: that turn's first request carries it, after the prompt that was
+    accepted before it, and no automatic turn starts for it (it was delivered)."""
+    asked, release = trio.Event(), trio.Event()
+    bodies: list[dict[str, Any]] = []
+
+    async def serve() -> None:
+        conn = await memory_server.accept()
+        await conn.next_request()
+        await conn.send_warmup("resp-warmup")
+        bodies.append(await conn.next_request())
+        asked.set()
+        await release.wait()
+        await conn.send_final("resp-1", "answer 1")
+        bodies.append(await conn.next_request())
+        await conn.send_final("resp-2", "answer 2")
+        with pytest.raises(ClientDisconnected):
+            await conn.next_request()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        async with ta.open_agent(memory_config(memory_server, workspace)) as agent:
+            first = await agent.prompt("first task")
+            await asked.wait()
+            second = await agent.prompt("second task")
+            assert await agent.post_mail("/root/worker", "late mail", trigger_turn=True) is None  # busy: it waits
+            release.set()
+            await first.result()
+            assert (await second.result()).final_message == "answer 2"
+            await trio.testing.wait_all_tasks_blocked()
+            assert agent.statistics().turns_accepted == 2  # the mail started no turn of its own
+    assert [new_input(body) for body in bodies] == [["prompt:first task"], ["prompt:second task", "mail:late mail"]]
+    assert bodies[1]["previous_response_id"] == "resp-1"

@@ -190,11 +190,21 @@ async def _mail_cuts_after(server: FakeResponsesServer, workspace: Path, cut_aft
 async def test_queued_inter_agent_mail_does_not_restart_after_final_answer(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
+    """Adapted (SPEC sec. 10 over the seed, issue 27 item 3): the seed posts the mail
+    before the first prompt and codex samples that prompt alone, so the mail waits
+    through the turn's final answer. Here mail waiting when a turn starts is delivered
+    with that turn's first request (``test_mail_at_turn_start.py``), so the port posts it
+    once the first request is on the wire: it then waits through the final answer as
+    in the seed, which is what this case is about -- it must not restart the turn, and
+    it reaches the next turn's request once."""
     bodies: list[dict[str, Any]] = []
+    asked, mailed = trio.Event(), trio.Event()
 
     async def script() -> None:
         conn = await warm(server)
         bodies.append(await conn.next_request())
+        asked.set()
+        await mailed.wait()
         final = frames.assistant_message("first answer", item_id="msg-1", phase="final_answer")
         await conn.send_all([frames.response_created("resp-1"), frames.output_item_done(0, final),
                              frames.completed("resp-1", [final])])
@@ -202,8 +212,12 @@ async def test_queued_inter_agent_mail_does_not_restart_after_final_answer(
         await conn.send_final("resp-2", "second answer")
 
     async with scripted(script), ta.open_agent(make_config(server, workspace)) as agent:
-        await agent.post_mail("/root/worker", "queued child update")
-        assert (await (await agent.prompt("first prompt")).result()).final_message == "first answer"
+        first_turn = await agent.prompt("first prompt")
+        await asked.wait()
+        assert await agent.post_mail("/root/worker", "queued child update") is None  # queue-only: it waits
+        mailed.set()
+        assert (await first_turn.result()).final_message == "first answer"
+        await trio.testing.wait_all_tasks_blocked()
         assert len(bodies) == 1  # the mail did not restart the finished turn
         assert (await (await agent.prompt("second prompt")).result()).final_message == "second answer"
     first, second = bodies

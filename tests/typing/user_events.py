@@ -124,6 +124,8 @@ def every_kind(e: ta.AgentEvent) -> None:
     assert_type(ta.payload_of(e, K.MODEL_CONNECTION_FAILED), ta.ModelConnectionFailedPayload | None)
     assert_type(ta.payload_of(e, K.SLEEP_STARTED), ta.SleepStartedPayload | None)
     assert_type(ta.payload_of(e, K.SLEEP_COMPLETED), ta.SleepCompletedPayload | None)
+    assert_type(ta.payload_of(e, K.AGENT_ASLEEP), ta.AgentAsleepPayload | None)
+    assert_type(ta.payload_of(e, K.AGENT_WOKE), ta.AgentWokePayload | None)
     assert_type(ta.payload_of(e, K.PLAN_UPDATED), ta.PlanUpdatedPayload | None)
     assert_type(ta.payload_of(e, K.MCP_SERVER_READY), ta.McpServerReadyPayload | None)
     assert_type(ta.payload_of(e, K.MCP_SERVER_FAILED), ta.McpServerFailedPayload | None)

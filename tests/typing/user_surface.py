@@ -188,6 +188,16 @@ async def converse(agent: ta.Agent) -> str:
         await agent.post_mail("/root/reviewer", "looks good")
     except ta.MailboxFull:
         pass
+    try:
+        sleep = await agent.sleep(60)
+        assert_type(sleep, ta.Sleep)
+        wakeup = await sleep.woken()
+        assert_type(wakeup, ta.Wakeup)
+        assert_type(wakeup.reason, Literal["mail", "turn", "timeout", "cancelled", "closed"])
+        assert_type(wakeup.turn, ta.Turn | None)
+        await sleep.cancel()
+    except ta.SleepRefused:
+        pass
     return result.final_message
 
 

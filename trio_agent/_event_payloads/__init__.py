@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._catalog import EVENT_PAYLOADS as EVENT_PAYLOADS
+    from ._catalog import AgentAsleepPayload as AgentAsleepPayload
+    from ._catalog import AgentWokePayload as AgentWokePayload
     from ._catalog import ApiEventPayload as ApiEventPayload
     from ._catalog import ApiWarningPayload as ApiWarningPayload
     from ._catalog import ApprovalChange as ApprovalChange
@@ -66,6 +68,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_PAYLOADS",
+    "AgentAsleepPayload",
+    "AgentWokePayload",
     "ApiEventPayload",
     "ApiWarningPayload",
     "ApprovalChange",

@@ -36,6 +36,8 @@ from ._model import (
     ModelWarmupStartedPayload,
 )
 from ._run import (
+    AgentAsleepPayload,
+    AgentWokePayload,
     AssistantDeltaPayload,
     AssistantMessagePayload,
     ReasoningSummaryDeltaPayload,
@@ -89,6 +91,8 @@ EventPayload: TypeAlias = Union[  # noqa: UP007
     ModelConnectionFailedPayload,
     SleepStartedPayload,
     SleepCompletedPayload,
+    AgentAsleepPayload,
+    AgentWokePayload,
     PlanUpdatedPayload,
     McpServerReadyPayload,
     McpServerFailedPayload,
@@ -216,6 +220,12 @@ def payload_of(event: AgentEvent, kind: Literal[EventKind.SLEEP_STARTED]) -> Sle
 
 @overload
 def payload_of(event: AgentEvent, kind: Literal[EventKind.SLEEP_COMPLETED]) -> SleepCompletedPayload | None: ...
+
+@overload
+def payload_of(event: AgentEvent, kind: Literal[EventKind.AGENT_ASLEEP]) -> AgentAsleepPayload | None: ...
+
+@overload
+def payload_of(event: AgentEvent, kind: Literal[EventKind.AGENT_WOKE]) -> AgentWokePayload | None: ...
 
 @overload
 def payload_of(event: AgentEvent, kind: Literal[EventKind.PLAN_UPDATED]) -> PlanUpdatedPayload | None: ...

@@ -30,6 +30,8 @@ from ._model import ModelConnectionStartedPayload as ModelConnectionStartedPaylo
 from ._model import ModelWarmupCompletedPayload as ModelWarmupCompletedPayload
 from ._model import ModelWarmupFailedPayload as ModelWarmupFailedPayload
 from ._model import ModelWarmupStartedPayload as ModelWarmupStartedPayload
+from ._run import AgentAsleepPayload as AgentAsleepPayload
+from ._run import AgentWokePayload as AgentWokePayload
 from ._run import AssistantDeltaPayload as AssistantDeltaPayload
 from ._run import AssistantMessagePayload as AssistantMessagePayload
 from ._run import ReasoningSummaryDeltaPayload as ReasoningSummaryDeltaPayload
@@ -82,6 +84,8 @@ _DECLARED: dict[EventKind, type] = {
     EventKind.MODEL_CONNECTION_FAILED: ModelConnectionFailedPayload,
     EventKind.SLEEP_STARTED: SleepStartedPayload,
     EventKind.SLEEP_COMPLETED: SleepCompletedPayload,
+    EventKind.AGENT_ASLEEP: AgentAsleepPayload,
+    EventKind.AGENT_WOKE: AgentWokePayload,
     EventKind.PLAN_UPDATED: PlanUpdatedPayload,
     EventKind.MCP_SERVER_READY: McpServerReadyPayload,
     EventKind.MCP_SERVER_FAILED: McpServerFailedPayload,

@@ -1,12 +1,16 @@
 """Payloads of a turn's lifecycle and of the assistant's text (``run.*``, ``assistant.*``,
-``reasoning.summary.delta``). Emitted by ``_runtime/_turns/_reporter.py`` and
-``_runtime/_model/_call_events.py``; nanocodex sec. 3.2 and 3.3."""
+``reasoning.summary.delta``), and of an idle agent's sleep between turns
+(``agent.asleep``, ``agent.woke``). Emitted by ``_runtime/_turns/_reporter.py``,
+``_runtime/_model/_call_events.py`` and ``_runtime/_turns/_idle_sleep.py``; nanocodex
+sec. 3.2 and 3.3."""
 
 from typing import Literal, NotRequired, TypedDict
 
 from ._shared import Effort, TokenCounts, TransportName
 
 __all__ = [
+    "AgentAsleepPayload",
+    "AgentWokePayload",
     "AssistantDeltaPayload",
     "AssistantMessagePayload",
     "ReasoningSummaryDeltaPayload",
@@ -171,3 +175,25 @@ class ReasoningSummaryDeltaPayload(TypedDict):
     """Which model call of the turn produced it, from 1 (None for the warmup)."""
     text: str
     """The new summary text."""
+
+
+class AgentAsleepPayload(TypedDict):
+    """The idle agent fell asleep (``Agent.sleep``): mail will wake it into a turn of its
+    own, a turn accepted otherwise wakes it, or its time runs out."""
+
+    seconds: float | None
+    """How long it sleeps at most; None: until something wakes it."""
+
+
+class AgentWokePayload(TypedDict):
+    """The agent's sleep ended, for ``reason``; a wake-up turn's own events follow."""
+
+    reason: Literal["mail", "turn", "timeout", "cancelled", "closed"]
+    """``mail``: mail woke it into a turn (``turn_id``); ``turn``: a turn was accepted
+    (a prompt, ``submit``, ``start_if_idle``, ``compact``; ``turn_id``); ``timeout``: its
+    time ran out and nothing else happens; ``cancelled``: ``Sleep.cancel()``;
+    ``closed``: the agent's block is closing."""
+    slept_ns: int
+    """How long it slept."""
+    turn_id: NotRequired[int]
+    """The turn it woke for (``mail`` and ``turn``)."""

@@ -46,6 +46,7 @@ from ._turns._turn import Prompt, Turn, TurnResult
 if TYPE_CHECKING:
     from .._wire.output_schema import OutputSchemaLike
     from ._statistics import AgentStatistics
+    from ._turns._idle_sleep import Sleep
     from ._turns._submission import Declined, Submission
 
 __all__ = ["Agent", "open_agent"]
@@ -237,9 +238,11 @@ class Agent(metaclass=NoPublicConstructor):
         It reaches the model as an ``agent_message`` item. Queue-only mail
         (``trigger_turn=False``) joins the running turn at its next request boundary --
         and may cut a response short right after a reasoning item or a commentary
-        message -- or waits for the next turn; it never reopens a turn whose final
-        answer is out. Triggering mail starts an automatic turn when the agent is idle
-        (returned), or when the running turn ends. Raises ``MailboxFull`` when
+        message -- or waits for the next turn, whose first request carries it; it never
+        reopens a turn whose final answer is out. Triggering mail starts an automatic
+        turn when the agent is idle (returned), or when the running turn ends. Any mail
+        to a sleeping agent (``sleep``) wakes it into an automatic turn (returned).
+        Raises ``MailboxFull`` when
         ``MAILBOX_CAPACITY`` messages are already waiting, and ``AgentClosed`` when no
         turn of this agent can read the mail any more: it has closed, or its block is
         closing with no turn running or queued (mail while its last turns finish still
@@ -256,6 +259,35 @@ class Agent(metaclass=NoPublicConstructor):
         mail = Mail(agent_message(author, self._path, text), trigger_turn=bool(trigger_turn))
         started = self._queue.post_mail(mail, self._current.request())
         return Turn._create(started, self._queue) if started is not None else None
+
+    async def sleep(self, seconds: float) -> Sleep:
+        """Put the idle agent to sleep between turns; returns at once with the ``Sleep``.
+
+        While it sleeps, mail posted to it -- queue-only mail too -- wakes it into a new
+        automatic turn (``post_mail`` returns it) whose input is all the waiting mail, and
+        which runs with the settings of the turn before the sleep (model, thinking, fast
+        mode as that turn was accepted with; not its output schema), or with the agent's
+        settings at this call when no turn ran before it (codex.md 3.2: queue-only mail
+        "wakes a durable sleep"). The sleep also ends when a turn is accepted otherwise
+        (``prompt``, ``submit``, ``start_if_idle``, ``compact``: that turn keeps its own
+        settings and takes the waiting mail), when ``seconds`` have passed (then nothing
+        else happens: the agent is awake and idle, and mail waits for the next turn
+        again), on ``Sleep.cancel()``, and when the agent's block closes. Mail already
+        waiting wakes it at once. ``agent.asleep`` and ``agent.woke`` say when it fell
+        asleep and why it woke; ``await sleep.woken()`` returns the same (a ``Wakeup``).
+        The sleep's timer is a task in the agent's nursery and ends with the sleep; the
+        sleep is not durable (neither in the rollout nor resumed).
+
+        ``seconds`` is a number above 0 (``math.inf``: no time limit; ``ConfigError``
+        otherwise). Raises ``SleepRefused`` while a turn runs or is queued, or when the
+        agent is asleep already, and ``AgentClosed`` once its block is closing.
+        """
+        from ._turns._idle_sleep import Sleep, checked_seconds, start_sleep  # the first sleep loads it
+
+        duration = checked_seconds(seconds)
+        await trio.lowlevel.checkpoint()
+        state = start_sleep(self._queue, self._parts.nursery, self._sink.emit, duration, self._current.request())
+        return Sleep._create(state, self._queue)
 
     async def inject(self, items: Sequence[dict[str, Any]]) -> Literal["joined", "queued"]:
         """Raw Responses items for the model: they join the running turn at its next

@@ -6,6 +6,8 @@
   full mailbox fails with ``MailboxFull`` rather than growing without limit). Its
   ``flag`` says whether mail waits, kept current on every post and take: the live
   response's accumulator reads it to cut at a reasoning item or commentary message.
+  ``posted`` numbers the posts, so a turn starting can tell the mail posted before it
+  was accepted from the mail posted after (``take_split``: the order of arrival).
 - ``InputActivity`` counts every new piece of input (a steer, an injected item, mail)
   and lets a tool wait for the next one: ``clock.sleep`` and ``wait_agent`` return
   early on it (SPEC sec. 10; codex.md 3.7).
@@ -54,7 +56,9 @@ class Mail(Record):
 class Mailbox:
     def __init__(self, capacity: int = MAILBOX_CAPACITY) -> None:
         self._mail: collections.deque[Mail] = collections.deque()
+        self._numbers: collections.deque[int] = collections.deque()  # each waiting mail's post number
         self._capacity = capacity
+        self.posted = 0  # how many posts so far (the number of the latest)
         self.flag = MailFlag()  # mail waits: written here alone
 
     def __len__(self) -> int:
@@ -70,21 +74,33 @@ class Mailbox:
                 f"the agent's mailbox already holds {self._capacity} undelivered messages; "
                 "wait for it to take them (a turn) before posting more"
             )
+        self.posted += 1
         self._mail.append(mail)
+        self._numbers.append(self.posted)
         self.flag.waiting = True
 
     def take_queue_only(self) -> list[Mail]:
         """Take the queue-only mail, leaving triggering mail in place."""
+        kept = [(number, mail) for number, mail in zip(self._numbers, self._mail, strict=True) if mail.trigger_turn]
         taken = [mail for mail in self._mail if not mail.trigger_turn]
-        self._mail = collections.deque(mail for mail in self._mail if mail.trigger_turn)
+        self._numbers = collections.deque(number for number, _ in kept)
+        self._mail = collections.deque(mail for _, mail in kept)
         self.flag.waiting = bool(self._mail)
         return taken
 
     def take_all(self) -> list[Mail]:
         taken = list(self._mail)
         self._mail.clear()
+        self._numbers.clear()
         self.flag.waiting = False
         return taken
+
+    def take_split(self, mark: int) -> tuple[list[Mail], list[Mail]]:
+        """Take all mail, split into what was posted up to post number ``mark`` (the
+        ``posted`` count read when a turn was accepted) and what came after it."""
+        before = sum(1 for number in self._numbers if number <= mark)  # numbers increase
+        taken = self.take_all()
+        return taken[:before], taken[before:]
 
 
 class InputActivity:

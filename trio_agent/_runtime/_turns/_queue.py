@@ -13,13 +13,17 @@ is idle (at once, or when the running turn ends). Every arrival is counted on th
 shared ``activity`` signal, which ``clock.sleep`` and ``wait_agent`` watch. ``close``
 stops accepting; ``next()`` then returns None once the queue is empty, and turns left
 behind by a cancelled agent are resolved by ``cancel_remaining``.
+
+An idle agent may sleep (``sleep``, ``_idle_sleep``): then any mail wakes it into an
+automatic turn run with the settings the sleep captured (``wake_for_mail``), a turn
+accepted otherwise ends the sleep, and so does ``close``.
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -29,6 +33,9 @@ from .._observers import Observers
 from ._input import InputActivity, Mail, Mailbox
 from ._reporter import TurnReporter
 from ._turn import Prompt, TurnState, TurnStatus
+
+if TYPE_CHECKING:
+    from ._idle_sleep import IdleSleep, WakeReason
 
 __all__ = ["TurnQueue"]
 
@@ -51,6 +58,8 @@ class TurnQueue:
         self._wakeup = trio.Event()
         self._automatic_settings: RequestSettings | None = None
         self.last_status: TurnStatus | None = None  # how the latest turn that ran ended
+        self.last_settings: RequestSettings | None = None  # what the latest turn that ran was accepted with
+        self.sleep: IdleSleep | None = None  # the idle agent's sleep (Agent.sleep), while it sleeps
         # Told each automatic turn it accepts, in the accepting task (a worker's owner reports it).
         self.on_automatic: Callable[[TurnState], None] | None = None
 
@@ -81,7 +90,7 @@ class TurnQueue:
         self._next_id += 1
         # Waiting mail may cut a live response of a turn that samples (not a compaction).
         state = TurnState(self._next_id, prompt, settings, self.activity, items, mail, compact=compact,
-                          mail_flag=None if compact else self.mailbox.flag)
+                          mail_flag=None if compact else self.mailbox.flag, mail_mark=self.mailbox.posted)
         if self._observers is not None:
             self._observers.accepted(state.turn_id, prompt)
         if self.on_automatic is not None and state.automatic:
@@ -89,15 +98,35 @@ class TurnQueue:
         if self.running is not None:
             self.activity.notify("steer")  # user input waits: a sleeping or waiting turn wakes
         self._queued.append(state)
+        if self.sleep is not None:
+            self.end_sleep(self.sleep, "turn", state)
         self._wake()
         return state
 
     def post_mail(self, mail: Mail, settings: RequestSettings) -> TurnState | None:
-        """Take ``mail``; returns the automatic turn it started (triggering mail, idle agent)."""
+        """Take ``mail``; returns the automatic turn it started (triggering mail to an
+        idle agent, or any mail to a sleeping one)."""
         self.mailbox.post(mail)
         self.activity.notify("mail")
         self._automatic_settings = settings
+        if self.sleep is not None:
+            return self.wake_for_mail(self.sleep)
         return self.start_for_mail()
+
+    def wake_for_mail(self, sleep: IdleSleep) -> TurnState:
+        """Mail wakes the sleeping agent: an automatic turn takes all the waiting mail as
+        its input (as ``start_for_mail``), with the settings the sleep captured."""
+        self.sleep = None  # first: accepting the turn must not end the sleep as "turn"
+        mail = tuple(m.item for m in self.mailbox.take_all())
+        state = self.accept(None, sleep.settings, mail=mail)
+        sleep.end("mail", state)
+        return state
+
+    def end_sleep(self, sleep: IdleSleep, reason: WakeReason, turn: TurnState | None = None) -> None:
+        """End ``sleep`` for ``reason`` (nothing if it has ended already)."""
+        if self.sleep is sleep:
+            self.sleep = None
+        sleep.end(reason, turn)
 
     def start_for_mail(self) -> TurnState | None:
         """Start an automatic turn when triggering mail waits and the agent is idle."""
@@ -123,6 +152,7 @@ class TurnQueue:
                 return None
             await self._wakeup.wait()
         self.running = self._queued.popleft()
+        self.last_settings = self.running.settings
         return self.running
 
     def steered(self, state: TurnState, text: str, interrupt: bool) -> None:
@@ -138,6 +168,8 @@ class TurnQueue:
 
     def close(self) -> None:
         self._closing = True
+        if self.sleep is not None:
+            self.end_sleep(self.sleep, "closed")
         self._wake()
 
     def cancel_remaining(self) -> None:

@@ -1,8 +1,8 @@
 """The turn runner: runs accepted turns one at a time, each in its own cancel scope.
 
 Theory of operation (SPEC sec. 4): ``run(queue)`` takes turns FIFO. A turn records
-its prompt (plus, on the session's first turn, the context messages; on later
-turns it may compact first), then loops: sample (pending steers and injected items
+its prompt with the mail waiting for it (plus, on the session's first turn, the
+context messages; on later turns it may compact first), then loops: sample (pending steers and injected items
 join at the request boundary, inside the model's attempt slot), commit the response,
 ask the planner what next, run the tool calls one at a time in the turn's cancel
 scope (``parallel_tool_calls`` is off; an ``exec`` cell runs its nested calls
@@ -45,6 +45,7 @@ from .._model._client import ModelClient
 from .._model._compaction import Compactor
 from .._model._sampling import Sampler
 from ._context_io import agents_md_fingerprint, agents_md_watch, context_user_message, today
+from ._input import Mail
 from ._queue import TurnQueue
 from ._reporter import TurnReporter
 from ._turn import TurnResult, TurnState, TurnStatus
@@ -193,14 +194,15 @@ class TurnRunner:
         if self._tell_permissions:  # codex: a changed sandbox or policy is a new developer message
             self._tell_permissions = False
             ledger.record_context([self._permissions()])
-        self._record_own_input(state, live)
+        self._record_own_input(state, live, starting=True)
         idle_items = queue.take_idle_items()
         if idle_items:  # injected while idle: they join this turn's first request
             ledger.join_items(idle_items)
-        # A user turn's first request samples its own input alone; pending steers and
-        # mail join at the next model boundary (codex: can_drain_pending_input). An
-        # automatic turn takes what waits with its first request; an interrupting steer
-        # always joins the next request built (InstantInterrupt).
+        # A user turn's first request samples its own input alone (and the mail that
+        # waited for it, recorded above); steers, and mail posted since it started, join
+        # at the next model boundary (codex: can_drain_pending_input). An automatic turn
+        # takes what waits with its first request; an interrupting steer always joins
+        # the next request built (InstantInterrupt).
         live.drain = state.automatic
 
         def join() -> None:
@@ -247,18 +249,35 @@ class TurnRunner:
                 # steers join the request after it.
                 live.drain = False
 
-    def _record_own_input(self, state: TurnState, live: _Live) -> None:
+    def _record_own_input(self, state: TurnState, live: _Live, *, starting: bool = False) -> None:
         """The turn's own input enters history (once, also when the turn ends before its
-        first request: a failed or cancelled pre-turn compaction keeps the prompt)."""
+        first request: a failed or cancelled pre-turn compaction keeps the prompt).
+
+        ``starting`` (the turn is about to sample): the mail waiting now, queue-only
+        or triggering, enters with it, so the first request carries it (issue 27 item
+        3; codex.md 3.2: mail waiting for the next turn is delivered with it), in the
+        order of arrival: mail posted before the turn was accepted precedes its own
+        input, mail posted since follows it. A turn that ends before sampling leaves
+        the mail waiting (a failure records the queue-only mail after its input; a cancel
+        leaves all of it for the next turn)."""
         if live.input_recorded:
             return
         live.input_recorded = True
+        ledger = self._ledger
+        before: list[Mail] = []
+        after: list[Mail] = []
+        if starting and self._queue is not None and len(self._queue.mailbox):
+            before, after = self._queue.mailbox.take_split(state.mail_mark)
+        if before:
+            ledger.join_items([mail.item for mail in before])
         if state.prompt is not None:
-            self._ledger.record_prompt(state.prompt.content())
+            ledger.record_prompt(state.prompt.content())
         elif state.mail:
-            self._ledger.join_items(list(state.mail))  # the mail that started it
+            ledger.join_items(list(state.mail))  # the mail that started it
         else:
-            self._ledger.record_raw(list(state.items))  # raw items, exactly as given
+            ledger.record_raw(list(state.items))  # raw items, exactly as given
+        if after:
+            ledger.join_items([mail.item for mail in after])
 
     def _join_pending(self, state: TurnState, stats: TurnStats, *, drain: bool) -> None:
         """The request boundary: pending input joins, in order (when ``drain``), and forks

@@ -163,14 +163,14 @@ class TurnState:
     and which task calls which method); it changes only through the methods below."""
 
     __slots__ = (  # noqa: RUF023  # field order
-        "turn_id", "prompt", "settings", "activity", "items", "mail", "compact", "preemption", "cancel_scope",
-        "started", "done", "_phase", "_ran", "_steers", "_injected", "_result", "_error",
+        "turn_id", "prompt", "settings", "activity", "items", "mail", "compact", "mail_mark", "preemption",
+        "cancel_scope", "started", "done", "_phase", "_ran", "_steers", "_injected", "_result", "_error",
     )
 
     def __init__(
         self, turn_id: int, prompt: Prompt | None, settings: RequestSettings, activity: InputActivity | None = None,
         items: tuple[dict[str, Any], ...] = (), mail: tuple[dict[str, Any], ...] = (), *, compact: bool = False,
-        mail_flag: MailFlag | None = None,
+        mail_flag: MailFlag | None = None, mail_mark: int = 0,
     ) -> None:
         # Given once (Final: mypy refuses any later assignment); the lifecycle is below.
         self.turn_id: Final = turn_id
@@ -180,6 +180,9 @@ class TurnState:
         self.items: Final = items  # raw items: recorded exactly as given
         self.mail: Final = mail  # the mail that started an automatic turn
         self.compact: Final = compact  # a manual compaction turn (Agent.compact): no input, one compaction request
+        # The mailbox's post count when it was accepted: mail waiting when it starts goes
+        # before its own input if posted by then, after it if posted later (order of arrival).
+        self.mail_mark: Final = mail_mark
         self.preemption: Final = Preemption(mail_flag)
         self.cancel_scope: Final = trio.CancelScope()
         self.started: Final = trio.Event()  # set by start() or finish()
