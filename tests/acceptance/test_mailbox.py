@@ -11,6 +11,7 @@ events instead.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,44 @@ async def test_queued_inter_agent_mail_does_not_restart_after_final_answer(
     assert agent_messages(first) == []
     (mail,) = agent_messages(second)
     assert mail["content"] == [{"type": "input_text", "text": "queued child update"}]
+    assert [text for text in user_texts(second) if text == "second prompt"] == ["second prompt"]
+
+
+async def test_queued_inter_agent_mail_does_not_restart_after_final_answer_seed_order(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """The seed's own order: the mail is posted while the agent is idle, then the first
+    prompt. Everything the seed asserts holds but one, which SPEC sec. 10 overrides
+    ("queue-only mail is delivered with the next request of the next turn"; issue 27
+    item 3): the seed's first request carries no ``agent_message`` (codex samples a
+    user turn's input alone), here the mail that waited is in it, once, before the
+    prompt (the order of arrival). The turn still ends at its final answer with one
+    request (the mail does not restart it), and the second turn's request carries the
+    second prompt once and does not send the mail again (it is chained on the first)."""
+    bodies: list[dict[str, Any]] = []
+
+    async def script() -> None:
+        conn = await warm(server)
+        bodies.append(await conn.next_request())
+        final = frames.assistant_message("first answer", item_id="msg-1", phase="final_answer")
+        await conn.send_all([frames.response_created("resp-1"), frames.output_item_done(0, final),
+                             frames.completed("resp-1", [final])])
+        bodies.append(await conn.next_request())
+        await conn.send_final("resp-2", "second answer")
+
+    async with scripted(script), ta.open_agent(make_config(server, workspace)) as agent:
+        assert await agent.post_mail("/root/worker", "queued child update") is None  # queue-only: it waits
+        assert (await (await agent.prompt("first prompt")).result()).final_message == "first answer"
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(bodies) == 1  # the mail did not restart the finished turn
+        assert (await (await agent.prompt("second prompt")).result()).final_message == "second answer"
+    first, second = bodies
+    (mail,) = agent_messages(first)  # SPEC sec. 10 over the seed: delivered with this turn's first request
+    assert mail["content"] == [{"type": "input_text", "text": "queued child update"}]
+    kinds = [item.get("type") for item in first["input"] if item.get("type") == "agent_message" or
+             (item.get("role") == "user" and "first prompt" in json.dumps(item))]
+    assert kinds == ["agent_message", "message"]  # the mail came first: it arrived first
+    assert agent_messages(second) == []  # chained on the first response: never sent again
     assert [text for text in user_texts(second) if text == "second prompt"] == ["second prompt"]
 
 
