@@ -27,18 +27,11 @@ attempt of a turn that samples hands it over (with the turn's ``Preemption``), a
 accumulator reads it only when a cut-point item finishes -- no call into the runtime,
 nothing added per frame.
 
-Tool calls stream (codex.md 3.4): a tool call item that finishes
-(``response.output_item.done``) and is kept yields ``ToolCallReady``, so the turn can
-start it while the rest of the response streams. A call that arrives after a mail cut
-or once a preempting steer wants the response stopped (``interrupt_wanted``: the
-interrupt is due, on the wire, or waits for the response id) is lost with the
-preempted response: never announced, never kept. A call without a usable ``call_id``,
-or repeating one this response already used, is reported (``CallDiscarded``) and not
-kept. The completed output is then reconciled with what streamed, so that it holds
-each announced call exactly once, as announced (it ran), and no call that was lost or
-discarded; when that changed anything, or anything was lost or discarded, the outcome
-is unchained (the server's copy of the response differs from ours: the next request
-replays in full).
+Tool calls stream (codex.md 3.4): a tool call item that finishes and is kept yields
+``ToolCallReady``, so the turn can start it while the rest of the response streams; one
+that arrives after a mail cut or once a preempting steer wants the response stopped
+(``interrupt_wanted``) is lost with the preempted response; the completed output is
+reconciled with what streamed (``stream_calls``).
 
 Response isolation: a frame that names another response -- one already finished on
 this connection (a duplicated ``response.completed``), or any id other than the live
@@ -66,6 +59,7 @@ from .frames import (
     ResponseIncomplete,
     ResponseMetadata,
 )
+from .stream_calls import CallItems
 from .stream_events import (
     HISTORY_TYPES,
     TOOL_CALL_TYPES,
@@ -81,7 +75,6 @@ from .stream_events import (
     ToolCallReady,
     TurnStateSeen,
     message_text,
-    usable_call_id,
 )
 from .usage import TokenUsage
 
@@ -171,9 +164,7 @@ class ResponseAccumulator:
         self.error: ResponsesError | None = None
         self._messages: dict[int, tuple[str | None, str | None]] = {}
         self._done_items: list[dict[str, Any]] = []
-        self._calls: dict[str, dict[str, Any]] = {}  # call id -> the call announced (ToolCallReady)
-        self._lost: set[str] = set()  # call ids that came after the response was preempted
-        self._unchain = False  # a call was lost or discarded, or the output was reconciled
+        self._calls = CallItems()
         self.interrupt_wanted = False
 
     # -- interrupt-and-drain -----------------------------------------------------------
@@ -282,7 +273,11 @@ class ResponseAccumulator:
         item = frame.item
         kind = item.get("type")
         if kind in TOOL_CALL_TYPES:
-            self._call_done(item, events)
+            said = self._calls.finished(item, preempted=self.interrupt_wanted)
+            if isinstance(said, ToolCallReady):
+                self._done_items.append(item)
+            if said is not None:
+                events.append(said)
             return events
         self._done_items.append(item)
         if kind == "message" and item.get("role", "assistant") == "assistant":
@@ -290,58 +285,6 @@ class ResponseAccumulator:
         if self.mail is not None and self.mail.waiting and is_cut_point(item):
             self.cut()
         return events
-
-    def _call_done(self, item: dict[str, Any], events: list[StreamEvent]) -> None:
-        """A finished tool call: lost (preempted), discarded, or kept and announced."""
-        call_id = usable_call_id(item)
-        if self.interrupt_wanted:  # lost with the preempted response (codex.md 3.5)
-            self._unchain = True
-            if call_id is not None:
-                self._lost.add(call_id)
-            return
-        discarded = _discarded(item, call_id, self._calls)
-        if discarded is not None:
-            self._unchain = True
-            events.append(discarded)
-            return
-        assert call_id is not None
-        self._calls[call_id] = item
-        self._done_items.append(item)
-        events.append(ToolCallReady(item))
-
-    def _final_output(
-        self, listed: list[dict[str, Any]] | None, events: list[StreamEvent]
-    ) -> tuple[dict[str, Any], ...]:
-        """The response's output: the terminal frame's list when it has one, reconciled
-        with what streamed (see the module docstring), else the items kept."""
-        if not listed:
-            return tuple(self._done_items)
-        kept: list[dict[str, Any]] = []
-        seen: dict[str, dict[str, Any]] = {}
-        for item in listed:
-            if item.get("type") in TOOL_CALL_TYPES:
-                call_id = usable_call_id(item)
-                if call_id is not None and call_id in self._lost:
-                    self._unchain = True
-                    continue
-                discarded = _discarded(item, call_id, seen)
-                if discarded is not None:
-                    self._unchain = True
-                    if call_id not in self._calls:  # reported once, when it streamed
-                        events.append(discarded)
-                    continue
-                assert call_id is not None
-                streamed = self._calls.get(call_id)
-                if streamed is not None and streamed is not item:
-                    self._unchain = self._unchain or streamed != item
-                    item = streamed  # the call as it ran
-                seen[call_id] = item
-            kept.append(item)
-        for call_id, call in self._calls.items():
-            if call_id not in seen:  # ran, so it stays, answered by its output
-                self._unchain = True
-                kept.append(call)
-        return tuple(kept)
 
     def _on_completed(self, frame: ResponseCompleted) -> list[StreamEvent]:
         response = frame.response
@@ -353,7 +296,7 @@ class ResponseAccumulator:
         if self._cut:
             events.append(ResponseFinished(self._cut_outcome(response_id, response.usage)))
             return events
-        output = self._final_output(response.output, events)
+        output = self._calls.final_output(response.output, self._done_items, events)
         self.phase = Phase.DONE
         outcome = ResponseOutcome(
             response_id=response_id,
@@ -362,7 +305,7 @@ class ResponseAccumulator:
             output=output,
             usage_raw=response.usage,
             usage=TokenUsage.from_api(response.usage),
-            chained=not self._unchain,
+            chained=not self._calls.changed,
         )
         events.append(ResponseFinished(outcome))
         return events
@@ -391,10 +334,10 @@ class ResponseAccumulator:
             events.append(ResponseFinished(self._cut_outcome(response_id, usage)))
             return events
         listed = [item for item in output if isinstance(item, dict)] if isinstance(output, list) else None
-        items = self._final_output(listed, events)
+        items = self._calls.final_output(listed, self._done_items, events)
         self.phase = Phase.DONE
         outcome = ResponseOutcome(response_id, "incomplete", False, items, usage, TokenUsage.from_api(usage),
-                                  chained=not self._unchain)
+                                  chained=not self._calls.changed)
         events.append(ResponseFinished(outcome))
         return events
 
@@ -419,15 +362,6 @@ class ResponseAccumulator:
             if str(key).lower() == "x-codex-turn-state" and isinstance(value, str):
                 return [TurnStateSeen(value)]
         return []
-
-
-def _discarded(item: dict[str, Any], call_id: str | None, kept: dict[str, dict[str, Any]]) -> CallDiscarded | None:
-    """Why a tool call item cannot be kept beside the calls ``kept`` (None: it can)."""
-    if call_id is None:
-        return CallDiscarded(repr(item.get("call_id")), "its call_id is not a non-empty string")
-    if call_id in kept:
-        return CallDiscarded(call_id, "an earlier call of this response has the same call_id")
-    return None
 
 
 _HANDLERS: dict[type, Any] = {
