@@ -7,8 +7,9 @@ finished tool call the moment its ``response.output_item.done`` is read
 which waits for the call dispatched before it, then runs it (``run_call``: the
 ``tool.call`` and ``tool.result`` events). So a call starts while the rest of the
 response streams, calls still run one at a time in model order (``parallel_tool_calls``
-is off; an ``exec`` cell's nested calls run concurrently inside it, as before), and a
-response without a call costs nothing here. When the response has ended, the calls
+is off; an ``exec`` cell's nested calls run concurrently inside it, as before). A
+response without a call costs the step's nursery alone (entering it, and leaving it:
+one schedule point), nothing per frame. When the response has ended, the calls
 it holds that never streamed as items (a server that sends them only in
 ``response.completed``) are dispatched behind the others (``dispatch_rest``).
 
