@@ -84,6 +84,9 @@ async def test_a_call_starts_while_its_response_streams_and_its_output_follows_t
     assert kinds == ["function_call", "message", "function_call_output", "message"]
     [second] = seconds
     assert output_of(second["input"], "call-a") == ["done call-a"]
+    # Still chained on the response (the server holds the same call): the output alone.
+    assert second.get("previous_response_id") == "resp-1"
+    assert calls_and_outputs(second["input"]) == [("output", "call-a")]
     # tool.call and tool.result came while the response streamed, before its trailing item.
     trailer = index_of(log, inbound_item(item_type="message"))
     assert index_of(log, lambda e: e.kind is ta.EventKind.TOOL_RESULT) < trailer

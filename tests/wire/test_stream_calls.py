@@ -162,11 +162,12 @@ def test_a_dispatched_call_missing_from_the_completed_output_stays() -> None:
 
 
 def test_a_listed_call_that_differs_from_the_streamed_one_is_kept_as_it_ran() -> None:
-    changed = {**A, "arguments": '{"changed": true}'}
+    """The server's copy holds the same call (by call_id): the response stays chained."""
+    changed = {**A, "status": "completed", "arguments": '{"changed": true}'}
     events = feed(ResponseAccumulator(), [f.response_created("r"), f.output_item_done(0, A),
                                           f.completed("r", [changed, MSG])])
     done = outcome(events)
-    assert done.output == (A, MSG) and not done.chained
+    assert done.output == (A, MSG) and done.chained
 
 
 def test_a_listed_call_that_never_streamed_is_kept_beside_the_streamed_ones() -> None:

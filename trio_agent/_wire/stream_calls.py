@@ -16,9 +16,12 @@ items kept as they streamed. The list is reconciled with what streamed: each ann
 call appears exactly once, as it was announced (it ran; one the list lacks is added at
 its end, so that its output has its call), and no lost or discarded call appears; a
 call only in the list (a server that streams no items) stays, and runs once the
-response has ended. When anything was lost or discarded, or the list differed from what
-ran, the response is unchained (``changed``): the server's copy differs from history,
-so the next request replays in full.
+response has ended. When a call was lost or discarded, or one that ran is missing from
+the list, the response is unchained (``changed``): the server's copy may hold calls
+history does not, or lack one it does, so the next request replays in full. A listed
+call that differs from the announced one in other fields is taken as announced and
+changes nothing: both copies hold the same calls, and chaining (the server's own copy)
+stays right.
 """
 
 from __future__ import annotations
@@ -82,9 +85,8 @@ class CallItems:
                     continue
                 assert call_id is not None
                 announced = self._announced.get(call_id)
-                if announced is not None and announced is not item:
-                    self.changed = self.changed or announced != item
-                    item = announced  # the call as it ran
+                if announced is not None:
+                    item = announced  # the call as it ran (the server's copy has the same call: still chained)
                 seen[call_id] = item
             output.append(item)
         for call_id, call in self._announced.items():
