@@ -8,10 +8,12 @@ output, then the summary: ours, the floor (or codex) measured in the same run, t
 ratio or added time, and the issue's target. About 3-4 minutes on the 2-core machine
 (``--quick``: about one; ``scale`` then only opens 1,000 agents).
 
-    /work/main/.venv/bin/python -m benchmarks.run_all [--quick] [--codex PATH]
+    /work/main/.venv/bin/python -m benchmarks.run_all [--quick] [--codex PATH] [--before PYTHON]
 
 ``thread_store`` (issue 23, item 4: ``thread/list`` and ``thread/read`` at 10,000 saved
-threads; ``--quick``: 2,000) runs after ``scale``.
+threads; ``--quick``: 2,000) runs after ``scale``; ``tool_dispatch`` (issue 27, item 1: how
+soon a streamed tool call starts, and the tool-calling step, against the bare floor; with
+``--before PYTHON``, another tree's Python, also against that tree) after ``turn_overhead``.
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--codex", default=None)
+    parser.add_argument("--before", default=None, help="tool_dispatch: the Python of a tree to compare with")
     args = parser.parse_args(argv)
     quick = args.quick
     steps = [
         ["benchmarks.first_token", "--runs", "10" if quick else "30"],
         ["benchmarks.turn_overhead", "--pairs", "100" if quick else "300"],
+        ["benchmarks.tool_dispatch", "--rounds", "1" if quick else "3",
+         *(["--before", args.before] if args.before else [])],
         ["benchmarks.history_size", *(["--sizes", "100,1000,10000"])],
         ["benchmarks.scale", "--counts", "1000" if quick else "1000,10000"],
         ["benchmarks.thread_store", "--threads", "2000" if quick else "10000", "--lists", "50" if quick else "200",

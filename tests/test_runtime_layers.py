@@ -37,6 +37,7 @@ RUNTIME_RANKS = {
     "_statistics": 2, "_turns._submission": 2,  # values of Agent.statistics() and submit()
     "_turns._idle_sleep": 2,  # an idle agent's sleep (Agent.sleep) and what ends it
     "_calls._nested_calls": 2,  # the tools.<name>(...) calls of exec cells
+    "_calls._in_flight": 2,  # a model call's tool calls, started as their items stream
     "_turns._reporter": 2, "_model._websocket_exchange": 2, "_model._https_exchange": 2,
     "_model._connections": 2, "_calls._sleep": 2, "_calls._workers": 2,
     "_model._attempt": 3,  # the attempt slot: one exchange per attempt, its send

@@ -4,13 +4,16 @@ and ``input_preempts_response_and_yields_running_code_mode_call``
 call that *starts while its response is still streaming*: codex dispatches each call when
 its ``response.output_item.done`` arrives and the rest of the response keeps streaming.
 
-Here, today, a call starts only after its whole response has finished (issue 27 item 1),
-so each port's ``seed`` cases are strict xfails: they first check that the call started
-while the server still holds the rest of its response, and fail there. The
-``steer_before_tool_start`` cases are what runs today and is not the seeds' order: the
-same frames, the same held response, the same assertions after the steer, but the steer
-arrives before the tool starts (it starts once the preempted response has ended). They
-replace the earlier ports, which were that and claimed the seeds.
+Each port's ``seed`` case follows the seed's order: it first checks that the call
+started while the server still holds the rest of its response (issue 27 item 1: a call
+starts when its item is complete), then steers. The ``steer_before_tool_start`` cases
+keep the order the earlier ports used: the same frames, the same held response, the
+same assertions after the steer, but the steer is sent as soon as the call's item has
+been read, without waiting for the tool to start (the call is dispatched at that
+moment; the steer may land before its task first runs, and then an ``exec`` yields at
+its first look). In ``input_preempts...`` the late ``second-exec`` is sent and asserted
+never dispatched in every case: over HTTPS once the replacement request runs (on the
+dropped stream), on the WebSocket after the interrupt, before the terminal frame.
 
 How the seeds map (as in ``test_pending_input_seeds``):
 
@@ -55,15 +58,9 @@ from ._held_tool import held_tool, output_text
 TRANSPORTS = [ta.Transport.HTTPS, ta.Transport.WEBSOCKET]
 INTERRUPTED: dict[str, Any] = {"type": "response.incomplete", "response": {
     "status": "incomplete", "incomplete_details": {"reason": "interrupted"}}}
-STREAMING_DISPATCH = ("issue 27 item 1: a tool call starts only after its whole response has finished, "
-                      "not when its response.output_item.done arrives")
-
-
-LATE_CALL_DISPATCHED = ("issue 27 item 1: a call whose response.output_item.done arrives after the steer's "
-                        "response.interrupt (before the terminal frame) is still dispatched")
-# The seed's order (the tool starts while its response streams), and today's.
-ORDERS = [pytest.param("seed", marks=pytest.mark.xfail(strict=True, reason=STREAMING_DISPATCH)),
-          "steer_before_tool_start"]
+STREAMING_DISPATCH = "a tool call starts when its response.output_item.done arrives (issue 27 item 1)"
+# The seed's order (the tool starts while its response streams), and the earlier ports'.
+ORDERS = ["seed", "steer_before_tool_start"]
 
 
 def interrupted(response_id: str) -> dict[str, Any]:
@@ -247,10 +244,7 @@ SECOND_EXEC = "// @exec: {\"yield_time_ms\": 60000}\nawait new Promise(() => {})
 @pytest.mark.parametrize("order", ORDERS)
 async def test_input_preempts_response_and_yields_running_code_mode_call(
     memory_server: FakeResponsesServer, workspace: Path, transport: ta.Transport, order: str,
-    request: pytest.FixtureRequest,
 ) -> None:
-    if transport is ta.Transport.WEBSOCKET and order != "seed":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=LATE_CALL_DISPATCHED))
     release_second, release_final, old_done = trio.Event(), trio.Event(), trio.Event()
     held_started, release_held = trio.Event(), trio.Event()
     late_call = frames.output_item_done(1, frames.custom_tool_call("second-exec", "exec", SECOND_EXEC))

@@ -4,7 +4,8 @@ pushed through a live agent (issue 8, item 2).
 Each example scripts a model whose every response is drawn from a strategy -- raw JSON
 of any shape, frames of known types with arbitrary fields, error frames with arbitrary
 codes and ``retry_after``, function calls with arbitrary arguments to a tool that
-returns an arbitrary (possibly unencodable) value -- and runs a few turns on the
+returns an arbitrary (possibly unencodable) value, calls that stream (and start at
+once) before a hostile end -- and runs a few turns on the
 in-memory seam under ``MockClock`` (so idle timeouts and backoff take no wall time).
 The properties: the agent survives (nothing raises out of ``open_agent``), each turn
 has exactly one terminal event and its ``result()`` agrees with it, and the
@@ -58,11 +59,31 @@ def echo_call(arguments: str) -> dict[str, Any]:
     return frames.completed("resp-call", [frames.function_call("call-echo", "echo", arguments)])
 
 
+@st.composite
+def streamed_call(draw: st.DrawFn) -> list[Any]:
+    """A call that streams (it starts at once, issue 27), its name possibly hostile, then
+    an end of any kind: completed with or without it, a repeat of it, a failure, garbage,
+    or nothing (the idle timeout)."""
+    call = frames.function_call("call-echo", draw(st.just("echo") | json_values), "{}")
+    head = [frames.response_created("resp-call"), frames.output_item_done(0, call)]
+    tail = draw(st.sampled_from([
+        [frames.completed("resp-call", [call])],
+        [frames.completed("resp-call", [])],
+        [frames.output_item_done(1, call), frames.completed("resp-call", [call, call])],
+        [frames.error_frame("overloaded", code="server_is_overloaded")],
+        [frames.error_frame("quota", code="insufficient_quota")],
+        ['{"type": "response.completed"'],
+        [],
+    ]))
+    return [*head, *tail]
+
+
 reply = st.one_of(
     st.lists(json_values.map(json.dumps) | known_frame(), min_size=1, max_size=4),
     error_frame().map(lambda frame: [frame]),
     json_values.map(lambda value: [echo_call(json.dumps(value))]),
     st.text(max_size=30).map(lambda text: [echo_call(text)]),
+    streamed_call(),
     st.just([frames.completed("resp-final", [frames.assistant_message("final")])]),
 )
 
@@ -77,7 +98,7 @@ def well_formed(history: list[dict[str, Any]]) -> bool:
 def _unique(frame: Any, n: int) -> Any:
     """The scripted frame with response and call ids made unique (a real server never
     reuses a response id; history pairs calls by id)."""
-    if isinstance(frame, dict) and frame.get("type") == "response.completed":
+    if isinstance(frame, dict) and frame.get("type") in ("response.completed", "response.output_item.done"):
         text = json.dumps(frame).replace('"resp-', f'"r{n}-resp-').replace('"call-echo"', f'"call-echo-{n}"')
         return json.loads(text)
     return frame

@@ -20,6 +20,7 @@ from trio_agent._wire.stream import (
     ResponseStarted,
     StreamEvent,
     TextDelta,
+    ToolCallReady,
     TurnStateSeen,
     message_text,
 )
@@ -201,11 +202,11 @@ def test_reasoning_deltas_from_both_frame_names(kind: str) -> None:
             [AssistantMessageDone("ab", "m", None)],
         ),
         ({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "u"}]}, []),
-        (TOOL, []),
+        (TOOL, [ToolCallReady(TOOL)]),  # a finished call may start at once (issue 27 item 1)
         ({"type": "reasoning", "id": "rs_1", "summary": []}, []),
     ],
 )
-def test_output_item_done_events(item: Raw, expected: list[AssistantMessageDone]) -> None:
+def test_output_item_done_events(item: Raw, expected: list[AssistantMessageDone | ToolCallReady]) -> None:
     _, events = run([f.response_created("r"), f.output_item_done(0, item)])
     assert events[1:] == expected
 
@@ -508,9 +509,11 @@ def test_the_mail_flag_decides_a_cut_at_a_cut_point(item: Raw, waiting: bool, cu
     assert acc.was_cut is cut and acc.interrupt_wanted is cut
     flag.waiting = not waiting  # read when an item finishes, never later
     assert acc.was_cut is cut
-    events = feed_all(acc, [f.output_item_done(1, TOOL), f.completed("r")])
+    # A second call of its own (one repeating the first one's call_id would be discarded).
+    late = f.custom_tool_call("call-late", "exec", "2+2")
+    events = feed_all(acc, [f.output_item_done(1, late), f.completed("r")])
     outcome = outcome_of(events)
-    assert outcome.output == ((item,) if cut else (item, TOOL)) and outcome.chained is not cut
+    assert outcome.output == ((item,) if cut else (item, late)) and outcome.chained is not cut
 
 
 def test_without_a_mail_flag_nothing_cuts() -> None:

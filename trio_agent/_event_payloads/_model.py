@@ -328,17 +328,20 @@ class ApiEventPayload(TypedDict):
 
 class ApiWarningPayload(TypedDict):
     """A server sent something wrong that the agent handled: a frame of a response
-    other than the one being read, which is ignored (``foreign_response_frame``), or an
-    MCP server's ``tools/list`` entry that was left out (``mcp_tool_skipped``); or the
-    user's login shell did not report its environment, so commands run in a login
-    shell each, its start-up output included (``shell_login_environment``); or the
+    other than the one being read, which is ignored (``foreign_response_frame``), or a
+    tool call item without a usable ``call_id`` or repeating one of the same response,
+    which is not kept and never runs (``discarded_tool_call``), or an MCP server's
+    ``tools/list`` entry that was left out (``mcp_tool_skipped``); or the user's login
+    shell did not report its environment, so commands run in a login shell each, its
+    start-up output included (``shell_login_environment``); or the
     server has no WebSocket endpoint and the agent goes on over HTTPS
     (``transport_fallback``); or a server refused optional request fields by name and
     later requests leave them out (``request_fields_dropped``)."""
 
     code: str
-    """What was wrong, a stable snake_case name (``"foreign_response_frame"``, ``"mcp_tool_skipped"``,
-    ``"shell_login_environment"``, ``"transport_fallback"``, ``"request_fields_dropped"``)."""
+    """What was wrong, a stable snake_case name (``"foreign_response_frame"``, ``"discarded_tool_call"``,
+    ``"mcp_tool_skipped"``, ``"shell_login_environment"``, ``"transport_fallback"``,
+    ``"request_fields_dropped"``)."""
     message: str
     """What happened, in words."""
     frame: NotRequired[str]

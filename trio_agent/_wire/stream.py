@@ -27,6 +27,12 @@ attempt of a turn that samples hands it over (with the turn's ``Preemption``), a
 accumulator reads it only when a cut-point item finishes -- no call into the runtime,
 nothing added per frame.
 
+Tool calls stream (codex.md 3.4): a tool call item that finishes and is kept yields
+``ToolCallReady``, so the turn can start it while the rest of the response streams; one
+that arrives after a mail cut or once a preempting steer wants the response stopped
+(``interrupt_wanted``) is lost with the preempted response; the completed output is
+reconciled with what streamed (``stream_calls``).
+
 Response isolation: a frame that names another response -- one already finished on
 this connection (a duplicated ``response.completed``), or any id other than the live
 one -- is reported as a ``ForeignFrame`` and never taken as this response's answer.
@@ -53,10 +59,12 @@ from .frames import (
     ResponseIncomplete,
     ResponseMetadata,
 )
+from .stream_calls import CallItems
 from .stream_events import (
     HISTORY_TYPES,
     TOOL_CALL_TYPES,
     AssistantMessageDone,
+    CallDiscarded,
     ForeignFrame,
     ReasoningDelta,
     ResponseFinished,
@@ -64,6 +72,7 @@ from .stream_events import (
     ResponseStarted,
     StreamEvent,
     TextDelta,
+    ToolCallReady,
     TurnStateSeen,
     message_text,
 )
@@ -75,6 +84,7 @@ __all__ = [
     "HISTORY_TYPES",
     "TOOL_CALL_TYPES",
     "AssistantMessageDone",
+    "CallDiscarded",
     "ForeignFrame",
     "MailFlag",
     "Phase",
@@ -85,6 +95,7 @@ __all__ = [
     "ResponseStarted",
     "StreamEvent",
     "TextDelta",
+    "ToolCallReady",
     "TurnStateSeen",
     "frame_response_id",
     "is_cut_point",
@@ -153,6 +164,7 @@ class ResponseAccumulator:
         self.error: ResponsesError | None = None
         self._messages: dict[int, tuple[str | None, str | None]] = {}
         self._done_items: list[dict[str, Any]] = []
+        self._calls = CallItems()
         self.interrupt_wanted = False
 
     # -- interrupt-and-drain -----------------------------------------------------------
@@ -189,6 +201,12 @@ class ResponseAccumulator:
         """The interrupt is on the wire: drain to the terminal frame."""
         if self.phase in (Phase.WAITING, Phase.STREAMING):
             self.phase = Phase.DRAINING
+
+    @property
+    def kept(self) -> tuple[dict[str, Any], ...]:
+        """The items finished and kept so far (what a failed attempt leaves: its calls
+        may already have run)."""
+        return tuple(self._done_items)
 
     @property
     def live(self) -> bool:
@@ -253,8 +271,16 @@ class ResponseAccumulator:
         if self._cut:
             return events  # after the cut: discarded, never executed
         item = frame.item
+        kind = item.get("type")
+        if kind in TOOL_CALL_TYPES:
+            said = self._calls.finished(item, preempted=self.interrupt_wanted)
+            if isinstance(said, ToolCallReady):
+                self._done_items.append(item)
+            if said is not None:
+                events.append(said)
+            return events
         self._done_items.append(item)
-        if item.get("type") == "message" and item.get("role", "assistant") == "assistant":
+        if kind == "message" and item.get("role", "assistant") == "assistant":
             events.append(AssistantMessageDone(message_text(item), item.get("id"), item.get("phase")))
         if self.mail is not None and self.mail.waiting and is_cut_point(item):
             self.cut()
@@ -270,7 +296,7 @@ class ResponseAccumulator:
         if self._cut:
             events.append(ResponseFinished(self._cut_outcome(response_id, response.usage)))
             return events
-        output = tuple(response.output) if response.output else tuple(self._done_items)
+        output = self._calls.final_output(response.output, self._done_items, events)
         self.phase = Phase.DONE
         outcome = ResponseOutcome(
             response_id=response_id,
@@ -279,6 +305,7 @@ class ResponseAccumulator:
             output=output,
             usage_raw=response.usage,
             usage=TokenUsage.from_api(response.usage),
+            chained=not self._calls.changed,
         )
         events.append(ResponseFinished(outcome))
         return events
@@ -302,13 +329,15 @@ class ResponseAccumulator:
             raise ProtocolError("an interrupted response.incomplete did not carry a response id")
         events = self._started(response_id)
         output = response.get("output")
-        items = tuple(output) if isinstance(output, list) and output else tuple(self._done_items)
         usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
         if self._cut:
             events.append(ResponseFinished(self._cut_outcome(response_id, usage)))
             return events
+        listed = [item for item in output if isinstance(item, dict)] if isinstance(output, list) else None
+        items = self._calls.final_output(listed, self._done_items, events)
         self.phase = Phase.DONE
-        outcome = ResponseOutcome(response_id, "incomplete", False, items, usage, TokenUsage.from_api(usage))
+        outcome = ResponseOutcome(response_id, "incomplete", False, items, usage, TokenUsage.from_api(usage),
+                                  chained=not self._calls.changed)
         events.append(ResponseFinished(outcome))
         return events
 

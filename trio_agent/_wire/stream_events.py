@@ -3,10 +3,13 @@ a frame implies and the outcome of a response (pure values).
 
 A frame yields zero or more *stream events*: ``ResponseStarted`` (the response id is
 known), ``TextDelta`` and ``ReasoningDelta`` (streamed text), ``AssistantMessageDone``
-(a finished assistant message), ``TurnStateSeen`` (the sticky turn-state header),
-``ForeignFrame`` (a frame of another response, never taken as this one's answer) and,
-last, ``ResponseFinished`` with the ``ResponseOutcome``: what the turn planner and
-history need. ``stream`` re-exports every name here, so its readers import from one place.
+(a finished assistant message), ``ToolCallReady`` (a finished tool call the turn may
+start now, while the rest of the response streams), ``CallDiscarded`` (a tool call item
+that is not kept: no usable ``call_id``, or one this response already used),
+``TurnStateSeen`` (the sticky turn-state header), ``ForeignFrame`` (a frame of another
+response, never taken as this one's answer) and, last, ``ResponseFinished`` with the
+``ResponseOutcome``: what the turn planner and history need. ``stream`` re-exports
+every name here, so its readers import from one place.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ __all__ = [
     "HISTORY_TYPES",
     "TOOL_CALL_TYPES",
     "AssistantMessageDone",
+    "CallDiscarded",
     "ForeignFrame",
     "ReasoningDelta",
     "ResponseFinished",
@@ -27,8 +31,10 @@ __all__ = [
     "ResponseStarted",
     "StreamEvent",
     "TextDelta",
+    "ToolCallReady",
     "TurnStateSeen",
     "message_text",
+    "usable_call_id",
 ]
 
 TOOL_CALL_TYPES = frozenset({"custom_tool_call", "function_call"})
@@ -85,6 +91,33 @@ class AssistantMessageDone(Record):
         self.text = text
         self.item_id = item_id
         self.phase = phase
+
+
+class ToolCallReady(Record):
+    """A tool call item finished (``response.output_item.done``) and is kept: the turn may
+    start it now, while the rest of its response streams (codex.md 3.4). Never said of a
+    call that arrives after a mail cut or once a preempting steer wants the response
+    stopped: such a call is lost with the preempted response."""
+
+    __slots__ = ("item",)
+    __match_args__ = ("item",)
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self.item = item
+
+
+class CallDiscarded(Record):
+    """A tool call item the response is not kept with (reported, never run): its
+    ``call_id`` is missing or not a non-empty string, so no output could answer it, or
+    it repeats the ``call_id`` of an earlier call of the same response, which history
+    could not tell apart."""
+
+    __slots__ = ("call_id", "reason")
+    __match_args__ = ("call_id", "reason")
+
+    def __init__(self, call_id: str, reason: str) -> None:
+        self.call_id = call_id  # as shown (repr of a value that is not a string)
+        self.reason = reason
 
 
 class TurnStateSeen(Record):
@@ -170,9 +203,15 @@ class ResponseFinished(Record):
 
 
 StreamEvent = (
-    ResponseStarted | TextDelta | ReasoningDelta | AssistantMessageDone | TurnStateSeen
-    | ForeignFrame | ResponseFinished
+    ResponseStarted | TextDelta | ReasoningDelta | AssistantMessageDone | ToolCallReady | CallDiscarded
+    | TurnStateSeen | ForeignFrame | ResponseFinished
 )
+
+
+def usable_call_id(item: dict[str, Any]) -> str | None:
+    """The item's ``call_id`` when an output can answer it (a non-empty string)."""
+    call_id = item.get("call_id")
+    return call_id if isinstance(call_id, str) and call_id else None
 
 
 

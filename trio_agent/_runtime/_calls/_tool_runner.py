@@ -3,8 +3,10 @@
 A call is supported when it has no namespace and names ``exec``, ``wait`` (with the
 built-ins) or a user tool; anything else is answered with the reference failure text
 (``unsupported custom tool call: NAME`` / ``unsupported call: NAMESPACE::NAME``) and a
-``tool.result`` with status ``failed``, and the turn goes on (SPEC sec. 7).
-Handlers run in the caller's cancel scope: cancelling the turn cancels them.
+``tool.result`` with status ``failed``, and the turn goes on (SPEC sec. 7). A call item
+whose ``name`` or ``namespace`` is not a string is answered the same way, with what was
+wrong (``call_problem``), and never reaches the routing. Handlers run in the caller's
+cancel scope: cancelling the turn cancels them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ..._record import Record
 from ..._units import ns
 from .._counters import TurnStats
 
-__all__ = ["Runner", "ToolOutcome", "call_arguments", "run_call", "to_output"]
+__all__ = ["Runner", "ToolOutcome", "call_arguments", "call_problem", "run_call", "to_output", "tool_name"]
 
 
 class ToolOutcome(Record):
@@ -43,6 +45,24 @@ def call_arguments(call: dict[str, Any]) -> Any:
         return json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
         return raw
+
+
+def call_problem(call: dict[str, Any]) -> str | None:
+    """What makes a call item impossible to route (None: nothing): a ``name`` or a
+    ``namespace`` that is not a string."""
+    name, namespace = call.get("name", ""), call.get("namespace")
+    kind = call.get("type")
+    if not isinstance(name, str):
+        return f"malformed {kind} item: its name must be a string, got {type(name).__name__}"
+    if namespace is not None and not isinstance(namespace, str):
+        return f"malformed {kind} item: its namespace must be a string, got {type(namespace).__name__}"
+    return None
+
+
+def tool_name(call: dict[str, Any]) -> str:
+    """The call's tool name for events ("" when the item has no usable one)."""
+    name = call.get("name", "")
+    return name if isinstance(name, str) else ""
 
 
 def unsupported_text(call: dict[str, Any]) -> str:
@@ -83,16 +103,17 @@ Runner = Callable[[dict[str, Any], Any], Awaitable[ToolOutcome]]
 
 async def run_call(
     call: dict[str, Any],
-    runner: Runner | None,
+    resolve: Callable[[dict[str, Any]], Runner | None],
     *,
     emit: Callable[..., Any],
     turn_id: int,
     model_call_index: int,
     stats: TurnStats,
 ) -> ToolOutcome:
-    """Emit ``tool.call``, run the call (or answer it as unsupported), emit ``tool.result``."""
+    """Emit ``tool.call``, run the call with what ``resolve`` routes it to (or answer it
+    as malformed or unsupported), emit ``tool.result``."""
     call_id = call.get("call_id", "")
-    name = call.get("name", "")
+    name = tool_name(call)
     arguments = call_arguments(call)
     emit(
         EventKind.TOOL_CALL,
@@ -101,8 +122,10 @@ async def run_call(
     )
     stats.tool_calls += 1
     start = trio.current_time()
+    problem = call_problem(call)
+    runner = resolve(call) if problem is None else None
     if runner is None:
-        outcome = ToolOutcome(unsupported_text(call), "failed")
+        outcome = ToolOutcome(problem or unsupported_text(call), "failed")
         duration = 0
     else:
         outcome = await runner(call, arguments)

@@ -47,7 +47,7 @@ class AttemptModel(Protocol):
     def body_text(self, body: dict[str, Any], settings: RequestSettings, *, warmup: bool, websocket: bool) -> str: ...
 
     def feed(self, route: Route, phase: str, call_index: int | None, turn_id: int | None,
-             mail: MailFlag | None = None) -> ResponseFeed: ...
+             mail: MailFlag | None = None, on_call: Callable[[dict[str, Any]], None] | None = None) -> ResponseFeed: ...
 
     def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None: ...
 
@@ -92,7 +92,9 @@ class AttemptSlot:
     def __init__(self, model: AttemptModel, route: Route) -> None:
         self._model = model
         self.route = route
-        self.feed: ResponseFeed | None = None  # the exchange's that produced the outcome
+        # The latest exchange's: the one that produced the outcome, or that failed (its
+        # kept items: ``Sampler.with_retries``).
+        self.feed: ResponseFeed | None = None
 
     @property
     def websocket(self) -> bool:
@@ -112,12 +114,14 @@ class AttemptSlot:
         warmup: bool = False,
         tail: Sequence[dict[str, Any]] = (),
         text_only: bool = False,
+        on_call: Callable[[dict[str, Any]], None] | None = None,
     ) -> ResponseOutcome:
         """Build the body from history as it stands now, run the exchange, return the
         outcome (``ResponsesError`` on failure). No checkpoint comes before the
         exchange has registered its preemption signal. A compaction request's input
         ends with ``tail`` (the ``compaction_trigger``, or the summarization prompt);
-        ``text_only`` sends ``tool_choice: "none"`` (a summarization request)."""
+        ``text_only`` sends ``tool_choice: "none"`` (a summarization request);
+        ``on_call`` is handed each tool call as its item finishes streaming."""
         model, route = self._model, self.route
         websocket = route.websocket
         body = model.body(settings, warmup=warmup, websocket=websocket)
@@ -136,7 +140,8 @@ class AttemptSlot:
         ))
         mail = preemption.mail if preemption is not None else None
         while True:
-            exchange = route.exchange(model.feed(route, phase, call_index, turn_id, mail), preemption)
+            exchange = route.exchange(model.feed(route, phase, call_index, turn_id, mail, on_call), preemption)
+            self.feed = exchange.feed
             try:
                 outcome = await exchange.run(body, text)
             except ResponsesError as exc:
@@ -148,5 +153,4 @@ class AttemptSlot:
             model.unfinished = exchange
         route.ended(outcome)
         model.completed(outcome, warmup=warmup)
-        self.feed = exchange.feed
         return outcome

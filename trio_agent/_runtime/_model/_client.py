@@ -33,7 +33,18 @@ from ..._session.conversation import Chain
 from ..._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
 from ..._units import ns
 from ..._wire.request import RequestSettings
-from ..._wire.stream import ForeignFrame, MailFlag, ResponseOutcome, StreamEvent, TurnStateSeen
+from ..._wire.stream import (
+    AssistantMessageDone,
+    CallDiscarded,
+    ForeignFrame,
+    MailFlag,
+    ReasoningDelta,
+    ResponseOutcome,
+    StreamEvent,
+    TextDelta,
+    ToolCallReady,
+    TurnStateSeen,
+)
 from .._counters import TransportStats
 from .._secrets import Redactor
 from . import _call_events as events
@@ -302,11 +313,23 @@ class ModelClient:
         self.bodies.drop_fields(fields, self._emit)
 
     def feed(self, route: Route, phase: str, call_index: int | None, turn_id: int | None,
-             mail: MailFlag | None = None) -> ResponseFeed:
-        """Where one exchange's frames go: events, the turn state, the accumulator."""
+             mail: MailFlag | None = None, on_call: Callable[[dict[str, Any]], None] | None = None) -> ResponseFeed:
+        """Where one exchange's frames go: events, the turn state, the accumulator;
+        ``on_call`` is handed each finished tool call as it streams (``ToolCallReady``)."""
         def on_event(event: StreamEvent) -> None:
-            if isinstance(event, TurnStateSeen):
+            if isinstance(event, TextDelta | AssistantMessageDone | ReasoningDelta):  # the common ones first
+                events.stream_event(self._emit, event, call_index, turn_id)
+            elif isinstance(event, ToolCallReady):
+                if on_call is not None:
+                    on_call(event.item)
+            elif isinstance(event, TurnStateSeen):
                 self.turn_state = event.value
+            elif isinstance(event, CallDiscarded):
+                self._emit(EventKind.API_WARNING, {
+                    "code": "discarded_tool_call",
+                    "message": f"ignored a tool call item of the response being read ({event.reason}: "
+                               f"call_id {event.call_id}); it is not kept and never runs",
+                }, turn_id)
             elif isinstance(event, ForeignFrame):
                 self._emit(EventKind.API_WARNING, {
                     "code": "foreign_response_frame", "frame": event.frame_type, "response_id": event.response_id,
@@ -314,8 +337,6 @@ class ModelClient:
                     "message": f"ignored a {event.frame_type} frame of response {event.response_id!r}, "
                                "which is not the response being read",
                 }, turn_id)
-            else:
-                events.stream_event(self._emit, event, call_index, turn_id)
 
         feed = ResponseFeed(
             transport=route.transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,

@@ -11,12 +11,20 @@ a preempting steer skips the rest of the backoff (SPEC sec. 4). A missing
 checkpoint is replayed once in full on the same socket. Compaction requests
 (``_compaction``) use the same loop without a ``join``: a compaction request never
 carries a steer.
+
+A generation hands each tool call to the turn's ``StreamedCalls`` as its item finishes
+streaming (the turn starts it at once: ``_calls/_in_flight``). An attempt that fails
+after handing over calls is settled before anything else happens to it --
+``failed_attempt`` keeps its finished items and drains those calls into history (codex
+keeps a failed attempt's items and drains its in-flight tools first) -- so a retry's
+request, rebuilt from history, carries each of them once with its real output, and a
+call never runs twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -32,16 +40,34 @@ from ._response_feed import ResponseFeed
 
 if TYPE_CHECKING:
     from .._turns._turn import Preemption
+    from ._attempt import AttemptSlot
 
-__all__ = ["Sampler"]
+__all__ = ["Sampler", "StreamedCalls"]
 
 Join = Callable[[], None]
+
+
+class StreamedCalls(Protocol):
+    """Where a generation's tool calls go as they stream (``_calls/_in_flight.InFlightCalls``)."""
+
+    def dispatch(self, call: dict[str, Any]) -> None:
+        """Start ``call`` (its item just finished streaming)."""
+
+    async def failed_attempt(self, kept: tuple[dict[str, Any], ...]) -> None:
+        """The attempt failed: keep its finished items ``kept`` and drain the calls it
+        dispatched into history (nothing if it dispatched none)."""
 
 
 def _ended_cleanly(exc: ResponsesError) -> bool:
     """The failed response reached its own terminal frame (an ``error`` or
     ``response.failed`` frame), so the connection holds nothing more of it."""
     return isinstance(exc, ApiError) and exc.event is not None
+
+
+async def _settle(calls: StreamedCalls | None, slot: AttemptSlot | None) -> None:
+    """A failed attempt's calls go into history (see the module docstring)."""
+    if calls is not None and slot is not None and slot.feed is not None:
+        await calls.failed_attempt(slot.feed.accumulator.kept)
 
 
 class Sampler:
@@ -55,9 +81,11 @@ class Sampler:
         return self._model
 
     async def generate(
-        self, settings: RequestSettings, *, call_index: int, turn_id: int, preemption: Preemption, join: Join
+        self, settings: RequestSettings, *, call_index: int, turn_id: int, preemption: Preemption, join: Join,
+        calls: StreamedCalls | None = None,
     ) -> ResponseOutcome:
-        """One model call (``model.call.started``/``completed``/``failed``) with retries."""
+        """One model call (``model.call.started``/``completed``/``failed``) with retries;
+        its tool calls go to ``calls`` as they stream."""
         start = trio.current_time()
         announced = False
 
@@ -74,7 +102,7 @@ class Sampler:
 
         try:
             outcome, feed, attempt = await self.with_retries(
-                settings, "generation", call_index, turn_id, preemption, announce_then_join
+                settings, "generation", call_index, turn_id, preemption, announce_then_join, calls=calls
             )
         except ResponsesError as exc:
             self._emit(EventKind.MODEL_CALL_FAILED, {
@@ -92,23 +120,25 @@ class Sampler:
     async def with_retries(
         self, settings: RequestSettings, phase: str, call_index: int, turn_id: int,
         preemption: Preemption | None, join: Join | None, *, tail: Sequence[dict[str, Any]] = (),
-        text_only: bool = False,
+        text_only: bool = False, calls: StreamedCalls | None = None,
     ) -> tuple[ResponseOutcome, ResponseFeed, int]:
         """The outcome, the exchange that produced it, and which attempt that was
-        (``tail`` and ``text_only``: see ``AttemptSlot.send``)."""
+        (``tail`` and ``text_only``: see ``AttemptSlot.send``; ``calls``: ``generate``)."""
         model = self._model
         max_attempts = self._max_attempts
         attempt = 1
         checkpoint_replayed = False
+        on_call = calls.dispatch if calls is not None else None
         while True:
             attempt_start = trio.current_time()
+            slot: AttemptSlot | None = None
             try:
                 async with model.attempt_slot(turn_id) as slot:
                     if join is not None:
                         join()
                     outcome = await slot.send(
                         settings, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
-                        turn_id=turn_id, preemption=preemption, tail=tail, text_only=text_only,
+                        turn_id=turn_id, preemption=preemption, tail=tail, text_only=text_only, on_call=on_call,
                     )
                     assert slot.feed is not None
                     return outcome, slot.feed, attempt
@@ -125,6 +155,7 @@ class Sampler:
                 if not retry:
                     if not _ended_cleanly(exc):
                         model.invalidate("reconnect")  # never read a dead response's leftovers
+                    await _settle(calls, slot)
                     raise
                 if same_socket:
                     checkpoint_replayed = True
@@ -136,6 +167,7 @@ class Sampler:
                 else:
                     model.invalidate("reconnect")
                     delay = backoff_delay(attempt, call_index=call_index, retry_after=exc.retry_after)
+                await _settle(calls, slot)
                 events.retrying(
                     self._emit, exc, call_index=call_index, attempt=attempt, max_attempts=max_attempts, delay=delay,
                     new_socket=not (same_socket or refused), generation=model.generation, turn_id=turn_id, phase=phase,

@@ -2,27 +2,32 @@
 
 Theory of operation (SPEC sec. 4): ``run(queue)`` takes turns FIFO. A turn records
 its prompt with the mail waiting for it (plus, on the session's first turn, the
-context messages; on later turns it may compact first), then loops: sample (pending steers and injected items
-join at the request boundary, inside the model's attempt slot), commit the response,
-ask the planner what next, run the tool calls one at a time in the turn's cancel
-scope (``parallel_tool_calls`` is off; an ``exec`` cell runs its nested calls
-concurrently), maybe compact. Expected failures become values (``TurnFailed``,
-``TurnCancelled``) and exactly one terminal event; only bugs escape.
+context messages; on later turns it may compact first), then loops over steps:
+sample (pending steers and injected items join at the request boundary, inside the
+model's attempt slot) while each tool call of the response starts as its item streams, commit the response, ask
+the planner what next, record the calls' outputs in model order as they finish, maybe
+compact. Each step's calls run in a nursery of the step, inside the turn's cancel
+scope, one at a time (``parallel_tool_calls`` is off; an ``exec`` cell runs its nested
+calls concurrently): ``_calls/_in_flight`` says how, and what becomes of them when the
+response is cut, preempted, fails or the turn is cancelled. Expected failures become
+values (``TurnFailed``, ``TurnCancelled``) and exactly one terminal event; only bugs
+escape.
 
 The runner is built from what it needs -- the ledger (the one writer of history),
 the sampler and model client, the tool dispatcher, the reporter, the fork point --
 and knows nothing of ``Agent``.
 
-When the turn's scope is cancelled, unanswered tool calls are paired with
-``aborted by user`` outputs, the ``<turn_aborted>`` marker is recorded, the socket is
-dropped and the terminal event emitted. That cleanup is plain synchronous code -- it
-cannot be interrupted, so it needs no shield -- while the tools' own cleanup (killing
-process groups, stopping cells) is shielded and time-bounded where it awaits.
+When the turn's scope is cancelled, unanswered tool calls (those started, and every
+call of a committed response) are paired with ``aborted by user`` outputs, the
+``<turn_aborted>`` marker is recorded, the socket is dropped and the terminal event
+emitted. That cleanup is plain synchronous code -- it cannot be interrupted, so it
+needs no shield -- while the tools' own cleanup (killing process groups, stopping
+cells) is shielded and time-bounded where it awaits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +35,15 @@ import trio
 
 from ..._config import context_window
 from ..._errors import AgentError, ResponsesError, TurnCancelled, TurnFailed
-from ..._events import EventKind
 from ..._session.compaction import auto_compact_limit, estimate_history_tokens, estimate_tokens
 from ..._session.context import permissions_message
 from ..._session.conversation import ConversationSnapshot
 from ..._session.ledger import TurnLedger
 from ..._session.planner import FinishTurn, RunTools, SampleAgain, plan_next
 from ..._units import ns
+from .._calls._in_flight import InFlightCalls
 from .._calls._tool_dispatch import ToolDispatcher
-from .._calls._tool_runner import run_call
+from .._calls._tool_runner import Runner, ToolOutcome, run_call
 from .._counters import TurnStats
 from .._identity import SessionInfo
 from .._model._client import ModelClient
@@ -63,10 +68,12 @@ class ForkPoint:
 
 
 class _Live:
-    """Per-turn bookkeeping the cancel path needs: the calls not answered yet."""
+    """Per-turn bookkeeping the cancel path needs: the calls not answered yet (``calls``:
+    the current step's, each from the moment it starts, and every call of a committed
+    response)."""
 
     def __init__(self) -> None:
-        self.pending_calls: list[tuple[dict[str, Any], float]] = []
+        self.calls: InFlightCalls | None = None
         self.model_call_index = 0
         self.drain = False  # whether the next request takes pending input
         self.input_recorded = False  # the turn's own prompt/items are in history
@@ -211,43 +218,64 @@ class TurnRunner:
         while True:
             live.model_call_index += 1
             stats.model_calls += 1
-            call_start = trio.current_time()
-            try:
-                outcome = await self._sampler.generate(
-                    state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
-                    preemption=state.preemption, join=join,
-                )
-            finally:
-                stats.model_duration_ns += ns(trio.current_time() - call_start)
-            stats.usage = stats.usage + outcome.usage
-            stats.last_response_id = outcome.response_id
-            self._last_total_tokens = outcome.usage.total_tokens
-            ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
-            live.drain = True
-            step = plan_next(
-                tool_calls=outcome.tool_calls,
-                end_turn=outcome.end_turn,
-                final_message=outcome.final_message,
-                pending_steers=state.pending_count,
-            )
-            if isinstance(step, FinishTurn):
-                state.stop_steering()  # decided synchronously: no steer can slip in now
-                checkpoint = ledger.snapshot(self._model.chain)
-                self._fork_point.latest = checkpoint
-                return TurnResult(
-                    state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint,
-                    lineage=self._session.prompt_cache_key, session=self._session,
-                )
-            model_owes = bool(outcome.tool_calls) or outcome.end_turn is False
-            if isinstance(step, RunTools):
-                await self._run_tools(state, stats, live, step)
-            else:
-                assert isinstance(step, SampleAgain)
-            if await self._maybe_compact(state, stats, live) and model_owes:
+            done = await self._step(state, stats, live, join)
+            if isinstance(done, TurnResult):
+                return done
+            if await self._maybe_compact(state, stats, live) and done:
                 # codex.md 3.6: the model (or its tools) still owes a continuation, so the
                 # first request after compaction is that continuation alone; pending
                 # steers join the request after it.
                 live.drain = False
+
+    async def _step(
+        self, state: TurnState, stats: TurnStats, live: _Live, join: Callable[[], None]
+    ) -> TurnResult | bool:
+        """One model call and its tool calls, each started as its item streams, in a
+        nursery scoped to this step (``_calls/_in_flight``); the turn's result, or
+        whether the model owes a continuation."""
+        ledger = self._ledger
+        failure: AgentError | None = None
+        async with trio.open_nursery() as nursery:
+            calls = live.calls = InFlightCalls(nursery, ledger, self._call_runner(state, stats, live))
+            call_start = trio.current_time()
+            try:
+                try:
+                    outcome = await self._sampler.generate(
+                        state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
+                        preemption=state.preemption, join=join, calls=calls,
+                    )
+                finally:
+                    stats.model_duration_ns += ns(trio.current_time() - call_start)
+            except AgentError as exc:  # raised past the nursery, ungrouped; its calls are recorded
+                failure = exc
+            else:
+                stats.usage = stats.usage + outcome.usage
+                stats.last_response_id = outcome.response_id
+                self._last_total_tokens = outcome.usage.total_tokens
+                ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
+                live.drain = True
+                calls.dispatch_rest(outcome.tool_calls)
+                step = plan_next(
+                    tool_calls=outcome.tool_calls,
+                    end_turn=outcome.end_turn,
+                    final_message=outcome.final_message,
+                    pending_steers=state.pending_count,
+                )
+                if isinstance(step, FinishTurn):
+                    state.stop_steering()  # decided synchronously: no steer can slip in now
+                    checkpoint = ledger.snapshot(self._model.chain)
+                    self._fork_point.latest = checkpoint
+                    return TurnResult(
+                        state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint,
+                        lineage=self._session.prompt_cache_key, session=self._session,
+                    )
+                if isinstance(step, RunTools):
+                    await self._run_tools(live, step)
+                else:
+                    assert isinstance(step, SampleAgain)
+        if failure is not None:
+            raise failure
+        return bool(outcome.tool_calls) or outcome.end_turn is False
 
     def _record_own_input(self, state: TurnState, live: _Live, *, starting: bool = False) -> None:
         """The turn's own input enters history (once, also when the turn ends before its
@@ -304,22 +332,27 @@ class TurnRunner:
             if mail:
                 ledger.join_items([m.item for m in mail])
 
-    async def _run_tools(self, state: TurnState, stats: TurnStats, live: _Live, step: RunTools) -> None:
-        now = trio.current_time()
-        live.pending_calls = [(call, now) for call in step.calls]
-        while live.pending_calls:
-            call, _ = live.pending_calls[0]
-            live.pending_calls[0] = (call, trio.current_time())
-            outcome = await run_call(
-                call,
-                self._tools.runner_for(call, state, live.model_call_index, stats),
-                emit=self._emit,
-                turn_id=state.turn_id,
-                model_call_index=live.model_call_index,
-                stats=stats,
-            )
-            self._ledger.record_tool_output(call, outcome.output, outcome.extra_items)
-            live.pending_calls.pop(0)
+    def _call_runner(
+        self, state: TurnState, stats: TurnStats, live: _Live
+    ) -> Callable[[dict[str, Any]], Awaitable[ToolOutcome]]:
+        """How a call of this step runs, in its own task (``InFlightCalls``)."""
+        index = live.model_call_index
+        tools = self._tools
+
+        def resolve(call: dict[str, Any]) -> Runner | None:
+            return tools.runner_for(call, state, index, stats)
+
+        async def run(call: dict[str, Any]) -> ToolOutcome:
+            return await run_call(call, resolve, emit=self._emit, turn_id=state.turn_id, model_call_index=index,
+                                  stats=stats)
+
+        return run
+
+    async def _run_tools(self, live: _Live, step: RunTools) -> None:
+        """Record each call's output in model order, as it finishes (most started while
+        their response streamed)."""
+        assert live.calls is not None
+        await live.calls.record(step.calls)
 
     async def _maybe_compact(self, state: TurnState, stats: TurnStats, live: _Live) -> bool:
         """Compact when the active context reached the auto-compact limit (SPEC sec. 8);
@@ -380,6 +413,8 @@ class TurnRunner:
         # recorded once and never resent as input (triggering mail stays, to start one
         # turn of its own).
         self._record_own_input(state, live)
+        if live.calls is not None:  # a bug cut the step short: history stays valid
+            live.calls.pair_unanswered(self._emit, state.turn_id)
         self._record_pending(state, stats, keep_triggering=True)
         self._reporter.failed(state, stats, start, error, status="failed")
         self._ended(state, TurnStatus.FAILED, error=error)
@@ -392,17 +427,8 @@ class TurnRunner:
         cleanup as the turn's scope unwinds.
         """
         self._record_own_input(state, live)  # SPEC sec. 4: the prompt stays in history
-        now = trio.current_time()
-        for call, call_start in live.pending_calls:
-            elapsed = now - call_start
-            output = self._ledger.pair_aborted(call, elapsed)["output"]
-            self._emit(
-                EventKind.TOOL_RESULT,
-                {"call_id": call.get("call_id", ""), "tool": call.get("name", ""), "status": "cancelled",
-                 "duration_ns": ns(elapsed), "result": output},
-                state.turn_id,
-            )
-        live.pending_calls = []
+        if live.calls is not None:
+            live.calls.pair_unanswered(self._emit, state.turn_id)
         if not state.compact:  # a cancelled manual compaction had no input to mark as aborted
             self._ledger.mark_aborted()
         self._model.abandon()
