@@ -260,11 +260,13 @@ async def test_two_servers_on_one_home_list_each_others_threads(
         made = (await one.request("thread/start", {"model": "mock-model"}))["thread"]["id"]
         await run_turn(one, made, "made by the first")
         await one.request("thread/name/set", {"threadId": made, "name": "first's"})
+        # The first's listing waits for its own index writer's pass: after it, the row is in
+        # the shared file (another server sees a thread once its maker's writer has written it).
+        mine = (await one.request("thread/list", {}))["data"][0]
+        assert mine["status"] == {"type": "idle"} and mine["preview"] == "made by the first"  # from memory
         listed = await two.request("thread/list", {})
         assert [(thread["id"], thread["name"]) for thread in listed["data"]] == [(made, "first's")]
         assert listed["data"][0]["status"] == {"type": "notLoaded"}  # not loaded there: from the index
-        mine = (await one.request("thread/list", {}))["data"][0]
-        assert mine["status"] == {"type": "idle"} and mine["preview"] == "made by the first"  # from memory
 
 
 def test_a_thread_this_server_wrote_never_counts_as_older_than_the_server(tmp_path: Path) -> None:
@@ -285,3 +287,36 @@ def test_a_thread_this_server_wrote_never_counts_as_older_than_the_server(tmp_pa
         assert catch_up(conn, files, (meta.thread_id,), since_ns=since).old == 1
     finally:
         conn.close()
+
+
+async def test_a_thread_the_server_creates_is_its_own_before_any_file_of_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The index's writer thread may read the home while a new thread's rollout and
+    record are written (a server's first thread/start races the index's opening): the
+    thread is claimed as this server's before its first file exists, so it is never
+    counted as an "old" thread (the stray 'no thread index ... built it from 1 threads'
+    warning that failed tests/faults/test_serve_hostile_clients.py in CI)."""
+    from trio_agent._rollout._writer import RolloutWriter
+
+    claimed_at_write: list[bool] = []
+    original_open = RolloutWriter.open.__func__  # type: ignore[attr-defined]
+    async with app_server(tmp_path) as harness:
+        index = harness.app.index
+
+        def rollout_open(cls: type[RolloutWriter], config: ta.RolloutConfig, thread_id: str, *args: Any) -> Any:
+            claimed_at_write.append(thread_id in index._mine)
+            return original_open(cls, config, thread_id, *args)
+
+        monkeypatch.setattr(RolloutWriter, "open", classmethod(rollout_open))
+        original_before = harness.app.store.before_write
+
+        def before_record(thread_id: str) -> None:
+            if original_before is not None:
+                original_before(thread_id)
+            claimed_at_write.append(thread_id in index._mine and not harness.app.store._path(thread_id).exists())
+
+        harness.app.store.before_write = before_record
+        client = await harness.client()
+        await client.request("thread/start", {"model": "mock-model"})
+    assert claimed_at_write[:2] == [True, True]  # the rollout, then the record

@@ -75,7 +75,7 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
     try:
         if writer:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a power loss may drop the last commits, never corrupt
         else:
             conn.execute("PRAGMA query_only=ON")
@@ -84,6 +84,24 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL. Two servers opening a new home at once both try, and
+    SQLite answers the loser "database is locked" at once, without its busy handler:
+    retried (in the writer's thread) until the other's switch is done, within
+    ``BUSY_TIMEOUT``."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def settle_schema(conn: sqlite3.Connection) -> str | None:

@@ -91,12 +91,17 @@ class ThreadStore:
         self.folder = home / "app-server" / "threads"
         self._reported = False
         self.on_write: Callable[[str], None] | None = None  # told each thread whose record was written (the index)
+        # told each thread before its record is written: the index, whose writer thread may
+        # read the file between the write and ``on_write``, must already know it as this server's
+        self.before_write: Callable[[str], None] | None = None
 
     def _path(self, thread_id: str) -> Path:
         return self.folder / f"{thread_id}.jsonl"
 
     def _append(self, thread_id: str, line: dict[str, Any]) -> None:
         data = (dumps(line) + "\n").encode("utf-8")
+        if self.before_write is not None:
+            self.before_write(thread_id)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(self._path(thread_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -144,6 +144,7 @@ class ThreadIndex:
         self._mine: set[str] = set()
         self._model = model
         self._provider = provider
+        store.before_write = self.claim
         store.on_write = self.touched
         self._dirty: set[str] = set()
         self._requested = 0  # passes asked for; ``_done``: the last one asked for before a pass began
@@ -165,6 +166,12 @@ class ThreadIndex:
         self.rollouts = IndexedRollouts(home)  # the server's threads' (``locate``)
 
     # -- writes --------------------------------------------------------------------------
+
+    def claim(self, thread_id: str) -> None:
+        """A thread this server is creating: its files, whenever the writer thread first
+        sees them, are the server's own live writes, never "old" (call it before the
+        thread's first file is written: its rollout, then its record)."""
+        self._mine.add(thread_id)
 
     def touched(self, thread_id: str) -> None:
         """A record was written: read its row again in the next pass."""

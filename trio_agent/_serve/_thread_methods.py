@@ -121,6 +121,7 @@ async def thread_start(server: ServerContext, conn: Connection, params: Params) 
 
     def configure(config: AgentConfig) -> AgentConfig:
         meta = ThreadMeta(config.session_id, created_at=server.clock.now_s(), **meta_args)
+        server.index.claim(meta.thread_id)  # before its agent writes the rollout
         state = server.new_state(meta, specs=specs)
         states.append(state)
         state.subscribers.add(conn)
@@ -263,6 +264,7 @@ async def thread_fork(server: ServerContext, conn: Connection, params: Params) -
                           preview=source_meta.preview,
                           **{"sandbox": source_meta.sandbox, "approval_policy": source_meta.approval_policy,
                              "approvals_reviewer": source_meta.approvals_reviewer, **permissions})
+        server.index.claim(meta.thread_id)  # before its agent writes the rollout
         state = server.new_state(meta, turns=source_turns)
         states.append(state)
         state.subscribers.add(conn)
