@@ -5,6 +5,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,20 @@ atexit.register(shutil.rmtree, os.environ["TRIO_AGENT_HOME"], ignore_errors=True
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def signal_dispositions() -> Iterator[None]:
+    """A test leaves SIGINT and SIGTERM as it found them: the CLI's in-process paths may
+    set them to ``SIG_IGN`` (``Interrupts.settle``), and an ignored signal is inherited by
+    every process the worker spawns later -- whose Ctrl-C tests then hang. Restored, and
+    the test that changed them fails, named."""
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    changed = [signal.Signals(signum).name for signum, handler in before.items() if signal.getsignal(signum) != handler]
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+    assert not changed, f"the test left {changed} with another disposition (restored)"
 
 
 @pytest.fixture(autouse=True)
