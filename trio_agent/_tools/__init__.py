@@ -273,6 +273,12 @@ class Tools:
             raise ConfigError(f"MCP server {name!r} must be a ta.McpServer (McpServer.stdio(...) or .http(...))")
         if name in self._mcp:
             raise ConfigError(f"MCP server {name!r} is added twice; server names must be unique")
+        from ._mcp_names import js_form
+
+        same = [other for other in self._mcp if js_form(other) == js_form(name)]
+        if same:  # the model writes both as one JavaScript name
+            raise ConfigError(f"MCP server names {same[0]!r} and {name!r} are both tools.mcp__{js_form(name)}__... "
+                              "in exec ('-' is written '_'); rename one of them")
         self._check_free(TOOL_SEARCH)
         self._mcp[name] = server
         return self
