@@ -20,7 +20,7 @@ never from listing or start order, so a configuration gives the same names every
   already a JavaScript identifier, else the one ``[A-Za-z0-9_-]`` leaves as it is,
   else the first in code-point order;
 - every other one gets ``_`` and the first 8 hex digits of the SHA-256 of its own
-  name appended (``mcp__x__get_time_1f0c…``);
+  name appended (``get.time`` of server ``clock`` is ``mcp__clock__get_time_1d1114c3``);
 - a name over 64 characters (the Responses API's limit for a function's name, so the
   same names can be offered as function tools) keeps its ``mcp__<server>__`` prefix and
   as much of the tool's part as fits before such a suffix.
