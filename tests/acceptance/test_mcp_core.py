@@ -275,3 +275,32 @@ async def test_a_server_printing_on_stdout_is_kept_in_its_log_and_reported_not_o
     assert "chatty server starting" in str(noted[0]["message"])
     # No record of the SDK's reached a handler (before: a traceback on the host's stderr).
     assert [r for r in caplog.records if r.name.startswith("mcp.") and r.levelno >= logging.WARNING] == []
+
+
+async def test_an_http_body_that_is_not_json_rpc_is_kept_in_the_servers_log_and_reported(
+    server: FakeResponsesServer, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    log = EventLog()
+    texts: list[str] = []
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await log.wait_for(_ready("web"))
+        texts.extend(await exec_texts(conn, "resp-1", "call-1", (  # the server goes on after a bad body
+            "try { await tools.mcp__web__getenv({name: 'HOME'}); text('no error'); } catch (e) { text(e.message); }\n"
+            "text((await tools.mcp__web__add({a: 1, b: 2})).structuredContent.result);")))
+        await conn.send_final("resp-2")
+
+    async with mcp_server("http", "--noisy", enabled_tools=["getenv", "add"], tool_timeout=2.0) as config:
+        tools = ta.Tools.default().with_mcp("web", config)
+        async with scripted(script, 60) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            await (await agent.prompt("noise")).result()
+    assert texts[0].startswith("MCP tool web/getenv failed: MCPError: Failed to parse JSON response")
+    assert "[mcp client] Error parsing JSON response" in texts[0]  # the SDK's record, from the server's log
+    assert texts[1] == "3"
+    noted = [p for p in log.payloads("api.warning") if p["code"] == "mcp_server_output"]
+    assert len(noted) == 1 and noted[0]["server"] == "web"
+    assert [r for r in caplog.records if r.name.startswith("mcp.") and r.levelno >= logging.WARNING] == []
