@@ -264,7 +264,10 @@ class Tools:
         """Add an MCP server: its tools are ``tools.mcp__<name>__<tool>(args)`` in
         ``exec``, found with ``tools.tool_search``. The agent starts it in the
         background when it opens and stops it when it closes (each agent, fork or child
-        runs its own). Returns ``self``."""
+        runs its own); a call made while it starts waits for it (at most its
+        ``startup_timeout``). ``name``: 1-48 letters and digits joined by single ``-``
+        or ``_``, its JavaScript form (``-`` as ``_``) unlike any other server's.
+        Returns ``self``."""
         from ._mcp_config import McpServer, check_server_name  # not imported by agents without MCP servers
 
         self._need_exec("MCP servers are")
@@ -284,9 +287,12 @@ class Tools:
         return self
 
     def with_tool_search(self, *, defer_above: int) -> Tools:
-        """MCP tools are callable directly while there are at most ``defer_above`` of
-        them (default 16); beyond that they are deferred until ``tool_search`` finds
-        them. ``defer_above=0`` always defers (as nanocodex does). Returns ``self``."""
+        """MCP tools are callable directly while they fit in ``defer_above`` (default
+        16); the others are deferred until ``tool_search`` finds them. Servers are
+        taken in the order they were added, each active when its tools, with those of
+        the active servers before it, fit -- the same tools every run, whatever order
+        the servers come up in. ``defer_above=0`` always defers (as nanocodex does).
+        Returns ``self``."""
         if isinstance(defer_above, bool) or not isinstance(defer_above, int) or defer_above < 0:
             raise ConfigError(f"defer_above must be a non-negative integer, got {defer_above!r}")
         self._defer_above = defer_above
