@@ -200,22 +200,24 @@ class McpTools:
 
     def _ready(self, server: ServerState, client: Client, tools: list[Any]) -> None:
         for skipped in server.listing.skipped:
-            self._warn(server, "mcp_tool_skipped", f"its tools/list entry {skipped.index}", skipped.name,
-                       f"was skipped: {skipped.reason:.500}")
+            self._skipped(server, f"its tools/list entry {skipped.index}", skipped.name, skipped.reason)
         kept: dict[str, Any] = {}
         for tool in tools:
             if not server.config.keeps(tool.name):
                 continue
-            why = "its name is empty" if not tool.name else "a tool of that name came before it" \
-                if tool.name in kept else None
-            if why is not None:
-                self._warn(server, "mcp_tool_skipped", "its tool", tool.name, f"was skipped: {why}")
+            if not tool.name:
+                self._skipped(server, "its tool", tool.name, "its name is empty")
+            elif tool.name in kept:
+                self._skipped(server, "its tool", tool.name, "a tool of that name came before it")
             else:
                 kept[tool.name] = tool
         names, renamed = tool_names(server.name, kept)
         for change in renamed:
-            self._warn(server, "mcp_tool_renamed", "its tool", change.tool,
-                       f"is called {change.name}, not {change.plain}: {change.reason}", name=change.name)
+            self._emit(EventKind.API_WARNING, {
+                "code": "mcp_tool_renamed", "server": server.name, "name": change.name,
+                "message": f"MCP server {server.name}: its tool {change.tool!r:.80} is called {change.name}, "
+                           f"not {change.plain}: {change.reason}",
+            }, None)
         for tool in kept.values():
             entry = tool_entry(server.name, names[tool.name], tool)
             server.entries[tool.name] = entry
@@ -225,12 +227,13 @@ class McpTools:
         server.settled.set()
         self._emit(EventKind.MCP_SERVER_READY, {"server": server.name, "tools": [names[t] for t in kept]}, None)
 
-    def _warn(self, server: ServerState, code: str, what: str, tool: str | None, said: str, **extra: str) -> None:
-        """Something of a server's handled (its data, not our fault): an ``api.warning``."""
-        shown = f" {tool!r:.80}" if tool is not None else ""
+    def _skipped(self, server: ServerState, what: str, name: str | None, reason: str) -> None:
+        """One tool of a server left out (the server's data, handled): an ``api.warning``."""
+        shown = f" {name!r:.80}" if name is not None else ""
         self._emit(EventKind.API_WARNING, {
-            "code": code, "message": f"MCP server {server.name}: {what}{shown} {said}; its other tools are available",
-            "server": server.name, **extra,
+            "code": "mcp_tool_skipped", "server": server.name,
+            "message": f"MCP server {server.name}: {what}{shown} was skipped: {reason:.500}; "
+                       "its other tools are available",
         }, None)
 
     def _noise(self, server: ServerState, line: str) -> None:
