@@ -34,6 +34,7 @@ HOSTILE = [
 
 @given(st.lists(st.text(min_size=1, max_size=90), max_size=12), st.sampled_from(["s", "my-files", "A_1"]))
 @example(HOSTILE, "s")
+@example(["a.b", "a_b", "a_b_2e7336dc"], "s")  # a tool named like another's renamed name
 def test_any_set_of_tool_names_gets_distinct_bounded_names_that_route_back(tools: list[str], server: str) -> None:
     names, renamed = tool_names(server, tools)
     assert set(names) == set(tools)
