@@ -109,6 +109,9 @@ async def test_a_call_to_a_starting_server_waits_for_it_and_runs(
             await (await agent.prompt("add")).result()
     # Before: "unknown MCP tool mcp__slow__add (servers still starting: slow)".
     assert texts == ["42"]
+    # The call names its server and tool (an app-server client's mcpToolCall) though it began before the listing.
+    call = next(p for p in log.payloads("tool.call") if p["tool"] == "mcp__slow__add")
+    assert (call["mcp_server"], call["mcp_tool"]) == ("slow", "add")
     kinds = log.kinds()
     assert kinds.index("tool.call") < kinds.index("mcp.server.ready") < kinds.index("run.completed")
 

@@ -273,9 +273,17 @@ class McpTools:
 
     def origin(self, name: str) -> tuple[str, str] | None:
         """``(server, the tool's name there)`` of a listed tool called ``name`` (its
-        canonical or JavaScript name), or None."""
+        canonical or JavaScript name), or None. For a server still starting (the call
+        will wait for it), the tool's part of ``name``: its own name unless the
+        server's listing renames it."""
         entry = self._names.get(js_form(name))
-        return (entry.server, entry.tool) if entry is not None else None
+        if entry is not None:
+            return entry.server, entry.tool
+        part = server_part(name)
+        server = self._by_part.get(part) if part is not None else None
+        if server is None or server.state != "starting" or server.late:
+            return None
+        return server.name, name[len(f"mcp__{server.name}__"):]
 
     # -- calls ---------------------------------------------------------------------------
 
