@@ -302,7 +302,7 @@ class McpTools:
         entry = self._names.get(js_form(name))
         if entry is None or entry.server != server.name:
             raise NestedToolError(f"unknown MCP tool {name}; find tools with tools.tool_search({{query}})")
-        if not await self._activation.decide(server) and entry.name not in self._searched:
+        if entry.name not in self._searched and not await self._activation.decide(server):
             raise NestedToolError(
                 f"MCP tool {name} is deferred: call tools.tool_search({{query}}) first, then call it by name"
             )
