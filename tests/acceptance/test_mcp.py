@@ -160,7 +160,8 @@ async def test_a_hung_call_times_out_and_a_crashed_server_fails_its_calls(
         assert texts[2] == "2"
         assert texts[3].startswith("MCP tool calc/crash failed: MCPError: Connection closed")
         assert "about to crash" in texts[3]  # the tail of its stderr
-        assert texts[4].startswith("MCP server calc closed the connection (did it exit?)")
+        assert texts[4].startswith(
+            "MCP tool mcp__calc__add cannot be called: MCP server calc closed the connection (did it exit?)")
         await conn.send_final("resp-1b", "the server died")
         await conn.next_request()
         await conn.send_final("resp-2", "still here")
@@ -313,7 +314,10 @@ async def test_servers_that_cannot_start_give_failed_results_and_leave_nothing_b
         failed = await log.wait_for(_is(ta.EventKind.MCP_SERVER_FAILED, "hung"))
         assert failed.payload["error"] == "MCP server hung did not start within 0.5 s"
         texts = _texts(await _exec_texts(conn, "resp-1", "call-1", source))
-        assert texts[0] == "unknown MCP tool mcp__missing__add; find tools with tools.tool_search({query})"
+        # A failed server's calls say why it failed (issue 28 item 4).
+        assert texts[0].startswith("MCP tool mcp__missing__add cannot be called: MCP server missing failed: "
+                                   "FileNotFoundError")
+        assert texts[1] == "MCP tool mcp__hung__add cannot be called: MCP server hung did not start within 0.5 s"
         search = json.loads(texts[2])
         assert search["tools"] == [] and search["pending_servers"] == []
         assert search["failed_servers"]["hung"] == "MCP server hung did not start within 0.5 s"

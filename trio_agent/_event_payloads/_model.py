@@ -331,7 +331,11 @@ class ApiWarningPayload(TypedDict):
     other than the one being read, which is ignored (``foreign_response_frame``), or a
     tool call item without a usable ``call_id`` or repeating one of the same response,
     which is not kept and never runs (``discarded_tool_call``), or an MCP server's
-    ``tools/list`` entry that was left out (``mcp_tool_skipped``); or the user's login
+    ``tools/list`` entry that was left out (``mcp_tool_skipped``), a tool of a server
+    given another name than its plain one because that collides or is too long
+    (``mcp_tool_renamed``), or the first thing a server sent that the MCP client could
+    not use, such as a line of a stdio server's stdout that is not JSON-RPC, kept in
+    that server's log instead of the host's stderr (``mcp_server_output``); or the user's login
     shell did not report its environment, so commands run in a login shell each, its
     start-up output included (``shell_login_environment``); or the
     server has no WebSocket endpoint and the agent goes on over HTTPS
@@ -340,7 +344,8 @@ class ApiWarningPayload(TypedDict):
 
     code: str
     """What was wrong, a stable snake_case name (``"foreign_response_frame"``, ``"discarded_tool_call"``,
-    ``"mcp_tool_skipped"``, ``"shell_login_environment"``, ``"transport_fallback"``,
+    ``"mcp_tool_skipped"``, ``"mcp_tool_renamed"``, ``"mcp_server_output"``, ``"shell_login_environment"``,
+    ``"transport_fallback"``,
     ``"request_fields_dropped"``)."""
     message: str
     """What happened, in words."""
@@ -354,3 +359,7 @@ class ApiWarningPayload(TypedDict):
     """``transport_fallback``: the HTTP status that answered the WebSocket handshake."""
     fields: NotRequired[list[str]]
     """``request_fields_dropped``: the body fields left out from now on."""
+    server: NotRequired[str]
+    """``mcp_tool_skipped``, ``mcp_tool_renamed``, ``mcp_server_output``: the MCP server's name."""
+    name: NotRequired[str]
+    """``mcp_tool_renamed``: the name the tool is called by (``mcp__<server>__...``)."""

@@ -264,7 +264,10 @@ class Tools:
         """Add an MCP server: its tools are ``tools.mcp__<name>__<tool>(args)`` in
         ``exec``, found with ``tools.tool_search``. The agent starts it in the
         background when it opens and stops it when it closes (each agent, fork or child
-        runs its own). Returns ``self``."""
+        runs its own); a call made while it starts waits for it (at most its
+        ``startup_timeout``). ``name``: 1-48 letters and digits joined by single ``-``
+        or ``_``, its JavaScript form (``-`` as ``_``) unlike any other server's.
+        Returns ``self``."""
         from ._mcp_config import McpServer, check_server_name  # not imported by agents without MCP servers
 
         self._need_exec("MCP servers are")
@@ -273,14 +276,23 @@ class Tools:
             raise ConfigError(f"MCP server {name!r} must be a ta.McpServer (McpServer.stdio(...) or .http(...))")
         if name in self._mcp:
             raise ConfigError(f"MCP server {name!r} is added twice; server names must be unique")
+        from ._mcp_names import js_form
+
+        same = [other for other in self._mcp if js_form(other) == js_form(name)]
+        if same:  # the model writes both as one JavaScript name
+            raise ConfigError(f"MCP server names {same[0]!r} and {name!r} are both tools.mcp__{js_form(name)}__... "
+                              "in exec ('-' is written '_'); rename one of them")
         self._check_free(TOOL_SEARCH)
         self._mcp[name] = server
         return self
 
     def with_tool_search(self, *, defer_above: int) -> Tools:
-        """MCP tools are callable directly while there are at most ``defer_above`` of
-        them (default 16); beyond that they are deferred until ``tool_search`` finds
-        them. ``defer_above=0`` always defers (as nanocodex does). Returns ``self``."""
+        """MCP tools are callable directly while they fit in ``defer_above`` (default
+        16); the others are deferred until ``tool_search`` finds them. Servers are
+        taken in the order they were added, each active when its tools, with those of
+        the active servers before it, fit -- the same tools every run, whatever order
+        the servers come up in. ``defer_above=0`` always defers (as nanocodex does).
+        Returns ``self``."""
         if isinstance(defer_above, bool) or not isinstance(defer_above, int) or defer_above < 0:
             raise ConfigError(f"defer_above must be a non-negative integer, got {defer_above!r}")
         self._defer_above = defer_above

@@ -2,33 +2,39 @@
 
 Theory of operation. One ``McpTools`` per agent. ``start(nursery)`` starts one task
 per configured server in the *agent's* nursery and returns at once: nothing waits for
-a server, so a slow one never delays a turn. Each task connects (a subprocess in its
-own process group for stdio, an HTTP session for Streamable HTTP), lists the tools
-and then holds the session open until the agent closes. Connecting and listing are
-bounded by the server's ``startup_timeout`` (one cancel scope whose deadline is lifted
-once the server is up, so the SDK's nested scopes are never exited out of order);
-each call by ``tool_timeout``. All on Trio's clock.
+a server before a turn, so a slow one never delays the model's first request. Each
+task connects (a subprocess in its own process group for stdio, an HTTP session for
+Streamable HTTP), lists the tools and then holds the session open until the agent
+closes. Connecting and listing are bounded by the server's ``startup_timeout`` (one
+cancel scope whose deadline is lifted once the server is up, so the SDK's nested
+scopes are never exited out of order); each call by ``tool_timeout``. All on Trio's
+clock.
 
-Tools are named ``mcp__<server>__<tool>`` (characters outside ``[A-Za-z0-9_-]``
-become ``_``). While the servers have at most ``defer_above`` tools in all, every
-tool is *active* -- callable and listed in ``ALL_TOOLS`` -- as soon as its server is
-up; beyond that they are *deferred* (nanocodex's model): ``tool_search`` (BM25 over
-names, descriptions and parameter names; 8 results by default, at most 32) returns
-matches with their TypeScript declarations and activates them. ``tool_search`` waits
-for servers still starting, up to their startup timeout.
+A call to a server that is still starting *waits* for it (``ServerState.until_started``:
+until it is up or failed, bounded by its startup deadline and by the caller's cancel
+-- the turn's) and then runs; a call to a server that failed reports why it failed
+(its error and the tail of its log). ``tool_search`` waits the same way for every
+server still starting.
+
+Names (``_mcp_names``): a server's tool is ``mcp__<server>__<tool>``, distinct and
+stable: server names are checked at configuration, and tools of one server whose
+names would collide get a hashed suffix (``api.warning`` ``mcp_tool_renamed``).
+Activation (``_mcp_ready.Activation``): which servers' tools are active (in
+``ALL_TOOLS``, callable by name) and which are deferred behind ``tool_search`` is
+decided from the configuration order, never the order servers come up in.
 
 Faults stay inside the tool result: a server that fails to start, crashes or hangs
-makes its calls fail with a message (with the tail of its stderr, which is kept in a
-bounded buffer); the agent goes on. A malformed ``tools/list`` entry costs only itself
-(``_mcp_listing``): it is left out with an ``api.warning`` (code ``mcp_tool_skipped``)
-naming the server, the entry and why, as is an empty name or a second tool whose name
-maps to one already taken; the server's other tools stay available. ``close()`` -- and cancellation of the agent's
-nursery -- ends every session: the SDK closes a stdio server's stdin, then sends
-SIGTERM and SIGKILL to its process group, shielded and bounded. On Linux the server
-runs under a subreaper supervisor (``_mcp_process``, ``_server_reaper.py``) that ends
-the server's whole process tree with it -- daemons that left its group or session
-included -- also when the agent process dies, so no server process outlives the
-agent.
+makes its calls fail with a message (with the tail of its bounded log: its stderr and
+what the SDK said about it, ``_mcp_log``, which never reaches the host's stderr); the
+agent goes on. A malformed ``tools/list`` entry costs only itself (``_mcp_listing``):
+it is left out with an ``api.warning`` (code ``mcp_tool_skipped``) naming the server,
+the entry and why, as is an empty name or a second tool of the same name; the server's
+other tools stay available. ``close()`` -- and cancellation of the agent's nursery --
+ends every session: the SDK closes a stdio server's stdin, then sends SIGTERM and
+SIGKILL to its process group, shielded and bounded. On Linux the server runs under a
+subreaper supervisor (``_mcp_process``, ``_server_reaper.py``) that ends the server's
+whole process tree with it -- daemons that left its group or session included -- also
+when the agent process dies, so no server process outlives the agent.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -46,18 +52,18 @@ from .._events import EventKind
 from ._bm25 import Bm25Index
 from ._mcp_catalog import McpTool, bounded_block, error_text, search_arguments, tool_entry
 from ._mcp_config import McpServer
-from ._mcp_listing import ToolListing
+from ._mcp_log import capture_sdk_logs, routed, stderr_pipe
+from ._mcp_names import js_form, server_part, tool_names
 from ._mcp_process import server_command
+from ._mcp_ready import Activation, ServerState
 from ._schema import describe_value
 from ._tool_errors import NestedToolError
-from ._ts import js_identifier
 
 if TYPE_CHECKING:
     from mcp import Client
 
 __all__ = ["McpTools"]
 
-_STDERR_TAIL = 4096
 _STDERR_GRACE = 1.0
 _MAX_PAGES = 100
 _MAX_RESULT_CHARS = 32 << 20  # a result the script could not sensibly hold
@@ -76,37 +82,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:1000] if text else type(exc).__name__
 
 
-class _Server:
-    def __init__(self, name: str, config: McpServer) -> None:
-        self.name = name
-        self.config = config
-        self.state: Literal["starting", "ready", "failed", "closed"] = "starting"
-        self.error: str | None = None
-        self.client: Client | None = None
-        self.scope = trio.CancelScope()
-        self.settled = trio.Event()  # ready or failed
-        self.calls: set[trio.CancelScope] = set()
-        self.stderr = bytearray()
-        self.http_error: str | None = None  # the last HTTP error status the server answered
-        self.listing = ToolListing()  # its tools/list entries, checked one by one
-
-    def stderr_note(self) -> str:
-        """What the server last said about itself: its stderr tail, or an HTTP error."""
-        if self.http_error is not None:
-            return f" (the server answered HTTP {self.http_error})"
-        tail = bytes(self.stderr).decode("utf-8", "replace").strip()
-        return f"\n(server stderr, last lines:\n{tail[-1500:]})" if tail else ""
-
-    def fail(self, error: str) -> None:
-        if self.state in ("starting", "ready"):
-            self.state = "failed"
-            self.error = error
-        self.client = None
-        for scope in self.calls:
-            scope.cancel()
-        self.settled.set()
-
-
 class McpTools:
     """The MCP tools of one agent; see the module docstring."""
 
@@ -118,14 +93,14 @@ class McpTools:
         emit: Callable[..., Any],
         defer_above: int,
     ) -> None:
-        self._servers = {name: _Server(name, config) for name, config in servers.items()}
+        self._servers = {name: ServerState(name, config) for name, config in servers.items()}
+        self._by_part = {js_form(name): server for name, server in self._servers.items()}
         self._workspace = workspace
         self._emit = emit
-        self._defer_above = defer_above
-        self._entries: dict[str, McpTool] = {}  # by canonical name, in discovery order
-        self._js_names: dict[str, str] = {}  # JavaScript identifier -> canonical name
-        self._active: set[str] = set()
-        self._index: tuple[int, Bm25Index] | None = None
+        self._activation = Activation(list(self._servers.values()), defer_above)
+        self._names: dict[str, McpTool] = {}  # by the JavaScript form of their name
+        self._searched: set[str] = set()  # names tool_search found: active whatever their server
+        self._index: tuple[tuple[str, ...], list[McpTool], Bm25Index] | None = None
         self._closing = False
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -141,11 +116,12 @@ class McpTools:
         for server in self._servers.values():
             server.scope.cancel()
 
-    async def _run(self, server: _Server) -> None:
+    async def _run(self, server: ServerState) -> None:
         config = server.config
-        server.scope.deadline = trio.current_time() + config.startup_timeout
+        server.deadline = server.scope.deadline = trio.current_time() + config.startup_timeout
+        server.log.on_report = lambda line: self._noise(server, line)
         try:
-            with server.scope:
+            with server.scope, routed(server.log):  # the SDK's records about it go to its log
                 if config.transport == "stdio":
                     await self._run_stdio(server)
                 else:
@@ -154,12 +130,11 @@ class McpTools:
             server.fail(f"MCP server {server.name} cannot start: {_describe(group)}; install the MCP extra: "
                         "pip install 'trio-agent[mcp]'")
         except* Exception as group:
-            server.fail(f"MCP server {server.name} failed: {_describe(group)}{server.stderr_note()}")
+            server.fail(f"MCP server {server.name} failed: {_describe(group)}{server.log_note()}")
         finally:
             if server.state == "starting":
                 if server.scope.cancelled_caught and not self._closing:  # its own deadline, not a shutdown
-                    server.fail(f"MCP server {server.name} did not start within {config.startup_timeout:g} s"
-                                f"{server.stderr_note()}")
+                    server.fail(server.late_error())
                 else:
                     server.state, server.error = "closed", f"MCP server {server.name} was closed while starting"
             elif server.state == "ready":
@@ -169,16 +144,20 @@ class McpTools:
             if server.state == "failed":
                 self._emit(EventKind.MCP_SERVER_FAILED, {"server": server.name, "error": server.error}, None)
 
-    async def _session(self, server: _Server, client: Client) -> None:
+    async def _session(self, server: ServerState, client: Client) -> None:
         tools = await _list_tools(client)
+        if trio.current_time() >= server.deadline:  # listed just as its time ran out: as late as any
+            server.fail(server.late_error())
+            return
         server.scope.deadline = math.inf  # up: only close() (or a failure) ends it now
         self._ready(server, client, tools)
         await trio.sleep_forever()
 
-    async def _run_stdio(self, server: _Server) -> None:
+    async def _run_stdio(self, server: ServerState) -> None:
         from mcp import Client, StdioServerParameters
         from mcp.client.stdio import get_default_environment, stdio_client
 
+        capture_sdk_logs()
         config = server.config
         assert config.command is not None
         cwd = config.cwd if config.cwd is not None else self._workspace
@@ -187,7 +166,7 @@ class McpTools:
                                        cwd)
         params = StdioServerParameters(command=command, args=args, env=dict(config.env) or None, cwd=cwd)
         async with trio.open_nursery() as nursery:
-            errlog, drained = _stderr_tail(server, nursery)
+            errlog, drained = stderr_pipe(server.log, nursery)
             try:
                 transport = server.listing.wrap(stdio_client(params, errlog=errlog))
                 async with Client(transport, cache=None, client_info=_client_info()) as client:
@@ -198,11 +177,12 @@ class McpTools:
                     await drained.wait()
                 nursery.cancel_scope.cancel()  # a server's own child may hold its stderr open
 
-    async def _run_http(self, server: _Server) -> None:
+    async def _run_http(self, server: ServerState) -> None:
         import httpx2
         from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
 
+        capture_sdk_logs()
         config = server.config
         assert config.url is not None
         async def note_status(response: httpx2.Response) -> None:
@@ -218,36 +198,52 @@ class McpTools:
             async with Client(transport, cache=None, client_info=_client_info()) as client:
                 await self._session(server, client)
 
-    def _ready(self, server: _Server, client: Client, tools: list[Any]) -> None:
+    def _ready(self, server: ServerState, client: Client, tools: list[Any]) -> None:
         for skipped in server.listing.skipped:
             self._skipped(server, f"its tools/list entry {skipped.index}", skipped.name, skipped.reason)
-        names = []
+        kept: dict[str, Any] = {}
         for tool in tools:
             if not server.config.keeps(tool.name):
                 continue
-            entry = tool_entry(server.name, tool)
-            taken = self._entries.get(entry.name)
-            if taken is not None or not tool.name:  # the first tool keeps a name two normalise to
-                why = f"its name maps to {entry.name}, which tool {taken.tool!r} has" if taken else "its name is empty"
-                self._skipped(server, "its tool", tool.name, why)
-                continue
-            self._entries[entry.name] = entry
-            self._js_names.setdefault(js_identifier(entry.name), entry.name)
-            names.append(entry.name)
-        if len(self._entries) <= self._defer_above:
-            self._active.update(self._entries)
+            if not tool.name:
+                self._skipped(server, "its tool", tool.name, "its name is empty")
+            elif tool.name in kept:
+                self._skipped(server, "its tool", tool.name, "a tool of that name came before it")
+            else:
+                kept[tool.name] = tool
+        names, renamed = tool_names(server.name, kept)
+        for change in renamed:
+            self._emit(EventKind.API_WARNING, {
+                "code": "mcp_tool_renamed", "server": server.name, "name": change.name,
+                "message": f"MCP server {server.name}: its tool {change.tool!r:.80} is called {change.name}, "
+                           f"not {change.plain}: {change.reason}",
+            }, None)
+        for tool in kept.values():
+            entry = tool_entry(server.name, names[tool.name], tool)
+            server.entries[tool.name] = entry
+            self._names[js_form(entry.name)] = entry
         server.client = client
         server.state = "ready"
         server.settled.set()
-        self._emit(EventKind.MCP_SERVER_READY, {"server": server.name, "tools": names}, None)
+        self._emit(EventKind.MCP_SERVER_READY, {"server": server.name, "tools": [names[t] for t in kept]}, None)
 
-    def _skipped(self, server: _Server, what: str, name: str | None, reason: str) -> None:
+    def _skipped(self, server: ServerState, what: str, name: str | None, reason: str) -> None:
         """One tool of a server left out (the server's data, handled): an ``api.warning``."""
         shown = f" {name!r:.80}" if name is not None else ""
         self._emit(EventKind.API_WARNING, {
-            "code": "mcp_tool_skipped",
+            "code": "mcp_tool_skipped", "server": server.name,
             "message": f"MCP server {server.name}: {what}{shown} was skipped: {reason:.500}; "
                        "its other tools are available",
+        }, None)
+
+    def _noise(self, server: ServerState, line: str) -> None:
+        """The first thing the SDK could not use from a server (a line of its stdout
+        that is not JSON-RPC...): kept in its log, reported once."""
+        self._emit(EventKind.API_WARNING, {
+            "code": "mcp_server_output",
+            "message": f"MCP server {server.name}: the MCP client could not use what it sent: {line}; "
+                       "this and later such notes are in its log (quoted when a call fails)",
+            "server": server.name,
         }, None)
 
     # -- what the model sees -----------------------------------------------------------
@@ -256,44 +252,71 @@ class McpTools:
     def server_list(self) -> list[tuple[str, str | None]]:
         return [(s.name, s.config.description) for s in self._servers.values()]
 
+    def active_entries(self) -> list[McpTool]:
+        """The tools callable by name now (never waits), in configuration order, then
+        each server's listing order: those of the servers that are up and active, and
+        those ``tool_search`` found. Each has its name, description and declaration."""
+        found: list[McpTool] = []
+        for server in self._servers.values():
+            if server.state != "ready":
+                continue
+            active = self._activation.active(server)
+            found.extend(e for e in server.entries.values() if active or e.name in self._searched)
+        return found
+
     def active_tools(self) -> list[tuple[str, str, bool]]:
         """``(name, description, is_function)`` of the tools callable now, for ``ALL_TOOLS``."""
-        return [(e.name, e.description, True) for e in self._entries.values() if e.name in self._active]
+        return [(e.name, e.description, True) for e in self.active_entries()]
 
     def knows(self, name: str) -> bool:
         return name.startswith("mcp__")
 
     def origin(self, name: str) -> tuple[str, str] | None:
         """``(server, the tool's name there)`` of a listed tool called ``name`` (its
-        canonical or JavaScript name), or None."""
-        entry = self._entries.get(name if name in self._entries else self._js_names.get(name, name))
-        return (entry.server, entry.tool) if entry is not None else None
+        canonical or JavaScript name), or None. For a server still starting (the call
+        will wait for it), the tool's part of ``name``: its own name unless the
+        server's listing renames it."""
+        entry = self._names.get(js_form(name))
+        if entry is not None:
+            return entry.server, entry.tool
+        part = server_part(name)
+        server = self._by_part.get(part) if part is not None else None
+        if server is None or server.state != "starting" or server.late:
+            return None
+        return server.name, name[len(f"mcp__{server.name}__"):]
 
     # -- calls ---------------------------------------------------------------------------
 
-    def _lookup(self, name: str) -> McpTool:
-        canonical = name if name in self._entries else self._js_names.get(name, name)
-        entry = self._entries.get(canonical)
-        if entry is None:
-            pending = [s.name for s in self._servers.values() if s.state == "starting"]
-            hint = f" (servers still starting: {', '.join(pending)})" if pending else ""
-            raise NestedToolError(f"unknown MCP tool {name}{hint}; find tools with tools.tool_search({{query}})")
-        if canonical not in self._active:
+    async def _lookup(self, name: str) -> tuple[ServerState, McpTool]:
+        """The server and tool ``name`` routes to, once that server has started
+        (waiting for it, bounded by its startup deadline), and active."""
+        part = server_part(name)
+        server = self._by_part.get(part) if part is not None else None
+        if server is None:
+            raise NestedToolError(f"unknown MCP tool {name} (no MCP server {part or name!r}); "
+                                  "find tools with tools.tool_search({query})")
+        await server.until_started()
+        problem = server.problem()
+        if problem is not None:
+            raise NestedToolError(f"MCP tool {name} cannot be called: {problem}")
+        entry = self._names.get(js_form(name))
+        if entry is None or entry.server != server.name:
+            raise NestedToolError(f"unknown MCP tool {name}; find tools with tools.tool_search({{query}})")
+        if entry.name not in self._searched and not await self._activation.decide(server):
             raise NestedToolError(
                 f"MCP tool {name} is deferred: call tools.tool_search({{query}}) first, then call it by name"
             )
-        return entry
+        return server, entry
 
     async def call(self, name: str, arguments: object) -> dict[str, Any]:
-        entry = self._lookup(name)
-        server = self._servers[entry.server]
+        server, entry = await self._lookup(name)
         if not isinstance(arguments, dict):
             raise NestedToolError(f"{entry.name} expects an object argument, got {describe_value(arguments)}")
         client = server.client
         if server.state != "ready" or client is None:
-            raise NestedToolError(server.error or f"MCP server {server.name} is not running")
+            raise NestedToolError(server.problem() or f"MCP server {server.name} is not running")
         timeout = server.config.tool_timeout
-        with trio.CancelScope() as stopped:
+        with trio.CancelScope() as stopped, routed(server.log):
             server.calls.add(stopped)
             try:
                 with trio.move_on_after(timeout) as timer:
@@ -302,9 +325,9 @@ class McpTools:
                 message = _describe(exc)
                 if "Connection closed" in message:
                     server.fail(f"MCP server {server.name} closed the connection (did it exit?)"
-                                f"{server.stderr_note()}")
+                                f"{server.log_note()}")
                 raise NestedToolError(f"MCP tool {server.name}/{entry.tool} failed: {message}"
-                                      f"{server.stderr_note()}") from None
+                                      f"{server.log_note()}") from None
             finally:
                 server.calls.discard(stopped)
         if stopped.cancelled_caught:
@@ -325,20 +348,23 @@ class McpTools:
     # -- tool_search ---------------------------------------------------------------------
 
     async def search(self, arguments: object) -> dict[str, Any]:
+        """BM25 over every started server's tools (waiting for those still starting,
+        each bounded by its deadline); the tools found become active."""
         query, limit = search_arguments(arguments)
-        wait = max((s.config.startup_timeout for s in self._servers.values()), default=0.0)
-        with trio.move_on_after(wait):
-            for server in self._servers.values():
-                await server.settled.wait()
-        entries = list(self._entries.values())
-        if self._index is None or self._index[0] != len(entries):
-            self._index = (len(entries), Bm25Index([e.search_text for e in entries]))
-        hits = [entries[i] for i in self._index[1].search(query, limit)]
-        self._active.update(e.name for e in hits)
+        for server in self._servers.values():  # absolute deadlines: waiting in turn adds nothing
+            await server.until_started()
+        ready = tuple(s.name for s in self._servers.values() if s.state == "ready")
+        if self._index is None or self._index[0] != ready:
+            entries = [e for name in ready for e in self._servers[name].entries.values()]
+            self._index = (ready, entries, Bm25Index([e.search_text for e in entries]))
+        _, entries, index = self._index
+        hits = [entries[i] for i in index.search(query, limit)]
+        self._searched.update(e.name for e in hits)
         return {
             "tools": [e.summary() for e in hits],
-            "pending_servers": [s.name for s in self._servers.values() if s.state == "starting"],
-            "failed_servers": {s.name: s.error for s in self._servers.values() if s.state == "failed"},
+            "pending_servers": [s.name for s in self._servers.values() if s.state == "starting" and not s.late],
+            "failed_servers": {s.name: problem for s in self._servers.values()
+                               if s.state != "closed" and (problem := s.problem()) is not None},
         }
 
 
@@ -354,7 +380,7 @@ async def _list_tools(client: Client) -> list[Any]:
     return tools
 
 
-def _http_headers(server: _Server) -> dict[str, str]:
+def _http_headers(server: ServerState) -> dict[str, str]:
     config = server.config
     headers = dict(config.headers)
     for header, variable in config.header_env:
@@ -378,24 +404,3 @@ def _client_info() -> Any:
     from .._transport.auth import VERSION
 
     return Implementation(name="trio-agent", version=VERSION)
-
-
-def _stderr_tail(server: _Server, nursery: trio.Nursery) -> tuple[TextIO, trio.Event]:
-    """A pipe for the server's stderr whose last ``_STDERR_TAIL`` bytes are kept in
-    ``server.stderr``; the event is set once the pipe is drained (every writer closed)."""
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(read_fd, False)
-    stream = trio.lowlevel.FdStream(read_fd)
-    drained = trio.Event()
-
-    async def drain() -> None:
-        try:
-            async with stream:
-                while chunk := await stream.receive_some(4096):
-                    server.stderr += chunk
-                    del server.stderr[:-_STDERR_TAIL]
-        finally:
-            drained.set()
-
-    nursery.start_soon(drain)
-    return os.fdopen(write_fd, "w", encoding="utf-8", errors="replace"), drained

@@ -1,7 +1,8 @@
 """The MCP tool catalog's pure parts: names, entries, search arguments, result content.
 
 A server's tool ``t`` is ``mcp__<server>__<t>`` (characters outside
-``[A-Za-z0-9_-]`` become ``_``, as nanocodex does). An ``McpTool`` carries what the
+``[A-Za-z0-9_-]`` become ``_``, as nanocodex does; ``_mcp_names`` makes the names of
+one server's tools distinct). An ``McpTool`` carries what the
 model is shown (its description and TypeScript declaration, rendered from the input
 and output schemas) and the text ``tool_search`` ranks it by: its names, title,
 description and parameter names.
@@ -69,13 +70,13 @@ class McpTool:
         return found
 
 
-def tool_entry(server: str, tool: Any) -> McpTool:
+def tool_entry(server: str, name: str, tool: Any) -> McpTool:
+    """The entry of a server's tool (an SDK ``Tool``) called ``name`` (``_mcp_names``)."""
     schema = dict(tool.input_schema or {})
     schema.setdefault("type", "object")
     if not isinstance(schema.get("properties"), dict):
         schema["properties"] = {}
     description = tool.description or ""
-    name = canonical_name(server, tool.name)
     words = [name, server, tool.name, tool.title or "", description, " ".join(sorted(schema["properties"]))]
     return McpTool(name, server, tool.name, description, schema, tool.output_schema, " ".join(words))
 

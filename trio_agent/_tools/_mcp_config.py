@@ -17,13 +17,13 @@ from typing import Literal, final
 import attrs
 
 from .._errors import ConfigError
+from ._mcp_names import check_server_name
 
 __all__ = ["McpServer", "check_server_name"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TOOL_TIMEOUT = 300.0
 # Compiled on first use, not at import (see _jsontext).
-_SERVER_NAME = r"^[A-Za-z0-9_-]{1,48}$"
 _HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -31,15 +31,6 @@ _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 @functools.cache
 def _pattern(source: str) -> re.Pattern[str]:
     return re.compile(source)
-
-
-def check_server_name(name: object) -> str:
-    if not isinstance(name, str) or not _pattern(_SERVER_NAME).match(name):
-        raise ConfigError(
-            f"MCP server name {name!r} is invalid; use 1-48 letters, digits, '_' or '-' "
-            "(its tools are called tools.mcp__<server>__<tool>)"
-        )
-    return name
 
 
 def _pairs(value: Mapping[str, str] | None, what: str) -> tuple[tuple[str, str], ...]:
