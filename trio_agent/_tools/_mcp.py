@@ -236,6 +236,8 @@ class McpTools:
             names.append(entry.name)
         if len(self._entries) <= self._defer_above:
             self._active.update(self._entries)
+        if server.config.direct:  # offered to the model itself: never deferred (_mcp_direct)
+            self._active.update(names)
         server.client = client
         server.state = "ready"
         server.settled.set()
@@ -259,6 +261,13 @@ class McpTools:
     def active_tools(self) -> list[tuple[str, str, bool]]:
         """``(name, description, is_function)`` of the tools callable now, for ``ALL_TOOLS``."""
         return [(e.name, e.description, True) for e in self._entries.values() if e.name in self._active]
+
+    def direct_tools(self) -> list[McpTool]:
+        """The listed tools of the ``direct=True`` servers, in configuration order: once
+        offered, a tool stays in the list (a crashed server's calls fail with why), so
+        the model's tool list changes only when a server comes up (``_mcp_direct``)."""
+        return [e for s in self._servers.values() if s.config.direct
+                for e in self._entries.values() if e.server == s.name]
 
     def knows(self, name: str) -> bool:
         return name.startswith("mcp__")
