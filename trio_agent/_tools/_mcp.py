@@ -154,7 +154,8 @@ class McpTools:
             server.fail(f"MCP server {server.name} cannot start: {_describe(group)}; install the MCP extra: "
                         "pip install 'trio-agent[mcp]'")
         except* Exception as group:
-            server.fail(f"MCP server {server.name} failed: {_describe(group)}{server.stderr_note()}")
+            login = _login_error(group)  # an OAuth login to do again says which command does it
+            server.fail(login or f"MCP server {server.name} failed: {_describe(group)}{server.stderr_note()}")
         finally:
             if server.state == "starting":
                 if server.scope.cancelled_caught and not self._closing:  # its own deadline, not a shutdown
@@ -209,9 +210,14 @@ class McpTools:
             if response.status_code >= 400:
                 server.http_error = f"{response.status_code} {response.reason_phrase}".strip()
 
+        auth = None
+        if config.oauth:  # the stored login of `trio-agent mcp login` (_mcp_oauth)
+            from ._mcp_oauth import agent_auth
+
+            auth = agent_auth(server.name, config.url)
         http = httpx2.AsyncClient(
             headers=_http_headers(server), timeout=httpx2.Timeout(30.0, read=300.0),
-            event_hooks={"response": [note_status]},
+            event_hooks={"response": [note_status]}, auth=auth,
         )
         async with http:
             transport = server.listing.wrap(streamable_http_client(config.url, http_client=http))
@@ -349,6 +355,16 @@ class McpTools:
             "pending_servers": [s.name for s in self._servers.values() if s.state == "starting"],
             "failed_servers": {s.name: s.error for s in self._servers.values() if s.state == "failed"},
         }
+
+
+def _login_error(group: BaseException) -> str | None:
+    """The message of an ``McpOAuthError`` (``_mcp_oauth``) in ``group``, if any."""
+    from ._mcp_oauth import McpOAuthError
+
+    found = group.subgroup(lambda e: isinstance(e, McpOAuthError)) if isinstance(group, BaseExceptionGroup) else None
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return str(found) if found is not None else None
 
 
 async def _list_tools(client: Client) -> list[Any]:
