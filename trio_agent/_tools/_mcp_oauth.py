@@ -259,8 +259,9 @@ async def login(server: str, url: str, *, announce: Callable[[str], Awaitable[No
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import Implementation
 
-    from ._mcp import _client_info as client_info
+    from .._transport.auth import VERSION
 
     path = token_path(home or agent_home(), server, url)
     store = TokenFile(path, server, url, fresh=True)
@@ -274,7 +275,7 @@ async def login(server: str, url: str, *, announce: Callable[[str], Awaitable[No
             nursery.start_soon(trio.serve_listeners, callback.handle, listeners)
             async with httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30.0)) as http, \
                     Client(streamable_http_client(url, http_client=http), cache=None,
-                           client_info=client_info()) as client:
+                           client_info=Implementation(name="trio-agent", version=VERSION)) as client:
                 await client.list_tools()
             nursery.cancel_scope.cancel()
     except BaseException as exc:
