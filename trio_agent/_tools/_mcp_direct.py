@@ -61,7 +61,8 @@ def prefix_with_direct(
     for index, item in enumerate(items):
         if item.get("type") != "additional_tools":
             continue
-        tools = [t for t in item.get("tools", ()) if isinstance(t, dict)]
+        listed = item.get("tools")
+        tools = [t for t in listed if isinstance(t, dict)] if isinstance(listed, list) else []
         own = [t for t in tools if not str(t.get("name", "")).startswith(DIRECT_PREFIX)]
         if [t for t in tools if t not in own] == wanted:
             return None

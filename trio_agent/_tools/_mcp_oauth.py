@@ -135,9 +135,13 @@ class TokenFile:
         try:
             data = json.loads(text)
             ok = (isinstance(data, dict) and data.get("format") == _FORMAT and data.get("server_url") == self.url
-                  and isinstance(data.get("client"), dict) and isinstance(data.get("tokens"), dict)
-                  and isinstance(data["tokens"].get("access_token"), str))
-        except ValueError:
+                  and isinstance(data.get("client"), dict) and isinstance(data.get("tokens"), dict))
+            if ok:  # what the SDK will be given must be what it takes
+                from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+                OAuthClientInformationFull.model_validate(data["client"])
+                OAuthToken.model_validate({k: v for k, v in data["tokens"].items() if k != "expires_at"})
+        except ValueError:  # not JSON, or a pydantic ValidationError (a ValueError)
             ok = False
         if not ok:
             raise McpOAuthError(f"the MCP OAuth token file {path} is not one trio-agent wrote for {self.url}: "
