@@ -239,3 +239,24 @@ def test_oauth_configuration_is_checked() -> None:
         ta.McpServer.http("http://x/mcp", oauth=True, bearer_token="t")
     with pytest.raises(ta.ConfigError, match="direct= and oauth= must be True or False"):
         ta.McpServer.http("http://x/mcp", oauth="yes")  # type: ignore[arg-type]
+
+
+async def test_two_agents_refreshing_one_login_both_keep_working(tmp_path: Path, oauth_server: OAuthServer) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from trio_agent._tools._mcp_oauth import agent_auth
+
+    home = tmp_path / "home"
+    url = oauth_server.url
+    with trio.fail_after(30):
+        path = await login("docs", url, announce=browser([]), home=home)
+        _expire(path)
+        # Both read the expired pair; the first refresh rotates its refresh token away.
+        first, second = agent_auth("docs", url, home), agent_auth("docs", url, home)
+        for auth in (first, second):
+            async with httpx2.AsyncClient(auth=auth) as http, \
+                    Client(streamable_http_client(url, http_client=http), cache=None) as client:
+                assert [tool.name for tool in (await client.list_tools()).tools] == ["add"]
+    assert json.loads(path.read_text())["tokens"]["expires_at"] > 1.0

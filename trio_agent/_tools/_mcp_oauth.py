@@ -23,7 +23,10 @@ file others can read, or one that is not ours, is refused with what to do.
 
 The SDK loads stored tokens without their expiry; ``_provider`` gives it the stored
 one, so an access token that expired while the agent was not running is refreshed
-before the first request instead of being sent and refused. The SDK logs the
+before the first request instead of being sent and refused. Agents sharing a login
+(forks, children, other processes) each refresh on their own; when a server rotates
+refresh tokens the later refresh is refused, and that agent then takes the pair the
+first one stored instead of failing. The SDK logs the
 failures of its flow (``mcp.client.auth``) through ``logging``; a ``NullHandler`` there
 keeps Python's last-resort handler from printing them on the host's stderr (a host
 that configures logging still sees them); the error itself reaches the server's
@@ -165,6 +168,19 @@ class TokenFile:
             raise
         self.saved = True
 
+    def reload(self) -> bool:
+        """Take the file's tokens when they are not the ones held here (another agent
+        stored a newer pair since); True if it did."""
+        try:
+            current = TokenFile(self.path, self.server, self.url)
+        except McpOAuthError:
+            return False
+        held = self._tokens.get("access_token") if self._tokens else None
+        if current._tokens is None or current._tokens.get("access_token") == held:
+            return False
+        self._client, self._tokens = current._client, current._tokens
+        return True
+
     # -- the SDK's TokenStorage --------------------------------------------------------
 
     async def get_tokens(self) -> OAuthToken | None:
@@ -204,9 +220,23 @@ def _provider() -> type[Any]:
 
         async def _initialize(self) -> None:
             await super()._initialize()
+            self._take_expiry()
+
+        def _take_expiry(self) -> None:
             expires_at = self.storage.expires_at
-            if expires_at is not None:
-                self.context.token_expiry_time = expires_at - _REFRESH_EARLY
+            self.context.token_expiry_time = expires_at - _REFRESH_EARLY if expires_at is not None else None
+
+        async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+            if await super()._handle_refresh_response(response):
+                return True
+            # Another agent with this login (a fork, a child, another process) refreshed
+            # first, and the server rotated away the refresh token sent here: its new
+            # pair is in the file.
+            if not self.storage.reload():
+                return False
+            self.context.current_tokens = await self.storage.get_tokens()
+            self._take_expiry()
+            return bool(self.context.is_token_valid())
 
     return Provider
 
