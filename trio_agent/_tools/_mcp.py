@@ -275,6 +275,12 @@ class McpTools:
         return [e for s in self._servers.values() if s.config.direct
                 for e in self._entries.values() if e.server == s.name]
 
+    def direct_starting(self, name: str) -> bool:
+        """Whether ``name`` may be a tool of a ``direct=True`` server still starting (a
+        resumed conversation can call one before its server is up)."""
+        server = self._servers.get(name.removeprefix("mcp__").partition("__")[0])
+        return server is not None and server.config.direct and server.state == "starting"
+
     def knows(self, name: str) -> bool:
         return name.startswith("mcp__")
 

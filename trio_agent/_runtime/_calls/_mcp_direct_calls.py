@@ -31,8 +31,10 @@ def direct_definitions(mcp: McpTools | None) -> list[dict[str, Any]] | None:
 
 
 def direct_runner(mcp: McpTools | None, name: str) -> Runner | None:
-    """What answers a top-level function call named ``name``, when it is a direct tool."""
-    if mcp is None or not any(entry.name == name for entry in mcp.direct_tools()):
+    """What answers a top-level function call named ``name``, when it is a direct tool
+    -- or may be one, of a direct server still starting: ``McpTools.call`` then says
+    what a call from ``exec`` would."""
+    if mcp is None or not (any(entry.name == name for entry in mcp.direct_tools()) or mcp.direct_starting(name)):
         return None
 
     async def run(call: dict[str, Any], arguments: Any) -> ToolOutcome:
