@@ -32,8 +32,8 @@ class OAuthServer:
         self.url, self.process = url, process
 
 
-async def _start(nursery: trio.Nursery, *flags: str) -> AsyncIterator[OAuthServer]:
-    process = await trio.lowlevel.open_process([sys.executable, str(SERVER), *flags], stdout=subprocess.PIPE,
+async def _start(nursery: trio.Nursery, *flags: str, script: Path = SERVER) -> AsyncIterator[OAuthServer]:
+    process = await trio.lowlevel.open_process([sys.executable, str(script), *flags], stdout=subprocess.PIPE,
                                                stderr=subprocess.DEVNULL)
     assert process.stdout is not None
     line = b""
@@ -260,3 +260,21 @@ async def test_two_agents_refreshing_one_login_both_keep_working(tmp_path: Path,
                     Client(streamable_http_client(url, http_client=http), cache=None) as client:
                 assert [tool.name for tool in (await client.list_tools()).tools] == ["add"]
     assert json.loads(path.read_text())["tokens"]["expires_at"] > 1.0
+
+
+async def test_a_login_to_a_server_without_oauth_or_to_no_server_says_so(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    home = tmp_path / "home"
+    async for plain in _start(nursery, "--http", script=SERVER.with_name("mcp_server.py")):
+        with trio.fail_after(30), pytest.raises(McpOAuthError) as needless:
+            await login("docs", plain.url, announce=browser([]), home=home)
+        assert str(needless.value) == f"MCP server docs at {plain.url} did not ask for an OAuth login: it needs none"
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    await listener.aclose()  # a port nothing listens on
+    with trio.fail_after(30), pytest.raises(McpOAuthError) as unreachable:
+        await login("docs", f"http://127.0.0.1:{port}/mcp", announce=browser([]), home=home)
+    assert str(unreachable.value).startswith("the login failed: ConnectError: ")
+    assert ";" not in str(unreachable.value)  # one cause, said once
+    assert not home.exists()

@@ -347,7 +347,7 @@ def _oauth_error(exc: BaseException) -> McpOAuthError | None:
             return McpOAuthError(f"the authorization server refused: {type(leaf).__name__}: {leaf}"[:2000])
     if all(isinstance(leaf, trio.Cancelled) for leaf in leaves):
         return None
-    shown = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves[:3])
+    shown = "; ".join(dict.fromkeys(f"{type(leaf).__name__}: {leaf}" for leaf in leaves[:3]))
     return McpOAuthError(f"the login failed: {shown}"[:2000])
 
 
