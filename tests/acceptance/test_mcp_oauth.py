@@ -237,6 +237,8 @@ async def test_an_authorization_server_that_refuses_leaves_no_token_file(
 def test_oauth_configuration_is_checked() -> None:
     with pytest.raises(ta.ConfigError, match="oauth=True or a bearer token, not both"):
         ta.McpServer.http("http://x/mcp", oauth=True, bearer_token="t")
+    with pytest.raises(ta.ConfigError, match="oauth=True is for Streamable HTTP servers"):
+        ta.McpServer("stdio", command="srv", oauth=True)
     with pytest.raises(ta.ConfigError, match="direct= and oauth= must be True or False"):
         ta.McpServer.http("http://x/mcp", oauth="yes")  # type: ignore[arg-type]
 

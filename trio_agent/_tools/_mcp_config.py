@@ -105,6 +105,8 @@ class McpServer:
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.direct, bool) or not isinstance(self.oauth, bool):
             raise ConfigError("MCP server direct= and oauth= must be True or False")
+        if self.oauth and self.transport != "http":
+            raise ConfigError("oauth=True is for Streamable HTTP servers (McpServer.http)")
         if self.oauth and (self.bearer_token is not None or self.bearer_token_env is not None):
             raise ConfigError("pass oauth=True or a bearer token, not both (OAuth sends its own Authorization)")
         _timeout(self.startup_timeout, "startup_timeout")
