@@ -101,7 +101,19 @@ class SessionSnapshot:
 
 
 def _strip_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in item.items() if k != "id"} for item in items]
+    """The items without ids, and without the direct MCP tools (``mcp__*``) an agent adds
+    to its tools once their server is up: a resumed agent starts its servers again."""
+    return [
+        {k: _without_direct(v) if k == "tools" and item.get("type") == "additional_tools" else v
+         for k, v in item.items() if k != "id"}
+        for item in items
+    ]
+
+
+def _without_direct(tools: Any) -> Any:
+    if not isinstance(tools, list):
+        return tools
+    return [t for t in tools if not (isinstance(t, dict) and str(t.get("name", "")).startswith("mcp__"))]
 
 
 def check_snapshot(snapshot: SessionSnapshot, *, explicit_cache_key: str | None) -> None:

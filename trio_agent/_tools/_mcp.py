@@ -130,7 +130,8 @@ class McpTools:
             server.fail(f"MCP server {server.name} cannot start: {_describe(group)}; install the MCP extra: "
                         "pip install 'trio-agent[mcp]'")
         except* Exception as group:
-            server.fail(f"MCP server {server.name} failed: {_describe(group)}{server.log_note()}")
+            login = _login_error(group)  # an OAuth login to do again says which command does it
+            server.fail(login or f"MCP server {server.name} failed: {_describe(group)}{server.log_note()}")
         finally:
             if server.state == "starting":
                 if server.scope.cancelled_caught and not self._closing:  # its own deadline, not a shutdown
@@ -189,9 +190,14 @@ class McpTools:
             if response.status_code >= 400:
                 server.http_error = f"{response.status_code} {response.reason_phrase}".strip()
 
+        auth = None
+        if config.oauth:  # the stored login of `trio-agent mcp login` (_mcp_oauth)
+            from ._mcp_oauth import agent_auth
+
+            auth = agent_auth(server.name, config.url)
         http = httpx2.AsyncClient(
             headers=_http_headers(server), timeout=httpx2.Timeout(30.0, read=300.0),
-            event_hooks={"response": [note_status]},
+            event_hooks={"response": [note_status]}, auth=auth,
         )
         async with http:
             transport = server.listing.wrap(streamable_http_client(config.url, http_client=http))
@@ -267,6 +273,18 @@ class McpTools:
     def active_tools(self) -> list[tuple[str, str, bool]]:
         """``(name, description, is_function)`` of the tools callable now, for ``ALL_TOOLS``."""
         return [(e.name, e.description, True) for e in self.active_entries()]
+
+    def direct_tools(self) -> list[McpTool]:
+        """The listed tools of the ``direct=True`` servers, in configuration order: once
+        offered, a tool stays in the list (a crashed server's calls fail with why), so
+        the model's tool list changes only when a server comes up (``_mcp_direct``)."""
+        return [e for s in self._servers.values() if s.config.direct for e in s.entries.values()]
+
+    def direct_starting(self, name: str) -> bool:
+        """Whether ``name`` may be a tool of a ``direct=True`` server still starting (a
+        resumed conversation can call one before its server is up)."""
+        server = self._servers.get(name.removeprefix("mcp__").partition("__")[0])
+        return server is not None and server.config.direct and server.state == "starting"
 
     def knows(self, name: str) -> bool:
         return name.startswith("mcp__")
@@ -366,6 +384,16 @@ class McpTools:
             "failed_servers": {s.name: problem for s in self._servers.values()
                                if s.state != "closed" and (problem := s.problem()) is not None},
         }
+
+
+def _login_error(group: BaseException) -> str | None:
+    """The message of an ``McpOAuthError`` (``_mcp_oauth``) in ``group``, if any."""
+    from ._mcp_oauth import McpOAuthError
+
+    found = group.subgroup(lambda e: isinstance(e, McpOAuthError)) if isinstance(group, BaseExceptionGroup) else None
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return str(found) if found is not None else None
 
 
 async def _list_tools(client: Client) -> list[Any]:

@@ -69,7 +69,10 @@ class McpServer:
     its tools (default 30 s); ``tool_timeout`` bounds each tool call (default 300 s);
     both on Trio's clock. ``enabled_tools`` (when given) keeps only those tools,
     ``disabled_tools`` drops some. ``description`` tells the model what the server is
-    for. Secrets (``headers``, ``bearer_token``) are left out of the repr.
+    for. ``direct=True`` also offers its tools to the model as top-level function
+    tools (``mcp__<server>__<tool>``), from the first turn that starts after the server
+    is up (``_mcp_direct``). Secrets (``headers``, ``bearer_token``) are left out of
+    the repr.
     """
 
     transport: Literal["stdio", "http"]
@@ -87,8 +90,16 @@ class McpServer:
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
     enabled_tools: frozenset[str] | None = None
     disabled_tools: frozenset[str] = frozenset()
+    direct: bool = False  # its tools are also top-level function tools (_mcp_direct)
+    oauth: bool = False  # Streamable HTTP with OAuth tokens from `trio-agent mcp login` (_mcp_oauth)
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.direct, bool) or not isinstance(self.oauth, bool):
+            raise ConfigError("MCP server direct= and oauth= must be True or False")
+        if self.oauth and self.transport != "http":
+            raise ConfigError("oauth=True is for Streamable HTTP servers (McpServer.http)")
+        if self.oauth and (self.bearer_token is not None or self.bearer_token_env is not None):
+            raise ConfigError("pass oauth=True or a bearer token, not both (OAuth sends its own Authorization)")
         _timeout(self.startup_timeout, "startup_timeout")
         _timeout(self.tool_timeout, "tool_timeout")
         if self.description is not None and not isinstance(self.description, str):
@@ -125,6 +136,7 @@ class McpServer:
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
         enabled_tools: Iterable[str] | None = None,
         disabled_tools: Iterable[str] = (),
+        direct: bool = False,
     ) -> McpServer:
         """A server the agent runs as a subprocess (its own process group), speaking MCP
         on stdin/stdout. Its environment is the MCP SDK's safe default (``HOME``,
@@ -141,7 +153,7 @@ class McpServer:
             cwd=Path(cwd) if cwd is not None else None, description=description,
             startup_timeout=startup_timeout, tool_timeout=tool_timeout,
             enabled_tools=_names(enabled_tools, "enabled_tools"),
-            disabled_tools=_names(disabled_tools, "disabled_tools") or frozenset(),
+            disabled_tools=_names(disabled_tools, "disabled_tools") or frozenset(), direct=direct,
         )
 
     @classmethod
@@ -158,11 +170,15 @@ class McpServer:
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
         enabled_tools: Iterable[str] | None = None,
         disabled_tools: Iterable[str] = (),
+        direct: bool = False,
+        oauth: bool = False,
     ) -> McpServer:
         """A Streamable HTTP server at ``url``. Every request carries ``headers``, each
         ``header_env`` header (name -> environment variable, read when the agent
         connects) and ``Authorization: Bearer`` from ``bearer_token`` or the
-        environment variable ``bearer_token_env``."""
+        environment variable ``bearer_token_env``. ``oauth=True``: the ``Authorization``
+        comes from the OAuth tokens ``trio-agent mcp login NAME URL`` stored (refreshed
+        when they expire; ``_mcp_oauth``)."""
         if bearer_token is not None and bearer_token_env is not None:
             raise ConfigError("pass bearer_token or bearer_token_env, not both")
         if bearer_token is not None and (not isinstance(bearer_token, str) or not bearer_token.strip()):
@@ -172,7 +188,7 @@ class McpServer:
             bearer_token=bearer_token, bearer_token_env=bearer_token_env, description=description,
             startup_timeout=startup_timeout, tool_timeout=tool_timeout,
             enabled_tools=_names(enabled_tools, "enabled_tools"),
-            disabled_tools=_names(disabled_tools, "disabled_tools") or frozenset(),
+            disabled_tools=_names(disabled_tools, "disabled_tools") or frozenset(), direct=direct, oauth=oauth,
         )
 
     def keeps(self, tool: str) -> bool:

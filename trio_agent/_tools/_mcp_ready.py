@@ -112,13 +112,17 @@ class Activation:
         for server in self._servers[len(self._active):]:
             if server.state == "starting" and not server.late:
                 return
-            count = len(server.entries) if server.state != "starting" else 0
+            # a direct=True server's tools are offered to the model itself (_mcp_direct):
+            # always active, and outside the budget of the tools exec lists
+            count = len(server.entries) if server.state != "starting" and not server.config.direct else 0
             fits = self._used + count <= self._budget
             self._used += count if fits else 0
             self._active[server.name] = fits
 
     def active(self, server: ServerState) -> bool | None:
         """Whether ``server``'s tools are active (None: not decided yet)."""
+        if server.config.direct:
+            return True
         self.update()
         return self._active.get(server.name)
 

@@ -47,6 +47,7 @@ from .. import __version__
 from ._app_server import add_app_server_command, add_server_options, app_server_main
 from ._codex import add_config_option
 from ._connection import connection_settings
+from ._mcp_login import add_mcp_command, mcp_main
 from ._parser import Parser, SubcommandParser, refuse
 from ._replay import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
 from ._resume import add_resume_command, prepare_resume
@@ -121,6 +122,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser, argpar
     )
     add_replay_command(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub))
     add_app_server_command(sub)  # codex's entry point (_app_server)
+    add_mcp_command(cast("argparse._SubParsersAction[argparse.ArgumentParser]", sub))  # OAuth logins (_mcp_login)
     return parser, run, serve
 
 
@@ -172,6 +174,8 @@ def _main(argv: list[str]) -> int:
         return app_server_main(args, os.environ)
     if args.command == "replay":
         return run_replay(args)
+    if args.command == "mcp":
+        return mcp_main(args)
     if args.command == "serve" and (args.daemon or args.stop):
         given = [flag for flag, value in (("--listen", args.listen), ("--home", args.home), ("--local", args.local),
                                           *listener_options_given(args),

@@ -233,13 +233,21 @@ def _instructions_flag(parser: argparse.ArgumentParser, value: str | None) -> st
     return text
 
 
+def _logged_in(entry: McpEntry) -> bool:
+    """Whether ``trio-agent mcp login`` stored tokens for this server (codex uses a stored
+    login the same way); a name that is not a server name is refused by ``with_mcp``."""
+    from .._tools._mcp_oauth import agent_home, token_path
+
+    return "/" not in entry.name and token_path(agent_home(), entry.name, entry.target).exists()
+
+
 def _tools(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ta.Tools:
     tools = ta.Tools.default()
     entries: list[McpEntry] = args.mcp or []
     if entries and importlib.util.find_spec("mcp") is None:
         parser.error("--mcp and --mcp-stdio need the MCP SDK: pip install 'trio-agent[mcp]'")
     for entry in entries:
-        server = (ta.McpServer.http(entry.target) if entry.kind == "http"
+        server = (ta.McpServer.http(entry.target, oauth=_logged_in(entry)) if entry.kind == "http"
                   else ta.McpServer.stdio(entry.target, list(entry.args)))
         tools.with_mcp(entry.name, server)  # ConfigError: a bad or duplicate name
     if args.no_web_search:

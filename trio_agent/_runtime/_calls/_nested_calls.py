@@ -72,6 +72,11 @@ class NestedCalls:
             )
             self._mcp.start(self._env.nursery)
 
+    @property
+    def mcp(self) -> McpTools | None:
+        """The agent's MCP tools (None before ``start``, or without servers)."""
+        return self._mcp
+
     def tool_names(self) -> list[tuple[str, str, bool]]:
         """``(name, description, is a function)`` of every tool a cell can call now."""
         names = [(t.name, _first_sentence(t.description), t.is_function) for t in self._builtins.values()]

@@ -25,6 +25,7 @@ import trio
 
 from ..._tools import InvalidToolArguments, ToolSpec
 from ..._wire.portable import CODE_PARAMETER, INPUT_PARAMETER, call_of, string_argument
+from ._mcp_direct_calls import direct_definitions, direct_runner
 from ._nested_calls import CellOrigin, NestedCalls
 from ._tool_environment import ToolEnvironment, describe, tool_context
 from ._tool_runner import Runner, ToolOutcome, UnencodableValue, to_output
@@ -81,7 +82,13 @@ class ToolDispatcher:
             return self._wait_runner(state)
         if spec is not None and (kind == "function_call" or (kind == "custom_tool_call" and spec.kind == "custom")):
             return self._user_runner(spec, state.turn_id)
+        if kind == "function_call" and name.startswith("mcp__"):  # a direct MCP tool (_mcp_direct_calls)
+            return direct_runner(self._nested.mcp, name)
         return None
+
+    def direct_definitions(self) -> list[dict[str, Any]] | None:
+        """The direct MCP tools to offer now (None: the agent has no MCP servers)."""
+        return direct_definitions(self._nested.mcp)
 
     # -- user tools --------------------------------------------------------------------
 
