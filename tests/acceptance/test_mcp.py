@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from trio_agent.testing import FakeConnection, FakeResponsesServer
 
 from .._os_facts import pid_alive, processes_in, wait_for_os_fact
 from ..conftest import EventLog, make_config, scripted, warm
+from ._mcp_http import serve_http
 from .test_builtin_tools import PIXEL_URL
 
 SERVER = Path(__file__).parent.parent / "fixtures" / "mcp_server.py"
@@ -368,21 +368,8 @@ async def test_cancelling_the_agent_stops_its_servers(
 @pytest.fixture
 async def http_server(nursery: trio.Nursery) -> AsyncIterator[tuple[str, trio.Process]]:
     """The test MCP server over Streamable HTTP on 127.0.0.1, requiring a bearer token."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, str(SERVER), "--http", "--token", "s3cret", "--name", "web"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )
-    assert process.stdout is not None
-    line = b""
-    with trio.fail_after(30):
-        while not line.endswith(b"\n"):
-            line += await process.stdout.receive_some(64)
-    try:
-        yield f"http://127.0.0.1:{int(line)}/mcp", process
-    finally:
-        process.kill()
-        with trio.CancelScope(shield=True):
-            await process.wait()
+    async with serve_http("--token", "s3cret", "--name", "web") as served:
+        yield served
 
 
 async def test_http_server_with_headers_from_the_environment(

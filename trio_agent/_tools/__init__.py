@@ -320,7 +320,10 @@ class Tools:
         if self._image_generation:
             names.add(IMAGE_GENERATION)
         if self._mcp:
+            from ._mcp_resources import RESOURCE_TOOLS
+
             names.add(TOOL_SEARCH)
+            names.update(RESOURCE_TOOLS)
         return frozenset(names)
 
     def _need_exec(self, what: str) -> None:

@@ -5,8 +5,9 @@ pragma ``// @exec: {...}`` (Lark grammar below); its description lists every nes
 tool with a TypeScript-style declaration rendered from its JSON schema so the model
 knows how to call it (nanocodex 5.1). Which nested built-ins are listed depends on
 the ``Tools`` options: the workspace tools always, ``web__run`` unless web search is
-off, ``image_gen__imagegen`` when image generation is on, ``tool_search`` (and a
-section on the servers) when MCP servers are configured.
+off, ``image_gen__imagegen`` when image generation is on, ``tool_search`` and the
+resource and prompt tools (``_mcp_resources``), and a section on the servers, when MCP
+servers are configured.
 """
 
 from __future__ import annotations
@@ -169,6 +170,9 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
             "input_schema: object; output_schema?: object }[]; pending_servers: string[]; "
             "failed_servers: { [server: string]: string } }",
         ))
+        from ._mcp_resources import resource_nested_tools
+
+        tools.extend(resource_nested_tools())
     return tools
 
 
@@ -180,7 +184,9 @@ def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:
         "`CallToolResult` (a failed call rejects). The servers start in the background, so their tools "
         "are not declared here: `tools.tool_search({query})` finds them (waiting for servers still "
         "starting) and makes them callable in this and later cells; `ALL_TOOLS` lists what is callable "
-        "now. Pass an image block of a result to `image(...)` to show it.\n"
+        "now. Pass an image block of a result to `image(...)` to show it. Their resources and prompts are "
+        "listed and read with `tools.list_mcp_resources`, `tools.read_mcp_resource`, `tools.list_mcp_prompts` "
+        "and the like (below).\n"
         + "\n".join(lines) + "\n" + _CALL_TOOL_RESULT
     )
 

@@ -47,7 +47,9 @@ from ._bm25 import Bm25Index
 from ._mcp_catalog import McpTool, bounded_block, error_text, search_arguments, tool_entry
 from ._mcp_config import McpServer
 from ._mcp_listing import ToolListing
+from ._mcp_notify import LOG_LEVEL, log_callback, progress_callback
 from ._mcp_process import server_command
+from ._mcp_resources import run_resource_tool
 from ._schema import describe_value
 from ._tool_errors import NestedToolError
 from ._ts import js_identifier
@@ -190,7 +192,7 @@ class McpTools:
             errlog, drained = _stderr_tail(server, nursery)
             try:
                 transport = server.listing.wrap(stdio_client(params, errlog=errlog))
-                async with Client(transport, cache=None, client_info=_client_info()) as client:
+                async with Client(transport, **self._client_options(server)) as client:
                     await self._session(server, client)
             finally:
                 errlog.close()
@@ -215,8 +217,13 @@ class McpTools:
         )
         async with http:
             transport = server.listing.wrap(streamable_http_client(config.url, http_client=http))
-            async with Client(transport, cache=None, client_info=_client_info()) as client:
+            async with Client(transport, **self._client_options(server)) as client:
                 await self._session(server, client)
+
+    def _client_options(self, server: _Server) -> dict[str, Any]:
+        """The SDK client's options; the server's log becomes ``mcp.log`` (``_mcp_notify``)."""
+        return {"cache": None, "client_info": _client_info(), "log_level": LOG_LEVEL,
+                "logging_callback": log_callback(server.name, self._emit)}
 
     def _ready(self, server: _Server, client: Client, tools: list[Any]) -> None:
         for skipped in server.listing.skipped:
@@ -284,7 +291,8 @@ class McpTools:
             )
         return entry
 
-    async def call(self, name: str, arguments: object) -> dict[str, Any]:
+    async def call(self, name: str, arguments: object,
+                   on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         entry = self._lookup(name)
         server = self._servers[entry.server]
         if not isinstance(arguments, dict):
@@ -297,7 +305,8 @@ class McpTools:
             server.calls.add(stopped)
             try:
                 with trio.move_on_after(timeout) as timer:
-                    result = await client.call_tool(entry.tool, arguments)
+                    progress = progress_callback(server.name, entry.tool, on_progress) if on_progress else None
+                    result = await client.call_tool(entry.tool, arguments, progress_callback=progress)
             except Exception as exc:  # the SDK's MCPError, a transport error, a malformed result
                 message = _describe(exc)
                 if "Connection closed" in message:
@@ -321,6 +330,10 @@ class McpTools:
             raise NestedToolError(f"MCP tool {server.name}/{entry.tool} returned {size} bytes of JSON; "
                                   f"results over {_MAX_RESULT_CHARS} bytes are refused")
         return value
+
+    async def resource_call(self, name: str, arguments: object) -> dict[str, Any]:
+        """One of the resource and prompt tools (``_mcp_resources``)."""
+        return await run_resource_tool(name, arguments, self._servers)
 
     # -- tool_search ---------------------------------------------------------------------
 
