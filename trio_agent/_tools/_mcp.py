@@ -19,7 +19,10 @@ for servers still starting, up to their startup timeout.
 
 Faults stay inside the tool result: a server that fails to start, crashes or hangs
 makes its calls fail with a message (with the tail of its stderr, which is kept in a
-bounded buffer); the agent goes on. A malformed ``tools/list`` entry costs only itself
+bounded buffer); the agent goes on. A server that was up and lost its connection
+(crashed, dropped its HTTP session) is restarted with backoff, bounded, and later calls
+wait for it (``_mcp_session``). Resources and prompts are ``_mcp_resources``; progress
+and log notifications become events (``_mcp_notify``). A malformed ``tools/list`` entry costs only itself
 (``_mcp_listing``): it is left out with an ``api.warning`` (code ``mcp_tool_skipped``)
 naming the server, the entry and why, as is an empty name or a second tool whose name
 maps to one already taken; the server's other tools stay available. ``close()`` -- and cancellation of the agent's
@@ -50,6 +53,7 @@ from ._mcp_listing import ToolListing
 from ._mcp_notify import LOG_LEVEL, log_callback, progress_callback
 from ._mcp_process import server_command
 from ._mcp_resources import run_resource_tool
+from ._mcp_session import Session, connection_lost, run_restarting, session_gone, wait_up, watched
 from ._schema import describe_value
 from ._tool_errors import NestedToolError
 from ._ts import js_identifier
@@ -91,6 +95,11 @@ class _Server:
         self.stderr = bytearray()
         self.http_error: str | None = None  # the last HTTP error status the server answered
         self.listing = ToolListing()  # its tools/list entries, checked one by one
+        self.session = Session()  # how its connection ended, its restarts (_mcp_session)
+        self.lost = trio.Event()  # set when the connection is lost (Session.drop)
+
+    def lose(self, reason: str) -> None:
+        self.session.drop(self, reason)
 
     def stderr_note(self) -> str:
         """What the server last said about itself: its stderr tail, or an HTTP error."""
@@ -144,6 +153,10 @@ class McpTools:
             server.scope.cancel()
 
     async def _run(self, server: _Server) -> None:
+        """Connect, and connect again while a lost connection is to be restarted."""
+        await run_restarting(server, self._connect, self._emit, lambda: self._closing)
+
+    async def _connect(self, server: _Server) -> None:
         config = server.config
         server.scope.deadline = trio.current_time() + config.startup_timeout
         try:
@@ -158,7 +171,12 @@ class McpTools:
         except* Exception as group:
             server.fail(f"MCP server {server.name} failed: {_describe(group)}{server.stderr_note()}")
         finally:
-            if server.state == "starting":
+            verdict = server.session.verdict(server.state, self._closing)
+            if verdict == "give_up":
+                server.state, server.error = "failed", server.session.gave_up(server.name, server.error)
+            if verdict == "retry":
+                server.state, server.client = "starting", None  # _run restarts it
+            elif server.state == "starting":
                 if server.scope.cancelled_caught and not self._closing:  # its own deadline, not a shutdown
                     server.fail(f"MCP server {server.name} did not start within {config.startup_timeout:g} s"
                                 f"{server.stderr_note()}")
@@ -167,15 +185,18 @@ class McpTools:
             elif server.state == "ready":
                 server.state, server.error = "closed", f"MCP server {server.name} is closed"
             server.client = None
-            server.settled.set()
+            if verdict != "retry":  # a restart's waiters wait on
+                server.settled.set()
             if server.state == "failed":
                 self._emit(EventKind.MCP_SERVER_FAILED, {"server": server.name, "error": server.error}, None)
 
     async def _session(self, server: _Server, client: Client) -> None:
         tools = await _list_tools(client)
         server.scope.deadline = math.inf  # up: only close() (or a failure) ends it now
+        if server.session.attempt:  # a restart lists its tools again
+            self._forget(server)
         self._ready(server, client, tools)
-        await trio.sleep_forever()
+        await server.lost.wait()  # only close() or a lost connection (_mcp_session) ends it now
 
     async def _run_stdio(self, server: _Server) -> None:
         from mcp import Client, StdioServerParameters
@@ -191,7 +212,7 @@ class McpTools:
         async with trio.open_nursery() as nursery:
             errlog, drained = _stderr_tail(server, nursery)
             try:
-                transport = server.listing.wrap(stdio_client(params, errlog=errlog))
+                transport = server.listing.wrap(watched(stdio_client(params, errlog=errlog), server.lose))
                 async with Client(transport, **self._client_options(server)) as client:
                     await self._session(server, client)
             finally:
@@ -216,7 +237,7 @@ class McpTools:
             event_hooks={"response": [note_status]},
         )
         async with http:
-            transport = server.listing.wrap(streamable_http_client(config.url, http_client=http))
+            transport = server.listing.wrap(watched(streamable_http_client(config.url, http_client=http), server.lose))
             async with Client(transport, **self._client_options(server)) as client:
                 await self._session(server, client)
 
@@ -247,6 +268,12 @@ class McpTools:
         server.state = "ready"
         server.settled.set()
         self._emit(EventKind.MCP_SERVER_READY, {"server": server.name, "tools": names}, None)
+
+    def _forget(self, server: _Server) -> None:
+        """Drop the tools a server listed before its restart (their activation stays)."""
+        for name in [n for n, entry in self._entries.items() if entry.server == server.name]:
+            del self._entries[name]
+        self._js_names = {js: name for js, name in self._js_names.items() if name in self._entries}
 
     def _skipped(self, server: _Server, what: str, name: str | None, reason: str) -> None:
         """One tool of a server left out (the server's data, handled): an ``api.warning``."""
@@ -297,6 +324,7 @@ class McpTools:
         server = self._servers[entry.server]
         if not isinstance(arguments, dict):
             raise NestedToolError(f"{entry.name} expects an object argument, got {describe_value(arguments)}")
+        await wait_up(server)  # a restart
         client = server.client
         if server.state != "ready" or client is None:
             raise NestedToolError(server.error or f"MCP server {server.name} is not running")
@@ -309,9 +337,8 @@ class McpTools:
                     result = await client.call_tool(entry.tool, arguments, progress_callback=progress)
             except Exception as exc:  # the SDK's MCPError, a transport error, a malformed result
                 message = _describe(exc)
-                if "Connection closed" in message:
-                    server.fail(f"MCP server {server.name} closed the connection (did it exit?)"
-                                f"{server.stderr_note()}")
+                if connection_lost(message) or await session_gone(client, message):  # restarted; calls wait
+                    server.lose(f"{message}{server.stderr_note()}")
                 raise NestedToolError(f"MCP tool {server.name}/{entry.tool} failed: {message}"
                                       f"{server.stderr_note()}") from None
             finally:

@@ -180,10 +180,10 @@ def _server(servers: Mapping[str, McpServerView], name: str) -> McpServerView:
 
 async def _client(server: McpServerView) -> Client:
     """The server's client once it is up (waiting for it, up to its startup timeout)."""
+    from ._mcp_session import wait_up
+
     timeout = server.config.startup_timeout
-    if server.state == "starting":  # also while it restarts
-        with trio.move_on_after(timeout):
-            await server.settled.wait()
+    await wait_up(server)  # also while it restarts
     client = server.client
     if server.state != "ready" or client is None:
         if server.state == "starting":
