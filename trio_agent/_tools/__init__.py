@@ -31,6 +31,7 @@ from .._event_payloads._shared import JsonValue  # one JSON type for tools and e
 from ._definitions import (
     BUILTIN_NAMES,
     IMAGE_GENERATION,
+    MCP_RESOURCE_TOOLS,
     NESTED_BUILTINS,
     TOOL_SEARCH,
     WEB_SEARCH,
@@ -320,10 +321,8 @@ class Tools:
         if self._image_generation:
             names.add(IMAGE_GENERATION)
         if self._mcp:
-            from ._mcp_resources import RESOURCE_TOOLS
-
             names.add(TOOL_SEARCH)
-            names.update(RESOURCE_TOOLS)
+            names.update(MCP_RESOURCE_TOOLS)
         return frozenset(names)
 
     def _need_exec(self, what: str) -> None:

@@ -19,6 +19,9 @@ from .._record import Record
 from ._nested_parameters import (
     EXEC_COMMAND_PARAMETERS,
     IMAGE_RESULT,
+    MCP_GET_PROMPT_PARAMETERS,
+    MCP_LISTING_PARAMETERS,
+    MCP_READ_PARAMETERS,
     PLAN_DESCRIPTION,
     SHELL_RESULT,
     TOOL_SEARCH_PARAMETERS,
@@ -32,8 +35,14 @@ from ._ts import declaration, js_identifier, ts_type
 
 __all__ = [
     "BUILTIN_NAMES",
+    "GET_PROMPT",
     "IMAGE_GENERATION",
+    "LIST_PROMPTS",
+    "LIST_RESOURCES",
+    "LIST_TEMPLATES",
+    "MCP_RESOURCE_TOOLS",
     "NESTED_BUILTINS",
+    "READ_RESOURCE",
     "TOOL_SEARCH",
     "WEB_SEARCH",
     "NestedTool",
@@ -46,6 +55,12 @@ BUILTIN_NAMES = frozenset({"exec", "wait"})
 WEB_SEARCH = "web__run"
 IMAGE_GENERATION = "image_gen__imagegen"
 TOOL_SEARCH = "tool_search"
+LIST_RESOURCES = "list_mcp_resources"
+LIST_TEMPLATES = "list_mcp_resource_templates"
+READ_RESOURCE = "read_mcp_resource"
+LIST_PROMPTS = "list_mcp_prompts"
+GET_PROMPT = "get_mcp_prompt"
+MCP_RESOURCE_TOOLS = frozenset({LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE, LIST_PROMPTS, GET_PROMPT})
 # The nested built-ins that are always on with the built-in tools.
 NESTED_BUILTINS = frozenset({"exec_command", "write_stdin", "apply_patch", "update_plan", "view_image"})
 
@@ -170,10 +185,36 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
             "input_schema: object; output_schema?: object }[]; pending_servers: string[]; "
             "failed_servers: { [server: string]: string } }",
         ))
-        from ._mcp_resources import resource_nested_tools
-
-        tools.extend(resource_nested_tools())
+        tools.extend(_mcp_resource_tools())
     return tools
+
+
+_PAGE = "nextCursor?: string; truncated?: boolean; failed_servers?: { [server: string]: string }"
+
+
+def _mcp_resource_tools() -> list[NestedTool]:
+    """The MCP resource and prompt tools, codex's three and two for prompts (``_mcp_resources``)."""
+    return [
+        NestedTool(LIST_RESOURCES, "List the resources (files, documents, data) of one MCP server or of all; "
+                   "read one with read_mcp_resource.", MCP_LISTING_PARAMETERS,
+                   "{ server?: string; resources: { server: string; uri: string; name: string; "
+                   f"mimeType?: string; description?: string }}[]; {_PAGE} }}"),
+        NestedTool(LIST_TEMPLATES, "List the resource templates (URI patterns such as file:///{path}) of one MCP "
+                   "server or of all; fill one in and read it with read_mcp_resource.", MCP_LISTING_PARAMETERS,
+                   "{ server?: string; resourceTemplates: { server: string; uriTemplate: string; name: string; "
+                   f"description?: string }}[]; {_PAGE} }}"),
+        NestedTool(READ_RESOURCE, "Read a resource of an MCP server by its URI.", MCP_READ_PARAMETERS,
+                   "{ server: string; uri: string; contents: { uri: string; mimeType?: string; text?: string; "
+                   "blob?: string; truncated?: boolean; omitted?: string }[] }"),
+        NestedTool(LIST_PROMPTS, "List the prompts (message templates) of one MCP server or of all.",
+                   MCP_LISTING_PARAMETERS,
+                   "{ server?: string; prompts: { server: string; name: string; description?: string; "
+                   f"arguments?: {{ name: string; required?: boolean }}[] }}[]; {_PAGE} }}"),
+        NestedTool(GET_PROMPT, "Get a prompt of an MCP server, filled in with its arguments.",
+                   MCP_GET_PROMPT_PARAMETERS,
+                   "{ server: string; name: string; description?: string; "
+                   "messages: { role: string; content: ContentBlock }[] }"),
+    ]
 
 
 def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:

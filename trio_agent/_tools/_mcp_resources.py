@@ -32,35 +32,30 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from ._definitions import (
+    GET_PROMPT,
+    LIST_PROMPTS,
+    LIST_RESOURCES,
+    LIST_TEMPLATES,
+    MCP_RESOURCE_TOOLS,
+    READ_RESOURCE,
+)
 from ._tool_errors import NestedToolError
 
 if TYPE_CHECKING:
     from mcp import Client
 
-    from ._definitions import NestedTool
     from ._mcp_config import McpServer
 
-__all__ = [
-    "MAX_LISTED",
-    "MAX_READ_CHARS",
-    "RESOURCE_TOOLS",
-    "McpServerView",
-    "resource_nested_tools",
-    "run_resource_tool",
-]
+__all__ = ["MAX_LISTED", "MAX_READ_CHARS", "RESOURCE_TOOLS", "McpServerView", "run_resource_tool"]
 
+RESOURCE_TOOLS = MCP_RESOURCE_TOOLS  # their definitions: _definitions, _nested_parameters
 MAX_LISTED = 500  # entries in one listing result
 MAX_READ_CHARS = 1 << 20  # text of one read (or one prompt's messages)
 _MAX_BLOB_CHARS = (20 << 20) * 4 // 3 + 4  # base64 of the 20 MiB image limit
 _MAX_PAGES = 100
 _MAX_FIELD = 2000  # a description (or any other string) of a listed entry
 
-LIST_RESOURCES = "list_mcp_resources"
-LIST_TEMPLATES = "list_mcp_resource_templates"
-READ_RESOURCE = "read_mcp_resource"
-LIST_PROMPTS = "list_mcp_prompts"
-GET_PROMPT = "get_mcp_prompt"
-RESOURCE_TOOLS = frozenset({LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE, LIST_PROMPTS, GET_PROMPT})
 
 
 class McpServerView(Protocol):
@@ -78,53 +73,6 @@ class McpServerView(Protocol):
     def settled(self) -> trio.Event: ...
     @property
     def config(self) -> McpServer: ...
-
-
-# -- what the model is shown ---------------------------------------------------------------
-
-_SERVER = {"type": "string", "description": "The MCP server's name."}
-_CURSOR = {"type": "string", "description": "The nextCursor of the previous page (needs server)."}
-_LISTING = {"type": "object", "properties": {"server": _SERVER, "cursor": _CURSOR}, "additionalProperties": False}
-_READ = {
-    "type": "object",
-    "properties": {"server": _SERVER, "uri": {"type": "string", "description": "The resource's URI."}},
-    "required": ["server", "uri"], "additionalProperties": False,
-}
-_GET = {
-    "type": "object",
-    "properties": {
-        "server": _SERVER, "name": {"type": "string", "description": "The prompt's name."},
-        "arguments": {"type": "object", "additionalProperties": {"type": "string"},
-                      "description": "The prompt's arguments, by name."},
-    },
-    "required": ["server", "name"], "additionalProperties": False,
-}
-_PAGE = "nextCursor?: string; truncated?: boolean; failed_servers?: { [server: string]: string }"
-
-
-def resource_nested_tools() -> list[NestedTool]:
-    """The five tools' sections in ``exec``'s description (with MCP servers only)."""
-    from ._definitions import NestedTool
-
-    return [
-        NestedTool(LIST_RESOURCES, "List the resources (files, documents, data) of one MCP server or of all; "
-                   "read one with read_mcp_resource.", _LISTING,
-                   "{ server?: string; resources: { server: string; uri: string; name: string; "
-                   f"mimeType?: string; description?: string }}[]; {_PAGE} }}"),
-        NestedTool(LIST_TEMPLATES, "List the resource templates (URI patterns such as file:///{path}) of one MCP "
-                   "server or of all; fill one in and read it with read_mcp_resource.", _LISTING,
-                   "{ server?: string; resourceTemplates: { server: string; uriTemplate: string; name: string; "
-                   f"description?: string }}[]; {_PAGE} }}"),
-        NestedTool(READ_RESOURCE, "Read a resource of an MCP server by its URI.", _READ,
-                   "{ server: string; uri: string; contents: { uri: string; mimeType?: string; text?: string; "
-                   "blob?: string; truncated?: boolean; omitted?: string }[] }"),
-        NestedTool(LIST_PROMPTS, "List the prompts (message templates) of one MCP server or of all.", _LISTING,
-                   "{ server?: string; prompts: { server: string; name: string; description?: string; "
-                   f"arguments?: {{ name: string; required?: boolean }}[] }}[]; {_PAGE} }}"),
-        NestedTool(GET_PROMPT, "Get a prompt of an MCP server, filled in with its arguments.", _GET,
-                   "{ server: string; name: string; description?: string; "
-                   "messages: { role: string; content: ContentBlock }[] }"),
-    ]
 
 
 # -- running them ----------------------------------------------------------------------------
@@ -201,9 +149,8 @@ async def _request(server: McpServerView, what: str, request: Callable[[Client],
             result = await request(client)
             value: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         except Exception as exc:  # the SDK's MCPError, a transport error, a malformed result
-            from ._mcp import _describe
-
-            raise NestedToolError(f"MCP server {server.name} could not {what}: {_describe(exc)}") from None
+            why = f"{type(exc).__name__}: {exc}"[:1000]
+            raise NestedToolError(f"MCP server {server.name} could not {what}: {why}") from None
     if timer.cancelled_caught:
         raise NestedToolError(f"MCP server {server.name} did not answer {what} within {timeout:g} s")
     value.pop("resultType", None)

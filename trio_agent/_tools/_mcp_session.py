@@ -29,7 +29,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
-import anyio
 import trio
 
 if TYPE_CHECKING:
@@ -47,7 +46,6 @@ MAX_RESTARTS = 5
 WINDOW = 600.0
 BACKOFF = 0.5
 MAX_BACKOFF = 30.0
-_EOF = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, StopAsyncIteration)
 # What a failed request says when the connection under it is gone (the SDK's words).
 _LOST = ("Connection closed", "Session terminated", "ConnectError", "RemoteProtocolError", "ReadError")
 _HTTP_REFUSED = "Server returned an error response"  # the SDK's words for an HTTP error without a JSON-RPC body
@@ -185,14 +183,19 @@ class _Watched:
     def __getattr__(self, name: str) -> Any:  # aclose, last_context (the SDK's dispatcher reads it): the stream's
         return getattr(self._inner, name)
 
-    def _ended(self) -> None:
-        self._lose("the server closed the connection (did it exit?)")
+    def _check(self, exc: BaseException) -> None:
+        """The stream's end (EOF, closed) loses the connection; other errors pass."""
+        import anyio  # the [mcp] extra, as the SDK is
+
+        if isinstance(exc, StopAsyncIteration | anyio.EndOfStream | anyio.ClosedResourceError
+                      | anyio.BrokenResourceError):
+            self._lose("the server closed the connection (did it exit?)")
 
     async def receive(self) -> SessionMessage | Exception:
         try:
             return await self._inner.receive()  # type: ignore[no-any-return]
-        except _EOF:
-            self._ended()
+        except Exception as exc:  # StopAsyncIteration among them
+            self._check(exc)
             raise
 
     def __aiter__(self) -> _Watched:
@@ -201,8 +204,8 @@ class _Watched:
     async def __anext__(self) -> SessionMessage | Exception:
         try:
             return await self._inner.__anext__()  # type: ignore[no-any-return]
-        except _EOF:
-            self._ended()
+        except Exception as exc:  # StopAsyncIteration among them
+            self._check(exc)
             raise
 
     async def __aenter__(self) -> Self:  # dunders are not found through __getattr__
