@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 import trio_agent as ta
 from trio_agent._tools import _mcp_session
@@ -160,3 +161,31 @@ async def test_an_http_server_that_went_away_is_reconnected_when_it_is_back(
     assert restarts[0]["reason"] == "MCPError: Connection closed"
     assert str(restarts[1]["reason"]).startswith("MCP server web failed: ")  # why the attempt did not connect
     assert len(log.payloads("mcp.server.ready")) == 2
+
+
+async def test_closing_the_agent_during_a_restarts_backoff_ends_it_at_once(
+    server: FakeResponsesServer, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_mcp_session, "BACKOFF", 3600.0)  # only a close can end this wait
+    monkeypatch.setattr(_mcp_session, "MAX_BACKOFF", 3600.0)
+    pid_file = tmp_path / "server.pid"
+    log = EventLog()
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await log.wait_for(_is(ta.EventKind.MCP_SERVER_READY))
+        os.kill(_pid(pid_file), signal.SIGKILL)
+        await log.wait_for(_is(ta.EventKind.MCP_SERVER_RESTARTING))
+        texts = await _exec(conn, "resp-1", "text(ALL_TOOLS.filter(t => t.name.startsWith('mcp__')).length > 0);")
+        assert texts == ["true"]  # its tools stay listed while it restarts
+        await conn.send_final("resp-2")
+
+    async with scripted(script, 60) as nursery:
+        async with ta.open_agent(make_config(server, workspace, tools=_calc(pid_file))) as agent:
+            nursery.start_soon(log.consume, agent.events)
+            await (await agent.prompt("crash it")).result()
+            closing = trio.current_time()
+        assert trio.current_time() - closing < 30  # the hour's backoff did not hold the close
+    assert [p["delay_ns"] for p in log.payloads("mcp.server.restarting")] == [3600 * 10**9]
+    assert log.payloads("mcp.server.failed") == [] and processes_in(workspace) == []

@@ -161,6 +161,8 @@ async def run_restarting(server: Any, connect: Callable[[Any], Awaitable[None]],
         with server.scope:  # close() cancels it
             await trio.sleep(delay)
         if closing():
+            server.state, server.error = "closed", f"MCP server {server.name} was closed while restarting"
+            server.settled.set()
             return
         server.scope = trio.CancelScope()  # a scope is entered once: a fresh one to connect in
 
