@@ -63,8 +63,11 @@ if _typing.TYPE_CHECKING:
     from ._event_payloads import AssistantMessagePayload as AssistantMessagePayload
     from ._event_payloads import EventPayload as EventPayload
     from ._event_payloads import JsonValue as JsonValue
+    from ._event_payloads import McpLogPayload as McpLogPayload
+    from ._event_payloads import McpProgressPayload as McpProgressPayload
     from ._event_payloads import McpServerFailedPayload as McpServerFailedPayload
     from ._event_payloads import McpServerReadyPayload as McpServerReadyPayload
+    from ._event_payloads import McpServerRestartingPayload as McpServerRestartingPayload
     from ._event_payloads import ModelAttemptFailedPayload as ModelAttemptFailedPayload
     from ._event_payloads import ModelAttemptRetryingPayload as ModelAttemptRetryingPayload
     from ._event_payloads import ModelAttemptStartedPayload as ModelAttemptStartedPayload
@@ -204,9 +207,12 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "InvalidSessionSnapshot",
     "JsonValue",
     "MailboxFull",
+    "McpLogPayload",
+    "McpProgressPayload",
     "McpServer",
     "McpServerFailedPayload",
     "McpServerReadyPayload",
+    "McpServerRestartingPayload",
     "ModelAttemptFailedPayload",
     "ModelAttemptRetryingPayload",
     "ModelAttemptStartedPayload",
@@ -306,7 +312,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "EVENT_PAYLOADS", "AgentAsleepPayload", "AgentWokePayload", "ApiEventPayload", "ApiWarningPayload",
         "ApprovalChange", "ApprovalRequestedPayload", "ApprovalResolvedPayload", "AssistantDeltaPayload",
         "AssistantMessagePayload", "EventPayload", "JsonValue",
-        "McpServerFailedPayload", "McpServerReadyPayload", "ModelAttemptFailedPayload", "ModelAttemptRetryingPayload",
+        "McpLogPayload", "McpProgressPayload", "McpServerFailedPayload", "McpServerReadyPayload",
+        "McpServerRestartingPayload", "ModelAttemptFailedPayload", "ModelAttemptRetryingPayload",
         "ModelAttemptStartedPayload", "ModelCallCompletedPayload", "ModelCallFailedPayload", "ModelCallStartedPayload",
         "ModelCompactionCompletedPayload", "ModelCompactionFailedPayload", "ModelCompactionFallbackPayload",
         "ModelCompactionStartedPayload", "ModelConnectionCompletedPayload", "ModelConnectionFailedPayload",

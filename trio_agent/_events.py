@@ -78,6 +78,9 @@ class EventKind(enum.StrEnum):
     PLAN_UPDATED = "plan.updated"  # update_plan: ``call_id``, ``explanation``, ``plan``
     MCP_SERVER_READY = "mcp.server.ready"  # ``server``, ``tools`` (their mcp__ names)
     MCP_SERVER_FAILED = "mcp.server.failed"  # ``server``, ``error``
+    MCP_SERVER_RESTARTING = "mcp.server.restarting"  # ``server``, ``attempt``, ``delay_ns``, ``reason``
+    MCP_PROGRESS = "mcp.progress"  # a server's progress on a call: ``server``, ``tool``, ``call_id``, ``progress``
+    MCP_LOG = "mcp.log"  # a server's log message: ``server``, ``level``, ``data``
     APPROVAL_REQUESTED = "approval.requested"  # a call waits for the approval hook: ``ApprovalRequest.to_json()``
     APPROVAL_RESOLVED = "approval.resolved"  # ``approval_id``, ``call_id``, ``decision``, ``source`` (``error``)
     SANDBOX_UNAVAILABLE = "sandbox.unavailable"  # the default sandbox fell back to danger-full-access: ``reason``

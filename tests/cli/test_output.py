@@ -191,3 +191,12 @@ def test_a_message_without_deltas_is_shown_whole() -> None:
     view.on_event(event("assistant.delta", 2.1, text="ed", model_call_index=2))
     view.on_event(event("assistant.message", 2.2, text="streamed", model_call_index=2))
     assert (out.getvalue(), err.getvalue()) == ("", "all at once\nstreamed\n")  # progress: stderr
+
+
+def test_an_mcp_restart_is_one_line_on_stderr() -> None:
+    view, out, err = printer()
+    view.on_event(event("mcp.server.restarting", 1.0, turn_id=None, server="calc", attempt=2, max_attempts=5,
+                        delay_ns=1_000_000_000, reason="the server closed the connection (did it exit?)"))
+    assert err.getvalue().splitlines() == [
+        "[mcp] calc lost its connection, restarting (2/5): the server closed the connection (did it exit?)"]
+    assert out.getvalue() == ""

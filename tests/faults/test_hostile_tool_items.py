@@ -38,7 +38,7 @@ RESULTS = JSON | st.builds(lambda code, session, out: __import__("json").dumps(
 @st.composite
 def events(draw: st.DrawFn) -> tuple[EventKind, dict[str, Any]]:
     kind = draw(st.sampled_from([EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.TOOL_PROGRESS,
-                                 EventKind.PLAN_UPDATED]))
+                                 EventKind.PLAN_UPDATED, EventKind.MCP_PROGRESS]))
     call_id, tool = draw(CALL_IDS), draw(TOOLS)
     if kind is EventKind.TOOL_CALL:
         payload = {"call_id": call_id, "tool": tool, "arguments": draw(ARGUMENTS), "model_call_index": 1}
@@ -48,6 +48,9 @@ def events(draw: st.DrawFn) -> tuple[EventKind, dict[str, Any]]:
         payload = {"call_id": call_id, "tool": tool, "status": draw(st.sampled_from(["completed", "failed",
                                                                                      "cancelled"])),
                    "duration_ns": draw(st.integers(0, 10**9) | JSON), "result": draw(RESULTS)}
+    elif kind is EventKind.MCP_PROGRESS:
+        payload = {"call_id": call_id, "server": draw(JSON), "tool": draw(JSON), "progress": draw(JSON),
+                   "total": draw(JSON), "message": draw(JSON)}
     elif kind is EventKind.TOOL_PROGRESS:
         payload = {"call_id": call_id, "tool": tool, "message": draw(JSON), "stream": draw(st.just("output") | JSON)}
     else:

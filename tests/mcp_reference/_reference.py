@@ -1,4 +1,5 @@
-"""Where the pinned reference MCP server is, and how to run it over Streamable HTTP."""
+"""The reference MCP server, ``@modelcontextprotocol/server-everything``, pinned in
+``server/package.json`` (and its lock file) and installed by ``bash .ci/mcp``."""
 
 from __future__ import annotations
 
@@ -13,22 +14,28 @@ from pathlib import Path
 
 import trio
 
-SERVERS = Path(__file__).parent / "servers"
-PACKAGE = SERVERS / "node_modules" / "@modelcontextprotocol" / "server-everything"
+__all__ = ["ENTRY", "VERSION", "everything_http", "missing", "node"]
+
+SERVER = Path(__file__).resolve().parent / "server"
+PACKAGE = SERVER / "node_modules" / "@modelcontextprotocol" / "server-everything"
 ENTRY = PACKAGE / "dist" / "index.js"
+VERSION = json.loads((SERVER / "package.json").read_text())["dependencies"]["@modelcontextprotocol/server-everything"]
 
 
-def pinned_version() -> str:
-    lock = json.loads((SERVERS / "package.json").read_text())
-    return str(lock["dependencies"]["@modelcontextprotocol/server-everything"])
+def node() -> str | None:
+    return shutil.which("node")
 
 
-def missing() -> bool:
-    """Whether node or the pinned server is missing (``bash .ci/mcp_servers``)."""
-    if shutil.which("node") is None or not ENTRY.is_file():
-        return True
-    installed = json.loads((PACKAGE / "package.json").read_text()).get("version")
-    return bool(installed != pinned_version())
+def missing() -> list[str]:
+    """What of the reference server is not installed here (empty: it is)."""
+    gaps = []
+    if node() is None:
+        gaps.append("node")
+    if not ENTRY.is_file():
+        gaps.append(f"@modelcontextprotocol/server-everything {VERSION} ({ENTRY}; bash .ci/mcp)")
+    elif json.loads((PACKAGE / "package.json").read_text())["version"] != VERSION:
+        gaps.append(f"@modelcontextprotocol/server-everything at the pinned {VERSION} (bash .ci/mcp)")
+    return gaps
 
 
 def _free_port() -> int:

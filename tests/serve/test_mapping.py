@@ -225,3 +225,22 @@ def test_a_message_only_in_response_completed_is_still_shown() -> None:
     outs = valid(m.on_event(event(EventKind.API_EVENT, direction="inbound", event=frame)))
     assert [(o.method, o.params["item"]["text"]) for o in outs] == [("item/started", ""), ("item/completed", "Done")]
     assert m.on_event(event(EventKind.API_EVENT, direction="inbound", event=frame)) == []  # shown once
+
+
+def test_an_mcp_servers_progress_is_shown_on_its_call_item() -> None:
+    m = mapper()
+    m.on_event(event(EventKind.RUN_STARTED))
+    progress = {"call_id": "c/code-1", "server": "docs", "tool": "look-up"}
+    outs = feed(m, [
+        (EventKind.MCP_PROGRESS, {**progress, "progress": 0.0}),  # before its item: nothing to show it on
+        (EventKind.TOOL_CALL, {"call_id": "c/code-1", "tool": "mcp__docs__look_up", "arguments": {},
+                               "mcp_server": "docs", "mcp_tool": "look-up"}),
+        (EventKind.MCP_PROGRESS, {**progress, "progress": 1.0, "total": 3.0, "message": "reading"}),
+        (EventKind.MCP_PROGRESS, {**progress, "progress": 2.5}),
+        (EventKind.MCP_PROGRESS, {**progress, "progress": 3.0, "total": 3.0, "dropped": 4}),
+        (EventKind.TOOL_RESULT, {"call_id": "c/code-1", "tool": "mcp__docs__look_up", "status": "completed",
+                                 "duration_ns": 0, "result": []}),
+        (EventKind.MCP_PROGRESS, {**progress, "progress": 4.0}),  # after it: nothing either
+    ])
+    shown = [(o.params["itemId"], o.params["message"]) for o in outs if o.method == "item/mcpToolCall/progress"]
+    assert shown == [("c/code-1", "reading (1/3)"), ("c/code-1", "2.5"), ("c/code-1", "3/3")]

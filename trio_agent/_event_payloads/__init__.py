@@ -31,8 +31,11 @@ if TYPE_CHECKING:
     from ._catalog import AssistantMessagePayload as AssistantMessagePayload
     from ._catalog import EventPayload as EventPayload
     from ._catalog import JsonValue as JsonValue
+    from ._catalog import McpLogPayload as McpLogPayload
+    from ._catalog import McpProgressPayload as McpProgressPayload
     from ._catalog import McpServerFailedPayload as McpServerFailedPayload
     from ._catalog import McpServerReadyPayload as McpServerReadyPayload
+    from ._catalog import McpServerRestartingPayload as McpServerRestartingPayload
     from ._catalog import ModelAttemptFailedPayload as ModelAttemptFailedPayload
     from ._catalog import ModelAttemptRetryingPayload as ModelAttemptRetryingPayload
     from ._catalog import ModelAttemptStartedPayload as ModelAttemptStartedPayload
@@ -79,8 +82,11 @@ __all__ = [
     "AssistantMessagePayload",
     "EventPayload",
     "JsonValue",
+    "McpLogPayload",
+    "McpProgressPayload",
     "McpServerFailedPayload",
     "McpServerReadyPayload",
+    "McpServerRestartingPayload",
     "ModelAttemptFailedPayload",
     "ModelAttemptRetryingPayload",
     "ModelAttemptStartedPayload",

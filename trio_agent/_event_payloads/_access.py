@@ -48,8 +48,11 @@ from ._run import (
     RunSteeredPayload,
 )
 from ._tool import (
+    McpLogPayload,
+    McpProgressPayload,
     McpServerFailedPayload,
     McpServerReadyPayload,
+    McpServerRestartingPayload,
     PlanUpdatedPayload,
     SleepCompletedPayload,
     SleepStartedPayload,
@@ -96,6 +99,9 @@ EventPayload: TypeAlias = Union[  # noqa: UP007
     PlanUpdatedPayload,
     McpServerReadyPayload,
     McpServerFailedPayload,
+    McpServerRestartingPayload,
+    McpProgressPayload,
+    McpLogPayload,
     ApprovalRequestedPayload,
     ApprovalResolvedPayload,
     SandboxUnavailablePayload,
@@ -235,6 +241,17 @@ def payload_of(event: AgentEvent, kind: Literal[EventKind.MCP_SERVER_READY]) -> 
 
 @overload
 def payload_of(event: AgentEvent, kind: Literal[EventKind.MCP_SERVER_FAILED]) -> McpServerFailedPayload | None: ...
+
+@overload
+def payload_of(
+    event: AgentEvent, kind: Literal[EventKind.MCP_SERVER_RESTARTING]
+) -> McpServerRestartingPayload | None: ...
+
+@overload
+def payload_of(event: AgentEvent, kind: Literal[EventKind.MCP_PROGRESS]) -> McpProgressPayload | None: ...
+
+@overload
+def payload_of(event: AgentEvent, kind: Literal[EventKind.MCP_LOG]) -> McpLogPayload | None: ...
 
 @overload
 def payload_of(

@@ -42,8 +42,11 @@ from ._run import RunStartedPayload as RunStartedPayload
 from ._run import RunSteeredPayload as RunSteeredPayload
 from ._shared import JsonValue as JsonValue
 from ._shared import TokenCounts as TokenCounts
+from ._tool import McpLogPayload as McpLogPayload
+from ._tool import McpProgressPayload as McpProgressPayload
 from ._tool import McpServerFailedPayload as McpServerFailedPayload
 from ._tool import McpServerReadyPayload as McpServerReadyPayload
+from ._tool import McpServerRestartingPayload as McpServerRestartingPayload
 from ._tool import PlanStep as PlanStep
 from ._tool import PlanUpdatedPayload as PlanUpdatedPayload
 from ._tool import SleepCompletedPayload as SleepCompletedPayload
@@ -89,6 +92,9 @@ _DECLARED: dict[EventKind, type] = {
     EventKind.PLAN_UPDATED: PlanUpdatedPayload,
     EventKind.MCP_SERVER_READY: McpServerReadyPayload,
     EventKind.MCP_SERVER_FAILED: McpServerFailedPayload,
+    EventKind.MCP_SERVER_RESTARTING: McpServerRestartingPayload,
+    EventKind.MCP_PROGRESS: McpProgressPayload,
+    EventKind.MCP_LOG: McpLogPayload,
     EventKind.APPROVAL_REQUESTED: ApprovalRequestedPayload,
     EventKind.APPROVAL_RESOLVED: ApprovalResolvedPayload,
     EventKind.SANDBOX_UNAVAILABLE: SandboxUnavailablePayload,

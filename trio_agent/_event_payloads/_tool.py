@@ -1,16 +1,19 @@
 """Payloads of tool calls and of the built-in tools that report on their own
-(``tool.*``, ``sleep.*``, ``plan.updated``, ``mcp.server.*``). Emitted by
+(``tool.*``, ``sleep.*``, ``plan.updated``, ``mcp.*``). Emitted by
 ``_runtime/_calls/_tool_runner.py``, ``_runtime/_calls/_tool_environment.py``, ``_runtime/_calls/_nested_calls.py``,
-``_runtime/_turns/_runner.py``, ``_runtime/_calls/_sleep.py``, ``_runtime/_calls/_collaboration.py`` and
-``_tools/_mcp.py``."""
+``_runtime/_turns/_runner.py``, ``_runtime/_calls/_sleep.py``, ``_runtime/_calls/_collaboration.py``,
+``_tools/_mcp.py`` and ``_tools/_mcp_session.py``."""
 
 from typing import Literal, NotRequired, TypedDict
 
 from ._shared import JsonValue, ToolStatus
 
 __all__ = [
+    "McpLogPayload",
+    "McpProgressPayload",
     "McpServerFailedPayload",
     "McpServerReadyPayload",
+    "McpServerRestartingPayload",
     "PlanStep",
     "PlanUpdatedPayload",
     "SleepCompletedPayload",
@@ -148,3 +151,62 @@ class McpServerFailedPayload(TypedDict):
     """The server's name."""
     error: str
     """What went wrong, with the end of the server's stderr when there is one."""
+
+
+class McpServerRestartingPayload(TypedDict):
+    """An MCP server that was up lost its connection -- a stdio server exited, a
+    Streamable HTTP server dropped the session or stopped answering -- and the agent
+    starts it again (reconnects) after ``delay_ns`` (no ``turn_id``). Restarts are
+    bounded: past ``max_attempts`` in the restart window the server is failed
+    (``mcp.server.failed``). Calls meanwhile wait for it, up to its startup timeout."""
+
+    server: str
+    """The server's name."""
+    attempt: int
+    """This restart's number in the current window, from 1."""
+    max_attempts: int
+    """How many restarts the window allows."""
+    delay_ns: int
+    """The backoff before this attempt (it doubles with each attempt of a window)."""
+    reason: str
+    """How the connection was lost, with the end of the server's stderr when there is one."""
+
+
+class McpProgressPayload(TypedDict):
+    """An MCP server reported progress on a running tool call (``notifications/progress``).
+    Rate-bounded per call: bursts beyond a few events a second are dropped and counted
+    in the next event's ``dropped``."""
+
+    call_id: str
+    """The nested call's id (``<exec call id>/code-<n>``)."""
+    server: str
+    """The server's name."""
+    tool: str
+    """The tool's own name on that server."""
+    progress: float
+    """How far along the call is (increasing; in the server's units)."""
+    total: NotRequired[float]
+    """The progress value at completion, when the server knows it."""
+    message: NotRequired[str]
+    """The server's text about it (at most 1,000 characters)."""
+    dropped: NotRequired[int]
+    """How many progress notifications of this call were dropped since the last event."""
+    background: NotRequired[Literal[True]]
+    """Present, True, when the call's turn had already ended."""
+
+
+class McpLogPayload(TypedDict):
+    """An MCP server sent a log message (``notifications/message``; no ``turn_id``).
+    Rate-bounded per server: bursts beyond a few messages a second are dropped and
+    counted in the next event's ``dropped``."""
+
+    server: str
+    """The server's name."""
+    level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+    """The message's syslog severity, as the server gave it."""
+    data: JsonValue
+    """What the server logged (any JSON; a string over 4,000 characters is cut)."""
+    logger: NotRequired[str]
+    """The name of the server's logger, when it gave one."""
+    dropped: NotRequired[int]
+    """How many log messages of this server were dropped since the last event."""

@@ -276,6 +276,7 @@ _HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
     EventKind.TOOL_CALL: lambda m, p: m._tools.call(p),
     EventKind.TOOL_RESULT: lambda m, p: m._tools.result(p),
     EventKind.TOOL_PROGRESS: lambda m, p: m._tools.progress(p),
+    EventKind.MCP_PROGRESS: lambda m, p: m._tools.mcp_progress(p),
     EventKind.PLAN_UPDATED: lambda m, p: m._tools.plan(p),
     EventKind.API_EVENT: TurnMapper._api_event,
 }

@@ -104,7 +104,8 @@ SENT_NOTIFICATIONS = frozenset({
     "thread/name/updated", "thread/archived", "thread/unarchived", "thread/reverted",
     "turn/started", "turn/completed", "item/started", "item/completed", "item/agentMessage/delta",
     "item/reasoning/summaryTextDelta", "item/commandExecution/outputDelta",
-    "item/commandExecution/terminalInteraction", "turn/plan/updated", "item/autoApprovalReview/started",
+    "item/commandExecution/terminalInteraction", "item/mcpToolCall/progress", "turn/plan/updated",
+    "item/autoApprovalReview/started",
     "item/autoApprovalReview/completed", "serverRequest/resolved", "account/updated", "account/login/completed",
     "error", "warning",
 })

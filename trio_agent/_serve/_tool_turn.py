@@ -110,6 +110,20 @@ class TurnTools:
         self._streamed[call_id] = self._streamed.get(call_id, "") + chunk
         return [self._turn.note("item/commandExecution/outputDelta", itemId=item_id, delta=chunk)]
 
+    def mcp_progress(self, payload: Json) -> list[Out]:
+        """An MCP server's progress on a call (``mcp.progress``): ``item/mcpToolCall/progress``
+        on its open item, the server's message with how far it is (``2/3``)."""
+        call_id = payload.get("call_id")
+        item = self._turn.open_items.get(call_id) if isinstance(call_id, str) else None
+        if item is None or item["type"] != "mcpToolCall":
+            return []
+        progress, total, message = payload.get("progress"), payload.get("total"), payload.get("message")
+        amount = "" if not isinstance(progress, int | float) else (
+            f"{progress:g}/{total:g}" if isinstance(total, int | float) else f"{progress:g}")
+        text = f"{message} ({amount})" if isinstance(message, str) and message and amount else (
+            message if isinstance(message, str) and message else amount)
+        return [self._turn.note("item/mcpToolCall/progress", itemId=call_id, message=text)]
+
     def result(self, payload: Json) -> list[Out]:
         call_id = payload.get("call_id")
         if not isinstance(call_id, str):

@@ -31,6 +31,7 @@ from .._event_payloads._shared import JsonValue  # one JSON type for tools and e
 from ._definitions import (
     BUILTIN_NAMES,
     IMAGE_GENERATION,
+    MCP_RESOURCE_TOOLS,
     NESTED_BUILTINS,
     TOOL_SEARCH,
     WEB_SEARCH,
@@ -333,6 +334,7 @@ class Tools:
             names.add(IMAGE_GENERATION)
         if self._mcp:
             names.add(TOOL_SEARCH)
+            names.update(MCP_RESOURCE_TOOLS)
         return frozenset(names)
 
     def _need_exec(self, what: str) -> None:

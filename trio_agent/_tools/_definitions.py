@@ -5,8 +5,9 @@ pragma ``// @exec: {...}`` (Lark grammar below); its description lists every nes
 tool with a TypeScript-style declaration rendered from its JSON schema so the model
 knows how to call it (nanocodex 5.1). Which nested built-ins are listed depends on
 the ``Tools`` options: the workspace tools always, ``web__run`` unless web search is
-off, ``image_gen__imagegen`` when image generation is on, ``tool_search`` (and a
-section on the servers) when MCP servers are configured.
+off, ``image_gen__imagegen`` when image generation is on, ``tool_search`` and the
+resource and prompt tools (``_mcp_resources``), and a section on the servers, when MCP
+servers are configured.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from .._record import Record
 from ._nested_parameters import (
     EXEC_COMMAND_PARAMETERS,
     IMAGE_RESULT,
+    MCP_GET_PROMPT_PARAMETERS,
+    MCP_LISTING_PARAMETERS,
+    MCP_READ_PARAMETERS,
     PLAN_DESCRIPTION,
     SHELL_RESULT,
     TOOL_SEARCH_PARAMETERS,
@@ -31,8 +35,14 @@ from ._ts import declaration, js_identifier, ts_type
 
 __all__ = [
     "BUILTIN_NAMES",
+    "GET_PROMPT",
     "IMAGE_GENERATION",
+    "LIST_PROMPTS",
+    "LIST_RESOURCES",
+    "LIST_TEMPLATES",
+    "MCP_RESOURCE_TOOLS",
     "NESTED_BUILTINS",
+    "READ_RESOURCE",
     "TOOL_SEARCH",
     "WEB_SEARCH",
     "NestedTool",
@@ -45,6 +55,12 @@ BUILTIN_NAMES = frozenset({"exec", "wait"})
 WEB_SEARCH = "web__run"
 IMAGE_GENERATION = "image_gen__imagegen"
 TOOL_SEARCH = "tool_search"
+LIST_RESOURCES = "list_mcp_resources"
+LIST_TEMPLATES = "list_mcp_resource_templates"
+READ_RESOURCE = "read_mcp_resource"
+LIST_PROMPTS = "list_mcp_prompts"
+GET_PROMPT = "get_mcp_prompt"
+MCP_RESOURCE_TOOLS = frozenset({LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE, LIST_PROMPTS, GET_PROMPT})
 # The nested built-ins that are always on with the built-in tools.
 NESTED_BUILTINS = frozenset({"exec_command", "write_stdin", "apply_patch", "update_plan", "view_image"})
 
@@ -169,7 +185,36 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
             "input_schema: object; output_schema?: object }[]; pending_servers: string[]; "
             "failed_servers: { [server: string]: string } }",
         ))
+        tools.extend(_mcp_resource_tools())
     return tools
+
+
+_PAGE = "nextCursor?: string; truncated?: boolean; failed_servers?: { [server: string]: string }"
+
+
+def _mcp_resource_tools() -> list[NestedTool]:
+    """The MCP resource and prompt tools, codex's three and two for prompts (``_mcp_resources``)."""
+    return [
+        NestedTool(LIST_RESOURCES, "List the resources (files, documents, data) of one MCP server or of all; "
+                   "read one with read_mcp_resource.", MCP_LISTING_PARAMETERS,
+                   "{ server?: string; resources: { server: string; uri: string; name: string; "
+                   f"mimeType?: string; description?: string }}[]; {_PAGE} }}"),
+        NestedTool(LIST_TEMPLATES, "List the resource templates (URI patterns such as file:///{path}) of one MCP "
+                   "server or of all; fill one in and read it with read_mcp_resource.", MCP_LISTING_PARAMETERS,
+                   "{ server?: string; resourceTemplates: { server: string; uriTemplate: string; name: string; "
+                   f"description?: string }}[]; {_PAGE} }}"),
+        NestedTool(READ_RESOURCE, "Read a resource of an MCP server by its URI.", MCP_READ_PARAMETERS,
+                   "{ server: string; uri: string; contents: { uri: string; mimeType?: string; text?: string; "
+                   "blob?: string; truncated?: boolean; omitted?: string }[] }"),
+        NestedTool(LIST_PROMPTS, "List the prompts (message templates) of one MCP server or of all.",
+                   MCP_LISTING_PARAMETERS,
+                   "{ server?: string; prompts: { server: string; name: string; description?: string; "
+                   f"arguments?: {{ name: string; required?: boolean }}[] }}[]; {_PAGE} }}"),
+        NestedTool(GET_PROMPT, "Get a prompt of an MCP server, filled in with its arguments.",
+                   MCP_GET_PROMPT_PARAMETERS,
+                   "{ server: string; name: string; description?: string; "
+                   "messages: { role: string; content: ContentBlock }[] }"),
+    ]
 
 
 def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:
@@ -180,7 +225,9 @@ def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:
         "`CallToolResult` (a failed call rejects). The servers start in the background, so their tools "
         "are not declared here: `tools.tool_search({query})` finds them (waiting for servers still "
         "starting) and makes them callable in this and later cells; `ALL_TOOLS` lists what is callable "
-        "now. Pass an image block of a result to `image(...)` to show it.\n"
+        "now. Pass an image block of a result to `image(...)` to show it. Their resources and prompts are "
+        "listed and read with `tools.list_mcp_resources`, `tools.read_mcp_resource`, `tools.list_mcp_prompts` "
+        "and the like (below).\n"
         + "\n".join(lines) + "\n" + _CALL_TOOL_RESULT
     )
 

@@ -26,7 +26,10 @@ decided from the configuration order, never the order servers come up in.
 Faults stay inside the tool result: a server that fails to start, crashes or hangs
 makes its calls fail with a message (with the tail of its bounded log: its stderr and
 what the SDK said about it, ``_mcp_log``, which never reaches the host's stderr); the
-agent goes on. A malformed ``tools/list`` entry costs only itself (``_mcp_listing``):
+agent goes on. A server that was up and lost its connection (crashed, dropped
+its HTTP session) is restarted with backoff, bounded, and later calls wait for it
+(``_mcp_session``). Resources and prompts are ``_mcp_resources``; progress and log
+notifications become events (``_mcp_notify``). A malformed ``tools/list`` entry costs only itself (``_mcp_listing``):
 it is left out with an ``api.warning`` (code ``mcp_tool_skipped``) naming the server,
 the entry and why, as is an empty name or a second tool of the same name; the server's
 other tools stay available. ``close()`` -- and cancellation of the agent's nursery --
@@ -54,8 +57,11 @@ from ._mcp_catalog import McpTool, bounded_block, error_text, search_arguments, 
 from ._mcp_config import McpServer
 from ._mcp_log import capture_sdk_logs, routed, stderr_pipe
 from ._mcp_names import js_form, server_part, tool_names
+from ._mcp_notify import LOG_LEVEL, log_callback, progress_callback
 from ._mcp_process import server_command
 from ._mcp_ready import Activation, ServerState
+from ._mcp_resources import run_resource_tool
+from ._mcp_session import connection_lost, run_restarting, session_gone, wait_up, watched
 from ._schema import describe_value
 from ._tool_errors import NestedToolError
 
@@ -117,6 +123,10 @@ class McpTools:
             server.scope.cancel()
 
     async def _run(self, server: ServerState) -> None:
+        """Connect, and connect again while a lost connection is to be restarted."""
+        await run_restarting(server, self._connect, self._emit, lambda: self._closing)
+
+    async def _connect(self, server: ServerState) -> None:
         config = server.config
         server.deadline = server.scope.deadline = trio.current_time() + config.startup_timeout
         server.log.on_report = lambda line: self._noise(server, line)
@@ -133,7 +143,12 @@ class McpTools:
             login = _login_error(group)  # an OAuth login to do again says which command does it
             server.fail(login or f"MCP server {server.name} failed: {_describe(group)}{server.log_note()}")
         finally:
-            if server.state == "starting":
+            verdict = server.session.verdict(server.state, self._closing)
+            if verdict == "give_up":
+                server.state, server.error = "failed", server.session.gave_up(server.name, server.error)
+            if verdict == "retry":
+                server.state, server.client = "starting", None  # _run restarts it
+            elif server.state == "starting":
                 if server.scope.cancelled_caught and not self._closing:  # its own deadline, not a shutdown
                     server.fail(server.late_error())
                 else:
@@ -141,7 +156,8 @@ class McpTools:
             elif server.state == "ready":
                 server.state, server.error = "closed", f"MCP server {server.name} is closed"
             server.client = None
-            server.settled.set()
+            if verdict != "retry":  # a restart's waiters wait on
+                server.settled.set()
             if server.state == "failed":
                 self._emit(EventKind.MCP_SERVER_FAILED, {"server": server.name, "error": server.error}, None)
 
@@ -151,8 +167,10 @@ class McpTools:
             server.fail(server.late_error())
             return
         server.scope.deadline = math.inf  # up: only close() (or a failure) ends it now
+        if server.session.attempt:  # a restart lists its tools again
+            self._forget(server)
         self._ready(server, client, tools)
-        await trio.sleep_forever()
+        await server.lost.wait()  # only close() or a lost connection (_mcp_session) ends it now
 
     async def _run_stdio(self, server: ServerState) -> None:
         from mcp import Client, StdioServerParameters
@@ -169,8 +187,8 @@ class McpTools:
         async with trio.open_nursery() as nursery:
             errlog, drained = stderr_pipe(server.log, nursery)
             try:
-                transport = server.listing.wrap(stdio_client(params, errlog=errlog))
-                async with Client(transport, cache=None, client_info=_client_info()) as client:
+                transport = server.listing.wrap(watched(stdio_client(params, errlog=errlog), server.lose))
+                async with Client(transport, **self._client_options(server)) as client:
                     await self._session(server, client)
             finally:
                 errlog.close()
@@ -200,9 +218,14 @@ class McpTools:
             event_hooks={"response": [note_status]}, auth=auth,
         )
         async with http:
-            transport = server.listing.wrap(streamable_http_client(config.url, http_client=http))
-            async with Client(transport, cache=None, client_info=_client_info()) as client:
+            transport = server.listing.wrap(watched(streamable_http_client(config.url, http_client=http), server.lose))
+            async with Client(transport, **self._client_options(server)) as client:
                 await self._session(server, client)
+
+    def _client_options(self, server: ServerState) -> dict[str, Any]:
+        """The SDK client's options; the server's log becomes ``mcp.log`` (``_mcp_notify``)."""
+        return {"cache": None, "client_info": _client_info(), "log_level": LOG_LEVEL,
+                "logging_callback": log_callback(server.name, self._emit)}
 
     def _ready(self, server: ServerState, client: Client, tools: list[Any]) -> None:
         for skipped in server.listing.skipped:
@@ -233,6 +256,11 @@ class McpTools:
         server.settled.set()
         self._emit(EventKind.MCP_SERVER_READY, {"server": server.name, "tools": [names[t] for t in kept]}, None)
 
+    def _forget(self, server: ServerState) -> None:
+        """Drop the tools a server listed before its restart (its activation stays)."""
+        self._names = {js: entry for js, entry in self._names.items() if entry.server != server.name}
+        server.entries.clear()
+
     def _skipped(self, server: ServerState, what: str, name: str | None, reason: str) -> None:
         """One tool of a server left out (the server's data, handled): an ``api.warning``."""
         shown = f" {name!r:.80}" if name is not None else ""
@@ -260,11 +288,11 @@ class McpTools:
 
     def active_entries(self) -> list[McpTool]:
         """The tools callable by name now (never waits), in configuration order, then
-        each server's listing order: those of the servers that are up and active, and
+        each server's listing order: those of the servers that are up (or restarting) and active, and
         those ``tool_search`` found. Each has its name, description and declaration."""
         found: list[McpTool] = []
         for server in self._servers.values():
-            if server.state != "ready":
+            if server.state in ("failed", "closed"):  # (a restarting server keeps its listed tools)
                 continue
             active = self._activation.active(server)
             found.extend(e for e in server.entries.values() if active or e.name in self._searched)
@@ -326,10 +354,12 @@ class McpTools:
             )
         return server, entry
 
-    async def call(self, name: str, arguments: object) -> dict[str, Any]:
+    async def call(self, name: str, arguments: object,
+                   on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         server, entry = await self._lookup(name)
         if not isinstance(arguments, dict):
             raise NestedToolError(f"{entry.name} expects an object argument, got {describe_value(arguments)}")
+        await wait_up(server)  # a restart
         client = server.client
         if server.state != "ready" or client is None:
             raise NestedToolError(server.problem() or f"MCP server {server.name} is not running")
@@ -338,12 +368,12 @@ class McpTools:
             server.calls.add(stopped)
             try:
                 with trio.move_on_after(timeout) as timer:
-                    result = await client.call_tool(entry.tool, arguments)
+                    progress = progress_callback(server.name, entry.tool, on_progress) if on_progress else None
+                    result = await client.call_tool(entry.tool, arguments, progress_callback=progress)
             except Exception as exc:  # the SDK's MCPError, a transport error, a malformed result
                 message = _describe(exc)
-                if "Connection closed" in message:
-                    server.fail(f"MCP server {server.name} closed the connection (did it exit?)"
-                                f"{server.log_note()}")
+                if connection_lost(message) or await session_gone(client, message):  # restarted; calls wait
+                    server.lose(f"{message}{server.log_note()}")
                 raise NestedToolError(f"MCP tool {server.name}/{entry.tool} failed: {message}"
                                       f"{server.log_note()}") from None
             finally:
@@ -362,6 +392,10 @@ class McpTools:
             raise NestedToolError(f"MCP tool {server.name}/{entry.tool} returned {size} bytes of JSON; "
                                   f"results over {_MAX_RESULT_CHARS} bytes are refused")
         return value
+
+    async def resource_call(self, name: str, arguments: object) -> dict[str, Any]:
+        """One of the resource and prompt tools (``_mcp_resources``)."""
+        return await run_resource_tool(name, arguments, self._servers)
 
     # -- tool_search ---------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ import trio
 from ._mcp_config import McpServer
 from ._mcp_listing import ToolListing
 from ._mcp_log import ServerLog
+from ._mcp_session import Session
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -59,6 +60,11 @@ class ServerState:
         self.http_error: str | None = None  # the last HTTP error status the server answered
         self.listing = ToolListing()  # its tools/list entries, checked one by one
         self.entries: dict[str, McpTool] = {}  # its tools by name, in its listing order
+        self.session = Session()  # how its connection ended, its restarts (_mcp_session)
+        self.lost = trio.Event()  # set when the connection is lost (Session.drop)
+
+    def lose(self, reason: str) -> None:
+        self.session.drop(self, reason)
 
     @property
     def late(self) -> bool:
@@ -95,7 +101,9 @@ class ServerState:
     async def until_started(self) -> None:
         """Wait until it is ready, failed or closed, or its startup deadline passes."""
         with trio.move_on_at(self.deadline):
-            await self.settled.wait()
+            while self.state == "starting":
+                await self.settled.wait()  # a restart replaces the event: read it again
+                await trio.lowlevel.checkpoint()
 
 
 class Activation:
@@ -110,11 +118,13 @@ class Activation:
     def update(self) -> None:
         """Decide every server whose turn has come (it and those before it settled)."""
         for server in self._servers[len(self._active):]:
-            if server.state == "starting" and not server.late:
+            restarting = server.session.dropped or server.session.attempt > 0  # it was up: its tools stay listed
+            if server.state == "starting" and not server.late and not restarting:
                 return
             # a direct=True server's tools are offered to the model itself (_mcp_direct):
             # always active, and outside the budget of the tools exec lists
-            count = len(server.entries) if server.state != "starting" and not server.config.direct else 0
+            up = server.state != "starting" or restarting
+            count = len(server.entries) if up and not server.config.direct else 0
             fits = self._used + count <= self._budget
             self._used += count if fits else 0
             self._active[server.name] = fits

@@ -13,6 +13,9 @@ from typing import Any
 __all__ = [
     "EXEC_COMMAND_PARAMETERS",
     "IMAGE_RESULT",
+    "MCP_GET_PROMPT_PARAMETERS",
+    "MCP_LISTING_PARAMETERS",
+    "MCP_READ_PARAMETERS",
     "PLAN_DESCRIPTION",
     "SHELL_RESULT",
     "TOOL_SEARCH_PARAMETERS",
@@ -240,5 +243,33 @@ WEB_RUN_PARAMETERS: dict[str, Any] = {
         },
     },
     "required": [],
+    "additionalProperties": False,
+}
+
+# The MCP resource and prompt tools (``_mcp_resources`` runs them).
+_SERVER = {"type": "string", "description": "The MCP server's name."}
+MCP_LISTING_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "server": _SERVER,
+        "cursor": {"type": "string", "description": "The nextCursor of the previous page (needs server)."},
+    },
+    "additionalProperties": False,
+}
+MCP_READ_PARAMETERS = {
+    "type": "object",
+    "properties": {"server": _SERVER, "uri": {"type": "string", "description": "The resource's URI."}},
+    "required": ["server", "uri"],
+    "additionalProperties": False,
+}
+MCP_GET_PROMPT_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "server": _SERVER,
+        "name": {"type": "string", "description": "The prompt's name."},
+        "arguments": {"type": "object", "additionalProperties": {"type": "string"},
+                      "description": "The prompt's arguments, by name."},
+    },
+    "required": ["server", "name"],
     "additionalProperties": False,
 }

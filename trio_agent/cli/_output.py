@@ -348,6 +348,10 @@ class HumanPrinter(_Tracker):
     def _mcp_failed(self, event: Any, payload: dict[str, Any]) -> None:
         self._line(f"[mcp] {payload['server']} failed: {_short(payload['error'])}")
 
+    def _mcp_restarting(self, event: Any, payload: dict[str, Any]) -> None:
+        self._line(f"[mcp] {payload['server']} lost its connection, restarting "
+                   f"({payload['attempt']}/{payload['max_attempts']}): {_short(payload['reason'])}")
+
     def _summary(self, event: Any, payload: dict[str, Any]) -> None:
         self._end_text()  # deltas with no assistant.message after them
         if self.interrupts.received and payload["status"] == "cancelled":
@@ -374,6 +378,7 @@ _HANDLERS = {
     "api.warning": HumanPrinter._warning,
     "mcp.server.ready": HumanPrinter._mcp_ready,
     "mcp.server.failed": HumanPrinter._mcp_failed,
+    "mcp.server.restarting": HumanPrinter._mcp_restarting,
     "run.completed": HumanPrinter._summary,
     "run.failed": HumanPrinter._summary,
 }

@@ -160,6 +160,14 @@ class NestedCalls:
 
         return emit
 
+    def _mcp_progress(self, call_id: str, origin: CellOrigin | None) -> Callable[[dict[str, Any]], None]:
+        """An MCP server's progress on this call: ``mcp.progress`` (``_tools._mcp_notify``)."""
+
+        def emit(payload: dict[str, Any]) -> None:
+            self._emit(EventKind.MCP_PROGRESS, {"call_id": call_id, **payload}, origin)
+
+        return emit
+
     def _event_result(self, name: str, value: Any) -> str | list[Any]:
         """A nested result as the ``tool.result`` event shows it: text or content items
         (an MCP ``CallToolResult`` as its text and image items), else compact JSON."""
@@ -241,7 +249,11 @@ class NestedCalls:
             raise NestedToolError("the MCP servers are not running (the agent has not started them)")
         if name == defs.TOOL_SEARCH:
             return await self._mcp.search(args)
-        return await self._mcp.call(name, args)
+        from ..._tools._mcp_resources import RESOURCE_TOOLS
+
+        if name in RESOURCE_TOOLS:
+            return await self._mcp.resource_call(name, args)
+        return await self._mcp.call(name, args, on_progress=self._mcp_progress(call_id, origin))
 
     # -- what the calls run in -----------------------------------------------------------
 
