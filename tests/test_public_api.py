@@ -119,6 +119,7 @@ EXPECTED_ALL = [
     "ThreadManager",
     "ThreadStatus",
     "TokenCounts",
+    "ToolBlockedPayload",
     "ToolCallPayload",
     "ToolContext",
     "ToolDecorator",

@@ -53,6 +53,7 @@ from ._tool import (
     PlanUpdatedPayload,
     SleepCompletedPayload,
     SleepStartedPayload,
+    ToolBlockedPayload,
     ToolCallPayload,
     ToolProgressPayload,
     ToolResultPayload,
@@ -73,6 +74,7 @@ EventPayload: TypeAlias = Union[  # noqa: UP007
     ToolCallPayload,
     ToolResultPayload,
     ToolProgressPayload,
+    ToolBlockedPayload,
     ModelWarmupStartedPayload,
     ModelWarmupCompletedPayload,
     ModelWarmupFailedPayload,
@@ -140,6 +142,9 @@ def payload_of(event: AgentEvent, kind: Literal[EventKind.TOOL_RESULT]) -> ToolR
 
 @overload
 def payload_of(event: AgentEvent, kind: Literal[EventKind.TOOL_PROGRESS]) -> ToolProgressPayload | None: ...
+
+@overload
+def payload_of(event: AgentEvent, kind: Literal[EventKind.TOOL_BLOCKED]) -> ToolBlockedPayload | None: ...
 
 @overload
 def payload_of(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -53,7 +54,7 @@ class _Scalar(_Node):
         if kind == "null" and value is None:
             return None
         if kind in ("integer", "number") and isinstance(value, int | float) and not isinstance(value, bool):
-            if kind == "number":
+            if kind == "number" and math.isfinite(value):  # 1e400 decodes as inf, which JSON has not
                 return float(value)
             if isinstance(value, int):
                 return value

@@ -101,10 +101,13 @@ class PydanticNode(Node):
                 where = path
                 for key in error.get("loc", ()):
                     where = join(where, key if isinstance(key, int) else str(key))
-                if error.get("type") == "missing":
+                kind, message = error.get("type"), str(error.get("msg"))
+                if kind == "missing":
                     fail(errors, where, "required field is missing")
+                elif kind == "json_invalid":  # of the text made here: its position means nothing to the model
+                    fail(errors, where, "nests too deeply" if "recursion" in message else message.split(" at line")[0])
                 else:
-                    fail(errors, where, f"{error.get('msg')}, got {describe_value(error.get('input'))}")
+                    fail(errors, where, f"{message}, got {describe_value(error.get('input'))}")
             return INVALID
 
 

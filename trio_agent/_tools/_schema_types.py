@@ -125,7 +125,8 @@ class RefNode(Node):
     def convert(self, value: object, path: str, errors: list[str]) -> object:
         assert self.target is not None
         if self._depth >= MAX_NESTING:
-            return fail(errors, path, f"nests too deeply (at most {MAX_NESTING} levels)")
+            where = path if len(path) <= 80 else f"{path[:38]}...{path[-38:]}"
+            return fail(errors, where, f"nests too deeply (at most {MAX_NESTING} levels)")
         self._depth += 1
         try:
             return self.target.convert(value, path, errors)
