@@ -1,5 +1,5 @@
 """A user's tools file with pydantic models, ``Annotated`` constraints and sync
-functions; type-checked (``mypy --strict``, by ``test_typed_tools_typing.py``), never run.
+functions; type-checked (``mypy --strict``, by ``test_testing_kit_typing.py``, which also builds its tools).
 
 Each decorated function stays a ``ta.ToolSpec`` to the checker, raw sync handlers are
 accepted where async ones are, and the blocking warning's payload is typed.
