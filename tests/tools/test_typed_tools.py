@@ -243,6 +243,8 @@ def test_a_type_only_defined_locally_cannot_be_resolved() -> None:
         ("class Opaque: pass\nasync def f(x: Opaque):\n    'Opaque.'", "has no JSON form"),
         ("f = 3", "expected a function, got int"),
         ("async def f(x: dict[int, str]):\n    'Int keys.'", "dict keys must be str"),
+        ("import typing, pydantic\nasync def f(x: typing.Annotated[str, pydantic.Field(pattern='(')]):\n    'P.'",
+         "the pattern '\\(' is not a regular expression"),
         ("async def f(x: 'Missing'):\n    'Unresolvable.'", "annotation 'Missing' cannot be resolved"),
     ],
 )

@@ -30,7 +30,7 @@ from ._schema_base import Node as _Node
 from ._schema_base import describe_value, to_json_value
 from ._schema_base import fail as _fail
 from ._schema_base import join as _join
-from ._schema_types import Constrained, RefNode, TupleNode, formatted_node, read_metadata
+from ._schema_types import Constrained, RefNode, TupleNode, check_patterns, formatted_node, read_metadata
 
 __all__ = [
     "Builder", "Field", "ObjectNode", "Shape", "annotated_doc", "describe_value", "raise_errors", "to_json_value",
@@ -54,8 +54,9 @@ class _Scalar(_Node):
         if kind == "null" and value is None:
             return None
         if kind in ("integer", "number") and isinstance(value, int | float) and not isinstance(value, bool):
-            if kind == "number" and math.isfinite(value):  # 1e400 decodes as inf, which JSON has not
-                return float(value)
+            if kind == "number":  # 1e400 decodes as inf, and 1 followed by 400 digits has no float
+                number = float(value) if isinstance(value, float) or abs(value) < 2**1023 else math.inf
+                return number if math.isfinite(number) else _fail(errors, path, "expected a finite number")
             if isinstance(value, int):
                 return value
             if value.is_integer():
@@ -334,6 +335,7 @@ class Builder:
         constraints, _, understood = read_metadata(getattr(hint, "__metadata__", ()))
         if not understood:
             return self._pydantic(hint)  # a Predicate, strict=...: pydantic enforces it, nothing is dropped
+        check_patterns(constraints, self.owner)
         inner = self.node(inner_hint)
         if not constraints:
             return inner

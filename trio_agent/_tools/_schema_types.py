@@ -24,9 +24,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path, PurePath
 from typing import Any
 
+from .._errors import ConfigError
 from ._schema_base import INVALID, Node, describe_value, fail, join
 
-__all__ = ["Constrained", "Formatted", "RefNode", "TupleNode", "formatted_node", "read_metadata"]
+__all__ = ["Constrained", "Formatted", "RefNode", "TupleNode", "check_patterns", "formatted_node", "read_metadata"]
 
 MAX_NESTING = 64  # levels of a recursive structure the model may send
 
@@ -189,6 +190,16 @@ def read_metadata(metadata: Iterable[object]) -> tuple[list[tuple[str, object]],
                 understood = False
             constraints += [(k, v) for k, v in attributes.items() if k in _KNOWN]
     return constraints, description, understood
+
+
+def check_patterns(constraints: list[tuple[str, object]], owner: str) -> None:
+    """A ``pattern`` that is not a regular expression is the tool's mistake: say so now."""
+    for attribute, bound in constraints:
+        if attribute == "pattern":
+            try:
+                re.compile(str(bound))
+            except re.error as exc:
+                raise ConfigError(f"{owner}: the pattern {bound!r} is not a regular expression ({exc})") from None
 
 
 class Constrained(Node):
