@@ -64,6 +64,8 @@ def test_standard_library_values_are_strings_with_a_format() -> None:
     assert props["pair"] == {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
                              "items": False, "minItems": 2, "maxItems": 2}
     assert ta.tool(when).strict is False  # prefixItems is not in strict mode
+    exec_description = ta.Tools.default().add(when).definitions()[0]["description"]
+    assert "id: string; path: string; amount: string; pair: [number, string] }" in exec_description
 
 
 async def test_formatted_values_are_converted_and_returned_as_json() -> None:
