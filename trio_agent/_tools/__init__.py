@@ -8,8 +8,9 @@ in the ``additional_tools`` prefix item (SPEC sec. 2 and 7). The nested built-in
 ``web__run`` unless turned off, ``image_gen__imagegen`` when turned on, and
 ``tool_search`` with MCP servers) are reached only from ``exec``. User handlers are
 ``async`` callables ``handler(ctx, args)`` run inside the turn's cancel scope, so a
-cancelled turn cancels them. ``args`` is the decoded JSON object for function tools
-and the raw input string for custom tools. A handler returns a string, a list of
+cancelled turn cancels them; a sync handler is wrapped at registration to run in a
+worker thread, abandoned when the turn is cancelled (``_threaded``). ``args`` is the
+decoded JSON object for function tools and the raw input string for custom tools. A handler returns a string, a list of
 content items (``input_text``/``input_image``) or any JSON value (sent as compact
 JSON); raising an exception answers the model with a failed output. Typed tools
 (``tool`` / ``Tools.add``) derive their schema from the function and have their
@@ -82,6 +83,8 @@ class Handler(Protocol[ArgsT]):
     in the turn's nursery, so cancelling the turn cancels it. It returns a string, a
     list of content items (``input_text``/``input_image``) or any JSON value (sent as
     compact JSON); raising an exception answers the model with a failed result.
+    ``Tools.function``/``custom`` also take a sync ``def handler(ctx, args)``, run in a
+    worker thread (see ``ta.tool``).
     """
 
     def __call__(self, ctx: ToolContext, args: ArgsT, /) -> Awaitable[object]: ...
