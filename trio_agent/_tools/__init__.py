@@ -10,9 +10,10 @@ in the ``additional_tools`` prefix item (SPEC sec. 2 and 7). The nested built-in
 ``async`` callables ``handler(ctx, args)`` run inside the turn's cancel scope, so a
 cancelled turn cancels them; a sync handler is wrapped at registration to run in a
 worker thread, abandoned when the turn is cancelled (``_threaded``). ``args`` is the
-decoded JSON object for function tools and the raw input string for custom tools. A handler returns a string, a list of
-content items (``input_text``/``input_image``) or any JSON value (sent as compact
-JSON); raising an exception answers the model with a failed output. Typed tools
+decoded JSON object for function tools and the raw input string for custom tools. A
+handler returns a string, a list of content items (``input_text``/``input_image``) or
+any JSON value (sent as compact JSON); raising an exception answers the model with a
+failed output. Typed tools
 (``tool`` / ``Tools.add``) derive their schema from the function and have their
 arguments checked before it runs.
 """
