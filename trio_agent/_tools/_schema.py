@@ -435,8 +435,9 @@ class Shape:
     the converted value or raises ``InvalidToolArguments`` naming each bad field."""
 
     def __init__(self, hint: object, owner: str) -> None:
-        self._node = Builder(owner).node(hint)
-        self.schema = self._node.schema
+        builder = Builder(owner)
+        self._node = builder.node(hint)
+        self.schema = builder.rooted(self._node.schema)
         self.strict = self._node.strict
 
     def validate(self, value: object) -> object:
