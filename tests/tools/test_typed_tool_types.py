@@ -337,3 +337,19 @@ def test_without_pydantic_a_type_only_it_could_describe_is_a_clear_error() -> No
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert "pydantic, which could describe it, is not installed" in done.stdout
+
+
+class Form(pydantic.BaseModel):
+    properties: dict[str, str]  # a field named like the schema keyword
+    required: list[Category]
+
+
+async def fill(form: Form) -> None:
+    """Fill a form."""
+
+
+def test_a_field_named_like_a_schema_keyword_is_a_field() -> None:
+    form: Any = _props(ta.tool(fill))["form"]
+    assert set(form["properties"]) == {"properties", "required"}  # no additionalProperties "field" added
+    assert form["properties"]["properties"]["additionalProperties"] == {"type": "string"}  # an open dict stays open
+    assert form["additionalProperties"] is False

@@ -38,15 +38,22 @@ def pydantic_installed() -> bool:
 
 
 def _close(schema: object) -> None:
-    """``additionalProperties: false`` on every object with properties that says nothing."""
-    if isinstance(schema, dict):
-        if "properties" in schema and "additionalProperties" not in schema:
-            schema["additionalProperties"] = False
-        for value in schema.values():
-            _close(value)
-    elif isinstance(schema, list):
-        for value in schema:
-            _close(value)
+    """``additionalProperties: false`` on every object with properties that says nothing
+    (following subschemas only: a field named ``properties`` is not an object)."""
+    if not isinstance(schema, dict):
+        return
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        schema.setdefault("additionalProperties", False)
+        for sub in properties.values():
+            _close(sub)
+    for key in ("items", "additionalProperties", "not"):
+        _close(schema.get(key))
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for sub in schema.get(key) or ():
+            _close(sub)
+    for sub in (schema.get("$defs") or {}).values():
+        _close(sub)
 
 
 def _rename(schema: object, names: dict[str, str]) -> object:
