@@ -89,8 +89,8 @@ class ToolProgressPayload(TypedDict):
 
 class ToolBlockedPayload(TypedDict):
     """A running ``async`` user tool held the event loop for longer than the threshold
-    (``Tools.with_blocking_warning``, 100 ms unless set) in one step, between two of its
-    awaits: a blocking call such as ``time.sleep`` or heavy computation, which stalls
+    (``Tools.with_blocking_warning``, 100 ms unless set) in one step of its own task,
+    between two of its awaits: a blocking call such as ``time.sleep`` or heavy computation, which stalls
     every other task of the process (other agents, streams, timeouts) meanwhile. At
     most one per call, emitted as soon as the step ends; the fix is to await, or to run
     the blocking part with ``trio.to_thread.run_sync`` (or make the tool a sync function,
