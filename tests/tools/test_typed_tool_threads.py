@@ -183,3 +183,30 @@ def test_the_threshold_is_checked() -> None:
     for bad in (0, -1, True, "1", 1e9):
         with pytest.raises(ta.ConfigError, match="blocking threshold"):
             tools.with_blocking_warning(bad)  # type: ignore[arg-type]
+
+
+async def test_an_abandoned_thread_reports_nothing_and_raises_nothing() -> None:
+    started, release, done = threading.Event(), threading.Event(), threading.Event()
+    outcome: list[str] = []
+
+    @ta.tool
+    def late(ctx: ta.ToolContext, n: int) -> int:
+        """Report after the call was abandoned."""
+        started.set()
+        release.wait(timeout=20)
+        try:
+            ctx.report("too late")
+            outcome.append("dropped quietly")
+        except BaseException as exc:  # the thread must not see the call's end as an error
+            outcome.append(repr(exc))
+        done.set()
+        return n
+
+    messages: list[str] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(late.handler, _context(messages), {"n": 1})
+        await trio.to_thread.run_sync(started.wait)
+        nursery.cancel_scope.cancel()  # the call returns at once; the thread runs on
+    release.set()
+    await trio.to_thread.run_sync(done.wait)
+    assert outcome == ["dropped quietly"] and messages == []
