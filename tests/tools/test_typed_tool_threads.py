@@ -204,7 +204,7 @@ async def test_an_abandoned_thread_reports_nothing_and_raises_nothing() -> None:
 
     messages: list[str] = []
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(late.handler, _context(messages), {"n": 1})
+        nursery.start_soon(late.handler, _context(messages), {"n": 1})  # type: ignore[arg-type]
         await trio.to_thread.run_sync(started.wait)
         nursery.cancel_scope.cancel()  # the call returns at once; the thread runs on
     release.set()
