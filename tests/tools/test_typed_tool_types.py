@@ -353,3 +353,17 @@ def test_a_field_named_like_a_schema_keyword_is_a_field() -> None:
     assert set(form["properties"]) == {"properties", "required"}  # no additionalProperties "field" added
     assert form["properties"]["properties"]["additionalProperties"] == {"type": "string"}  # an open dict stays open
     assert form["additionalProperties"] is False
+
+
+async def test_an_omitted_argument_with_a_field_default_gets_the_default_not_the_field() -> None:
+    async def page(size: int = pydantic.Field(20, le=100), tags: list[str] = pydantic.Field(default_factory=list),
+                   ) -> dict[str, Any]:
+        """Page."""
+        tags.append("seen")  # a fresh list each call
+        return {"size": size, "tags": tags}
+
+    spec = ta.tool(page)
+    assert _props(spec)["size"] == {"type": "integer", "maximum": 100, "default": 20}
+    assert await _call(spec, {}) == {"size": 20, "tags": ["seen"]}
+    assert await _call(spec, {}) == {"size": 20, "tags": ["seen"]}
+    assert await _call(spec, {"size": 5}) == {"size": 5, "tags": ["seen"]}

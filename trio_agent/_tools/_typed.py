@@ -14,6 +14,7 @@ function runs in a worker thread (``_threaded``: abandoned when the turn is canc
 
 from __future__ import annotations
 
+import copy
 import inspect
 import typing
 from collections.abc import Callable
@@ -41,9 +42,11 @@ def _signature(fn: Callable[..., object], owner: str) -> inspect.Signature:
 
 
 def _parameters(
-    signature: inspect.Signature, docs: dict[str, str], builder: Builder, owner: str, context_type: type
+    signature: inspect.Signature, docs: dict[str, str], builder: Builder, owner: str, context_type: type,
+    fills: dict[str, Callable[[], object]],
 ) -> tuple[list[Field], str | None]:
-    """The argument fields, and the name of the parameter that takes the context."""
+    """The argument fields, and the name of the parameter that takes the context;
+    ``fills`` gets the defaults Python would not supply (a ``Field(...)`` default)."""
     fields: list[Field] = []
     context_param: str | None = None
     for param in signature.parameters.values():
@@ -60,7 +63,9 @@ def _parameters(
                 f"{owner}: parameter {param.name!r} has no type annotation; annotate it (or, for the call's "
                 "context, annotate it as ta.ToolContext)"
             )
-        annotation, default = _field_default(param.annotation, param.default)
+        annotation, default, fill = _field_default(param.annotation, param.default)
+        if fill is not None:
+            fills[param.name] = fill
         required = default is param.empty
         doc = docs.get(param.name) or annotated_doc(annotation)
         node = builder.node(annotation)
@@ -68,16 +73,22 @@ def _parameters(
     return fields, context_param
 
 
-def _field_default(annotation: object, default: object) -> tuple[object, object]:
+def _field_default(
+    annotation: object, default: object
+) -> tuple[object, object, Callable[[], object] | None]:
     """``x: int = pydantic.Field(5, ge=1)``: the annotation with the field's constraints
-    (``Annotated[int, Field(...)]``) and its plain default (``empty`` when it has none)."""
+    (``Annotated[int, Field(...)]``), its plain default for the schema (``empty`` when
+    it has none) and what makes the value of an omitted argument (Python would pass
+    the ``FieldInfo`` itself)."""
     if type(default).__name__ != "FieldInfo" or not type(default).__module__.startswith("pydantic"):
-        return annotation, default
+        return annotation, default, None
     plain = getattr(default, "default", inspect.Parameter.empty)
     factory = getattr(default, "default_factory", None)
-    if type(plain).__name__ == "PydanticUndefinedType":
-        plain = factory() if callable(factory) else inspect.Parameter.empty
-    return typing.Annotated[annotation, default], plain
+    if type(plain).__name__ != "PydanticUndefinedType":
+        return typing.Annotated[annotation, default], plain, lambda: copy.deepcopy(plain)
+    if callable(factory):
+        return typing.Annotated[annotation, default], factory(), factory
+    return typing.Annotated[annotation, default], inspect.Parameter.empty, None
 
 
 def typed_spec(fn: Callable[..., object], *, name: str | None = None, description: str | None = None) -> Any:
@@ -94,7 +105,8 @@ def typed_spec(fn: Callable[..., object], *, name: str | None = None, descriptio
     if not text:
         raise ConfigError(f"{owner}: it needs a description; give the function a docstring or pass description=")
     builder = Builder(owner)
-    fields, context_param = _parameters(signature, docs, builder, owner, ToolContext)
+    fills: dict[str, Callable[[], object]] = {}
+    fields, context_param = _parameters(signature, docs, builder, owner, ToolContext, fills)
     params = ObjectNode(fields, dict, tool_name)
     parameters = builder.rooted(params.schema)  # before the output's types add theirs
     output_schema: dict[str, Any] | None = None
@@ -113,6 +125,9 @@ def typed_spec(fn: Callable[..., object], *, name: str | None = None, descriptio
         values = params.convert_fields(arguments, "", errors)
         if values is None:
             raise_errors(errors)
+        for missing, fill in fills.items():
+            if missing not in values:
+                values[missing] = fill()
         if context_param is not None and is_async:
             values[context_param] = ctx
         if is_async:
