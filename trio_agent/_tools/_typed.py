@@ -86,8 +86,8 @@ def _field_default(
     factory = getattr(default, "default_factory", None)
     if type(plain).__name__ != "PydanticUndefinedType":
         return typing.Annotated[annotation, default], plain, lambda: copy.deepcopy(plain)
-    if callable(factory):
-        return typing.Annotated[annotation, default], factory(), factory
+    if callable(factory):  # optional; its value is made per call, so the schema shows none
+        return typing.Annotated[annotation, default], None, factory
     return typing.Annotated[annotation, default], inspect.Parameter.empty, None
 
 
