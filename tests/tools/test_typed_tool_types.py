@@ -309,6 +309,8 @@ def test_a_pydantic_only_model_may_be_strict() -> None:
         ({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "required": ["a"],
           "additionalProperties": False, "$defs": {"A": {"type": "object", "properties": {}}}}, False),
         ({"type": "array", "items": {"type": "string"}}, False),
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/A", "description": "An A."}}, "required": ["a"],
+          "additionalProperties": False, "$defs": {"A": {"type": "string"}}}, False),  # a $ref must stand alone
     ],
 )
 def test_the_strict_subset(schema: dict[str, Any], strict: bool) -> None:
@@ -367,3 +369,29 @@ async def test_an_omitted_argument_with_a_field_default_gets_the_default_not_the
     assert await _call(spec, {}) == {"size": 20, "tags": ["seen"]}
     assert await _call(spec, {}) == {"size": 20, "tags": ["seen"]}
     assert await _call(spec, {"size": 5}) == {"size": 5, "tags": ["seen"]}
+
+
+async def describe_tree(root: Folder, order: Order) -> None:
+    """Describe.
+
+    Args:
+        root: The top folder.
+        order: The order.
+    """
+
+
+async def describe_folder(root: Folder) -> None:
+    """Describe.
+
+    Args:
+        root: The top folder.
+    """
+
+
+def test_a_described_ref_stands_alone_in_an_any_of_and_stays_strict() -> None:
+    spec = ta.tool(describe_folder)
+    assert _props(spec)["root"] == {"anyOf": [{"$ref": "#/$defs/Folder"}], "description": "The top folder."}
+    assert spec.strict is True  # with the $ref beside its description, strict mode would refuse the tool
+    order: Any = _props(ta.tool(describe_tree))["order"]
+    assert order["description"] == "The order." and "$ref" not in order  # an inline model: nothing to move
+    assert order["properties"]["to"] == {"$ref": "#/$defs/Address"}

@@ -23,7 +23,7 @@ from typing import Any
 from .._errors import ConfigError
 from ._docstrings import parse_docstring
 from ._schema import Builder, Field, ObjectNode, annotated_doc, raise_errors, to_json_value
-from ._strict import strict_compatible
+from ._strict import lone_refs, strict_compatible
 from ._threaded import is_async_callable, run_in_thread
 
 __all__ = ["typed_spec"]
@@ -108,7 +108,7 @@ def typed_spec(fn: Callable[..., object], *, name: str | None = None, descriptio
     fills: dict[str, Callable[[], object]] = {}
     fields, context_param = _parameters(signature, docs, builder, owner, ToolContext, fills)
     params = ObjectNode(fields, dict, tool_name)
-    parameters = builder.rooted(params.schema)  # before the output's types add theirs
+    parameters = typing.cast(dict[str, Any], lone_refs(builder.rooted(params.schema)))  # before the output's types
     output_schema: dict[str, Any] | None = None
     if signature.return_annotation is not signature.empty:
         try:
