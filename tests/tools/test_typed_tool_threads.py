@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import trio_agent as ta
 from trio_agent._runtime._calls import _blocking
@@ -148,6 +149,37 @@ async def test_an_async_tool_that_blocks_the_loop_is_reported_once(
     kinds = [(e.kind, e.payload.get("call_id")) for e in log.events]
     blocked_at = kinds.index((ta.EventKind.TOOL_BLOCKED, "call-stall"))
     assert blocked_at < kinds.index((ta.EventKind.TOOL_RESULT, "call-stall"))
+
+
+@pytest.mark.parametrize("explicit", [False, True], ids=["default", "set"])
+async def test_under_a_virtual_clock_the_default_check_is_off(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock, explicit: bool
+) -> None:
+    """A deterministic test's events do not depend on the machine's load: under MockClock
+    only an explicitly set threshold watches (the default one would report this stall)."""
+
+    @ta.tool
+    async def stall() -> str:
+        """Block the loop."""
+        time.sleep(0.15)  # longer than the 100 ms default, on purpose
+        return "stalled"
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send_completed("resp-call", [frames.function_call("call-stall", "stall", "{}")])
+        await conn.next_request()
+        await conn.send_final("resp-final")
+
+    tools = ta.Tools.default().add(stall)
+    assert tools.blocking_threshold == 0.1 and not tools.blocking_threshold_set
+    if explicit:
+        tools.with_blocking_warning(0.1)
+    log = EventLog()
+    async with scripted(script) as nursery, ta.open_agent(make_config(server, workspace, tools=tools)) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        await (await agent.prompt("go")).result()
+    assert [e.payload["call_id"] for e in log.of(ta.EventKind.TOOL_BLOCKED)] == (["call-stall"] if explicit else [])
 
 
 async def test_a_tool_that_blocks_in_its_only_step_is_reported_when_it_returns() -> None:

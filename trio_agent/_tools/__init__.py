@@ -140,6 +140,7 @@ class Tools:
         self._groups: dict[str, dict[str, Any]] = {}  # opt-in namespaced groups, by namespace
         self._collaboration: CollaborationOptions | None = None
         self._blocking_threshold: float | None = DEFAULT_BLOCKING_THRESHOLD
+        self._blocking_set = False  # with_blocking_warning was called
 
     @classmethod
     def default(cls) -> Tools:
@@ -305,7 +306,10 @@ class Tools:
     def with_blocking_warning(self, threshold: float | None) -> Tools:
         """Emit ``tool.blocked`` when an ``async`` user tool holds the event loop longer
         than ``threshold`` seconds in one step (between two awaits; default 0.1 s), once
-        per call; ``None`` turns the check off. Returns ``self``."""
+        per call; ``None`` turns the check off. Returns ``self``. Unless set here, the
+        check is off under a virtual clock (``trio.testing.MockClock``): the event is
+        about wall time, and a deterministic test's events must not depend on how
+        loaded the machine is."""
         if threshold is not None and (
             isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold < 3600
         ):
@@ -313,12 +317,19 @@ class Tools:
                 f"the blocking threshold must be a number of seconds in (0, 3600) or None, got {threshold!r}"
             )
         self._blocking_threshold = None if threshold is None else float(threshold)
+        self._blocking_set = True
         return self
 
     @property
     def blocking_threshold(self) -> float | None:
         """Seconds one step of a user tool may hold the loop (``with_blocking_warning``)."""
         return self._blocking_threshold
+
+    @property
+    def blocking_threshold_set(self) -> bool:
+        """Whether ``with_blocking_warning`` set the threshold (else the default applies,
+        and not under a virtual clock)."""
+        return self._blocking_set
 
     @property
     def web_search(self) -> bool:

@@ -10,7 +10,9 @@ call's result.
 
 Why an instrument and not a watchdog task: it times the tool's own task exactly (a
 watchdog sees any task's stall and blames the tool), needs no timer or thread, and is
-installed only while at least one watched call runs; with no user tool running, the
+installed only while at least one watched call runs (and, unless the threshold was set
+explicitly, not at all under a virtual clock such as ``MockClock``: see
+``Tools.with_blocking_warning``); with no user tool running, the
 scheduler calls no hook at all, so no per-frame cost is added. While a call runs, each
 task step of the process pays a dict lookup.
 """
