@@ -94,7 +94,8 @@ class ToolBlockedPayload(TypedDict):
     every other task of the process (other agents, streams, timeouts) meanwhile. At
     most one per call, emitted as soon as the step ends; the fix is to await, or to run
     the blocking part with ``trio.to_thread.run_sync`` (or make the tool a sync function,
-    which runs in a worker thread)."""
+    which runs in a worker thread). Under a virtual clock (``MockClock``) only an
+    explicitly set threshold reports, so deterministic tests stay deterministic."""
 
     call_id: str
     """The id of the running call."""
