@@ -23,16 +23,20 @@ TREE = str(Path(trio_agent.__file__).resolve().parent.parent)  # this tree's pac
 # Never loaded by either: third-party extras, the test kit and what it pulls in, the
 # app server, record/replay, OpenTelemetry export.
 NEVER = (
-    "httpx", "jsonschema", "mcp", "opentelemetry", "ray", "quickjs", "pytest", "trio.testing",
+    "httpx", "jsonschema", "mcp", "pydantic", "annotated_types", "opentelemetry", "ray", "quickjs", "pytest",
+    "trio.testing",
     "trio_agent.testing", "trio_agent._serve", "trio_agent._cassette", "trio_agent.cli._bench",
     "trio_agent._tracing._otlp", "trio_agent.ray",
 )
 # Loaded only by the first tool call that needs them (the worker tools: by an agent
-# that runs workers, ``Tools.with_collaboration``).
+# that runs workers, ``Tools.with_collaboration``; the typed-tool machinery, the
+# blocking watch and the thread runner: by the first user tool).
 PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
             "trio_agent._tools._shell_session",
             "trio_agent._tools.exec_command", "trio_agent._tools.apply_patch", "trio_agent._tools.code_mode",
-            "trio_agent._runtime._calls._workers", "trio_agent._runtime._calls._worker_state")
+            "trio_agent._runtime._calls._workers", "trio_agent._runtime._calls._worker_state",
+            "trio_agent._tools._threaded", "trio_agent._runtime._calls._blocking", "trio_agent._tools._schema",
+            "trio_agent._tools._schema_types", "trio_agent._tools._schema_pydantic", "trio_agent._tools._strict")
 # Loaded when the agent connects, not by ``import trio_agent``.
 TRANSPORT = ("trio_websocket", "wsproto", "h11", "trio_agent._transport.websocket", "trio_agent._local_model")
 # Loaded by the first read of one of their public names (``trio_agent.__getattr__``):

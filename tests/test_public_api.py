@@ -122,6 +122,7 @@ EXPECTED_ALL = [
     "ThreadManager",
     "ThreadStatus",
     "TokenCounts",
+    "ToolBlockedPayload",
     "ToolCallPayload",
     "ToolContext",
     "ToolDecorator",

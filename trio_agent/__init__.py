@@ -96,6 +96,7 @@ if _typing.TYPE_CHECKING:
     from ._event_payloads import SleepCompletedPayload as SleepCompletedPayload
     from ._event_payloads import SleepStartedPayload as SleepStartedPayload
     from ._event_payloads import TokenCounts as TokenCounts
+    from ._event_payloads import ToolBlockedPayload as ToolBlockedPayload
     from ._event_payloads import ToolCallPayload as ToolCallPayload
     from ._event_payloads import ToolProgressPayload as ToolProgressPayload
     from ._event_payloads import ToolResultPayload as ToolResultPayload
@@ -267,6 +268,7 @@ __all__ = [  # noqa: RUF022  # plain sorted() order, as tests/test_public_api.py
     "ThreadManager",
     "ThreadStatus",
     "TokenCounts",
+    "ToolBlockedPayload",
     "ToolCallPayload",
     "ToolContext",
     "ToolDecorator",
@@ -320,8 +322,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ModelConnectionStartedPayload", "ModelWarmupCompletedPayload", "ModelWarmupFailedPayload",
         "ModelWarmupStartedPayload", "PlanStep", "PlanUpdatedPayload", "ReasoningSummaryDeltaPayload",
         "RunCompletedPayload", "RunErrorPayload", "RunFailedPayload", "RunStartedPayload", "RunSteeredPayload",
-        "SandboxUnavailablePayload", "SleepCompletedPayload", "SleepStartedPayload", "TokenCounts", "ToolCallPayload",
-        "ToolProgressPayload", "ToolResultPayload", "payload_of",
+        "SandboxUnavailablePayload", "SleepCompletedPayload", "SleepStartedPayload", "TokenCounts",
+        "ToolBlockedPayload", "ToolCallPayload", "ToolProgressPayload", "ToolResultPayload", "payload_of",
     ),
     "._events": ("AgentEvent", "AgentEvents", "EventKind", "EventsOverflowed", "EventSubscription", "write_jsonl",),
     "._rollout": ("DurableSession", "RolloutConfig", "RolloutError", "RolloutWarning",),

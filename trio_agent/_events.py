@@ -55,6 +55,7 @@ class EventKind(enum.StrEnum):
     TOOL_CALL = "tool.call"
     TOOL_RESULT = "tool.result"
     TOOL_PROGRESS = "tool.progress"
+    TOOL_BLOCKED = "tool.blocked"  # a user tool held the event loop: ``call_id``, ``tool``, ``blocked_ms``
     MODEL_WARMUP_STARTED = "model.warmup.started"
     MODEL_WARMUP_COMPLETED = "model.warmup.completed"
     MODEL_WARMUP_FAILED = "model.warmup.failed"

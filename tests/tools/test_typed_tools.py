@@ -170,7 +170,7 @@ async def test_arguments_are_converted_before_the_function_runs() -> None:
 async def test_bad_arguments_name_the_field_and_the_problem(arguments: Any, message: str) -> None:
     spec = ta.tool(grep)
     with pytest.raises(InvalidToolArguments) as info:
-        await spec.handler(context(), arguments)  # type: ignore[arg-type]
+        await spec.handler(context(), arguments)
     assert message in info.value.message
 
 
@@ -236,13 +236,15 @@ def test_a_type_only_defined_locally_cannot_be_resolved() -> None:
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("def f(x: int) -> int:\n    'Sync.'\n    return x", "must be an `async def` function"),
         ("async def f(x):\n    'No hints.'", "parameter 'x' has no type annotation"),
         ("async def f(*xs: int):\n    'Star.'", "must be an ordinary named parameter"),
         ("async def f(x: int, /):\n    'Positional.'", "must be an ordinary named parameter"),
         ("async def f(x: int):\n    pass", "needs a description"),
-        ("async def f(x: set[int]):\n    'Sets.'", "has no JSON form"),
+        ("class Opaque: pass\nasync def f(x: Opaque):\n    'Opaque.'", "has no JSON form"),
+        ("f = 3", "expected a function, got int"),
         ("async def f(x: dict[int, str]):\n    'Int keys.'", "dict keys must be str"),
+        ("import typing, pydantic\nasync def f(x: typing.Annotated[str, pydantic.Field(pattern='(')]):\n    'P.'",
+         "the pattern '\\(' is not a regular expression"),
         ("async def f(x: 'Missing'):\n    'Unresolvable.'", "annotation 'Missing' cannot be resolved"),
     ],
 )

@@ -106,6 +106,7 @@ def every_kind(e: ta.AgentEvent) -> None:
     assert_type(ta.payload_of(e, K.TOOL_CALL), ta.ToolCallPayload | None)
     assert_type(ta.payload_of(e, K.TOOL_RESULT), ta.ToolResultPayload | None)
     assert_type(ta.payload_of(e, K.TOOL_PROGRESS), ta.ToolProgressPayload | None)
+    assert_type(ta.payload_of(e, K.TOOL_BLOCKED), ta.ToolBlockedPayload | None)
     assert_type(ta.payload_of(e, K.MODEL_WARMUP_STARTED), ta.ModelWarmupStartedPayload | None)
     assert_type(ta.payload_of(e, K.MODEL_WARMUP_COMPLETED), ta.ModelWarmupCompletedPayload | None)
     assert_type(ta.payload_of(e, K.MODEL_WARMUP_FAILED), ta.ModelWarmupFailedPayload | None)

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from ._catalog import SleepCompletedPayload as SleepCompletedPayload
     from ._catalog import SleepStartedPayload as SleepStartedPayload
     from ._catalog import TokenCounts as TokenCounts
+    from ._catalog import ToolBlockedPayload as ToolBlockedPayload
     from ._catalog import ToolCallPayload as ToolCallPayload
     from ._catalog import ToolProgressPayload as ToolProgressPayload
     from ._catalog import ToolResultPayload as ToolResultPayload
@@ -115,6 +116,7 @@ __all__ = [
     "SleepCompletedPayload",
     "SleepStartedPayload",
     "TokenCounts",
+    "ToolBlockedPayload",
     "ToolCallPayload",
     "ToolProgressPayload",
     "ToolResultPayload",

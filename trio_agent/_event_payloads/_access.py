@@ -56,6 +56,7 @@ from ._tool import (
     PlanUpdatedPayload,
     SleepCompletedPayload,
     SleepStartedPayload,
+    ToolBlockedPayload,
     ToolCallPayload,
     ToolProgressPayload,
     ToolResultPayload,
@@ -76,6 +77,7 @@ EventPayload: TypeAlias = Union[  # noqa: UP007
     ToolCallPayload,
     ToolResultPayload,
     ToolProgressPayload,
+    ToolBlockedPayload,
     ModelWarmupStartedPayload,
     ModelWarmupCompletedPayload,
     ModelWarmupFailedPayload,
@@ -146,6 +148,9 @@ def payload_of(event: AgentEvent, kind: Literal[EventKind.TOOL_RESULT]) -> ToolR
 
 @overload
 def payload_of(event: AgentEvent, kind: Literal[EventKind.TOOL_PROGRESS]) -> ToolProgressPayload | None: ...
+
+@overload
+def payload_of(event: AgentEvent, kind: Literal[EventKind.TOOL_BLOCKED]) -> ToolBlockedPayload | None: ...
 
 @overload
 def payload_of(

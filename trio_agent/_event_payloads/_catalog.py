@@ -51,6 +51,7 @@ from ._tool import PlanStep as PlanStep
 from ._tool import PlanUpdatedPayload as PlanUpdatedPayload
 from ._tool import SleepCompletedPayload as SleepCompletedPayload
 from ._tool import SleepStartedPayload as SleepStartedPayload
+from ._tool import ToolBlockedPayload as ToolBlockedPayload
 from ._tool import ToolCallPayload as ToolCallPayload
 from ._tool import ToolProgressPayload as ToolProgressPayload
 from ._tool import ToolResultPayload as ToolResultPayload
@@ -69,6 +70,7 @@ _DECLARED: dict[EventKind, type] = {
     EventKind.TOOL_CALL: ToolCallPayload,
     EventKind.TOOL_RESULT: ToolResultPayload,
     EventKind.TOOL_PROGRESS: ToolProgressPayload,
+    EventKind.TOOL_BLOCKED: ToolBlockedPayload,
     EventKind.MODEL_WARMUP_STARTED: ModelWarmupStartedPayload,
     EventKind.MODEL_WARMUP_COMPLETED: ModelWarmupCompletedPayload,
     EventKind.MODEL_WARMUP_FAILED: ModelWarmupFailedPayload,

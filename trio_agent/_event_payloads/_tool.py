@@ -18,6 +18,7 @@ __all__ = [
     "PlanUpdatedPayload",
     "SleepCompletedPayload",
     "SleepStartedPayload",
+    "ToolBlockedPayload",
     "ToolCallPayload",
     "ToolProgressPayload",
     "ToolResultPayload",
@@ -87,6 +88,26 @@ class ToolProgressPayload(TypedDict):
     """Present on command output: ``message`` is output, not a status message."""
     background: NotRequired[Literal[True]]
     """Present, True, on output of a nested call whose turn had already ended."""
+
+
+class ToolBlockedPayload(TypedDict):
+    """A running ``async`` user tool held the event loop for longer than the threshold
+    (``Tools.with_blocking_warning``, 100 ms unless set) in one step of its own task,
+    between two of its awaits: a blocking call such as ``time.sleep`` or heavy computation, which stalls
+    every other task of the process (other agents, streams, timeouts) meanwhile. At
+    most one per call, emitted as soon as the step ends; the fix is to await, or to run
+    the blocking part with ``trio.to_thread.run_sync`` (or make the tool a sync function,
+    which runs in a worker thread). Under a virtual clock (``MockClock``) only an
+    explicitly set threshold reports, so deterministic tests stay deterministic."""
+
+    call_id: str
+    """The id of the running call."""
+    tool: str
+    """The tool's name."""
+    blocked_ms: float
+    """How long the step held the loop, in milliseconds."""
+    threshold_ms: float
+    """The threshold it exceeded, in milliseconds."""
 
 
 class SleepStartedPayload(TypedDict):

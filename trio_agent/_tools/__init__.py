@@ -8,10 +8,12 @@ in the ``additional_tools`` prefix item (SPEC sec. 2 and 7). The nested built-in
 ``web__run`` unless turned off, ``image_gen__imagegen`` when turned on, and
 ``tool_search`` with MCP servers) are reached only from ``exec``. User handlers are
 ``async`` callables ``handler(ctx, args)`` run inside the turn's cancel scope, so a
-cancelled turn cancels them. ``args`` is the decoded JSON object for function tools
-and the raw input string for custom tools. A handler returns a string, a list of
-content items (``input_text``/``input_image``) or any JSON value (sent as compact
-JSON); raising an exception answers the model with a failed output. Typed tools
+cancelled turn cancels them; a sync handler is wrapped at registration to run in a
+worker thread, abandoned when the turn is cancelled (``_threaded``). ``args`` is the
+decoded JSON object for function tools and the raw input string for custom tools. A
+handler returns a string, a list of content items (``input_text``/``input_image``) or
+any JSON value (sent as compact JSON); raising an exception answers the model with a
+failed output. Typed tools
 (``tool`` / ``Tools.add``) derive their schema from the function and have their
 arguments checked before it runs.
 """
@@ -22,7 +24,7 @@ import functools
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar
 
 import attrs
 
@@ -66,10 +68,11 @@ def _tool_name() -> re.Pattern[str]:
     return re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")  # compiled on first use (see _jsontext)
 
 
+DEFAULT_BLOCKING_THRESHOLD = 0.1  # seconds a user tool may hold the event loop before tool.blocked
 DEFAULT_DEFER_ABOVE = 16  # MCP tools beyond this many (in all) are found through tool_search
 
 
-_P = ParamSpec("_P")  # a typed tool's own parameters
+_P = ParamSpec("_P")  # a typed tool's own parameters (Tools.add)
 ArgsT = TypeVar("ArgsT", contravariant=True)
 _Watched = TypeVar("_Watched", bound="AgentLike")  # what a worker's watch takes: ta.Agent, or a protocol it meets
 
@@ -82,6 +85,8 @@ class Handler(Protocol[ArgsT]):
     in the turn's nursery, so cancelling the turn cancels it. It returns a string, a
     list of content items (``input_text``/``input_image``) or any JSON value (sent as
     compact JSON); raising an exception answers the model with a failed result.
+    ``Tools.function``/``custom`` also take a sync ``def handler(ctx, args)``, run in a
+    worker thread (see ``ta.tool``).
     """
 
     def __call__(self, ctx: ToolContext, args: ArgsT, /) -> Awaitable[object]: ...
@@ -135,6 +140,8 @@ class Tools:
         self._user: dict[str, ToolSpec] = {}
         self._groups: dict[str, dict[str, Any]] = {}  # opt-in namespaced groups, by namespace
         self._collaboration: CollaborationOptions | None = None
+        self._blocking_threshold: float | None = DEFAULT_BLOCKING_THRESHOLD
+        self._blocking_set = False  # with_blocking_warning was called
 
     @classmethod
     def default(cls) -> Tools:
@@ -209,9 +216,16 @@ class Tools:
         return namespace in self._groups
 
     def function(
-        self, name: str, description: str, json_schema: Mapping[str, object], handler: Handler[dict[str, JsonValue]]
+        self,
+        name: str,
+        description: str,
+        json_schema: Mapping[str, object],
+        handler: Handler[dict[str, JsonValue]] | Callable[[ToolContext, dict[str, JsonValue]], object],
     ) -> Tools:
-        """Register a function tool (JSON arguments); returns ``self`` for chaining."""
+        """Register a function tool (JSON arguments); returns ``self`` for chaining.
+
+        ``handler`` is ``async def handler(ctx, args)``, or a sync function, which runs
+        in a worker thread (see ``ta.tool``: a cancelled turn abandons it)."""
         if not isinstance(json_schema, dict) or json_schema.get("type", "object") != "object":
             raise ConfigError(
                 f"tool {name!r}: json_schema must be a JSON Schema object such as "
@@ -224,23 +238,26 @@ class Tools:
                 f"tool {name!r}: json_schema must be plain JSON data (dicts with string keys, lists, "
                 f"strings, finite numbers, booleans, null); it cannot be encoded: {exc}"
             ) from None
-        self._add(ToolSpec(name, "function", description, handler, schema))
+        self._add(ToolSpec(name, "function", description, handler, schema))  # type: ignore[arg-type]
         return self
 
-    def custom(self, name: str, description: str, handler: Handler[str]) -> Tools:
-        """Register a custom (freeform text input) tool; returns ``self`` for chaining."""
-        self._add(ToolSpec(name, "custom", description, handler))
+    def custom(
+        self, name: str, description: str, handler: Handler[str] | Callable[[ToolContext, str], object]
+    ) -> Tools:
+        """Register a custom (freeform text input) tool; returns ``self`` for chaining.
+        A sync ``handler`` runs in a worker thread, as for ``function``."""
+        self._add(ToolSpec(name, "custom", description, handler))  # type: ignore[arg-type]
         return self
 
     def add(
         self,
-        fn: ToolSpec | Callable[_P, Awaitable[object]],
+        fn: ToolSpec | Callable[_P, object],
         *,
         name: str | None = None,
         description: str | None = None,
     ) -> Tools:
-        """Register a typed tool: a ``ToolSpec`` from ``ta.tool``, or an ``async``
-        function whose JSON schema is derived from its type hints and docstring (see
+        """Register a typed tool: a ``ToolSpec`` from ``ta.tool``, or a function
+        (``async def`` or sync) whose JSON schema is derived from its type hints and docstring (see
         ``ta.tool``); returns ``self`` for chaining."""
         spec = fn if isinstance(fn, ToolSpec) else tool(fn, name=name, description=description)
         if isinstance(fn, ToolSpec) and (name is not None or description is not None):
@@ -298,6 +315,34 @@ class Tools:
             raise ConfigError(f"defer_above must be a non-negative integer, got {defer_above!r}")
         self._defer_above = defer_above
         return self
+
+    def with_blocking_warning(self, threshold: float | None) -> Tools:
+        """Emit ``tool.blocked`` when an ``async`` user tool holds the event loop longer
+        than ``threshold`` seconds in one step (between two awaits; default 0.1 s), once
+        per call; ``None`` turns the check off. Returns ``self``. Unless set here, the
+        check is off under a virtual clock (``trio.testing.MockClock``): the event is
+        about wall time, and a deterministic test's events must not depend on how
+        loaded the machine is."""
+        if threshold is not None and (
+            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold < 3600
+        ):
+            raise ConfigError(
+                f"the blocking threshold must be a number of seconds in (0, 3600) or None, got {threshold!r}"
+            )
+        self._blocking_threshold = None if threshold is None else float(threshold)
+        self._blocking_set = True
+        return self
+
+    @property
+    def blocking_threshold(self) -> float | None:
+        """Seconds one step of a user tool may hold the loop (``with_blocking_warning``)."""
+        return self._blocking_threshold
+
+    @property
+    def blocking_threshold_set(self) -> bool:
+        """Whether ``with_blocking_warning`` set the threshold (else the default applies,
+        and not under a virtual clock)."""
+        return self._blocking_set
 
     @property
     def web_search(self) -> bool:
@@ -360,7 +405,13 @@ class Tools:
         if not isinstance(spec.description, str):
             raise ConfigError(f"tool {spec.name!r}: description must be a string")
         if not callable(spec.handler):
-            raise ConfigError(f"tool {spec.name!r}: handler must be an async callable")
+            raise ConfigError(
+                f"tool {spec.name!r}: handler must be a callable handler(ctx, args), got {type(spec.handler).__name__}"
+            )
+        from ._threaded import is_async_callable, threaded_handler
+
+        if not is_async_callable(spec.handler):  # decided here, once, not at call time
+            spec = attrs.evolve(spec, handler=threaded_handler(spec.handler))  # type: ignore[arg-type]
         self._user[spec.name] = spec
 
     def user_tool(self, name: str) -> ToolSpec | None:
@@ -389,47 +440,4 @@ class Tools:
         return frozenset(names)
 
 
-class ToolDecorator(Protocol):
-    """What ``@ta.tool(name=..., description=...)`` returns: apply it to the function."""
-
-    def __call__(self, fn: Callable[_P, Awaitable[object]], /) -> ToolSpec: ...
-
-
-@overload
-def tool(fn: Callable[_P, Awaitable[object]], /, *, name: str | None = None,
-         description: str | None = None) -> ToolSpec: ...
-@overload
-def tool(fn: None = None, /, *, name: str | None = None, description: str | None = None) -> ToolDecorator: ...
-def tool(
-    fn: Callable[_P, Awaitable[object]] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-) -> ToolSpec | ToolDecorator:
-    """Make a typed tool from an ``async`` function: ``@ta.tool`` or
-    ``@ta.tool(name=..., description=...)``; returns the ``ToolSpec`` to pass to
-    ``Tools.add``.
-
-    The function's name (or ``name``) names the tool, its docstring's first part (or
-    ``description``) describes it, and its parameters are the tool's arguments: each
-    needs a type annotation (``str``, ``int``, ``float``, ``bool``, ``None``,
-    ``Literal``, an ``Enum``, ``list[T]``, ``dict[str, T]``, ``T | None``, a
-    ``TypedDict``, a dataclass or an attrs class; ``Annotated[T, "text"]`` adds a
-    description), a default makes it optional, and ``Args:``/``:param x:``/NumPy
-    docstring entries describe them. A parameter annotated ``ta.ToolContext`` receives
-    the call's context. The schema has ``additionalProperties: false`` on every object
-    and is sent with ``strict: true`` when every field is required. Arguments are
-    checked (and converted: enums, dataclasses, attrs classes) before the function
-    runs; bad ones answer the model with a failed result naming each field. Raises
-    ``ConfigError`` for a function that cannot be described.
-    """
-
-    def make(function: Callable[..., Awaitable[object]]) -> ToolSpec:
-        from ._typed import typed_spec
-
-        spec = typed_spec(function, name=name, description=description)
-        assert isinstance(spec, ToolSpec)
-        return spec
-
-    return make(fn) if fn is not None else make
+from ._decorator import ToolDecorator, tool  # noqa: E402 -- it names ToolSpec, defined above

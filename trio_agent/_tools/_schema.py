@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -23,46 +24,19 @@ from typing import Any
 import attrs
 
 from .._errors import ConfigError
+from ._schema_base import INVALID as _INVALID
+from ._schema_base import JSON_NAMES as _JSON_NAMES
+from ._schema_base import Node as _Node
+from ._schema_base import describe_value, to_json_value
+from ._schema_base import fail as _fail
+from ._schema_base import join as _join
+from ._schema_types import Constrained, RefNode, TupleNode, check_patterns, formatted_node, read_metadata
 
 __all__ = [
     "Builder", "Field", "ObjectNode", "Shape", "annotated_doc", "describe_value", "raise_errors", "to_json_value",
 ]
 
 _MAX_ERRORS = 8
-_INVALID = object()
-_JSON_NAMES = {
-    "string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
-    "null": "null", "array": "an array", "object": "an object",
-}
-
-
-def describe_value(value: object, limit: int = 60) -> str:
-    """A short JSON-ish rendering of a value the model sent."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _join(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
-def _fail(errors: list[str], path: str, message: str) -> object:
-    errors.append(f"{path or 'arguments'}: {message}")
-    return _INVALID
-
-
-class _Node:
-    schema: dict[str, Any]
-    strict = True
-    expected = "a value"
-
-    def convert(self, value: object, path: str, errors: list[str]) -> object:
-        raise NotImplementedError
 
 
 class _Scalar(_Node):
@@ -80,8 +54,9 @@ class _Scalar(_Node):
         if kind == "null" and value is None:
             return None
         if kind in ("integer", "number") and isinstance(value, int | float) and not isinstance(value, bool):
-            if kind == "number":
-                return float(value)
+            if kind == "number":  # 1e400 decodes as inf, and 1 followed by 400 digits has no float
+                number = float(value) if isinstance(value, float) or abs(value) < 2**1023 else math.inf
+                return number if math.isfinite(number) else _fail(errors, path, "expected a finite number")
             if isinstance(value, int):
                 return value
             if value.is_integer():
@@ -262,29 +237,49 @@ def _is_json(value: object) -> bool:
 
 
 def annotated_doc(hint: object) -> str | None:
-    """The description of ``Annotated[T, "description"]`` (its first string metadata)."""
+    """The description of ``Annotated[T, "description"]`` (its first string metadata)
+    or ``Annotated[T, pydantic.Field(description=...)]``."""
     if typing.get_origin(hint) in (typing.Required, typing.NotRequired):
         hint = typing.get_args(hint)[0]
     if typing.get_origin(hint) is typing.Annotated:
-        for meta in getattr(hint, "__metadata__", ()):
-            if isinstance(meta, str):
-                return meta
+        return read_metadata(getattr(hint, "__metadata__", ()))[1]
     return None
 
 
 class Builder:
+    """Builds the nodes of one tool; ``defs`` collects the ``$defs`` its schemas refer
+    to (recursive classes, pydantic models), to be put at the root of its schema."""
+
     def __init__(self, owner: str) -> None:
         self.owner = owner
         self._depth = 0
+        self.defs: dict[str, Any] = {}
+        self._classes: dict[type, _Node] = {}  # built (or being built: a RefNode) classes
 
     def node(self, hint: object) -> _Node:
         self._depth += 1
         try:
-            if self._depth > 16:
-                raise ConfigError(f"{self.owner}: type annotations nest too deeply (recursive types are not supported)")
+            if self._depth > 32:
+                raise ConfigError(f"{self.owner}: type annotations nest too deeply (more than 32 levels)")
             return self._node(hint)
         finally:
             self._depth -= 1
+
+    def rooted(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` with the ``$defs`` it needs (all of this tool's)."""
+        return {**schema, "$defs": dict(self.defs)} if self.defs else schema
+
+    def _pydantic(self, hint: object) -> _Node:
+        from ._schema_pydantic import PydanticNode, pydantic_installed
+
+        if not pydantic_installed():
+            raise ConfigError(
+                f"{self.owner}: the annotation {hint!r} has no JSON form here, and pydantic, which could describe "
+                "it, is not installed; install pydantic (pip install 'trio-agent[mcp]' or pydantic) or use str, int, "
+                "float, bool, Literal, an Enum, list[T], tuple[...], dict[str, T], T | None, datetime, date, UUID, "
+                "Path, Decimal, a TypedDict, a dataclass or an attrs class"
+            )
+        return PydanticNode(hint, self.owner, self.defs)
 
     def _node(self, hint: object) -> _Node:
         if isinstance(hint, str | typing.ForwardRef):
@@ -298,9 +293,12 @@ class Builder:
                 return _Scalar(kind)
         if hint is Any or hint is object:
             return _AnyValue()
+        formatted = formatted_node(hint)
+        if formatted is not None:
+            return formatted
         origin, args = typing.get_origin(hint), typing.get_args(hint)
         if origin is typing.Annotated:
-            return self.node(args[0])
+            return self._annotated(hint, args[0])
         if origin in (typing.Required, typing.NotRequired):
             return self.node(args[0])
         if origin is typing.Literal:
@@ -310,6 +308,8 @@ class Builder:
         if origin in (list, Sequence, typing.Sequence) or (origin is tuple and len(args) == 2 and args[1] is ...):
             item = self.node(args[0]) if args else _AnyValue()
             return _Array(item, tuple if origin is tuple else list)
+        if origin is tuple and args and args != ((),):
+            return TupleNode([self.node(a) for a in args])
         if origin in (dict, Mapping, typing.Mapping):
             if args and args[0] is not str:
                 raise ConfigError(f"{self.owner}: dict keys must be str (JSON object keys), not {args[0]!r}")
@@ -323,12 +323,52 @@ class Builder:
             if not all(isinstance(v, str | int | float | bool) for v in members):
                 raise ConfigError(f"{self.owner}: enum {hint.__name__} must have str or number values")
             return _Choice(list(members), members)
-        if isinstance(hint, type):
-            return self._class(hint)
-        raise ConfigError(
-            f"{self.owner}: the annotation {hint!r} has no JSON form; use str, int, float, bool, None, "
-            "Literal, an Enum, list[T], dict[str, T], T | None, a TypedDict, a dataclass or an attrs class"
-        )
+        from ._schema_pydantic import is_pydantic_class
+
+        if is_pydantic_class(hint):
+            return self._pydantic(hint)
+        if isinstance(hint, type) and (typing.is_typeddict(hint) or dataclasses.is_dataclass(hint) or attrs.has(hint)):
+            return self._recursive(hint)
+        return self._pydantic(hint)  # a TypeAdapter type (set[int], timedelta, ...), or a clear ConfigError
+
+    def _annotated(self, hint: object, inner_hint: object) -> _Node:
+        constraints, _, understood = read_metadata(getattr(hint, "__metadata__", ()))
+        if not understood:
+            return self._pydantic(hint)  # a Predicate, strict=...: pydantic enforces it, nothing is dropped
+        check_patterns(constraints, self.owner)
+        inner = self.node(inner_hint)
+        if not constraints:
+            return inner
+        if not Constrained.fits(inner, constraints):
+            return self._pydantic(hint)
+        return Constrained(inner, constraints)
+
+    def _recursive(self, cls: type) -> _Node:
+        """A class's node, built once; a class met again while it is being built is a
+        ``$ref`` into ``defs``."""
+        known = self._classes.get(cls)
+        if isinstance(known, RefNode):
+            known.used = True
+            return known
+        if known is not None:
+            return known
+        name, n = cls.__name__, 2
+        while name in self.defs or any(isinstance(r, RefNode) and r.name == name for r in self._classes.values()):
+            name, n = f"{cls.__name__}{n}", n + 1
+        ref = RefNode(name)
+        self._classes[cls] = ref
+        try:
+            node = self._class(cls)
+        except BaseException:
+            del self._classes[cls]
+            raise
+        if not ref.used:
+            self._classes[cls] = node
+            return node
+        ref.target = node
+        ref.strict = node.strict
+        self.defs[name] = node.schema
+        return ref
 
     def _class(self, cls: type) -> _Node:
         if typing.is_typeddict(cls):
@@ -378,26 +418,6 @@ def _required_key(cls: type, name: str, hint: object) -> bool:
     return name in getattr(cls, "__required_keys__", ()) if getattr(cls, "__total__", True) else False
 
 
-# -- values back to JSON ---------------------------------------------------------------
-
-
-def to_json_value(value: object) -> object:
-    """A typed tool's return value as plain JSON data (dataclasses, attrs classes, enums
-    and tuples converted; anything else is left for the output encoder to judge)."""
-    if isinstance(value, enum.Enum):
-        return to_json_value(value.value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if attrs.has(type(value)):
-        fields = attrs.fields(type(value))  # type: ignore[arg-type]
-        return {a.alias or a.name: to_json_value(getattr(value, a.name)) for a in fields}
-    if isinstance(value, list | tuple):
-        return [to_json_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_json_value(v) for k, v in value.items()}
-    return value
-
-
 # -- compiled shapes ---------------------------------------------------------------------
 
 
@@ -415,8 +435,9 @@ class Shape:
     the converted value or raises ``InvalidToolArguments`` naming each bad field."""
 
     def __init__(self, hint: object, owner: str) -> None:
-        self._node = Builder(owner).node(hint)
-        self.schema = self._node.schema
+        builder = Builder(owner)
+        self._node = builder.node(hint)
+        self.schema = builder.rooted(self._node.schema)
         self.strict = self._node.strict
 
     def validate(self, value: object) -> object:

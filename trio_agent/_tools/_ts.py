@@ -79,6 +79,9 @@ class _Renderer:
         if kind == "null":
             return "null"
         if kind == "array":
+            prefix = schema.get("prefixItems")
+            if isinstance(prefix, list) and prefix and schema.get("items") is False:  # a tuple
+                return "[" + ", ".join(self.render(p, depth + 1) for p in prefix) + "]"
             items = schema.get("items")
             inner = self.render(items, depth + 1) if items is not None else "unknown"
             return f"Array<{inner}>" if " " in inner else f"{inner}[]"

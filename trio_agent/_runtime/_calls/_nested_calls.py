@@ -24,7 +24,7 @@ import trio
 from ..._events import EventKind
 from ..._tools import InvalidToolArguments, NestedToolError
 from ..._units import ns
-from ._tool_environment import ToolEnvironment, describe, tool_context
+from ._tool_environment import ToolEnvironment, blocking_watch, describe, tool_context
 from ._tool_runner import UnencodableValue, json_text
 
 if TYPE_CHECKING:
@@ -210,7 +210,8 @@ class NestedCalls:
         if spec is None:
             raise ToolCallError(f"unsupported nested tool call: {name}")
         try:
-            value = await spec.handler(tool_context(self._env, spec, call_id, turn_id), args)
+            with blocking_watch(self._env, spec, call_id, turn_id):
+                value = await spec.handler(tool_context(self._env, spec, call_id, turn_id), args)
         except InvalidToolArguments as exc:
             raise ToolCallError(f"invalid arguments for tool {name}: {exc.message}") from None
         except Exception as exc:  # a failing user tool rejects the JS promise

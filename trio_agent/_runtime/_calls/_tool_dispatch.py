@@ -27,7 +27,7 @@ from ..._tools import InvalidToolArguments, ToolSpec
 from ..._wire.portable import CODE_PARAMETER, INPUT_PARAMETER, call_of, string_argument
 from ._mcp_direct_calls import direct_definitions, direct_runner
 from ._nested_calls import CellOrigin, NestedCalls
-from ._tool_environment import ToolEnvironment, describe, tool_context
+from ._tool_environment import ToolEnvironment, blocking_watch, describe, tool_context
 from ._tool_runner import Runner, ToolOutcome, UnencodableValue, to_output
 
 if TYPE_CHECKING:
@@ -111,9 +111,11 @@ class ToolDispatcher:
                 return ToolOutcome(
                     f"invalid arguments for {spec.name}: expected a JSON object, got {_shown(arguments)}", "failed"
                 )
-            ctx = tool_context(self._env, spec, call.get("call_id", ""), turn_id)
+            call_id = call.get("call_id", "")
+            ctx = tool_context(self._env, spec, call_id, turn_id)
             try:
-                value = await spec.handler(ctx, arguments)
+                with blocking_watch(self._env, spec, call_id, turn_id):
+                    value = await spec.handler(ctx, arguments)
             except InvalidToolArguments as exc:  # checked before the tool's own code ran
                 return ToolOutcome(f"invalid arguments for tool {spec.name}: {exc.message}", "failed")
             except Exception as exc:  # a failing tool is answered, not fatal

@@ -11,6 +11,7 @@ whether the model called it directly or a cell did.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ._permissions import ExecGuard
     from ._tool_runner import Runner
 
-__all__ = ["GroupRunners", "ToolEnvironment", "describe", "tool_context"]
+__all__ = ["GroupRunners", "ToolEnvironment", "blocking_watch", "describe", "tool_context"]
 
 GroupRunners = Callable[[str, "TurnState"], "Runner | None"]
 
@@ -69,6 +70,26 @@ def tool_context(env: ToolEnvironment, spec: ToolSpec, call_id: str, turn_id: in
         env.emit(EventKind.TOOL_PROGRESS, {"call_id": call_id, "tool": spec.name, "message": message}, turn_id)
 
     return ToolContext(call_id, spec.name, env.workspace, env.handle, progress=progress)
+
+
+def blocking_watch(
+    env: ToolEnvironment, spec: ToolSpec, call_id: str, turn_id: int | None
+) -> AbstractContextManager[None]:
+    """Watch user tool ``spec``'s call for steps that block the event loop: one
+    ``tool.blocked`` event under ``turn_id`` for the first (see ``_blocking``)."""
+    from ._blocking import watch_blocking  # user tools only
+
+    threshold = env.tools.blocking_threshold
+    if not env.tools.blocking_threshold_set and type(trio.lowlevel.current_clock()).__name__ != "SystemClock":
+        threshold = None  # the default, under a virtual clock: wall time must not reach a deterministic test
+
+    def report(seconds: float) -> None:
+        assert threshold is not None
+        payload = {"call_id": call_id, "tool": spec.name, "blocked_ms": round(seconds * 1000, 3),
+                   "threshold_ms": round(threshold * 1000, 3)}
+        env.emit(EventKind.TOOL_BLOCKED, payload, turn_id)
+
+    return watch_blocking(threshold, report)
 
 
 def describe(exc: BaseException) -> str:
