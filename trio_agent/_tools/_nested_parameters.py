@@ -23,6 +23,12 @@ __all__ = [
     "WRITE_STDIN_PARAMETERS",
 ]
 
+_TERMINAL_SIZE: dict[str, Any] = {  # codex's {rows, cols}
+    "type": "object",
+    "properties": {"rows": {"type": "integer"}, "cols": {"type": "integer"}},
+    "required": ["rows", "cols"],
+    "additionalProperties": False,
+}
 EXEC_COMMAND_PARAMETERS = {
     "type": "object",
     "properties": {
@@ -30,6 +36,12 @@ EXEC_COMMAND_PARAMETERS = {
         "workdir": {"type": "string", "description": "Directory to run in (default: the workspace)."},
         "shell": {"type": "string"},
         "login": {"type": "boolean", "description": "Run a login shell (default true)."},
+        "tty": {
+            "type": "boolean",
+            "description": "Run on a pseudo-terminal (default false): for programs that need one "
+            "(password prompts, REPLs, curses). Output lines then end in \\r\\n and input is echoed.",
+        },
+        "size": {**_TERMINAL_SIZE, "description": "The terminal's size with tty: true (default 24 rows, 80 columns)."},
         "yield_time_ms": {"type": "number", "description": "Return after this long if still running."},
         "max_output_tokens": {"type": "number"},
     },
@@ -40,10 +52,12 @@ WRITE_STDIN_PARAMETERS = {
     "properties": {
         "session_id": {"type": "number"},
         "chars": {"type": "string", "description": 'Empty to poll for output; "\\u0003" interrupts.'},
+        "size": {**_TERMINAL_SIZE, "description": "Resize the terminal of a tty: true session first."},
         "yield_time_ms": {"type": "number"},
         "max_output_tokens": {"type": "number"},
     },
     "required": ["session_id"],
+    "additionalProperties": False,
 }
 SHELL_RESULT = "{ output: string; exit_code?: number; wall_time_seconds: number; session_id?: number }"
 VIEW_IMAGE_PARAMETERS = {
