@@ -104,8 +104,8 @@ async def test_view_image_returns_an_input_image_that_image_shows(server: FakeRe
         output = await _exec(conn, "resp-1", "call-1", source)
         assert output[1:] == [
             {"type": "input_text", "text": '["type","image_url","detail"]'},
-            {"type": "input_image", "image_url": PIXEL_URL, "detail": "high"},
-            {"type": "input_image", "image_url": PIXEL_URL},  # "original": no detail on the wire
+            {"type": "input_image", "image_url": PIXEL_URL},  # no detail on the wire (nanocodex)
+            {"type": "input_image", "image_url": PIXEL_URL},
         ]
         await conn.send_final("resp-final")
 
@@ -367,7 +367,7 @@ async def test_image_generation_posts_generations_and_edits(server: FakeResponse
         from_history = await answer_image_request(server)
         assert from_history.body["images"] == [{"image_url": "data:image/png;base64,cHJpb3I="}]
         output = (await conn.next_request())["input"][0]["output"]
-        assert output[1] == {"type": "input_image", "image_url": generated_url, "detail": "high"}
+        assert output[1] == {"type": "input_image", "image_url": generated_url}  # no detail on the wire (nanocodex)
         assert _texts(output) == [
             "input_image",
             "true",

@@ -36,3 +36,27 @@ def test_any_shell_tool_arguments_parse_or_fail_with_a_shell_error(args: dict[st
             assert all(repr(key) in str(exc) for key in unknown)
         return
     assert set(args) <= set(known)
+
+
+# -- hostile images ------------------------------------------------------------------------------
+
+_PNG_START = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.binary(max_size=200).map(lambda tail: _PNG_START + tail) | st.binary(max_size=200),
+    st.sampled_from([None, "high", "low", "auto", "original", "HIGH", "huge", 3]),
+    st.sampled_from(["data:image/png;base64,", "data:image/png,", "data:;base64,", "file:", ""]),
+)
+def test_any_image_a_cell_shows_becomes_an_image_or_a_note(data: bytes, detail: object, prefix: str) -> None:
+    import base64
+
+    from trio_agent._tools._image_prepare import prepare_output_item
+
+    item: dict[str, object] = {"type": "input_image", "image_url": prefix + base64.b64encode(data).decode()}
+    if detail is not None:
+        item["detail"] = detail
+    prepared = prepare_output_item(item)
+    assert "detail" not in prepared
+    assert prepared["type"] in ("input_image", "input_text")
