@@ -158,7 +158,10 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
     if image_generation:
         from ._image_gen import IMAGEGEN_DESCRIPTION, imagegen_schema
 
-        tools.append(NestedTool(IMAGE_GENERATION, IMAGEGEN_DESCRIPTION, imagegen_schema(), IMAGE_RESULT))
+        tools.append(NestedTool(
+            IMAGE_GENERATION, IMAGEGEN_DESCRIPTION, imagegen_schema(),
+            '{ type: "input_image"; image_url: string; output_hint?: string }',
+        ))
     if tool_search:
         tools.append(NestedTool(
             TOOL_SEARCH,

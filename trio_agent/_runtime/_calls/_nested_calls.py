@@ -231,7 +231,7 @@ class NestedCalls:
         if name == defs.IMAGE_GENERATION:
             from ..._tools._image_gen import run_image_generation
 
-            return await run_image_generation(self._remote_api(), args, env.workspace, list(env.history()))
+            return await run_image_generation(self._remote_api(), args, env.workspace, list(env.history()), call_id)
         if self._mcp is None:
             raise NestedToolError("the MCP servers are not running (the agent has not started them)")
         if name == defs.TOOL_SEARCH:
