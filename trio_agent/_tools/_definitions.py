@@ -32,6 +32,7 @@ from ._ts import declaration, js_identifier, ts_type
 __all__ = [
     "BUILTIN_NAMES",
     "IMAGE_GENERATION",
+    "MAX_LISTED_MCP_TOOLS",
     "NESTED_BUILTINS",
     "TOOL_SEARCH",
     "WEB_SEARCH",
@@ -175,7 +176,37 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
     return tools
 
 
-def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:
+#: The active MCP tools ``exec``'s description lists, and the length of each one's line.
+MAX_LISTED_MCP_TOOLS = 32
+MAX_MCP_TOOL_LINE = 160
+
+
+def _one_line(text: str | None, limit: int) -> str:
+    """The first sentence of ``text`` on one line, cut to ``limit`` characters."""
+    flat = " ".join((text or "").split())
+    head, dot, _ = flat.partition(". ")
+    line = head + dot.strip()
+    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
+
+
+def _active_tools_section(tools: Sequence[tuple[str, str | None]]) -> str:
+    """The MCP tools callable now (``McpTools.active_tools``), bounded (see
+    ``_tools/__init__.Tools.definitions`` for when this list is sent)."""
+    lines = []
+    for name, description in tools[:MAX_LISTED_MCP_TOOLS]:
+        line = f"- `tools.{js_identifier(name)}`"
+        summary = _one_line(description, MAX_MCP_TOOL_LINE - len(line) - 2)
+        lines.append(line + (f": {summary}" if summary else ""))
+    more = len(tools) - MAX_LISTED_MCP_TOOLS
+    if more > 0:
+        lines.append(f"- ... and {more} more: `ALL_TOOLS` lists them all, `tools.tool_search` describes them")
+    return (
+        "### Active MCP tools\nCallable now without a search (their declarations: `tools.tool_search`):\n"
+        + "\n".join(lines) + "\n"
+    )
+
+
+def _mcp_section(servers: Sequence[tuple[str, str | None]], tools: Sequence[tuple[str, str | None]] = ()) -> str:
     lines = [f"- `{name}`" + (f": {' '.join(text.split())}" if text else "") for name, text in servers]
     return (
         "## MCP servers\n"
@@ -184,16 +215,19 @@ def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:
         "are not declared here: `tools.tool_search({query})` finds them (waiting for servers still "
         "starting) and makes them callable in this and later cells; `ALL_TOOLS` lists what is callable "
         "now. Pass an image block of a result to `image(...)` to show it.\n"
-        + "\n".join(lines) + "\n" + _CALL_TOOL_RESULT
+        + "\n".join(lines) + "\n" + (_active_tools_section(tools) if tools else "") + _CALL_TOOL_RESULT
     )
 
 
 def exec_definition(
-    nested: Sequence[NestedTool], *, web_search: bool = True, mcp_servers: Sequence[tuple[str, str | None]] = ()
+    nested: Sequence[NestedTool], *, web_search: bool = True, mcp_servers: Sequence[tuple[str, str | None]] = (),
+    mcp_tools: Sequence[tuple[str, str | None]] = (),
 ) -> dict[str, Any]:
+    """``exec``'s definition; ``mcp_tools``: ``(name, description)`` of the MCP tools
+    active now, listed (bounded) in the MCP section."""
     text = EXEC_DESCRIPTION + "\n" + (_WEB_ON if web_search else _WEB_OFF)
     if mcp_servers:
-        text += "\n" + _mcp_section(mcp_servers)
+        text += "\n" + _mcp_section(mcp_servers, mcp_tools)
     text += "\n## Host tools\n" + "\n".join(tool.section() for tool in nested)
     return {
         "type": "custom",

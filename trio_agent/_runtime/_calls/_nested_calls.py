@@ -80,6 +80,12 @@ class NestedCalls:
             names.extend(self._mcp.active_tools())
         return names
 
+    def active_mcp_tools(self) -> tuple[tuple[str, str], ...]:
+        """``(name, description)`` of the MCP tools callable now, in listing order."""
+        if self._mcp is None:
+            return ()
+        return tuple((name, description) for name, description, _ in self._mcp.active_tools())
+
     def stop_servers(self) -> None:
         """Shut the MCP servers down, concurrently, in the agent's nursery (whose exit
         waits for them)."""
