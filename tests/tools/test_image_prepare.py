@@ -8,12 +8,14 @@ import io
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image, ImageCms
 
+import trio_agent as ta
 from trio_agent._tools._image_prepare import (
     LIMITS,
     LOW_DETAIL_NOTE,
@@ -23,6 +25,9 @@ from trio_agent._tools._image_prepare import (
 )
 from trio_agent._tools._tool_errors import NestedToolError
 from trio_agent._tools._view_image import view_image
+from trio_agent.testing import FakeResponsesServer, answer_image_request
+
+from ..conftest import make_config, scripted, warm
 
 
 def make(size: tuple[int, int], image_format: str = "PNG", **options: object) -> bytes:
@@ -165,3 +170,30 @@ def test_low_detail_and_undecodable_images_become_notes() -> None:
     assert junk["type"] == "input_text"
     assert str(junk["text"]).startswith("image content omitted because it could not be processed")
     assert prepare_output_item({"type": "input_text", "text": "x"}) == {"type": "input_text", "text": "x"}
+
+
+# -- image_gen__imagegen's referenced images -------------------------------------------------------
+
+
+async def test_a_referenced_image_is_fitted_to_the_original_limits(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    (workspace / "banner.png").write_bytes(make((7000, 70)))
+    source = "await tools.image_gen__imagegen({prompt: 'recolour', referenced_image_paths: ['banner.png']});"
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send_tool_call("resp-1", "call-1", "exec", source)
+        edit = await answer_image_request(server)
+        body: dict[str, Any] = edit.body
+        [sent] = body["images"]
+        with decoded(sent["image_url"]) as image:
+            assert (image.format, image.size) == ("PNG", (6000, 60))  # nanocodex: original detail
+        await conn.next_request()
+        await conn.send_final("resp-final")
+
+    responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, api_base_url=server.http_base_url)
+    tools = ta.Tools.default().with_image_generation()
+    async with scripted(script), ta.open_agent(make_config(server, workspace, responses=responses, tools=tools)) as a:
+        await (await a.prompt("go")).result()

@@ -136,8 +136,21 @@ async def _edit_images(arguments: dict[str, Any], workspace: Path, history: Iter
     urls = []
     for path in paths:
         mime, data = await read_workspace_image(workspace, path, "image_gen__imagegen")
-        urls.append(data_url(mime, data))
+        urls.append(data_url(*await _fitted(mime, data, path)))
     return urls
+
+
+async def _fitted(mime: str, data: bytes, path: str) -> tuple[str, bytes]:
+    """A referenced image within the ``original`` limits, as nanocodex sends it (as it
+    is without Pillow: the API bounds it then)."""
+    from ._image_prepare import ImagePreparationError, PillowMissing, prepare
+
+    try:
+        return await trio.to_thread.run_sync(prepare, data, "original", abandon_on_cancel=True)
+    except PillowMissing:
+        return mime, data
+    except ImagePreparationError as exc:
+        raise NestedToolError(f"image_gen__imagegen: {path}: {exc}") from None
 
 
 def _b64_image(response_body: bytes) -> str:
