@@ -197,3 +197,14 @@ async def test_a_referenced_image_is_fitted_to_the_original_limits(
     tools = ta.Tools.default().with_image_generation()
     async with scripted(script), ta.open_agent(make_config(server, workspace, responses=responses, tools=tools)) as a:
         await (await a.prompt("go")).result()
+
+
+def test_an_image_past_the_pixel_bound_is_refused_before_decoding() -> None:
+    from trio_agent._tools._image_prepare import MAX_PIXELS, ImagePreparationError, fit
+
+    side = int(MAX_PIXELS**0.5) + 16
+    header = Image.new("1", (side, side))  # 1 bit per pixel: a small file, a huge image
+    out = io.BytesIO()
+    header.save(out, format="PNG")
+    with pytest.raises(ImagePreparationError, match=r"pixels; images over \d+ pixels are not decoded"):
+        fit(out.getvalue(), "high")

@@ -57,8 +57,9 @@ __all__ = [
 PATCH = 32
 #: ``detail`` -> (longest side in pixels, patches).
 LIMITS = {"high": (2048, 2_500), "auto": (2048, 2_500), "original": (6000, 10_000)}
-#: Decoding bound: an image with more pixels is refused before its pixels are allocated.
-MAX_PIXELS = 128 * 1024 * 1024
+#: Decoding bound: an image with more pixels is refused before its pixels are allocated
+#: (80 Mi pixels, 320 MiB as RGBA: under Pillow's own decompression-bomb warning).
+MAX_PIXELS = 80 * 1024 * 1024
 LOW_DETAIL_NOTE = "image content omitted because detail 'low' is not supported; use 'high', 'original', or 'auto'"
 _KEPT_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
 
