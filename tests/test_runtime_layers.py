@@ -28,6 +28,7 @@ RUNTIME_RANKS = {
     "_calls._worker_state": 0,  # one worker as the worker tools keep it
     "_calls._tool_environment": 0,  # what the tools see of their agent
     "_observers": 0,  # the observer seam: how add-ons (tracing, a cassette) attach to an agent
+    "_live_prefix": 0,  # exec's description listing the active MCP tools, as requests carry it
     "_model._response_feed": 1,  # an exchange's frames to events, with _call_events' payloads
     "_model._exchange": 1,  # the exchange interface: ResponseExchange and Route (types only)
     "_model._https_auth": 1,  # the headers of HTTPS requests, and a 401's recovery

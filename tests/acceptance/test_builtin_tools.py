@@ -104,8 +104,8 @@ async def test_view_image_returns_an_input_image_that_image_shows(server: FakeRe
         output = await _exec(conn, "resp-1", "call-1", source)
         assert output[1:] == [
             {"type": "input_text", "text": '["type","image_url","detail"]'},
-            {"type": "input_image", "image_url": PIXEL_URL, "detail": "high"},
-            {"type": "input_image", "image_url": PIXEL_URL},  # "original": no detail on the wire
+            {"type": "input_image", "image_url": PIXEL_URL},  # no detail on the wire (nanocodex)
+            {"type": "input_image", "image_url": PIXEL_URL},
         ]
         await conn.send_final("resp-final")
 
@@ -367,8 +367,10 @@ async def test_image_generation_posts_generations_and_edits(server: FakeResponse
         from_history = await answer_image_request(server)
         assert from_history.body["images"] == [{"image_url": "data:image/png;base64,cHJpb3I="}]
         output = (await conn.next_request())["input"][0]["output"]
-        assert output[1] == {"type": "input_image", "image_url": generated_url, "detail": "high"}
-        assert _texts(output) == [
+        assert output[1] == {"type": "input_image", "image_url": generated_url}  # no detail on the wire (nanocodex)
+        saved = workspace.resolve() / "generated_images" / session / "call-1_code-1.png"
+        assert output[2]["text"].startswith(f"The generated image was saved to {saved} (generated images go to ")
+        assert _texts(output)[1:] == [
             "input_image",
             "true",
             "image_gen__imagegen: asked for the last 2 images, but the conversation has 1",
@@ -380,6 +382,12 @@ async def test_image_generation_posts_generations_and_edits(server: FakeResponse
 
     prompt = ta.Prompt("draw", images=["data:image/png;base64,cHJpb3I="])
     tools = ta.Tools.default().with_image_generation()
-    async with scripted(script), ta.open_agent(_config(server, workspace, tools=tools)) as agent:
+    config = _config(server, workspace, tools=tools)
+    session = config.session_id
+    async with scripted(script), ta.open_agent(config) as agent:
         await (await agent.prompt(prompt)).result()
+    # Each generated image is saved under the workspace, by session and call (nanocodex's layout).
+    folder = workspace / "generated_images" / session
+    assert sorted(p.name for p in folder.iterdir()) == ["call-1_code-1.png", "call-1_code-2.png", "call-1_code-3.png"]
+    assert (folder / "call-1_code-1.png").read_bytes() == generated
 

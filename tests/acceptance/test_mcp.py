@@ -84,7 +84,7 @@ async def test_stdio_server_tools_are_called_from_exec_and_the_process_is_gone_o
         assert ready.payload == {"server": "calc", "tools": [f"mcp__calc__{t}" for t in BASIC_TOOLS]}
         assert ready.turn_id is None
         output = await _exec_texts(conn, "resp-1", "call-1", source)
-        assert output[2] == {"type": "input_image", "image_url": PIXEL_URL, "detail": "high"}
+        assert output[2] == {"type": "input_image", "image_url": PIXEL_URL}  # no detail on the wire (nanocodex)
         texts = _texts(output)
         assert texts[:2] == ["5", "5"]
         assert texts[2] == "MCP tool calc/fail returned an error: Error executing tool fail"

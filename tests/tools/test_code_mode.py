@@ -13,6 +13,7 @@ import pytest
 import trio
 import trio.testing
 
+from trio_agent._tools._image_prepare import LOW_DETAIL_NOTE
 from trio_agent._tools.code_mode import CodeModeHost, ExecOutput, ToolCallError
 
 PNG = (
@@ -472,10 +473,12 @@ async def test_image_rules(host: CodeModeHost, fake: FakeTools) -> None:
     )
     result = await host.exec("call-1", source, fake, TOOLS)
     assert isinstance(result.output, list)
+    # On the wire a tool output's image has no detail (nanocodex, "Responses Lite"): the
+    # detail only picked the size limits (a 1x1 PNG fits both, byte for byte); "low" is a note.
     assert result.output[1:] == [
-        {"type": "input_image", "image_url": PNG, "detail": "high"},
         {"type": "input_image", "image_url": PNG},
-        {"type": "input_image", "image_url": PNG, "detail": "low"},
+        {"type": "input_image", "image_url": PNG},
+        {"type": "input_text", "text": LOW_DETAIL_NOTE},
         {
             "type": "input_text",
             "text": "image content omitted because remote image URLs are not supported",

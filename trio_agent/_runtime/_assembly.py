@@ -145,6 +145,11 @@ class AgentParts(Generic[A]):
             tools, workspace, handle, emit, nursery, groups,
             config=config, history=lambda: self.ledger.history, guard=self.guard,
         ))
+        if tools.mcp_servers and tools.has_builtins:  # exec's description lists active MCP tools
+            from ._live_prefix import LivePrefix
+
+            live = LivePrefix(tools, config.instructions, prefix, self.tools.active_mcp_tools)
+            self.model.bodies.live_prefix = live.current
         self.runner = TurnRunner(
             ledger=self.ledger, model=self.model, tools=self.tools, reporter=reporter,
             fork_point=fork_point, session=self.session, workspace=workspace,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar
 
 import attrs
@@ -421,13 +421,18 @@ class Tools:
     def user_tools(self) -> tuple[ToolSpec, ...]:
         return tuple(self._user.values())
 
-    def definitions(self) -> list[dict[str, Any]]:
-        """The ``additional_tools`` list: ``exec`` and ``wait`` first, then user tools."""
+    def definitions(self, *, mcp_tools: Sequence[tuple[str, str | None]] = ()) -> list[dict[str, Any]]:
+        """The ``additional_tools`` list: ``exec`` and ``wait`` first, then user tools.
+
+        ``mcp_tools`` (``(name, description)`` of the MCP tools active now) are listed in
+        ``exec``'s description. The agent's request prefix is built without them (the
+        servers start with the agent); once some are active, requests that carry the
+        tools carry a description listing them (``_runtime/_live_prefix.py`` says when)."""
         defs: list[dict[str, Any]] = []
         if self._builtins:
             nested = [*self.builtin_nested(), *(spec.nested() for spec in self._user.values())]
             mcp = [(name, server.description) for name, server in self._mcp.items()]
-            defs.append(exec_definition(nested, web_search=self.web_search, mcp_servers=mcp))
+            defs.append(exec_definition(nested, web_search=self.web_search, mcp_servers=mcp, mcp_tools=mcp_tools))
             defs.append(wait_definition())
         defs.extend(spec.definition() for spec in self._user.values())
         defs.extend(self._groups.values())

@@ -15,9 +15,12 @@ import signal
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol, final
+from typing import TYPE_CHECKING, Protocol, final
 
 import trio
+
+if TYPE_CHECKING:
+    from ._pty import Terminal
 
 __all__ = [
     "GROUP_POLL_INTERVAL",
@@ -95,11 +98,14 @@ async def aclose_all(*resources: trio.abc.AsyncResource | trio.socket.SocketType
 class GroupProcess:
     """A command started directly in its own session; its process group is its extent."""
 
-    def __init__(self, process: trio.Process) -> None:
-        assert process.stdin is not None and process.stdout is not None
+    def __init__(
+        self, process: trio.Process, streams: tuple[trio.abc.SendStream, trio.abc.ReceiveStream] | None = None
+    ) -> None:
+        if streams is None:
+            assert process.stdin is not None and process.stdout is not None
+            streams = (process.stdin, process.stdout)
         self._process = process
-        self._stdin = process.stdin
-        self._stdout = process.stdout
+        self._stdin, self._stdout = streams
 
     @property
     def stdin(self) -> trio.abc.SendStream:
@@ -139,14 +145,25 @@ class GroupProcess:
         await aclose_all(self._stdin, self._stdout)
 
 
-async def open_group_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> GroupProcess:
+async def open_group_process(
+    argv: list[str], cwd: Path, env: Mapping[str, str], terminal: Terminal | None = None
+) -> GroupProcess:
+    """Start ``argv`` in a new session, on pipes or on ``terminal``'s slave (whose
+    master streams become its stdin and stdout; ``argv`` then takes the terminal as
+    its controlling one itself: ``_pty.leader_argv``)."""
+    if terminal is None or terminal.slave is None:
+        process = await trio.lowlevel.open_process(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+        return GroupProcess(process)
+    slave = terminal.slave
     process = await trio.lowlevel.open_process(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
+        argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=dict(env), start_new_session=True
     )
-    return GroupProcess(process)
+    return GroupProcess(process, (terminal.input, terminal.output))

@@ -40,6 +40,7 @@ __all__ = [
     "LIST_PROMPTS",
     "LIST_RESOURCES",
     "LIST_TEMPLATES",
+    "MAX_LISTED_MCP_TOOLS",
     "MCP_RESOURCE_TOOLS",
     "NESTED_BUILTINS",
     "READ_RESOURCE",
@@ -174,7 +175,10 @@ def builtin_nested_tools(*, web_search: bool, image_generation: bool, tool_searc
     if image_generation:
         from ._image_gen import IMAGEGEN_DESCRIPTION, imagegen_schema
 
-        tools.append(NestedTool(IMAGE_GENERATION, IMAGEGEN_DESCRIPTION, imagegen_schema(), IMAGE_RESULT))
+        tools.append(NestedTool(
+            IMAGE_GENERATION, IMAGEGEN_DESCRIPTION, imagegen_schema(),
+            '{ type: "input_image"; image_url: string; output_hint?: string }',
+        ))
     if tool_search:
         tools.append(NestedTool(
             TOOL_SEARCH,
@@ -217,7 +221,37 @@ def _mcp_resource_tools() -> list[NestedTool]:
     ]
 
 
-def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:
+#: The active MCP tools ``exec``'s description lists, and the length of each one's line.
+MAX_LISTED_MCP_TOOLS = 32
+MAX_MCP_TOOL_LINE = 160
+
+
+def _one_line(text: str | None, limit: int) -> str:
+    """The first sentence of ``text`` on one line, cut to ``limit`` characters."""
+    flat = " ".join((text or "").split())
+    head, dot, _ = flat.partition(". ")
+    line = head + dot.strip()
+    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
+
+
+def _active_tools_section(tools: Sequence[tuple[str, str | None]]) -> str:
+    """The MCP tools callable now (``McpTools.active_tools``), bounded (see
+    ``_tools/__init__.Tools.definitions`` for when this list is sent)."""
+    lines = []
+    for name, description in tools[:MAX_LISTED_MCP_TOOLS]:
+        line = f"- `tools.{js_identifier(name)}`"
+        summary = _one_line(description, MAX_MCP_TOOL_LINE - len(line) - 2)
+        lines.append(line + (f": {summary}" if summary else ""))
+    more = len(tools) - MAX_LISTED_MCP_TOOLS
+    if more > 0:
+        lines.append(f"- ... and {more} more: `ALL_TOOLS` lists them all, `tools.tool_search` describes them")
+    return (
+        "### Active MCP tools\nCallable now without a search (their declarations: `tools.tool_search`):\n"
+        + "\n".join(lines) + "\n"
+    )
+
+
+def _mcp_section(servers: Sequence[tuple[str, str | None]], tools: Sequence[tuple[str, str | None]] = ()) -> str:
     lines = [f"- `{name}`" + (f": {' '.join(text.split())}" if text else "") for name, text in servers]
     return (
         "## MCP servers\n"
@@ -228,16 +262,19 @@ def _mcp_section(servers: Sequence[tuple[str, str | None]]) -> str:
         "now. Pass an image block of a result to `image(...)` to show it. Their resources and prompts are "
         "listed and read with `tools.list_mcp_resources`, `tools.read_mcp_resource`, `tools.list_mcp_prompts` "
         "and the like (below).\n"
-        + "\n".join(lines) + "\n" + _CALL_TOOL_RESULT
+        + "\n".join(lines) + "\n" + (_active_tools_section(tools) if tools else "") + _CALL_TOOL_RESULT
     )
 
 
 def exec_definition(
-    nested: Sequence[NestedTool], *, web_search: bool = True, mcp_servers: Sequence[tuple[str, str | None]] = ()
+    nested: Sequence[NestedTool], *, web_search: bool = True, mcp_servers: Sequence[tuple[str, str | None]] = (),
+    mcp_tools: Sequence[tuple[str, str | None]] = (),
 ) -> dict[str, Any]:
+    """``exec``'s definition; ``mcp_tools``: ``(name, description)`` of the MCP tools
+    active now, listed (bounded) in the MCP section."""
     text = EXEC_DESCRIPTION + "\n" + (_WEB_ON if web_search else _WEB_OFF)
     if mcp_servers:
-        text += "\n" + _mcp_section(mcp_servers)
+        text += "\n" + _mcp_section(mcp_servers, mcp_tools)
     text += "\n## Host tools\n" + "\n".join(tool.section() for tool in nested)
     return {
         "type": "custom",

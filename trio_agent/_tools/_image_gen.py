@@ -6,7 +6,16 @@
 tool outputs) it POSTs ``{api_base_url}/images/edits`` with those images as data
 URLs. Both bodies ask for ``background``/``quality``/``size`` ``"auto"``, as
 nanocodex does (5.3). The first returned ``b64_json`` comes back as
-``{"type": "input_image", "image_url": "data:image/png;base64,..."}``.
+``{"type": "input_image", "image_url": "data:image/png;base64,...", "output_hint": ...}``.
+
+The image is also saved in the workspace, where the model and the user can use it:
+``generated_images/<session id>/<call id>.png`` (nanocodex's layout under its save
+root; each part reduced to ``[A-Za-z0-9_-]``). The name is collision-safe: the file
+is created exclusively, and ``-2``, ``-3``, ... are tried if it exists (a resumed
+session reusing a call id never overwrites an earlier image). ``output_hint`` tells
+the model where it is (``image(value)`` in a cell shows the hint after the image, as
+nanocodex's tool output does); if saving fails the image still comes back, without
+the hint.
 
 One attempt, bounded by ``IMAGE_TIMEOUT`` (300 s: generation is slow) on Trio's
 clock; responses over 64 MiB are refused.
@@ -14,6 +23,8 @@ clock; responses over 64 MiB are refused.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,18 +37,32 @@ from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError
 from ._view_image import data_url, read_workspace_image
 
-__all__ = ["IMAGEGEN_DESCRIPTION", "IMAGE_MODEL", "imagegen_schema", "recent_images", "run_image_generation"]
+__all__ = [
+    "GENERATED_DIR",
+    "IMAGEGEN_DESCRIPTION",
+    "IMAGE_MODEL",
+    "imagegen_schema",
+    "output_hint",
+    "recent_images",
+    "run_image_generation",
+    "save_generated",
+]
 
 IMAGE_MODEL = "gpt-image-2"
 MAX_EDIT_IMAGES = 5
 IMAGE_TIMEOUT = 300.0
 MAX_RESPONSE_BYTES = 64 << 20
+GENERATED_DIR = "generated_images"
+#: A longer hint (a very deep workspace) is left out, as nanocodex does.
+MAX_HINT_BYTES = 1024
+_MAX_NAME_TRIES = 1000
 
 IMAGEGEN_DESCRIPTION = (
     f"Generate an image from a text prompt ({IMAGE_MODEL}), or edit images: pass workspace image "
     f"paths as referenced_image_paths, or num_last_images_to_include to edit the last 1-{MAX_EDIT_IMAGES} "
-    "images of the conversation (not both). Resolves to {type: \"input_image\", image_url}; pass it "
-    "to `image(...)` to show it."
+    "images of the conversation (not both). Resolves to {type: \"input_image\", image_url, output_hint?}; "
+    f"pass it to `image(...)` to show it. The image is also saved as a PNG under `{GENERATED_DIR}/` in the "
+    "workspace; output_hint says where."
 )
 
 
@@ -111,8 +136,21 @@ async def _edit_images(arguments: dict[str, Any], workspace: Path, history: Iter
     urls = []
     for path in paths:
         mime, data = await read_workspace_image(workspace, path, "image_gen__imagegen")
-        urls.append(data_url(mime, data))
+        urls.append(data_url(*await _fitted(mime, data, path)))
     return urls
+
+
+async def _fitted(mime: str, data: bytes, path: str) -> tuple[str, bytes]:
+    """A referenced image within the ``original`` limits, as nanocodex sends it (as it
+    is without Pillow: the API bounds it then)."""
+    from ._image_prepare import ImagePreparationError, PillowMissing, prepare
+
+    try:
+        return await trio.to_thread.run_sync(prepare, data, "original", abandon_on_cancel=True)
+    except PillowMissing:
+        return mime, data
+    except ImagePreparationError as exc:
+        raise NestedToolError(f"image_gen__imagegen: {path}: {exc}") from None
 
 
 def _b64_image(response_body: bytes) -> str:
@@ -128,8 +166,42 @@ def _b64_image(response_body: bytes) -> str:
     return b64
 
 
+def _component(value: str, fallback: str) -> str:
+    cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "-_" else "_" for c in value)
+    return cleaned or fallback
+
+
+async def save_generated(workspace: Path, session_id: str, call_id: str, data: bytes) -> Path:
+    """Write ``data`` to a new file ``generated_images/<session>/<call>[-n].png`` of the
+    workspace (never an existing one); ``OSError`` if it cannot."""
+    folder = trio.Path(workspace) / GENERATED_DIR / _component(session_id, "session")
+    await folder.mkdir(parents=True, exist_ok=True)
+    stem = _component(call_id, "generated_image")
+    for attempt in range(1, _MAX_NAME_TRIES + 1):
+        target = folder / (f"{stem}.png" if attempt == 1 else f"{stem}-{attempt}.png")
+        try:
+            async with await target.open("xb") as file:
+                await file.write(data)
+        except FileExistsError:
+            continue
+        return Path(target)
+    raise FileExistsError(f"{folder} already holds {_MAX_NAME_TRIES} images named {stem}")
+
+
+def output_hint(path: Path) -> str | None:
+    """What the model is told about a saved image (None if that would be over 1 KiB)."""
+    hint = (
+        f"The generated image was saved to {path} (generated images go to {path.parent}).\n"
+        "To use it at another path, copy it there and keep this file unless the user asks to delete it.\n"
+        "The image already appears in this tool result: the final answer need not embed it as a "
+        "Markdown image or link to the file."
+    )
+    return hint if len(hint.encode()) <= MAX_HINT_BYTES else None
+
+
 async def run_image_generation(
-    remote: RemoteApi, arguments: object, workspace: Path, history: Iterable[Mapping[str, Any]]
+    remote: RemoteApi, arguments: object, workspace: Path, history: Iterable[Mapping[str, Any]],
+    call_id: str = "generated_image",
 ) -> dict[str, str]:
     try:
         args = _imagegen_shape().validate(arguments)
@@ -152,4 +224,11 @@ async def run_image_generation(
         raise NestedToolError(f"{operation} timed out after {IMAGE_TIMEOUT:g} seconds")
     if not 200 <= response.status < 300:
         raise NestedToolError(f"{operation} returned HTTP {response.status}: {response.preview()}")
-    return {"type": "input_image", "image_url": f"data:image/png;base64,{_b64_image(response.body)}"}
+    b64 = _b64_image(response.body)
+    result = {"type": "input_image", "image_url": f"data:image/png;base64,{b64}"}
+    try:
+        saved = await save_generated(workspace, remote.session_id, call_id, base64.b64decode(b64))
+    except (OSError, binascii.Error, ValueError):
+        return result  # nanocodex: the image still comes back, without a hint
+    hint = output_hint(saved)
+    return result if hint is None else {**result, "output_hint": hint}

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +61,7 @@ from ._mcp_process import server_command
 from ._mcp_ready import Activation, ServerState
 from ._mcp_resources import run_resource_tool
 from ._mcp_session import connection_lost, run_restarting, session_gone, wait_up, watched
+from ._mcp_support import client_info, describe, http_headers, list_tools, login_error
 from ._schema import describe_value
 from ._tool_errors import NestedToolError
 
@@ -71,21 +71,7 @@ if TYPE_CHECKING:
 __all__ = ["McpTools"]
 
 _STDERR_GRACE = 1.0
-_MAX_PAGES = 100
 _MAX_RESULT_CHARS = 32 << 20  # a result the script could not sensibly hold
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = exc.exceptions
-        return "; ".join(_describe(e) for e in leaves[:3])
-    if isinstance(exc, NestedToolError):
-        return exc.message
-    try:
-        text = str(exc)
-    except Exception:
-        text = ""
-    return f"{type(exc).__name__}: {text}"[:1000] if text else type(exc).__name__
 
 
 class McpTools:
@@ -137,11 +123,11 @@ class McpTools:
                 else:
                     await self._run_http(server)
         except* ImportError as group:
-            server.fail(f"MCP server {server.name} cannot start: {_describe(group)}; install the MCP extra: "
+            server.fail(f"MCP server {server.name} cannot start: {describe(group)}; install the MCP extra: "
                         "pip install 'trio-agent[mcp]'")
         except* Exception as group:
-            login = _login_error(group)  # an OAuth login to do again says which command does it
-            server.fail(login or f"MCP server {server.name} failed: {_describe(group)}{server.log_note()}")
+            login = login_error(group)  # an OAuth login to do again says which command does it
+            server.fail(login or f"MCP server {server.name} failed: {describe(group)}{server.log_note()}")
         finally:
             verdict = server.session.verdict(server.state, self._closing)
             if verdict == "give_up":
@@ -162,7 +148,7 @@ class McpTools:
                 self._emit(EventKind.MCP_SERVER_FAILED, {"server": server.name, "error": server.error}, None)
 
     async def _session(self, server: ServerState, client: Client) -> None:
-        tools = await _list_tools(client)
+        tools = await list_tools(client)
         if trio.current_time() >= server.deadline:  # listed just as its time ran out: as late as any
             server.fail(server.late_error())
             return
@@ -214,7 +200,7 @@ class McpTools:
 
             auth = agent_auth(server.name, config.url)
         http = httpx2.AsyncClient(
-            headers=_http_headers(server), timeout=httpx2.Timeout(30.0, read=300.0),
+            headers=http_headers(server), timeout=httpx2.Timeout(30.0, read=300.0),
             event_hooks={"response": [note_status]}, auth=auth,
         )
         async with http:
@@ -224,7 +210,7 @@ class McpTools:
 
     def _client_options(self, server: ServerState) -> dict[str, Any]:
         """The SDK client's options; the server's log becomes ``mcp.log`` (``_mcp_notify``)."""
-        return {"cache": None, "client_info": _client_info(), "log_level": LOG_LEVEL,
+        return {"cache": None, "client_info": client_info(), "log_level": LOG_LEVEL,
                 "logging_callback": log_callback(server.name, self._emit)}
 
     def _ready(self, server: ServerState, client: Client, tools: list[Any]) -> None:
@@ -371,7 +357,7 @@ class McpTools:
                     progress = progress_callback(server.name, entry.tool, on_progress) if on_progress else None
                     result = await client.call_tool(entry.tool, arguments, progress_callback=progress)
             except Exception as exc:  # the SDK's MCPError, a transport error, a malformed result
-                message = _describe(exc)
+                message = describe(exc)
                 if connection_lost(message) or await session_gone(client, message):  # restarted; calls wait
                     server.lose(f"{message}{server.log_note()}")
                 raise NestedToolError(f"MCP tool {server.name}/{entry.tool} failed: {message}"
@@ -418,51 +404,3 @@ class McpTools:
             "failed_servers": {s.name: problem for s in self._servers.values()
                                if s.state != "closed" and (problem := s.problem()) is not None},
         }
-
-
-def _login_error(group: BaseException) -> str | None:
-    """The message of an ``McpOAuthError`` (``_mcp_oauth``) in ``group``, if any."""
-    from ._mcp_oauth import McpOAuthError
-
-    found = group.subgroup(lambda e: isinstance(e, McpOAuthError)) if isinstance(group, BaseExceptionGroup) else None
-    while isinstance(found, BaseExceptionGroup):
-        found = found.exceptions[0]
-    return str(found) if found is not None else None
-
-
-async def _list_tools(client: Client) -> list[Any]:
-    tools: list[Any] = []
-    cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return tools
-
-
-def _http_headers(server: ServerState) -> dict[str, str]:
-    config = server.config
-    headers = dict(config.headers)
-    for header, variable in config.header_env:
-        value = os.environ.get(variable)
-        if value is None:
-            raise NestedToolError(f"environment variable {variable} (for header {header}) is not set")
-        headers[header] = value
-    token = config.bearer_token
-    if config.bearer_token_env is not None:
-        token = os.environ.get(config.bearer_token_env)
-        if not token:
-            raise NestedToolError(f"environment variable {config.bearer_token_env} (the bearer token) is not set")
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    return headers
-
-
-def _client_info() -> Any:
-    from mcp_types import Implementation
-
-    from .._transport.auth import VERSION
-
-    return Implementation(name="trio-agent", version=VERSION)

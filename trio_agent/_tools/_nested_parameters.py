@@ -26,6 +26,12 @@ __all__ = [
     "WRITE_STDIN_PARAMETERS",
 ]
 
+_TERMINAL_SIZE: dict[str, Any] = {  # codex's {rows, cols}
+    "type": "object",
+    "properties": {"rows": {"type": "integer"}, "cols": {"type": "integer"}},
+    "required": ["rows", "cols"],
+    "additionalProperties": False,
+}
 EXEC_COMMAND_PARAMETERS = {
     "type": "object",
     "properties": {
@@ -33,6 +39,12 @@ EXEC_COMMAND_PARAMETERS = {
         "workdir": {"type": "string", "description": "Directory to run in (default: the workspace)."},
         "shell": {"type": "string"},
         "login": {"type": "boolean", "description": "Run a login shell (default true)."},
+        "tty": {
+            "type": "boolean",
+            "description": "Run on a pseudo-terminal (default false): for programs that need one "
+            "(password prompts, REPLs, curses). Output lines then end in \\r\\n and input is echoed.",
+        },
+        "size": {**_TERMINAL_SIZE, "description": "The terminal's size with tty: true (default 24 rows, 80 columns)."},
         "yield_time_ms": {"type": "number", "description": "Return after this long if still running."},
         "max_output_tokens": {"type": "number"},
     },
@@ -43,10 +55,12 @@ WRITE_STDIN_PARAMETERS = {
     "properties": {
         "session_id": {"type": "number"},
         "chars": {"type": "string", "description": 'Empty to poll for output; "\\u0003" interrupts.'},
+        "size": {**_TERMINAL_SIZE, "description": "Resize the terminal of a tty: true session first."},
         "yield_time_ms": {"type": "number"},
         "max_output_tokens": {"type": "number"},
     },
     "required": ["session_id"],
+    "additionalProperties": False,
 }
 SHELL_RESULT = "{ output: string; exit_code?: number; wall_time_seconds: number; session_id?: number }"
 VIEW_IMAGE_PARAMETERS = {
@@ -80,13 +94,36 @@ PLAN_DESCRIPTION = (
     "steps, each pending, in_progress or completed (at most one in_progress at a time). Each "
     'call replaces the whole plan. Resolves to "Plan updated".'
 )
-WEB_RUN_DESCRIPTION = (
-    "Search and read the web. Pass one object of commands; use several in one call to get more "
-    'at once, e.g. {search_query: [{q: "bitcoin news"}], finance: [{ticker: "BTC", type: "crypto", '
-    'market: ""}]}. Results cite reference ids (turn0search0, ...) that `open`, `click` and `find` take. '
-    "At most 4 search queries per call, and 4 need response_length medium or long. Write only the "
-    "fields you need. Resolves to the result text."
-)
+WEB_RUN_DESCRIPTION = """\
+Search and read the web. Pass one object of commands; several commands (and several
+items of one command) in one call come back together, faster than one call each, e.g.
+{search_query: [{q: "bitcoin news"}], finance: [{ticker: "BTC", type: "crypto", market: ""}]}.
+- search_query / image_query: [{q, recency?, domains?}] (image_query finds pages with images and
+  their captions, not the images). At most 4 queries per call; 4 need response_length medium or long.
+- open: [{ref_id, lineno?}] a result (ref_id like turn0search0) or a URL; click: [{ref_id, id}] a
+  numbered link of an open page; find: [{ref_id, pattern}] text in an open page.
+- finance, weather, sports, time: quotes, forecasts, schedules and standings, the time at a UTC offset.
+Write only the fields you need (no empty lists or nulls); response_length sets how much text
+comes back. Resolves to the result text.
+
+When to browse: do what the user says about searching, either way. Otherwise search whenever
+what you would rely on may have changed or you are not sure of it -- news, prices, versions of
+software libraries and their APIs, laws and standards, schedules, who holds a role, anything
+niche or recent -- and when the user wants sources, quotes or links, names a page or document
+you have not seen, or the stakes are high (medical, legal, financial). When in doubt, search:
+a search costs seconds, a stale fact costs the answer. For technical questions rely on primary
+sources (official documentation, specifications, source code, papers); say when a conclusion is
+your inference rather than what a source states.
+
+Citing: the reference ids in results (turn0search0, turn1fetch2) are only for open, click and
+find; never show them in the answer. Cite each claim a web source supports with a Markdown link
+to the page that supports it -- [a descriptive title](https://example.com/page) -- placed right
+after the claim (after its punctuation), not on a line of its own, not gathered at the end, not
+inside code blocks, and never to a search results page or as a bare URL. Prefer primary and
+authoritative sources, from different sites where that helps. Quote sparingly: at most about 25
+words verbatim from one source, and keep within a source's "[wordlim N]" label (200 words if it
+has none); summarise and paraphrase the rest.
+"""
 UPDATE_PLAN_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -47,11 +47,14 @@ import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, final
+from typing import TYPE_CHECKING, Literal, final
 
 import trio
 
 from ._command_process import REAP_TIMEOUT, CommandProcess, aclose_all, open_group_process
+
+if TYPE_CHECKING:
+    from ._pty import Terminal
 
 __all__ = ["Isolation", "ProcessLauncher", "SupervisedProcess"]
 
@@ -238,11 +241,19 @@ class _Helper:
             )
         self.ready.set()
 
-    async def spawn(self, request: Mapping[str, object], grace: float) -> SupervisedProcess:
+    async def spawn(
+        self, request: Mapping[str, object], grace: float, terminal: Terminal | None = None
+    ) -> SupervisedProcess:
+        """Start ``request`` under a new supervisor: with pipes, or on ``terminal``'s
+        slave (its master streams then become the process's stdin and stdout)."""
         if self.sock is None or self.finished.is_set():
             raise _HelperGone("the helper is not running")
-        stdin_read, stdin_write = os.pipe()
-        stdout_read, stdout_write = os.pipe()
+        if terminal is not None and terminal.slave is not None:
+            stdin_read, stdout_write = os.dup(terminal.slave), os.dup(terminal.slave)
+            stdin_write = stdout_read = -1
+        else:
+            stdin_read, stdin_write = os.pipe()
+            stdout_read, stdout_write = os.pipe()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             fds = array.array("i", [theirs.fileno(), stdin_read, stdout_write])
@@ -250,7 +261,8 @@ class _Helper:
                 await self.sock.sendmsg([b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
         except OSError as exc:
             for fd in (stdin_write, stdout_read):
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
             mine.close()
             raise _HelperGone(str(exc)) from exc
         finally:
@@ -259,8 +271,8 @@ class _Helper:
             theirs.close()
         process = SupervisedProcess(
             trio.socket.from_stdlib_socket(mine),
-            trio.lowlevel.FdStream(stdin_write),
-            trio.lowlevel.FdStream(stdout_read),
+            terminal.input if terminal is not None else trio.lowlevel.FdStream(stdin_write),
+            terminal.output if terminal is not None else trio.lowlevel.FdStream(stdout_read),
         )
         try:
             await process.start(request)
@@ -295,7 +307,8 @@ class ProcessLauncher:
         return self._isolation
 
     async def spawn(
-        self, argv: list[str], cwd: Path, env: Mapping[str, str], grace: float, *, scaffold: int = 0
+        self, argv: list[str], cwd: Path, env: Mapping[str, str], grace: float, *, scaffold: int = 0,
+        terminal: Terminal | None = None, tty_argv: list[str] | None = None,
     ) -> CommandProcess:
         """Start ``argv`` in ``cwd`` with exactly ``env``; stdout and stderr share one pipe.
 
@@ -303,22 +316,32 @@ class ProcessLauncher:
         (spared by SIGINT and SIGTERM, see ``_subreaper.py``); the process-group
         fallback signals the whole group regardless.
 
+        ``terminal``: run on that pseudo-terminal instead of pipes, as the session
+        leader whose controlling terminal it is (``_pty.py``). An unsandboxed command
+        (``scaffold`` 0) under the helper is made so by its supervisor; otherwise
+        ``tty_argv`` runs instead of ``argv``: the same command with
+        ``_pty.leader_argv()`` in front of the shell, which does it itself.
+
         Raises OSError if the command cannot be started (missing shell or directory),
         RuntimeError if the nursery has exited, trio.ClosedResourceError after
         :meth:`aclose` or while the nursery shuts down. The first call waits for the
         helper to start (cancellable; the start goes on for the next call)."""
         request = {"argv": argv, "cwd": str(cwd), "env": dict(env), "grace": grace, "scaffold": scaffold}
+        if terminal is not None:
+            request |= {"ctty": True} if not scaffold else {"argv": tty_argv or argv}
         for _ in range(2):  # a helper that died is restarted once
             helper = await self._current_helper()
             if helper is None:
                 break
             try:
-                return await helper.spawn(request, grace)
+                return await helper.spawn(request, grace, terminal)
             except _HelperGone:
                 continue
         if self._closed:
             raise trio.ClosedResourceError("the process launcher is closed")
         self._isolation = "process-group"
+        if terminal is not None:
+            return await open_group_process(tty_argv or argv, cwd, env, terminal)
         return await open_group_process(argv, cwd, env)
 
     async def aclose(self) -> None:

@@ -35,6 +35,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import cast
 from urllib.parse import unquote
 
 import attrs
@@ -43,13 +44,16 @@ from .._errors import AgentError
 
 __all__ = [
     "BYTES_PER_TOKEN",
+    "EXEC_ARGUMENTS",
     "FORCED_ENV",
+    "MAX_TERMINAL_DIMENSION",
     "MIN_REDACTED_LENGTH",
     "REDACTED",
     "SANDBOX_PERMISSIONS",
     "SECRET_NAME_PARTS",
     "SECRET_NAME_SUFFIXES",
     "WELL_KNOWN_SECRET_NAMES",
+    "WRITE_ARGUMENTS",
     "ExecRequest",
     "ShellEnvironment",
     "ShellError",
@@ -233,6 +237,8 @@ class ExecRequest:
     max_bytes: int
     escalate: bool = False  # sandbox_permissions: "require_escalated"
     justification: str | None = None
+    tty: bool = False  # a pseudo-terminal instead of pipes (_pty.py)
+    size: tuple[int, int] | None = None  # the terminal's (rows, cols); None: 24x80
 
 
 @attrs.frozen
@@ -241,22 +247,36 @@ class WriteRequest:
     chars: str
     yield_seconds: float
     max_bytes: int
+    size: tuple[int, int] | None = None  # resize the session's terminal to (rows, cols) first
+
+
+#: The arguments each tool takes (nanocodex's and codex's, plus ``size``); any other is
+#: refused by name rather than ignored, as nanocodex does (``deny_unknown_fields``).
+#: ``prefix_rule`` is codex's approval metadata: accepted, not acted on (as nanocodex).
+EXEC_ARGUMENTS = (
+    "cmd", "workdir", "shell", "login", "tty", "size", "yield_time_ms", "max_output_tokens",
+    "sandbox_permissions", "justification", "prefix_rule",
+)
+WRITE_ARGUMENTS = ("session_id", "chars", "size", "yield_time_ms", "max_output_tokens")
+#: ``struct winsize`` holds unsigned shorts.
+MAX_TERMINAL_DIMENSION = 65535
 
 
 def parse_exec_args(args: Mapping[str, object], workspace: Path) -> ExecRequest:
-    """Validate ``exec_command`` arguments; unknown keys (``tty``, ...) are ignored.
+    """Validate ``exec_command`` arguments; an unknown key is refused by name.
 
     ``sandbox_permissions`` (``"use_default"``, ``"require_escalated"``) and
     ``justification`` are read here and acted on by the approval policy."""
+    _refuse_unknown(args, "exec_command", EXEC_ARGUMENTS)
     cmd = args.get("cmd")
     if not isinstance(cmd, str) or not cmd.strip():
         raise ShellError("exec_command: 'cmd' is required and must be a non-empty string")
     workdir = _optional_str(args, "exec_command", "workdir")
-    login = args.get("login", True)
-    if login is None:
-        login = True
-    if not isinstance(login, bool):
-        raise ShellError(f"exec_command: 'login' must be true or false, got {login!r}")
+    login = _bool_arg(args, "login", default=True)
+    tty = _bool_arg(args, "tty", default=False)
+    size = _size_arg(args, "exec_command")
+    if size is not None and not tty:
+        raise ShellError("exec_command: 'size' sets the terminal of a tty: true command; add \"tty\": true or drop it")
     permissions = _optional_str(args, "exec_command", "sandbox_permissions") or SANDBOX_PERMISSIONS[0]
     if permissions not in SANDBOX_PERMISSIONS:
         raise ShellError(
@@ -271,22 +291,61 @@ def parse_exec_args(args: Mapping[str, object], workspace: Path) -> ExecRequest:
         max_bytes=_max_bytes(args, "exec_command"),
         escalate=permissions == "require_escalated",
         justification=_optional_str(args, "exec_command", "justification") or None,
+        tty=tty,
+        size=size,
     )
 
 
 def parse_write_args(args: Mapping[str, object]) -> WriteRequest:
-    """Validate ``write_stdin`` arguments; an empty ``chars`` is a poll."""
+    """Validate ``write_stdin`` arguments; an empty ``chars`` is a poll (unless it
+    carries a ``size``: a resize waits as briefly as a write)."""
+    _refuse_unknown(args, "write_stdin", WRITE_ARGUMENTS)
     session_id = _int_arg(args, "write_stdin", "session_id", None)
     if session_id is None:
         raise ShellError("write_stdin: 'session_id' is required (the id exec_command returned)")
     chars = _optional_str(args, "write_stdin", "chars") or ""
-    limits = WRITE_YIELD_MS if chars else POLL_YIELD_MS
+    size = _size_arg(args, "write_stdin")
+    limits = WRITE_YIELD_MS if chars or size else POLL_YIELD_MS  # a resize is input, not a poll
     return WriteRequest(
         session_id=session_id,
         chars=chars,
         yield_seconds=_yield_seconds(args, "write_stdin", limits),
         max_bytes=_max_bytes(args, "write_stdin"),
+        size=size,
     )
+
+
+def _refuse_unknown(args: Mapping[str, object], tool: str, known: tuple[str, ...]) -> None:
+    unknown = [str(key) for key in args if key not in known]
+    if unknown:
+        names = ", ".join(repr(name) for name in sorted(unknown))
+        raise ShellError(
+            f"{tool}: unknown argument{'s' if len(unknown) > 1 else ''} {names}; "
+            f"it takes {', '.join(known)}"
+        )
+
+
+def _bool_arg(args: Mapping[str, object], name: str, *, default: bool) -> bool:
+    value = args.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ShellError(f"exec_command: {name!r} must be true or false, got {value!r}")
+    return value
+
+
+def _size_arg(args: Mapping[str, object], tool: str) -> tuple[int, int] | None:
+    """``size: {rows, cols}`` (codex's terminal size), each 1..65535, or None."""
+    value = args.get("size")
+    if value is None:
+        return None
+    problem = f"{tool}: 'size' must be {{\"rows\": R, \"cols\": C}} with whole numbers 1..{MAX_TERMINAL_DIMENSION}"
+    if not isinstance(value, Mapping) or set(value) != {"rows", "cols"}:
+        raise ShellError(f"{problem}, got {value!r}")
+    dims = (value["rows"], value["cols"])
+    if not all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= MAX_TERMINAL_DIMENSION for d in dims):
+        raise ShellError(f"{problem}, got {value!r}")
+    return cast("tuple[int, int]", dims)
 
 
 def _optional_str(args: Mapping[str, object], tool: str, name: str) -> str | None:

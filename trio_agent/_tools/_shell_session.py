@@ -29,6 +29,7 @@ import trio
 from ._command_process import CommandProcess
 from ._output_capture import DEFAULT_CAPACITY, HeadTailBuffer
 from ._output_progress import OutputProgress
+from ._pty import Terminal, TerminalSize
 from ._shell_env import ShellError, WriteRequest
 
 __all__ = ["CTRL_C", "CommandSession", "ExecResult", "SessionTable", "exit_code_of", "start_failure"]
@@ -76,6 +77,7 @@ class CommandSession:
     exit_code: int | None = None
     session_id: int | None = None
     progress: OutputProgress | None = None  # the waiting call's on_output, if any
+    terminal: Terminal | None = None  # tty: true -- its master is the process's stdin and stdout
 
     async def supervise(self, kill_grace: float, drain_grace: float) -> None:
         """Own the process until its whole tree is gone (the caller then frees its slot)."""
@@ -121,12 +123,32 @@ class CommandSession:
             progress.close()
 
     async def send_input(self, request: WriteRequest) -> None:
-        """``write_stdin``'s ``chars``: each Ctrl-C a SIGINT, the rest written to stdin."""
+        """``write_stdin``'s ``chars``: each Ctrl-C a SIGINT, the rest written to stdin.
+
+        On a terminal (``tty: true``) everything is written, Ctrl-C included: the
+        terminal's line discipline makes it a SIGINT to the foreground process group,
+        unless the program reads raw input. ``size`` resizes the terminal first."""
+        if request.size is not None:
+            self._resize(request)
+        if self.terminal is not None:
+            if request.chars:
+                await self._write(request, request.chars.encode())
+            return
         for index, part in enumerate(request.chars.split(CTRL_C)):
             if index and not self.done.is_set():
                 await self.process.interrupt()
             if part:
                 await self._write(request, part.encode())
+
+    def _resize(self, request: WriteRequest) -> None:
+        assert request.size is not None
+        if self.terminal is None:
+            raise ShellError(
+                f"write_stdin: session {request.session_id} has no terminal (it was started without "
+                "\"tty\": true), so 'size' does not apply; drop it"
+            )
+        with contextlib.suppress(trio.ClosedResourceError, OSError):  # it is over: the result says so
+            self.terminal.resize(TerminalSize(*request.size))
 
     async def _write(self, request: WriteRequest, data: bytes) -> None:
         sid = request.session_id

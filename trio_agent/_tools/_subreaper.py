@@ -27,7 +27,9 @@ knows the command is over (``waitpid`` says ``ECHILD``).
   its tree to the helper, which SIGKILLs every child that is not a supervisor.
 * **Supervisor**: ``setsid``, becomes a subreaper, reads one JSON line ``{"argv",
   "cwd", "env", "grace"}`` from the control socket, ``posix_spawn``\\s the shell with
-  the pipes as fds 0/1/2, leading its own process group, and answers ``{"started":
+  the pipes as fds 0/1/2, leading its own process group (with ``"ctty": true``, a
+  session whose controlling terminal is the pseudo-terminal passed as its stdin and
+  stdout, ``_pty.py``), and answers ``{"started":
   pid, "supervisor": pid}`` or ``{"error": "..."}``. It reports
   ``{"exit": returncode}`` (negative: killed by that signal) when the shell exits, and
   exits itself -- closing the socket, which is what the agent waits for -- as soon as it
@@ -140,11 +142,18 @@ def _environment(value: object) -> dict[str, str]:
 def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
     """Start the shell in ``cwd`` with the pipes as fds 0/1/2 (``$PATH`` of ``env`` for a
     bare name), leading a new process group: a ``kill 0`` in the command cannot reach
-    the supervisor."""
+    the supervisor. With ``"ctty": true`` (``stdin`` is a pseudo-terminal slave) it
+    leads a new session instead, whose controlling terminal is that terminal: opened by
+    its path as fd 0 after ``setsid``, which is what makes it the controlling one."""
     argv = _strings(request.get("argv"), "argv")
     env = _environment(request.get("env"))
+    terminal = os.ttyname(stdin) if request.get("ctty") is True else None
     os.chdir(str(request.get("cwd")))
-    actions = [(os.POSIX_SPAWN_DUP2, stdin, 0), (os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stdout, 2)]
+    actions: list[tuple[object, ...]] = [(os.POSIX_SPAWN_DUP2, stdin, 0)]
+    if terminal is not None:
+        actions = [(os.POSIX_SPAWN_OPEN, 0, terminal, os.O_RDWR, 0)]
+    actions += [(os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stdout, 2)]
+    group = {"setsid": True} if terminal is not None else {"setpgroup": 0}
     name = argv[0]
     candidates = [name] if "/" in name else [os.path.join(d, name) for d in os.get_exec_path(env)]
     error: OSError = FileNotFoundError(2, "No such file or directory", name)
@@ -152,7 +161,7 @@ def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
         for path in candidates:
             try:
                 return os.posix_spawn(
-                    path, argv, env, file_actions=actions, setpgroup=0, setsigdef=_reaping.RESET_SIGNALS, setsigmask=()
+                    path, argv, env, file_actions=actions, setsigdef=_reaping.RESET_SIGNALS, setsigmask=(), **group
                 )
             except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
                 error = exc

@@ -4,8 +4,12 @@
 inside it); after resolving symlinks it must still be inside the workspace. The
 file must be a PNG, JPEG, GIF or WebP image (recognised by its first bytes, not its
 name) of at most ``MAX_IMAGE_BYTES`` (20 MiB); anything else is a failed result that
-says why. The value is ``{"type": "input_image", "image_url": "data:...",
-"detail": ...}``, which ``image(...)`` in an ``exec`` cell shows to the model.
+says why. The image is fitted to its ``detail`` (``high``: at most 2048 px and 2,500
+patches; ``original``: 6000 px and 10,000 patches) as ``_image_prepare`` describes,
+which needs Pillow (``trio-agent[images]``; without it the call fails saying so). The
+value is ``{"type": "input_image", "image_url": "data:...", "detail": ...}``, which
+``image(...)`` in an ``exec`` cell shows to the model (the ``detail`` stays in the
+JavaScript value; the image item sent to the model carries none).
 """
 
 from __future__ import annotations
@@ -90,4 +94,10 @@ async def view_image(workspace: Path, arguments: object) -> dict[str, str]:
     if detail not in _DETAILS:
         raise NestedToolError(f'view_image: detail must be "high" or "original", got {detail!r}')
     mime, data = await read_workspace_image(workspace, arguments.get("path"), "view_image")
+    from ._image_prepare import ImagePreparationError, prepare
+
+    try:  # Pillow's decoding and resizing block: a worker thread, abandoned on cancel
+        mime, data = await trio.to_thread.run_sync(prepare, data, detail, abandon_on_cancel=True)
+    except ImagePreparationError as exc:
+        raise NestedToolError(f"view_image: {arguments.get('path')}: {exc}") from None
     return {"type": "input_image", "image_url": data_url(mime, data), "detail": detail}

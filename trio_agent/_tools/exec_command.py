@@ -11,7 +11,9 @@ from any command, so that what its start-up prints is not part of the command's 
 Linux allows it, so that everything the command starts -- daemons that ``setsid`` or
 double-fork included -- ends with it; otherwise directly in a new session, its process
 group being all that can be killed (the fallback is described in ``_process_tree``).
-stdout and stderr share one pipe; stdin is a pipe too.
+stdout and stderr share one pipe; stdin is a pipe too. With ``tty: true`` all three
+are a new pseudo-terminal instead, the command's controlling terminal (``_pty.py``):
+its master is read and written like the pipes, and ``write_stdin``'s ``size`` resizes it.
 
 A command first takes one of ``max_sessions`` slots (``_command_slots``): taken before
 the spawn, given back once its whole process tree is gone, so a burst cannot exceed the
@@ -44,12 +46,9 @@ created with the first command and removed by :meth:`ShellSessions.aclose`.
 fallback (no supervisor) the group signals reach bwrap too, so Ctrl-C ends a
 sandboxed command as a whole there.
 
-Progress: ``on_output`` (a callback given to one ``exec_command``/``write_stdin`` call)
-also receives what the command prints while that call waits for it (``_shell_session``);
-the dispatcher emits it as ``tool.progress``.
-
-Notes: Secrets are redacted per returned chunk, so a secret split across two reads, or
-across an omission notice, is not caught.
+Progress: ``on_output`` (given to one call) also receives what the command prints
+while that call waits (``_shell_session``); the dispatcher emits it as ``tool.progress``.
+Secrets are redacted per returned chunk: one split across two reads is not caught.
 """
 
 from __future__ import annotations
@@ -69,6 +68,7 @@ from ._command_process import REAP_TIMEOUT, CommandProcess
 from ._command_slots import SLOT_WAIT_LIMIT, CommandSlots
 from ._login_env import SNAPSHOT_TIMEOUT, LoginEnvironments, login_command_environment
 from ._process_tree import Isolation, ProcessLauncher
+from ._pty import Terminal, TerminalSize, leader_argv
 from ._real_time import real_process_running
 from ._sandbox import SANDBOX_ENV, SCAFFOLD_DEPTH, Confinement
 from ._security import Sandbox, SandboxMode
@@ -206,9 +206,10 @@ class ShellSessions:
 
         Arguments: ``cmd`` (required), ``workdir`` (relative to the workspace or
         absolute), ``shell``, ``login`` (default true: the login shell's environment, see
-        ``_login_env``; false: the agent's),
-        ``yield_time_ms`` (default 10000, clamped to 250..30000), ``max_output_tokens``
-        (default 10000; output is limited to 4 bytes per token, at most 1 MiB).
+        ``_login_env``; false: the agent's), ``tty`` (default false; true: a terminal of
+        ``size`` ``{rows, cols}``, default 24x80), ``yield_time_ms`` (default 10000,
+        clamped to 250..30000), ``max_output_tokens`` (default 10000; output is limited
+        to 4 bytes per token, at most 1 MiB). Any other argument is refused.
 
         Cancellation: if this call is cancelled while waiting for a slot, nothing was
         started. If it is cancelled later, before it returns, every process of the
@@ -242,11 +243,14 @@ class ShellSessions:
         await self._slots.acquire(request.yield_seconds + self._slot_wait, self._make_room)
         try:
             argv = shell_argv(shell, request.cmd, login=login)
+            tty_argv = [*leader_argv(), *argv] if request.tty else None
             scaffold = 0
             if sandboxed:
                 argv = self._sandbox.wrap(argv, self._workspace, request.workdir, self._tmp_dir())
+                if tty_argv is not None:
+                    tty_argv = self._sandbox.wrap(tty_argv, self._workspace, request.workdir, self._tmp_dir())
                 scaffold = SCAFFOLD_DEPTH
-            session = await self._spawn(argv, request, environment, scaffold)
+            session = await self._spawn(argv, request, environment, scaffold, tty_argv)
         except OSError as exc:
             self._slots.release()
             return start_failure(f"failed to start {shell!r} in {request.workdir}: {exc}", started)
@@ -264,7 +268,8 @@ class ShellSessions:
         last read (with ``exit_code`` if it has finished, else its ``session_id``).
 
         Each ``"\\u0003"`` in ``chars`` sends SIGINT to the process group instead of
-        being written. Empty ``chars`` just polls. The call waits for the command to
+        being written (on a terminal it is written: the terminal interrupts). Empty
+        ``chars`` just polls. ``size`` (``{rows, cols}``) resizes a terminal first. The call waits for the command to
         finish for at most ``yield_time_ms`` (non-empty: default 250, 250..30000;
         empty: default 5000, 5000..300000). Cancelling this call only stops waiting:
         the session keeps running and no output is lost. ``on_output`` receives what
@@ -350,19 +355,27 @@ class ShellSessions:
     # -- spawning and supervising ------------------------------------------------------
 
     async def _spawn(
-        self, argv: list[str], request: ExecRequest, environment: ShellEnvironment, scaffold: int = 0
+        self, argv: list[str], request: ExecRequest, environment: ShellEnvironment, scaffold: int = 0,
+        tty_argv: list[str] | None = None,
     ) -> CommandSession:
+        """Start the command; on a new pseudo-terminal when ``tty_argv`` is given (``_pty``)."""
         self._check_open()  # aclose() may have run while this call waited for its slot
+        terminal = Terminal.open(TerminalSize(*request.size) if request.size else TerminalSize()) if tty_argv else None
         try:
             with real_process_running():  # see _real_time: commands under an autojumping MockClock
                 process = await self._launcher.spawn(
-                    argv, request.workdir, environment.env, self._kill_grace, scaffold=scaffold
+                    argv, request.workdir, environment.env, self._kill_grace, scaffold=scaffold,
+                    terminal=terminal, tty_argv=tty_argv,
                 )
-        except trio.ClosedResourceError as exc:
-            raise ShellError("shell sessions were closed while the command was starting") from exc
-        except RuntimeError as exc:  # the owning nursery has exited
-            raise ShellError("shell sessions are closed: their nursery has exited") from exc
-        session = CommandSession(process, environment.secrets, last_used=trio.current_time())
+        except BaseException as exc:
+            if terminal is not None:
+                await terminal.aclose()
+            if isinstance(exc, trio.ClosedResourceError | RuntimeError):  # closed; or the nursery exited
+                raise ShellError(f"shell sessions were closed while the command was starting ({exc})") from exc
+            raise
+        if terminal is not None:
+            terminal.close_slave()  # the command holds it now: EIO on the master ends its output
+        session = CommandSession(process, environment.secrets, last_used=trio.current_time(), terminal=terminal)
         try:
             if self._closed:  # aclose() ran while the process was starting
                 raise ShellError("shell sessions were closed while the command was starting")

@@ -85,6 +85,12 @@ class NestedCalls:
             names.extend(self._mcp.active_tools())
         return names
 
+    def active_mcp_tools(self) -> tuple[tuple[str, str], ...]:
+        """``(name, description)`` of the MCP tools callable now, in listing order."""
+        if self._mcp is None:
+            return ()
+        return tuple((name, description) for name, description, _ in self._mcp.active_tools())
+
     def stop_servers(self) -> None:
         """Shut the MCP servers down, concurrently, in the agent's nursery (whose exit
         waits for them)."""
@@ -245,7 +251,7 @@ class NestedCalls:
         if name == defs.IMAGE_GENERATION:
             from ..._tools._image_gen import run_image_generation
 
-            return await run_image_generation(self._remote_api(), args, env.workspace, list(env.history()))
+            return await run_image_generation(self._remote_api(), args, env.workspace, list(env.history()), call_id)
         if self._mcp is None:
             raise NestedToolError("the MCP servers are not running (the agent has not started them)")
         if name == defs.TOOL_SEARCH:

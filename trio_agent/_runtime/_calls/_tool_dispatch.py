@@ -55,6 +55,10 @@ class ToolDispatcher:
         in the background (nothing here waits for a server)."""
         self._nested.start()
 
+    def active_mcp_tools(self) -> tuple[tuple[str, str], ...]:
+        """The MCP tools callable now (``exec``'s description lists them: ``_live_prefix``)."""
+        return self._nested.active_mcp_tools()
+
     # -- routing ---------------------------------------------------------------------
 
     def runner_for(

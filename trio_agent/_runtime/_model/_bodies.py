@@ -37,6 +37,9 @@ class RequestBodies:
         self._portable_prefix: list[dict[str, Any]] = []
         self._portable_instructions: str | None = None
         self.dropped: frozenset[str] = frozenset()  # optional fields a server refused by name
+        # The prefix requests carry, when it may differ from the ledger's (``_live_prefix``:
+        # exec's description listing the active MCP tools); None: the ledger's.
+        self.live_prefix: Callable[[], tuple[dict[str, Any], ...]] | None = None
         self.last_body: dict[str, Any] | None = None  # the latest request's body (refused_fields)
 
     def body(self, settings: RequestSettings, chain: Chain, turn_state: str | None, *, warmup: bool,
@@ -54,7 +57,7 @@ class RequestBodies:
         )
         if full:
             return build_response_create(
-                settings, full_input(ledger.prefix, ledger.history), websocket=websocket, turn_state=turn_state
+                settings, full_input(self._prefix(), ledger.history), websocket=websocket, turn_state=turn_state
             )
         return build_response_create(
             settings, chain.incremental_input(ledger.history), previous_response_id=chain.previous_response_id,
@@ -67,10 +70,11 @@ class RequestBodies:
         from ..._wire.portable import build_portable_create, leading_developer_texts, portable_tools, split_prefix
 
         ledger = self._ledger
-        if self._portable_for is not ledger.prefix:
-            definitions, self._portable_instructions, rest = split_prefix(ledger.prefix, INSTRUCTIONS_ID)
+        prefix = self._prefix()
+        if self._portable_for is not prefix:
+            definitions, self._portable_instructions, rest = split_prefix(prefix, INSTRUCTIONS_ID)
             self._portable_tools, self._portable_prefix = portable_tools(definitions), rest
-            self._portable_for = ledger.prefix
+            self._portable_for = prefix
             self._portable_version += 1
         full = self._config.responses.history is History.FULL_REPLAY or not chain.can_chain or not settings.store
         history = ledger.history
@@ -92,6 +96,9 @@ class RequestBodies:
             instructions=instructions, previous_response_id=chain.previous_response_id,
             dropped=self.dropped, websocket=websocket,
         )
+
+    def _prefix(self) -> tuple[dict[str, Any], ...]:
+        return self._ledger.prefix if self.live_prefix is None else self.live_prefix()
 
     def text(self, body: dict[str, Any], settings: RequestSettings, turn_state: str | None, *, warmup: bool,
              websocket: bool) -> str:

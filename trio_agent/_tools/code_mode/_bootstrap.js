@@ -193,6 +193,7 @@
   function image(value, detail) {
     let imageUrl;
     let embeddedDetail;
+    let hint;  // a generated image's output_hint: shown after it, as nanocodex's tool output does
     if (typeof value === "string") {
       imageUrl = value;
     } else if (value && typeof value === "object" && !Array.isArray(value) &&
@@ -200,6 +201,7 @@
       if (typeof value.image_url !== "string") throw usageError(IMAGE_EXPECTS);
       imageUrl = value.image_url;
       embeddedDetail = value.detail;
+      if (typeof value.output_hint === "string" && value.output_hint) hint = value.output_hint;
     } else if (value && typeof value === "object" && value.type === "image" &&
                typeof value.data === "string" && value.data) {
       const mime = typeof value.mimeType === "string" && value.mimeType
@@ -228,6 +230,7 @@
     const normalized = selected.toLowerCase();
     if (normalized !== "original") item.detail = normalized;
     emit({ kind: "content", item });
+    if (hint !== undefined) text(hint);
   }
 
   function notify(value) {

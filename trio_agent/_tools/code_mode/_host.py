@@ -253,13 +253,14 @@ class CodeModeHost:
             cell.detached = True
         else:
             self._cells.pop(cell.id, None)
+        content = observation.content
+        if any(item.get("type") == "input_image" for item in content):
+            # Fitted to their detail, without it on the wire (_image_prepare). Shielded: the
+            # observation is consumed, and the work is bounded (decoding is).
+            with trio.CancelScope(shield=True):
+                content = await trio.to_thread.run_sync(_prepare_images, content)
         wall_time = trio.current_time() - started
-        output = format_cell_output(
-            _status_line(observation.status, cell.id),
-            wall_time,
-            observation.content,
-            max_tokens,
-        )
+        output = format_cell_output(_status_line(observation.status, cell.id), wall_time, content, max_tokens)
         return ExecOutput(
             output=output,
             notifications=observation.notifications,
@@ -267,6 +268,12 @@ class CodeModeHost:
             running=observation.status == "running",
             status=observation.status,
         )
+
+
+def _prepare_images(content: list[dict[str, object]]) -> list[dict[str, object]]:
+    from .._image_prepare import prepare_output_item
+
+    return [prepare_output_item(item) for item in content]
 
 
 def _yield_window(yield_ms: int) -> float:
