@@ -148,7 +148,7 @@ class AgentParts(Generic[A]):
         if tools.mcp_servers and tools.has_builtins:  # exec's description lists active MCP tools
             from ._live_prefix import LivePrefix
 
-            live = LivePrefix(tools, config.instructions, prefix, self.tools.active_mcp_tools)
+            live = LivePrefix(tools, lambda: self.ledger.prefix, self.tools.active_mcp_tools)
             self.model.bodies.live_prefix = live.current
         self.runner = TurnRunner(
             ledger=self.ledger, model=self.model, tools=self.tools, reporter=reporter,

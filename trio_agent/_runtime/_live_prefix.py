@@ -6,8 +6,9 @@ session's identity: the prompt-cache warmup, ``resume=`` and forks are checked a
 it. MCP servers start with the agent, in the background, so that prefix cannot list
 their tools. :class:`LivePrefix` gives ``RequestBodies`` the prefix with ``exec``'s
 description listing the MCP tools active *now* (``Tools.definitions(mcp_tools=...)``,
-bounded): the agent's own prefix while none is, a new one -- built once per change of
-the active set -- after that. The recorded prefix never changes.
+bounded): the ledger's prefix while none is, that prefix with ``exec``'s definition
+replaced -- built once per change of the active set or of the ledger's prefix (direct
+MCP tools join it at a turn's start, ``_tools/_mcp_direct``) -- after that.
 
 When a changed description reaches the model (a decision, written down here):
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._session.context import request_prefix
 from .._tools import Tools
 
 __all__ = ["LivePrefix"]
@@ -41,21 +41,32 @@ class LivePrefix:
     """``current()``: the prefix a request carries (see the module docstring)."""
 
     def __init__(
-        self, tools: Tools, instructions: str | None, base: Prefix,
-        active: Callable[[], Sequence[tuple[str, str]]],
+        self, tools: Tools, base: Callable[[], Prefix], active: Callable[[], Sequence[tuple[str, str]]],
     ) -> None:
         self._tools = tools
-        self._instructions = instructions
-        self._base = base
+        self._base = base  # the ledger's prefix now (direct MCP tools join it: _mcp_direct)
         self._active = active
-        self._for: tuple[tuple[str, str], ...] = ()
-        self._prefix = base
+        self._for: tuple[Prefix, tuple[tuple[str, str], ...]] | None = None
+        self._prefix: Prefix = ()
 
     def current(self) -> Prefix:
-        active = tuple(self._active())
-        if active != self._for:
-            self._for = active
-            self._prefix = (
-                request_prefix(self._tools.definitions(mcp_tools=active), self._instructions) if active else self._base
-            )
+        base, active = self._base(), tuple(self._active())
+        if self._for is None or self._for[0] is not base or self._for[1] != active:
+            self._for = (base, active)
+            self._prefix = _with_exec(base, self._tools.definitions(mcp_tools=active)) if active else base
         return self._prefix
+
+
+def _with_exec(base: Prefix, definitions: Sequence[dict[str, Any]]) -> Prefix:
+    """``base`` whose ``additional_tools`` item has ``definitions``' ``exec`` in place of
+    its own (every other tool as ``base`` has it)."""
+    exec_definition = next((d for d in definitions if d.get("name") == "exec"), None)
+    if exec_definition is None:
+        return base
+    items = list(base)
+    for index, item in enumerate(items):
+        listed = item.get("tools")
+        if item.get("type") == "additional_tools" and isinstance(listed, list):
+            items[index] = {**item, "tools": [exec_definition if isinstance(t, dict) and t.get("name") == "exec"
+                                              else t for t in listed]}
+    return tuple(items)
