@@ -26,8 +26,9 @@ RUNTIME_RANKS = {
     "_turns._prompt_settings": 0,  # the settings a turn accepted now gets
     "_turns._phase": 0,  # the turn's lifecycle: phases and transitions
     "_calls._worker_state": 0,  # one worker as the worker tools keep it
-    "_calls._tool_environment": 0,  # what the tools see of their agent
+    "_calls._tool_environment": 1,  # what the tools see of their agent
     "_observers": 0,  # the observer seam: how add-ons (tracing, a cassette) attach to an agent
+    "_calls._blocking": 0,  # the warning when a tool blocks the event loop
     "_live_prefix": 0,  # exec's description listing the active MCP tools, as requests carry it
     "_model._response_feed": 1,  # an exchange's frames to events, with _call_events' payloads
     "_model._exchange": 1,  # the exchange interface: ResponseExchange and Route (types only)
@@ -39,6 +40,7 @@ RUNTIME_RANKS = {
     "_turns._idle_sleep": 2,  # an idle agent's sleep (Agent.sleep) and what ends it
     "_calls._nested_calls": 2,  # the tools.<name>(...) calls of exec cells
     "_calls._in_flight": 2,  # a model call's tool calls, started as their items stream
+    "_calls._mcp_direct_calls": 2,  # top-level calls of direct MCP tools
     "_turns._reporter": 2, "_model._websocket_exchange": 2, "_model._https_exchange": 2,
     "_model._connections": 2, "_calls._sleep": 2, "_calls._workers": 2,
     "_model._attempt": 3,  # the attempt slot: one exchange per attempt, its send
