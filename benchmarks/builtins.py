@@ -27,7 +27,7 @@ from pathlib import Path
 
 import trio
 
-from ._common import ms, table
+from ._common import ms, record_summary, table
 
 
 async def _bare_process() -> None:
@@ -126,11 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args(argv)
     subprocess.run(["true"], check=True)  # page in the spawn path before timing
+    exec_rows = trio.run(_exec_rows, args.runs)
     print(table(f"exec_command, echo ok (p50 ms of {args.runs}; ratio to the bare process)",
-                ["", "p50 ms", "ratio"], trio.run(_exec_rows, args.runs)))
+                ["", "p50 ms", "ratio"], exec_rows))
     print()
-    print(table(f"view_image (p50 ms of {args.runs})", ["", "view_image", "read+base64", "ratio"],
-                trio.run(_image_rows, args.runs)))
+    image_rows = trio.run(_image_rows, args.runs)
+    print(table(f"view_image (p50 ms of {args.runs})", ["", "view_image", "read+base64", "ratio"], image_rows))
+    record_summary([[f"exec_command {row[0]}", row[1], "bare process", f"x{row[2]}", "-"] for row in exec_rows
+                    if not row[0].startswith("bare")]
+                   + [[f"view_image {row[0]}", row[1], row[2], f"x{row[3]}", "-"] for row in image_rows])
     return 0
 
 

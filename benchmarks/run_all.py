@@ -13,7 +13,8 @@ ratio or added time, and the issue's target. About 3-4 minutes on the 2-core mac
 ``thread_store`` (issue 23, item 4: ``thread/list`` and ``thread/read`` at 10,000 saved
 threads; ``--quick``: 2,000) runs after ``scale``; ``tool_dispatch`` (issue 27, item 1: how
 soon a streamed tool call starts, and the tool-calling step, against the bare floor; with
-``--before PYTHON``, another tree's Python, also against that tree) after ``turn_overhead``.
+``--before PYTHON``, another tree's Python, also against that tree) after ``turn_overhead``,
+then ``builtins`` (issue 28, item 3: exec_command on pipes and on a terminal, view_image fitting).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         ["benchmarks.turn_overhead", "--pairs", "100" if quick else "300"],
         ["benchmarks.tool_dispatch", "--rounds", "1" if quick else "3",
          *(["--before", args.before] if args.before else [])],
+        ["benchmarks.builtins", "--runs", "10" if quick else "40"],
         ["benchmarks.history_size", *(["--sizes", "100,1000,10000"])],
         ["benchmarks.scale", "--counts", "1000" if quick else "1000,10000"],
         ["benchmarks.thread_store", "--threads", "2000" if quick else "10000", "--lists", "50" if quick else "200",
