@@ -45,6 +45,19 @@ settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Run as a background job of a non-interactive shell (``cmd &``), or under
+    ``nohup``, pytest starts with SIGINT and SIGQUIT ignored, and every process a test
+    spawns inherits that: a CLI under test then rightly keeps ignoring the Ctrl-C the
+    test sends (as ``trio-agent`` does when its user started it so), and the Ctrl-C
+    tests hang. The suite restores the defaults a terminal gives, so it behaves the same
+    however it is launched."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 @pytest.fixture(autouse=True)
 def signal_dispositions() -> Iterator[None]:
     """A test leaves SIGINT and SIGTERM as it found them: the CLI's in-process paths may
