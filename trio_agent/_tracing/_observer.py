@@ -33,31 +33,31 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 from opentelemetry import context as otel_context
-from opentelemetry import metrics, trace
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry import trace
+from opentelemetry.trace import Link, SpanKind
 
 from .. import __version__
 from .._config import AgentConfig, Transport
 from .._events import AgentEvent, EventKind
 from .._runtime._observers import AgentObserver
 from . import _names as n
-from ._calls import CANCELLED, Outcome
+from ._calls import CANCELLED, Outcome, fail
 from ._clock import epoch_ns
 from ._contexts import TaskContexts
+from ._metrics import GenAIMetrics
 from ._model_spans import ModelCalls
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-    from opentelemetry.metrics import Histogram
     from opentelemetry.trace import Span, SpanContext
 
     from .._runtime._observers import AgentSite
     from .._runtime._turns._turn import Prompt
     from . import TracingTree
-    from ._settings import Tracing
 
 __all__ = ["AgentTracer"]
 
+_TERMINAL_FRAMES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _EXEC_SPANS_KEPT = 256  # exec calls whose cells may still make nested calls
 
 
@@ -69,16 +69,6 @@ def _base_attributes(config: AgentConfig) -> n.Attributes:
         n.PROVIDER: n.PROVIDER_OPENAI, n.REQUEST_MODEL: config.model, n.CONVERSATION_ID: config.session_id,
         n.TRANSPORT: config.responses.transport.value, **n.server_attributes(endpoint),
     }
-
-
-def _first_chunk_histogram(tracing: Tracing) -> Histogram:
-    # The same name on the same meter returns the instrument already registered.
-    meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
-    return meter.create_histogram(
-        n.FIRST_CHUNK_METRIC, unit="s",
-        description="From the start of a model call (connecting, backoff and waiting for the warmup included) "
-                    "to its first output, by warmup path",
-    )
 
 
 @attrs.define
@@ -109,7 +99,9 @@ class AgentTracer(AgentObserver):
         self._tracer = trace.get_tracer(n.INSTRUMENTATION, __version__, tracer_provider=tracing.tracer_provider)
         https = config.responses.transport is Transport.HTTPS
         self._base = _base_attributes(config)
-        self._identity: n.Attributes = {n.AGENT_NAME: path, n.AGENT_PATH: path, n.CONVERSATION_ID: config.session_id}
+        self._identity: n.Attributes = {
+            n.AGENT_NAME: path, n.AGENT_ID: config.session_id, n.AGENT_PATH: path, n.CONVERSATION_ID: config.session_id,
+        }
         self._opened_under = trace.get_current_span().get_span_context()
         attributes: n.Attributes = {**self._base, **self._identity, n.AGENT_ORIGIN: origin}
         n.put(attributes, n.PARENT_SESSION, parent_id)
@@ -124,7 +116,7 @@ class AgentTracer(AgentObserver):
         self._exec_spans: collections.OrderedDict[str, Span] = collections.OrderedDict()
         self._contexts = TaskContexts()
         self._model = ModelCalls(
-            self._tracer, _first_chunk_histogram(tracing), epoch_ns, self._base, https=https,
+            self._tracer, GenAIMetrics(tracing), epoch_ns, self._base, https=https,
             parent_of=self._parent_of,
         )
         self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
@@ -245,8 +237,7 @@ class AgentTracer(AgentObserver):
         del self._turns[turn_id]
         turn.span.set_attribute(n.TURN_STATUS, status)
         if status != "completed":
-            turn.span.set_attribute(n.ERROR_TYPE, outcome.error_type or "_OTHER")
-            turn.span.set_status(Status(StatusCode.ERROR, outcome.message))
+            fail(turn.span, outcome.error_type or "_OTHER", outcome.message)
         self._contexts.detach(("turn", turn_id))
         turn.span.end(end_time=epoch_ns(end))
 
@@ -295,19 +286,22 @@ class AgentTracer(AgentObserver):
         if background:
             span.set_attribute(n.TOOL_BACKGROUND, True)
         if status in ("failed", "cancelled"):
-            span.set_attribute(n.ERROR_TYPE, "tool_failed" if status == "failed" else "cancelled")
-            span.set_status(Status(StatusCode.ERROR, status))
+            fail(span, "tool_failed" if status == "failed" else "cancelled", status)
         self._contexts.detach(("tool", call_id))
         span.end(end_time=epoch_ns(end))
 
     # -- wire-level details ------------------------------------------------------------
 
     def _api_event(self, event: AgentEvent) -> None:
-        # Runs for every frame: one comparison unless the frame is outbound.
+        # Runs for every frame: a type lookup unless the frame is outbound or terminal.
         payload = event.payload
-        if payload.get("direction") != "outbound":
-            return
         frame = payload.get("event")
+        if payload.get("direction") != "outbound":
+            if isinstance(frame, dict) and frame.get("type") in _TERMINAL_FRAMES:
+                response = frame.get("response")
+                if isinstance(response, dict):
+                    self._model.frame(event, response)
+            return
         if not isinstance(frame, dict) or frame.get("type") != "response.interrupt":
             return
         attributes: n.Attributes = {}
