@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import metrics
-
-from .. import __version__
 from . import _names as n
 
 if TYPE_CHECKING:
-    from ._settings import Tracing
+    from opentelemetry.metrics import Meter
 
 __all__ = ["GenAIMetrics"]
 
@@ -32,11 +29,10 @@ _SERIES_KEYS = (n.PROVIDER, n.REQUEST_MODEL, n.RESPONSE_MODEL, n.SERVER_ADDRESS,
 
 
 class GenAIMetrics:
-    """The three histograms of one ``Tracing`` (the same name on the same meter returns
-    the instrument already registered, so every agent shares them)."""
+    """The three histograms on ``meter`` (the same name on the same meter returns the
+    instrument already registered, so every agent of a provider shares them)."""
 
-    def __init__(self, tracing: Tracing) -> None:
-        meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
+    def __init__(self, meter: Meter) -> None:
         self.duration = meter.create_histogram(
             n.DURATION_METRIC, unit="s", description="GenAI operation duration",
             explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),

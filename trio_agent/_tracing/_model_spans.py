@@ -23,12 +23,14 @@ from typing import TYPE_CHECKING, Any
 from .._events import AgentEvent, EventKind
 from . import _names as n
 from ._calls import CANCELLED, Call, Connect, Outcome, emit
+from ._content import split_request
 from ._paths import WarmupPaths
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Tracer
 
+    from ._content import Content
     from ._metrics import GenAIMetrics
 
 __all__ = ["ModelCalls"]
@@ -39,10 +41,12 @@ Handler = Callable[[AgentEvent], None]
 class ModelCalls:
     def __init__(
         self, tracer: Tracer, gen_ai: GenAIMetrics, clock: Callable[[float], int], base: n.Attributes, *,
-        https: bool, parent_of: Callable[[int | None], Context],
+        https: bool, parent_of: Callable[[int | None], Context], content: Content | None = None,
     ) -> None:
         self._tracer = tracer
         self._metrics = gen_ai
+        self._content = content  # None: content is not captured
+        self._sent: n.Attributes = {}  # the instructions and tool definitions sent last
         self._clock = clock
         self._base = base  # provider, model, conversation, server, transport
         self._parent_of = parent_of
@@ -177,6 +181,22 @@ class ModelCalls:
         n.put(attributes, n.RETRY_SERVER_DELAY, p.get("server_requested_delay"))
         n.put(attributes, n.RETRY_NEW_SOCKET, p.get("opens_new_socket"))
 
+    def request(self, event: AgentEvent, body: dict[str, Any]) -> None:
+        """A request body went out (content capture only): the call's input, its
+        instructions and tool definitions, as of the latest attempt."""
+        call = self._calls.get(event.turn_id)
+        if call is None or self._content is None:
+            return
+        # A request chained on an earlier response (previous_response_id) leaves out
+        # instructions and tools: the model still uses the ones sent last (the warmup's).
+        items, definitions, instructions = split_request(body)
+        if definitions is not None:
+            self._sent[n.TOOL_DEFINITIONS] = self._content.text(definitions)
+        if instructions is not None:
+            self._sent[n.SYSTEM_INSTRUCTIONS] = self._content.text(instructions)
+        call.attributes.update(self._sent)
+        call.attributes[n.INPUT_MESSAGES] = self._content.text(items)
+
     def frame(self, event: AgentEvent, response: dict[str, Any]) -> None:
         """A terminal frame of the response under way (``response.completed``,
         ``.incomplete``, ``.failed``): the model that answered and why it stopped."""
@@ -190,6 +210,8 @@ class ModelCalls:
         reason = details.get("reason") if isinstance(details, dict) else None
         if isinstance(reason, str):
             call.finish_reason = reason
+        if self._content is not None and "output" in response:
+            call.attributes[n.OUTPUT_MESSAGES] = self._content.text(response["output"])
 
     def interrupt(self, event: AgentEvent, attributes: n.Attributes) -> None:
         """A ``response.interrupt`` went out on the attempt under way."""

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanKind
 
 from .. import __version__
@@ -43,6 +43,7 @@ from .._runtime._observers import AgentObserver
 from . import _names as n
 from ._calls import CANCELLED, Outcome, fail
 from ._clock import epoch_ns
+from ._content import Content
 from ._contexts import TaskContexts
 from ._metrics import GenAIMetrics
 from ._model_spans import ModelCalls
@@ -115,9 +116,11 @@ class AgentTracer(AgentObserver):
         self._tools: dict[str, _Tool] = {}
         self._exec_spans: collections.OrderedDict[str, Span] = collections.OrderedDict()
         self._contexts = TaskContexts()
+        self._content = Content(site.secrets) if tracing.captures_content() else None
+        meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
         self._model = ModelCalls(
-            self._tracer, GenAIMetrics(tracing), epoch_ns, self._base, https=https,
-            parent_of=self._parent_of,
+            self._tracer, GenAIMetrics(meter), epoch_ns, self._base, https=https,
+            parent_of=self._parent_of, content=self._content,
         )
         self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
             **self._model.handlers,
@@ -261,6 +264,8 @@ class AgentTracer(AgentObserver):
         n.put(attributes, n.CALL_INDEX, p.get("model_call_index"))
         if exec_span is not None:
             attributes[n.TOOL_PARENT_CALL] = exec_id
+        if self._content is not None and "arguments" in p:
+            attributes[n.TOOL_ARGUMENTS] = self._content.text(p["arguments"])
         parent = trace.set_span_in_context(exec_span) if exec_span is not None else self._parent_of(event.turn_id)
         span = self._tracer.start_span(
             f"execute_tool {tool}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
@@ -278,6 +283,8 @@ class AgentTracer(AgentObserver):
         call_id = str(p.get("call_id", ""))
         if call_id not in self._tools:  # answered without running (a cancelled turn's unstarted call)
             self._start_tool(event, call_id, event.time - (n.seconds(p.get("duration_ns")) or 0.0))
+        if self._content is not None and "result" in p:
+            self._tools[call_id].span.set_attribute(n.TOOL_RESULT, self._content.text(p["result"]))
         self._end_tool(call_id, event.time, str(p.get("status", "")), background=p.get("background") is True)
 
     def _end_tool(self, call_id: str, end: float, status: str, *, background: bool) -> None:
@@ -302,7 +309,11 @@ class AgentTracer(AgentObserver):
                 if isinstance(response, dict):
                     self._model.frame(event, response)
             return
-        if not isinstance(frame, dict) or frame.get("type") != "response.interrupt":
+        if not isinstance(frame, dict):
+            return
+        if frame.get("type") != "response.interrupt":
+            if self._content is not None:
+                self._model.request(event, frame)
             return
         attributes: n.Attributes = {}
         n.put(attributes, n.RESPONSE_ID, frame.get("response_id"))

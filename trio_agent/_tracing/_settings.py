@@ -32,14 +32,26 @@ class Tracing:
     ``tracer_provider`` / ``meter_provider``: where spans and metrics go; ``None`` means
     OpenTelemetry's global providers (``opentelemetry.trace.set_tracer_provider``),
     looked up when each agent opens. The value pickles when its providers do (``None``
-    always): on a Ray pool the actors trace with theirs (``docs/ray.md``). Needs
-    ``pip install 'trio-agent[otel]'``
+    always): on a Ray pool the actors trace with theirs (``docs/ray.md``).
+
+    ``capture_content``: also record prompts, instructions, tool definitions, model
+    output and tool arguments and results on the spans (off by default; ``None`` reads
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), redacted and cut to 32,768
+    characters each (``docs/tracing.md``). Needs ``pip install 'trio-agent[otel]'``
     (``ConfigError`` otherwise). Tracing never changes what the agent does; an internal
     error of the tracer stops tracing that agent with a ``RuntimeWarning``.
     """
 
     tracer_provider: TracerProvider | None = None
     meter_provider: MeterProvider | None = None
+    capture_content: bool | None = None
+
+    def captures_content(self) -> bool:
+        """``capture_content``, or when it is None the conventions' environment variable
+        ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (read now)."""
+        from ._content import env_captures
+
+        return self.capture_content if self.capture_content is not None else env_captures()
 
     def __attrs_post_init__(self) -> None:
         try:
@@ -50,6 +62,9 @@ class Tracing:
                 "tracing needs the OpenTelemetry API: pip install 'trio-agent[otel]' "
                 "(opentelemetry-api, plus opentelemetry-sdk to export spans)"
             ) from None
+        if self.capture_content is not None and not isinstance(self.capture_content, bool):
+            raise ConfigError(f"Tracing(capture_content=...) must be True, False or None (the environment "
+                              f"variable decides), got {type(self.capture_content).__name__}")
         for name, method in (("tracer_provider", "get_tracer"), ("meter_provider", "get_meter")):
             value = getattr(self, name)
             if value is not None and not callable(getattr(value, method, None)):
