@@ -95,6 +95,7 @@ class AgentTracer(AgentObserver):
         config, path, parent_id, origin = site.config, site.path, site.parent_id, site.origin
         tracing = tree.tracing
         self._tree = tree
+        self._turn_traces = tracing.turn_traces
         self._session_id = config.session_id
         self._path = path
         self._tracer = trace.get_tracer(n.INSTRUMENTATION, __version__, tracer_provider=tracing.tracer_provider)
@@ -191,6 +192,8 @@ class AgentTracer(AgentObserver):
         if turn_id is None:
             return
         parent = self._accepted.pop(turn_id, None)
+        if parent is None and self._turn_traces:
+            parent = otel_context.Context()  # nothing current: the turn is a trace's root
         links = [] if parent is None else [Link(self.span_context, {n.LINK_TYPE: "agent"})]
         attributes: n.Attributes = {**self._base, **self._identity, n.OPERATION: "invoke_agent", n.TURN_ID: turn_id}
         n.put(attributes, n.EFFORT, event.payload.get("effort"))

@@ -34,6 +34,11 @@ class Tracing:
     looked up when each agent opens. The value pickles when its providers do (``None``
     always): on a Ray pool the actors trace with theirs (``docs/ray.md``).
 
+    ``turn_traces``: a turn with no application span to hang under starts a trace of
+    its own (linked to the agent span) instead of joining the agent's trace, so each
+    turn's trace is whole -- and can be viewed -- when the turn ends, not when the
+    agent closes.
+
     ``capture_content``: also record prompts, instructions, tool definitions, model
     output and tool arguments and results on the spans (off by default; ``None`` reads
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), redacted and cut to 32,768
@@ -45,6 +50,7 @@ class Tracing:
     tracer_provider: TracerProvider | None = None
     meter_provider: MeterProvider | None = None
     capture_content: bool | None = None
+    turn_traces: bool = False
 
     def captures_content(self) -> bool:
         """``capture_content``, or when it is None the conventions' environment variable
@@ -65,6 +71,8 @@ class Tracing:
         if self.capture_content is not None and not isinstance(self.capture_content, bool):
             raise ConfigError(f"Tracing(capture_content=...) must be True, False or None (the environment "
                               f"variable decides), got {type(self.capture_content).__name__}")
+        if not isinstance(self.turn_traces, bool):
+            raise ConfigError(f"Tracing(turn_traces=...) must be True or False, got {type(self.turn_traces).__name__}")
         for name, method in (("tracer_provider", "get_tracer"), ("meter_provider", "get_meter")):
             value = getattr(self, name)
             if value is not None and not callable(getattr(value, method, None)):
