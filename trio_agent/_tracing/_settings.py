@@ -26,8 +26,9 @@ class Tracing:
 
     Every agent opened with this config (its forks, spawned children and workers
     included) reports spans for its lifetime, each turn, each model call and attempt,
-    each tool call and each compaction, and records the first-token latency histogram
-    (see ``docs/tracing.md`` for the span tree and the attribute table).
+    each tool call and each compaction, and records the GenAI conventions' client
+    metrics -- token usage, operation duration, time to first chunk (see
+    ``docs/tracing.md`` for the span tree, the attribute table and the metrics).
 
     ``tracer_provider`` / ``meter_provider``: where spans and metrics go; ``None`` means
     OpenTelemetry's global providers (``opentelemetry.trace.set_tracer_provider``),
