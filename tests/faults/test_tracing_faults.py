@@ -2,7 +2,8 @@
 
 The tracer takes the response model and the finish reason from a response's terminal
 frame, and token counts from its ``usage``: whatever those hold -- wrong types, missing
-pieces, a frame without a ``response`` object (the response fails) -- the turn ends
+pieces, a frame without a ``response`` object (the response fails), with content
+capture on or off -- the turn ends
 with its one outcome, the call's span is exported, and nothing but a well-typed value reaches an attribute
 or a metric (a tracer error would stop tracing with a RuntimeWarning: an error here).
 """
@@ -41,11 +42,13 @@ HOSTILE = {
 FAILS = {"usage_a_list", "response_not_an_object"}  # the runtime refuses these responses: the turn fails
 
 
+@pytest.mark.parametrize("capture", [False, True], ids=["plain", "capturing"])
 @pytest.mark.parametrize("case", list(HOSTILE))
 async def test_hostile_terminal_frames_leave_the_turn_and_its_spans_whole(
-    server: FakeResponsesServer, workspace: Path, case: str, autojump_clock: trio.testing.MockClock
+    server: FakeResponsesServer, workspace: Path, case: str, capture: bool, autojump_clock: trio.testing.MockClock
 ) -> None:
     traces, frame = Traces(), HOSTILE[case]
+    tracing = ta.Tracing(tracer_provider=traces.provider, meter_provider=traces.meters, capture_content=capture)
 
     async def script() -> None:
         conn = await warm(server)
@@ -55,7 +58,7 @@ async def test_hostile_terminal_frames_leave_the_turn_and_its_spans_whole(
 
     outcome: str
     async with scripted(script):
-        async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as agent:
+        async with ta.open_agent(make_config(server, workspace, tracing=tracing)) as agent:
             try:
                 outcome = (await (await agent.prompt("go")).result()).final_message
             except ta.TurnFailed:
@@ -68,5 +71,8 @@ async def test_hostile_terminal_frames_leave_the_turn_and_its_spans_whole(
     attributes = dict(call.attributes or {})
     assert "gen_ai.response.model" not in attributes  # never a non-string model
     assert attributes.get("gen_ai.response.finish_reasons") == (None if outcome == "failed" else ("stop",))
+    if capture:  # the input went out; the output is captured as whatever JSON came
+        assert "gen_ai.input.messages" in attributes
+        assert ("gen_ai.output.messages" in attributes) is isinstance(frame["response"], dict)
     for point in traces.histogram_points("gen_ai.client.token.usage"):
         assert isinstance(point.sum, int) and point.sum >= 0
