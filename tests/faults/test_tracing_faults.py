@@ -1,11 +1,12 @@
 """Fault matrix: what the tracer reads from the server, hostile (issue 29 item 2).
 
 The tracer takes the response model and the finish reason from a response's terminal
-frame, and token counts from its ``usage``: whatever those hold -- wrong types, missing
-pieces, a frame without a ``response`` object (the response fails), with content
-capture on or off -- the turn ends
-with its one outcome, the call's span is exported, and nothing but a well-typed value reaches an attribute
-or a metric (a tracer error would stop tracing with a RuntimeWarning: an error here).
+frame, token counts from its ``usage`` and, when capturing content, its ``output``:
+whatever those hold -- wrong types, missing pieces, a frame without a ``response``
+object (the response fails) -- the turn ends with its one outcome, the call's span is
+exported, and nothing but a well-typed value reaches an attribute or a metric (a
+tracer error would stop tracing with a RuntimeWarning: an error under this suite's
+warning filter).
 """
 
 from __future__ import annotations
