@@ -3,6 +3,7 @@ contextvars), and forks and children linked to the agent they came from."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -24,17 +25,18 @@ def links(span: ReadableSpan) -> list[tuple[int, str]]:
     return [(link.context.span_id, str((link.attributes or {}).get("trio_agent.link.type"))) for link in span.links]
 
 
+async def three_answers(server: FakeResponsesServer) -> None:
+    conn = await warm(server)
+    for n in (1, 2, 3):
+        await conn.next_request()
+        await conn.send_final(f"resp-{n}")
+
+
 async def test_an_application_span_is_the_parent_of_the_agent_and_of_the_turns_it_asks_for(
     server: FakeResponsesServer, workspace: Path, traces: Traces
 ) -> None:
-    async def script() -> None:
-        conn = await warm(server)
-        for n in (1, 2, 3):
-            await conn.next_request()
-            await conn.send_final(f"resp-{n}")
-
     app = traces.provider.get_tracer("app")
-    async with scripted(script):
+    async with scripted(functools.partial(three_answers, server)):
         with app.start_as_current_span("app.session") as session:
             async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as agent:
                 await (await agent.prompt("asked in the block")).result()
@@ -139,16 +141,10 @@ async def test_a_spawned_child_warms_up_on_its_own_and_links_to_its_parent(
 async def test_turn_traces_roots_each_turn_without_an_application_span_in_a_trace_of_its_own(
     server: FakeResponsesServer, workspace: Path
 ) -> None:
-    async def script() -> None:
-        conn = await warm(server)
-        for n in (1, 2, 3):
-            await conn.next_request()
-            await conn.send_final(f"resp-{n}")
-
     traces = Traces()
     tracing = ta.Tracing(tracer_provider=traces.provider, meter_provider=traces.meters, turn_traces=True)
     app = traces.provider.get_tracer("app")
-    async with scripted(script):
+    async with scripted(functools.partial(three_answers, server)):
         async with ta.open_agent(make_config(server, workspace, tracing=tracing)) as agent:
             await (await agent.prompt("one")).result()
             await (await agent.prompt("two")).result()
