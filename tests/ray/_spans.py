@@ -28,6 +28,8 @@ class _SpanFile(SpanExporter):
                 "name": span.name, "trace_id": span.context.trace_id, "span_id": span.context.span_id,
                 "parent_id": parent.span_id if parent is not None else None,
                 "remote_parent": parent.is_remote if parent is not None else None,
+                "attributes": dict(span.attributes or {}),
+                "links": [link.context.span_id for link in span.links],
             }) + "\n")
         with open(self._path, "a", encoding="utf-8") as file:  # one write per span: lines never interleave
             for line in lines:

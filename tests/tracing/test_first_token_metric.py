@@ -43,6 +43,7 @@ async def test_first_token_latency_is_recorded_per_warmup_path(
     assert dict(points["startup_prewarm"].attributes) == {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5.5",
         "trio_agent.transport": "responses_websocket_v2", "trio_agent.warmup.path": "startup_prewarm",
+        "server.address": "127.0.0.1", "server.port": server.port,
     }
 
 

@@ -3,10 +3,12 @@ contextvars), and forks and children linked to the agent they came from."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from opentelemetry import context as otel_context
@@ -23,17 +25,18 @@ def links(span: ReadableSpan) -> list[tuple[int, str]]:
     return [(link.context.span_id, str((link.attributes or {}).get("trio_agent.link.type"))) for link in span.links]
 
 
+async def three_answers(server: FakeResponsesServer) -> None:
+    conn = await warm(server)
+    for n in (1, 2, 3):
+        await conn.next_request()
+        await conn.send_final(f"resp-{n}")
+
+
 async def test_an_application_span_is_the_parent_of_the_agent_and_of_the_turns_it_asks_for(
     server: FakeResponsesServer, workspace: Path, traces: Traces
 ) -> None:
-    async def script() -> None:
-        conn = await warm(server)
-        for n in (1, 2, 3):
-            await conn.next_request()
-            await conn.send_final(f"resp-{n}")
-
     app = traces.provider.get_tracer("app")
-    async with scripted(script):
+    async with scripted(functools.partial(three_answers, server)):
         with app.start_as_current_span("app.session") as session:
             async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as agent:
                 await (await agent.prompt("asked in the block")).result()
@@ -133,3 +136,38 @@ async def test_a_spawned_child_warms_up_on_its_own_and_links_to_its_parent(
     assert len(child_warmup) == 1
     (call,) = traces.named("chat gpt-5.5")
     assert call.attributes is not None and call.attributes["trio_agent.warmup.path"] == "startup_prewarm"
+
+
+async def test_turn_traces_roots_each_turn_without_an_application_span_in_a_trace_of_its_own(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    traces = Traces()
+    tracing = ta.Tracing(tracer_provider=traces.provider, meter_provider=traces.meters, turn_traces=True)
+    app = traces.provider.get_tracer("app")
+    async with scripted(functools.partial(three_answers, server)):
+        async with ta.open_agent(make_config(server, workspace, tracing=tracing)) as agent:
+            await (await agent.prompt("one")).result()
+            await (await agent.prompt("two")).result()
+            with app.start_as_current_span("app.request") as request:
+                third = await agent.prompt("asked under the request span")
+            await third.result()
+            # Each turn's trace is whole now, before the agent closes: its root has ended.
+            finished = traces.spans
+            assert sorted(s.name for s in finished if s.parent is None) == ["app.request", *["invoke_agent /root"] * 2]
+
+    spans = traces.spans
+    agent_span = traces.one("agent /root")
+    first, second, third_span = traces.named("invoke_agent /root")
+    trace_ids = {agent_span.context.trace_id, first.context.trace_id, second.context.trace_id}
+    assert len(trace_ids) == 3  # the agent's trace, and one per turn
+    for turn in (first, second):
+        assert turn.parent is None and links(turn) == [(agent_span.context.span_id, "agent")]
+        (call,) = [s for s in spans if s.name == "chat gpt-5.5" and parent_of(s, spans) == turn]
+        assert call.context.trace_id == turn.context.trace_id
+    # A turn asked for under an application span still hangs under it.
+    assert third_span.parent is not None and third_span.parent.span_id == request.get_span_context().span_id
+
+
+def test_turn_traces_must_be_a_bool() -> None:
+    with pytest.raises(ta.ConfigError, match="turn_traces"):
+        ta.Tracing(turn_traces=1)  # type: ignore[arg-type]

@@ -47,6 +47,17 @@ async def test_a_failed_turn_and_its_model_call_carry_the_error_class(
     assert attrs_of(attempt, "trio_agent.retryable", "error.type") == {
         "trio_agent.retryable": False, "error.type": "usage_limit",
     }
+    # The conventions' exception event (what record_exception writes) on each failed span.
+    for span in (turn, call, attempt):
+        (event,) = [e for e in span.events if e.name == "exception"]
+        assert dict(event.attributes or {}) == {
+            "exception.type": "usage_limit",
+            "exception.message": "Responses API error: quota gone (code insufficient_quota)",
+        }
+    (duration,) = traces.histogram_points("gen_ai.client.operation.duration")
+    assert dict(duration.attributes or {})["error.type"] == "usage_limit"
+    assert traces.histogram_points("gen_ai.client.token.usage") == []  # no usage came back
+    assert traces.histogram_points() == []  # nor a first chunk of an answer
 
 
 async def test_a_compaction_is_a_span_of_its_turn(

@@ -121,7 +121,7 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5.5",
         "gen_ai.response.id": "resp-tool", "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 2,
         "gen_ai.usage.cache_read.input_tokens": 5, "gen_ai.usage.reasoning.output_tokens": 1,
-        "gen_ai.response.time_to_first_chunk": 2.5, "trio_agent.attempts": 2, "trio_agent.model_call.index": 1,
+        "gen_ai.response.time_to_first_chunk": 0.5, "trio_agent.attempts": 2, "trio_agent.model_call.index": 1,
         "trio_agent.warmup.path": "reconnect", "trio_agent.transport": "responses_websocket_v2",
         "server.address": "127.0.0.1",
     }
@@ -165,8 +165,8 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
     assert second_call.end_time == turn_span.end_time == live_attempt.end_time
     assert seconds(second_call) == 0.375
 
-    # The first-token histogram: call 1 only (call 2 was cancelled before it completed),
-    # from the start of the call -- backoff and reconnect included -- to its first output.
+    # The first-chunk histogram: call 1 only (call 2 was cancelled before it completed),
+    # from the answering attempt's request -- backoff and reconnect excluded -- to its first frame.
     assert [(p.attributes["trio_agent.warmup.path"], p.count, p.sum) for p in traces.histogram_points()] == [
-        ("reconnect", 1, 2.5),
+        ("reconnect", 1, 0.5),
     ]

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["Attempt", "Call", "Connect", "Outcome", "emit"]
+__all__ = ["Attempt", "Call", "Connect", "Outcome", "emit", "fail"]
 
 Clock = Callable[[float], int]
 
@@ -73,7 +73,7 @@ class Call:
     start: float
     attributes: n.Attributes = attrs.field(factory=dict)
     attempts: list[Attempt] = attrs.field(factory=list)
-    first_output: float | None = None
+    finish_reason: str | None = None  # the response's ``incomplete_details.reason``
 
     def open_attempt(self) -> Attempt | None:
         if self.attempts and self.attempts[-1].outcome is None:
@@ -89,10 +89,19 @@ class Call:
         return current
 
 
+def fail(span: Span, error_type: str, message: str) -> None:
+    """Error status with ``error.type``, and -- unless the work was only cancelled -- the
+    conventions' ``exception`` event (what ``Span.record_exception`` writes: the tracer
+    sees events, not the exception object, so ``exception.type`` is the error class)."""
+    span.set_attribute(n.ERROR_TYPE, error_type)
+    if error_type != "cancelled":
+        span.add_event(n.EXCEPTION, {n.EXCEPTION_TYPE: error_type, n.EXCEPTION_MESSAGE: message})
+    span.set_status(Status(StatusCode.ERROR, message))
+
+
 def _status(span: Span, outcome: Outcome | None) -> None:
     if outcome is not None and outcome.error_type is not None:
-        span.set_attribute(n.ERROR_TYPE, outcome.error_type)
-        span.set_status(Status(StatusCode.ERROR, outcome.message))
+        fail(span, outcome.error_type, outcome.message)
 
 
 def emit(tracer: Tracer, call: Call, parent: Context, end: float, outcome: Outcome, clock: Clock) -> None:

@@ -3,26 +3,35 @@
 Each turn has at most one model call under way (the runner samples, compacts and
 runs tools one after another), and the startup warmup is the one call without a
 turn, so open calls are kept by turn id (``None``: the warmup). What belongs to the
-call under way arrives as ``model.connection.*``, ``model.attempt.*`` and the first
-``assistant.*`` output; ``model.call.completed``/``failed`` (``compaction.*``,
-``warmup.*``) end it and emit its spans (``_calls``). The first-token histogram is
-recorded when a generation call completes.
+call under way arrives as ``model.connection.*``, ``model.attempt.*`` and the
+response's terminal frame (``frame``: the model that
+answered, why it stopped); ``model.call.completed``/``failed`` (``compaction.*``,
+``warmup.*``) end it, emit its spans (``_calls``) and record its metrics
+(``_metrics``).
+
+Time to first chunk is the conventions': from the answering attempt's request on the
+wire to the first frame of its response stream (``time_to_first_event_ns``), whatever
+the response holds -- text, reasoning or only a tool call. Connecting, backoff and the
+wait for the warmup are not in it (the call span's duration has them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._events import AgentEvent, EventKind
 from . import _names as n
 from ._calls import CANCELLED, Call, Connect, Outcome, emit
+from ._content import split_request
 from ._paths import WarmupPaths
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-    from opentelemetry.metrics import Histogram
     from opentelemetry.trace import Tracer
+
+    from ._content import Content
+    from ._metrics import GenAIMetrics
 
 __all__ = ["ModelCalls"]
 
@@ -31,11 +40,13 @@ Handler = Callable[[AgentEvent], None]
 
 class ModelCalls:
     def __init__(
-        self, tracer: Tracer, first_chunk: Histogram, clock: Callable[[float], int], base: n.Attributes, *,
-        https: bool, parent_of: Callable[[int | None], Context],
+        self, tracer: Tracer, gen_ai: GenAIMetrics, clock: Callable[[float], int], base: n.Attributes, *,
+        https: bool, parent_of: Callable[[int | None], Context], content: Content | None = None,
     ) -> None:
         self._tracer = tracer
-        self._first_chunk = first_chunk
+        self._metrics = gen_ai
+        self._content = content  # None: content is not captured
+        self._sent: n.Attributes = {}  # the instructions and tool definitions sent last
         self._clock = clock
         self._base = base  # provider, model, conversation, server, transport
         self._parent_of = parent_of
@@ -58,8 +69,6 @@ class ModelCalls:
             EventKind.MODEL_ATTEMPT_STARTED: self._attempt_started,
             EventKind.MODEL_ATTEMPT_FAILED: self._attempt_failed,
             EventKind.MODEL_ATTEMPT_RETRYING: self._retrying,
-            EventKind.ASSISTANT_DELTA: self._output,
-            EventKind.ASSISTANT_MESSAGE: self._output,
         }
 
     # -- opening calls ---------------------------------------------------------------
@@ -172,10 +181,37 @@ class ModelCalls:
         n.put(attributes, n.RETRY_SERVER_DELAY, p.get("server_requested_delay"))
         n.put(attributes, n.RETRY_NEW_SOCKET, p.get("opens_new_socket"))
 
-    def _output(self, event: AgentEvent) -> None:
+    def request(self, event: AgentEvent, body: dict[str, Any]) -> None:
+        """A request body went out (content capture only): the call's input, its
+        instructions and tool definitions, as of the latest attempt."""
         call = self._calls.get(event.turn_id)
-        if call is not None and call.first_output is None:
-            call.first_output = event.time
+        if call is None or self._content is None:
+            return
+        # A request chained on an earlier response (previous_response_id) leaves out
+        # instructions and tools: the model still uses the ones sent last (the warmup's).
+        items, definitions, instructions = split_request(body)
+        if definitions is not None:
+            self._sent[n.TOOL_DEFINITIONS] = self._content.text(definitions)
+        if instructions is not None:
+            self._sent[n.SYSTEM_INSTRUCTIONS] = self._content.text(instructions)
+        call.attributes.update(self._sent)
+        call.attributes[n.INPUT_MESSAGES] = self._content.text(items)
+
+    def frame(self, event: AgentEvent, response: dict[str, Any]) -> None:
+        """A terminal frame of the response under way (``response.completed``,
+        ``.incomplete``, ``.failed``): the model that answered and why it stopped."""
+        call = self._calls.get(event.turn_id)
+        if call is None:
+            return
+        model = response.get("model")
+        if isinstance(model, str):
+            call.attributes[n.RESPONSE_MODEL] = model
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        if isinstance(reason, str):
+            call.finish_reason = reason
+        if self._content is not None and "output" in response:
+            call.attributes[n.OUTPUT_MESSAGES] = self._content.text(response["output"])
 
     def interrupt(self, event: AgentEvent, attributes: n.Attributes) -> None:
         """A ``response.interrupt`` went out on the attempt under way."""
@@ -201,28 +237,28 @@ class ModelCalls:
         attempt.attributes.update(result)
         call.attributes.update(result)
         n.put(call.attributes, n.ATTEMPTS, p.get("attempt"))
+        if call.operation != "warmup":
+            self._metrics.usage(self._metrics.series(call.operation, call.attributes), p.get("usage"))
         return call
 
     def _call_completed(self, event: AgentEvent) -> None:
         call = self._answered(event)
         if call is None:
             return
-        attempt = call.attempts[-1]
-        generation = event.payload.get("connection_generation")
+        p = event.payload
+        generation = p.get("connection_generation")
         path = self._paths.path_of(generation if isinstance(generation, int) else None)
         call.attributes[n.WARMUP_PATH] = path
-        if call.first_output is not None:
-            # The call is the client operation (connecting, backoff and waiting for the
-            # warmup included: that is what a warmup path changes); an attempt is one
-            # request on the wire.
-            latency = call.first_output - call.start
+        reason = call.finish_reason or _finish_reason(p.get("status"), p.get("tool_calls"))
+        if reason is not None:
+            call.attributes[n.FINISH_REASONS] = (reason,)
+        latency = n.seconds(p.get("time_to_first_event_ns"))
+        if latency is not None:
             call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
-            if attempt.sent is not None:
-                attempt.attributes[n.TIME_TO_FIRST_CHUNK] = call.first_output - attempt.sent
-            self._first_chunk.record(latency, {
-                n.OPERATION: "chat", n.PROVIDER: n.PROVIDER_OPENAI,
-                n.REQUEST_MODEL: self._base.get(n.REQUEST_MODEL, ""), n.TRANSPORT: self._base.get(n.TRANSPORT, ""),
-                n.WARMUP_PATH: path,
+            call.attempts[-1].attributes[n.TIME_TO_FIRST_CHUNK] = latency
+            self._metrics.first_chunk.record(latency, {
+                **self._metrics.series("chat", call.attributes),
+                n.TRANSPORT: self._base.get(n.TRANSPORT, ""), n.WARMUP_PATH: path,
             })
         self._finish(event.turn_id, event.time, Outcome())
 
@@ -267,11 +303,16 @@ class ModelCalls:
         error_type = last.error_type if last is not None and last.error_type is not None else "_OTHER"
         if event.turn_id is not None:
             self.failures[event.turn_id] = error_type
+        if call.finish_reason is not None:  # an incomplete response the runner refused
+            call.attributes[n.FINISH_REASONS] = (call.finish_reason,)
         self._finish(event.turn_id, event.time, Outcome(error_type, message))
 
     def _finish(self, turn_id: int | None, end: float, outcome: Outcome) -> None:
         call = self._calls.pop(turn_id)
         emit(self._tracer, call, self._parent_of(turn_id), end, outcome, self._clock)
+        if call.operation != "warmup":
+            series = self._metrics.series(call.operation, call.attributes)
+            self._metrics.operation(series, max(0.0, end - call.start), outcome.error_type)
 
     def turn_ended(self, turn_id: int, end: float, outcome: Outcome) -> None:
         """The turn ended with its call still under way (cancelled, or failed outside
@@ -283,3 +324,12 @@ class ModelCalls:
         """The agent closed: what is still under way (a warmup cut short) was cancelled."""
         for turn_id in list(self._calls):
             self._finish(turn_id, end, CANCELLED)
+
+
+def _finish_reason(status: object, tool_calls: object) -> str | None:
+    """``gen_ai.response.finish_reasons`` of a completed response without
+    ``incomplete_details``: the conventions' ``tool_calls`` / ``stop``, or its status
+    (``interrupted``: cut short by the agent)."""
+    if status == "completed":
+        return "tool_calls" if isinstance(tool_calls, int) and tool_calls > 0 else "stop"
+    return status if isinstance(status, str) else None

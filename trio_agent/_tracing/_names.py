@@ -18,7 +18,7 @@ __all__ = [
     "usage_attributes",
 ]
 
-Attributes = dict[str, str | bool | int | float]
+Attributes = dict[str, str | bool | int | float | tuple[str, ...]]
 
 INSTRUMENTATION = "trio_agent"
 PROVIDER_OPENAI = "openai"
@@ -29,9 +29,12 @@ PROVIDER = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
 REQUEST_STREAM = "gen_ai.request.stream"
 RESPONSE_ID = "gen_ai.response.id"
+RESPONSE_MODEL = "gen_ai.response.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
 TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
 CONVERSATION_ID = "gen_ai.conversation.id"
 AGENT_NAME = "gen_ai.agent.name"
+AGENT_ID = "gen_ai.agent.id"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
@@ -40,10 +43,23 @@ USAGE_OUTPUT = "gen_ai.usage.output_tokens"
 USAGE_CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
 USAGE_CACHE_CREATION = "gen_ai.usage.cache_creation.input_tokens"
 USAGE_REASONING = "gen_ai.usage.reasoning.output_tokens"
+TOKEN_TYPE = "gen_ai.token.type"
+# Opt-in content (``_content``).
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_RESULT = "gen_ai.tool.call.result"
 ERROR_TYPE = "error.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
+EXCEPTION = "exception"  # the span event of the exception conventions
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
 FIRST_CHUNK_METRIC = "gen_ai.client.operation.time_to_first_chunk"
+DURATION_METRIC = "gen_ai.client.operation.duration"
+TOKEN_USAGE_METRIC = "gen_ai.client.token.usage"
 
 # -- trio_agent ------------------------------------------------------------------------
 AGENT_PATH = "trio_agent.agent.path"

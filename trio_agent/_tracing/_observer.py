@@ -34,30 +34,31 @@ import attrs
 import trio
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind
 
 from .. import __version__
 from .._config import AgentConfig, Transport
 from .._events import AgentEvent, EventKind
 from .._runtime._observers import AgentObserver
 from . import _names as n
-from ._calls import CANCELLED, Outcome
+from ._calls import CANCELLED, Outcome, fail
 from ._clock import epoch_ns
+from ._content import Content
 from ._contexts import TaskContexts
+from ._metrics import GenAIMetrics
 from ._model_spans import ModelCalls
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-    from opentelemetry.metrics import Histogram
     from opentelemetry.trace import Span, SpanContext
 
     from .._runtime._observers import AgentSite
     from .._runtime._turns._turn import Prompt
     from . import TracingTree
-    from ._settings import Tracing
 
 __all__ = ["AgentTracer"]
 
+_TERMINAL_FRAMES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _EXEC_SPANS_KEPT = 256  # exec calls whose cells may still make nested calls
 
 
@@ -69,16 +70,6 @@ def _base_attributes(config: AgentConfig) -> n.Attributes:
         n.PROVIDER: n.PROVIDER_OPENAI, n.REQUEST_MODEL: config.model, n.CONVERSATION_ID: config.session_id,
         n.TRANSPORT: config.responses.transport.value, **n.server_attributes(endpoint),
     }
-
-
-def _first_chunk_histogram(tracing: Tracing) -> Histogram:
-    # The same name on the same meter returns the instrument already registered.
-    meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
-    return meter.create_histogram(
-        n.FIRST_CHUNK_METRIC, unit="s",
-        description="From the start of a model call (connecting, backoff and waiting for the warmup included) "
-                    "to its first output, by warmup path",
-    )
 
 
 @attrs.define
@@ -104,12 +95,15 @@ class AgentTracer(AgentObserver):
         config, path, parent_id, origin = site.config, site.path, site.parent_id, site.origin
         tracing = tree.tracing
         self._tree = tree
+        self._turn_traces = tracing.turn_traces
         self._session_id = config.session_id
         self._path = path
         self._tracer = trace.get_tracer(n.INSTRUMENTATION, __version__, tracer_provider=tracing.tracer_provider)
         https = config.responses.transport is Transport.HTTPS
         self._base = _base_attributes(config)
-        self._identity: n.Attributes = {n.AGENT_NAME: path, n.AGENT_PATH: path, n.CONVERSATION_ID: config.session_id}
+        self._identity: n.Attributes = {
+            n.AGENT_NAME: path, n.AGENT_ID: config.session_id, n.AGENT_PATH: path, n.CONVERSATION_ID: config.session_id,
+        }
         self._opened_under = trace.get_current_span().get_span_context()
         attributes: n.Attributes = {**self._base, **self._identity, n.AGENT_ORIGIN: origin}
         n.put(attributes, n.PARENT_SESSION, parent_id)
@@ -123,9 +117,11 @@ class AgentTracer(AgentObserver):
         self._tools: dict[str, _Tool] = {}
         self._exec_spans: collections.OrderedDict[str, Span] = collections.OrderedDict()
         self._contexts = TaskContexts()
+        self._content = Content(site.secrets) if tracing.captures_content() else None
+        meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
         self._model = ModelCalls(
-            self._tracer, _first_chunk_histogram(tracing), epoch_ns, self._base, https=https,
-            parent_of=self._parent_of,
+            self._tracer, GenAIMetrics(meter), epoch_ns, self._base, https=https,
+            parent_of=self._parent_of, content=self._content,
         )
         self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
             **self._model.handlers,
@@ -196,6 +192,8 @@ class AgentTracer(AgentObserver):
         if turn_id is None:
             return
         parent = self._accepted.pop(turn_id, None)
+        if parent is None and self._turn_traces:
+            parent = otel_context.Context()  # nothing current: the turn is a trace's root
         links = [] if parent is None else [Link(self.span_context, {n.LINK_TYPE: "agent"})]
         attributes: n.Attributes = {**self._base, **self._identity, n.OPERATION: "invoke_agent", n.TURN_ID: turn_id}
         n.put(attributes, n.EFFORT, event.payload.get("effort"))
@@ -245,8 +243,7 @@ class AgentTracer(AgentObserver):
         del self._turns[turn_id]
         turn.span.set_attribute(n.TURN_STATUS, status)
         if status != "completed":
-            turn.span.set_attribute(n.ERROR_TYPE, outcome.error_type or "_OTHER")
-            turn.span.set_status(Status(StatusCode.ERROR, outcome.message))
+            fail(turn.span, outcome.error_type or "_OTHER", outcome.message)
         self._contexts.detach(("turn", turn_id))
         turn.span.end(end_time=epoch_ns(end))
 
@@ -270,6 +267,8 @@ class AgentTracer(AgentObserver):
         n.put(attributes, n.CALL_INDEX, p.get("model_call_index"))
         if exec_span is not None:
             attributes[n.TOOL_PARENT_CALL] = exec_id
+        if self._content is not None and "arguments" in p:
+            attributes[n.TOOL_ARGUMENTS] = self._content.text(p["arguments"])
         parent = trace.set_span_in_context(exec_span) if exec_span is not None else self._parent_of(event.turn_id)
         span = self._tracer.start_span(
             f"execute_tool {tool}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
@@ -287,6 +286,8 @@ class AgentTracer(AgentObserver):
         call_id = str(p.get("call_id", ""))
         if call_id not in self._tools:  # answered without running (a cancelled turn's unstarted call)
             self._start_tool(event, call_id, event.time - (n.seconds(p.get("duration_ns")) or 0.0))
+        if self._content is not None and "result" in p:
+            self._tools[call_id].span.set_attribute(n.TOOL_RESULT, self._content.text(p["result"]))
         self._end_tool(call_id, event.time, str(p.get("status", "")), background=p.get("background") is True)
 
     def _end_tool(self, call_id: str, end: float, status: str, *, background: bool) -> None:
@@ -295,20 +296,27 @@ class AgentTracer(AgentObserver):
         if background:
             span.set_attribute(n.TOOL_BACKGROUND, True)
         if status in ("failed", "cancelled"):
-            span.set_attribute(n.ERROR_TYPE, "tool_failed" if status == "failed" else "cancelled")
-            span.set_status(Status(StatusCode.ERROR, status))
+            fail(span, "tool_failed" if status == "failed" else "cancelled", status)
         self._contexts.detach(("tool", call_id))
         span.end(end_time=epoch_ns(end))
 
     # -- wire-level details ------------------------------------------------------------
 
     def _api_event(self, event: AgentEvent) -> None:
-        # Runs for every frame: one comparison unless the frame is outbound.
+        # Runs for every frame: a type lookup unless the frame is outbound or terminal.
         payload = event.payload
-        if payload.get("direction") != "outbound":
-            return
         frame = payload.get("event")
-        if not isinstance(frame, dict) or frame.get("type") != "response.interrupt":
+        if payload.get("direction") != "outbound":
+            if isinstance(frame, dict) and frame.get("type") in _TERMINAL_FRAMES:
+                response = frame.get("response")
+                if isinstance(response, dict):
+                    self._model.frame(event, response)
+            return
+        if not isinstance(frame, dict):
+            return
+        if frame.get("type") != "response.interrupt":
+            if self._content is not None:
+                self._model.request(event, frame)
             return
         attributes: n.Attributes = {}
         n.put(attributes, n.RESPONSE_ID, frame.get("response_id"))

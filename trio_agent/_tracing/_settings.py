@@ -26,20 +26,39 @@ class Tracing:
 
     Every agent opened with this config (its forks, spawned children and workers
     included) reports spans for its lifetime, each turn, each model call and attempt,
-    each tool call and each compaction, and records the first-token latency histogram
-    (see ``docs/tracing.md`` for the span tree and the attribute table).
+    each tool call and each compaction, and records the GenAI conventions' client
+    metrics -- token usage, operation duration, time to first chunk (see
+    ``docs/tracing.md`` for the span tree, the attribute table and the metrics).
 
     ``tracer_provider`` / ``meter_provider``: where spans and metrics go; ``None`` means
     OpenTelemetry's global providers (``opentelemetry.trace.set_tracer_provider``),
     looked up when each agent opens. The value pickles when its providers do (``None``
-    always): on a Ray pool the actors trace with theirs (``docs/ray.md``). Needs
-    ``pip install 'trio-agent[otel]'``
+    always): on a Ray pool the actors trace with theirs (``docs/ray.md``).
+
+    ``turn_traces``: a turn with no application span to hang under starts a trace of
+    its own (linked to the agent span) instead of joining the agent's trace, so each
+    turn's trace is whole -- and can be viewed -- when the turn ends, not when the
+    agent closes.
+
+    ``capture_content``: also record prompts, instructions, tool definitions, model
+    output and tool arguments and results on the spans (off by default; ``None`` reads
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), redacted and cut to 32,768
+    characters each (``docs/tracing.md``). Needs ``pip install 'trio-agent[otel]'``
     (``ConfigError`` otherwise). Tracing never changes what the agent does; an internal
     error of the tracer stops tracing that agent with a ``RuntimeWarning``.
     """
 
     tracer_provider: TracerProvider | None = None
     meter_provider: MeterProvider | None = None
+    capture_content: bool | None = None
+    turn_traces: bool = False
+
+    def captures_content(self) -> bool:
+        """``capture_content``, or when it is None the conventions' environment variable
+        ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (read now)."""
+        from ._content import env_captures
+
+        return self.capture_content if self.capture_content is not None else env_captures()
 
     def __attrs_post_init__(self) -> None:
         try:
@@ -50,6 +69,11 @@ class Tracing:
                 "tracing needs the OpenTelemetry API: pip install 'trio-agent[otel]' "
                 "(opentelemetry-api, plus opentelemetry-sdk to export spans)"
             ) from None
+        if self.capture_content is not None and not isinstance(self.capture_content, bool):
+            raise ConfigError(f"Tracing(capture_content=...) must be True, False or None (the environment "
+                              f"variable decides), got {type(self.capture_content).__name__}")
+        if not isinstance(self.turn_traces, bool):
+            raise ConfigError(f"Tracing(turn_traces=...) must be True or False, got {type(self.turn_traces).__name__}")
         for name, method in (("tracer_provider", "get_tracer"), ("meter_provider", "get_meter")):
             value = getattr(self, name)
             if value is not None and not callable(getattr(value, method, None)):

@@ -1,0 +1,79 @@
+"""Fault matrix: what the tracer reads from the server, hostile (issue 29 item 2).
+
+The tracer takes the response model and the finish reason from a response's terminal
+frame, token counts from its ``usage`` and, when capturing content, its ``output``:
+whatever those hold -- wrong types, missing pieces, a frame without a ``response``
+object (the response fails) -- the turn ends with its one outcome, the call's span is
+exported, and nothing but a well-typed value reaches an attribute or a metric (a
+tracer error would stop tracing with a RuntimeWarning: an error under this suite's
+warning filter).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import trio_agent as ta
+from trio_agent.testing import FakeResponsesServer, frames
+
+from ..conftest import make_config, scripted, warm
+from ..tracing.conftest import Traces
+
+
+def _hostile(**response: Any) -> dict[str, Any]:
+    frame = frames.completed("resp-1", [frames.assistant_message("ok")])
+    frame["response"].update(response)
+    return frame
+
+
+HOSTILE = {
+    "model_a_number": _hostile(model=7),
+    "model_an_object": _hostile(model={"name": "gpt"}),
+    "incomplete_details_a_string": _hostile(incomplete_details="max_output_tokens"),
+    "reason_a_list": _hostile(incomplete_details={"reason": ["max_output_tokens"]}),
+    "usage_strings": _hostile(usage={"input_tokens": "ten", "output_tokens": None}),
+    "usage_a_list": _hostile(usage=[1, 2]),
+    "response_not_an_object": {"type": "response.completed", "response": "not an object"},
+}
+FAILS = {"usage_a_list", "response_not_an_object"}  # the runtime refuses these responses: the turn fails
+
+
+@pytest.mark.parametrize("capture", [False, True], ids=["plain", "capturing"])
+@pytest.mark.parametrize("case", list(HOSTILE))
+async def test_hostile_terminal_frames_leave_the_turn_and_its_spans_whole(
+    server: FakeResponsesServer, workspace: Path, case: str, capture: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    traces, frame = Traces(), HOSTILE[case]
+    tracing = ta.Tracing(tracer_provider=traces.provider, meter_provider=traces.meters, capture_content=capture)
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await trio.sleep(0.25)
+        await conn.send(frame)
+
+    outcome: str
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace, tracing=tracing)) as agent:
+            try:
+                outcome = (await (await agent.prompt("go")).result()).final_message
+            except ta.TurnFailed:
+                outcome = "failed"
+
+    assert outcome == ("failed" if case in FAILS else "ok")
+    (turn,) = traces.named("invoke_agent /root")
+    assert dict(turn.attributes or {})["trio_agent.turn.status"] == ("failed" if outcome == "failed" else "completed")
+    (call,) = traces.named("chat gpt-5.5")
+    attributes = dict(call.attributes or {})
+    assert "gen_ai.response.model" not in attributes  # never a non-string model
+    assert attributes.get("gen_ai.response.finish_reasons") == (None if outcome == "failed" else ("stop",))
+    if capture:  # the input went out; the output is captured as whatever JSON came
+        assert "gen_ai.input.messages" in attributes
+        assert ("gen_ai.output.messages" in attributes) is isinstance(frame["response"], dict)
+    for point in traces.histogram_points("gen_ai.client.token.usage"):
+        assert isinstance(point.sum, int) and point.sum >= 0
