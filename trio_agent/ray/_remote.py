@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, final
 
 import attrs
@@ -36,6 +37,7 @@ class TaskState:
     failure: Exception | None = None  # the link's error: the actor is gone (or failed)
     start_known: bool = False  # a received batch reported the start (acknowledged to the actor)
     start_seen: bool = False  # ... and this task's driver has handled it
+    rollout_path: Path | None = None  # the actor reported the agent's rollout (kept for a LOST result)
     queue_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)  # running, or ended without running
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -53,6 +55,8 @@ class TaskState:
         self.pending.append(batch)
         self.received += len(batch.events)
         self.start_known = self.start_known or batch.start is not None
+        if batch.rollout_path is not None:
+            self.rollout_path = batch.rollout_path
         self._inbox.set()
 
     def fail(self, exc: Exception) -> None:
