@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 from pathlib import Path
 
 import pytest
 import trio
 
 import trio_agent as ta
-from trio_agent.ray import ActorLost, AgentTask, TaskStatus, open_ray_pool
+from trio_agent.ray import ActorLost, AgentTask, TaskCrashed, TaskStatus, open_ray_pool
 from trio_agent.ray._pool import _options
 from trio_agent.testing import FakeResponsesServer
 
@@ -136,3 +137,27 @@ async def test_more_actors_than_cpus_do_not_start(model: FakeResponsesServer) ->
     with trio.fail_after(60):
         async with open_ray_pool(num_actors=2, agents_per_actor=1, startup_timeout=30) as pool:
             assert len({info.pid for info in pool.actors}) == 2
+
+
+async def _unpicklable_result(agent: ta.Agent) -> ta.TurnResult:
+    turn = await (await agent.prompt("fine")).result()
+    return ta.TurnResult(turn.turn_id, threading.Lock(), None)  # type: ignore[arg-type]  # hostile on purpose
+
+
+async def test_a_result_that_does_not_pickle_fails_its_task_alone(
+    model: FakeResponsesServer, workspace: Path
+) -> None:
+    """A body whose result cannot cross to the driver fails with ``TaskCrashed``; the
+    actor's other tasks and the actor itself are untouched (no loss, no replacement)."""
+    with trio.fail_after(120):
+        async with open_ray_pool(num_actors=1, agents_per_actor=2) as pool:
+            pid = pool.actors[0].pid
+            bad = await pool.start(AgentTask(config(model, workspace), body=_unpicklable_result))
+            good = await pool.start(AgentTask(config(model, workspace), prompts=["bystander"]))
+            results = [await bad.result(), await good.result()]
+            after = await pool.run(AgentTask(config(model, workspace), prompts=["after"]))
+            stats = pool.statistics()
+    assert results[0].status is TaskStatus.FAILED and isinstance(results[0].error, TaskCrashed)
+    assert "cannot be sent to the driver" in str(results[0].error) and "lock" in str(results[0].error)
+    assert (results[1].status, after.status) == (TaskStatus.COMPLETED, TaskStatus.COMPLETED)
+    assert after.pid == pid and (stats.restarts, stats.lost, stats.live_actors) == (0, 0, 1)

@@ -114,8 +114,13 @@ class RemoteTask:
         its rollout is flushed; then its result (status CANCELLED, the turns completed
         before) arrives. A no-op once the task has ended; cancelling this call does not
         stop the cancellation."""
-        self._request_cancel(self._state)
+        self.cancel_soon()
         await self._state.done.wait()
+
+    def cancel_soon(self) -> None:
+        """``cancel()`` without waiting for the end (from a callback, or a thread through
+        ``trio.from_thread.run_sync``); ``result()`` then has the outcome."""
+        self._request_cancel(self._state)
 
     async def result(self) -> TaskResult:
         """Wait for the task's ``TaskResult``; every event of the task has been delivered
