@@ -27,7 +27,7 @@ import asyncio
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, final
+from typing import Any, TypedDict, Unpack, final
 
 import ray
 import trio
@@ -138,26 +138,26 @@ class _Abandon(Exception):
     """Raised in the pool's block when the caller's ``with`` block failed."""
 
 
+class PoolOptions(TypedDict, total=False):
+    """``open_ray_pool``'s keyword arguments (see there)."""
+
+    max_queued: int | None
+    actor_options: Mapping[str, object] | None
+    cancel_grace: float
+    startup_timeout: float
+    max_restarts: int
+    restart_window: float
+
+
 @contextmanager
-def blocking_ray_pool(
-    num_actors: int = 2,
-    agents_per_actor: int = 64,
-    *,
-    max_queued: int | None = None,
-    actor_options: Mapping[str, object] | None = None,
-    cancel_grace: float = 30.0,
-    startup_timeout: float = 120.0,
-    max_restarts: int = 3,
-    restart_window: float = 60.0,
-) -> Iterator[BlockingRayPool]:
+def blocking_ray_pool(num_actors: int = 2, agents_per_actor: int = 64,
+                      **options: Unpack[PoolOptions]) -> Iterator[BlockingRayPool]:
     """``open_ray_pool`` (same arguments, same guarantees) as a plain ``with`` block,
     for a driver that is not Trio: ``pool.submit(task).ref`` is a Ray ``ObjectRef``
     of the task's ``TaskResult``. Leaving the block waits for every submitted task; an
     exception in it cancels them all. The pool's Trio loop runs on a thread of its own."""
-    open_ray_pool(num_actors, agents_per_actor, max_queued=max_queued, actor_options=actor_options,
-                  cancel_grace=cancel_grace, startup_timeout=startup_timeout, max_restarts=max_restarts,
-                  restart_window=restart_window)  # checks every argument here, in the caller's thread
-    capacity = (max_queued or num_actors * agents_per_actor) + num_actors * agents_per_actor
+    open_ray_pool(num_actors, agents_per_actor, **options)  # checks every argument here, in the caller's thread
+    capacity = (options.get("max_queued") or num_actors * agents_per_actor) + num_actors * agents_per_actor
     ready = threading.Event()
     state: dict[str, Any] = {}
 
@@ -166,10 +166,7 @@ def blocking_ray_pool(
         close = state["close"] = trio.Event()
         results = ray.remote(_Results).options(num_cpus=0, max_concurrency=2 * capacity + 1).remote()
         try:
-            async with open_ray_pool(num_actors, agents_per_actor, max_queued=max_queued,
-                                     actor_options=actor_options, cancel_grace=cancel_grace,
-                                     startup_timeout=startup_timeout, max_restarts=max_restarts,
-                                     restart_window=restart_window) as pool:
+            async with open_ray_pool(num_actors, agents_per_actor, **options) as pool:
                 async with trio.open_nursery() as nursery:
                     state["pool"] = BlockingRayPool(pool, nursery, results, token)
                     ready.set()
