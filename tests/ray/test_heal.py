@@ -1,7 +1,7 @@
 """A pool that heals: a lost actor is replaced at its index (bounded, reported), tasks
 waiting for a slot wait for the replacement, a LOST result says where its rollout is,
 and actors reserve a CPU each. Hostile cases: an actor killed mid-turn, killed again
-past the bound, killed while starting its replacement."""
+past the bound, a body whose result does not pickle."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ the next poll not listing their task, so a poll follows every reply with a resul
 if only to let the actor forget it.
 
 Loss: a poll that fails because the actor died fails every task of the link (their
-drivers end them as LOST with ``ActorLost``); ``ActorUnavailableError`` (the actor
+drivers end them as LOST with ``ActorLost``) and tells the keeper, which replaces the
+actor with a new link (``_keeper``); ``ActorUnavailableError`` (the actor
 may come back) is retried with backoff, and the acknowledgements of the retry make
 the actor send again whatever the failed call carried. The link runs shielded, in the pool's outer
 nursery, and is stopped only after every task has ended: cancelled tasks still get
