@@ -39,6 +39,7 @@ def wait_until(check: Callable[[], bool], what: str) -> None:
 def test_results_are_object_refs_for_ray_get_and_ray_wait(workspace: Path) -> None:
     with model_in_thread() as url, blocking_ray_pool(num_actors=2, agents_per_actor=2, max_queued=2) as pool:
         actor_pids = [info.pid for info in pool.actors]
+        actor_pids.append(ray.get(pool._results.pid.remote(), timeout=BOUND))  # the results actor too
         handles = [pool.submit(AgentTask(config(url, workspace), prompts=[f"hello {i}"])) for i in range(6)]
         refs = [handle.ref for handle in handles]
         assert all(isinstance(ref, ray.ObjectRef) for ref in refs)
@@ -86,6 +87,7 @@ def test_an_error_in_the_block_cancels_the_tasks_and_propagates(workspace: Path)
             wait_until(lambda: tool_pid(marker) is not None, "the remote tool starting")
             tools = tool_pids([marker])
             actor_pids = [info.pid for info in pool.actors]
+            actor_pids.append(ray.get(pool._results.pid.remote(), timeout=BOUND))
             raise LookupError("the caller's bug")
     assert not any(pid_alive(pid) for pid in tools)
     wait_until(lambda: not any(pid_alive(pid) for pid in actor_pids), "the actor ending")

@@ -24,6 +24,7 @@ behind the waits it settles.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -54,6 +55,10 @@ class _Results:
             return self._values.pop(task_id)
         finally:
             self._posted.pop(task_id, None)
+
+    async def pid(self) -> int:
+        """Its process (the tests check that it ends with the pool)."""
+        return os.getpid()
 
     async def post(self, task_id: str, value: TaskResult) -> None:
         self._values[task_id] = value
