@@ -47,12 +47,16 @@ class _Results:
     def __init__(self) -> None:
         self._values: dict[str, TaskResult] = {}
         self._posted: dict[str, asyncio.Event] = {}
+        self._abandoned: set[str] = set()  # ray.cancel(ref): nobody will take the result
 
     async def result(self, task_id: str) -> TaskResult:
         try:
             if task_id not in self._values:
                 await self._posted.setdefault(task_id, asyncio.Event()).wait()
             return self._values.pop(task_id)
+        except asyncio.CancelledError:
+            self._abandoned.add(task_id)
+            raise
         finally:
             self._posted.pop(task_id, None)
 
@@ -61,6 +65,9 @@ class _Results:
         return os.getpid()
 
     async def post(self, task_id: str, value: TaskResult) -> None:
+        if task_id in self._abandoned:
+            self._abandoned.discard(task_id)
+            return
         self._values[task_id] = value
         posted = self._posted.get(task_id)
         if posted is not None:
