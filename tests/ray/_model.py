@@ -10,11 +10,37 @@ loop, on 127.0.0.1, answering every agent of every actor (they reach it over loo
 from __future__ import annotations
 
 import json
+import queue
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import trio
 
 from trio_agent.testing import ClientDisconnected, FakeConnection, FakeResponsesServer, frames
+
+
+@contextmanager
+def model_in_thread() -> Iterator[str]:
+    """``serve_model`` on a Trio loop of its own thread, for tests whose driver is not
+    Trio; yields its URL and stops it on exit."""
+    started: queue.Queue[tuple[str, trio.lowlevel.TrioToken, trio.CancelScope]] = queue.Queue()
+
+    async def main() -> None:
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                server: FakeResponsesServer = await nursery.start(serve_model)
+                started.put((server.url, trio.lowlevel.current_trio_token(), scope))
+
+    thread = threading.Thread(target=trio.run, args=(main,), name="model-server")
+    thread.start()
+    url, token, scope = started.get(timeout=60)
+    try:
+        yield url
+    finally:
+        trio.from_thread.run_sync(scope.cancel, trio_token=token)
+        thread.join()
 
 
 async def serve_model(*, task_status: trio.TaskStatus[FakeResponsesServer] = trio.TASK_STATUS_IGNORED) -> None:

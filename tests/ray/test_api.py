@@ -16,6 +16,7 @@ EXPECTED_ALL = [
     "ActorLost",
     "ActorStatistics",
     "AgentTask",
+    "BlockingRayPool",
     "PoolClosed",
     "PoolStatistics",
     "RayPool",
@@ -24,8 +25,10 @@ EXPECTED_ALL = [
     "TaskCancelled",
     "TaskCrashed",
     "TaskEvent",
+    "TaskRef",
     "TaskResult",
     "TaskStatus",
+    "blocking_ray_pool",
     "open_ray_pool",
 ]
 
@@ -39,8 +42,8 @@ def test_all_is_pinned_and_names_report_the_package() -> None:
 
 
 def test_handles_and_values_are_final() -> None:
-    for cls in (tr.RayPool, tr.RemoteTask, tr.AgentTask, tr.TaskResult, tr.TaskEvent, tr.ActorInfo,
-                tr.ActorStatistics, tr.PoolStatistics):
+    for cls in (tr.RayPool, tr.RemoteTask, tr.BlockingRayPool, tr.TaskRef, tr.AgentTask, tr.TaskResult,
+                tr.TaskEvent, tr.ActorInfo, tr.ActorStatistics, tr.PoolStatistics):
         assert getattr(cls, "__final__", False), cls
 
 

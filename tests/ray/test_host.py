@@ -42,11 +42,12 @@ class Driver:
         self.events: dict[str, list[ta.AgentEvent]] = collections.defaultdict(list)
         self.results: dict[str, TaskResult] = {}
         self.started: list[str] = []
+        self.paths: dict[str, Path] = {}
         self.replies: list[PollReply] = []
 
     async def poll(self, *task_ids: str, paused: frozenset[str] = frozenset(), wait: float | None = None) -> PollReply:
         following = [t for t in task_ids if t not in self.results]  # a result, once received, is acknowledged
-        acks = {t: (len(self.events[t]), t in self.started) for t in following}
+        acks = {t: (len(self.events[t]), t in self.started, t in self.paths) for t in following}
         reply = await self.host.poll(acks, paused, wait)
         self.replies.append(reply)
         for task_id, batch in reply.batches.items():
@@ -55,6 +56,8 @@ class Driver:
                 assert not self.events[task_id], "the start comes first"
                 self.started.append(task_id)
             self.events[task_id].extend(batch.events)
+            if batch.rollout_path is not None:
+                self.paths[task_id] = batch.rollout_path
             if batch.result is not None:
                 self.results[task_id] = batch.result
         return reply
@@ -117,15 +120,16 @@ async def test_a_reply_lost_in_flight_is_sent_again(model: FakeResponsesServer, 
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(host.run_task, *submit(task, True))
-            first = await host.poll({task.task_id: (0, False)}, frozenset(), None)  # then "lost"
-            again = await host.poll({task.task_id: (0, False)}, frozenset(), None)
+            first = await host.poll({task.task_id: (0, False, False)}, frozenset(), None)  # then "lost"
+            again = await host.poll({task.task_id: (0, False, False)}, frozenset(), None)
             batch, resent = first.batches[task.task_id], again.batches[task.task_id]
             assert batch.start is not None and resent.start is not None
             assert resent.events[: len(batch.events)] == batch.events
             driver = Driver(host)
             await driver.drain(task.task_id)  # from the beginning: nothing was acknowledged
             final = driver.results[task.task_id]
-            lost_final = await host.poll({task.task_id: (len(driver.events[task.task_id]), True)}, frozenset(), 0)
+            acks = {task.task_id: (len(driver.events[task.task_id]), True, False)}
+            lost_final = await host.poll(acks, frozenset(), 0)
     assert lost_final.batches[task.task_id].result == final  # the result, sent again
     assert [e.seq for e in driver.events[task.task_id]] == list(range(1, final.events + 1))
 
@@ -133,7 +137,7 @@ async def test_a_reply_lost_in_flight_is_sent_again(model: FakeResponsesServer, 
 async def test_a_poll_with_nothing_to_say_waits_at_most_its_bound() -> None:
     host = AgentHost(0)
     with trio.fail_after(5):
-        reply = await host.poll({"gone": (3, True)}, frozenset(), 0.05)
+        reply = await host.poll({"gone": (3, True, False)}, frozenset(), 0.05)
     assert reply.batches == {} and reply.statistics.index == 0
     host.cancel("unknown")  # a task that ended (or never came) leaves nothing behind
     assert not host._records
@@ -254,7 +258,7 @@ def test_an_unusable_task_is_refused_where_it_is_written(workspace: Path) -> Non
 
 
 def test_batches_default_to_empty() -> None:
-    assert EventBatch() == EventBatch((), None, None)
+    assert EventBatch() == EventBatch((), None, None, None)
 
 
 def test_agents_of_an_actor_share_its_tls_context(workspace: Path) -> None:

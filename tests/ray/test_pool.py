@@ -158,7 +158,8 @@ async def test_a_killed_actor_fails_its_tasks_and_the_task_resumes_from_its_roll
     doomed = AgentTask(config(model, workspace, rollout=rollout),
                        prompts=["remember the number 7", long_tool(marker)])
     with trio.fail_after(120):
-        async with open_ray_pool(num_actors=2, agents_per_actor=4) as pool:
+        # Not replaced (max_restarts=0; test_heal.py has the replacement): the task resumes on the other actor.
+        async with open_ray_pool(num_actors=2, agents_per_actor=4, max_restarts=0) as pool:
             handle = await pool.start(doomed, events=events.send)
             bystander = await pool.start(AgentTask(config(model, workspace), prompts=["bystander"]))
             await wait_for(tools_running([marker]), "the doomed task's tool starting")
@@ -175,6 +176,7 @@ async def test_a_killed_actor_fails_its_tasks_and_the_task_resumes_from_its_roll
     assert lost.status is TaskStatus.LOST and isinstance(lost.error, ActorLost)
     assert lost.error.actor == 0 and lost.error.session_id == doomed.config.session_id
     assert "resume it with pool.run(task.resumed(...))" in str(lost.error)
+    assert lost.rollout_path is not None and lost.rollout_path == resumed.rollout_path
     assert events.terminal(doomed.task_id) == ["completed"]  # the first turn's; the second died with the actor
     assert resumed.status is TaskStatus.COMPLETED and resumed.actor == 1
     assert resumed.session_id == doomed.config.session_id

@@ -26,6 +26,9 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
     raise ImportError("trio_agent.ray needs Ray: pip install 'trio-agent[ray]'") from exc
 
+from ._blocking import BlockingRayPool as BlockingRayPool
+from ._blocking import TaskRef as TaskRef
+from ._blocking import blocking_ray_pool as blocking_ray_pool
 from ._errors import ActorLost as ActorLost
 from ._errors import PoolClosed as PoolClosed
 from ._errors import TaskCancelled as TaskCancelled
@@ -47,6 +50,7 @@ __all__ = [
     "ActorLost",
     "ActorStatistics",
     "AgentTask",
+    "BlockingRayPool",
     "PoolClosed",
     "PoolStatistics",
     "RayPool",
@@ -55,8 +59,10 @@ __all__ = [
     "TaskCancelled",
     "TaskCrashed",
     "TaskEvent",
+    "TaskRef",
     "TaskResult",
     "TaskStatus",
+    "blocking_ray_pool",
     "open_ray_pool",
 ]
 

@@ -40,7 +40,8 @@ class AgentActor:
     async def run_task(self, task_id: str, payload: bytes, stream: bool) -> None:
         await self._portal.call(self._host.run_task, task_id, payload, stream)
 
-    async def poll(self, acks: dict[str, tuple[int, bool]], paused: frozenset[str], wait: float | None) -> PollReply:
+    async def poll(self, acks: dict[str, tuple[int, bool, bool]], paused: frozenset[str],
+                   wait: float | None) -> PollReply:
         return await self._portal.call(self._host.poll, acks, paused, wait)
 
     async def cancel(self, task_id: str) -> None:

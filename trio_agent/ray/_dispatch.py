@@ -40,12 +40,15 @@ class _Waiter:
 
 
 class Slots:
-    """``acquire()`` a slot (FIFO), ``release()`` it; ``lost()`` retires an actor."""
+    """``acquire()`` a slot (FIFO), ``release()`` it; ``lost()`` retires an actor and
+    ``replace()`` puts its replacement at its index. While ``restarting`` replacements
+    are under way, waiters wait for them rather than fail."""
 
     def __init__(self, slots: list[Slot], per_actor: int) -> None:
         self.all = slots
         self._per_actor = per_actor
         self._waiters: collections.deque[_Waiter] = collections.deque()
+        self.restarting = 0
 
     @property
     def live(self) -> int:
@@ -61,14 +64,14 @@ class Slots:
 
     async def acquire(self) -> Slot | None:
         """The least busy live actor with a free slot, once there is one and every
-        earlier waiter was served; None when no live actor is left."""
+        earlier waiter was served; None when no live actor is left (nor coming)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         slot = self._free()
         if slot is not None and not self._waiters:
             slot.running += 1
             await trio.lowlevel.cancel_shielded_checkpoint()
             return slot
-        if not self.live:
+        if not self.live and not self.restarting:
             return None
         waiter = _Waiter()
         self._waiters.append(waiter)
@@ -91,10 +94,21 @@ class Slots:
         slot.alive = False
         self._hand_off()
 
+    def replace(self, slot: Slot) -> None:
+        """``slot`` is the new actor at its index (a replacement that started)."""
+        self.all[slot.index] = slot
+        self.restarting -= 1
+        self._hand_off()
+
+    def gave_up(self) -> None:
+        """A replacement did not start."""
+        self.restarting -= 1
+        self._hand_off()
+
     def _hand_off(self) -> None:
         while self._waiters:
             slot = self._free()
-            if slot is None and self.live:
+            if slot is None and (self.live or self.restarting):
                 return
             waiter = self._waiters.popleft()
             if slot is not None:

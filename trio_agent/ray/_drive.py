@@ -36,10 +36,10 @@ __all__ = ["TaskDriver"]
 class TaskDriver:
     """Runs tasks on the pool's slots; ``finished`` sees every result (counters)."""
 
-    def __init__(self, slots: Slots, links: list[ActorLink], cancel_grace: float,
+    def __init__(self, slots: Slots, link_of: Callable[[Slot], ActorLink], cancel_grace: float,
                  finished: Callable[[TaskState], None]) -> None:
         self._slots = slots
-        self._links = links
+        self._link_of = link_of
         self._grace = cancel_grace
         self._finished = finished
 
@@ -66,7 +66,7 @@ class TaskDriver:
     def _ended(self, state: TaskState, status: TaskStatus, error: AgentError) -> TaskResult:
         slot = state.slot
         return TaskResult(
-            state.task_id, state.task.config.session_id, status, error=error,
+            state.task_id, state.task.config.session_id, status, error=error, rollout_path=state.rollout_path,
             actor=slot.index if slot is not None else None, pid=slot.info.pid if slot is not None else None,
             events=state.received,
         )
@@ -88,11 +88,12 @@ class TaskDriver:
                     error: AgentError = TaskCancelled(f"task {state.task_id} was cancelled while queued")
                     self._finish(state, self._ended(state, TaskStatus.CANCELLED, error))
                 else:
-                    error = ActorLost(f"task {state.task_id}: every actor of the pool has died; nothing can run it")
+                    error = ActorLost(f"task {state.task_id}: every actor of the pool has died and none could be "
+                                      "replaced (max_restarts); nothing can run it")
                     self._finish(state, self._ended(state, TaskStatus.LOST, error))
                 return
             state.slot = slot
-            await self._run_on(self._links[slot.index], state)
+            await self._run_on(self._link_of(slot), state)
         finally:
             if state.result is None:  # the pool's scope was cancelled
                 where = "while queued" if slot is None else f"on actor {slot.index}"

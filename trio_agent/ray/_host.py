@@ -44,6 +44,7 @@ import os
 import pickle
 import ssl
 import traceback
+from pathlib import Path
 
 import attrs
 import trio
@@ -76,6 +77,8 @@ class _Record:
     acked: int = 0  # the number of the first buffered event in the task's sequence
     sent: int = 0  # events sent to the driver so far
     final_sent: bool = False
+    rollout_path: Path | None = None  # once the agent has opened its rollout
+    path_reported: bool = False  # ... and the driver knows it (or it was sent: see acknowledge)
     emitted: int = 0
     pumping: bool = False
     result: TaskResult | None = None
@@ -91,16 +94,19 @@ class _Record:
 
     @property
     def has_news(self) -> bool:
-        return self.unsent > 0 or not self.start_reported or (self.ended and not self.final_sent)
+        return (self.unsent > 0 or not self.start_reported or (self.ended and not self.final_sent)
+                or (self.rollout_path is not None and not self.path_reported))
 
-    def acknowledge(self, received: int, start_seen: bool) -> None:
-        """The driver has ``received`` events and knows (or not) that the task started.
-        Anything sent beyond that was lost in flight and is sent again."""
+    def acknowledge(self, received: int, start_seen: bool, path_seen: bool) -> None:
+        """The driver has ``received`` events and knows (or not) that the task started
+        and where its rollout is. Anything sent beyond that was lost in flight and is
+        sent again."""
         taken = min(max(received - self.acked, 0), len(self.buffer))
         del self.buffer[:taken]
         self.acked += taken
         self.sent = self.acked
         self.start_reported = start_seen
+        self.path_reported = path_seen
         self.final_sent = False
 
 
@@ -204,6 +210,9 @@ class AgentHost:
                 self._agents += 1
                 try:
                     run.rollout_path = agent.rollout.path if agent.rollout is not None else None
+                    if run.rollout_path is not None:  # news: the driver keeps it for a LOST result
+                        record.rollout_path = run.rollout_path
+                        self._touch(record)
                     record.pumping = True
                     pumps.start_soon(self._pump, agent.events, record, stream)
                     await run_body(agent, task, run.turns)
@@ -228,7 +237,8 @@ class AgentHost:
 
     # -- the driver's side ------------------------------------------------------------------
 
-    async def poll(self, acks: dict[str, tuple[int, bool]], paused: frozenset[str], wait: float | None) -> PollReply:
+    async def poll(self, acks: dict[str, tuple[int, bool, bool]], paused: frozenset[str],
+                   wait: float | None) -> PollReply:
         """The next reply for the driver (see the module docstring)."""
         for task_id, record in list(self._records.items()):
             if task_id in acks:
@@ -275,9 +285,13 @@ class AgentHost:
             if not record.start_reported:
                 record.start_reported = True
                 start = TaskStart(record.session_id, self._pid)
+            path = None
+            if record.rollout_path is not None and not record.path_reported:
+                record.path_reported = True
+                path = record.rollout_path
             last = record.ended and record.unsent == 0
             record.final_sent = last
-            batches[task_id] = EventBatch(events, start, record.result if last else None)
+            batches[task_id] = EventBatch(events, start, record.result if last else None, path)
             if not record.has_news:
                 self._news.discard(task_id)
             if budget <= 0:

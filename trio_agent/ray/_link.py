@@ -13,12 +13,15 @@ reply the link waits a moment (``SETTLE``) for the deliveries to finish, so the
 common case -- a caller that keeps up -- acknowledges everything in the next poll.
 While some task is paused the poll waits at most ``PAUSED_WAIT``, so a task that
 catches up is resumed soon even when the others are quiet; when every task is paused
-the link does not poll at all until one catches up. Results are acknowledged by
+the link does not poll at all until one catches up. An idle actor has a poll in
+flight too, which returns with the first task's start: a dead idle actor is found out
+(and replaced, ``_keeper``) when it dies, not when the next task is sent to it. Results are acknowledged by
 the next poll not listing their task, so a poll follows every reply with a result,
 if only to let the actor forget it.
 
 Loss: a poll that fails because the actor died fails every task of the link (their
-drivers end them as LOST with ``ActorLost``); ``ActorUnavailableError`` (the actor
+drivers end them as LOST with ``ActorLost``) and tells the keeper, which replaces the
+actor with a new link (``_keeper``); ``ActorUnavailableError`` (the actor
 may come back) is retried with backoff, and the acknowledgements of the retry make
 the actor send again whatever the failed call carried. The link runs shielded, in the pool's outer
 nursery, and is stopped only after every task has ended: cancelled tasks still get
@@ -84,13 +87,15 @@ class ActorLink:
             delay = _RETRY_FIRST
             while True:
                 paused = frozenset(task_id for task_id, state in self._tasks.items() if state.pending)
-                if len(paused) == len(self._tasks) and not self._release:
-                    await self._wait_kick()  # no task, or every task still delivering
+                if self._tasks and len(paused) == len(self._tasks) and not self._release:
+                    await self._wait_kick()  # every task still delivering
                     continue
-                acks = {task_id: (state.received, state.start_known) for task_id, state in self._tasks.items()}
-                # No bound while every task can take more; a short one while some cannot
-                # (see the module docstring); none at all to only acknowledge results.
-                wait = 0.0 if len(paused) == len(self._tasks) else PAUSED_WAIT if paused else None
+                acks = {task_id: (state.received, state.start_known, state.rollout_path is not None)
+                        for task_id, state in self._tasks.items()}
+                # No bound while every task can take more (or there is none: an idle actor's
+                # loss is noticed at once); a short one while some cannot (see the module
+                # docstring); none at all when no task can take more (only acknowledging results).
+                wait = None if not paused else 0.0 if len(paused) == len(self._tasks) else PAUSED_WAIT
                 self._release = False
                 try:
                     reply: PollReply = await PendingRef(self.slot.handle.poll.remote(acks, paused, wait)).wait()

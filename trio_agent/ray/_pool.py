@@ -1,8 +1,9 @@
 """``open_ray_pool`` and ``RayPool``: many agents on a pool of Ray actors, from Trio.
 
 Concurrency shape (the same as one agent's, DESIGN "Concurrency shape"): the pool owns
-two Trio nurseries on the driver -- an outer one with one shielded link per actor (the
-long poll, ``_link``) and an inner one with one driver task per accepted task
+two Trio nurseries on the driver -- an outer one with the ``ActorKeeper`` (``_keeper``:
+one shielded link per actor, the long poll of ``_link``, and the replacement of lost
+actors) and an inner one with one driver task per accepted task
 (``_drive``) -- and the actors, which it creates on entry and kills on exit. The links
 stop only after the inner nursery has finished, so cancelled tasks can still hear
 from their actors. Nothing
@@ -27,13 +28,12 @@ from typing import Any, final
 import ray
 import trio
 
-from .. import __version__
 from .._errors import ConfigError
 from ._actor import actor_class
 from ._dispatch import Slot, Slots
 from ._drive import TaskDriver
 from ._errors import ActorLost, PoolClosed
-from ._link import ActorLink
+from ._keeper import ActorKeeper, kill, start_actor
 from ._refs import PendingRef, is_actor_loss
 from ._remote import RemoteTask, TaskState
 from ._running import travelling
@@ -42,21 +42,25 @@ from ._values import ActorInfo, ActorStatistics, AgentTask, PoolStatistics, Task
 __all__ = ["RayPool", "open_ray_pool"]
 
 _FIXED_OPTIONS = {"max_restarts": 0, "max_task_retries": 0}
+# Each actor runs one Trio loop (about one core at most): reserve one CPU for it, so Ray
+# places no more actors than the cluster has cores for (actor_options={"num_cpus": ...}).
+_DEFAULT_OPTIONS = {"scheduling_strategy": "SPREAD", "num_cpus": 1}
 
 
 @final
 class RayPool:
     """A pool of Ray actors running agents; create it with ``open_ray_pool``."""
 
-    def __init__(self, slots: Slots, links: list[ActorLink], nursery: trio.Nursery, *, agents_per_actor: int,
+    def __init__(self, keeper: ActorKeeper, nursery: trio.Nursery, *, agents_per_actor: int,
                  max_queued: int, cancel_grace: float) -> None:
-        self._slots = slots
+        self._keeper = keeper
+        slots = self._slots = keeper.slots
         self._nursery = nursery
         self._agents_per_actor = agents_per_actor
         self._max_queued = max_queued
         self._grace = cancel_grace
         self._queue = trio.Semaphore(max_queued)
-        self._driver = TaskDriver(slots, links, cancel_grace, self._count)
+        self._driver = TaskDriver(slots, keeper.link_of, cancel_grace, self._count)
         self._closing = False
         self._states: set[TaskState] = set()
         self._sessions: set[str] = set()
@@ -65,7 +69,8 @@ class RayPool:
 
     @property
     def actors(self) -> tuple[ActorInfo, ...]:
-        """Each actor's identity (pool index, pid, Ray node), in pool order."""
+        """Each actor's identity (pool index, pid, Ray node), in pool order; a replaced
+        actor's entry is its replacement's (same index, new pid)."""
         return tuple(slot.info for slot in self._slots.all)
 
     # -- accepting tasks ----------------------------------------------------------------
@@ -163,7 +168,7 @@ class RayPool:
             running=sum(s.slot is not None for s in self._states), completed=counts[TaskStatus.COMPLETED],
             failed=counts[TaskStatus.FAILED], cancelled=counts[TaskStatus.CANCELLED], lost=counts[TaskStatus.LOST],
             events_delivered=self._events_delivered + sum(s.delivered for s in self._states),
-            actors=tuple(slot.statistics for slot in self._slots.all),
+            actors=tuple(slot.statistics for slot in self._slots.all), restarts=self._keeper.restarts,
         )
 
     async def actor_statistics(self) -> tuple[ActorStatistics | None, ...]:
@@ -177,7 +182,7 @@ class RayPool:
             except Exception as exc:  # Ray's error: the actor is gone
                 if not is_actor_loss(exc):
                     raise
-                self._slots.lost(slot)
+                self._keeper.lost(slot)
 
         async with trio.open_nursery() as nursery:
             for slot in self._slots.all:
@@ -212,46 +217,37 @@ def _options(actor_options: Mapping[str, object] | None) -> dict[str, object]:
         if given.get(key, fixed) != fixed:
             raise ConfigError(
                 f"actor_options[{key!r}] must stay {fixed}: the pool never re-runs a task behind your back "
-                "(a retry would re-run its tools); resume a lost task from its rollout with task.resumed(...)"
+                "(a retry would re-run its tools); the pool replaces a lost actor itself (open_ray_pool's "
+                "max_restarts), and a lost task resumes from its rollout with task.resumed(...)"
             )
-    return {"scheduling_strategy": "SPREAD", **given, **_FIXED_OPTIONS}
+    return {**_DEFAULT_OPTIONS, **given, **_FIXED_OPTIONS}
 
 
-async def _start_actors(num_actors: int, agents_per_actor: int, options: dict[str, object],
-                        patience: float) -> list[Slot]:
-    cls = actor_class(agents_per_actor)
-    handles: list[Any] = [cls.options(**options).remote(index) for index in range(num_actors)]
+async def _start_actors(cls: Any, num_actors: int, options: dict[str, object], patience: float,
+                        handles: list[Any]) -> list[Slot]:
     slots: list[Slot] = []
     try:
         with trio.move_on_after(patience) as waited:
-            for index, handle in enumerate(handles):
-                try:
-                    info: ActorInfo = await PendingRef(handle.ready.remote()).wait()
-                except Exception as exc:  # Ray's error: the actor could not be created
-                    raise ActorLost(f"actor {index} of the pool failed to start: {exc}", actor=index) from None
-                if info.version != __version__:
-                    raise ConfigError(
-                        f"actor {index} runs trio_agent {info.version} but this driver runs {__version__}; install "
-                        "the same version on the cluster's workers (runtime_env, see docs/ray.md)"
-                    )
-                slots.append(Slot(index, handle, info))
+            async with trio.open_nursery() as nursery:  # created together, so Ray places them together
+
+                async def one(index: int) -> None:
+                    slots.append(await start_actor(cls, options, index, handles))
+
+                for index in range(num_actors):
+                    nursery.start_soon(one, index)
         if waited.cancelled_caught:
             raise ActorLost(
                 f"the pool's {num_actors} actors did not all start within {patience} s; check that the cluster "
-                f"has room for them (ray.available_resources(); actor_options={options!r})"
+                f"has room for them: each reserves {options.get('num_cpus', 1)} CPU (ray.available_resources(); "
+                f"actor_options={options!r}; actor_options={{'num_cpus': ...}} changes it)"
             )
+    except BaseExceptionGroup as group:
+        kill(handles)
+        raise group.exceptions[0] from None  # the first actor's failure, as itself
     except BaseException:
-        _kill(handles)
+        kill(handles)
         raise
-    return slots
-
-
-def _kill(handles: Iterable[Any]) -> None:
-    for handle in handles:
-        try:
-            ray.kill(handle)
-        except Exception:  # already gone (or Ray is shutting down): nothing to kill
-            pass
+    return sorted(slots, key=lambda slot: slot.index)
 
 
 def open_ray_pool(
@@ -262,6 +258,8 @@ def open_ray_pool(
     actor_options: Mapping[str, object] | None = None,
     cancel_grace: float = 30.0,
     startup_timeout: float = 120.0,
+    max_restarts: int = 3,
+    restart_window: float = 60.0,
 ) -> AbstractAsyncContextManager[RayPool]:
     """Run a pool of ``num_actors`` Ray actors for the duration of the block.
 
@@ -271,8 +269,15 @@ def open_ray_pool(
     ``ray.init(...)`` first (``address=`` for an existing cluster, ``runtime_env=`` so its
     workers can import trio_agent). ``actor_options`` go to Ray's
     ``ActorClass.options()`` (``num_cpus``, ``memory``, ``resources``, ``runtime_env``,
-    ``scheduling_strategy``; default ``"SPREAD"``); actors are never restarted.
+    ``scheduling_strategy``; defaults ``num_cpus=1`` -- one Trio loop uses about one
+    core -- and ``"SPREAD"``); Ray never restarts an actor nor retries a call.
     Waits until every actor answers (``ActorLost`` after ``startup_timeout`` s).
+
+    A lost actor (killed, crashed, its node gone) ends its tasks as LOST and is replaced
+    by a new one at the same index, so the pool keeps its size: at most
+    ``max_restarts`` replacements in any ``restart_window`` seconds (0: never), each
+    reported as a WARNING on the ``trio_agent.ray`` logger and counted in
+    ``statistics().restarts``.
 
     Leaving the block waits for every accepted task; an exception or cancellation
     cancels them all (see ``RayPool.run``), waiting at most ``cancel_grace`` seconds
@@ -282,7 +287,10 @@ def open_ray_pool(
     _check_positive("agents_per_actor", agents_per_actor)
     if max_queued is not None:
         _check_positive("max_queued", max_queued)
-    for name, value in (("cancel_grace", cancel_grace), ("startup_timeout", startup_timeout)):
+    if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
+        raise ConfigError(f"max_restarts must be an integer >= 0 (0: never replace a lost actor), got {max_restarts!r}")
+    for name, value in (("cancel_grace", cancel_grace), ("startup_timeout", startup_timeout),
+                        ("restart_window", restart_window)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
             raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
     options = _options(actor_options)
@@ -292,24 +300,26 @@ def open_ray_pool(
             "(ray.init(address='auto') joins a running cluster, ray.init() starts a local one)"
         )
     return _open(num_actors, agents_per_actor, max_queued or num_actors * agents_per_actor, options,
-                 cancel_grace, startup_timeout)
+                 cancel_grace, startup_timeout, max_restarts, restart_window)
 
 
 @asynccontextmanager
 async def _open(num_actors: int, agents_per_actor: int, max_queued: int, options: dict[str, object],
-                cancel_grace: float, startup_timeout: float) -> AsyncIterator[RayPool]:
-    slots = await _start_actors(num_actors, agents_per_actor, options, startup_timeout)
-    dispatch = Slots(slots, agents_per_actor)
-    links = [ActorLink(slot, dispatch.lost) for slot in slots]
+                cancel_grace: float, startup_timeout: float, max_restarts: int,
+                restart_window: float) -> AsyncIterator[RayPool]:
+    cls = actor_class(agents_per_actor)
+    handles: list[Any] = []
+    slots = await _start_actors(cls, num_actors, options, startup_timeout, handles)
+    keeper = ActorKeeper(cls, options, Slots(slots, agents_per_actor), handles, max_restarts=max_restarts,
+                         restart_window=restart_window, startup_timeout=startup_timeout)
     try:
         # Two nurseries: the actors' links (shielded) outlive the tasks, so that
         # cancelled tasks still receive their last events and results through them.
         async with trio.open_nursery() as outer:
-            for link in links:
-                outer.start_soon(link.run)
+            outer.start_soon(keeper.run)
             try:
                 async with trio.open_nursery() as nursery:
-                    pool = RayPool(dispatch, links, nursery, agents_per_actor=agents_per_actor,
+                    pool = RayPool(keeper, nursery, agents_per_actor=agents_per_actor,
                                    max_queued=max_queued, cancel_grace=cancel_grace)
                     try:
                         yield pool
@@ -319,8 +329,7 @@ async def _open(num_actors: int, agents_per_actor: int, max_queued: int, options
                     finally:
                         pool._closing = True
             finally:
-                for link in links:
-                    link.close()
+                keeper.close()
     except BaseExceptionGroup as group:
         single: BaseException = group
         while isinstance(single, BaseExceptionGroup) and len(single.exceptions) == 1:
@@ -329,4 +338,4 @@ async def _open(num_actors: int, agents_per_actor: int, max_queued: int, options
             raise single from None  # the block's own error (or cancellation), as itself
         raise
     finally:
-        _kill(slot.handle for slot in slots)
+        kill(keeper.handles)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, final
 
 import attrs
@@ -36,6 +37,7 @@ class TaskState:
     failure: Exception | None = None  # the link's error: the actor is gone (or failed)
     start_known: bool = False  # a received batch reported the start (acknowledged to the actor)
     start_seen: bool = False  # ... and this task's driver has handled it
+    rollout_path: Path | None = None  # the actor reported the agent's rollout (kept for a LOST result)
     queue_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)  # running, or ended without running
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -53,6 +55,8 @@ class TaskState:
         self.pending.append(batch)
         self.received += len(batch.events)
         self.start_known = self.start_known or batch.start is not None
+        if batch.rollout_path is not None:
+            self.rollout_path = batch.rollout_path
         self._inbox.set()
 
     def fail(self, exc: Exception) -> None:
@@ -110,8 +114,13 @@ class RemoteTask:
         its rollout is flushed; then its result (status CANCELLED, the turns completed
         before) arrives. A no-op once the task has ended; cancelling this call does not
         stop the cancellation."""
-        self._request_cancel(self._state)
+        self.cancel_soon()
         await self._state.done.wait()
+
+    def cancel_soon(self) -> None:
+        """``cancel()`` without waiting for the end (from a callback, or a thread through
+        ``trio.from_thread.run_sync``); ``result()`` then has the outcome."""
+        self._request_cancel(self._state)
 
     async def result(self) -> TaskResult:
         """Wait for the task's ``TaskResult``; every event of the task has been delivered

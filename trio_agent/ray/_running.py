@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
+import ray
 import trio
 
 from .._config import AgentConfig
@@ -138,11 +139,18 @@ async def run_body(agent: Agent, task: AgentTask, turns: list[TurnResult]) -> No
     if value is None:
         return
     if isinstance(value, TurnResult):
-        turns.append(value)
+        returned = [value]
     elif isinstance(value, Sequence) and all(isinstance(item, TurnResult) for item in value):
-        turns.extend(value)
+        returned = list(value)
     else:
         raise TypeError(f"a task's body must return a TurnResult, a list of them or None, got {type(value).__name__}")
+    # What a body built itself may hold anything: checked here, so that it fails this
+    # task alone instead of the poll that carries every task of the actor.
+    try:
+        ray.cloudpickle.dumps(returned)
+    except Exception as exc:  # whatever refused pickling
+        raise TypeError(f"the turns it returned cannot be sent to the driver: {type(exc).__name__}: {exc}") from None
+    turns.extend(returned)
 
 
 def only_cancelled(exc: BaseException) -> bool:

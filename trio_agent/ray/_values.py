@@ -124,8 +124,11 @@ class TaskResult:
     """How a task ended. ``turns`` are the turns that completed, in order; ``error`` is
     None exactly when ``status`` is COMPLETED: the ``ta.TurnFailed`` (or other
     ``ta.AgentError``) that ended it, ``TaskCancelled``, ``TaskCrashed`` or
-    ``ActorLost``. ``events`` counts the agent events the actor emitted (all of them
-    were delivered to the task's event channel, if it had one and kept reading).
+    ``ActorLost``. ``rollout_path`` is where the agent's rollout is (on its actor's
+    node), whatever the status -- a LOST task's included, to resume it from -- and None
+    when the task has no rollout or its agent never opened one. ``events`` counts the
+    agent events the actor emitted (all of them were delivered to the task's event
+    channel, if it had one and kept reading).
     ``actor`` is the pool index of the actor that ran it (None: it never reached one)."""
 
     task_id: str
@@ -206,6 +209,7 @@ class PoolStatistics:
     lost: int
     events_delivered: int
     actors: tuple[ActorStatistics | None, ...]
+    restarts: int = 0  # lost actors replaced so far (open_ray_pool's max_restarts)
 
 
 # -- the poll protocol (private) ---------------------------------------------------------
@@ -222,11 +226,13 @@ class TaskStart:
 @attrs.frozen
 class EventBatch:
     """One task's part of a poll reply: its next events, the start report (in its
-    first batch) and, in the batch with its last events, its result."""
+    first batch), the rollout's path (once the agent opened it) and, in the batch with
+    its last events, its result."""
 
     events: tuple[AgentEvent, ...] = ()
     start: TaskStart | None = None
     result: TaskResult | None = None
+    rollout_path: Path | None = None
 
 
 @attrs.frozen
