@@ -33,6 +33,7 @@ from .._json_lines import LineProblem, NotJson, loads
 
 __all__ = [
     "FORMAT",
+    "INPUT_KINDS",
     "KINDS",
     "VERSION",
     "Cassette",
@@ -65,9 +66,11 @@ KINDS: dict[str, dict[str, tuple[type, ...]]] = {
     "http.end": {"conn": (int,), "how": (str,)},
     "input.prompt": {"agent": (str,), "turn": (int,), "text": (str,)},
     "input.steer": {"agent": (str,), "turn": (int,), "text": (str,), "interrupt": (bool,)},
+    "input.cancel": {"agent": (str,), "turn": (int,)},
     "turn.end": {"agent": (str,), "turn": (int,), "status": (str,), "final_message": (str, _NONE)},
     "end": {},
 }
+INPUT_KINDS = ("input.prompt", "input.steer", "input.cancel")  # what replay() gives again
 _CHOICES = {("ws.close", "by"): ("server", "client"), ("http.end", "how"): ("eof", "client_closed", "error")}
 _SESSION_FIELDS: dict[str, tuple[type, ...]] = {
     "session_id": (str,), "model": (str,), "thinking": (str,), "fast_mode": (bool,), "store": (bool,),
@@ -199,8 +202,8 @@ class Cassette:
         return self.header.transports[0]
 
     def inputs(self) -> tuple[Observation, ...]:
-        """The prompts and steers the session received, in order."""
-        return tuple(o for o in self.observations if o.kind in ("input.prompt", "input.steer"))
+        """The prompts, steers and cancels the session received, in order."""
+        return tuple(o for o in self.observations if o.kind in INPUT_KINDS)
 
     def turn_ends(self) -> tuple[Observation, ...]:
         """The ``turn.end`` observations, in order (one per recorded turn)."""

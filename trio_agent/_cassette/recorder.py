@@ -8,7 +8,8 @@ tap (``_transport/tap.py``): each WebSocket's opening (or failed handshake), eve
 frame sent and received and its close; each HTTPS request, its response head, its
 SSE events (decoded here, from the chunks the exchange reads) and how it ended. The
 transports choose the tapped path once per connection, never per frame. Prompts,
-steers and turn ends come through the seam's turn notices (accepted, steered, ended).
+steers, cancels and turn ends come through the seam's turn notices (accepted, steered,
+cancel_requested, ended).
 With ``record`` unset none of this exists and the agent's paths are unchanged.
 
 Secrets: header values named like credentials (``Authorization``, ``ChatGPT-Account-ID``,
@@ -208,6 +209,9 @@ class CassetteRecorder(AgentObserver):
     def steered(self, turn_id: int, text: str, interrupt: bool) -> None:
         self.add("input.steer", {"agent": self.agent, "turn": turn_id, "text": self.scrub(text),
                                  "interrupt": interrupt}, flush=True)
+
+    def cancel_requested(self, turn_id: int) -> None:
+        self.add("input.cancel", {"agent": self.agent, "turn": turn_id}, flush=True)
 
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         message = self.scrub(final_message) if final_message is not None else None

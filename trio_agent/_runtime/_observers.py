@@ -93,6 +93,10 @@ class AgentObserver:
     def steered(self, turn_id: int, text: str, interrupt: bool) -> None:
         """A steer was submitted to running turn ``turn_id``."""
 
+    def cancel_requested(self, turn_id: int) -> None:
+        """The application cancelled turn ``turn_id`` (``Turn.cancel``), as the cancel
+        takes effect: before the turn ends."""
+
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         """Turn ``turn_id`` ended (right after its terminal event)."""
 
@@ -174,6 +178,10 @@ class Observers:
     def steered(self, turn_id: int, text: str, interrupt: bool) -> None:
         for observer in tuple(self._all):
             self._call(observer, observer.steered, turn_id, text, interrupt)
+
+    def cancel_requested(self, turn_id: int) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.cancel_requested, turn_id)
 
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         for observer in tuple(self._all):

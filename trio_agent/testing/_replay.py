@@ -7,6 +7,7 @@ at the server -- is given the root agent's recorded prompts and steers again, ea
 once everything recorded before it has happened again (so a steer recorded between
 two frames of a response lands between the same two frames). Every turn it prompted
 is awaited and compared with the recorded ``turn.end`` (status and final message).
+A recorded cancel (``input.cancel``) cancels its turn at the same point.
 The agent closes when the inputs are given and its turns are done; then every
 recorded observation must have happened. The first difference -- a request, a
 connection, a turn's end, an input the agent no longer accepts, something the agent
@@ -16,6 +17,7 @@ never did -- is the ``ReplayResult``'s ``mismatch``; the run stops there.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, final
@@ -110,10 +112,15 @@ async def replay(
     timing: float = 0.0,
     match: ReplayMatch = ReplayMatch.INPUT,
     in_memory: bool = False,
+    limit: float | None = None,
 ) -> ReplayResult:
     """Replay ``cassette`` (a ``Cassette`` or a path) and report whether the agent still
     behaves the same. See the module docstring; ``config``/``workspace``/``tools`` as
     in ``replay_config``, ``timing``/``match``/``in_memory`` as in ``ReplayServer``.
+
+    ``limit`` (seconds, Trio's clock; None: no bound) ends a replay that stalls -- an
+    agent waiting for a frame the cassette never sends, a server waiting for a request
+    the agent never makes -- with a mismatch that names what it was waiting for.
 
     Raises ``CassetteError`` for a cassette that cannot be replayed; a behaviour
     difference is returned as ``result.mismatch``, not raised (``result.check()``).
@@ -123,10 +130,13 @@ async def replay(
     server = ReplayServer(loaded, timing=timing, match=match, workspace=agent_workspace, in_memory=in_memory,
                           gate_inputs=True)
     run = _Run(loaded, server)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(run.serve)
-        await run.drive(replay_config(loaded, server, config=config, workspace=workspace, tools=tools))
-        nursery.cancel_scope.cancel()
+    with trio.move_on_after(math.inf if limit is None else limit) as bound:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run.serve)
+            await run.drive(replay_config(loaded, server, config=config, workspace=workspace, tools=tools))
+            nursery.cancel_scope.cancel()
+    if bound.cancelled_caught:
+        run.timed_out(limit)
     return run.result()
 
 
@@ -185,9 +195,13 @@ class _Run:
             self._server.input_delivered(obs)
             return
         steered = self._turns.get(recorded_turn)
+        what = "cancel" if obs.kind == "input.cancel" else "steer"
         if steered is None:
-            self._fail(ReplayMismatch(f"replay mismatch at cassette line {obs.line}: the recorded steer names "
-                                      f"turn {recorded_turn}, which the cassette never prompted", line=obs.line))
+            self._fail(ReplayMismatch(f"replay mismatch at cassette line {obs.line}: the recorded {what} names "
+                                      f"turn {recorded_turn}, which the agent had not been prompted for at that "
+                                      "point", line=obs.line))
+        elif obs.kind == "input.cancel":
+            await self._cancel(steered, obs, nursery)
         elif not await steered.wait_running():
             self._fail(ReplayMismatch(f"replay mismatch at cassette line {obs.line}: turn {recorded_turn} ended "
                                       "without running, before the recorded steer", line=obs.line))
@@ -213,6 +227,31 @@ class _Run:
             ))
             return
         self._server.input_delivered(obs)
+
+    async def _cancel(self, turn: ta.Turn, obs: Observation, nursery: trio.Nursery) -> None:
+        """Cancel ``turn`` where the recording did. ``cancel()`` returns once the turn
+        ended, which may need frames recorded after the cancel: it is given once its
+        task blocks (the cancel has taken effect by then)."""
+        if turn.status.value not in ("queued", "running"):
+            self._fail(ReplayMismatch(
+                f"replay mismatch at cassette line {obs.line}: the recorded cancel of turn {field_int(obs, 'turn')} "
+                f"came while it ran, but it is {turn.status.value} now", line=obs.line,
+            ))
+            return
+        nursery.start_soon(self._cancelling, turn, obs)
+        await trio.testing.wait_all_tasks_blocked()
+        self._server.input_delivered(obs)
+
+    async def _cancelling(self, turn: ta.Turn, obs: Observation) -> None:
+        import trio_agent as ta
+
+        try:
+            await turn.cancel()
+        except ta.TurnNotCancellable as exc:
+            self._fail(ReplayMismatch(
+                f"replay mismatch at cassette line {obs.line}: the agent no longer accepts the recorded cancel: "
+                f"{exc}", line=obs.line,
+            ))
 
     async def _interrupting(self, turn: ta.Turn, text: str, obs: Observation) -> None:
         import trio_agent as ta
@@ -268,10 +307,43 @@ class _Run:
             line=first.line,
         ))
 
+    def timed_out(self, limit: float | None) -> None:
+        """The replay did not finish within ``limit``: say what it was waiting for."""
+        pending = self._server.unreached()
+        if not pending:
+            waiting = "every recorded observation had happened; the agent did not close"
+        else:
+            waiting = f"cassette line {pending[0].line}: {_waiting_for(pending[0])}"
+        self._fail(ReplayMismatch(
+            f"replay mismatch: the replay did not finish within {limit:g} s; it was waiting for {waiting} "
+            f"({len(pending)} recorded observation(s) had not happened)",
+            line=pending[0].line if pending else None,
+        ))
+
     def result(self) -> ReplayResult:
         turns = tuple(self._ended[turn_id] for turn_id in sorted(self._ended))
         return ReplayResult(self._mismatch, turns, tuple(self._events), self._server.requests_matched,
                             self._server.connections_served)
+
+
+def _waiting_for(obs: Observation) -> str:
+    """What a replay stalled on, said from the first recorded observation that did not happen."""
+    conn = f" on connection {obs.conn}" if obs.conn is not None else ""
+    turn = obs.data.get("turn")
+    phrases = {
+        "ws.send": f"the agent to send a frame{conn}",
+        "http.request": f"the agent to send an HTTPS request (connection {obs.conn})",
+        "ws.open": f"the agent to open a WebSocket (connection {obs.conn})",
+        "ws.error": f"the agent to open a WebSocket (connection {obs.conn}, refused as recorded)",
+        "ws.close": f"the agent to close connection {obs.conn}" if obs.data.get("by") == "client"
+        else f"the recorded close of connection {obs.conn}",
+        "http.end": f"the agent to finish reading{conn}",
+        "input.prompt": f"the recorded prompt of turn {turn} to be given (after everything recorded before it)",
+        "input.steer": f"the recorded steer of turn {turn} to be given (after everything recorded before it)",
+        "input.cancel": f"the recorded cancel of turn {turn} to be given (after everything recorded before it)",
+        "turn.end": f"turn {turn} to end",
+    }
+    return phrases.get(obs.kind, f"a {obs.kind}{conn}")
 
 
 def _outcome_lines(status: object, message: object) -> list[str]:

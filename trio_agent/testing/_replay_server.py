@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._cassette.format import Cassette, Observation, RecordedConnection, field_int, field_str
+from .._cassette.format import INPUT_KINDS, Cassette, Observation, RecordedConnection, field_int, field_str
 from ._http import FakeHttpRequest, read_http_request
 from ._replay_match import Matcher, ReplayMatch, ReplayMismatch, pretty
 from ._replay_progress import Pace, Progress
@@ -86,7 +86,7 @@ class ReplayServer:
         # With gate_inputs, the root agent's prompts, steers and turn ends are driven
         # (``replay()``); everything else without a connection happens on its own.
         root = [o for o in self.cassette.observations
-                if o.kind in ("input.prompt", "input.steer", "turn.end") and o.data.get("agent") == "/root"]
+                if o.kind in (*INPUT_KINDS, "turn.end") and o.data.get("agent") == "/root"]
         driven = {o.line for o in root} if gate_inputs else set()
         self._progress = Progress(self.cassette, [o.line for o in root if o.kind != "turn.end" and o.line in driven])
         self._by_line = {o.line: o for o in self.cassette.observations}

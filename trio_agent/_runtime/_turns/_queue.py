@@ -160,6 +160,11 @@ class TurnQueue:
         if self._observers is not None:
             self._observers.steered(state.turn_id, text, interrupt)
 
+    def cancel_requested(self, state: TurnState) -> None:
+        """The application cancelled ``state`` (``TurnControl.cancel``), before it ends."""
+        if self._observers is not None:
+            self._observers.cancel_requested(state.turn_id)
+
     def finished(self, state: TurnState) -> None:
         if self.running is state:
             self.running = None
