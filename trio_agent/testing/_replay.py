@@ -16,6 +16,7 @@ never did -- is the ``ReplayResult``'s ``mismatch``; the run stops there.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import os
@@ -172,10 +173,22 @@ class _Run:
                 for obs in self._cassette.inputs():
                     if obs.data.get("agent") == "/root":
                         await self._give(agent, obs, nursery)
+                await self._settle()
             self._compare_turns()
             with trio.move_on_after(SETTLE_GRACE):
                 await self._server.wait_done()
             self._check_unreached()
+
+    async def _settle(self) -> None:
+        """Before the agent closes: its turns have ended and the server has sent what it
+        sends on its own (``ReplayServer.wait_quiet``), so closing never races the
+        server's last recorded frames (a body's end after the terminal event)."""
+        import trio_agent as ta
+
+        for turn in tuple(self._turns.values()):
+            with contextlib.suppress(ta.AgentError):
+                await turn.result()
+        await self._server.wait_quiet()
 
     async def _collect(self, events: ta.AgentEvents) -> None:
         async for event in events:

@@ -186,6 +186,22 @@ class ReplayServer:
         """Tell the server the replayed agent reached the recorded ``turn.end`` ``obs``."""
         self._progress.done(obs.line)
 
+    async def wait_quiet(self) -> None:
+        """Wait until the server has nothing left to send on its own: on every recorded
+        connection the next step not yet replayed (if any) is the agent's -- a request
+        or frame to send, a connection to open or close. ``replay()`` waits for this
+        before it closes the agent: what the recording shows the server sent before the
+        agent closed (a body's end, a last frame after the turn's terminal one) is sent
+        again before the agent closes, whichever task Trio happens to run first."""
+        while not all(self._agent_moves_next(connection) for connection in self._connections):
+            await self._progress.changed()
+
+    def _agent_moves_next(self, connection: RecordedConnection) -> bool:
+        for step in (connection.opening, *connection.steps):
+            if not self._progress.is_done(step.line):
+                return step is connection.opening or not _server_side(step)
+        return True
+
     async def wait_done(self) -> None:
         """Wait until every recorded observation has happened again."""
         await self._progress.all_done()
@@ -339,6 +355,18 @@ class ReplayServer:
         else:
             await _wait_closed(request.stream)  # the agent gave up (or timed out): wait for it
         return False
+
+
+def _server_side(step: Observation) -> bool:
+    """Whether the server makes this step on its own (the agent only receives it)."""
+    if step.kind in ("ws.recv", "http.response", "sse.event"):
+        return True
+    if step.kind == "ws.close":
+        return step.data.get("by") == "server"
+    if step.kind == "http.end":
+        how = step.data.get("how")
+        return how == "eof" or (how == "error" and "timeout" not in str(step.data.get("error_class", "")))
+    return False
 
 
 def _replayable(headers: object) -> list[tuple[str, str]]:
