@@ -12,11 +12,12 @@ steers, cancels and turn ends come through the seam's turn notices (accepted, st
 cancel_requested, ended).
 With ``record`` unset none of this exists and the agent's paths are unchanged.
 
-Secrets: header values named like credentials (``Authorization``, ``ChatGPT-Account-ID``,
-cookies, ``*key*``, ``*token*``, ``*secret*``) are replaced by ``<redacted>`` and
-remembered, and every recorded string -- frames, bodies, error messages -- passes
-through the agent's ``Redactor`` (its API key and ChatGPT tokens) and those
-remembered values. URLs lose their query string and user info.
+Secrets (``redaction.py``): header values named like credentials (``Authorization``,
+``ChatGPT-Account-ID``, cookies, ``*key*``, ``*token*``, ``*secret*``) are replaced by
+``<redacted>`` and remembered, and every recorded string -- frames, bodies, error
+messages -- passes through the agent's ``Redactor`` (its API key and ChatGPT tokens),
+those remembered values and the values of the environment's credential variables.
+URLs lose their query string and user info.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ProtocolError, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
 from .._runtime._observers import AgentObserver, AgentSite
-from .._runtime._secrets import REDACTED
 from .._wire.sse import SseDecoder
+from .redaction import REDACTED, SecretValues, secret_name
 from .writer import CassetteWriter
 
 if TYPE_CHECKING:
@@ -41,13 +42,6 @@ if TYPE_CHECKING:
     from .._transport.tap import Answer
 
 __all__ = ["CassetteRecorder", "CassetteTree", "open_cassette"]
-
-_SECRET_HEADERS = frozenset({
-    "authorization", "proxy-authorization", "cookie", "set-cookie", "chatgpt-account-id",
-    "openai-organization", "openai-project",
-})
-_SECRET_WORDS = ("key", "token", "secret", "password")
-
 
 class CassetteTree:
     """The cassette of one agent tree (an ``Attachment``): its writer, shared by the
@@ -85,11 +79,6 @@ def open_cassette(config: AgentConfig) -> CassetteTree:
         ) from exc
 
 
-def _secret_header(name: str) -> bool:
-    lowered = name.lower()
-    return lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS)
-
-
 def clean_url(url: str) -> str:
     """``url`` without user info, query or fragment (where credentials hide)."""
     parts = urllib.parse.urlsplit(url)
@@ -108,35 +97,26 @@ class CassetteRecorder(AgentObserver):
         self.writer = writer
         self.agent = agent
         self.redactor = redactor  # the model client's: every credential it sends
-        self._seen: list[str] = []  # credential values seen in headers
+        self._seen = SecretValues()  # credential values seen in headers, and the environment's
         self.tap = self
 
     # -- secrets -------------------------------------------------------------------------
 
     def scrub(self, text: str) -> str:
-        text = self.redactor.text(text)
-        for secret in self._seen:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+        return self._seen.scrub(self.redactor.text(text))
 
     def headers(self, headers: Iterable[tuple[str, str]]) -> dict[str, str]:
         """Lower-cased names -> values (repeated names joined by ``, ``), credentials redacted."""
         result: dict[str, str] = {}
         for name, value in headers:
             key = name.lower()
-            if _secret_header(key):
-                self._remember(value)
+            if secret_name(key):
+                self._seen.add(value)
                 value = REDACTED
             else:
                 value = self.scrub(value)
             result[key] = f"{result[key]}, {value}" if key in result else value
         return result
-
-    def _remember(self, value: str) -> None:
-        for part in (value, value.removeprefix("Bearer ").strip()):
-            if len(part) >= 8 and part not in self._seen:
-                self._seen.append(part)
 
     def scrub_json(self, value: dict[str, Any]) -> dict[str, Any]:
         text = dumps(value)

@@ -296,7 +296,8 @@ class _Run:
         for turn_id, recorded in sorted(self._recorded_ends.items()):
             ended = self._ended.get(turn_id)
             expected = (field_str(recorded, "status"), recorded.data.get("final_message"))
-            actual = (ended.status, ended.final_message) if ended is not None else ("not run", None)
+            actual = (ended.status, self._server.redact(ended.final_message)) if ended is not None else (
+                "not run", None)
             if expected == actual:
                 continue
             diff = "\n".join(difflib.unified_diff(

@@ -12,6 +12,9 @@ So both sides are *normalised* before they are compared:
   for the rest of the session, and the replayed value is shown as the recorded one.
   An id that later turns up bound to something else is left as it is, so the diff
   shows it: ids must correspond consistently, in both directions.
+- **Secrets**: every credential the replaying agent sends (its request headers) and
+  the environment's credential variables become ``<redacted>`` on both sides, as the
+  recorder wrote them (``_cassette/redaction.py``): a diff never shows a secret.
 - **Text**: the recorded workspace path and the replay's become ``<workspace>``;
   ``<current_date>``, ``<timezone>`` and ``<shell>`` of the environment context, and
   measured durations in tool outputs (``Wall time 0.5 seconds``, ``Wall time: 0.012
@@ -34,6 +37,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .._cassette.redaction import SecretValues
 from .._errors import AgentError
 
 __all__ = ["Matcher", "ReplayMatch", "ReplayMismatch", "pretty"]
@@ -84,10 +88,12 @@ def unified_diff(expected: object, actual: object) -> str:
 class Matcher:
     """Compares requests of one replay (the id bindings live as long as it does)."""
 
-    def __init__(self, mode: ReplayMatch, *, recorded_workspace: str, workspace: str) -> None:
+    def __init__(self, mode: ReplayMatch, *, recorded_workspace: str, workspace: str,
+                 secrets: SecretValues | None = None) -> None:
         self._mode = mode
-        self._recorded_text = _text_normaliser(recorded_workspace)
-        self._replayed_text = _text_normaliser(workspace)
+        self.secrets = secrets if secrets is not None else SecretValues()
+        self._recorded_text = _text_normaliser(recorded_workspace, self.secrets)
+        self._replayed_text = _text_normaliser(workspace, self.secrets)
         self._forward: dict[str, str] = {}  # replayed id -> recorded id
         self._backward: dict[str, str] = {}  # recorded id -> replayed id
 
@@ -101,6 +107,10 @@ class Matcher:
                 "(- recorded, + replayed; ids, workspace paths and the date normalised)",
                 line=line, diff=unified_diff(recorded, replayed),
             )
+
+    def redact(self, value: object) -> Any:
+        """``value`` with every known credential replaced by ``<redacted>`` (as the cassette)."""
+        return _walk(value, self.secrets.scrub)
 
     def _project(self, body: dict[str, Any]) -> dict[str, Any]:
         if self._mode is ReplayMatch.BODY or body.get("type", "response.create") != "response.create":
@@ -130,8 +140,9 @@ class Matcher:
         return actual
 
 
-def _text_normaliser(workspace: str) -> Callable[[str], str]:
+def _text_normaliser(workspace: str, secrets: SecretValues) -> Callable[[str], str]:
     def normalise(text: str) -> str:
+        text = secrets.scrub(text)
         if workspace and workspace in text:
             text = text.replace(workspace, WORKSPACE)
         if "</" in text:

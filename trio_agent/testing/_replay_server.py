@@ -174,6 +174,10 @@ class ReplayServer:
 
     # -- the driver's side (replay()) ----------------------------------------------------
 
+    def redact(self, value: object) -> Any:
+        """``value`` with every credential the replay knows as ``<redacted>`` (what a diff shows)."""
+        return self._matcher.redact(value)
+
     async def wait_before(self, obs: Observation) -> None:
         """Wait until everything recorded before ``obs`` has happened again."""
         await self._progress.all_before(obs.line)
@@ -221,6 +225,7 @@ class ReplayServer:
             self._progress.done(opening.line)
             return
         conn = await raw.accept(headers=_replayable(opening.data.get("response_headers")))
+        self._matcher.secrets.add_headers(conn.handshake.headers.items())
         self._progress.done(opening.line)
         pace.stepped(opening)
         for step in connection.steps:
@@ -295,7 +300,8 @@ class ReplayServer:
             return
         raise self._fail(ReplayMismatch(
             f"replay mismatch at cassette line {step.line}: where the agent closed connection {connection.conn}, "
-            "it now sends another frame:", line=step.line, diff="\n".join("+" + line for line in pretty(actual)),
+            "it now sends another frame:", line=step.line,
+            diff="\n".join("+" + line for line in pretty(self._matcher.redact(actual))),
         ))
 
     # -- HTTPS ---------------------------------------------------------------------------
@@ -313,6 +319,7 @@ class ReplayServer:
             )) from None
         expected = opening.data.get("body")
         assert isinstance(expected, dict)
+        self._matcher.secrets.add_headers(request.headers.items())
         try:
             self._matcher.check(expected, request.body, what=what, line=opening.line)
         except ReplayMismatch as exc:
