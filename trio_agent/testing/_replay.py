@@ -20,6 +20,7 @@ import contextlib
 import difflib
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
@@ -28,7 +29,7 @@ import trio
 import trio.testing
 
 from .._cassette.format import Cassette, Observation, field_bool, field_int, field_str
-from ._replay_match import ReplayMatch, ReplayMismatch
+from ._replay_match import ReplayMatch, ReplayMismatch, RequestMatcher
 from ._replay_server import ReplayServer
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ async def replay(
     workspace: str | os.PathLike[str] | None = None,
     tools: ta.Tools | None = None,
     timing: float = 0.0,
-    match: ReplayMatch = ReplayMatch.INPUT,
+    match: ReplayMatch | RequestMatcher | Sequence[RequestMatcher] = ReplayMatch.INPUT,
     in_memory: bool = False,
     limit: float | None = None,
 ) -> ReplayResult:

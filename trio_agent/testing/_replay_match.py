@@ -34,13 +34,13 @@ import difflib
 import enum
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._cassette.redaction import SecretValues
 from .._errors import AgentError
 
-__all__ = ["Matcher", "ReplayMatch", "ReplayMismatch", "pretty"]
+__all__ = ["Matcher", "ReplayMatch", "ReplayMismatch", "RequestMatcher", "pretty"]
 
 ID_KEYS = frozenset({"id", "call_id", "previous_response_id", "response_id", "item_id", "session_id",
                      "prompt_cache_key"})
@@ -60,6 +60,12 @@ class ReplayMatch(enum.Enum):
 
     INPUT = "input"  # type, generate, previous_response_id and the input items
     BODY = "body"  # the whole body
+
+
+#: A custom matcher: called with the recorded and the replayed request (whole bodies or
+#: frames, normalised: ids bound, paths, dates and secrets replaced), True when they
+#: match. Pass one -- or a sequence, all of which must agree -- as ``match=``.
+RequestMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
 
 
 class ReplayMismatch(AgentError, AssertionError):
@@ -88,9 +94,14 @@ def unified_diff(expected: object, actual: object) -> str:
 class Matcher:
     """Compares requests of one replay (the id bindings live as long as it does)."""
 
-    def __init__(self, mode: ReplayMatch, *, recorded_workspace: str, workspace: str,
-                 secrets: SecretValues | None = None) -> None:
-        self._mode = mode
+    def __init__(self, mode: ReplayMatch | RequestMatcher | Sequence[RequestMatcher], *,
+                 recorded_workspace: str, workspace: str, secrets: SecretValues | None = None) -> None:
+        self._custom: tuple[RequestMatcher, ...] = ()
+        if isinstance(mode, ReplayMatch):
+            self._mode = mode
+        else:
+            self._mode = ReplayMatch.BODY
+            self._custom = (mode,) if callable(mode) else tuple(mode)
         self.secrets = secrets if secrets is not None else SecretValues()
         self._recorded_text = _text_normaliser(recorded_workspace, self.secrets)
         self._replayed_text = _text_normaliser(workspace, self.secrets)
@@ -100,10 +111,12 @@ class Matcher:
     def check(self, expected: dict[str, Any], actual: dict[str, Any], *, what: str, line: int) -> None:
         """Raise ``ReplayMismatch`` unless ``actual`` matches ``expected``."""
         recorded = _walk(self._project(expected), self._recorded_text)
-        replayed = self._translate(recorded, _walk(self._project(actual), self._replayed_text))
-        if recorded != replayed:
+        replayed: Any = self._translate(recorded, _walk(self._project(actual), self._replayed_text))
+        failed = [m for m in self._custom if not m(recorded, replayed)]
+        if (failed if self._custom else recorded != replayed):
+            by = f" by {', '.join(getattr(m, '__name__', repr(m)) for m in failed)}" if failed else ""
             raise ReplayMismatch(
-                f"replay mismatch at cassette line {line}: {what} differs from the recording "
+                f"replay mismatch at cassette line {line}: {what} differs from the recording{by} "
                 "(- recorded, + replayed; ids, workspace paths and the date normalised)",
                 line=line, diff=unified_diff(recorded, replayed),
             )

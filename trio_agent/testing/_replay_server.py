@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._cassette.format import INPUT_KINDS, Cassette, Observation, RecordedConnection, field_int, field_str
 from ._http import FakeHttpRequest, read_http_request
-from ._replay_match import Matcher, ReplayMatch, ReplayMismatch, pretty
+from ._replay_match import Matcher, ReplayMatch, ReplayMismatch, RequestMatcher, pretty
 from ._replay_progress import Pace, Progress
 from ._server import ClientDisconnected, FakeConnection, FakeResponsesServer, RawConnection
 
@@ -55,7 +56,8 @@ class ReplayServer:
 
     ``timing``: scale of the recorded gaps between frames (0, the default: none; 1.0:
     as recorded). ``match``: what must be equal (``ReplayMatch.INPUT``: the input
-    items; ``ReplayMatch.BODY``: whole bodies). ``workspace``: the replaying agent's
+    items; ``ReplayMatch.BODY``: whole bodies; a ``RequestMatcher`` or several: what they
+    say of the normalised bodies). ``workspace``: the replaying agent's
     workspace (default: the recorded one), for path normalisation. ``in_memory``: no
     socket at all (use ``responses()``, which sets the dialer). ``gate_inputs``: keep
     the recorded order between the root agent's inputs and the server's frames; only
@@ -68,7 +70,7 @@ class ReplayServer:
         cassette: Cassette | str | os.PathLike[str],
         *,
         timing: float = 0.0,
-        match: ReplayMatch = ReplayMatch.INPUT,
+        match: ReplayMatch | RequestMatcher | Sequence[RequestMatcher] = ReplayMatch.INPUT,
         workspace: str | os.PathLike[str] | None = None,
         in_memory: bool = False,
         gate_inputs: bool = False,
@@ -76,8 +78,9 @@ class ReplayServer:
         self.cassette = cassette if isinstance(cassette, Cassette) else Cassette.load(cassette)
         if isinstance(timing, bool) or not isinstance(timing, int | float) or not 0 <= timing < math.inf:
             raise ValueError(f"timing must be a finite number >= 0 (0: no delays, 1.0: as recorded), got {timing!r}")
-        if not isinstance(match, ReplayMatch):
-            raise ValueError(f"match must be a ReplayMatch, got {match!r}")
+        if not (isinstance(match, ReplayMatch) or callable(match)
+                or (isinstance(match, Sequence) and not isinstance(match, str) and all(map(callable, match)))):
+            raise ValueError(f"match must be a ReplayMatch, a matcher function or a sequence of them, got {match!r}")
         header = self.cassette.header
         replay_workspace = os.path.realpath(workspace) if workspace is not None else header.workspace
         self._matcher = Matcher(match, recorded_workspace=header.workspace, workspace=replay_workspace)
