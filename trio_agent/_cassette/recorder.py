@@ -135,7 +135,7 @@ class CassetteRecorder(AgentObserver):
 
     def frame(self, kind: str, conn: int, message: str | bytes) -> None:
         if isinstance(message, str):
-            self.writer.add(kind, {"conn": conn, "text": self.scrub(message)})
+            self.writer.add(kind, _text_or_json(conn, "text", self.scrub(message)))
         else:
             self.writer.add(kind, {"conn": conn, "bytes": base64.b64encode(message).decode("ascii")})
 
@@ -199,6 +199,19 @@ class CassetteRecorder(AgentObserver):
                  flush=True)
 
 
+def _text_or_json(conn: int, key: str, text: str) -> dict[str, Any]:
+    """A frame's or event's fields: ``json`` (the object itself) when its text is a JSON
+    object, else the text under ``key`` (format version 2: no JSON inside strings)."""
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return {"conn": conn, "json": value}
+    return {"conn": conn, key: text}
+
+
 class _SocketRecording:
     """One WebSocket's frames and close (its ``SocketTap``)."""
 
@@ -250,7 +263,7 @@ class _RequestRecording:
             return
         try:
             for data in self._decoder.feed(chunk):
-                self._tap.add("sse.event", {"conn": self._conn, "data": self._tap.scrub(data)})
+                self._tap.add("sse.event", _text_or_json(self._conn, "data", self._tap.scrub(data)))
         except ProtocolError:
             self._decoder = None  # not an event stream any more; the exchange fails it itself
 

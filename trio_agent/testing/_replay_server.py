@@ -32,7 +32,16 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._cassette.format import INPUT_KINDS, Cassette, Observation, RecordedConnection, field_int, field_str
+from .._cassette.format import (
+    INPUT_KINDS,
+    Cassette,
+    Observation,
+    RecordedConnection,
+    field_int,
+    field_str,
+    frame_json,
+    frame_text,
+)
 from ._http import FakeHttpRequest, read_http_request
 from ._replay_match import Matcher, ReplayMatch, ReplayMismatch, RequestMatcher, pretty
 from ._replay_progress import Pace, Progress
@@ -275,8 +284,8 @@ class ReplayServer:
         self.requests_matched += 1
 
     async def _send_frame(self, connection: RecordedConnection, conn: FakeConnection, step: Observation) -> None:
-        text = step.data.get("text")
-        message: str | bytes = text if isinstance(text, str) else _bytes(step)
+        text = frame_text(step)
+        message: str | bytes = text if text is not None else _bytes(step)
         try:
             await conn.send_text(message)
         except ClientDisconnected:
@@ -354,7 +363,7 @@ class ReplayServer:
             await request.respond(status, body if isinstance(body, str) else "", headers)
             return False
         if step.kind == "sse.event":
-            await request.send_data(field_str(step, "data"))
+            await request.send_data(frame_text(step) or "")
             return streaming
         how = field_str(step, "how")
         if how == "eof":
@@ -387,14 +396,9 @@ def _replayable(headers: object) -> list[tuple[str, str]]:
 
 
 def _frame_json(step: Observation) -> dict[str, Any]:
-    import json
-
-    text = step.data.get("text")
-    try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        value = None
-    return value if isinstance(value, dict) else {"frame": text}
+    value = frame_json(step)
+    # A recorded frame that is not a JSON object (a hand-edited cassette) is compared whole.
+    return dict(value) if value is not None else {"type": "<not a JSON object>", "frame": step.data.get("text")}
 
 
 def _bytes(step: Observation) -> bytes:
