@@ -75,10 +75,14 @@ KINDS: dict[str, dict[str, tuple[type, ...]]] = {
     "input.prompt": {"agent": (str,), "turn": (int,), "text": (str,)},
     "input.steer": {"agent": (str,), "turn": (int,), "text": (str,), "interrupt": (bool,)},
     "input.cancel": {"agent": (str,), "turn": (int,)},
+    "input.compact": {"agent": (str,), "turn": (int,)},
+    "input.inject": {"agent": (str,), "items": (list,), "joined": (bool,)},
     "turn.end": {"agent": (str,), "turn": (int,), "status": (str,), "final_message": (str, _NONE)},
     "end": {},
 }
-INPUT_KINDS = ("input.prompt", "input.steer", "input.cancel")  # what replay() gives again
+INPUT_KINDS = (  # what replay() gives again
+    "input.prompt", "input.steer", "input.cancel", "input.compact", "input.inject",
+)
 _CHOICES = {("ws.close", "by"): ("server", "client"), ("http.end", "how"): ("eof", "client_closed", "error")}
 _SESSION_FIELDS: dict[str, tuple[type, ...]] = {
     "session_id": (str,), "model": (str,), "thinking": (str,), "fast_mode": (bool,), "store": (bool,),
@@ -239,7 +243,7 @@ class Cassette:
         return self.header.transports[0]
 
     def inputs(self) -> tuple[Observation, ...]:
-        """The prompts, steers and cancels the session received, in order."""
+        """The prompts, steers, cancels, compactions and injections the session received, in order."""
         return tuple(o for o in self.observations if o.kind in INPUT_KINDS)
 
     def turn_ends(self) -> tuple[Observation, ...]:
@@ -422,5 +426,6 @@ def _is(value: object, types: tuple[type, ...]) -> bool:
 
 
 def _type_names(types: tuple[type, ...]) -> str:
-    names = {int: "an integer", str: "a string", bool: "true/false", dict: "an object", _NONE: "null"}
+    names = {int: "an integer", str: "a string", bool: "true/false", dict: "an object", list: "a list",
+             _NONE: "null"}
     return " or ".join(names.get(t, t.__name__) for t in types)

@@ -8,8 +8,8 @@ tap (``_transport/tap.py``): each WebSocket's opening (or failed handshake), eve
 frame sent and received and its close; each HTTPS request, its response head, its
 SSE events (decoded here, from the chunks the exchange reads) and how it ended. The
 transports choose the tapped path once per connection, never per frame. Prompts,
-steers, cancels and turn ends come through the seam's turn notices (accepted, steered,
-cancel_requested, ended).
+steers, cancels, compactions, injected items and turn ends come through the seam's
+turn notices (accepted, steered, cancel_requested, compact_requested, injected, ended).
 With ``record`` unset none of this exists and the agent's paths are unchanged.
 
 Secrets (``redaction.py``): header values named like credentials (``Authorization``,
@@ -189,6 +189,13 @@ class CassetteRecorder(AgentObserver):
     def steered(self, turn_id: int, text: str, interrupt: bool) -> None:
         self.add("input.steer", {"agent": self.agent, "turn": turn_id, "text": self.scrub(text),
                                  "interrupt": interrupt}, flush=True)
+
+    def compact_requested(self, turn_id: int) -> None:
+        self.add("input.compact", {"agent": self.agent, "turn": turn_id}, flush=True)
+
+    def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
+        scrubbed = self.scrub_json({"items": items})["items"]
+        self.add("input.inject", {"agent": self.agent, "items": scrubbed, "joined": joined}, flush=True)
 
     def cancel_requested(self, turn_id: int) -> None:
         self.add("input.cancel", {"agent": self.agent, "turn": turn_id}, flush=True)

@@ -204,7 +204,9 @@ class Agent(metaclass=NoPublicConstructor):
         ``final_message``, or ``TurnFailed`` when the compaction failed (history is
         then unchanged). Raises ``AgentClosed`` once the agent's block is closing."""
         await trio.lowlevel.checkpoint()
-        return Turn._create(self._queue.accept(None, self._current.request(), compact=True), self._queue)
+        state = self._queue.accept(None, self._current.request(), compact=True)
+        self._queue.compact_requested(state)
+        return Turn._create(state, self._queue)
 
     async def submit(
         self, given: str | Prompt | Sequence[dict[str, Any]], *, output_schema: OutputSchemaLike | None = None

@@ -97,6 +97,14 @@ class AgentObserver:
         """The application cancelled turn ``turn_id`` (``Turn.cancel``), as the cancel
         takes effect: before the turn ends."""
 
+    def compact_requested(self, turn_id: int) -> None:
+        """The application asked for a compaction (``Agent.compact``): turn ``turn_id``,
+        just accepted."""
+
+    def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
+        """The application injected raw ``items`` (``Agent.inject``): they ``joined`` the
+        running turn, or wait for the next."""
+
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         """Turn ``turn_id`` ended (right after its terminal event)."""
 
@@ -182,6 +190,14 @@ class Observers:
     def cancel_requested(self, turn_id: int) -> None:
         for observer in tuple(self._all):
             self._call(observer, observer.cancel_requested, turn_id)
+
+    def compact_requested(self, turn_id: int) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.compact_requested, turn_id)
+
+    def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.injected, items, joined)
 
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         for observer in tuple(self._all):

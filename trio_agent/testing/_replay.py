@@ -7,7 +7,8 @@ at the server -- is given the root agent's recorded prompts and steers again, ea
 once everything recorded before it has happened again (so a steer recorded between
 two frames of a response lands between the same two frames). Every turn it prompted
 is awaited and compared with the recorded ``turn.end`` (status and final message).
-A recorded cancel (``input.cancel``) cancels its turn at the same point.
+A recorded cancel (``input.cancel``) cancels its turn at the same point; a compaction
+(``input.compact``) and injected items (``input.inject``) are asked for again there.
 The agent closes when the inputs are given and its turns are done; then every
 recorded observation must have happened. The first difference -- a request, a
 connection, a turn's end, an input the agent no longer accepts, something the agent
@@ -199,7 +200,16 @@ class _Run:
         import trio_agent as ta
 
         await self._server.wait_before(obs)
+        if obs.kind == "input.inject":
+            await self._inject(agent, obs)
+            return
         recorded_turn = field_int(obs, "turn")
+        if obs.kind == "input.compact":
+            turn = await agent.compact()
+            self._turns[recorded_turn] = turn
+            nursery.start_soon(self._watch, recorded_turn, turn)
+            self._server.input_delivered(obs)
+            return
         if obs.kind == "input.prompt":
             images = obs.data.get("images")
             prompt = ta.Prompt(field_str(obs, "text"), images=tuple(images) if isinstance(images, list) else ())
@@ -238,6 +248,20 @@ class _Run:
             self._fail(ReplayMismatch(
                 f"replay mismatch at cassette line {obs.line}: the agent no longer accepts the recorded steer "
                 f"{text!r}: {exc}", line=obs.line,
+            ))
+            return
+        self._server.input_delivered(obs)
+
+    async def _inject(self, agent: ta.Agent, obs: Observation) -> None:
+        """Inject the recorded items again; they must join (or wait) as they did."""
+        items = obs.data.get("items")
+        assert isinstance(items, list)
+        how = await agent.inject(items)
+        recorded = "joined" if field_bool(obs, "joined") else "queued"
+        if how != recorded:
+            self._fail(ReplayMismatch(
+                f"replay mismatch at cassette line {obs.line}: the injected items were {recorded} when recorded "
+                f"(joined the running turn, or waited for the next), {how} now", line=obs.line,
             ))
             return
         self._server.input_delivered(obs)
@@ -356,6 +380,8 @@ def _waiting_for(obs: Observation) -> str:
         "input.prompt": f"the recorded prompt of turn {turn} to be given (after everything recorded before it)",
         "input.steer": f"the recorded steer of turn {turn} to be given (after everything recorded before it)",
         "input.cancel": f"the recorded cancel of turn {turn} to be given (after everything recorded before it)",
+        "input.compact": f"the recorded compaction (turn {turn}) to be asked for (after everything before it)",
+        "input.inject": "the recorded injected items to be given (after everything recorded before it)",
         "turn.end": f"turn {turn} to end",
     }
     return phrases.get(obs.kind, f"a {obs.kind}{conn}")

@@ -165,6 +165,16 @@ class TurnQueue:
         if self._observers is not None:
             self._observers.cancel_requested(state.turn_id)
 
+    def compact_requested(self, state: TurnState) -> None:
+        """The application asked for compaction turn ``state`` (``Agent.compact``)."""
+        if self._observers is not None:
+            self._observers.compact_requested(state.turn_id)
+
+    def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
+        """The application injected ``items`` (``Agent.inject``)."""
+        if self._observers is not None:
+            self._observers.injected(items, joined)
+
     def finished(self, state: TurnState) -> None:
         if self.running is state:
             self.running = None
