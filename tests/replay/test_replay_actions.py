@@ -70,3 +70,33 @@ async def test_a_compaction_and_an_injection_are_recorded_and_replayed(
     result.check()
     assert result.turns == (ReplayedTurn(1, "completed", "noted"), ReplayedTurn(2, "completed", ""),
                             ReplayedTurn(3, "completed", "second answer"))
+
+
+async def _mail_model(server: FakeResponsesServer) -> None:
+    conn = await warm(server)
+    await conn.next_request()
+    await conn.send_final("resp-1", "first answer")
+    triggered = await conn.next_request()  # the automatic turn the triggering mail started
+    assert "from the reviewer" in str(triggered["input"])
+    await conn.send_final("resp-2", "mail answered")
+
+
+async def test_mail_the_application_posted_is_recorded_and_replayed(
+    server: FakeResponsesServer, workspace: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "mail.jsonl"
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_mail_model, server)
+            async with ta.open_agent(make_config(server, workspace, record=path)) as agent:
+                await (await agent.prompt("first prompt")).result()
+                mailed = await agent.post_mail("/root/reviewer", "from the reviewer", trigger_turn=True)
+                assert mailed is not None
+                assert (await mailed.result()).final_message == "mail answered"
+    (mail,) = [o for o in Cassette.load(path).inputs() if o.kind == "input.mail"]
+    assert (mail.data["author"], mail.data["trigger_turn"], mail.data["turn"]) == ("/root/reviewer", True, 2)
+    with trio.fail_after(20):  # before issue 29: the replay waited for mail never posted
+        result = await replay(path, workspace=workspace)
+    result.check()
+    assert result.turns == (ReplayedTurn(1, "completed", "first answer"),
+                            ReplayedTurn(2, "completed", "mail answered"))

@@ -77,11 +77,12 @@ KINDS: dict[str, dict[str, tuple[type, ...]]] = {
     "input.cancel": {"agent": (str,), "turn": (int,)},
     "input.compact": {"agent": (str,), "turn": (int,)},
     "input.inject": {"agent": (str,), "items": (list,), "joined": (bool,)},
+    "input.mail": {"agent": (str,), "author": (str,), "text": (str,), "trigger_turn": (bool,), "turn": (int, _NONE)},
     "turn.end": {"agent": (str,), "turn": (int,), "status": (str,), "final_message": (str, _NONE)},
     "end": {},
 }
 INPUT_KINDS = (  # what replay() gives again
-    "input.prompt", "input.steer", "input.cancel", "input.compact", "input.inject",
+    "input.prompt", "input.steer", "input.cancel", "input.compact", "input.inject", "input.mail",
 )
 _CHOICES = {("ws.close", "by"): ("server", "client"), ("http.end", "how"): ("eof", "client_closed", "error")}
 _SESSION_FIELDS: dict[str, tuple[type, ...]] = {
@@ -243,7 +244,7 @@ class Cassette:
         return self.header.transports[0]
 
     def inputs(self) -> tuple[Observation, ...]:
-        """The prompts, steers, cancels, compactions and injections the session received, in order."""
+        """The prompts, steers, cancels, compactions, injections and mail the session received, in order."""
         return tuple(o for o in self.observations if o.kind in INPUT_KINDS)
 
     def turn_ends(self) -> tuple[Observation, ...]:

@@ -8,8 +8,9 @@ tap (``_transport/tap.py``): each WebSocket's opening (or failed handshake), eve
 frame sent and received and its close; each HTTPS request, its response head, its
 SSE events (decoded here, from the chunks the exchange reads) and how it ended. The
 transports choose the tapped path once per connection, never per frame. Prompts,
-steers, cancels, compactions, injected items and turn ends come through the seam's
-turn notices (accepted, steered, cancel_requested, compact_requested, injected, ended).
+steers, cancels, compactions, injected items, the application's mail and turn ends come
+through the seam's turn notices (accepted, steered, cancel_requested, compact_requested,
+injected, mailed, ended).
 With ``record`` unset none of this exists and the agent's paths are unchanged.
 
 Secrets (``redaction.py``): header values named like credentials (``Authorization``,
@@ -196,6 +197,10 @@ class CassetteRecorder(AgentObserver):
     def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
         scrubbed = self.scrub_json({"items": items})["items"]
         self.add("input.inject", {"agent": self.agent, "items": scrubbed, "joined": joined}, flush=True)
+
+    def mailed(self, author: str, text: str, trigger_turn: bool, turn_id: int | None) -> None:
+        self.add("input.mail", {"agent": self.agent, "author": author, "text": self.scrub(text),
+                                "trigger_turn": trigger_turn, "turn": turn_id}, flush=True)
 
     def cancel_requested(self, turn_id: int) -> None:
         self.add("input.cancel", {"agent": self.agent, "turn": turn_id}, flush=True)

@@ -105,6 +105,10 @@ class AgentObserver:
         """The application injected raw ``items`` (``Agent.inject``): they ``joined`` the
         running turn, or wait for the next."""
 
+    def mailed(self, author: str, text: str, trigger_turn: bool, turn_id: int | None) -> None:
+        """The application posted mail (``Agent.post_mail``; not mail between the agents
+        of the tree); ``turn_id``: the automatic turn it started, if any."""
+
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         """Turn ``turn_id`` ended (right after its terminal event)."""
 
@@ -198,6 +202,10 @@ class Observers:
     def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
         for observer in tuple(self._all):
             self._call(observer, observer.injected, items, joined)
+
+    def mailed(self, author: str, text: str, trigger_turn: bool, turn_id: int | None) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.mailed, author, text, trigger_turn, turn_id)
 
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         for observer in tuple(self._all):

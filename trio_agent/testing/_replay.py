@@ -8,7 +8,8 @@ once everything recorded before it has happened again (so a steer recorded betwe
 two frames of a response lands between the same two frames). Every turn it prompted
 is awaited and compared with the recorded ``turn.end`` (status and final message).
 A recorded cancel (``input.cancel``) cancels its turn at the same point; a compaction
-(``input.compact``) and injected items (``input.inject``) are asked for again there.
+(``input.compact``), injected items (``input.inject``) and the application's mail
+(``input.mail``) are asked for again there.
 The agent closes when the inputs are given and its turns are done; then every
 recorded observation must have happened. The first difference -- a request, a
 connection, a turn's end, an input the agent no longer accepts, something the agent
@@ -203,6 +204,9 @@ class _Run:
         if obs.kind == "input.inject":
             await self._inject(agent, obs)
             return
+        if obs.kind == "input.mail":
+            await self._mail(agent, obs, nursery)
+            return
         recorded_turn = field_int(obs, "turn")
         if obs.kind == "input.compact":
             turn = await agent.compact()
@@ -264,6 +268,23 @@ class _Run:
                 f"(joined the running turn, or waited for the next), {how} now", line=obs.line,
             ))
             return
+        self._server.input_delivered(obs)
+
+    async def _mail(self, agent: ta.Agent, obs: Observation, nursery: trio.Nursery) -> None:
+        """Post the recorded mail again; it must start a turn (or not) as it did."""
+        turn = await agent.post_mail(field_str(obs, "author"), field_str(obs, "text"),
+                                     trigger_turn=field_bool(obs, "trigger_turn"))
+        recorded = obs.data.get("turn")
+        if (turn is None) != (recorded is None):
+            self._fail(ReplayMismatch(
+                f"replay mismatch at cassette line {obs.line}: the recorded mail "
+                f"{'started turn ' + str(recorded) if recorded is not None else 'started no turn'}, "
+                f"now it {'starts one' if turn is not None else 'starts none'}", line=obs.line,
+            ))
+            return
+        if turn is not None and isinstance(recorded, int):
+            self._turns[recorded] = turn
+            nursery.start_soon(self._watch, recorded, turn)
         self._server.input_delivered(obs)
 
     async def _cancel(self, turn: ta.Turn, obs: Observation, nursery: trio.Nursery) -> None:
@@ -382,6 +403,7 @@ def _waiting_for(obs: Observation) -> str:
         "input.cancel": f"the recorded cancel of turn {turn} to be given (after everything recorded before it)",
         "input.compact": f"the recorded compaction (turn {turn}) to be asked for (after everything before it)",
         "input.inject": "the recorded injected items to be given (after everything recorded before it)",
+        "input.mail": "the recorded mail to be posted (after everything recorded before it)",
         "turn.end": f"turn {turn} to end",
     }
     return phrases.get(obs.kind, f"a {obs.kind}{conn}")

@@ -175,6 +175,11 @@ class TurnQueue:
         if self._observers is not None:
             self._observers.injected(items, joined)
 
+    def mailed(self, author: str, text: str, trigger_turn: bool, turn_id: int | None) -> None:
+        """The application posted mail (``Agent.post_mail``); ``turn_id``: the turn it started."""
+        if self._observers is not None:
+            self._observers.mailed(author, text, trigger_turn, turn_id)
+
     def finished(self, state: TurnState) -> None:
         if self.running is state:
             self.running = None
