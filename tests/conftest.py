@@ -22,6 +22,8 @@ from trio_agent.testing import EventLog as EventLog  # the public helpers; tests
 from trio_agent.testing import FakeConnection, FakeResponsesServer
 from trio_agent.testing import scripted as scripted
 
+pytest_plugins = ("pytester",)  # tests/replay/test_pytest_plugin.py runs pytest on the cassette plugin
+
 # The suite never signs in with the developer's own Codex login (~/.codex/auth.json):
 # `trio-agent run` without OPENAI_API_KEY would use it. Tests of logins pass their own.
 os.environ["CODEX_HOME"] = str(Path(__file__).parent / "fixtures" / "no-codex-home")

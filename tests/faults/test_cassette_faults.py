@@ -82,11 +82,11 @@ def test_a_missing_end_line_says_the_recording_stopped_and_how_to_replay_anyway(
     assert not partial.complete and len(partial.observations) == 4
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None])
+@pytest.mark.parametrize("version", [3, 0, "1", None, True])
 def test_another_format_version_is_refused_with_advice(version: object) -> None:
     message = load_error(text(header(version=version), body()))
     assert message.startswith(f"session.jsonl, line 1: cassette format version {version!r} is not supported")
-    assert "reads version 1" in message and "'0.1.0'" in message
+    assert "reads versions 1, 2" in message and "'0.1.0'" in message
 
 
 @pytest.mark.parametrize("content", ["", "\n", '{"type":"session_meta","payload":{}}\n', "[1, 2]\n"])
@@ -108,7 +108,9 @@ def test_an_unknown_observation_kind_is_named_with_the_known_ones() -> None:
         ({"t": 0.25, "kind": "ws.recv", "conn": "1", "text": "{}"},
          'ws.recv: field "conn" is missing or not an integer'),
         ({"t": 0.25, "kind": "ws.recv", "conn": True, "text": "{}"}, 'field "conn" is missing or not an integer'),
-        ({"t": 0.25, "kind": "ws.recv", "conn": 1}, 'a frame needs "text" (a string) or "bytes" (base64)'),
+        ({"t": 0.25, "kind": "ws.recv", "conn": 1}, 'a frame needs "json" (an object), "text" (a string) or "bytes"'),
+        ({"t": 0.25, "kind": "ws.recv", "conn": 1, "json": [1]}, 'a frame needs "json" (an object)'),
+        ({"t": 0.25, "kind": "ws.recv", "conn": 1, "json": "{}"}, 'a frame needs "json" (an object)'),
         ({"t": -1, "kind": "ws.recv", "conn": 1, "text": "{}"}, '"t" must be a non-negative number of seconds'),
         ({"t": 0.25, "kind": "ws.recv", "conn": 7, "text": "{}"}, "connection 7 was never opened"),
         ({"t": 0.25, "kind": "sse.event", "conn": 1, "data": "{}"}, "sse.event on connection 1, which is a WebSocket"),

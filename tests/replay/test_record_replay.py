@@ -3,7 +3,6 @@ it, and detect a deliberate behaviour change with a readable diff (issue 15)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import attrs
@@ -11,6 +10,7 @@ import pytest
 import trio
 
 import trio_agent as ta
+from trio_agent._cassette.format import frame_json
 from trio_agent.testing import Cassette, FakeResponsesServer, ReplayedTurn, ReplayMismatch, frames, replay
 
 from ..conftest import EventLog
@@ -31,7 +31,7 @@ async def test_a_recorded_session_holds_every_observation_in_order(
     assert recording.result.final_message == ANSWER
     cassette = Cassette.load(recording.path)
     header = cassette.header
-    assert (header.version, header.transports, header.session_id) == (1, (transport.value,), SESSION_ID)
+    assert (header.version, header.transports, header.session_id) == (2, (transport.value,), SESSION_ID)
     assert header.workspace == str(workspace.resolve())
     observed = kinds(cassette)
     prompt, steer = cassette.inputs()
@@ -63,7 +63,8 @@ async def test_a_recorded_session_holds_every_observation_in_order(
         assert [e["how"] for e in ends] == ["eof", "error", "eof"]
         assert ends[1]["error_class"] == "https_transport"
         events = [o for o in cassette.observations if o.kind == "sse.event"]
-        assert json.loads(str(events[0].data["data"]))["type"] == "response.created"
+        assert events[0].data["json"] == frame_json(events[0]) and "data" not in events[0].data  # an object (v2)
+        assert (frame_json(events[0]) or {})["type"] == "response.created"
     assert observed[-1] in ("ws.close", "turn.end", "http.end")
 
 

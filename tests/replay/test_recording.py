@@ -185,3 +185,36 @@ def test_nothing_of_the_recorder_is_imported_when_record_is_off() -> None:
                             check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+async def test_headers_of_the_users_own_http_client_are_recorded_redacted_by_name(
+    server: FakeResponsesServer, workspace: Path, tmp_path: Path
+) -> None:
+    """Issue 29: an ``http_client`` with default headers -- they go out with every request
+    and the cassette has them, a credential-named one as ``<redacted>``."""
+    import httpx
+
+    token = "team-token-0123456789"
+    path = tmp_path / "client.jsonl"
+    async with httpx.AsyncClient(headers={"X-Team": "blue", "X-Team-Token": token}) as client:
+        responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS,
+                                 api_base_url=server.http_base_url, http_client=client)
+        config = ta.AgentConfig(auth="test-key", thinking=ta.Thinking.LOW, workspace=workspace,
+                                responses=responses, record=path)
+
+        async def model() -> None:
+            request = await server.accept_http()
+            assert (request.headers["x-team"], request.headers["x-team-token"]) == ("blue", token)
+            await request.send_final("resp-1", "hi")
+
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(model)
+                async with ta.open_agent(config) as agent:
+                    await (await agent.prompt("hello")).result()
+    (request,) = [o for o in Cassette.load(path).observations if o.kind == "http.request"]
+    headers = request.data["headers"]
+    assert isinstance(headers, dict)
+    assert headers["x-team"] == "blue" and headers["x-team-token"] == "<redacted>"
+    assert headers["authorization"] == "<redacted>" and headers["content-type"] == "application/json"
+    assert token not in path.read_text()

@@ -111,3 +111,19 @@ async def test_ctrl_c_cancels_a_replay_with_one_line_on_stderr(tmp_path: Path) -
     assert lines[-1].startswith("-- cancelled by Ctrl-C: the replay, after ")
     assert "Traceback" not in (tmp_path / "err").read_text()
     await wait_no_processes_in(workspace)
+
+
+def test_a_stalled_replay_ends_at_its_bound_saying_what_it_waited_for(tmp_path: Path) -> None:
+    """Issue 29: a cassette whose last answer was cut out by hand stalls the agent (it
+    waits for frames that never come); --timeout bounds it and the mismatch names the
+    recorded step that did not happen."""
+    path, workspace = record(tmp_path)
+    lines = path.read_text().splitlines()
+    last = max(i for i, line in enumerate(lines) if '"ws.recv"' in line and "response.completed" in line)
+    path.write_text("\n".join(lines[:last] + lines[last + 1:]) + "\n")
+    replayed = cli("replay", str(path), "--workspace", str(workspace), "--timeout", "3", cwd=tmp_path)
+    assert replayed.returncode == 1, replayed.stderr
+    first = replayed.stdout.splitlines()[0]
+    assert first.startswith("replay mismatch: the replay did not finish within 3 s; it was waiting for cassette line ")
+    assert "the agent to close connection 1" in first or "turn 1 to end" in first, first
+

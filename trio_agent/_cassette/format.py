@@ -1,4 +1,4 @@
-"""The cassette format, version 1 (user reference: ``docs/cassettes.md``).
+"""The cassette format, version 2 (user reference: ``docs/cassettes.md``).
 
 A cassette is JSON Lines. Line 1 is the header::
 
@@ -11,6 +11,11 @@ Every further line is one *observation*, in the order the agent saw them:
 ``conn`` numbers connections (WebSocket sockets and HTTPS requests alike) in the
 order they were opened; ``agent`` is the agent's mail path (``/root``, a fork's
 ``/root/fork-1``). The last line is ``{"kind": "end"}``, written when the agent closed.
+
+A frame (``ws.send``, ``ws.recv``) or server-sent event (``sse.event``) whose text is a
+JSON object is stored as that object (``"json": {...}``), readable and diffable; any
+other text as a string (``"text"``, ``"data"``), binary frames as base64 (``"bytes"``).
+Version 1 (every frame a string) still loads: ``frame_text``/``frame_json`` read both.
 
 Loading validates everything a replay relies on -- the header, each line's kind and
 the types of its fields, that every connection was opened before it is used -- and
@@ -33,6 +38,7 @@ from .._json_lines import LineProblem, NotJson, loads
 
 __all__ = [
     "FORMAT",
+    "INPUT_KINDS",
     "KINDS",
     "VERSION",
     "Cassette",
@@ -43,10 +49,13 @@ __all__ = [
     "field_bool",
     "field_int",
     "field_str",
+    "frame_json",
+    "frame_text",
 ]
 
 FORMAT = "trio-agent-cassette"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: frames as JSON strings
 
 _NONE = type(None)
 # kind -> {required field: accepted JSON types}. ``int`` never accepts a bool.
@@ -61,13 +70,20 @@ KINDS: dict[str, dict[str, tuple[type, ...]]] = {
     "http.request": {"conn": (int,), "agent": (str,), "method": (str,), "url": (str,), "headers": (dict,),
                      "body": (dict,)},
     "http.response": {"conn": (int,), "status": (int,), "headers": (dict,)},
-    "sse.event": {"conn": (int,), "data": (str,)},
+    "sse.event": {"conn": (int,)},
     "http.end": {"conn": (int,), "how": (str,)},
     "input.prompt": {"agent": (str,), "turn": (int,), "text": (str,)},
     "input.steer": {"agent": (str,), "turn": (int,), "text": (str,), "interrupt": (bool,)},
+    "input.cancel": {"agent": (str,), "turn": (int,)},
+    "input.compact": {"agent": (str,), "turn": (int,)},
+    "input.inject": {"agent": (str,), "items": (list,), "joined": (bool,)},
+    "input.mail": {"agent": (str,), "author": (str,), "text": (str,), "trigger_turn": (bool,), "turn": (int, _NONE)},
     "turn.end": {"agent": (str,), "turn": (int,), "status": (str,), "final_message": (str, _NONE)},
     "end": {},
 }
+INPUT_KINDS = (  # what replay() gives again
+    "input.prompt", "input.steer", "input.cancel", "input.compact", "input.inject", "input.mail",
+)
 _CHOICES = {("ws.close", "by"): ("server", "client"), ("http.end", "how"): ("eof", "client_closed", "error")}
 _SESSION_FIELDS: dict[str, tuple[type, ...]] = {
     "session_id": (str,), "model": (str,), "thinking": (str,), "fast_mode": (bool,), "store": (bool,),
@@ -138,6 +154,35 @@ class RecordedConnection:
         return self.opening.kind.startswith("ws.")
 
 
+def frame_text(obs: Observation) -> str | None:
+    """The text of a frame or event (``ws.send``, ``ws.recv``, ``sse.event``) as it went
+    over the wire -- re-encoded when stored as a JSON object -- or None for a binary frame."""
+    value = obs.data.get("json")
+    if isinstance(value, dict):
+        from .._jsontext import dumps
+
+        return dumps(value)
+    text = obs.data.get("data" if obs.kind == "sse.event" else "text")
+    return text if isinstance(text, str) else None
+
+
+def frame_json(obs: Observation) -> dict[str, object] | None:
+    """A frame or event's JSON object (stored as one, or in a version-1 string), else None."""
+    value = obs.data.get("json")
+    if isinstance(value, dict):
+        return value
+    text = obs.data.get("data" if obs.kind == "sse.event" else "text")
+    if not isinstance(text, str):
+        return None
+    import json
+
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
 def field_str(obs: Observation, key: str) -> str:
     value = obs.data[key]
     assert isinstance(value, str), (obs.line, key)  # validated by the loader
@@ -199,8 +244,8 @@ class Cassette:
         return self.header.transports[0]
 
     def inputs(self) -> tuple[Observation, ...]:
-        """The prompts and steers the session received, in order."""
-        return tuple(o for o in self.observations if o.kind in ("input.prompt", "input.steer"))
+        """The prompts, steers, cancels, compactions, injections and mail the session received, in order."""
+        return tuple(o for o in self.observations if o.kind in INPUT_KINDS)
 
     def turn_ends(self) -> tuple[Observation, ...]:
         """The ``turn.end`` observations, in order (one per recorded turn)."""
@@ -282,9 +327,10 @@ class _Loader:
             raise self._error(1, f"not a trio_agent cassette: the first line has no \"format\": \"{FORMAT}\"; "
                                  f"{_RECORD_AGAIN}")
         version = value.get("version")
-        if version != VERSION:
+        if version not in READABLE_VERSIONS or isinstance(version, bool):
+            readable = ", ".join(map(str, READABLE_VERSIONS))
             raise self._error(1, f"cassette format version {version!r} is not supported: this trio_agent reads "
-                                 f"version {VERSION}. Replay it with the trio_agent that recorded it "
+                                 f"versions {readable}. Replay it with the trio_agent that recorded it "
                                  f"({value.get('trio_agent')!r}) or {_RECORD_AGAIN}")
         transports = value.get("transports")
         if not isinstance(transports, list) or not transports or not all(isinstance(t, str) for t in transports):
@@ -306,8 +352,9 @@ class _Loader:
             raise self._error(1, f"the header's session.profile {profile!r} is not one of "
                                  f"{', '.join(member.value for member in Profile)}; the cassette was written by "
                                  "another trio_agent or edited by hand")
+        assert isinstance(version, int)
         return CassetteHeader(
-            version=VERSION, trio_agent=str(value["trio_agent"]), created=str(value["created"]),
+            version=version, trio_agent=str(value["trio_agent"]), created=str(value["created"]),
             transports=tuple(transports), profile=str(profile),
             **{name: session[name] for name in _SESSION_FIELDS},
         )
@@ -338,9 +385,12 @@ class _Loader:
             if kind == choice_kind and value[name] not in allowed:
                 raise self._error(number, f"{kind}: \"{name}\" must be one of {', '.join(allowed)}, "
                                           f"got {value[name]!r}")
-        if kind in ("ws.send", "ws.recv") and not (isinstance(value.get("text"), str)
-                                                   or isinstance(value.get("bytes"), str)):
-            raise self._error(number, f"{kind}: a frame needs \"text\" (a string) or \"bytes\" (base64)")
+        if kind in ("ws.send", "ws.recv") and not (isinstance(value.get("text"), str) or isinstance(
+                value.get("bytes"), str) or isinstance(value.get("json"), dict)):
+            raise self._error(number, f"{kind}: a frame needs \"json\" (an object), \"text\" (a string) or "
+                                      "\"bytes\" (base64)")
+        if kind == "sse.event" and not (isinstance(value.get("data"), str) or isinstance(value.get("json"), dict)):
+            raise self._error(number, f"{kind}: an event needs \"json\" (an object) or \"data\" (a string)")
         data = {k: v for k, v in value.items() if k not in ("t", "kind")}
         return Observation(number, float(t), kind, data)
 
@@ -377,5 +427,6 @@ def _is(value: object, types: tuple[type, ...]) -> bool:
 
 
 def _type_names(types: tuple[type, ...]) -> str:
-    names = {int: "an integer", str: "a string", bool: "true/false", dict: "an object", _NONE: "null"}
+    names = {int: "an integer", str: "a string", bool: "true/false", dict: "an object", list: "a list",
+             _NONE: "null"}
     return " or ".join(names.get(t, t.__name__) for t in types)

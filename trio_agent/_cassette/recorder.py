@@ -8,14 +8,17 @@ tap (``_transport/tap.py``): each WebSocket's opening (or failed handshake), eve
 frame sent and received and its close; each HTTPS request, its response head, its
 SSE events (decoded here, from the chunks the exchange reads) and how it ended. The
 transports choose the tapped path once per connection, never per frame. Prompts,
-steers and turn ends come through the seam's turn notices (accepted, steered, ended).
+steers, cancels, compactions, injected items, the application's mail and turn ends come
+through the seam's turn notices (accepted, steered, cancel_requested, compact_requested,
+injected, mailed, ended).
 With ``record`` unset none of this exists and the agent's paths are unchanged.
 
-Secrets: header values named like credentials (``Authorization``, ``ChatGPT-Account-ID``,
-cookies, ``*key*``, ``*token*``, ``*secret*``) are replaced by ``<redacted>`` and
-remembered, and every recorded string -- frames, bodies, error messages -- passes
-through the agent's ``Redactor`` (its API key and ChatGPT tokens) and those
-remembered values. URLs lose their query string and user info.
+Secrets (``redaction.py``): header values named like credentials (``Authorization``,
+``ChatGPT-Account-ID``, cookies, ``*key*``, ``*token*``, ``*secret*``) are replaced by
+``<redacted>`` and remembered, and every recorded string -- frames, bodies, error
+messages -- passes through the agent's ``Redactor`` (its API key and ChatGPT tokens),
+those remembered values and the values of the environment's credential variables.
+URLs lose their query string and user info.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ApiError, ConnectionFailed, ConnectionLost, ProtocolError, ResponsesError, ResponseTimeout
 from .._jsontext import dumps
 from .._runtime._observers import AgentObserver, AgentSite
-from .._runtime._secrets import REDACTED
 from .._wire.sse import SseDecoder
+from .redaction import REDACTED, SecretValues, secret_name
 from .writer import CassetteWriter
 
 if TYPE_CHECKING:
@@ -40,13 +43,6 @@ if TYPE_CHECKING:
     from .._transport.tap import Answer
 
 __all__ = ["CassetteRecorder", "CassetteTree", "open_cassette"]
-
-_SECRET_HEADERS = frozenset({
-    "authorization", "proxy-authorization", "cookie", "set-cookie", "chatgpt-account-id",
-    "openai-organization", "openai-project",
-})
-_SECRET_WORDS = ("key", "token", "secret", "password")
-
 
 class CassetteTree:
     """The cassette of one agent tree (an ``Attachment``): its writer, shared by the
@@ -84,11 +80,6 @@ def open_cassette(config: AgentConfig) -> CassetteTree:
         ) from exc
 
 
-def _secret_header(name: str) -> bool:
-    lowered = name.lower()
-    return lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS)
-
-
 def clean_url(url: str) -> str:
     """``url`` without user info, query or fragment (where credentials hide)."""
     parts = urllib.parse.urlsplit(url)
@@ -107,35 +98,26 @@ class CassetteRecorder(AgentObserver):
         self.writer = writer
         self.agent = agent
         self.redactor = redactor  # the model client's: every credential it sends
-        self._seen: list[str] = []  # credential values seen in headers
+        self._seen = SecretValues()  # credential values seen in headers, and the environment's
         self.tap = self
 
     # -- secrets -------------------------------------------------------------------------
 
     def scrub(self, text: str) -> str:
-        text = self.redactor.text(text)
-        for secret in self._seen:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+        return self._seen.scrub(self.redactor.text(text))
 
     def headers(self, headers: Iterable[tuple[str, str]]) -> dict[str, str]:
         """Lower-cased names -> values (repeated names joined by ``, ``), credentials redacted."""
         result: dict[str, str] = {}
         for name, value in headers:
             key = name.lower()
-            if _secret_header(key):
-                self._remember(value)
+            if secret_name(key):
+                self._seen.add(value)
                 value = REDACTED
             else:
                 value = self.scrub(value)
             result[key] = f"{result[key]}, {value}" if key in result else value
         return result
-
-    def _remember(self, value: str) -> None:
-        for part in (value, value.removeprefix("Bearer ").strip()):
-            if len(part) >= 8 and part not in self._seen:
-                self._seen.append(part)
 
     def scrub_json(self, value: dict[str, Any]) -> dict[str, Any]:
         text = dumps(value)
@@ -154,7 +136,7 @@ class CassetteRecorder(AgentObserver):
 
     def frame(self, kind: str, conn: int, message: str | bytes) -> None:
         if isinstance(message, str):
-            self.writer.add(kind, {"conn": conn, "text": self.scrub(message)})
+            self.writer.add(kind, _text_or_json(conn, "text", self.scrub(message)))
         else:
             self.writer.add(kind, {"conn": conn, "bytes": base64.b64encode(message).decode("ascii")})
 
@@ -209,10 +191,37 @@ class CassetteRecorder(AgentObserver):
         self.add("input.steer", {"agent": self.agent, "turn": turn_id, "text": self.scrub(text),
                                  "interrupt": interrupt}, flush=True)
 
+    def compact_requested(self, turn_id: int) -> None:
+        self.add("input.compact", {"agent": self.agent, "turn": turn_id}, flush=True)
+
+    def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
+        scrubbed = self.scrub_json({"items": items})["items"]
+        self.add("input.inject", {"agent": self.agent, "items": scrubbed, "joined": joined}, flush=True)
+
+    def mailed(self, author: str, text: str, trigger_turn: bool, turn_id: int | None) -> None:
+        self.add("input.mail", {"agent": self.agent, "author": author, "text": self.scrub(text),
+                                "trigger_turn": trigger_turn, "turn": turn_id}, flush=True)
+
+    def cancel_requested(self, turn_id: int) -> None:
+        self.add("input.cancel", {"agent": self.agent, "turn": turn_id}, flush=True)
+
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         message = self.scrub(final_message) if final_message is not None else None
         self.add("turn.end", {"agent": self.agent, "turn": turn_id, "status": status, "final_message": message},
                  flush=True)
+
+
+def _text_or_json(conn: int, key: str, text: str) -> dict[str, Any]:
+    """A frame's or event's fields: ``json`` (the object itself) when its text is a JSON
+    object, else the text under ``key`` (format version 2: no JSON inside strings)."""
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return {"conn": conn, "json": value}
+    return {"conn": conn, key: text}
 
 
 class _SocketRecording:
@@ -266,7 +275,7 @@ class _RequestRecording:
             return
         try:
             for data in self._decoder.feed(chunk):
-                self._tap.add("sse.event", {"conn": self._conn, "data": self._tap.scrub(data)})
+                self._tap.add("sse.event", _text_or_json(self._conn, "data", self._tap.scrub(data)))
         except ProtocolError:
             self._decoder = None  # not an event stream any more; the exchange fails it itself
 

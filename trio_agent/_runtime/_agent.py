@@ -62,7 +62,9 @@ class Agent(metaclass=NoPublicConstructor):
         self._config = origin.config  # session_id: the handle answers it inside tools_factory
         self._path = origin.path
         self._parent = origin.parent  # the address of the agent this one was spawned or forked from
-        self._address = MailAddress(origin.path, self.post_mail)
+        # Mail from the agents of the tree (post_to_parent) is delivered unrecorded: a
+        # replay produces it again on its own; the application's post_mail is an input.
+        self._address = MailAddress(origin.path, self._deliver_mail)
         self._handle = AgentHandle(self)
         # The handle (weak, refusing once closing) makes the workers; what it opens is
         # typed ``AgentLike`` below the runtime, and is this class's ``spawn``: an Agent.
@@ -204,7 +206,9 @@ class Agent(metaclass=NoPublicConstructor):
         ``final_message``, or ``TurnFailed`` when the compaction failed (history is
         then unchanged). Raises ``AgentClosed`` once the agent's block is closing."""
         await trio.lowlevel.checkpoint()
-        return Turn._create(self._queue.accept(None, self._current.request(), compact=True), self._queue)
+        state = self._queue.accept(None, self._current.request(), compact=True)
+        self._queue.compact_requested(state)
+        return Turn._create(state, self._queue)
 
     async def submit(
         self, given: str | Prompt | Sequence[dict[str, Any]], *, output_schema: OutputSchemaLike | None = None
@@ -248,6 +252,12 @@ class Agent(metaclass=NoPublicConstructor):
         closing with no turn running or queued (mail while its last turns finish still
         joins them, as it would before).
         """
+        turn = await self._deliver_mail(author, text, trigger_turn=trigger_turn)
+        self._queue.mailed(author, text, bool(trigger_turn), turn.turn_id if turn is not None else None)
+        return turn
+
+    async def _deliver_mail(self, author: str, text: str, *, trigger_turn: bool = False) -> Turn | None:
+        """``post_mail`` without telling the observers (mail from the agents of the tree)."""
         if not isinstance(author, str) or not author.startswith("/"):
             raise InvalidPrompt(f"mail needs an author path such as '/root/worker', got {author!r}")
         if not isinstance(text, str) or not text.strip():

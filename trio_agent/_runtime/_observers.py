@@ -93,6 +93,22 @@ class AgentObserver:
     def steered(self, turn_id: int, text: str, interrupt: bool) -> None:
         """A steer was submitted to running turn ``turn_id``."""
 
+    def cancel_requested(self, turn_id: int) -> None:
+        """The application cancelled turn ``turn_id`` (``Turn.cancel``), as the cancel
+        takes effect: before the turn ends."""
+
+    def compact_requested(self, turn_id: int) -> None:
+        """The application asked for a compaction (``Agent.compact``): turn ``turn_id``,
+        just accepted."""
+
+    def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
+        """The application injected raw ``items`` (``Agent.inject``): they ``joined`` the
+        running turn, or wait for the next."""
+
+    def mailed(self, author: str, text: str, trigger_turn: bool, turn_id: int | None) -> None:
+        """The application posted mail (``Agent.post_mail``; not mail between the agents
+        of the tree); ``turn_id``: the automatic turn it started, if any."""
+
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         """Turn ``turn_id`` ended (right after its terminal event)."""
 
@@ -174,6 +190,22 @@ class Observers:
     def steered(self, turn_id: int, text: str, interrupt: bool) -> None:
         for observer in tuple(self._all):
             self._call(observer, observer.steered, turn_id, text, interrupt)
+
+    def cancel_requested(self, turn_id: int) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.cancel_requested, turn_id)
+
+    def compact_requested(self, turn_id: int) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.compact_requested, turn_id)
+
+    def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.injected, items, joined)
+
+    def mailed(self, author: str, text: str, trigger_turn: bool, turn_id: int | None) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.mailed, author, text, trigger_turn, turn_id)
 
     def ended(self, turn_id: int, status: str, final_message: str | None) -> None:
         for observer in tuple(self._all):

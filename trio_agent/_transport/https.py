@@ -122,7 +122,11 @@ class HttpsTransport:
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         # One tap per request, told the head, the chunks and how the request ended.
         request_headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
-        watch = tap.request_opened(self.url, request_headers, body)
+        # The tap is told what goes out: the client's own default headers (a user's
+        # ``http_client`` may set some), overridden by the request's, as httpx merges them.
+        sent = httpx.Headers(self._client.headers)
+        sent.update(request_headers)
+        watch = tap.request_opened(self.url, sent.multi_items(), body)
         try:
             async with self._open_stream(body, request_headers, watch, text, on_sent) as chunks:
                 yield chunks

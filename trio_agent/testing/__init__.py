@@ -33,6 +33,9 @@ session into a cassette; ``await replay(path)`` re-runs its prompts and steers a
 ``ReplayServer`` serving that cassette and returns a ``ReplayResult`` whose ``mismatch``
 (a ``ReplayMismatch``, with a diff) says where the agent first behaved differently.
 ``Cassette.load(path)`` validates a cassette (``CassetteError`` says what is wrong).
+The pytest plugin (``_trio_agent_pytest``, loaded through the ``pytest11`` entry point)
+gives tests a ``cassette`` fixture (a ``CassetteFixture``), a ``cassette`` marker and
+``--record-mode``.
 
 The remote tools' endpoints (web search, image generation) are answered with
 ``answer_web_search`` / ``answer_image_request``; see ``_tool_endpoints``.
@@ -58,9 +61,10 @@ if TYPE_CHECKING:
     from .._serve._channel import LineChannel, WebSocketChannel
     from . import _frames as frames
     from ._app_client import AppServerClient, AppServerError, ClientBufferFull, ServerNotification, ServerRequest
+    from ._cassette_fixture import CassetteFixture
     from ._http import FakeHttpRequest
     from ._replay import ReplayedTurn, ReplayResult, replay, replay_config
-    from ._replay_match import ReplayMatch, ReplayMismatch
+    from ._replay_match import ReplayMatch, ReplayMismatch, RequestMatcher
     from ._replay_server import ReplayServer
     from ._scripted import EventLog, ScriptUnfinished, record_events, scripted
     from ._server import (
@@ -81,7 +85,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "trio_agent.testing._http": ("FakeHttpRequest",),
     "trio_agent.testing._replay": ("ReplayedTurn", "ReplayResult", "replay", "replay_config"),
-    "trio_agent.testing._replay_match": ("ReplayMatch", "ReplayMismatch"),
+    "trio_agent.testing._replay_match": ("ReplayMatch", "ReplayMismatch", "RequestMatcher"),
+    "trio_agent.testing._cassette_fixture": ("CassetteFixture",),
     "trio_agent.testing._replay_server": ("ReplayServer",),
     "trio_agent.testing._scripted": ("EventLog", "ScriptUnfinished", "record_events", "scripted"),
     "trio_agent.testing._server": (
@@ -115,6 +120,7 @@ __all__ = [
     "AppServerError",
     "Cassette",
     "CassetteError",
+    "CassetteFixture",
     "CassetteHeader",
     "ClientBufferFull",
     "ClientDisconnected",
@@ -131,6 +137,7 @@ __all__ = [
     "ReplayResult",
     "ReplayServer",
     "ReplayedTurn",
+    "RequestMatcher",
     "ScriptUnfinished",
     "ServerNotification",
     "ServerRequest",

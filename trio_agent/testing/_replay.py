@@ -7,6 +7,9 @@ at the server -- is given the root agent's recorded prompts and steers again, ea
 once everything recorded before it has happened again (so a steer recorded between
 two frames of a response lands between the same two frames). Every turn it prompted
 is awaited and compared with the recorded ``turn.end`` (status and final message).
+A recorded cancel (``input.cancel``) cancels its turn at the same point; a compaction
+(``input.compact``), injected items (``input.inject``) and the application's mail
+(``input.mail``) are asked for again there.
 The agent closes when the inputs are given and its turns are done; then every
 recorded observation must have happened. The first difference -- a request, a
 connection, a turn's end, an input the agent no longer accepts, something the agent
@@ -15,8 +18,11 @@ never did -- is the ``ReplayResult``'s ``mismatch``; the run stops there.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
@@ -25,7 +31,7 @@ import trio
 import trio.testing
 
 from .._cassette.format import Cassette, Observation, field_bool, field_int, field_str
-from ._replay_match import ReplayMatch, ReplayMismatch
+from ._replay_match import ReplayMatch, ReplayMismatch, RequestMatcher
 from ._replay_server import ReplayServer
 
 if TYPE_CHECKING:
@@ -108,12 +114,17 @@ async def replay(
     workspace: str | os.PathLike[str] | None = None,
     tools: ta.Tools | None = None,
     timing: float = 0.0,
-    match: ReplayMatch = ReplayMatch.INPUT,
+    match: ReplayMatch | RequestMatcher | Sequence[RequestMatcher] = ReplayMatch.INPUT,
     in_memory: bool = False,
+    limit: float | None = None,
 ) -> ReplayResult:
     """Replay ``cassette`` (a ``Cassette`` or a path) and report whether the agent still
     behaves the same. See the module docstring; ``config``/``workspace``/``tools`` as
     in ``replay_config``, ``timing``/``match``/``in_memory`` as in ``ReplayServer``.
+
+    ``limit`` (seconds, Trio's clock; None: no bound) ends a replay that stalls -- an
+    agent waiting for a frame the cassette never sends, a server waiting for a request
+    the agent never makes -- with a mismatch that names what it was waiting for.
 
     Raises ``CassetteError`` for a cassette that cannot be replayed; a behaviour
     difference is returned as ``result.mismatch``, not raised (``result.check()``).
@@ -123,10 +134,13 @@ async def replay(
     server = ReplayServer(loaded, timing=timing, match=match, workspace=agent_workspace, in_memory=in_memory,
                           gate_inputs=True)
     run = _Run(loaded, server)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(run.serve)
-        await run.drive(replay_config(loaded, server, config=config, workspace=workspace, tools=tools))
-        nursery.cancel_scope.cancel()
+    with trio.move_on_after(math.inf if limit is None else limit) as bound:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run.serve)
+            await run.drive(replay_config(loaded, server, config=config, workspace=workspace, tools=tools))
+            nursery.cancel_scope.cancel()
+    if bound.cancelled_caught:
+        run.timed_out(limit)
     return run.result()
 
 
@@ -162,10 +176,22 @@ class _Run:
                 for obs in self._cassette.inputs():
                     if obs.data.get("agent") == "/root":
                         await self._give(agent, obs, nursery)
+                await self._settle()
             self._compare_turns()
             with trio.move_on_after(SETTLE_GRACE):
                 await self._server.wait_done()
             self._check_unreached()
+
+    async def _settle(self) -> None:
+        """Before the agent closes: its turns have ended and the server has sent what it
+        sends on its own (``ReplayServer.wait_quiet``), so closing never races the
+        server's last recorded frames (a body's end after the terminal event)."""
+        import trio_agent as ta
+
+        for turn in tuple(self._turns.values()):
+            with contextlib.suppress(ta.AgentError):
+                await turn.result()
+        await self._server.wait_quiet()
 
     async def _collect(self, events: ta.AgentEvents) -> None:
         async for event in events:
@@ -175,7 +201,19 @@ class _Run:
         import trio_agent as ta
 
         await self._server.wait_before(obs)
+        if obs.kind == "input.inject":
+            await self._inject(agent, obs)
+            return
+        if obs.kind == "input.mail":
+            await self._mail(agent, obs, nursery)
+            return
         recorded_turn = field_int(obs, "turn")
+        if obs.kind == "input.compact":
+            turn = await agent.compact()
+            self._turns[recorded_turn] = turn
+            nursery.start_soon(self._watch, recorded_turn, turn)
+            self._server.input_delivered(obs)
+            return
         if obs.kind == "input.prompt":
             images = obs.data.get("images")
             prompt = ta.Prompt(field_str(obs, "text"), images=tuple(images) if isinstance(images, list) else ())
@@ -185,9 +223,13 @@ class _Run:
             self._server.input_delivered(obs)
             return
         steered = self._turns.get(recorded_turn)
+        what = "cancel" if obs.kind == "input.cancel" else "steer"
         if steered is None:
-            self._fail(ReplayMismatch(f"replay mismatch at cassette line {obs.line}: the recorded steer names "
-                                      f"turn {recorded_turn}, which the cassette never prompted", line=obs.line))
+            self._fail(ReplayMismatch(f"replay mismatch at cassette line {obs.line}: the recorded {what} names "
+                                      f"turn {recorded_turn}, which the agent had not been prompted for at that "
+                                      "point", line=obs.line))
+        elif obs.kind == "input.cancel":
+            await self._cancel(steered, obs, nursery)
         elif not await steered.wait_running():
             self._fail(ReplayMismatch(f"replay mismatch at cassette line {obs.line}: turn {recorded_turn} ended "
                                       "without running, before the recorded steer", line=obs.line))
@@ -213,6 +255,62 @@ class _Run:
             ))
             return
         self._server.input_delivered(obs)
+
+    async def _inject(self, agent: ta.Agent, obs: Observation) -> None:
+        """Inject the recorded items again; they must join (or wait) as they did."""
+        items = obs.data.get("items")
+        assert isinstance(items, list)
+        how = await agent.inject(items)
+        recorded = "joined" if field_bool(obs, "joined") else "queued"
+        if how != recorded:
+            self._fail(ReplayMismatch(
+                f"replay mismatch at cassette line {obs.line}: the injected items were {recorded} when recorded "
+                f"(joined the running turn, or waited for the next), {how} now", line=obs.line,
+            ))
+            return
+        self._server.input_delivered(obs)
+
+    async def _mail(self, agent: ta.Agent, obs: Observation, nursery: trio.Nursery) -> None:
+        """Post the recorded mail again; it must start a turn (or not) as it did."""
+        turn = await agent.post_mail(field_str(obs, "author"), field_str(obs, "text"),
+                                     trigger_turn=field_bool(obs, "trigger_turn"))
+        recorded = obs.data.get("turn")
+        if (turn is None) != (recorded is None):
+            self._fail(ReplayMismatch(
+                f"replay mismatch at cassette line {obs.line}: the recorded mail "
+                f"{'started turn ' + str(recorded) if recorded is not None else 'started no turn'}, "
+                f"now it {'starts one' if turn is not None else 'starts none'}", line=obs.line,
+            ))
+            return
+        if turn is not None and isinstance(recorded, int):
+            self._turns[recorded] = turn
+            nursery.start_soon(self._watch, recorded, turn)
+        self._server.input_delivered(obs)
+
+    async def _cancel(self, turn: ta.Turn, obs: Observation, nursery: trio.Nursery) -> None:
+        """Cancel ``turn`` where the recording did. ``cancel()`` returns once the turn
+        ended, which may need frames recorded after the cancel: it is given once its
+        task blocks (the cancel has taken effect by then)."""
+        if turn.status.value not in ("queued", "running"):
+            self._fail(ReplayMismatch(
+                f"replay mismatch at cassette line {obs.line}: the recorded cancel of turn {field_int(obs, 'turn')} "
+                f"came while it ran, but it is {turn.status.value} now", line=obs.line,
+            ))
+            return
+        nursery.start_soon(self._cancelling, turn, obs)
+        await trio.testing.wait_all_tasks_blocked()
+        self._server.input_delivered(obs)
+
+    async def _cancelling(self, turn: ta.Turn, obs: Observation) -> None:
+        import trio_agent as ta
+
+        try:
+            await turn.cancel()
+        except ta.TurnNotCancellable as exc:
+            self._fail(ReplayMismatch(
+                f"replay mismatch at cassette line {obs.line}: the agent no longer accepts the recorded cancel: "
+                f"{exc}", line=obs.line,
+            ))
 
     async def _interrupting(self, turn: ta.Turn, text: str, obs: Observation) -> None:
         import trio_agent as ta
@@ -244,7 +342,8 @@ class _Run:
         for turn_id, recorded in sorted(self._recorded_ends.items()):
             ended = self._ended.get(turn_id)
             expected = (field_str(recorded, "status"), recorded.data.get("final_message"))
-            actual = (ended.status, ended.final_message) if ended is not None else ("not run", None)
+            actual = (ended.status, self._server.redact(ended.final_message)) if ended is not None else (
+                "not run", None)
             if expected == actual:
                 continue
             diff = "\n".join(difflib.unified_diff(
@@ -268,10 +367,46 @@ class _Run:
             line=first.line,
         ))
 
+    def timed_out(self, limit: float | None) -> None:
+        """The replay did not finish within ``limit``: say what it was waiting for."""
+        pending = self._server.unreached()
+        if not pending:
+            waiting = "every recorded observation had happened; the agent did not close"
+        else:
+            waiting = f"cassette line {pending[0].line}: {_waiting_for(pending[0])}"
+        self._fail(ReplayMismatch(
+            f"replay mismatch: the replay did not finish within {limit:g} s; it was waiting for {waiting} "
+            f"({len(pending)} recorded observation(s) had not happened)",
+            line=pending[0].line if pending else None,
+        ))
+
     def result(self) -> ReplayResult:
         turns = tuple(self._ended[turn_id] for turn_id in sorted(self._ended))
         return ReplayResult(self._mismatch, turns, tuple(self._events), self._server.requests_matched,
                             self._server.connections_served)
+
+
+def _waiting_for(obs: Observation) -> str:
+    """What a replay stalled on, said from the first recorded observation that did not happen."""
+    conn = f" on connection {obs.conn}" if obs.conn is not None else ""
+    turn = obs.data.get("turn")
+    phrases = {
+        "ws.send": f"the agent to send a frame{conn}",
+        "http.request": f"the agent to send an HTTPS request (connection {obs.conn})",
+        "ws.open": f"the agent to open a WebSocket (connection {obs.conn})",
+        "ws.error": f"the agent to open a WebSocket (connection {obs.conn}, refused as recorded)",
+        "ws.close": f"the agent to close connection {obs.conn}" if obs.data.get("by") == "client"
+        else f"the recorded close of connection {obs.conn}",
+        "http.end": f"the agent to finish reading{conn}",
+        "input.prompt": f"the recorded prompt of turn {turn} to be given (after everything recorded before it)",
+        "input.steer": f"the recorded steer of turn {turn} to be given (after everything recorded before it)",
+        "input.cancel": f"the recorded cancel of turn {turn} to be given (after everything recorded before it)",
+        "input.compact": f"the recorded compaction (turn {turn}) to be asked for (after everything before it)",
+        "input.inject": "the recorded injected items to be given (after everything recorded before it)",
+        "input.mail": "the recorded mail to be posted (after everything recorded before it)",
+        "turn.end": f"turn {turn} to end",
+    }
+    return phrases.get(obs.kind, f"a {obs.kind}{conn}")
 
 
 def _outcome_lines(status: object, message: object) -> list[str]:

@@ -12,6 +12,9 @@ So both sides are *normalised* before they are compared:
   for the rest of the session, and the replayed value is shown as the recorded one.
   An id that later turns up bound to something else is left as it is, so the diff
   shows it: ids must correspond consistently, in both directions.
+- **Secrets**: every credential the replaying agent sends (its request headers) and
+  the environment's credential variables become ``<redacted>`` on both sides, as the
+  recorder wrote them (``_cassette/redaction.py``): a diff never shows a secret.
 - **Text**: the recorded workspace path and the replay's become ``<workspace>``;
   ``<current_date>``, ``<timezone>`` and ``<shell>`` of the environment context, and
   measured durations in tool outputs (``Wall time 0.5 seconds``, ``Wall time: 0.012
@@ -31,12 +34,13 @@ import difflib
 import enum
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._cassette.redaction import SecretValues
 from .._errors import AgentError
 
-__all__ = ["Matcher", "ReplayMatch", "ReplayMismatch", "pretty"]
+__all__ = ["Matcher", "ReplayMatch", "ReplayMismatch", "RequestMatcher", "pretty"]
 
 ID_KEYS = frozenset({"id", "call_id", "previous_response_id", "response_id", "item_id", "session_id",
                      "prompt_cache_key"})
@@ -56,6 +60,12 @@ class ReplayMatch(enum.Enum):
 
     INPUT = "input"  # type, generate, previous_response_id and the input items
     BODY = "body"  # the whole body
+
+
+#: A custom matcher: called with the recorded and the replayed request (whole bodies or
+#: frames, normalised: ids bound, paths, dates and secrets replaced), True when they
+#: match. Pass one -- or a sequence, all of which must agree -- as ``match=``.
+RequestMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
 
 
 class ReplayMismatch(AgentError, AssertionError):
@@ -84,23 +94,36 @@ def unified_diff(expected: object, actual: object) -> str:
 class Matcher:
     """Compares requests of one replay (the id bindings live as long as it does)."""
 
-    def __init__(self, mode: ReplayMatch, *, recorded_workspace: str, workspace: str) -> None:
-        self._mode = mode
-        self._recorded_text = _text_normaliser(recorded_workspace)
-        self._replayed_text = _text_normaliser(workspace)
+    def __init__(self, mode: ReplayMatch | RequestMatcher | Sequence[RequestMatcher], *,
+                 recorded_workspace: str, workspace: str, secrets: SecretValues | None = None) -> None:
+        self._custom: tuple[RequestMatcher, ...] = ()
+        if isinstance(mode, ReplayMatch):
+            self._mode = mode
+        else:
+            self._mode = ReplayMatch.BODY
+            self._custom = (mode,) if callable(mode) else tuple(mode)
+        self.secrets = secrets if secrets is not None else SecretValues()
+        self._recorded_text = _text_normaliser(recorded_workspace, self.secrets)
+        self._replayed_text = _text_normaliser(workspace, self.secrets)
         self._forward: dict[str, str] = {}  # replayed id -> recorded id
         self._backward: dict[str, str] = {}  # recorded id -> replayed id
 
     def check(self, expected: dict[str, Any], actual: dict[str, Any], *, what: str, line: int) -> None:
         """Raise ``ReplayMismatch`` unless ``actual`` matches ``expected``."""
         recorded = _walk(self._project(expected), self._recorded_text)
-        replayed = self._translate(recorded, _walk(self._project(actual), self._replayed_text))
-        if recorded != replayed:
+        replayed: Any = self._translate(recorded, _walk(self._project(actual), self._replayed_text))
+        failed = [m for m in self._custom if not m(recorded, replayed)]
+        if (failed if self._custom else recorded != replayed):
+            by = f" by {', '.join(getattr(m, '__name__', repr(m)) for m in failed)}" if failed else ""
             raise ReplayMismatch(
-                f"replay mismatch at cassette line {line}: {what} differs from the recording "
+                f"replay mismatch at cassette line {line}: {what} differs from the recording{by} "
                 "(- recorded, + replayed; ids, workspace paths and the date normalised)",
                 line=line, diff=unified_diff(recorded, replayed),
             )
+
+    def redact(self, value: object) -> Any:
+        """``value`` with every known credential replaced by ``<redacted>`` (as the cassette)."""
+        return _walk(value, self.secrets.scrub)
 
     def _project(self, body: dict[str, Any]) -> dict[str, Any]:
         if self._mode is ReplayMatch.BODY or body.get("type", "response.create") != "response.create":
@@ -130,8 +153,9 @@ class Matcher:
         return actual
 
 
-def _text_normaliser(workspace: str) -> Callable[[str], str]:
+def _text_normaliser(workspace: str, secrets: SecretValues) -> Callable[[str], str]:
     def normalise(text: str) -> str:
+        text = secrets.scrub(text)
         if workspace and workspace in text:
             text = text.replace(workspace, WORKSPACE)
         if "</" in text:

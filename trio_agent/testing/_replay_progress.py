@@ -44,6 +44,13 @@ class Progress:
         while self._frontier < len(self._lines) and self._lines[self._frontier] < line:
             await self._changed.wait()
 
+    def is_done(self, line: int) -> bool:
+        return line in self._done
+
+    async def changed(self) -> None:
+        """Wait until some line is done or some input given."""
+        await self._changed.wait()
+
     async def all_done(self) -> None:
         while self._frontier < len(self._lines):
             await self._changed.wait()

@@ -27,13 +27,23 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._cassette.format import Cassette, Observation, RecordedConnection, field_int, field_str
+from .._cassette.format import (
+    INPUT_KINDS,
+    Cassette,
+    Observation,
+    RecordedConnection,
+    field_int,
+    field_str,
+    frame_json,
+    frame_text,
+)
 from ._http import FakeHttpRequest, read_http_request
-from ._replay_match import Matcher, ReplayMatch, ReplayMismatch, pretty
+from ._replay_match import Matcher, ReplayMatch, ReplayMismatch, RequestMatcher, pretty
 from ._replay_progress import Pace, Progress
 from ._server import ClientDisconnected, FakeConnection, FakeResponsesServer, RawConnection
 
@@ -55,7 +65,8 @@ class ReplayServer:
 
     ``timing``: scale of the recorded gaps between frames (0, the default: none; 1.0:
     as recorded). ``match``: what must be equal (``ReplayMatch.INPUT``: the input
-    items; ``ReplayMatch.BODY``: whole bodies). ``workspace``: the replaying agent's
+    items; ``ReplayMatch.BODY``: whole bodies; a ``RequestMatcher`` or several: what they
+    say of the normalised bodies). ``workspace``: the replaying agent's
     workspace (default: the recorded one), for path normalisation. ``in_memory``: no
     socket at all (use ``responses()``, which sets the dialer). ``gate_inputs``: keep
     the recorded order between the root agent's inputs and the server's frames; only
@@ -68,7 +79,7 @@ class ReplayServer:
         cassette: Cassette | str | os.PathLike[str],
         *,
         timing: float = 0.0,
-        match: ReplayMatch = ReplayMatch.INPUT,
+        match: ReplayMatch | RequestMatcher | Sequence[RequestMatcher] = ReplayMatch.INPUT,
         workspace: str | os.PathLike[str] | None = None,
         in_memory: bool = False,
         gate_inputs: bool = False,
@@ -76,8 +87,9 @@ class ReplayServer:
         self.cassette = cassette if isinstance(cassette, Cassette) else Cassette.load(cassette)
         if isinstance(timing, bool) or not isinstance(timing, int | float) or not 0 <= timing < math.inf:
             raise ValueError(f"timing must be a finite number >= 0 (0: no delays, 1.0: as recorded), got {timing!r}")
-        if not isinstance(match, ReplayMatch):
-            raise ValueError(f"match must be a ReplayMatch, got {match!r}")
+        if not (isinstance(match, ReplayMatch) or callable(match)
+                or (isinstance(match, Sequence) and not isinstance(match, str) and all(map(callable, match)))):
+            raise ValueError(f"match must be a ReplayMatch, a matcher function or a sequence of them, got {match!r}")
         header = self.cassette.header
         replay_workspace = os.path.realpath(workspace) if workspace is not None else header.workspace
         self._matcher = Matcher(match, recorded_workspace=header.workspace, workspace=replay_workspace)
@@ -86,7 +98,7 @@ class ReplayServer:
         # With gate_inputs, the root agent's prompts, steers and turn ends are driven
         # (``replay()``); everything else without a connection happens on its own.
         root = [o for o in self.cassette.observations
-                if o.kind in ("input.prompt", "input.steer", "turn.end") and o.data.get("agent") == "/root"]
+                if o.kind in (*INPUT_KINDS, "turn.end") and o.data.get("agent") == "/root"]
         driven = {o.line for o in root} if gate_inputs else set()
         self._progress = Progress(self.cassette, [o.line for o in root if o.kind != "turn.end" and o.line in driven])
         self._by_line = {o.line: o for o in self.cassette.observations}
@@ -174,6 +186,10 @@ class ReplayServer:
 
     # -- the driver's side (replay()) ----------------------------------------------------
 
+    def redact(self, value: object) -> Any:
+        """``value`` with every credential the replay knows as ``<redacted>`` (what a diff shows)."""
+        return self._matcher.redact(value)
+
     async def wait_before(self, obs: Observation) -> None:
         """Wait until everything recorded before ``obs`` has happened again."""
         await self._progress.all_before(obs.line)
@@ -185,6 +201,22 @@ class ReplayServer:
     def turn_ended(self, obs: Observation) -> None:
         """Tell the server the replayed agent reached the recorded ``turn.end`` ``obs``."""
         self._progress.done(obs.line)
+
+    async def wait_quiet(self) -> None:
+        """Wait until the server has nothing left to send on its own: on every recorded
+        connection the next step not yet replayed (if any) is the agent's -- a request
+        or frame to send, a connection to open or close. ``replay()`` waits for this
+        before it closes the agent: what the recording shows the server sent before the
+        agent closed (a body's end, a last frame after the turn's terminal one) is sent
+        again before the agent closes, whichever task Trio happens to run first."""
+        while not all(self._agent_moves_next(connection) for connection in self._connections):
+            await self._progress.changed()
+
+    def _agent_moves_next(self, connection: RecordedConnection) -> bool:
+        for step in (connection.opening, *connection.steps):
+            if not self._progress.is_done(step.line):
+                return step is connection.opening or not _server_side(step)
+        return True
 
     async def wait_done(self) -> None:
         """Wait until every recorded observation has happened again."""
@@ -205,6 +237,7 @@ class ReplayServer:
             self._progress.done(opening.line)
             return
         conn = await raw.accept(headers=_replayable(opening.data.get("response_headers")))
+        self._matcher.secrets.add_headers(conn.handshake.headers.items())
         self._progress.done(opening.line)
         pace.stepped(opening)
         for step in connection.steps:
@@ -251,8 +284,8 @@ class ReplayServer:
         self.requests_matched += 1
 
     async def _send_frame(self, connection: RecordedConnection, conn: FakeConnection, step: Observation) -> None:
-        text = step.data.get("text")
-        message: str | bytes = text if isinstance(text, str) else _bytes(step)
+        text = frame_text(step)
+        message: str | bytes = text if text is not None else _bytes(step)
         try:
             await conn.send_text(message)
         except ClientDisconnected:
@@ -279,7 +312,8 @@ class ReplayServer:
             return
         raise self._fail(ReplayMismatch(
             f"replay mismatch at cassette line {step.line}: where the agent closed connection {connection.conn}, "
-            "it now sends another frame:", line=step.line, diff="\n".join("+" + line for line in pretty(actual)),
+            "it now sends another frame:", line=step.line,
+            diff="\n".join("+" + line for line in pretty(self._matcher.redact(actual))),
         ))
 
     # -- HTTPS ---------------------------------------------------------------------------
@@ -297,6 +331,7 @@ class ReplayServer:
             )) from None
         expected = opening.data.get("body")
         assert isinstance(expected, dict)
+        self._matcher.secrets.add_headers(request.headers.items())
         try:
             self._matcher.check(expected, request.body, what=what, line=opening.line)
         except ReplayMismatch as exc:
@@ -328,7 +363,7 @@ class ReplayServer:
             await request.respond(status, body if isinstance(body, str) else "", headers)
             return False
         if step.kind == "sse.event":
-            await request.send_data(field_str(step, "data"))
+            await request.send_data(frame_text(step) or "")
             return streaming
         how = field_str(step, "how")
         if how == "eof":
@@ -341,6 +376,18 @@ class ReplayServer:
         return False
 
 
+def _server_side(step: Observation) -> bool:
+    """Whether the server makes this step on its own (the agent only receives it)."""
+    if step.kind in ("ws.recv", "http.response", "sse.event"):
+        return True
+    if step.kind == "ws.close":
+        return step.data.get("by") == "server"
+    if step.kind == "http.end":
+        how = step.data.get("how")
+        return how == "eof" or (how == "error" and "timeout" not in str(step.data.get("error_class", "")))
+    return False
+
+
 def _replayable(headers: object) -> list[tuple[str, str]]:
     if not isinstance(headers, dict):
         return []
@@ -349,14 +396,9 @@ def _replayable(headers: object) -> list[tuple[str, str]]:
 
 
 def _frame_json(step: Observation) -> dict[str, Any]:
-    import json
-
-    text = step.data.get("text")
-    try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        value = None
-    return value if isinstance(value, dict) else {"frame": text}
+    value = frame_json(step)
+    # A recorded frame that is not a JSON object (a hand-edited cassette) is compared whole.
+    return dict(value) if value is not None else {"type": "<not a JSON object>", "frame": step.data.get("text")}
 
 
 def _bytes(step: Observation) -> bytes:

@@ -88,6 +88,7 @@ async def inject(queue: TurnQueue, items: Sequence[dict[str, Any]]) -> Literal["
     checked = _checked(items)
     await trio.lowlevel.checkpoint()
     live = _steerable(queue)
+    queue.injected(checked, live is not None)
     if live is not None:
         live.add_items(checked)
         return "joined"

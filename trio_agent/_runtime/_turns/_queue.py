@@ -160,6 +160,26 @@ class TurnQueue:
         if self._observers is not None:
             self._observers.steered(state.turn_id, text, interrupt)
 
+    def cancel_requested(self, state: TurnState) -> None:
+        """The application cancelled ``state`` (``TurnControl.cancel``), before it ends."""
+        if self._observers is not None:
+            self._observers.cancel_requested(state.turn_id)
+
+    def compact_requested(self, state: TurnState) -> None:
+        """The application asked for compaction turn ``state`` (``Agent.compact``)."""
+        if self._observers is not None:
+            self._observers.compact_requested(state.turn_id)
+
+    def injected(self, items: list[dict[str, Any]], joined: bool) -> None:
+        """The application injected ``items`` (``Agent.inject``)."""
+        if self._observers is not None:
+            self._observers.injected(items, joined)
+
+    def mailed(self, author: str, text: str, trigger_turn: bool, turn_id: int | None) -> None:
+        """The application posted mail (``Agent.post_mail``); ``turn_id``: the turn it started."""
+        if self._observers is not None:
+            self._observers.mailed(author, text, trigger_turn, turn_id)
+
     def finished(self, state: TurnState) -> None:
         if self.running is state:
             self.running = None

@@ -306,6 +306,8 @@ class QueuedTurns(Protocol):
 
     def steered(self, state: TurnState, text: str, interrupt: bool) -> None: ...
 
+    def cancel_requested(self, state: TurnState) -> None: ...
+
 
 @final
 class TurnControl(metaclass=NoPublicConstructor):
@@ -330,6 +332,7 @@ class TurnControl(metaclass=NoPublicConstructor):
         """
         state = self._state
         if state.phase is TurnPhase.QUEUED:
+            self._queue.cancel_requested(state)
             self._queue.cancel_queued(state)
             await trio.lowlevel.checkpoint()
             return
@@ -337,6 +340,7 @@ class TurnControl(metaclass=NoPublicConstructor):
             raise TurnNotCancellable(
                 f"turn {state.turn_id} is {state.status.value} and cannot be cancelled"
             )
+        self._queue.cancel_requested(state)
         await state.done.wait()
 
 
