@@ -35,7 +35,7 @@ import enum
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from .._cassette.redaction import SecretValues
 from .._errors import AgentError
@@ -62,10 +62,13 @@ class ReplayMatch(enum.Enum):
     BODY = "body"  # the whole body
 
 
-#: A custom matcher: called with the recorded and the replayed request (whole bodies or
-#: frames, normalised: ids bound, paths, dates and secrets replaced), True when they
-#: match. Pass one -- or a sequence, all of which must agree -- as ``match=``.
-RequestMatcher = Callable[[dict[str, Any], dict[str, Any]], bool]
+class RequestMatcher(Protocol):
+    """A custom matcher: called with the recorded and the replayed request (whole bodies
+    or frames, normalised: ids bound, paths, dates and secrets replaced), True when they
+    match. Pass one -- or a sequence, all of which must agree -- as ``match=``; any
+    function of two dicts returning a bool is one."""
+
+    def __call__(self, recorded: dict[str, Any], replayed: dict[str, Any], /) -> bool: ...
 
 
 class ReplayMismatch(AgentError, AssertionError):
