@@ -19,11 +19,25 @@ async def test_every_benchmark_path_reaches_a_first_token() -> None:
     ours = [name for name in _measure.PATHS if name != "openai_sdk_https"]
     rows = await _measure.run(2, _server.Settings(delay=0.0, think=0.0, deltas=3), ours)
     assert [row["path"] for row in rows] == ours
+    assert ours[:2] == ["bare_socket_floor", "bare_https_floor"]
     assert all(row["first_recv_p50_ms"] > 0 and row["runs"] == 2 for row in rows)
     assert all(row["first_recv_p50_ms"] >= row["first_emit_p50_ms"] for row in rows)
-    assert rows[0]["ratio_to_floor"] == 1.0
+    assert rows[0]["ratio_to_floor"] == 1.0 and rows[1]["ratio_to_floor"] == 1.0
     table = _measure.format_table(rows)
     assert all(name in table for name in ours) and "p99" in table
+
+
+async def test_https_rows_are_divided_by_the_bare_https_floor() -> None:
+    # Each transport against its own wire's floor measured in the same run: HTTP/SSE
+    # rows over the bare httpx client, WebSocket rows over the bare trio-websocket one.
+    paths = ["bare_socket_floor", "bare_https_floor", "cold_connect", "https_shared_client"]
+    rows = {r["path"]: r for r in await _measure.run(2, _server.Settings(delay=0.0, think=0.0, deltas=3), paths)}
+    assert rows["https_shared_client"]["floor"] == "bare_https_floor"
+    assert rows["cold_connect"]["floor"] == "bare_socket_floor"
+    for name in ("https_shared_client", "cold_connect"):
+        floor = rows[rows[name]["floor"]]["first_recv_p50_ms"]
+        assert rows[name]["ratio_to_floor"] == pytest.approx(rows[name]["first_recv_p50_ms"] / floor)
+    assert _measure.floor_of("openai_sdk_https") == "bare_https_floor"
 
 
 async def test_the_https_server_keeps_connections_alive(tmp_path: object) -> None:
@@ -107,9 +121,10 @@ async def test_the_https_server_charges_the_handshake_delay_once_per_connection(
 
 def test_the_table_shows_emit_and_received_first_tokens_cpu_and_the_samples_behind_p99() -> None:
     row = {"path": "startup_prewarm", "first_emit_p50_ms": 1.0, "first_recv_p50_ms": 1.25, "first_recv_p99_ms": 3.5,
-           "ratio_to_floor": 1.1, "cpu_ms_per_turn": 0.75, "runs": 30}
+           "ratio_to_floor": 1.1, "cpu_ms_per_turn": 0.75, "runs": 30, "floor": "bare_socket_floor"}
     table = _measure.format_table([row])
     head, units, line = table.splitlines()
-    assert head.split() == ["path", "first", "emit", "first", "recv", "p99", "recv", "x", "floor", "cpu/turn", "n"]
-    assert line.split() == ["startup_prewarm", "1.00", "1.25", "3.50", "1.10", "0.75", "30"]
+    assert head.split() == ["path", "first", "emit", "first", "recv", "p99", "recv", "x", "floor", "cpu/turn", "n",
+                            "floor"]
+    assert line.split() == ["startup_prewarm", "1.00", "1.25", "3.50", "1.10", "0.75", "30", "socket"]
     assert "p50 ms" in units

@@ -13,10 +13,13 @@ Columns (every number in ms with two decimals, ratios with two decimals):
 - ``first emit``: p50 from ``agent.prompt()`` to the emission of the first
   ``assistant.delta`` (its ``event.time``); ``first recv`` p50/p99: to the moment the
   application's ``async for event in agent.events`` received it (what a user sees).
-- ``x floor``: ``first recv`` p50 over the floor's p50. The floor
-  (``bare_socket_floor``) is a raw trio-websocket client, already connected, sending
-  the agent's own first request body (captured from the server) and stopping at the
-  first delta.
+- ``x floor``: ``first recv`` p50 over the p50 of the floor of the row's own wire
+  (column ``floor``), measured in the same run. WebSocket rows: ``bare_socket_floor``,
+  a raw trio-websocket client, already connected, sending the agent's own first request
+  body (captured from the server) and stopping at the first delta. HTTP/SSE rows:
+  ``bare_https_floor``, a raw ``httpx.AsyncClient`` kept alive (its connection opened by
+  the discarded run), POSTing the HTTPS agent's own body and parsing the events line by
+  line -- so an HTTPS row is never flattered or penalised by the WebSocket's wire.
 - ``cpu/turn``: this process's CPU time from ``prompt()`` to ``turn.result()``,
   p50 (the runtime's CPU for one turn: no server, no agent open, no warmup).
 - ``n``: samples behind each percentile (p99 of 30 samples is their maximum).

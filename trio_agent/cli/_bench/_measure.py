@@ -52,6 +52,26 @@ async def bare_websocket(server: BenchServer, body: dict[str, Any]) -> Sample:
                 return Sample(first, first, time.process_time() - cpu)
 
 
+async def bare_https(client: Any, url: str, body: dict[str, Any]) -> Sample:
+    """The HTTPS floor: a raw ``httpx.AsyncClient`` (kept alive: the run's discarded first
+    sample opens its connection, as the WebSocket floor is already connected) POSTing
+    ``body`` and parsing the server-sent events line by line."""
+    content = json.dumps(body).encode()
+    headers = {"content-type": "application/json", "authorization": "Bearer bench"}
+    cpu, start = time.process_time(), trio.current_time()
+    first = None
+    async with client.stream("POST", url, content=content, headers=headers) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            frame = json.loads(line[6:])
+            if first is None and frame["type"] == "response.output_text.delta":
+                first = trio.current_time() - start
+    if first is None:
+        raise RuntimeError("the bare HTTPS stream ended without a text delta")
+    return Sample(first, first, time.process_time() - cpu)
+
+
 async def agent_first_token(config: ta.AgentConfig, *, wait_for_warmup: bool) -> Sample:
     """Open an agent, (optionally) wait for its warmup, prompt it; time the first delta."""
     async with trio.open_nursery() as nursery, ta.open_agent(config) as agent:
@@ -120,6 +140,8 @@ class _Run:
     workspace: str
     floor_body: dict[str, Any]
     shared_client: Any = None
+    https_floor_body: dict[str, Any] = attrs.field(factory=dict)
+    floor_client: Any = None  # the bare HTTPS floor's own kept-alive httpx client
 
     def agent(self, wait: bool, **responses: Any) -> Awaitable[Sample]:
         return agent_first_token(bench_config(self.server, self.workspace, **responses), wait_for_warmup=wait)
@@ -127,6 +149,7 @@ class _Run:
 
 PATHS: dict[str, _Client] = {
     "bare_socket_floor": lambda r: bare_websocket(r.server, r.floor_body),
+    "bare_https_floor": lambda r: bare_https(r.floor_client, r.server.http_base_url + "/responses", r.https_floor_body),
     "startup_prewarm": lambda r: r.agent(True),
     "shared_prefix_prewarm": lambda r: r.agent(True, shared_prompt_cache=True),
     "cold_connect": lambda r: r.agent(False),
@@ -168,10 +191,22 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
+FLOORS = ("bare_socket_floor", "bare_https_floor")
+HTTPS_PATHS = frozenset({"bare_https_floor", "https_store", "https_ephemeral", "https_shared_client",
+                         "openai_sdk_https"})
+
+
+def floor_of(name: str) -> str:
+    """The floor a path is divided by: the bare HTTPS client for HTTP/SSE paths, the bare
+    WebSocket client for the others (each transport against its own wire's floor)."""
+    return "bare_https_floor" if name in HTTPS_PATHS else "bare_socket_floor"
+
+
 def _row(name: str, samples: list[Sample], floor: float) -> dict[str, Any]:
     recv = [s.first_recv for s in samples]
     return {
-        "path": name, "first_emit_p50_ms": statistics.median(s.first_emit for s in samples) * 1000,
+        "path": name, "floor": floor_of(name),
+        "first_emit_p50_ms": statistics.median(s.first_emit for s in samples) * 1000,
         "first_recv_p50_ms": statistics.median(recv) * 1000, "first_recv_p99_ms": pct(recv, 0.99) * 1000,
         "ratio_to_floor": statistics.median(recv) / floor,
         "cpu_ms_per_turn": statistics.median(s.cpu for s in samples) * 1000, "runs": len(samples),
@@ -185,26 +220,30 @@ async def run(runs: int, settings: Settings, paths: list[str] | None = None) -> 
     paths = available_paths() if paths is None else paths
     if "openai_sdk_https" in paths:
         import openai  # noqa: F401  # import once, outside the timed runs
-    paths = ["bare_socket_floor", *(p for p in paths if p != "bare_socket_floor")]
+    paths = [*FLOORS, *(p for p in paths if p not in FLOORS)]
     with tempfile.TemporaryDirectory() as workspace:
-        async with open_bench_server(settings) as server, httpx.AsyncClient() as shared:
-            run_ = _Run(server, workspace, {}, shared)
+        async with open_bench_server(settings) as server, httpx.AsyncClient() as shared, \
+                httpx.AsyncClient() as floor_client:
+            run_ = _Run(server, workspace, {}, shared, floor_client=floor_client)
             await run_.agent(True)  # imports, first-use caches; its request is the floor's body
             run_.floor_body = (await server.last_requests())["last"]["ws"]
+            await run_.agent(False, transport=_HTTPS)  # the same for HTTPS: the HTTPS floor's body
+            run_.https_floor_body = (await server.last_requests())["last"]["http"]
             results = {}
             for name in paths:
                 await server.configure(settings)
                 results[name] = await _measure(name, run_, settings, runs)
-    floor = statistics.median(s.first_recv for s in results["bare_socket_floor"])
-    return [_row(name, samples, floor) for name, samples in results.items()]
+    floors = {f: statistics.median(s.first_recv for s in results[f]) for f in FLOORS}
+    return [_row(name, samples, floors[floor_of(name)]) for name, samples in results.items()]
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    head = f"{'path':<23}{'first emit':>11}{'first recv':>11}{'p99 recv':>10}{'x floor':>9}{'cpu/turn':>10}{'n':>5}"
+    head = (f"{'path':<23}{'first emit':>11}{'first recv':>11}{'p99 recv':>10}{'x floor':>9}{'cpu/turn':>10}"
+            f"{'n':>5}  floor")
     lines = [head, f"{'':<23}{'p50 ms':>11}{'p50 ms':>11}{'ms':>10}{'':>9}{'ms':>10}"]
     for r in rows:
         lines.append(f"{r['path']:<23}{r['first_emit_p50_ms']:>11.2f}{r['first_recv_p50_ms']:>11.2f}"
                      f"{r['first_recv_p99_ms']:>10.2f}{r['ratio_to_floor']:>9.2f}{r['cpu_ms_per_turn']:>10.2f}"
-                     f"{r['runs']:>5}")
+                     f"{r['runs']:>5}  {r['floor'].removeprefix('bare_').removesuffix('_floor')}")
     return "\n".join(lines)
 
