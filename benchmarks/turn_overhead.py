@@ -17,7 +17,10 @@ the way out; think time 0; 20 text deltas per answer):
   turn ends at ``response.completed``, before its response is closed; the row "floor to
   its close" times the same floor turns to the close (the connection back in the pool),
   which the agent's ``turn.result()`` also comes after.
-- the same two with ``AgentConfig(api_events=False)`` (no ``api.event`` per frame).
+- the same two with ``AgentConfig(api_events=False)`` (no ``api.event`` per frame): the
+  agent with ``api_events`` on, the one with it off and the bare client take turns in
+  one loop (the order rotated every round), so the on/off rows are measured at the same
+  moments, each paired with the floor turn of its round.
   These are the rows the targets are judged on: the bare client emits nothing per
   frame, and ``api.event`` (a copy of every wire frame) is a debugging/tracing stream an
   application turns on when it wants it. The default rows (``api_events=True``, one more
@@ -27,8 +30,9 @@ the way out; think time 0; 20 text deltas per answer):
   warmup, then prompted once; against the bare client's warm turn (the warm floor).
 - ``cpu``: this process's CPU per turn (the server is elsewhere), p50.
 
-"added" is ours minus the floor at the same percentile; ratio is p50 over p50; ``n``
-is the number of samples behind each percentile.
+"added p50" is ours' p50 minus the floor's; "added p99" is the p99 of the paired
+differences (ours minus the floor's turn of the same round), not p99 minus p99; ratio
+is p50 over p50; ``n`` is the number of pairs behind each percentile.
 
 ``--profile`` instead profiles warm WebSocket turns at 0 ms: Trio task steps per turn
 (``trio.lowlevel.add_instrument``, ``before_task_step``) for the agent and the bare
@@ -77,52 +81,57 @@ from ._common import (
 RTTS = (0.0, 0.025)
 
 
-async def ws_warm(
-    server: Any, workspace: str, pairs: int, api_events: bool = True
-) -> tuple[list[Timing], list[Timing]]:
-    ours, floor = [], []
-    config = attrs.evolve(bench_config(server, workspace), api_events=api_events)
-    async with open_warm_agent(config) as agent, open_bare_websocket(server.ws_url) as bare:
+Variants = dict[bool, list[Timing]]  # api_events -> ours, one sample per round
+
+
+async def interleave(clients: list[Callable[[], Awaitable[Timing]]], rounds: int) -> list[list[Timing]]:
+    """``rounds`` rounds of one turn per client, the order rotated each round (every
+    client goes first, second, ... equally often), so the variants and the floor see
+    the same moments of the machine: sample ``i`` of every list is one round's."""
+    out: list[list[Timing]] = [[] for _ in clients]
+    for i in range(rounds):
+        for k in range(len(clients)):
+            j = (k + i) % len(clients)
+            out[j].append(await clients[j]())
+    return out
+
+
+async def ws_warm(server: Any, workspace: str, pairs: int) -> tuple[Variants, list[Timing]]:
+    """The agent with ``api_events`` on and off and the bare client, interleaved."""
+    configs = [attrs.evolve(bench_config(server, workspace), api_events=on) for on in (True, False)]
+    async with open_warm_agent(configs[0]) as on, open_warm_agent(configs[1]) as off, \
+            open_bare_websocket(server.ws_url) as bare:
         for _ in range(5):  # the first turn after the prewarm and a few warm ones are not sampled
-            await agent.turn()
+            await on.turn()
+            await off.turn()
         body = (await server.last_requests())["last"]["ws"]
         for _ in range(5):
             await bare.turn(body)
-        for i in range(pairs):
-            if i % 2:
-                floor.append(await bare.turn(body))
-                ours.append(await agent.turn())
-            else:
-                ours.append(await agent.turn())
-                floor.append(await bare.turn(body))
-    return ours, floor
+        a, b, floor = await interleave([on.turn, off.turn, lambda: bare.turn(body)], pairs)
+    return {True: a, False: b}, floor
 
 
 async def https_warm(
-    server: Any, workspace: str, pairs: int, api_events: bool = True, closed: list[Timing] | None = None
-) -> tuple[list[Timing], list[Timing]]:
-    """``closed``, when given, receives the floor's turns timed to its response's close."""
-    ours, floor = [], []
-    config = attrs.evolve(bench_config(server, workspace, transport=ta.Transport.HTTPS, store=True),
-                          api_events=api_events)
-    async with open_warm_agent(config) as agent, httpx.AsyncClient() as client:
+    server: Any, workspace: str, pairs: int, closed: list[Timing] | None = None
+) -> tuple[Variants, list[Timing]]:
+    """The same over HTTPS; ``closed``, when given, receives the floor's turns timed to
+    its response's close."""
+    configs = [attrs.evolve(bench_config(server, workspace, transport=ta.Transport.HTTPS, store=True),
+                            api_events=on) for on in (True, False)]
+    async with open_warm_agent(configs[0]) as on, open_warm_agent(configs[1]) as off, \
+            httpx.AsyncClient() as client:
         bare = BareHttp(client, server.http_base_url + "/responses")
         for _ in range(5):
-            await agent.turn()
+            await on.turn()
+            await off.turn()
         body = (await server.last_requests())["last"]["http"]
         for _ in range(5):
             await bare.turn(body)
         bare.closed.clear()
-        for i in range(pairs):
-            if i % 2:
-                floor.append(await bare.turn(body))
-                ours.append(await agent.turn())
-            else:
-                ours.append(await agent.turn())
-                floor.append(await bare.turn(body))
+        a, b, floor = await interleave([on.turn, off.turn, lambda: bare.turn(body)], pairs)
     if closed is not None:
         closed.extend(bare.closed)
-    return ours, floor
+    return {True: a, False: b}, floor
 
 
 async def first_after_prewarm(
@@ -165,29 +174,22 @@ async def measure(pairs: int) -> str:
                 await server.configure(Settings(delay=rtt / 2, think=0.0, deltas=20))
                 n = pairs if rtt == 0 else max(20, pairs // 2)
                 tag = f"rtt {rtt * 1000:.0f} ms"
-                ours, floor = await ws_warm(server, workspace, n)
-                rows.append(added_row(f"ws warm turn, api_events=True, {tag}", ours, floor))
-                summary.append(_summary(f"ws warm turn, api_events=True, {tag}", rows[-1], "(informative)"))
-                rows.append(added_row(f"ws warm first token, api_events=True, {tag}", ours, floor, "first"))
-                cpu_rows.append(_cpu_row(f"ws warm turn, api_events=True, {tag}", ours, floor))
-                ours, floor = await https_warm(server, workspace, n)
-                rows.append(added_row(f"https warm turn, api_events=True, {tag}", ours, floor))
-                summary.append(_summary(f"https warm turn, api_events=True, {tag}", rows[-1], "(informative)"))
-                rows.append(added_row(f"https warm first token, api_events=True, {tag}", ours, floor, "first"))
-                cpu_rows.append(_cpu_row(f"https warm turn, api_events=True, {tag}", ours, floor))
+                closed: list[Timing] = []
                 for name in ("ws", "https"):
-                    label = f"{name} warm turn, api_events=False, {tag}"
-                    closed: list[Timing] = []
                     if name == "ws":
-                        ours, floor = await ws_warm(server, workspace, n, api_events=False)
+                        variants, floor = await ws_warm(server, workspace, n)
                     else:
-                        ours, floor = await https_warm(server, workspace, n, api_events=False, closed=closed)
-                    rows.append(added_row(label, ours, floor))
-                    summary.append(_summary(label, rows[-1], "+0.3 ms p50" if name == "ws" else "+0.7 ms p50"))
-                    if closed:
-                        rows.append(added_row(f"{label}, floor to its close", ours, closed))
-                    rows.append(added_row(label.replace("turn", "first token", 1), ours, floor, "first"))
-                    cpu_rows.append(_cpu_row(label, ours, floor))
+                        variants, floor = await https_warm(server, workspace, n, closed=closed)
+                    for api_events in (True, False):
+                        ours = variants[api_events]
+                        label = f"{name} warm turn, api_events={api_events}, {tag}"
+                        target = "(informative)" if api_events else "+0.3 ms p50" if name == "ws" else "+0.7 ms p50"
+                        rows.append(added_row(label, ours, floor))
+                        summary.append(_summary(label, rows[-1], target))
+                        if closed and not api_events:
+                            rows.append(added_row(f"{label}, floor to its close", ours, closed))
+                        rows.append(added_row(label.replace("turn", "first token", 1), ours, floor, "first"))
+                        cpu_rows.append(_cpu_row(label, ours, floor))
                 ours, floor = await first_after_prewarm(server, workspace, max(20, n // 5), api_events=False)
                 rows.append(added_row(f"first turn after prewarm, api_events=False, {tag}", ours, floor))
                 summary.append(_summary(f"first turn after prewarm, api_events=False, {tag}", rows[-1], "+0.5 ms p50"))
