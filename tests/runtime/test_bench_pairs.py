@@ -4,8 +4,11 @@ figures out)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from benchmarks import _readme, first_token
 from benchmarks._common import Timing, added_row, paired_differences
 from benchmarks.turn_overhead import interleave
 
@@ -42,3 +45,41 @@ async def test_interleaved_variants_take_turns_in_a_rotating_order() -> None:
     assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert [len(a), len(b), len(c)] == [3, 3, 3]
     assert [t.total for t in a] == [1.0, 6.0, 8.0]  # sample i of every list is round i's
+
+
+def test_the_readme_table_is_generated_between_its_markers(tmp_path: Path) -> None:
+    runs = [[["first token received, cold_connect", "3.00 ms", "2.00 ms (bare_socket)", "1.50x", "report"],
+             ["warm | turn", "1 ms", "1 ms", "+0.00 ms", "-"]],
+            [["first token received, cold_connect", "3.30 ms", "3.00 ms (bare_socket)", "1.10x", "report"]]]
+    text = _readme.markdown(runs, "context line")
+    lines = text.splitlines()
+    assert lines[0] == "context line"
+    assert lines[2].startswith("| metric | run 1: ") and lines[2].endswith("| target |")
+    assert lines[4] == "| first token received, cold_connect | 1.50x (3.00 ms vs 2.00 ms (bare_socket)) | " \
+                       "1.10x (3.30 ms vs 3.00 ms (bare_socket)) | report |"
+    assert lines[5] == "| warm \\| turn | +0.00 ms (1 ms vs 1 ms) | - | - |"
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{_readme.BEGIN}\nold table\n{_readme.END}\nafter\n")
+    _readme.replace_block(readme, text)
+    assert readme.read_text() == f"intro\n{_readme.BEGIN}\n{text}\n{_readme.END}\nafter\n"
+    readme.write_text("no markers\n")
+    with pytest.raises(SystemExit, match="expected one"):
+        _readme.replace_block(readme, text)
+
+
+def test_the_project_readme_has_the_generated_block_once() -> None:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert text.count(_readme.BEGIN) == 1 and text.count(_readme.END) == 1
+
+
+def test_first_token_is_in_the_summary_over_its_own_wire_floor() -> None:
+    def row(path: str, p50: float, floor: str) -> dict[str, object]:
+        return {"path": path, "floor": floor, "first_recv_p50_ms": p50, "first_recv_p99_ms": p50 * 2,
+                "ratio_to_floor": p50 / 2.0, "runs": 10}
+
+    rows = [row("bare_socket_floor", 2.0, "bare_socket_floor"), row("bare_https_floor", 2.0, "bare_https_floor"),
+            row("cold_connect", 3.0, "bare_socket_floor"), row("https_store", 4.0, "bare_https_floor")]
+    out = first_token.summary_rows(rows)
+    assert [r[0].split(" (")[0] for r in out] == ["first token received, cold_connect",
+                                                  "first token received, https_store"]
+    assert out[1][1:4] == ["4.00 ms", "2.00 ms (bare_https)", "2.00x"] and "n=10" in out[1][0]
