@@ -15,7 +15,8 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
   offline: ``npm install @openai/codex`` in a scratch directory; the binary is
   ``node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex``)
   ``codex exec`` runs against the same child-process server over HTTP/SSE with a local
-  provider and analytics, feedback and update checks off -- and the whole benchmark
+  provider and codex's own network features off: update checks, analytics, feedback and
+  OpenTelemetry export (its metrics default to Statsig) -- and the whole benchmark
   then re-runs itself in a new network namespace (``unshare -n``, only ``lo`` up), so
   that codex cannot reach any host but this machine's loopback.
 - **the same server as codex**: ``trio-agent run`` with a dummy ``OPENAI_API_KEY``
@@ -216,7 +217,18 @@ enabled = false
 
 [feedback]
 enabled = false
+
+[otel]
+exporter = "none"
+trace_exporter = "none"
+metrics_exporter = "none"
 """
+# codex's own network features, all off so the peer pays for no traffic ours does not
+# make: the update check (GitHub releases), analytics (ChatGPT's backend), feedback
+# uploads, and OpenTelemetry -- whose metrics exporter defaults to Statsig (codex-rs
+# config: ``OtelConfig::default``) while logs and traces default to none; spelled out all
+# three. The model list is not refreshed online with an API-key provider (only under
+# ChatGPT auth), and web search is a tool of the model's server, not a request of codex.
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,9 +12,10 @@ Setup, per server and client count (each a fresh server process and home):
   pinned one under ``tests/outsiders/clients`` after ``bash .ci/clients``) also
   ``codex app-server --listen ws://127.0.0.1:0`` with a scratch ``CODEX_HOME`` whose
   ``config.toml`` (``cold_cli.CODEX_CONFIG``) names a model provider on the same
-  server (codex's wire for such a provider is HTTP/SSE) and turns analytics, feedback
-  and the update check off -- and the whole benchmark then re-runs itself in a new
-  network namespace (``unshare -n``, only ``lo`` up), so codex reaches nothing else.
+  server (codex's wire for such a provider is HTTP/SSE) and turns codex's own network
+  features off (analytics, feedback, the update check, OpenTelemetry export) -- and
+  the whole benchmark then re-runs itself in a new network namespace (``unshare -n``,
+  only ``lo`` up), so codex reaches nothing else.
   The model server answers at once: 10 text deltas, no think time, no network delay.
 - the clients: N WebSocket connections in this process (``Wire``: a lean client on a
   Trio socket), each ``initialize`` +

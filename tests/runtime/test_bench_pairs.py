@@ -4,12 +4,14 @@ figures out)."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from benchmarks import _readme, first_token
 from benchmarks._common import Timing, added_row, paired_differences
+from benchmarks.cold_cli import CODEX_CONFIG
 from benchmarks.turn_overhead import interleave
 
 
@@ -83,3 +85,12 @@ def test_first_token_is_in_the_summary_over_its_own_wire_floor() -> None:
     assert [r[0].split(" (")[0] for r in out] == ["first token received, cold_connect",
                                                   "first token received, https_store"]
     assert out[1][1:4] == ["4.00 ms", "2.00 ms (bare_https)", "2.00x"] and "n=10" in out[1][0]
+
+
+def test_the_codex_peer_runs_with_its_own_network_features_off() -> None:
+    config = tomllib.loads(CODEX_CONFIG.format(base_url="http://127.0.0.1:1/v1"))
+    assert config["check_for_update_on_startup"] is False
+    assert config["analytics"]["enabled"] is False and config["feedback"]["enabled"] is False
+    # codex's metrics exporter defaults to Statsig: every exporter is named "none"
+    assert {config["otel"][k] for k in ("exporter", "trace_exporter", "metrics_exporter")} == {"none"}
+    assert config["model_providers"][config["model_provider"]]["base_url"] == "http://127.0.0.1:1/v1"
