@@ -86,7 +86,7 @@ async def _one_http_exchange(stream: trio.abc.Stream, client: h11.Connection) ->
     while True:
         event = client.next_event()
         if event is h11.NEED_DATA:
-            client.receive_data(await stream.receive_some(65536))
+            client.receive_data(bytes(await stream.receive_some(65536)))
         elif isinstance(event, h11.Data):
             received += bytes(event.data)
         elif isinstance(event, h11.EndOfMessage):
@@ -128,3 +128,26 @@ def test_the_table_shows_emit_and_received_first_tokens_cpu_and_the_samples_behi
                             "floor"]
     assert line.split() == ["startup_prewarm", "1.00", "1.25", "3.50", "1.10", "0.75", "30", "socket"]
     assert "p50 ms" in units
+
+
+async def test_the_paths_are_interleaved_round_by_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One discarded round, then every round runs each path once, the order rotated.
+    calls: list[str] = []
+
+    def fake(name: str) -> object:
+        async def client(_: object) -> _measure.Sample:
+            calls.append(name)
+            return _measure.Sample(0.001, 0.001, 0.0)
+        return client
+
+    for name in ("a", "b", "c"):
+        monkeypatch.setitem(_measure.PATHS, name, fake(name))
+
+    class Server:
+        async def configure(self, settings: _server.Settings) -> None:
+            pass
+
+    run_ = _measure._Run(Server(), "", {})  # type: ignore[arg-type]
+    samples = await _measure._measure(["a", "b", "c"], run_, _server.Settings(), 2)
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert {name: len(s) for name, s in samples.items()} == {"a": 2, "b": 2, "c": 2}

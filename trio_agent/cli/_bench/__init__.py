@@ -6,7 +6,9 @@ alone. It injects a one-way network delay (``--delay-ms``) on every request and
 reply, a TCP+handshake round trip (``2 x delay``) once per *new* connection -- a
 kept-alive HTTPS connection is not charged again -- and a "think time" before the
 first frame of an answer. Each path runs ``--runs`` times after one discarded run
-(lazy imports, first-use caches); every run opens a fresh agent (except the floor).
+(lazy imports, first-use caches), interleaved: a round runs every path once, in an order
+rotated each round, so the paths and their floors share the machine's same moments;
+every run opens a fresh agent (except the floors).
 
 Columns (every number in ms with two decimals, ratios with two decimals):
 

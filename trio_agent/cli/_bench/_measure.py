@@ -175,14 +175,20 @@ def available_paths() -> list[str]:
     return [name for name in PATHS if name != "openai_sdk_https" or missing_reference() is None]
 
 
-async def _measure(name: str, run_: _Run, settings: Settings, runs: int) -> list[Sample]:
-    """One discarded run, then ``runs`` timed runs."""
-    samples = []
-    for _ in range(runs + 1):
-        if name == "warmup_fallback":
-            await run_.server.configure(attrs.evolve(settings, fail_warmups=1))
-        samples.append(await PATHS[name](run_))
-    return samples[1:]
+async def _measure(paths: list[str], run_: _Run, settings: Settings, runs: int) -> dict[str, list[Sample]]:
+    """One discarded round, then ``runs`` timed rounds of one run per path, the order
+    rotated every round: every path and its floor are sampled across the same stretch
+    of the machine's life, not one path minutes after another."""
+    samples: dict[str, list[Sample]] = {name: [] for name in paths}
+    for i in range(runs + 1):
+        for k in range(len(paths)):
+            name = paths[(k + i) % len(paths)]
+            fail = 1 if name == "warmup_fallback" else 0  # the server fails this run's warmup
+            await run_.server.configure(attrs.evolve(settings, fail_warmups=fail))
+            sample = await PATHS[name](run_)
+            if i:
+                samples[name].append(sample)
+    return samples
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -229,10 +235,7 @@ async def run(runs: int, settings: Settings, paths: list[str] | None = None) -> 
             run_.floor_body = (await server.last_requests())["last"]["ws"]
             await run_.agent(False, transport=_HTTPS)  # the same for HTTPS: the HTTPS floor's body
             run_.https_floor_body = (await server.last_requests())["last"]["http"]
-            results = {}
-            for name in paths:
-                await server.configure(settings)
-                results[name] = await _measure(name, run_, settings, runs)
+            results = await _measure(paths, run_, settings, runs)
     floors = {f: statistics.median(s.first_recv for s in results[f]) for f in FLOORS}
     return [_row(name, samples, floors[floor_of(name)]) for name, samples in results.items()]
 
