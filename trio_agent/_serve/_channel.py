@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 import trio_websocket
 
+from ._jsonrpc import SharedText
 from ._ws_writes import SharedSendStream, text_frames
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class LineChannel:
 
     async def send_batch(self, texts: list[str]) -> None:
         """Send several messages in one write."""
-        data = "".join(text + "\n" for text in texts).encode("utf-8")
+        data = b"".join([_line(text) for text in texts])
         async with self._send_lock:
             try:
                 await self._stream.send_all(data)
@@ -151,6 +152,16 @@ class LineChannel:
     async def aclose(self) -> None:
         """Close the stream."""
         await self._stream.aclose()
+
+
+def _line(text: str) -> bytes:
+    """``text``'s line; a ``SharedText``'s is built once, for every connection."""
+    if type(text) is SharedText:
+        line = text.line
+        if line is None:
+            line = text.line = (text + "\n").encode("utf-8")
+        return line
+    return (text + "\n").encode("utf-8")
 
 
 class WebSocketChannel:

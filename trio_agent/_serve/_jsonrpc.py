@@ -49,7 +49,9 @@ __all__ = [
     "RequestId",
     "Response",
     "RpcError",
+    "SharedText",
     "encode",
+    "encode_shared",
     "error_message",
     "notification_message",
     "parse",
@@ -245,6 +247,22 @@ def encode(message: JsonObject) -> str:
         if char in text:
             text = text.replace(char, escaped)
     return text
+
+
+class SharedText(str):
+    """An encoded message queued for several connections (a notification to a thread's
+    subscribers or to every client). Its wire bytes -- a WebSocket text frame, a stdio
+    line -- are built by the first connection that writes it and reused by the others
+    (``_ws_writes.text_frames``, ``_channel.LineChannel``), so a message costs one
+    UTF-8 encoding and one framing however many clients receive it (issue 30)."""
+
+    frame: bytes | None = None  # the WebSocket text frame, once built
+    line: bytes | None = None  # the stdio line (with its newline), once built
+
+
+def encode_shared(message: JsonObject) -> SharedText:
+    """``encode`` for a message sent to more than one connection."""
+    return SharedText(encode(message))
 
 
 def response_message(request_id: RequestId, result: Any) -> JsonObject:

@@ -60,7 +60,7 @@ from ._connection import OUTGOING_LIMIT, Connection, Reply
 from ._credential import Account
 from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, parse_dynamic_tools
 from ._items import ThreadMapper
-from ._jsonrpc import InvalidRequest, Notification, Request, encode, notification_message
+from ._jsonrpc import InvalidRequest, Notification, Request, encode, encode_shared, notification_message
 from ._outs import Out
 from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._pump import Pump
@@ -176,7 +176,7 @@ class AppServer:
     # -- delivery ------------------------------------------------------------------------
 
     def broadcast(self, method: str, params: Json) -> None:
-        text = encode(notification_message(method, params, emitted_at_ms=self.now_ms()))
+        text = encode_shared(notification_message(method, params, emitted_at_ms=self.now_ms()))
         for conn in list(self._connections):
             if conn.initialized:
                 conn.send_text(text, method)
@@ -186,8 +186,12 @@ class AppServer:
             if out.broadcast:
                 self.broadcast(out.method, out.params)
                 continue
-            text = encode(notification_message(out.method, out.params, emitted_at_ms=self.now_ms()))
-            for conn in list(state.subscribers):
+            subscribers = list(state.subscribers)
+            if not subscribers:
+                continue
+            text = (encode_shared if len(subscribers) > 1 else encode)(
+                notification_message(out.method, out.params, emitted_at_ms=self.now_ms()))
+            for conn in subscribers:
                 conn.send_text(text, out.method)
 
     # -- thread states -------------------------------------------------------------------

@@ -20,23 +20,35 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-__all__ = ["SharedSendStream", "text_frames"]
+from ._jsonrpc import SharedText
+
+__all__ = ["SharedSendStream", "text_frame", "text_frames"]
+
+
+def text_frame(text: str) -> bytes:
+    """The server-side (unmasked) WebSocket text frame of ``text``; a ``SharedText``'s
+    is built once and kept on it, for every other connection it goes to."""
+    if type(text) is SharedText:
+        frame = text.frame
+        if frame is None:
+            frame = text.frame = _frame(text)
+        return frame
+    return _frame(text)
+
+
+def _frame(text: str) -> bytes:
+    payload = text.encode("utf-8")
+    size = len(payload)
+    if size < 126:
+        return bytes((0x81, size)) + payload
+    if size < 1 << 16:
+        return b"\x81\x7e" + size.to_bytes(2, "big") + payload
+    return b"\x81\x7f" + size.to_bytes(8, "big") + payload
 
 
 def text_frames(texts: Sequence[str]) -> bytes:
-    """The server-side (unmasked) WebSocket text frames of ``texts``, concatenated."""
-    parts: list[bytes] = []
-    for text in texts:
-        payload = text.encode("utf-8")
-        size = len(payload)
-        if size < 126:
-            parts.append(bytes((0x81, size)))
-        elif size < 1 << 16:
-            parts.append(b"\x81\x7e" + size.to_bytes(2, "big"))
-        else:
-            parts.append(b"\x81\x7f" + size.to_bytes(8, "big"))
-        parts.append(payload)
-    return b"".join(parts)
+    """The frames of ``texts``, concatenated."""
+    return b"".join([text_frame(text) for text in texts])
 
 
 class SharedSendStream(trio.abc.Stream):
