@@ -83,7 +83,7 @@ def _settle(directory: str, seconds: float = 60.0) -> None:
 
 def _daemon(command: str, directory: str, env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "-m", "trio_agent", "serve", command], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, cwd="/")  # `-m` puts the cwd first on sys.path: PYTHONPATH decides
 
 
 def _served_run(command: list[str], env: dict[str, str]) -> tuple[float, bool]:
