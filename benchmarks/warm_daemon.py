@@ -25,7 +25,16 @@ number of times, at each round trip:
   namespace (``unshare -n``, only ``lo`` up) so that codex reaches nothing else;
 - ``python -c print``: the interpreter's start-up, the floor under any Python client.
 
+Back to back (issue 30, item 2): at each round trip, after the rows above, batches of
+``--back-to-back`` (10) runs with no pause between them -- each client spawned the
+moment the previous one exited, nothing waited for -- counting the runs the daemon
+served (``TRIO_AGENT_DAEMON_VERBOSE``'s "served by the warm daemon") and their p50
+spawn -> first text. ``--baseline TREE`` (a checkout of another commit) runs the same
+batches against a daemon started from that tree, interleaved batch by batch with
+this tree's, for a before/after in one run.
+
     /work/main/.venv/bin/python -m benchmarks.warm_daemon [--runs 15] [--codex PATH]
+        [--back-to-back 10] [--batches 2] [--baseline TREE]
 """
 
 from __future__ import annotations
@@ -74,19 +83,49 @@ def _settle(directory: str, seconds: float = 60.0) -> None:
 
 def _daemon(command: str, directory: str, env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "-m", "trio_agent", "serve", command], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, cwd="/")  # `-m` puts the cwd first on sys.path: PYTHONPATH decides
 
 
-async def measure(runs: int, codex: str | None, work: Path) -> dict[float, dict[str, list[Sample]]]:
+def _served_run(command: list[str], env: dict[str, str]) -> tuple[float, bool]:
+    """(spawn -> first stdout byte, whether the warm daemon served it)."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                                   env={**env, "TRIO_AGENT_DAEMON_VERBOSE": "1"}, cwd=TREE)
+        assert process.stdout is not None
+        process.stdout.read(1)
+        first = time.perf_counter() - start
+        process.stdout.read()
+        if process.wait() != 0:
+            raise RuntimeError(f"{command} exited {process.returncode}")
+        err.seek(0)
+        return first, b"served by the warm daemon" in err.read()
+
+
+def _back_to_back(command: list[str], env: dict[str, str], runs: int) -> list[tuple[float, bool]]:
+    _settle(env["TRIO_AGENT_DAEMON_DIR"])  # the batch starts in the steady state; inside it nothing waits
+    return [_served_run(command, env) for _ in range(runs)]
+
+
+Batches = dict[float, dict[str, list[tuple[float, bool]]]]
+
+
+async def measure(runs: int, codex: str | None, work: Path, back: int = 10, batches: int = 2,
+                  baseline: str | None = None) -> tuple[dict[float, dict[str, list[Sample]]], Batches]:
     directory = str(work / "rt")
     script = work / "trio-agent"
     script.write_text(SCRIPT)
     results: dict[float, dict[str, list[Sample]]] = {}
+    serial: Batches = {}
     async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
         env = {**ENV, "OPENAI_API_KEY": "bench-key", "OPENAI_RESPONSES_WEBSOCKET_URL": server.ws_url,
                "CODEX_HOME": str(work / "no-codex-home"), "TRIO_AGENT_DAEMON_DIR": directory}
         client = [sys.executable, str(script), "run", "hello"]
         await trio.to_thread.run_sync(_daemon, "--daemon", directory, env)
+        trees = {"this tree": env}
+        if baseline:
+            trees["baseline"] = {**env, "PYTHONPATH": baseline, "TRIO_AGENT_DAEMON_DIR": str(work / "rt-base")}
+            await trio.to_thread.run_sync(_daemon, "--daemon", str(work / "rt-base"), trees["baseline"])
         try:
             for rtt in ROUND_TRIPS:
                 await server.configure(Settings(delay=rtt / 2, think=0.0, deltas=20))
@@ -109,9 +148,29 @@ async def measure(runs: int, codex: str | None, work: Path) -> dict[float, dict[
                         for name, sample in samples:
                             rows[name].append(sample)
                 results[rtt] = rows
+                serial[rtt] = {name: [] for name in trees}
+                for tree_env in trees.values():
+                    await trio.to_thread.run_sync(spawn_first_output, client, 0, tree_env)  # makes it prewarm
+                for _ in range(batches):
+                    for name, tree_env in trees.items():
+                        serial[rtt][name] += await trio.to_thread.run_sync(_back_to_back, client, tree_env, back)
         finally:
-            await trio.to_thread.run_sync(_daemon, "--stop", directory, env)
-    return results
+            for tree_env in trees.values():
+                await trio.to_thread.run_sync(_daemon, "--stop", tree_env["TRIO_AGENT_DAEMON_DIR"], tree_env)
+    return results, serial
+
+
+def report_back_to_back(serial: Batches, back: int) -> None:
+    lines = []
+    for rtt, trees in serial.items():
+        for name, values in trees.items():
+            warm = [first for first, served in values if served]
+            lines.append([f"{rtt * 1000:.0f} ms", name, f"{len(warm)} of {len(values)}",
+                          f"{statistics.median(v[0] for v in values) * 1000:.1f}",
+                          f"{statistics.median(warm) * 1000:.1f}" if warm else "-"])
+    print(table(f"back to back: batches of {back} runs with no pause, served warm and spawn -> first text p50 (ms)",
+                ["RTT", "daemon", "served warm", "first p50 (all)", "first p50 (warm)"], lines))
+    print()
 
 
 def report(results: dict[float, dict[str, list[Sample]]], codex: bool) -> None:
@@ -147,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codex", default=CODEX if os.path.exists(CODEX) else None,
                         help="path of the codex native binary (default: the offline npm install, if present)")
     parser.add_argument("--no-codex", action="store_true", help="do not run codex")
+    parser.add_argument("--back-to-back", type=int, default=10, help="runs per back-to-back batch")
+    parser.add_argument("--batches", type=int, default=2, help="back-to-back batches per daemon and round trip")
+    parser.add_argument("--baseline", help="a checkout of another commit: its daemon, batch by batch with ours")
     args = parser.parse_args(argv)
     codex = None if args.no_codex else args.codex
     if codex and os.environ.get("COLD_CLI_NETNS") != "1":
@@ -157,10 +219,11 @@ def main(argv: list[str] | None = None) -> int:
                    check=True, env=ENV)
     work = Path(tempfile.mkdtemp(prefix="warm-daemon-"))
     try:
-        results = trio.run(measure, args.runs, codex, work)
+        results, serial = trio.run(measure, args.runs, codex, work, args.back_to_back, args.batches, args.baseline)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report(results, codex is not None)
+    report_back_to_back(serial, args.back_to_back)
     if not codex:
         print("codex: not run (pass --codex PATH to the native binary; see cold_cli's docstring)")
     return 0

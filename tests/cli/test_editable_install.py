@@ -6,8 +6,8 @@ daemon the one it finds, and both must agree that they are one installation.
 
 The run is known to be served warm two ways: ``TRIO_AGENT_DAEMON_VERBOSE=1`` makes the
 client say so on stderr, and the daemon's ready spare (its pid, from ``status``) is
-the one that took it. At the end ``serve --stop``, and every pid the daemon reported
-(itself, every worker) is gone.
+the one that took it; three more runs straight after it are served warm too. At the
+end ``serve --stop``, and every pid the daemon reported (itself, every worker) is gone.
 """
 
 from __future__ import annotations
@@ -85,6 +85,10 @@ async def test_the_installed_console_script_gets_a_warm_run_from_the_daemon(venv
         assert "You said: 'hi'" in warm.stdout
         after = daemon_status(directory)
         assert after is not None and not spares <= set(after.ready)  # the spare took it
+        for i in range(3):  # back to back, nothing waited for: the spares were replenished ahead of demand
+            again = _run(venv_bin, "run", "--local", f"hi {i}", env=env, cwd=tmp_path)
+            assert again.returncode == 0, again.stderr
+            assert again.stderr.startswith(SERVED), f"run {i}: {again.stderr}"
     finally:
         stopped = _run(venv_bin, "serve", "--stop", env=env, cwd=tmp_path)
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr

@@ -2,10 +2,11 @@
 
 :class:`RunRequest` is a client's ``run`` and its configuration key. :class:`Worker`
 is one worker process (``_worker``) with its socket; the task in
-:meth:`Worker.run` owns both, from the spawn to the reaped exit. :class:`Pool` keeps at
-most one spare per key (:data:`MAX_SPARES` in all), hands a ready one to a client,
-remembers keys whose worker failed before it was ready, starts the next spare when a
-run has ended, and closes spares unused for :data:`SPARE_IDLE` seconds.
+:meth:`Worker.run` owns both, from the spawn to the reaped exit. :class:`Pool` keeps up
+to :data:`SPARES_PER_KEY` spares per key (:data:`MAX_SPARES` in all, never more), hands
+a ready one to a client and starts its replacement at once -- ahead of the next run,
+not after this one -- remembers keys whose worker failed before it was ready, and
+closes spares unused for :data:`SPARE_IDLE` seconds.
 """
 
 from __future__ import annotations
@@ -26,10 +27,16 @@ import trio
 
 from ._channel import LineSocket
 
-__all__ = ["CLOSE_GRACE", "FAILED_FOR", "MAX_SPARES", "SPARE_IDLE", "VOLATILE", "Pool", "RunRequest", "Worker"]
+__all__ = ["CLOSE_GRACE", "FAILED_FOR", "MAX_SPARES", "SPARES_PER_KEY", "SPARE_IDLE", "VOLATILE", "Pool",
+           "RunRequest", "Worker"]
 
-#: At most this many spares (``TRIO_AGENT_DAEMON_SPARES`` when the daemon starts overrides it).
+#: At most this many spares in all, ready or starting (``TRIO_AGENT_DAEMON_SPARES`` when the
+#: daemon starts overrides it); workers running a client's turn are not spares.
 MAX_SPARES = 4
+#: Spares kept per configuration (``TRIO_AGENT_DAEMON_SPARES_PER_KEY`` overrides it; at most
+#: ``MAX_SPARES``). Two, so that a run that follows the previous one at once finds the second
+#: ready while the first one's replacement (started when the first was taken) imports.
+SPARES_PER_KEY = 2
 #: Seconds a ready spare may stay unused before it is closed (``TRIO_AGENT_DAEMON_IDLE`` overrides it).
 SPARE_IDLE = 15 * 60.0
 #: Seconds during which a configuration whose worker failed before it was ready falls back at once.
@@ -188,26 +195,33 @@ class Worker:
 
 
 class Pool:
-    """The spares, one per configuration key, and the workers running a client's turn."""
+    """The spares, up to :attr:`per_key` per configuration key, and the workers running a client's turn."""
 
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
-        self.spares: dict[str, Worker] = {}
+        self.spares: dict[str, list[Worker]] = {}  # per key, oldest first
         self.running: set[Worker] = set()
         self.failed: dict[str, float] = {}
         self.stopping = False
         self.max_spares = int(os.environ.get("TRIO_AGENT_DAEMON_SPARES") or MAX_SPARES)
+        self.per_key = max(1, min(self.max_spares,
+                                  int(os.environ.get("TRIO_AGENT_DAEMON_SPARES_PER_KEY") or SPARES_PER_KEY)))
         self.idle = float(os.environ.get("TRIO_AGENT_DAEMON_IDLE") or SPARE_IDLE)
 
+    def spare_workers(self) -> list[Worker]:
+        return [worker for workers in self.spares.values() for worker in workers]
+
     async def take(self, request: RunRequest) -> Worker | str:
-        """A ready worker for ``request``, or why the client should run in-process."""
+        """A ready worker for ``request``, or why the client should run in-process. Either
+        way the key's spares are topped up now, ahead of the next run."""
         key = request.key()
         if trio.current_time() - self.failed.get(key, -FAILED_FOR) < FAILED_FOR:
             return "this configuration failed to start in the daemon recently"
-        spare = self.spares.get(key)
+        spares = self.spares.get(key, [])
+        spare = next((w for w in spares if w.ready.is_set()), spares[0] if spares else None)
         if spare is None:
-            worker = self.start(key, request)
-            if worker is not None:
+            started = self.fill(key, request)
+            for worker in started:
                 await worker.spawned.wait()  # so that `status` lists its pid once the client has its answer
             return "no prewarmed agent for this configuration yet: starting one"
         if not spare.ready.is_set():
@@ -218,59 +232,76 @@ class Pool:
 
                 nursery.start_soon(until, spare.ready)
                 nursery.start_soon(until, spare.done)
-            if not spare.ready.is_set() or spare.done.is_set() or self.spares.get(key) is not spare:
+            if not spare.ready.is_set() or spare.done.is_set() or spare not in self.spares.get(key, []):
                 return "the prewarmed agent failed to start"
-        del self.spares[key]
+        self._forget(spare)
+        spare.taken = True
         self.running.add(spare)
+        self.fill(key, request)  # its replacement starts now, while this run streams
         return spare
 
+    def fill(self, key: str, request: RunRequest) -> list[Worker]:
+        """Start spares for ``key`` up to :attr:`per_key` (none while the daemon stops)."""
+        started = []
+        while len(self.spares.get(key, [])) < self.per_key and (worker := self.start(key, request)) is not None:
+            started.append(worker)
+        return started
+
     def start(self, key: str, request: RunRequest) -> Worker | None:
-        """Start a spare for ``key`` unless there is one (or the daemon is stopping)."""
-        if self.stopping or key in self.spares:
+        """Start one more spare for ``key``; at the bound, close the least recently used
+        ready spare of another key to make room, or start none."""
+        if self.stopping or len(self.spares.get(key, [])) >= self.per_key:
             return None
-        ready = sorted((w for w in self.spares.values() if w.ready.is_set() and not w.closing),
-                       key=lambda w: w.used_at)
-        if len(self.spares) >= self.max_spares and ready:
-            self._close(ready[0])
+        if len(self.spare_workers()) >= self.max_spares:
+            others = sorted((w for w in self.spare_workers() if w.key != key and w.ready.is_set() and not w.closing),
+                            key=lambda w: w.used_at)
+            if not others:
+                return None
+            self._close(others[0])
         worker = Worker(key, request)
-        self.spares[key] = worker
+        self.spares.setdefault(key, []).append(worker)
         self._nursery.start_soon(self._keep, worker)
         return worker
 
+    def _forget(self, worker: Worker) -> None:
+        spares = self.spares.get(worker.key, [])
+        if worker in spares:
+            spares.remove(worker)
+            if not spares:
+                del self.spares[worker.key]
+
     def _close(self, worker: Worker) -> None:
         worker.closing = True
-        if self.spares.get(worker.key) is worker:
-            del self.spares[worker.key]
+        self._forget(worker)
         self._nursery.start_soon(worker.tell, "close")
 
     async def _keep(self, worker: Worker) -> None:
         try:
             await worker.run()
         finally:
-            if self.spares.get(worker.key) is worker:
-                del self.spares[worker.key]
+            self._forget(worker)
             self.running.discard(worker)
         if not worker.ready.is_set() and not worker.closing:
             self.failed[worker.key] = trio.current_time()
-        elif worker.taken and worker.key not in self.spares:
-            self.start(worker.key, worker.request)  # the next spare, now that the turn is over
+        elif worker.taken:
+            self.fill(worker.key, worker.request)  # one the bound kept from starting at take time
 
     async def reap_idle(self) -> None:
         while True:
             await trio.sleep(min(self.idle, 60.0))
             now = trio.current_time()
-            for worker in list(self.spares.values()):
+            for worker in self.spare_workers():
                 if worker.ready.is_set() and now - worker.used_at >= self.idle:
                     self._close(worker)
 
     def workers(self) -> list[Worker]:
-        return [*self.spares.values(), *self.running]
+        return [*self.spare_workers(), *self.running]
 
     async def aclose(self) -> None:
         """Close every spare, cancel every running turn (SIGTERM), wait for them all."""
         self.stopping = True
         workers = self.workers()
-        for worker in list(self.spares.values()):
+        for worker in self.spare_workers():
             self._close(worker)
         for worker in self.running:
             worker.signal(signal.SIGTERM)

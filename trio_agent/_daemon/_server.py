@@ -78,7 +78,7 @@ class _Daemon:
             return
         fields = payload.decode("utf-8", "surrogateescape").split("\0")
         if fields[0] == "status":
-            ready = _pids(w for w in self.pool.spares.values() if w.ready.is_set() and not w.closing)
+            ready = _pids(w for w in self.pool.spare_workers() if w.ready.is_set() and not w.closing)
             starting = sum(w.pid is None for w in self.pool.workers())
             await conn.send(
                 f"daemon {os.getpid()} {ready} {_pids(self.pool.workers())} {starting} {self.build}\n".encode())
