@@ -131,7 +131,7 @@ async def test_a_server_that_keeps_crashing_is_given_up_after_the_bound(
 async def test_an_http_server_that_went_away_is_reconnected_when_it_is_back(
     server: FakeResponsesServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_mcp_session, "BACKOFF", 0.5)  # attempts while the server is away: give it time
+    monkeypatch.setattr(_mcp_session, "BACKOFF", 0.5)  # later attempts (1 s, 2 s, ...) leave time to come back
     log = EventLog()
     async with serve_http("--name", "web") as (url, process):
         port = url.split(":")[2].split("/")[0]
@@ -147,7 +147,10 @@ async def test_an_http_server_that_went_away_is_reconnected_when_it_is_back(
             await process.wait()
             gone = await _exec(conn, "resp-2", "text(await attempt(() => tools.mcp__web__pid({})));")
             assert gone == ["MCP tool web/pid failed: MCPError: Connection closed"]
-            await log.wait_for(_is(ta.EventKind.MCP_SERVER_RESTARTING, "web"))
+            # Bring it back only after one attempt failed while it was away (the second restarting
+            # event says so): a server back within the first backoff would race the assertion below.
+            await log.wait_for(lambda e: _is(ta.EventKind.MCP_SERVER_RESTARTING, "web")(e)
+                               and e.payload["attempt"] == 2)
             async with serve_http("--name", "web", "--port", port) as (_, again):
                 assert await _exec(conn, "resp-3", pid) == [str(again.pid)]
             await conn.send_final("resp-4")
