@@ -15,8 +15,10 @@ them stay under the auto-compact limit of a 272k-token window) and resumed with
   included) on a warm socket and reading the answer -- p50 of 11 each, the two
   alternating turn by turn so that a busy machine weighs on both alike; plus the
   ``AgentConfig(resume=...)`` construction (snapshot checks) on its own;
-- **fork() / fork_from()**: the synchronous call (it builds the child config and its
-  context manager), and opening + closing the fork (``async with``), in us;
+- **fork() / fork_from()**: the synchronous call (it fixes the boundary, the path and the
+  parent's current settings; the child's config -- a new session id, the copy of the
+  parent's -- is built on entering the block), and opening + closing the fork
+  (``async with``, which includes that), in us;
 - **snapshot**: ``result.snapshot()``, ``.to_json()`` and ``.to_json_text()`` against
   ``json.dumps`` of the same history list (the floor).
 

@@ -18,6 +18,7 @@ it reaches through ``_base/links.py``, which the package face fills in.
 from __future__ import annotations
 
 import enum
+import operator
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -289,15 +290,17 @@ class AgentConfig:
         without validating everything again (``attrs.evolve`` would: realpath,
         ``is_dir()``, the URL checks, the auth). For the agent's forks and children only;
         anything a caller passes goes through ``attrs.evolve``."""
-        unknown = changes.keys() - _CONFIG_FIELDS
-        if unknown:
-            raise TypeError(f"not AgentConfig fields: {sorted(unknown)}")
+        values = list(_field_values(self))
+        try:
+            for name, value in changes.items():
+                values[_FIELD_INDEX[name]] = value
+        except KeyError:
+            unknown = changes.keys() - _FIELD_INDEX.keys()
+            raise TypeError(f"not AgentConfig fields: {sorted(unknown)}") from None
         derived: AgentConfig = object.__new__(AgentConfig)
-        put = object.__setattr__  # the class is frozen
-        for name in _CONFIG_FIELDS:
-            put(derived, name, getattr(self, name))
-        for name, value in changes.items():
-            put(derived, name, value)
+        # The slots' own setters (the class is frozen): one call per field, no name lookups.
+        for put, value in zip(_FIELD_SETTERS, values, strict=True):
+            put(derived, value)
         return derived
 
     @property
@@ -355,3 +358,10 @@ class AgentConfig:
 
 
 _CONFIG_FIELDS = tuple(field.name for field in attrs.fields(AgentConfig))
+# For ``_derive`` (every fork builds its child's config): all the field values in one
+# call, and each slot's descriptor setter, in field order.
+_field_values = operator.attrgetter(*_CONFIG_FIELDS)
+_FIELD_INDEX = {name: index for index, name in enumerate(_CONFIG_FIELDS)}
+_FIELD_SETTERS: tuple[Callable[[AgentConfig, Any], None], ...] = tuple(
+    vars(AgentConfig)[name].__set__ for name in _CONFIG_FIELDS
+)

@@ -48,10 +48,17 @@ def uuid7() -> uuid.UUID:
 
 
 def uuid7_text() -> str:
-    """``str(uuid7())`` without building the ``UUID`` (session and item ids, per fork and
-    per item)."""
-    h = f"{_uuid7_int():032x}"
+    """``str(uuid7())`` without building the ``UUID`` or the 128-bit int (session and
+    item ids, per fork and per item: the bytes' hex is a third cheaper than the int's
+    formatting): 48-bit Unix ms, then 80 random bits with the version and variant set."""
+    raw = bytearray(((time.time_ns() // 1_000_000) & _MS_MASK).to_bytes(6, "big") + os.urandom(10))
+    raw[6] = (raw[6] & 0x0F) | 0x70  # version 7
+    raw[8] = (raw[8] & 0x3F) | 0x80  # variant 0b10
+    h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_MS_MASK = (1 << 48) - 1
 
 
 def new_item_id(item_type: str) -> str | None:

@@ -430,3 +430,35 @@ async def test_closing_a_fork_leaves_the_root_running(server: FakeResponsesServe
                 await turn.result()
             assert (await (await agent.prompt("two")).result()).final_message == "done"
     assert events[0]["previous_response_id"] == "resp-1"
+
+
+async def test_a_fork_starts_from_what_was_current_when_fork_was_called(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """``fork()`` fixes the boundary and the thinking at the call, even though the child's
+    config is built only when its block is entered: a turn and a ``set_thinking`` in between
+    reach neither."""
+    requests: list[Any] = []
+
+    async def script() -> None:
+        root = await warm(server)
+        for response in ("resp-1", "resp-2"):
+            await root.next_request()
+            await root.send_final(response)
+        branch = await server.accept()
+        requests.append(await branch.next_request())
+        await branch.send_final("resp-branch")
+
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace)) as agent:
+            await (await agent.prompt("one")).result()
+            pending = agent.fork()
+            await (await agent.prompt("two")).result()
+            await agent.set_thinking(ta.Thinking.HIGH)
+            async with pending as fork:
+                assert fork.path == f"{agent.path}/fork-1"
+                assert (await (await fork.prompt("branch")).result()).final_message == "done"
+    (request,) = requests
+    assert request["previous_response_id"] == "resp-1"
+    assert request["reasoning"]["effort"] == "low"
+    assert "two" not in json.dumps(request["input"])

@@ -17,17 +17,20 @@ import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from .._config import AgentConfig, _default_session_id
+from .._config import AgentConfig
 from .._errors import CheckpointLineageMismatch, ForkBeforeCompletedTurn, InvalidPrompt
+from .._ids import uuid7_text
 from .._session.context import DEFAULT_INSTRUCTIONS
 from .._session.conversation import ConversationSnapshot
 from .._session.history import History
 
 if TYPE_CHECKING:
+    from .._config import Thinking
     from .._session.snapshot import SessionSnapshot
     from ._calls._collaboration import MailAddress
     from ._observers import Attachment
@@ -94,8 +97,7 @@ class ChildFactory(Generic[A]):
             raise ForkBeforeCompletedTurn(
                 "fork() needs a model boundary to branch from: prompt the agent first, or use spawn()"
             )
-        return self._child(self._config_of_child(keep_lineage=True), self._child_path(None, "fork"), seed=point,
-                           lineage_id=self._lineage_id)
+        return self._child(self._child_path(None, "fork"), keep_lineage=True, seed=point)
 
     def fork_from(self, result: TurnResult) -> AbstractAsyncContextManager[A]:
         checkpoint = result._checkpoint
@@ -105,23 +107,28 @@ class ChildFactory(Generic[A]):
                 f"turn {result.turn_id}'s result does not belong to this agent's lineage "
                 f"(prompt cache key {lineage!r}); fork from a result of this agent or its forks"
             )
-        return self._child(self._config_of_child(keep_lineage=True), self._child_path(None, "fork"), seed=checkpoint,
-                           lineage_id=self._lineage_id)
+        return self._child(self._child_path(None, "fork"), keep_lineage=True, seed=checkpoint)
 
     def spawn(self, name: str | None = None) -> AbstractAsyncContextManager[A]:
-        return self._child(self._config_of_child(keep_lineage=False), self._child_path(name, "child"))
+        return self._child(self._child_path(name, "child"), keep_lineage=False)
 
     def reopen(self, name: str, session_id: str, snapshot: SessionSnapshot) -> AbstractAsyncContextManager[A]:
         """A suspended worker back from its snapshot: the same name, path and session id
         (so its rollout goes on in the same file), spawned again from this agent."""
-        config = attrs.evolve(self._config_of_child(keep_lineage=False), session_id=session_id, resume=snapshot)
-        return self._child(config, f"{self._path}/{name}")
+        child = self._child(f"{self._path}/{name}", keep_lineage=False)
+        # Built now, checked now (attrs.evolve validates the snapshot against the config).
+        child.config = attrs.evolve(self._child_config(child), session_id=session_id, resume=snapshot)
+        return child
 
-    def _child(self, config: AgentConfig, path: str, *, seed: ConversationSnapshot | None = None,
-               lineage_id: str | None = None) -> AbstractAsyncContextManager[A]:
-        """A fork keeps the lineage (its seed is a boundary of it); a clean child starts its own."""
-        return self._open(Origin(config, seed=seed, parent_id=self._session_id, lineage_id=lineage_id, path=path,
-                                 parent=self._address, attachments=self._attachments))
+    def _child(self, path: str, *, keep_lineage: bool, seed: ConversationSnapshot | None = None) -> _Child[A]:
+        """A fork keeps the lineage (its seed is a boundary of it); a clean child starts its own.
+
+        What the child starts from is fixed now -- its seed, path, and the parent's model,
+        thinking and fast mode as they are at this call -- while its config (a new session
+        id, the copy of the parent's) is built when the block is entered: ``fork()`` is
+        called on the parent's hot path, and the block's opening costs far more anyway."""
+        settings = self._settings
+        return _Child(self, path, keep_lineage, seed, (settings.model, settings.thinking, settings.fast_mode))
 
     def _child_path(self, name: str | None, kind: str) -> str:
         self._children += 1
@@ -133,15 +140,49 @@ class ChildFactory(Generic[A]):
             )
         return f"{self._path}/{name}"
 
-    def _config_of_child(self, *, keep_lineage: bool) -> AgentConfig:
-        key = self._config.cache_key if keep_lineage else self._config.prompt_cache_key
-        settings = self._settings
-        return self._config._derive(  # no re-validation: every change is valid by construction
-            session_id=_default_session_id(),
-            prompt_cache_key=key,
-            model=settings.model,  # the current model, as the current thinking (set_model)
-            thinking=settings.thinking,
-            fast_mode=settings.fast_mode,
+    def _origin(self, child: _Child[A]) -> Origin:
+        config = child.config or self._child_config(child)
+        return Origin(config, seed=child.seed, parent_id=self._session_id,
+                      lineage_id=self._lineage_id if child.keep_lineage else None, path=child.path,
+                      parent=self._address, attachments=self._attachments)
+
+    def _child_config(self, child: _Child[A]) -> AgentConfig:
+        model, thinking, fast_mode = child.settings
+        config = self._config
+        return config._derive(  # no re-validation: every change is valid by construction
+            session_id=uuid7_text(),
+            prompt_cache_key=config.cache_key if child.keep_lineage else config.prompt_cache_key,
+            model=model,  # the model current at the call, as the thinking (set_model)
+            thinking=thinking,
+            fast_mode=fast_mode,
             workspace=self._workspace,
             resume=None,
         )
+
+
+class _Child(AbstractAsyncContextManager[A]):
+    """A child's block, its origin built on entry (``ChildFactory._child``); one use."""
+
+    __slots__ = ("_block", "_factory", "config", "keep_lineage", "path", "seed", "settings")
+
+    def __init__(self, factory: ChildFactory[A], path: str, keep_lineage: bool, seed: ConversationSnapshot | None,
+                 settings: tuple[str, Thinking, bool]) -> None:
+        self._factory = factory
+        self.path = path
+        self.keep_lineage = keep_lineage
+        self.seed = seed
+        self.settings = settings  # the parent's model, thinking and fast mode at the call
+        self.config: AgentConfig | None = None  # built on entry unless given (reopen)
+        self._block: AbstractAsyncContextManager[A] | None = None
+
+    async def __aenter__(self) -> A:
+        if self._block is not None:
+            raise RuntimeError("a child's block is entered once; call fork() or spawn() again for another")
+        factory = self._factory
+        self._block = factory._open(factory._origin(self))
+        return await self._block.__aenter__()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None:
+        assert self._block is not None
+        return await self._block.__aexit__(exc_type, exc, tb)
