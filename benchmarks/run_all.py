@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
          *(["--before", args.before] if args.before else [])],
         ["benchmarks.builtins", "--runs", "10" if quick else "40"],
         ["benchmarks.history_size", *(["--sizes", "100,1000,10000"])],
+        ["benchmarks.tracing_cost", "--rounds", "200" if quick else "600"],
         ["benchmarks.scale", "--counts", "1000" if quick else "1000,10000"],
         ["benchmarks.thread_store", "--threads", "2000" if quick else "10000", "--lists", "50" if quick else "200",
          "--budget", "10" if quick else "30"],

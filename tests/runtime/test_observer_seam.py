@@ -235,3 +235,47 @@ async def test_an_agent_no_add_on_attaches_to_has_no_observers(
             assert len(agent._parts.observers) == 0
             assert (await (await agent.prompt("go")).result()).final_message == "plain"
     assert addon.log == []
+
+
+class KindsNotes(Notes):
+    """A ``Notes`` that asks only for the turn's start and end (``kinds``), noting every
+    event it is given."""
+
+    kinds = frozenset({ta.EventKind.RUN_STARTED, ta.EventKind.RUN_COMPLETED})
+
+    def on_event(self, event: ta.AgentEvent) -> None:
+        self._note("event", event.kind.value)
+
+
+class EveryEvent(Notes):
+    """A ``Notes`` without ``kinds``: it notes every event it is given."""
+
+    def on_event(self, event: ta.AgentEvent) -> None:
+        self._note("event", event.kind.value)
+
+
+async def test_an_observer_is_given_only_the_kinds_it_asks_for(
+    server: FakeResponsesServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``AgentObserver.kinds``: the text deltas, frames and model events of a turn never
+    reach an observer that did not ask for them, while one without ``kinds`` beside it
+    still sees every event."""
+    narrow, broad = RecordingAddOn(), RecordingAddOn()
+    monkeypatch.setattr(narrow, "observe", lambda site: KindsNotes(site, narrow.log, None))
+    monkeypatch.setattr(broad, "observe", lambda site: EveryEvent(site, broad.log, None))
+    monkeypatch.setattr(_observers, "_ADDONS", [*_observers._ADDONS, narrow, broad])
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send_all([frames.response_created("resp-1"), frames.text_delta(0, "fi")])
+        await conn.send_final("resp-1", "fine")
+
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace, session_id="observed-kinds",
+                                             prompt_cache_key="model-test")) as agent:
+            assert (await (await agent.prompt("go")).result()).final_message == "fine"
+    assert narrow.of("event") == [("run.started",), ("run.completed",)]
+    everything = [kind for (kind,) in broad.of("event")]
+    assert {"assistant.delta", "api.event", "model.call.completed"} <= set(everything)
+    assert everything.index("run.started") < everything.index("assistant.delta") < everything.index("run.completed")

@@ -74,13 +74,15 @@ class AgentObserver:
     ``immediate``: it must see each event in the emitting task at its emission (no
     ``EventSink.defer``: the events announcing a request are then emitted before it is
     sent, not after); ``api_events``: it reads ``api.event`` even when the application
-    turned them off (they reach it, never ``agent.events``); ``tap``: its connection
-    tap, if any."""
+    turned them off (they reach it, never ``agent.events``); ``kinds``: the only kinds
+    ``on_event`` is given (None: every kind; the text deltas are most of a turn's
+    events); ``tap``: its connection tap, if any."""
 
     name: ClassVar[str] = "an observer"  # in the warning when it fails
     events: ClassVar[bool] = False
     immediate: ClassVar[bool] = False
     api_events: ClassVar[bool] = False
+    kinds: frozenset[EventKind] | None = None
     tap: ConnectionTap | None = None
 
     def on_event(self, event: AgentEvent) -> None:
@@ -250,6 +252,16 @@ class _ClosingSink(EventSink):
 _API_EVENT = EventKind.API_EVENT
 
 
+def _kinds_wanted(observers: Sequence[AgentObserver]) -> frozenset[EventKind] | None:
+    """The kinds any of ``observers`` takes (None: every kind)."""
+    wanted: set[EventKind] = set()
+    for observer in observers:
+        if observer.kinds is None:
+            return None
+        wanted |= observer.kinds
+    return frozenset(wanted)
+
+
 class ObservedSink(_ClosingSink):
     """An ``EventSink`` whose every event is also shown to the watching observers,
     synchronously in the emitting task (so they see the emitter's context)."""
@@ -262,6 +274,8 @@ class ObservedSink(_ClosingSink):
         # still reports frames, but they never reach agent.events nor take a seq.
         self._api_events = api_events
         self._immediate = immediate
+        # The kinds any watching observer takes (None: all); the others skip the loop.
+        self._wanted = _kinds_wanted(watching)
 
     def emit(self, kind: EventKind, payload: dict[str, Any], turn_id: int | None = None) -> AgentEvent:
         if kind is _API_EVENT and not self._api_events:
@@ -270,7 +284,13 @@ class ObservedSink(_ClosingSink):
             event = AgentEvent(kind, payload, 0, self.session_id, turn_id, trio.current_time())
         else:
             event = super().emit(kind, payload, turn_id)
+        wanted = self._wanted
+        if wanted is not None and kind not in wanted:
+            return event
         for observer in self._watching:
+            kinds = observer.kinds
+            if kinds is not None and kind not in kinds:
+                continue
             try:
                 observer.on_event(event)
             except Exception as exc:
@@ -284,6 +304,8 @@ class ObservedSink(_ClosingSink):
         rest = self._watching[self._watching.index(observer) + 1:]
         self._observers.failed(observer, exc)
         for other in rest:
+            if other.kinds is not None and event.kind not in other.kinds:
+                continue
             try:
                 other.on_event(event)
             except Exception as error:

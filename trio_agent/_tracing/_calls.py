@@ -74,6 +74,7 @@ class Call:
     attributes: n.Attributes = attrs.field(factory=dict)
     attempts: list[Attempt] = attrs.field(factory=list)
     finish_reason: str | None = None  # the response's ``incomplete_details.reason``
+    series: n.Attributes | None = None  # its metric series, once built (``ModelCalls._series``)
 
     def open_attempt(self) -> Attempt | None:
         if self.attempts and self.attempts[-1].outcome is None:

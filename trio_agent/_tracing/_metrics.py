@@ -11,7 +11,7 @@ The warmup request is no GenAI operation of the user's and is not measured.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import _names as n
 
@@ -60,9 +60,9 @@ class GenAIMetrics:
     def operation(self, series: n.Attributes, seconds: float, error_type: str | None) -> None:
         self.duration.record(seconds, series if error_type is None else {**series, n.ERROR_TYPE: error_type})
 
-    def usage(self, series: n.Attributes, raw: Any) -> None:
-        """``gen_ai.client.token.usage`` of a response's ``usage`` (none without one)."""
-        found = n.usage_attributes(raw)
+    def usage(self, series: n.Attributes, found: n.Attributes) -> None:
+        """``gen_ai.client.token.usage`` of a response's usage attributes
+        (``n.usage_attributes``: none without a ``usage``)."""
         for token_type, key in (("input", n.USAGE_INPUT), ("output", n.USAGE_OUTPUT)):
             value = found.get(key)
             if isinstance(value, int):

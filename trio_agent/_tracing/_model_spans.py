@@ -104,11 +104,8 @@ class ModelCalls:
         call = self._call(event)
         if call is None:
             return
-        p = event.payload
         call.attributes[n.PHASE] = "generation"
-        n.put(call.attributes, n.CALL_INDEX, p.get("call_index"))
-        n.put(call.attributes, n.EFFORT, p.get("effort"))
-        n.put(call.attributes, n.PREVIOUS_RESPONSE_ID, p.get("previous_response_id"))
+        n.put_fields(call.attributes, event.payload, _CALL_STARTED)
 
     # -- connections and attempts ----------------------------------------------------
 
@@ -152,10 +149,7 @@ class ModelCalls:
         p = event.payload
         attempt = call.attempt(event.time)
         attempt.sent = event.time
-        for key, field in ((n.ATTEMPT, "attempt"), (n.MAX_ATTEMPTS, "max_attempts"), (n.PHASE, "phase"),
-                           (n.REPLAY_MODE, "replay_mode"), (n.PREVIOUS_RESPONSE_ID, "previous_response_id"),
-                           (n.CONNECTION_GENERATION, "connection_generation")):
-            n.put(attempt.attributes, key, p.get(field))
+        n.put_fields(attempt.attributes, p, _ATTEMPT_STARTED)
 
     def _attempt_failed(self, event: AgentEvent) -> None:
         call = self._call(event)
@@ -167,10 +161,7 @@ class ModelCalls:
         attempt.end = event.time
         error_class = p.get("error_class")
         attempt.outcome = Outcome(error_class if isinstance(error_class, str) else "_OTHER", str(p.get("error", "")))
-        for key, field in ((n.ATTEMPT, "attempt"), (n.MAX_ATTEMPTS, "max_attempts"), (n.PHASE, "phase"),
-                           (n.ERROR_CLASS, "error_class"), (n.FAILURE_PHASE, "failure_phase"),
-                           (n.RETRYABLE, "retryable"), (n.CONNECTION_GENERATION, "connection_generation")):
-            n.put(attempt.attributes, key, p.get(field))
+        n.put_fields(attempt.attributes, p, _ATTEMPT_FAILED)
 
     def _retrying(self, event: AgentEvent) -> None:
         call = self._calls.get(event.turn_id)
@@ -231,15 +222,23 @@ class ModelCalls:
         call.start = min(call.start, event.time - (n.seconds(p.get("duration_ns")) or 0.0))
         attempt = call.attempt(event.time)
         attempt.end, attempt.outcome = event.time, Outcome()
-        result: n.Attributes = n.usage_attributes(p.get("usage"))
+        usage = n.usage_attributes(p.get("usage"))
+        result: n.Attributes = usage.copy()
         n.put(result, n.RESPONSE_ID, p.get("response_id"))
         n.put(result, n.RESPONSE_STATUS, p.get("status"))
         attempt.attributes.update(result)
         call.attributes.update(result)
         n.put(call.attributes, n.ATTEMPTS, p.get("attempt"))
         if call.operation != "warmup":
-            self._metrics.usage(self._metrics.series(call.operation, call.attributes), p.get("usage"))
+            self._metrics.usage(self._series(call), usage)
         return call
+
+    def _series(self, call: Call) -> n.Attributes:
+        """The call's metric series (its conventions' attributes), built once: the model
+        that answered is known before the first recording (the terminal frame)."""
+        if call.series is None:
+            call.series = self._metrics.series(call.operation, call.attributes)
+        return call.series
 
     def _call_completed(self, event: AgentEvent) -> None:
         call = self._answered(event)
@@ -257,8 +256,7 @@ class ModelCalls:
             call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
             call.attempts[-1].attributes[n.TIME_TO_FIRST_CHUNK] = latency
             self._metrics.first_chunk.record(latency, {
-                **self._metrics.series("chat", call.attributes),
-                n.TRANSPORT: self._base.get(n.TRANSPORT, ""), n.WARMUP_PATH: path,
+                **self._series(call), n.TRANSPORT: self._base.get(n.TRANSPORT, ""), n.WARMUP_PATH: path,
             })
         self._finish(event.turn_id, event.time, Outcome())
 
@@ -311,8 +309,7 @@ class ModelCalls:
         call = self._calls.pop(turn_id)
         emit(self._tracer, call, self._parent_of(turn_id), end, outcome, self._clock)
         if call.operation != "warmup":
-            series = self._metrics.series(call.operation, call.attributes)
-            self._metrics.operation(series, max(0.0, end - call.start), outcome.error_type)
+            self._metrics.operation(self._series(call), max(0.0, end - call.start), outcome.error_type)
 
     def turn_ended(self, turn_id: int, end: float, outcome: Outcome) -> None:
         """The turn ended with its call still under way (cancelled, or failed outside
@@ -324,6 +321,15 @@ class ModelCalls:
         """The agent closed: what is still under way (a warmup cut short) was cancelled."""
         for turn_id in list(self._calls):
             self._finish(turn_id, end, CANCELLED)
+
+
+_CALL_STARTED = ((n.CALL_INDEX, "call_index"), (n.EFFORT, "effort"), (n.PREVIOUS_RESPONSE_ID, "previous_response_id"))
+_ATTEMPT_STARTED = ((n.ATTEMPT, "attempt"), (n.MAX_ATTEMPTS, "max_attempts"), (n.PHASE, "phase"),
+                    (n.REPLAY_MODE, "replay_mode"), (n.PREVIOUS_RESPONSE_ID, "previous_response_id"),
+                    (n.CONNECTION_GENERATION, "connection_generation"))
+_ATTEMPT_FAILED = ((n.ATTEMPT, "attempt"), (n.MAX_ATTEMPTS, "max_attempts"), (n.PHASE, "phase"),
+                   (n.ERROR_CLASS, "error_class"), (n.FAILURE_PHASE, "failure_phase"),
+                   (n.RETRYABLE, "retryable"), (n.CONNECTION_GENERATION, "connection_generation"))
 
 
 def _finish_reason(status: object, tool_calls: object) -> str | None:

@@ -135,6 +135,9 @@ class AgentTracer(AgentObserver):
             EventKind.API_EVENT: self._api_event,
             EventKind.API_WARNING: self._api_warning,
         }
+        self.kinds = frozenset(self._handlers)  # the text deltas never reach on_event
+        # Every turn span's attributes start as these (built once per agent, copied per turn).
+        self._turn_base: n.Attributes = {**self._base, **self._identity, n.OPERATION: "invoke_agent"}
         tree.agents[config.session_id] = self
 
     def _parent_links(self, parent_id: str | None) -> list[Link]:
@@ -195,7 +198,8 @@ class AgentTracer(AgentObserver):
         if parent is None and self._turn_traces:
             parent = otel_context.Context()  # nothing current: the turn is a trace's root
         links = [] if parent is None else [Link(self.span_context, {n.LINK_TYPE: "agent"})]
-        attributes: n.Attributes = {**self._base, **self._identity, n.OPERATION: "invoke_agent", n.TURN_ID: turn_id}
+        attributes = self._turn_base.copy()
+        attributes[n.TURN_ID] = turn_id
         n.put(attributes, n.EFFORT, event.payload.get("effort"))
         n.put(attributes, "trio_agent.turn.instruction_bytes", event.payload.get("instruction_bytes"))
         span = self._tracer.start_span(
@@ -222,17 +226,18 @@ class AgentTracer(AgentObserver):
         if event.turn_id is None or event.turn_id not in self._turns:
             return
         p = event.payload
-        span = self._turns[event.turn_id].span
-        for name in n.TURN_COUNTERS:
+        # Set in one call with the status (``_end_turn``): the SDK locks the span per call.
+        attributes: n.Attributes = {}
+        for name, key in n.TURN_COUNTER_KEYS:
             value = p.get(name)
             if isinstance(value, int):
-                span.set_attribute(f"trio_agent.turn.{name}", value)
-        span.set_attributes(n.turn_usage_attributes(p.get("usage")))
+                attributes[key] = value
+        attributes.update(n.turn_usage_attributes(p.get("usage")))
         if isinstance(last := p.get("last_response_id"), str):
-            span.set_attribute("trio_agent.turn.last_response_id", last)
-        self._end_turn(event.turn_id, event.time, str(p.get("status", "")))
+            attributes["trio_agent.turn.last_response_id"] = last
+        self._end_turn(event.turn_id, event.time, str(p.get("status", "")), attributes)
 
-    def _end_turn(self, turn_id: int, end: float, status: str) -> None:
+    def _end_turn(self, turn_id: int, end: float, status: str, attributes: n.Attributes | None = None) -> None:
         turn = self._turns[turn_id]
         failure = self._model.failures.pop(turn_id, "_OTHER")
         outcome = CANCELLED if status == "cancelled" else Outcome(failure, turn.error)
@@ -241,7 +246,10 @@ class AgentTracer(AgentObserver):
             if tool.turn_id == turn_id and not tool.nested:  # a call whose result never came (a bug path)
                 self._end_tool(call_id, end, "cancelled", background=False)
         del self._turns[turn_id]
-        turn.span.set_attribute(n.TURN_STATUS, status)
+        if attributes is None:
+            attributes = {}
+        attributes[n.TURN_STATUS] = status
+        turn.span.set_attributes(attributes)
         if status != "completed":
             fail(turn.span, outcome.error_type or "_OTHER", outcome.message)
         self._contexts.detach(("turn", turn_id))
@@ -306,13 +314,13 @@ class AgentTracer(AgentObserver):
         # Runs for every frame: a type lookup unless the frame is outbound or terminal.
         payload = event.payload
         frame = payload.get("event")
+        if not isinstance(frame, dict):
+            return
         if payload.get("direction") != "outbound":
-            if isinstance(frame, dict) and frame.get("type") in _TERMINAL_FRAMES:
+            if frame.get("type") in _TERMINAL_FRAMES:
                 response = frame.get("response")
                 if isinstance(response, dict):
                     self._model.frame(event, response)
-            return
-        if not isinstance(frame, dict):
             return
         if frame.get("type") != "response.interrupt":
             if self._content is not None:

@@ -1,0 +1,164 @@
+"""What tracing costs a warm turn (issue 30, item 5: tracing on >= 0.95 of the turns/s).
+
+Two agents in this process, each on its own connection to ``trio_agent.cli._bench``'s
+child-process server (0 ms delay, no think time, 20 deltas): one untraced, one with
+``tracing=ta.Tracing(...)`` on an SDK ``TracerProvider`` whose ``BatchSpanProcessor``
+hands the spans to an exporter that drops them (what a user's processor does before the
+network: the spans are built, ended, queued and exported in batches by the SDK's
+thread), and an SDK ``MeterProvider`` with an in-memory reader (every recording
+aggregated; collected once at the end). Content capture is off (the default).
+
+A third agent traces through the OpenTelemetry API's no-op providers
+(``NoOpTracerProvider``/``NoOpMeterProvider``): what trio_agent's own tracing code costs
+(reading the events, building the attributes, the span context of the turn), without
+the SDK's span and metric work.
+
+Per traced warm turn the spans are ``invoke_agent`` (the turn), ``chat`` (the model
+call) and ``model.attempt`` -- three spans, about 40 attributes -- and four metric
+recordings: the operation duration, the input and output token usage, the time to
+first chunk.
+
+The agents take turns one after the other, rotating which goes first in each round,
+so that a busy machine weighs on all alike. Reported: turns/s of each (turns
+divided by the sum of their wall times, prompt to ``turn.result()``), the traced/untraced
+ratio (the target: >= 0.95) and the API-only one, the p50 wall and CPU per turn, and the ratio per block of
+rounds (how much it moves within the run). CPU is this process's (``process_time``):
+the exporter thread's work lands in whichever turn it overlaps.
+
+    /work/main/.venv/bin/python -m benchmarks.tracing_cost [--rounds 400] [--blocks 4] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import statistics
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+import trio_agent as ta
+
+from ._common import Settings, Timing, ms, open_bench_server, open_warm_agent, record_summary, table
+
+
+def providers() -> tuple[Any, Any, Any, Any]:
+    """A tracer provider exporting through a ``BatchSpanProcessor`` to a dropping
+    exporter, and a meter provider with an in-memory reader; plus both for the end."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropping(SpanExporter):
+        def __init__(self) -> None:
+            self.spans = 0
+
+        def export(self, spans: Sequence[Any]) -> SpanExportResult:
+            self.spans += len(spans)
+            return SpanExportResult.SUCCESS
+
+    exporter = Dropping()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    return tracer_provider, MeterProvider(metric_readers=[reader]), exporter, reader
+
+
+def config(server: Any, workspace: str, tracing: ta.Tracing | None = None) -> ta.AgentConfig:
+    return ta.AgentConfig(auth="bench", workspace=workspace, tracing=tracing, tools=ta.Tools.empty(),
+                          responses=ta.Responses(websocket_url=server.ws_url, profile=ta.Profile.OPENAI))
+
+
+async def measure(rounds: int, blocks: int, profile: bool) -> str:
+    tracer_provider, meter_provider, exporter, reader = providers()
+    tracing = ta.Tracing(tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=False)
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.trace import NoOpTracerProvider
+
+    api_only = ta.Tracing(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider(),
+                          capture_content=False)
+    plain: list[Timing] = []
+    traced: list[Timing] = []
+    api: list[Timing] = []
+    prof = cProfile.Profile() if profile else None
+    with tempfile.TemporaryDirectory() as workspace:
+        async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server, \
+                open_warm_agent(config(server, workspace)) as untraced_agent, \
+                open_warm_agent(config(server, workspace, tracing)) as traced_agent, \
+                open_warm_agent(config(server, workspace, api_only)) as api_agent:
+            agents = [(untraced_agent, plain), (traced_agent, traced), (api_agent, api)]
+            for _ in range(5):  # first-use caches of each
+                for agent, _timings in agents:
+                    await agent.turn()
+            for i in range(rounds):
+                for agent, timings in agents[i % 3:] + agents[:i % 3]:
+                    timings.append(await agent.turn())
+            if prof is not None:
+                prof.enable()
+                for _ in range(50):
+                    await traced_agent.turn()
+                prof.disable()
+    tracer_provider.force_flush()
+    tracer_provider.shutdown()
+    metrics = reader.get_metrics_data()
+    points = sum(len(m.data.data_points) for rm in metrics.resource_metrics for sm in rm.scope_metrics
+                 for m in sm.metrics)
+    return report(plain, traced, api, blocks, exporter.spans, points, prof)
+
+
+def _rate(timings: Sequence[Timing]) -> float:
+    return len(timings) / sum(t.total for t in timings)
+
+
+def report(plain: list[Timing], traced: list[Timing], api: list[Timing], blocks: int, spans: int, points: int,
+           prof: cProfile.Profile | None) -> str:
+    ratio = _rate(traced) / _rate(plain)
+    api_ratio = _rate(api) / _rate(plain)
+    size = max(1, len(plain) // blocks)
+    per_block = [f"{_rate(traced[i:i + size]) / _rate(plain[i:i + size]):.3f}" for i in range(0, len(plain), size)]
+    rows = []
+    for name, timings in (("untraced", plain), ("traced (SDK)", traced), ("traced (API no-op)", api)):
+        rows.append([name, f"{_rate(timings):.0f}", ms(statistics.median(t.total for t in timings)),
+                     ms(statistics.median(t.cpu for t in timings)), len(timings)])
+    cpu_ratio = statistics.median(t.cpu for t in traced) / statistics.median(t.cpu for t in plain)
+    record_summary([
+        ["tracing on (SDK, batch export), warm turns/s", f"{_rate(traced):.0f}/s", f"{_rate(plain):.0f}/s",
+         f"{ratio:.3f}x", ">= 0.95x"],
+        ["tracing on (API no-op providers), warm turns/s", f"{_rate(api):.0f}/s", f"{_rate(plain):.0f}/s",
+         f"{api_ratio:.3f}x", "-"],
+    ])
+    out = [
+        f"machine: {os.cpu_count()} cpus",
+        table("warm turns, traced vs untraced, interleaved (same process, same server, load average "
+              f"{os.getloadavg()[0]:.2f})",
+              ["agent", "turns/s", "wall p50 ms", "cpu p50 ms", "n"], rows),
+        "",
+        f"traced/untraced turns/s: {ratio:.3f} (target >= 0.95); per block of {size} rounds: {', '.join(per_block)}",
+        f"API-only (no-op providers)/untraced turns/s: {api_ratio:.3f} (trio_agent's own tracing code)",
+        f"traced/untraced CPU per turn, p50: {cpu_ratio:.3f}",
+        f"exported spans: {spans} ({spans / max(1, len(traced) + 5):.1f} per traced turn, the warmup's and agent "
+        f"span included); metric series: {points}",
+    ]
+    if prof is not None:
+        from .history_size import _top
+
+        out += ["", _top("traced warm turns (x50)", prof, limit=25)]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=400)
+    parser.add_argument("--blocks", type=int, default=4)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    print(trio.run(measure, args.rounds, args.blocks, args.profile))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
