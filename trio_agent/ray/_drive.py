@@ -19,6 +19,7 @@ stopped.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -30,7 +31,12 @@ from ._refs import PendingRef, is_actor_loss
 from ._remote import TaskState
 from ._values import EventBatch, TaskEvent, TaskResult, TaskStatus
 
+if TYPE_CHECKING:
+    from .._events import AgentEvent
+
 __all__ = ["TaskDriver"]
+
+_NOWAIT_RUN = 256  # events delivered without a schedule point before one is taken
 
 
 class TaskDriver:
@@ -142,22 +148,45 @@ class TaskDriver:
             state.started.set()
             if state.cancel_requested:
                 self._send_cancel(state)
-        while state.offset < len(batch.events):
-            await self._deliver(state, TaskEvent(state.task_id, batch.events[state.offset]))
-            state.offset += 1
+        events = batch.events
+        if state.offset < len(events):
+            await self._deliver(state, events)
         if batch.result is not None:
             self._finish(state, batch.result)
 
     @staticmethod
-    async def _deliver(state: TaskState, event: TaskEvent) -> None:
-        if state.events is None:
-            return
-        try:
-            await state.events.send(event)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            state.events = None  # the caller closed or dropped its channel: nobody to deliver to
-        else:
-            state.delivered += 1
+    async def _deliver(state: TaskState, events: tuple[AgentEvent, ...]) -> None:
+        """The batch's events from ``state.offset`` on, in order. A memory channel with
+        room takes them without a schedule point each (``send_nowait``): one checkpoint
+        per ``_NOWAIT_RUN`` events instead of a pass of the driver's loop per event;
+        a full one (or another kind of channel) is waited on, event by event."""
+        channel = state.events
+        memory = channel if isinstance(channel, trio.MemorySendChannel) else None
+        task_id = state.task_id
+        run = 0
+        while state.offset < len(events):
+            if channel is None:
+                state.offset = len(events)
+                return
+            event = TaskEvent(task_id, events[state.offset])
+            try:
+                if memory is not None and run < _NOWAIT_RUN:
+                    try:
+                        memory.send_nowait(event)
+                        run += 1
+                    except trio.WouldBlock:
+                        await memory.send(event)
+                        run = 0
+                else:
+                    await channel.send(event)
+                    run = 0
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                state.events = channel = memory = None  # the caller closed or dropped its channel
+            else:
+                state.delivered += 1
+            state.offset += 1
+        if run:
+            await trio.lowlevel.checkpoint()
 
     def _failed(self, slot: Slot, state: TaskState, exc: Exception) -> None:
         if is_actor_loss(exc):

@@ -119,7 +119,9 @@ class AgentHost:
         self._node_id = node_id
         self._records: dict[str, _Record] = {}
         self._news: set[str] = set()  # records with unsent events or an unreported end
-        self._changed = trio.Event()
+        self._changed = trio.Event()  # set (and replaced) on news while a poll waits for it
+        self._waiting = 0  # polls waiting on ``_changed``
+        self._touches = 0  # news so far: a lingering poll compares it across a gap
         self._tls_context: ssl.SSLContext | None = None
         self._agents = 0
         self._started = 0
@@ -134,8 +136,17 @@ class AgentHost:
     def _touch(self, record: _Record) -> None:
         if record.has_news:
             self._news.add(record.task_id)
-        self._changed.set()
-        self._changed = trio.Event()
+        self._touches += 1
+        if self._waiting:  # only a poll waiting for news needs waking (not one lingering)
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def _wait_changed(self) -> None:
+        self._waiting += 1
+        try:
+            await self._changed.wait()
+        finally:
+            self._waiting -= 1
 
     def info(self) -> ActorInfo:
         return ActorInfo(self._index, self._pid, self._node_id, __version__)
@@ -225,11 +236,24 @@ class AgentHost:
             run.crashed(exc, "its body" if task.body is not None else "the agent")
 
     async def _pump(self, events: AgentEvents, record: _Record, stream: bool) -> None:
+        """Move the agent's events into the record: each time it wakes, every event
+        already waiting in the stream (bounded by ``BATCH_LIMIT``), then one ``_touch``."""
+        buffer = record.buffer
         try:
             async for event in events:
-                record.emitted += 1
+                taken = 1
                 if stream:
-                    record.buffer.append(event)
+                    buffer.append(event)
+                while taken < BATCH_LIMIT:
+                    try:
+                        event = events.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    taken += 1
+                    if stream:
+                        buffer.append(event)
+                record.emitted += taken
+                if stream:
                     self._touch(record)
         finally:
             record.pumping = False
@@ -252,7 +276,7 @@ class AgentHost:
                 self._news.discard(task_id)
         with trio.move_on_after(math.inf if wait is None else wait):
             while not self._ready(paused):
-                await self._changed.wait()
+                await self._wait_changed()
         if self._ready(paused):
             await self._linger()
         return PollReply(self._collect(paused), self.statistics())
@@ -262,14 +286,15 @@ class AgentHost:
 
     async def _linger(self) -> None:
         """Events come in bursts (a response read off one socket, a tool starting):
-        wait while more keep coming -- each within ``BURST_GAP`` of the last, for at
-        most ``LINGER`` -- so one reply carries the burst. A stream with gaps (a live
-        model's tokens) is sent as it comes."""
+        wait while more keep coming -- some news in each ``BURST_GAP``, for at most
+        ``LINGER`` -- so one reply carries the burst. A stream with gaps (a live
+        model's tokens) is sent as it comes. The news is counted, not waited for: the
+        poll wakes once per gap, not once per event."""
         with trio.move_on_after(LINGER):
             while True:
-                with trio.move_on_after(BURST_GAP) as gap:
-                    await self._changed.wait()
-                if gap.cancelled_caught:
+                seen = self._touches
+                await trio.sleep(BURST_GAP)
+                if self._touches == seen:
                     return
 
     def _collect(self, paused: frozenset[str]) -> dict[str, EventBatch]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, cast, final
 
 import attrs
 
 from .._config import AgentConfig
 from .._errors import AgentError, ConfigError
-from .._events import AgentEvent
+from .._event_payloads._shared import JsonValue
+from .._events import AgentEvent, EventKind
 from .._ids import uuid7
 from .._runtime import Prompt, TurnResult
 
@@ -233,6 +234,26 @@ class EventBatch:
     start: TaskStart | None = None
     result: TaskResult | None = None
     rollout_path: Path | None = None
+
+    def __reduce__(self) -> tuple[Callable[..., EventBatch], tuple[object, ...]]:
+        # The events travel as rows -- kind by value, the session id once (one agent's
+        # events): a poll carries thousands, and the pickler's per-object state dicts
+        # made most of the actor's cost of sending them.
+        events = self.events
+        session_id = events[0].session_id if events else ""
+        if any(event.session_id != session_id for event in events):  # not one agent's: as they are
+            return EventBatch, (events, self.start, self.result, self.rollout_path)
+        rows = tuple((event.kind.value, event.payload, event.seq, event.turn_id, event.time) for event in events)
+        return _batch_from_rows, (session_id, rows, self.start, self.result, self.rollout_path)
+
+
+def _batch_from_rows(session_id: str, rows: tuple[tuple[str, dict[str, JsonValue], int, int | None, float], ...],
+                     start: TaskStart | None, result: TaskResult | None, rollout_path: Path | None) -> EventBatch:
+    """An ``EventBatch`` back from ``EventBatch.__reduce__``'s rows."""
+    kinds = EventKind._value2member_map_
+    events = tuple(AgentEvent(cast(EventKind, kinds[kind]), payload, seq, session_id, turn_id, time)
+                   for kind, payload, seq, turn_id, time in rows)
+    return EventBatch(events, start, result, rollout_path)
 
 
 @attrs.frozen
