@@ -278,7 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         trio.run(serve, args.think_ms / 1000, args.deltas)
         return 0
-    import ray
+    try:
+        import ray
+    except ModuleNotFoundError:
+        print("ray_scale: Ray is not installed here (pip install -e '.[ray]'); skipped")
+        return 0
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if args.address:
@@ -295,7 +299,22 @@ def main(argv: list[str] | None = None) -> int:
         server.wait(10)
         ray.shutdown()
     print(json.dumps(data, indent=2) if args.json else _report(data))
+    _summary(data)
     return 0
+
+
+def _summary(data: dict[str, Any]) -> None:
+    """``run_all``'s rows: the pool (every event streamed to the driver) against one process."""
+    from ._common import record_summary
+
+    s, local, pool, cost = data["settings"], data["one_process"], data["ray_pool"], data["cost"]
+    record_summary([
+        [f"Ray pool ({s['actors']} actors, events streamed), agents/s, load {s['load_before']}",
+         f"{pool['agents_per_s']:.0f}/s", f"{local['agents_per_s']:.0f}/s", f"x{cost['throughput_ratio']:.2f}",
+         ">= x1.5"],
+        ["Ray pool, CPU per agent (driver + actors)", f"{pool['cpu_ms_per_agent']:.1f} ms",
+         f"{local['cpu_ms_per_agent']:.1f} ms", f"{pool['cpu_ms_per_agent'] / local['cpu_ms_per_agent']:.2f}x", "-"],
+    ])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ threads; ``--quick``: 2,000) runs after ``scale``; ``tool_dispatch`` (issue 27, 
 soon a streamed tool call starts, and the tool-calling step, against the bare floor; with
 ``--before PYTHON``, another tree's Python, also against that tree) after ``turn_overhead``,
 then ``builtins`` (issue 28, item 3: exec_command on pipes and on a terminal, view_image fitting).
+Issue 30, item 5: ``tracing_cost`` (traced vs untraced warm turns/s) after ``history_size``,
+``ray_scale`` (the Ray pool, every event streamed to the driver, against one process;
+skipped without Ray; ``--quick``: 200 agents) after ``scale``.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         ["benchmarks.history_size", *(["--sizes", "100,1000,10000"])],
         ["benchmarks.tracing_cost", "--rounds", "200" if quick else "600"],
         ["benchmarks.scale", "--counts", "1000" if quick else "1000,10000"],
+        ["benchmarks.ray_scale", *(["--agents", "200", "--concurrency", "32", "--single", "5"] if quick else [])],
         ["benchmarks.thread_store", "--threads", "2000" if quick else "10000", "--lists", "50" if quick else "200",
          "--budget", "10" if quick else "30"],
         ["benchmarks.cold_cli", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],

@@ -6,6 +6,7 @@ point per event -- each in order, none lost."""
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import ray.cloudpickle
 import trio
@@ -13,11 +14,12 @@ import trio.testing
 
 import trio_agent as ta
 from trio_agent._events import EventSink
-from trio_agent.ray import AgentTask
+from trio_agent.ray import AgentTask, TaskStatus
 from trio_agent.ray._drive import TaskDriver
 from trio_agent.ray._host import AgentHost, _Record
 from trio_agent.ray._remote import TaskState
 from trio_agent.ray._values import EventBatch, TaskEvent
+from trio_agent.testing import FakeResponsesServer
 
 
 def events(count: int, session_id: str = "session-one") -> tuple[ta.AgentEvent, ...]:
@@ -83,3 +85,55 @@ async def test_a_batch_goes_into_a_channel_with_room_without_a_schedule_point_pe
         for _ in range(5):
             got.append((await small_receive.receive()).event.seq)
     assert got == [1, 2, 3, 4, 5] and state.delivered == 5
+
+
+class _Method:
+    def __init__(self) -> None:
+        self.calls: list[list[tuple[str, bytes, bool]]] = []
+
+    def remote(self, tasks: list[tuple[str, bytes, bool]]) -> None:
+        self.calls.append(tasks)
+
+
+class _Handle:
+    def __init__(self) -> None:
+        self.run_tasks = _Method()
+
+
+async def test_tasks_dispatched_together_go_to_their_actor_in_one_call() -> None:
+    """``ActorLink.submit``: the tasks submitted in one pass of the driver's loop travel
+    in one ``run_tasks`` call, in order; one the link no longer serves is left out."""
+    from trio_agent.ray._dispatch import Slot
+    from trio_agent.ray._link import ActorLink
+    from trio_agent.ray._values import ActorInfo
+
+    handle = _Handle()
+    link = ActorLink(Slot(0, handle, ActorInfo(0, 1, "node", "0")), lambda slot: None)
+    config = ta.AgentConfig(auth="test-key", workspace=".")
+    states = [TaskState(AgentTask(config, prompts=["hi"]), f"payload-{i}".encode(), None) for i in range(4)]
+    states[1].events = trio.open_memory_channel[TaskEvent](1)[0]
+    for state in states:
+        link.add(state)
+        link.submit(state)
+    link.remove(states[3])  # gone before the call left (cancelled past its grace)
+    await trio.testing.wait_all_tasks_blocked()
+    assert handle.run_tasks.calls == [[(s.task_id, s.payload, s.events is not None) for s in states[:3]]]
+    link.submit(states[0])
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(handle.run_tasks.calls) == 2 and handle.run_tasks.calls[1][0][0] == states[0].task_id
+
+
+async def test_tasks_sent_in_one_call_end_each_on_its_own(model: FakeResponsesServer, workspace: Path) -> None:
+    """``AgentHost.run_tasks``: a task of the call that cannot even be loaded is a failed
+    result, and the other runs to its end as if it had had a call of its own."""
+    from .test_host import Driver, config, submit
+
+    host = AgentHost(0)
+    good = AgentTask(config(model, workspace), prompts=["hello"])
+    driver = Driver(host)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(host.run_tasks, [("task-x", b"not a pickle", True), submit(good, True)])
+        await driver.drain("task-x", good.task_id)
+    assert driver.results["task-x"].status is TaskStatus.FAILED
+    assert driver.results[good.task_id].status is TaskStatus.COMPLETED
+    assert driver.events[good.task_id][-1].kind is ta.EventKind.RUN_COMPLETED

@@ -5,7 +5,9 @@ event loop, and each only forwards to the ``AgentHost`` on the actor's Trio thre
 through the ``TrioPortal`` (see there for why and how). Each method belongs to a Ray
 concurrency group, so Ray -- not this library -- bounds and queues them:
 
-- ``agents`` (``run_task``): at most ``agents_per_actor`` run at once; Ray queues more;
+- ``agents`` (``run_tasks``): at most ``agents_per_actor`` calls at once (each starts the
+  tasks the driver dispatched to this actor together; the pool never sends more tasks
+  than free slots); Ray queues more;
 - ``events`` (``poll``): the driver's one long poll for the whole actor;
 - ``control`` (``ready``, ``cancel``, ``statistics``): never waits behind the others,
   so a cancel reaches a busy actor at once.
@@ -37,8 +39,8 @@ class AgentActor:
     async def ready(self) -> ActorInfo:
         return await self._portal.call_sync(self._host.info)
 
-    async def run_task(self, task_id: str, payload: bytes, stream: bool) -> None:
-        await self._portal.call(self._host.run_task, task_id, payload, stream)
+    async def run_tasks(self, tasks: list[tuple[str, bytes, bool]]) -> None:
+        await self._portal.call(self._host.run_tasks, tasks)
 
     async def poll(self, acks: dict[str, tuple[int, bool, bool]], paused: frozenset[str],
                    wait: float | None) -> PollReply:
@@ -51,7 +53,7 @@ class AgentActor:
         return await self._portal.call_sync(self._host.statistics)
 
 
-_GROUPS = {"ready": "control", "run_task": "agents", "poll": "events", "cancel": "control", "statistics": "control"}
+_GROUPS = {"ready": "control", "run_tasks": "agents", "poll": "events", "cancel": "control", "statistics": "control"}
 for _name, _group in _GROUPS.items():
     ray.method(concurrency_group=_group)(getattr(AgentActor, _name))  # marks the function in place
 

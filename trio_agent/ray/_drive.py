@@ -1,7 +1,7 @@
 """Driving one task on one actor, from the driver's Trio loop.
 
 Theory of operation. A task waits for a slot (``Slots``, FIFO), is registered with
-its actor's link (``ActorLink``), and ``run_task`` is sent once. From then on the
+its actor's link (``ActorLink``), and its task is sent once (``ActorLink.submit``). From then on the
 task's driver task only *forwards*: it takes the batches the link hands it and
 delivers their events to the caller's channel (``await send``: a slow consumer slows
 this task alone -- the link pauses it, the actor keeps its events), until a batch
@@ -112,7 +112,7 @@ class TaskDriver:
         link.add(state)
         try:
             if state.failure is None:
-                link.slot.handle.run_task.remote(state.task_id, state.payload, state.events is not None)
+                link.submit(state)
             try:
                 await self._forward(link, state)
             except trio.Cancelled:

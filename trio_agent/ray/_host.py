@@ -160,6 +160,21 @@ class AgentHost:
 
     # -- running a task -------------------------------------------------------------------
 
+    async def run_tasks(self, tasks: list[tuple[str, bytes, bool]]) -> None:
+        """``run_task`` for each of ``tasks`` (one Ray call for the tasks the driver
+        dispatched here together), concurrently; each ends on its own. A task whose
+        run fails other than by cancellation (a bug here) is ended by ``run_task``'s own
+        ``finally`` and does not stop the others, as when each had its own call."""
+        async def one(task_id: str, payload: bytes, stream: bool) -> None:
+            try:
+                await self.run_task(task_id, payload, stream)
+            except Exception:  # recorded as the task's result already; invisible to the driver before too
+                pass
+
+        async with trio.open_nursery() as nursery:
+            for task_id, payload, stream in tasks:
+                nursery.start_soon(one, task_id, payload, stream)
+
     async def run_task(self, task_id: str, payload: bytes, stream: bool) -> None:
         """Run the pickled task to its end; its result goes to the record (see ``poll``).
         A task that cannot be unpickled here (a module this actor cannot import) is a
