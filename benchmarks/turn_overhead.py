@@ -39,9 +39,11 @@ is p50 over p50; ``n`` is the number of pairs behind each percentile.
 client, the events emitted per turn, a wall-clock timeline of one turn (the socket's
 ``send_message``/``get_message`` wrapped), and cProfile's top functions by self time;
 ``--profile --api-events off`` profiles the ``api_events=False`` agent the targets are
-judged on.
+judged on. ``--audit [--rtt-ms 25]`` counts what a warm turn does on Trio's scheduler
+(cancel scopes, checkpoints, suspensions, tasks, CPU by task) and when its bytes move,
+agent beside bare client, both transports (``_turn_audit``).
 
-    /work/main/.venv/bin/python -m benchmarks.turn_overhead [--pairs 300] [--profile [--api-events off]]
+    /work/main/.venv/bin/python -m benchmarks.turn_overhead [--pairs 300] [--profile [--api-events off]] [--audit]
 """
 
 from __future__ import annotations
@@ -418,8 +420,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--turns", type=int, default=200, help="turns per profile section")
     parser.add_argument("--api-events", choices=("on", "off"), default="on", help="the profiled agent's api_events")
+    parser.add_argument("--audit", action="store_true", help="scheduler counts and wire timeline per warm turn")
+    parser.add_argument("--rtt-ms", type=float, default=0.0, help="the audit's round trip")
     args = parser.parse_args(argv)
-    if args.profile:
+    if args.audit:
+        from ._turn_audit import audit
+
+        print(trio.run(audit, args.turns, args.rtt_ms / 1000))
+    elif args.profile:
         print(trio.run(profile, args.turns, args.api_events == "on"))
     else:
         print(trio.run(measure, args.pairs))
