@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -90,11 +91,17 @@ class HttpsTransport:
 
     def open_stream(
         self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None = None,
-        on_sent: Callable[[], object] | None = None,
+        on_sent: Callable[[], object] | None = None, head_scope: trio.CancelScope | None = None,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """POST ``body`` (whose JSON is ``text``, when known); ``async with`` it for the body
         chunks of a successful response. ``on_sent`` is called once the request's last
-        byte is written, while the response is awaited (httpcore's trace extension)."""
+        byte is written, while the response is awaited (httpcore's trace extension).
+
+        ``head_scope``: a cancel scope the caller has entered around the whole exchange
+        (its read scope). Untapped, the head's timeout is then that scope's deadline,
+        lifted once the head is in -- one scope per request instead of two nested --
+        and when the deadline fires the Cancelled ends the caller's scope, which raises
+        ``head_timeout()`` itself; tapped, the request keeps a scope of its own."""
         tap = self.tap
         if tap is None:
             # The same headers object every request (an API key's): httpx gets the same
@@ -105,8 +112,15 @@ class HttpsTransport:
                 self._built_headers = httpx.Headers(
                     [("Content-Type", "application/json"), ("Accept", "text/event-stream"), *headers]
                 )
-            return self._open_stream(body, self._built_headers, None, text, on_sent)
+            return self._open_stream(body, self._built_headers, None, text, on_sent, head_scope)
         return self._tapped_stream(tap, body, headers, text, on_sent)
+
+    def head_timeout(self) -> ResponseTimeout:
+        """The error of a request whose response head did not come within the handshake timeout."""
+        return ResponseTimeout(
+            f"the Responses HTTPS request to {self.url} got no response head within "
+            f"{self._head_timeout:g} s (handshake_timeout)", error_class="https_head_timeout",
+        )
 
     @property
     def whole_responses(self) -> bool:
@@ -139,6 +153,7 @@ class HttpsTransport:
     async def _open_stream(
         self, body: dict[str, Any], request_headers: list[tuple[str, str]] | httpx.Headers,
         watch: RequestTap | None, text: str | None = None, on_sent: Callable[[], object] | None = None,
+        head_scope: trio.CancelScope | None = None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         content = (dumps(body) if text is None else text).encode()  # lone surrogates become U+FFFD (``_jsontext``)
         client = self._client
@@ -146,13 +161,17 @@ class HttpsTransport:
             # What ``client.stream`` does, without its context manager and an exit stack.
             request = client.build_request("POST", self.url, content=content, headers=request_headers,
                                            extensions=None if on_sent is None else {"trace": _SentTrace(on_sent)})
-            with trio.move_on_after(self._head_timeout) as head:
-                response = await client.send(request, stream=True)
-            if head.cancelled_caught:
-                raise ResponseTimeout(
-                    f"the Responses HTTPS request to {self.url} got no response head within "
-                    f"{self._head_timeout:g} s (handshake_timeout)", error_class="https_head_timeout",
-                )
+            if head_scope is None:
+                with trio.move_on_after(self._head_timeout) as head:
+                    response = await client.send(request, stream=True)
+                if head.cancelled_caught:
+                    raise self.head_timeout()
+            else:  # the caller's scope bounds the head (see open_stream)
+                head_scope.deadline = trio.current_time() + self._head_timeout
+                try:
+                    response = await client.send(request, stream=True)
+                finally:
+                    head_scope.deadline = math.inf
             try:
                 if response.status_code // 100 != 2:
                     error, text = await _rejected(response)
