@@ -230,7 +230,7 @@ async def test_an_https_response_head_that_never_comes_times_out_at_the_handshak
     assert times[1] - times[0] == pytest.approx(4.0 + backoff_delay(1, call_index=1), abs=1e-9)
     (failed,) = log.payloads("model.attempt.failed")
     assert (failed["error_class"], failed["retryable"]) == ("https_head_timeout", True)
-    assert "no response head within 4 s" in failed["error"]
+    assert "no response head within 4 s" in str(failed["error"])
 
 
 async def test_an_interrupting_steer_while_the_https_head_is_awaited_is_no_timeout(
