@@ -203,3 +203,59 @@ async def test_connect_and_handshake_timeouts_are_the_configured_ones(
     expected = 4.0 if which == "handshake" else 9.0
     durations = [p["duration_ns"] for p in log.payloads("model.connection.failed")]
     assert durations == [int(expected * 1e9)] * 2  # the warmup's connection, then the turn's
+
+
+async def test_an_https_response_head_that_never_comes_times_out_at_the_handshake_timeout(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The request is read whole and never answered: the attempt fails after
+    ``handshake_timeout`` exactly (a retryable ``ResponseTimeout``), the retry is answered."""
+    peer = Peer(server, ta.Transport.HTTPS)
+    times: list[float] = []
+
+    async def script() -> None:
+        await peer.next_request()  # held: no head, ever
+        times.append(trio.current_time())
+        await peer.next_request()
+        times.append(trio.current_time())
+        await peer.send([FINAL])
+
+    log = EventLog()
+    config = peer.config(workspace, responses={"handshake_timeout": 4.0, "idle_timeout": 60.0})
+    async with scripted(script, 60) as nursery, ta.open_agent(config) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        assert (await (await agent.prompt("go")).result()).final_message == "complete answer"
+    from trio_agent._transport.retry import backoff_delay
+
+    assert times[1] - times[0] == pytest.approx(4.0 + backoff_delay(1, call_index=1), abs=1e-9)
+    (failed,) = log.payloads("model.attempt.failed")
+    assert (failed["error_class"], failed["retryable"]) == ("https_head_timeout", True)
+    assert "no response head within 4 s" in str(failed["error"])
+
+
+async def test_an_interrupting_steer_while_the_https_head_is_awaited_is_no_timeout(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A steer with ``interrupt=True`` before the head arrives closes the request at once
+    (no head timeout, no failed attempt); the next request carries the steer."""
+    peer = Peer(server, ta.Transport.HTTPS)
+    held = trio.Event()
+    bodies: list[dict[str, Any]] = []
+
+    async def script() -> None:
+        await peer.next_request()  # held: no head
+        held.set()
+        bodies.append(await peer.next_request())
+        await peer.send([FINAL])
+
+    log = EventLog()
+    config = peer.config(workspace, responses={"handshake_timeout": 4.0})
+    async with scripted(script, 60) as nursery, ta.open_agent(config) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        turn = await agent.prompt("go")
+        await held.wait()
+        await trio.sleep(1.0)
+        await turn.steer("change course", interrupt=True)
+        assert (await turn.result()).final_message == "complete answer"
+    assert log.payloads("model.attempt.failed") == []
+    assert "change course" in json.dumps(bodies[0]["input"])

@@ -82,7 +82,8 @@ class HttpsExchange:
         self.feed = feed
         self._headers = headers
         self._preemption = preemption
-        self._read_scope = trio.CancelScope()
+        self._read_scope = trio.CancelScope()  # preemption's; its deadline also bounds the head
+        self._preempted = False
         self._outcome: ResponseOutcome | None = None
         # The open response once the outcome is known, while the rest of it is unread (finish).
         self._rest: tuple[contextlib.AsyncExitStack, AsyncIterator[bytes]] | None = None
@@ -115,21 +116,25 @@ class HttpsExchange:
         preemption.attach(self._signal)
         try:
             if preemption.pending:
-                self._read_scope.cancel()
+                self._signal()
             with self._read_scope:
-                return await self._exchange(body, headers, text)
+                return await self._exchange(body, headers, text, self._read_scope)
         finally:
             preemption.detach(self._signal)
+        if not self._preempted:  # the only other way out: the head's deadline (open_stream's head_scope)
+            raise self._transport.head_timeout()
         # Preempted before the terminal frame: the stream was closed.
         return self._outcome or self.feed.accumulator.abandoned_outcome()
 
     def _signal(self) -> trio.Event | None:
         if self._outcome is None:
+            self._preempted = True
             self._read_scope.cancel()
         return None
 
     async def _exchange(
-        self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None
+        self, body: dict[str, Any], headers: Sequence[tuple[str, str]], text: str | None,
+        head_scope: trio.CancelScope | None = None,
     ) -> ResponseOutcome:
         feed = self.feed
         feed.request(body)
@@ -140,7 +145,7 @@ class HttpsExchange:
                 # The events announcing the request are emitted once its body is written
                 # (on_sent), while the server works; at the latest here, or by the next emit.
                 chunks = await stack.enter_async_context(
-                    self._transport.open_stream(body, headers, text, feed.flush))
+                    self._transport.open_stream(body, headers, text, feed.flush, head_scope))
                 feed.flush()
                 self._outcome = await self._read(chunks)
                 if later:

@@ -78,6 +78,7 @@ class _Live:
         self.model_call_index = 0
         self.drain = False  # whether the next request takes pending input
         self.input_recorded = False  # the turn's own prompt/items are in history
+        self.start = 0.0  # when the turn started
 
 
 class TurnRunner:
@@ -158,15 +159,12 @@ class TurnRunner:
         self._reporter.started(state)
         stats = TurnStats()
         live = _Live()
-        start = trio.current_time()
+        start = live.start = trio.current_time()
         try:
             with state.cancel_scope:
                 result = await self._drive(state, queue, stats, live)
-                # Mail that waited through the whole turn goes into history now, so the
-                # next turn's first request carries it; it never reopens a finished turn.
-                self._record_pending(state, stats, keep_triggering=True)
-                self._reporter.completed(state, stats, start, result.final_message)
-                self._ended(state, TurnStatus.COMPLETED, result=result)
+                if not state.done.is_set():  # (else _step completed it)
+                    self._complete(state, stats, live, result)
                 return
         except ResponsesError as exc:
             self._fail(state, stats, live, start, TurnFailed(str(exc), responses_error=exc), exc)
@@ -268,10 +266,13 @@ class TurnRunner:
                     state.stop_steering()  # decided synchronously: no steer can slip in now
                     checkpoint = ledger.snapshot(self._model.chain)
                     self._fork_point.latest = checkpoint
-                    return TurnResult(
+                    result = TurnResult(
                         state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint,
                         lineage=self._session.prompt_cache_key, session=self._session,
                     )
+                    if not calls:  # no call left in the nursery: out before its exit's schedule point
+                        self._complete(state, stats, live, result)
+                    return result
                 if isinstance(step, RunTools):
                     await self._run_tools(live, step)
                 else:
@@ -279,6 +280,14 @@ class TurnRunner:
         if failure is not None:
             raise failure
         return bool(outcome.tool_calls) or outcome.end_turn is False
+
+    def _complete(self, state: TurnState, stats: TurnStats, live: _Live, result: TurnResult) -> None:
+        """Terminal event, result, queue told (idle once the result is read); waiting mail joins history."""
+        self._record_pending(state, stats, keep_triggering=True)
+        self._reporter.completed(state, stats, live.start, result.final_message)
+        self._ended(state, TurnStatus.COMPLETED, result=result)
+        assert self._queue is not None
+        self._queue.finished(state)  # again in run (idempotent)
 
     def _record_own_input(self, state: TurnState, live: _Live, *, starting: bool = False) -> None:
         """The turn's own input enters history (once, also when the turn ends before its
