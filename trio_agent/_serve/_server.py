@@ -56,7 +56,7 @@ from ._asking import ClientQuestions
 from ._channel import MessageChannel
 from ._children import Children
 from ._clock import WireClock
-from ._connection import OUTGOING_LIMIT, Connection, Reply
+from ._connection import OUTGOING_LIMIT, Connection, Flusher, Reply
 from ._credential import Account
 from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, parse_dynamic_tools
 from ._items import ThreadMapper
@@ -102,6 +102,7 @@ class AppServer:
         self._pump = Pump(self, self._states)
         self._questions = ClientQuestions(self)
         self._connections: set[Connection] = set()
+        self._flusher = Flusher()  # writes the connections' queues after each burst (``_connection``)
         self._stop = trio.Event()
         self._manager_done = trio.Event()
         self._connection_left = trio.Event()
@@ -136,11 +137,12 @@ class AppServer:
                 await self._connection_left.wait()
         for conn in list(self._connections):
             conn.drop("the server is shutting down")
+        self._flusher.close()
         await self.index.aclose()  # what the last turns wrote is indexed
 
     async def serve_connection(self, channel: MessageChannel, *, label: str = "client") -> None:
         """Serve one client over ``channel`` until it goes away (or the server closes)."""
-        conn = Connection(self, channel, outgoing_limit=self._outgoing_limit, label=label)
+        conn = Connection(self, channel, outgoing_limit=self._outgoing_limit, label=label, flusher=self._flusher)
         if self.closing:
             await channel.aclose()
             return
@@ -306,6 +308,7 @@ async def open_app_server(
                            outgoing_limit=outgoing_limit, multi_agent=multi_agent, web_search=web_search)
         await nursery.start(server.index.run)  # opens or rebuilds the index in a thread: returns at once
         await nursery.start(server._run_manager)
+        nursery.start_soon(server._flusher.run)
         try:
             yield server
         finally:
