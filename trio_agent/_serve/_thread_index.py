@@ -13,8 +13,10 @@ then a *pass* (``_index_db.catch_up``) ``WRITE_DELAY`` after a record was writte
 (``ThreadStore`` calls ``touched``: create, update, append, rollback), at once when a
 listing asks for one or the server closes. Passes are coalesced: one pass serves every
 write and request made before it began -- a pass per turn was most of ``serve``'s CPU
-per warm turn (issue 30: ~3 ms, in a worker thread). Listings read on their own
-connections (at most ``READERS`` at once), each in a worker thread.
+per warm turn (issue 30: ~3 ms, in a worker thread), and a pass reads each dirty
+thread's whole record, so its cost grows with the thread: the delay bounds it per
+second, not per turn. Listings read on their own connections (at most ``READERS`` at
+once), each in a worker thread.
 
 *In step.* A listing first waits for a pass that began after it (so what this server
 wrote before is listed: read-your-writes). A pass also reads the names in the newest
@@ -101,7 +103,7 @@ __all__ = ["Shown", "ThreadIndex", "ThreadIndexWarning"]
 T = TypeVar("T")
 Json = dict[str, Any]
 READERS = 4
-WRITE_DELAY = 0.5  # seconds from a record's write to the pass that indexes it (unless a listing asks first)
+WRITE_DELAY = 2.0  # seconds from a record's write to the pass that indexes it (unless a listing asks first)
 FULL_CHECK_EVERY = 30.0  # seconds between two checks of every row's fingerprints (``catch_up(full=True)``)
 RETRIES = 3  # listings redone at most this often while the rows they answer with are stale
 
