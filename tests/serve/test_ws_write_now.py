@@ -13,12 +13,15 @@ from __future__ import annotations
 import socket
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 import pytest
 import trio
+import trio.testing
 import trio_websocket
 
 from trio_agent._serve._channel import WebSocketChannel
+from trio_agent._serve._connection import Connection, Flusher
 from trio_agent._serve._ws_writes import SharedSendStream
 from trio_agent.testing import AppServerClient
 
@@ -111,3 +114,36 @@ async def test_turns_over_a_websocket_are_written_by_the_flusher_not_the_writers
                 assert methods.index("turn/started") < methods.index("item/agentMessage/delta")
                 assert other.take_pending("turn/started") == []  # not subscribed: none of the turn
     assert batches == []
+
+
+class _Due:
+    """Stands in for a connection: records when the flusher writes its queue."""
+
+    def __init__(self, log: list[str], name: str) -> None:
+        self.log, self.name = log, name
+
+    def flush_now(self) -> None:
+        self.log.append(self.name)
+
+
+async def test_a_pump_burst_is_written_when_it_ends_without_the_flusher_task() -> None:
+    """The pump holds the flusher over its burst: what the burst made due is written at
+    its end, from the pump's own step (no wakeup of the flusher's task); outside a
+    burst (a request's answer), the flusher's task writes it."""
+    flusher = Flusher()
+    log: list[str] = []
+    one, two = _Due(log, "one"), _Due(log, "two")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(flusher.run)
+        await trio.testing.wait_all_tasks_blocked()
+        with flusher.held():
+            flusher.due(cast(Connection, one))
+            flusher.due(cast(Connection, two))
+            await trio.testing.wait_all_tasks_blocked()  # the flusher's task is not woken
+            assert log == []
+        assert log == ["one", "two"]  # at the burst's end, before any checkpoint
+        flusher.due(cast(Connection, one))
+        assert log == ["one", "two"]
+        await trio.testing.wait_all_tasks_blocked()
+        assert log == ["one", "two", "one"]  # by the flusher's task
+        flusher.close()

@@ -46,10 +46,11 @@ connection everywhere and fails the tool calls only it could answer.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import attrs
@@ -162,35 +163,50 @@ class PendingReply:
 
 class Flusher:
     """Writes the queues of due connections from one task (see the module docstring);
-    ``run`` it until ``close``."""
+    ``run`` it until ``close``. The pump, which queues most messages, writes them
+    itself at the end of its burst (``held``): no task switch at all."""
 
     def __init__(self) -> None:
         self._due: list[Connection] = []
         self._wake = trio.Event()
         self._closed = False
+        self._held = False
 
     def due(self, conn: Connection) -> None:
         if self._closed:
             conn.flush_now()  # its writer, woken
             return
         self._due.append(conn)
-        self._wake.set()
+        if not self._held:
+            self._wake.set()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The block queues (the pump's burst); what it made due is written when it ends."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every due connection's queue now."""
+        due, self._due = self._due, []
+        for conn in due:
+            conn.flush_now()
 
     async def run(self) -> None:
         while not self._closed:
             await self._wake.wait()
             self._wake = trio.Event()
-            due, self._due = self._due, []
-            for conn in due:
-                conn.flush_now()
+            self.flush()
 
     def close(self) -> None:
         """Stop (``run`` returns); connections due after this wake their writers."""
         self._closed = True
         self._wake.set()
-        for conn in self._due:
-            conn.flush_now()
-        self._due.clear()
+        self.flush()
 
 
 class Connection:

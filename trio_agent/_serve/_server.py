@@ -99,10 +99,10 @@ class AppServer:
         self._outgoing_limit = outgoing_limit
         self._manager: ThreadManager | None = None
         self._states = ThreadStates()
-        self._pump = Pump(self, self._states)
+        self._flusher = Flusher()  # writes the connections' queues after each burst (``_connection``)
+        self._pump = Pump(self, self._states, self._flusher)
         self._questions = ClientQuestions(self)
         self._connections: set[Connection] = set()
-        self._flusher = Flusher()  # writes the connections' queues after each burst (``_connection``)
         self._stop = trio.Event()
         self._manager_done = trio.Event()
         self._connection_left = trio.Event()

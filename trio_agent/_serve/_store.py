@@ -103,7 +103,7 @@ class ThreadStore:
         if self.before_write is not None:
             self.before_write(thread_id)
         try:
-            path, flags = self._path(thread_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND
+            path, flags = os.path.join(self.folder, f"{thread_id}.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND
             try:
                 fd = os.open(path, flags, 0o600)
             except FileNotFoundError:  # no folder yet (or it was removed): a mkdir only then, not per write
