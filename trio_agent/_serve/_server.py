@@ -177,22 +177,26 @@ class AppServer:
 
     # -- delivery ------------------------------------------------------------------------
 
-    def broadcast(self, method: str, params: Json) -> None:
-        text = encode_shared(notification_message(method, params, emitted_at_ms=self.now_ms()))
+    def broadcast(self, method: str, params: Json, emitted_at_ms: int | None = None) -> None:
+        emitted = self.now_ms() if emitted_at_ms is None else emitted_at_ms
+        text = encode_shared(notification_message(method, params, emitted_at_ms=emitted))
         for conn in list(self._connections):
             if conn.initialized:
                 conn.send_text(text, method)
 
     def publish(self, state: ThreadState, outs: list[Out]) -> None:
+        if not outs:
+            return
+        emitted = self.now_ms()  # one instant for all of them: Trio's clock does not move in this call
         for out in outs:
             if out.broadcast:
-                self.broadcast(out.method, out.params)
+                self.broadcast(out.method, out.params, emitted)
                 continue
             subscribers = list(state.subscribers)
             if not subscribers:
                 continue
             text = (encode_shared if len(subscribers) > 1 else encode)(
-                notification_message(out.method, out.params, emitted_at_ms=self.now_ms()))
+                notification_message(out.method, out.params, emitted_at_ms=emitted))
             for conn in subscribers:
                 conn.send_text(text, out.method)
 
