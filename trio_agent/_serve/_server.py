@@ -60,7 +60,16 @@ from ._connection import OUTGOING_LIMIT, Connection, Flusher, Reply
 from ._credential import Account
 from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, parse_dynamic_tools
 from ._items import ThreadMapper
-from ._jsonrpc import InvalidRequest, Notification, Request, encode, encode_shared, notification_message
+from ._jsonrpc import (
+    InvalidRequest,
+    Notification,
+    Request,
+    SharedText,
+    encode,
+    encode_shared,
+    notification_message,
+    notification_text,
+)
 from ._outs import Out
 from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._pump import Pump
@@ -195,8 +204,12 @@ class AppServer:
             subscribers = list(state.subscribers)
             if not subscribers:
                 continue
-            text = (encode_shared if len(subscribers) > 1 else encode)(
-                notification_message(out.method, out.params, emitted_at_ms=emitted))
+            if out.params_text is not None:  # encoded by the mapper (a text delta)
+                plain = notification_text(out.method, out.params_text, emitted)
+                text = SharedText(plain) if len(subscribers) > 1 else plain
+            else:
+                text = (encode_shared if len(subscribers) > 1 else encode)(
+                    notification_message(out.method, out.params, emitted_at_ms=emitted))
             for conn in subscribers:
                 conn.send_text(text, out.method)
 
