@@ -18,8 +18,9 @@ two measured in the same run) is item 3's figure: <= 1.3x at 1 client, <= 1.5x a
 loop (each round: in-process, then the servers in an order rotated per round), so
 before and after are sampled over the same stretch of the shared machine's load.
 ``--warm-runs N`` repeats the whole loop; each row shows every run and their median.
-``--cprofile DIR`` runs each server under ``cProfile`` (its whole life: compare the
-timed turns' share with ``--warm-runs 1`` and many rounds).
+``--profile DIR`` (as for the other rows): ``py-spy record`` of each server over its
+timed turns, the collapsed stacks in ``DIR`` (cProfile's own cost per call and its
+wall-clock timer distorted this profile several-fold; py-spy samples from outside).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import attrs
 import trio
 
 from ._common import Settings, open_bench_server, record_summary, table
-from .serve_load import FAKE, STEP, Phase, _client, process_cpu, running_server, server_command
+from .serve_load import FAKE, STEP, Phase, _client, process_cpu, profiled, running_server, server_command
 
 __all__ = ["TARGETS", "WARM_ROUNDS", "measure_warm", "report_warm"]
 
@@ -63,7 +64,7 @@ class WarmFigures:
         return statistics.median(self.cpu)
 
 
-async def serve_warm(tree: str, clients: int, rounds: int, model: Any, cprofile: str | None) -> tuple[float, Phase]:
+async def serve_warm(tree: str, clients: int, rounds: int, model: Any, profile: str | None) -> tuple[float, Phase]:
     """The server's CPU per timed warm turn, and the phase (what the clients read)."""
     work = Path(tempfile.mkdtemp(prefix="serve-warm-"))
     (work / "workspace").mkdir()
@@ -71,9 +72,6 @@ async def serve_warm(tree: str, clients: int, rounds: int, model: Any, cprofile:
     phase = Phase("serve", clients)
     try:
         command, env = server_command(FAKE, work, tree, None, model)
-        if cprofile is not None:
-            out = f"{cprofile}/serve-warm-{clients}-{tree.rstrip('/').rsplit('/', 1)[-1]}.prof"  # cprofile: absolute
-            command = [command[0], "-m", "cProfile", "-o", out, *command[1:]]
         async with running_server(command, env, work) as (pid, url), trio.open_nursery() as nursery:
             with trio.fail_after(STEP):
                 connected = [await _client(nursery, url, phase) for _ in range(clients)]
@@ -84,12 +82,13 @@ async def serve_warm(tree: str, clients: int, rounds: int, model: Any, cprofile:
                         warmups.start_soon(client.turn_on_last)
             phase.received.clear()
             phase.others.clear()
-            cpu, start = process_cpu(pid), time.perf_counter()
-            async with trio.open_nursery() as turns:
-                for client in connected:
-                    turns.start_soon(_rounds, client, rounds, phase)
-            phase.wall = time.perf_counter() - start
-            phase.server_cpu = process_cpu(pid) - cpu
+            async with profiled(pid, profile, f"serve-warm-{clients}-{tree.rstrip('/').rsplit('/', 1)[-1]}"):
+                cpu, start = process_cpu(pid), time.perf_counter()
+                async with trio.open_nursery() as turns:
+                    for client in connected:
+                        turns.start_soon(_rounds, client, rounds, phase)
+                phase.wall = time.perf_counter() - start
+                phase.server_cpu = process_cpu(pid) - cpu
             for client in connected:
                 await client.wire.aclose()
             nursery.cancel_scope.cancel()
@@ -121,7 +120,7 @@ async def inprocess_warm(tree: str, agents: int, rounds: int, model: Any) -> flo
 
 
 async def measure_warm(counts: list[int], quick: bool, trees: dict[str, str], runs: int,
-                       cprofile: str | None = None) -> list[WarmFigures]:
+                       profile: str | None = None) -> list[WarmFigures]:
     """Every row of ``counts`` x (in-process, each tree's server), ``runs`` times, interleaved.
     ``trees``: label -> checkout; the first one's also runs the in-process agents."""
     rows: dict[tuple[str, int], WarmFigures] = {}
@@ -136,7 +135,7 @@ async def measure_warm(counts: list[int], quick: bool, trees: dict[str, str], ru
                 row.turns += clients * rounds
                 shift = run % len(labels)
                 for label in labels[shift:] + labels[:shift]:
-                    cpu, phase = await serve_warm(trees[label], clients, rounds, model, cprofile)
+                    cpu, phase = await serve_warm(trees[label], clients, rounds, model, profile)
                     row = rows.setdefault((label, clients), WarmFigures(label, clients))
                     row.cpu.append(cpu)
                     row.messages.update(phase.received)

@@ -42,7 +42,7 @@ agents in one process -- issue 30's item 3, whose ratio goes into run_all's summ
 ``--baseline DIR`` serves another checkout in the same interleaved loop.
 
     /work/main/.venv/bin/python -m benchmarks.serve_load [--clients 1,20,200] [--codex PATH] [--quick]
-        [--rows cycle,warm] [--warm-clients 1,50] [--warm-runs N] [--baseline DIR] [--cprofile DIR]
+        [--rows cycle,warm] [--warm-clients 1,50] [--warm-runs N] [--baseline DIR] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -380,7 +380,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-runs", type=int, default=1, help="warm-turn rows: runs of the interleaved loop")
     parser.add_argument("--baseline", default=None, metavar="DIR",
                         help="warm-turn rows: also serve from this checkout, interleaved (before/after figures)")
-    parser.add_argument("--cprofile", default=None, metavar="DIR", help="warm-turn rows: cProfile each server")
     args = parser.parse_args(argv)
     if args.codex and os.environ.get("COLD_CLI_NETNS") != "1":
         inner = " ".join(["exec", sys.executable, "-m", "benchmarks.serve_load", *(argv or sys.argv[1:])])
@@ -404,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
 
         warm_counts = [int(count) for count in args.warm_clients.split(",")]
         report_warm(trio.run(measure_warm, warm_counts, args.quick, trees, args.warm_runs,
-                                   args.cprofile and os.path.abspath(args.cprofile)), "serve")
+                             args.profile), "serve")
         print(f"load average {os.getloadavg()[0]:.2f} at the end", flush=True)
     return 0
 
