@@ -5,6 +5,8 @@ built-in local model):
 - a client that resets its connection (RST, no close frame) while the server has
   messages for it: the flusher's write fails, the connection is dropped, and a
   bystander's turn and requests go on;
+- a bug met writing one connection's queue (from the pump's burst): that connection
+  is dropped, the others are written, nothing leaves the pump;
 - a client that stops reading while its own turn streams a command's output: its
   socket fills, what the socket did not take waits as the backlog and the rest in the
   queue (until the queue is full and the connection is dropped) -- the bystander's
@@ -17,11 +19,12 @@ import socket
 import struct
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import trio
 import trio_websocket
 
+from trio_agent._serve._connection import Connection, Flusher
 from trio_agent.testing import AppServerClient, WebSocketChannel
 
 from ..serve._harness import text_input
@@ -86,3 +89,28 @@ async def test_a_client_that_stops_reading_its_flooding_turn_is_dropped_and_the_
                 for round_ in range(3):
                     await _bystander_turn(bystander, workspace, f"hello {round_} while another client floods")
                 assert await bystander.request("thread/loaded/list")
+
+
+class _Failing:
+    """A due connection whose write meets a bug."""
+
+    def __init__(self, log: list[str], name: str, fails: bool) -> None:
+        self.log, self.name, self.fails = log, name, fails
+
+    def flush_now(self) -> None:
+        if self.fails:
+            raise RuntimeError("a bug in this connection's write")
+        self.log.append(f"wrote {self.name}")
+
+    def drop(self, reason: str) -> None:
+        self.log.append(f"dropped {self.name}: {reason}")
+
+
+def test_a_bug_writing_one_connection_drops_it_alone_and_never_leaves_the_pumps_burst() -> None:
+    flusher = Flusher()
+    log: list[str] = []
+    with flusher.held():  # as the pump's burst
+        for name, fails in (("first", False), ("broken", True), ("last", False)):
+            flusher.due(cast(Connection, _Failing(log, name, fails)))
+    assert log == ["wrote first", "dropped broken: internal error writing to it: RuntimeError: a bug in this "
+                   "connection's write", "wrote last"]

@@ -191,10 +191,14 @@ class Flusher:
             self.flush()
 
     def flush(self) -> None:
-        """Write every due connection's queue now."""
+        """Write every due connection's queue now (a bug writing one drops that one alone)."""
         due, self._due = self._due, []
         for conn in due:
-            conn.flush_now()
+            try:
+                conn.flush_now()
+            except Exception as exc:  # never out of the pump, nor past the other connections
+                traceback.print_exc(file=sys.stderr)
+                conn.drop(f"internal error writing to it: {type(exc).__name__}: {exc}")
 
     async def run(self) -> None:
         while not self._closed:
