@@ -36,13 +36,18 @@ about another client's thread: ``thread/started``, ``thread/status/changed`` ...
 Two cores are shared by the server, the clients and the model server: compare rows
 of one run.
 
+Warm-turn rows (``--rows warm``; ``_serve_warm`` has the setup): the server's CPU per
+turn on an already loaded thread at 1 and 50 clients, against the same turn run by
+agents in one process -- issue 30's item 3, whose ratio goes into run_all's summary;
+``--baseline DIR`` serves another checkout in the same interleaved loop.
+
     /work/main/.venv/bin/python -m benchmarks.serve_load [--clients 1,20,200] [--codex PATH] [--quick]
+        [--rows cycle,warm] [--warm-clients 1,50] [--warm-runs N] [--baseline DIR] [--profile DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import json
 import os
@@ -64,6 +69,7 @@ import attrs
 import trio
 
 from ._common import Settings, open_bench_server, pct, record_summary, table
+from ._ws_wire import Wire
 from .cold_cli import CODEX_CONFIG, TREE
 
 ROUNDS = {1: 40, 20: 5, 200: 2}  # turns per client, per client count (others: 2)
@@ -86,92 +92,6 @@ class Phase:
     received: Counter[str] = attrs.field(factory=Counter)  # method (or "response") -> count
     others: Counter[str] = attrs.field(factory=Counter)  # method -> count, about another client's thread
     gave_up: bool = False  # a wait took longer than STEP: the row says so instead of figures
-
-
-class Wire:
-    """A lean WebSocket client (RFC 6455 framing by hand: the server's frames are
-    unmasked, ours masked): each read decodes every frame it holds in one pass. With
-    trio-websocket (or wsproto) as the load generator, at 200 clients the clients'
-    process, not the server, was the bottleneck of the 2-core machine."""
-
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self._lock = trio.Lock()
-        self._buffer = bytearray()
-        self._parts: list[bytes] = []
-
-    @classmethod
-    async def connect(cls, url: str) -> Wire:
-        host, port = url.removeprefix("ws://").rstrip("/").rsplit(":", 1)
-        wire = cls(await trio.open_tcp_stream(host, int(port)))
-        key = base64.b64encode(os.urandom(16)).decode()
-        await wire.stream.send_all((f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-                                    f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                                    "Sec-WebSocket-Version: 13\r\n\r\n").encode())
-        while b"\r\n\r\n" not in wire._buffer:
-            data = await wire.stream.receive_some(1 << 16)
-            if not data:
-                raise RuntimeError("the server closed during the WebSocket handshake")
-            wire._buffer += data
-        head, _, rest = bytes(wire._buffer).partition(b"\r\n\r\n")
-        if not head.startswith(b"HTTP/1.1 101"):
-            raise RuntimeError(f"the server refused the WebSocket handshake: {head[:200]!r}")
-        wire._buffer = bytearray(rest)
-        return wire
-
-    async def _send_frame(self, opcode: int, payload: bytes) -> None:
-        mask = os.urandom(4)
-        size = len(payload)
-        head = bytes([0x80 | opcode]) + (bytes([0x80 | size]) if size < 126 else
-                                         bytes([0x80 | 126]) + size.to_bytes(2, "big") if size < 65536 else
-                                         bytes([0x80 | 127]) + size.to_bytes(8, "big"))
-        masked = (int.from_bytes(payload, "big") ^ int.from_bytes(mask * (size // 4 + 1), "big") >> (
-            8 * (4 - size % 4) if size % 4 else 32)).to_bytes(size, "big") if size else b""
-        async with self._lock:
-            await self.stream.send_all(head + mask + masked)
-
-    async def send(self, text: str) -> None:
-        await self._send_frame(0x1, text.encode())
-
-    async def receive(self) -> list[str] | None:
-        """The messages of the next read (``None`` once the server closed)."""
-        data = await self.stream.receive_some(1 << 18)
-        if not data:
-            return None
-        self._buffer += data
-        messages = []
-        while (frame := self._frame()) is not None:
-            opcode, fin, payload = frame
-            if opcode in (0x0, 0x1, 0x2):
-                self._parts.append(payload)
-                if fin:
-                    messages.append(b"".join(self._parts).decode())
-                    self._parts.clear()
-            elif opcode == 0x9:
-                await self._send_frame(0xA, payload)
-            elif opcode == 0x8:
-                return None
-        return messages
-
-    def _frame(self) -> tuple[int, bool, bytes] | None:
-        buffer = self._buffer
-        if len(buffer) < 2:
-            return None
-        size, at = buffer[1] & 0x7F, 2
-        if size == 126:
-            size, at = int.from_bytes(buffer[2:4], "big"), 4
-        elif size == 127:
-            size, at = int.from_bytes(buffer[2:10], "big"), 10
-        if len(buffer) < at + size:
-            return None
-        frame = (buffer[0] & 0x0F, bool(buffer[0] & 0x80), bytes(buffer[at:at + size]))
-        del buffer[:at + size]
-        return frame
-
-    async def aclose(self) -> None:
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self._send_frame(0x8, (1000).to_bytes(2, "big"))
-        await self.stream.aclose()
 
 
 class Client:
@@ -232,6 +152,12 @@ class Client:
         """thread/start + turn/start; seconds until that turn's turn/completed."""
         start = time.perf_counter()
         await self.request("thread/start", {"cwd": cwd})  # _dispatch keeps its thread id
+        await self.turn_on_last()
+        return time.perf_counter() - start
+
+    async def turn_on_last(self) -> float:
+        """turn/start on this client's latest thread; seconds until its turn/completed."""
+        start = time.perf_counter()
         send, receive = trio.open_memory_channel[Json](1)
         self._completed = send
         await self.request("turn/start", {"threadId": self.threads[-1],
@@ -448,6 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="half the rounds")
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="py-spy record each server during its timed phase (collapsed stacks in DIR)")
+    parser.add_argument("--rows", default="cycle,warm",
+                        help="cycle (thread/start + turn, every server), warm (a loaded thread's turn vs in-process)")
+    parser.add_argument("--warm-clients", default="1,50", help="client counts of the warm-turn rows")
+    parser.add_argument("--warm-runs", type=int, default=1, help="warm-turn rows: runs of the interleaved loop")
+    parser.add_argument("--baseline", default=None, metavar="DIR",
+                        help="warm-turn rows: also serve from this checkout, interleaved (before/after figures)")
     args = parser.parse_args(argv)
     if args.codex and os.environ.get("COLD_CLI_NETNS") != "1":
         inner = " ".join(["exec", sys.executable, "-m", "benchmarks.serve_load", *(argv or sys.argv[1:])])
@@ -456,12 +388,23 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.servers.split(",")
     specs = [spec for spec in (LOCAL, FAKE, CODEX) if spec.kind in chosen and (spec.kind != "codex" or args.codex)]
     counts = [int(count) for count in args.clients.split(",")]
-    subprocess.run([sys.executable, "-m", "compileall", "-q", f"{args.tree}/trio_agent"], check=True)
+    trees = {"serve": args.tree, **({"serve (baseline)": args.baseline} if args.baseline else {})}
+    for tree in trees.values():
+        subprocess.run([sys.executable, "-m", "compileall", "-q", f"{tree}/trio_agent"], check=True)
     print(f"serving tree: {args.tree}; {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}", flush=True)
-    phases = trio.run(measure, specs, counts, args.quick, args.tree, args.codex, args.profile)
-    report(phases)
-    if not args.codex:
-        print("codex: not run (pass --codex PATH to the native binary; see the docstring)")
+    rows = args.rows.split(",")
+    if "cycle" in rows:
+        phases = trio.run(measure, specs, counts, args.quick, args.tree, args.codex, args.profile)
+        report(phases)
+        if not args.codex:
+            print("codex: not run (pass --codex PATH to the native binary; see the docstring)")
+    if "warm" in rows:
+        from ._serve_warm import measure_warm, report_warm  # it imports this module
+
+        warm_counts = [int(count) for count in args.warm_clients.split(",")]
+        report_warm(trio.run(measure_warm, warm_counts, args.quick, trees, args.warm_runs,
+                             args.profile), "serve")
+        print(f"load average {os.getloadavg()[0]:.2f} at the end", flush=True)
     return 0
 
 

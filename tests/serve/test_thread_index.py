@@ -27,7 +27,7 @@ from trio_agent._serve._params import Params
 from trio_agent._serve._server import AppServer
 from trio_agent._serve._shapes import ThreadMeta
 from trio_agent._serve._store import ThreadStore
-from trio_agent._serve._thread_index import FULL_CHECK_EVERY
+from trio_agent._serve._thread_index import FULL_CHECK_EVERY, WRITE_DELAY, ThreadIndex
 from trio_agent._serve._thread_list import _SORT_KEYS, ListFilter
 from trio_agent._serve._thread_methods import any_thread_view, page
 
@@ -320,3 +320,38 @@ async def test_a_thread_the_server_creates_is_its_own_before_any_file_of_it_is_w
         client = await harness.client()
         await client.request("thread/start", {"model": "mock-model"})
     assert claimed_at_write[:2] == [True, True]  # the rollout, then the record
+
+
+async def test_writes_close_together_share_one_pass_and_a_listing_never_waits_for_the_delay(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass per record written (one per turn) was most of serve's CPU per warm turn
+    (issue 30, ~3 ms each): the writes of WRITE_DELAY seconds share one pass. A listing
+    still sees every write made before it, without waiting for the delay."""
+    home = tmp_path / "home"
+    saved = [save_thread(home, prompt=f"task {number}") for number in range(4)]
+    passes: list[set[str]] = []
+    step = ThreadIndex._step
+
+    def counted(self: ThreadIndex, dirty: set[str], rebuild: str | None, full: bool) -> str | None:
+        passes.append(set(dirty))
+        return step(self, dirty, rebuild, full)
+
+    monkeypatch.setattr(ThreadIndex, "_step", counted)
+    index = ThreadIndex(home, ThreadStore(home), model="m", provider="openai")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(index.run)
+        with pytest.warns(UserWarning, match="no thread index at"):
+            await index._sync()
+        passes.clear()
+        for meta in saved[:3]:
+            index.touched(meta.thread_id)
+            await trio.sleep(WRITE_DELAY / 10)
+        assert passes == []
+        await trio.sleep(WRITE_DELAY)
+        assert passes == [{meta.thread_id for meta in saved[:3]}]
+        index.touched(saved[3].thread_id)
+        before = trio.current_time()
+        await index._sync()  # what a listing waits for
+        assert passes[1:] == [{saved[3].thread_id}] and trio.current_time() == before
+        await index.aclose()

@@ -20,7 +20,7 @@ code -- is ``trio.BrokenResourceError`` on both sides.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import trio
 import trio_websocket
@@ -31,7 +31,7 @@ from ._ws_writes import SharedSendStream, text_frames
 if TYPE_CHECKING:
     from ._ws_limit import Discards
 
-__all__ = ["MAX_MESSAGE_BYTES", "LineChannel", "MessageChannel", "MessageTooLarge", "PeerClosed",
+__all__ = ["MAX_MESSAGE_BYTES", "LineChannel", "MessageChannel", "MessageTooLarge", "PeerClosed", "SendsNow",
            "WebSocketChannel"]
 
 MAX_MESSAGE_BYTES = 16 << 20
@@ -62,6 +62,22 @@ class MessageChannel(Protocol):
     async def receive(self) -> str: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class SendsNow(Protocol):
+    """A channel that can also write without waiting (``_ws_writes``, "Writing now")."""
+
+    def send_now(self, texts: list[str]) -> bool:
+        """Send ``texts`` at once from the calling task: True once they are written (or
+        handed over: ``pending``), False when nothing was (then ``send_batch`` them)."""
+        ...
+
+    @property
+    def pending(self) -> bool:
+        """Bytes ``send_now`` handed over are still unwritten: a ``send_batch`` (of no
+        message, if need be) writes them."""
+        ...
 
 
 class LineChannel:
@@ -180,6 +196,15 @@ class WebSocketChannel:
     async def send(self, text: str) -> None:
         """Send one message (a text frame); ``trio.BrokenResourceError`` once closed."""
         await self.send_batch([text])
+
+    def send_now(self, texts: list[str]) -> bool:
+        """``SendsNow.send_now``: never once the WebSocket is closed (nothing follows a close frame)."""
+        stream = self._stream
+        return stream is not None and self._ws.closed is None and stream.write_now(text_frames(texts))
+
+    @property
+    def pending(self) -> bool:
+        return self._stream is not None and bool(self._stream.backlog)
 
     async def send_batch(self, texts: list[str]) -> None:
         """Send several messages, one text frame each."""

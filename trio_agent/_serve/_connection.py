@@ -26,6 +26,12 @@ message once for every recipient; queuing it is a ``deque`` append, and it wakes
 writer only when the writer is parked on an empty queue (a burst costs one wakeup);
 the writer takes everything queued (up to ``WRITE_BATCH``) and hands it to the
 channel in one ``send_batch``, without a scheduler pass of its own between batches.
+Over a channel that can write without waiting (``SendsNow``: WebSocket), a parked
+writer is not even woken (issue 30): the connection asks the server's ``Flusher``,
+one task for every connection, which runs once what is ready was queued (after the
+pump's burst) and writes each due connection's queue from there, in one write each,
+with no task switch per connection; only what the socket does not take at once goes
+to the writer.
 
 When the peer finishes (EOF), the queued requests are served and the queue flushed
 for up to ``CLOSE_GRACE`` seconds; then the nursery is cancelled. A peer that closed
@@ -40,16 +46,17 @@ connection everywhere and fails the tool calls only it could answer.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import attrs
 import trio
 
-from ._channel import MessageChannel, MessageTooLarge, PeerClosed
+from ._channel import MessageChannel, MessageTooLarge, PeerClosed, SendsNow
 from ._jsonrpc import (
     INTERNAL_ERROR,
     ErrorResponse,
@@ -68,7 +75,8 @@ from ._jsonrpc import (
     shown,
 )
 
-__all__ = ["CLOSE_GRACE", "INBOX_LIMIT", "OUTGOING_LIMIT", "Connection", "ConnectionHost", "PendingReply", "Reply"]
+__all__ = ["CLOSE_GRACE", "INBOX_LIMIT", "OUTGOING_LIMIT", "Connection", "ConnectionHost", "Flusher", "PendingReply",
+           "Reply"]
 
 OUTGOING_LIMIT = 4096  # encoded messages queued for one client before it is dropped
 INBOX_LIMIT = 64  # requests read ahead of the one being served
@@ -153,11 +161,63 @@ class PendingReply:
         return self._result
 
 
+class Flusher:
+    """Writes the queues of due connections from one task (see the module docstring);
+    ``run`` it until ``close``. The pump, which queues most messages, writes them
+    itself at the end of its burst (``held``): no task switch at all."""
+
+    def __init__(self) -> None:
+        self._due: list[Connection] = []
+        self._wake = trio.Event()
+        self._closed = False
+        self._held = False
+
+    def due(self, conn: Connection) -> None:
+        if self._closed:
+            conn.flush_now()  # its writer, woken
+            return
+        self._due.append(conn)
+        if not self._held:
+            self._wake.set()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The block queues (the pump's burst); what it made due is written when it ends."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every due connection's queue now (a bug writing one drops that one alone)."""
+        due, self._due = self._due, []
+        for conn in due:
+            try:
+                conn.flush_now()
+            except Exception as exc:  # never out of the pump, nor past the other connections
+                traceback.print_exc(file=sys.stderr)
+                conn.drop(f"internal error writing to it: {type(exc).__name__}: {exc}")
+
+    async def run(self) -> None:
+        while not self._closed:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            self.flush()
+
+    def close(self) -> None:
+        """Stop (``run`` returns); connections due after this wake their writers."""
+        self._closed = True
+        self._wake.set()
+        self.flush()
+
+
 class Connection:
     """See the module docstring. Created and run by the server (``AppServer.serve_connection``)."""
 
     def __init__(self, host: ConnectionHost, channel: MessageChannel, *, outgoing_limit: int = OUTGOING_LIMIT,
-                 label: str = "client") -> None:
+                 label: str = "client", flusher: Flusher | None = None) -> None:
         self.id = next(_ids)
         self.label = label
         self.initialized = False
@@ -170,6 +230,9 @@ class Connection:
         self._outbox: collections.deque[str] = collections.deque()
         self._outbox_closed = False  # finish(): what is queued is flushed, nothing more is taken
         self._writer_wake: trio.Event | None = None  # set while the writer waits for a message
+        self._now = channel if isinstance(channel, SendsNow) else None
+        self._flusher = flusher if self._now is not None else None
+        self._flush_due = False  # the flusher will write the queue (the writer is parked)
         self._pending: dict[RequestId, PendingReply] = {}
         self._next_request = itertools.count(0)
         self._scope: trio.CancelScope | None = None
@@ -187,6 +250,27 @@ class Connection:
             self.drop(f"it read too slowly: {self._limit} messages were already queued for it")
             return
         self._outbox.append(text)
+        if self._writer_wake is None or self._flush_due:
+            return  # the writer is busy (it takes this next), or the flusher will write it
+        if self._flusher is None:
+            self._wake_writer()
+            return
+        self._flush_due = True
+        self._flusher.due(self)
+
+    def flush_now(self) -> None:
+        """(The flusher) write the queue from here while the writer is parked; wake the
+        writer for what cannot be written at once."""
+        self._flush_due = False
+        outbox, now = self._outbox, self._now
+        if self.closed or self._writer_wake is None or not outbox:
+            return
+        batch = list(itertools.islice(outbox, WRITE_BATCH)) if len(outbox) > 1 else [outbox[0]]
+        if now is not None and not self._outbox_closed and now.send_now(batch):
+            for _ in batch:
+                outbox.popleft()
+            if not outbox and not now.pending:
+                return
         self._wake_writer()
 
     def _wake_writer(self) -> None:
@@ -345,7 +429,9 @@ class Connection:
         peer_gone = False
         try:
             while True:
-                if not outbox:
+                # What send_now's socket did not take is written first (by any send_batch).
+                pending = not peer_gone and self._now is not None and self._now.pending
+                if not outbox and not pending:
                     if self._outbox_closed:
                         return
                     self._writer_wake = wake = trio.Event()

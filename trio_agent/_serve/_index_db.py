@@ -28,13 +28,29 @@ import sqlite3
 import time
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from ._index_files import Files, Row, fingerprint, rollout_thread
 
-__all__ = ["SCHEMA", "CatchUp", "Query", "Selected", "catch_up", "connect", "details", "fresh", "select",
-           "settle_schema"]
+__all__ = [
+    "SCHEMA",
+    "Answer",
+    "CatchUp",
+    "Page",
+    "Query",
+    "Selected",
+    "Shown",
+    "catch_up",
+    "connect",
+    "damaged",
+    "details",
+    "fresh",
+    "select",
+    "settle_schema",
+    "unlink_database",
+]
 
 SCHEMA = "3"  # 3: a row keeps its Thread view (``_index_files.VIEW_KEYS``)
 RECENT = 2  # day folders checked by every pass (today's and yesterday's); the others by a full pass
@@ -339,3 +355,39 @@ def details(conn: sqlite3.Connection, thread_ids: list[str]) -> dict[str, tuple[
     found = conn.execute("SELECT thread_id, record_fp, rollout_fp, meta FROM threads "
                          "WHERE thread_id IN (SELECT value FROM json_each(?))", (json.dumps(thread_ids),))
     return {thread_id: (record_fp, rollout_fp, meta) for thread_id, record_fp, rollout_fp, meta in found}
+
+
+def unlink_database(path: Path) -> None:
+    """Remove a database and its WAL files."""
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def damaged(exc: sqlite3.DatabaseError) -> bool:
+    """A damaged database (not a busy lock, a full disk or an interrupt)."""
+    return not isinstance(exc, sqlite3.OperationalError)
+
+
+@attrs.frozen
+class Shown:
+    """A loaded thread a listing may show: its view (from memory), sort value and
+    newest rollout (the tie-break)."""
+
+    view: dict[str, Any]
+    sort: int
+    rollout: str
+
+
+@attrs.frozen
+class Page:
+    views: list[dict[str, Any]]
+    more: bool  # threads follow this page
+
+
+@attrs.frozen
+class Answer:
+    page: Page | None
+    stale: list[str]  # rows of the page that disagree with their files (then no page)

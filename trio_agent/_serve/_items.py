@@ -41,6 +41,7 @@ import attrs
 
 from .._events import AgentEvent, EventKind
 from .._threads import ThreadStatus
+from ._jsonrpc import encode_value
 from ._outs import DynamicOutcome, Out
 from ._shapes import TurnRecord, add_usage, status_json, usage_breakdown
 from ._tool_items import ToolItems, text_of
@@ -80,6 +81,7 @@ class TurnMapper:
         self._reasoning: dict[int, str] = {}  # model call index -> open reasoning item id
         self._compactions = 0
         self._messages: set[str] = set()  # agentMessage ids shown in this turn
+        self._delta_prefixes: dict[str, str] = {}  # agentMessage id -> its deltas' params text up to the delta
         self._tools: TurnTools = TurnTools(self)
         self._error: str | None = None
         self.ended = False
@@ -166,7 +168,12 @@ class TurnMapper:
         outs = [] if item_id in self._open else [self._start_message(item_id, payload)]
         text = payload.get("text", "")
         self._open[item_id]["text"] += text
-        outs.append(Out("item/agentMessage/delta", {**self._base(), "itemId": item_id, "delta": text}))
+        prefix = self._delta_prefixes.get(item_id)
+        if prefix is None:  # the params up to the delta's value, encoded once per item
+            params = encode_value({**self._base(), "itemId": item_id, "delta": ""})
+            prefix = self._delta_prefixes[item_id] = params[:-3]  # without '""}'
+        outs.append(Out("item/agentMessage/delta", {**self._base(), "itemId": item_id, "delta": text},
+                        params_text=f"{prefix}{encode_value(text)}}}"))
         return outs
 
     def _assistant_message(self, payload: Json) -> list[Out]:

@@ -52,8 +52,10 @@ __all__ = [
     "SharedText",
     "encode",
     "encode_shared",
+    "encode_value",
     "error_message",
     "notification_message",
+    "notification_text",
     "parse",
     "request_message",
     "response_message",
@@ -242,11 +244,22 @@ def parse(text: str) -> Message:
 
 def encode(message: JsonObject) -> str:
     """Compact JSON text for one message, with no raw line break in it."""
-    text = dumps(message)
+    return encode_value(message)
+
+
+def encode_value(value: Any) -> str:
+    """``encode`` for any JSON value (a part of a message, spliced in by ``notification_text``)."""
+    text = dumps(value)
     for char, escaped in _LINE_BREAKS:
         if char in text:
             text = text.replace(char, escaped)
     return text
+
+
+def notification_text(method: str, params_text: str, emitted_at_ms: int) -> str:
+    """``encode(notification_message(method, params, emitted_at_ms=...))`` -- the same
+    text -- from ``params`` already encoded (``params_text``)."""
+    return f'{{"jsonrpc":"2.0","method":{encode_value(method)},"params":{params_text},"emittedAtMs":{emitted_at_ms}}}'
 
 
 class SharedText(str):

@@ -17,11 +17,14 @@ Json = dict[str, Any]
 @attrs.frozen
 class Out:
     """One notification; ``broadcast`` ones go to every initialized connection, the
-    others to the thread's subscribers."""
+    others to the thread's subscribers. ``params_text``: ``params`` already encoded
+    (``_jsonrpc.encode_value``'s text, same bytes), when the mapper built it cheaper
+    than encoding the dict -- a text delta, the most frequent notification."""
 
     method: str
     params: Json
     broadcast: bool = False
+    params_text: str | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen

@@ -9,12 +9,14 @@ or an approval is *introduced* once its notifications are out: only then does th
 server ask the client (``_asking``).
 
 Cost per client (issue 23). The pump delivers every thread event that is ready in one
-pass (at most ``PUMP_BURST``) before it yields, so each client's writer finds the burst
-queued together and sends it in one write (``_connection``).
+pass (at most ``PUMP_BURST``) before it yields, so each client's burst is queued
+together and goes in one write -- made by the pump itself at the end of the pass, from
+each WebSocket at once (``_connection.Flusher.held``; issue 30), not by a task per client.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import traceback
 from typing import Any
@@ -24,6 +26,7 @@ import trio
 from .._events import EventKind
 from .._runtime import Agent
 from .._threads import ThreadEvent, ThreadEvents, ThreadStatus
+from ._connection import Flusher
 from ._context import ServerContext
 from ._shapes import TurnRecord
 from ._thread_state import ThreadState, ThreadStates
@@ -39,23 +42,25 @@ class Pump:
     """Delivers ``server``'s thread events to the states of ``states`` (``run``);
     ``done`` is set when it has delivered the last one."""
 
-    def __init__(self, server: ServerContext, states: ThreadStates) -> None:
+    def __init__(self, server: ServerContext, states: ThreadStates, flusher: Flusher | None = None) -> None:
         self._server = server
         self._states = states
+        self._flusher = flusher
         self.done = trio.Event()
 
     async def run(self, events: ThreadEvents) -> None:
         try:
             async for event in events:
-                await self._deliver(event)
-                # What else is ready goes out in the same pass: each client's writer then
-                # finds the burst queued and sends it in one write (``_connection``).
-                for _ in range(PUMP_BURST):
-                    try:
-                        event = events.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
+                # What else is ready goes out in the same pass, each client's queue in one
+                # write, made by the pump itself once the burst is queued (``_connection``).
+                with self._flusher.held() if self._flusher is not None else contextlib.nullcontext():
                     await self._deliver(event)
+                    for _ in range(PUMP_BURST):
+                        try:
+                            event = events.receive_nowait()
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                        await self._deliver(event)
         finally:
             self.done.set()
 

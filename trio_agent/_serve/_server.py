@@ -56,11 +56,20 @@ from ._asking import ClientQuestions
 from ._channel import MessageChannel
 from ._children import Children
 from ._clock import WireClock
-from ._connection import OUTGOING_LIMIT, Connection, Reply
+from ._connection import OUTGOING_LIMIT, Connection, Flusher, Reply
 from ._credential import Account
 from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, parse_dynamic_tools
 from ._items import ThreadMapper
-from ._jsonrpc import InvalidRequest, Notification, Request, encode, encode_shared, notification_message
+from ._jsonrpc import (
+    InvalidRequest,
+    Notification,
+    Request,
+    SharedText,
+    encode,
+    encode_shared,
+    notification_message,
+    notification_text,
+)
 from ._outs import Out
 from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._pump import Pump
@@ -99,7 +108,8 @@ class AppServer:
         self._outgoing_limit = outgoing_limit
         self._manager: ThreadManager | None = None
         self._states = ThreadStates()
-        self._pump = Pump(self, self._states)
+        self._flusher = Flusher()  # writes the connections' queues after each burst (``_connection``)
+        self._pump = Pump(self, self._states, self._flusher)
         self._questions = ClientQuestions(self)
         self._connections: set[Connection] = set()
         self._stop = trio.Event()
@@ -136,11 +146,12 @@ class AppServer:
                 await self._connection_left.wait()
         for conn in list(self._connections):
             conn.drop("the server is shutting down")
+        self._flusher.close()
         await self.index.aclose()  # what the last turns wrote is indexed
 
     async def serve_connection(self, channel: MessageChannel, *, label: str = "client") -> None:
         """Serve one client over ``channel`` until it goes away (or the server closes)."""
-        conn = Connection(self, channel, outgoing_limit=self._outgoing_limit, label=label)
+        conn = Connection(self, channel, outgoing_limit=self._outgoing_limit, label=label, flusher=self._flusher)
         if self.closing:
             await channel.aclose()
             return
@@ -175,22 +186,30 @@ class AppServer:
 
     # -- delivery ------------------------------------------------------------------------
 
-    def broadcast(self, method: str, params: Json) -> None:
-        text = encode_shared(notification_message(method, params, emitted_at_ms=self.now_ms()))
+    def broadcast(self, method: str, params: Json, emitted_at_ms: int | None = None) -> None:
+        emitted = self.now_ms() if emitted_at_ms is None else emitted_at_ms
+        text = encode_shared(notification_message(method, params, emitted_at_ms=emitted))
         for conn in list(self._connections):
             if conn.initialized:
                 conn.send_text(text, method)
 
     def publish(self, state: ThreadState, outs: list[Out]) -> None:
+        if not outs:
+            return
+        emitted = self.now_ms()  # one instant for all of them: Trio's clock does not move in this call
         for out in outs:
             if out.broadcast:
-                self.broadcast(out.method, out.params)
+                self.broadcast(out.method, out.params, emitted)
                 continue
             subscribers = list(state.subscribers)
             if not subscribers:
                 continue
-            text = (encode_shared if len(subscribers) > 1 else encode)(
-                notification_message(out.method, out.params, emitted_at_ms=self.now_ms()))
+            if out.params_text is not None:  # encoded by the mapper (a text delta)
+                plain = notification_text(out.method, out.params_text, emitted)
+                text = SharedText(plain) if len(subscribers) > 1 else plain
+            else:
+                text = (encode_shared if len(subscribers) > 1 else encode)(
+                    notification_message(out.method, out.params, emitted_at_ms=emitted))
             for conn in subscribers:
                 conn.send_text(text, out.method)
 
@@ -306,6 +325,7 @@ async def open_app_server(
                            outgoing_limit=outgoing_limit, multi_agent=multi_agent, web_search=web_search)
         await nursery.start(server.index.run)  # opens or rebuilds the index in a thread: returns at once
         await nursery.start(server._run_manager)
+        nursery.start_soon(server._flusher.run)
         try:
             yield server
         finally:

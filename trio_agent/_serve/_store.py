@@ -103,8 +103,12 @@ class ThreadStore:
         if self.before_write is not None:
             self.before_write(thread_id)
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._path(thread_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            path, flags = os.path.join(self.folder, f"{thread_id}.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:  # no folder yet (or it was removed): a mkdir only then, not per write
+                self.folder.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, flags, 0o600)
             try:
                 view = memoryview(data)
                 while view:

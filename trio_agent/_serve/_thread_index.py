@@ -9,10 +9,14 @@ nothing; the next start rebuilds it.
 
 *One writer.* A single task (``run``, in the server's nursery) owns the write
 connection and runs every write in a worker thread: the rebuild or check at start,
-then a *pass* (``_index_db.catch_up``) whenever a record was written (``ThreadStore``
-calls ``touched``: create, update, append, rollback) or a listing asks for one. Passes
-are coalesced: one pass serves every request made before it began. Listings read on
-their own connections (at most ``READERS`` at once), each in a worker thread.
+then a *pass* (``_index_db.catch_up``) ``WRITE_DELAY`` after a record was written
+(``ThreadStore`` calls ``touched``: create, update, append, rollback), at once when a
+listing asks for one or the server closes. Passes are coalesced: one pass serves every
+write and request made before it began -- a pass per turn was most of ``serve``'s CPU
+per warm turn (issue 30: ~3 ms, in a worker thread), and a pass reads each dirty
+thread's whole record, so its cost grows with the thread: the delay bounds it per
+second, not per turn. Listings read on their own connections (at most ``READERS`` at
+once), each in a worker thread.
 
 *In step.* A listing first waits for a pass that began after it (so what this server
 wrote before is listed: read-your-writes). A pass also reads the names in the newest
@@ -54,6 +58,7 @@ thread outlives the call that started it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -66,12 +71,26 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
 import trio
 
 from .._ids import session_id_problem
 from .._threads import ThreadStatus
-from ._index_db import CatchUp, Query, Selected, catch_up, connect, details, fresh, select, settle_schema
+from ._index_db import (
+    Answer,
+    CatchUp,
+    Page,
+    Query,
+    Selected,
+    Shown,
+    catch_up,
+    connect,
+    damaged,
+    details,
+    fresh,
+    select,
+    settle_schema,
+    unlink_database,
+)
 from ._index_files import Files
 from ._jsonrpc import InvalidRequest
 from ._off_loop import off_loop
@@ -84,6 +103,7 @@ __all__ = ["Shown", "ThreadIndex", "ThreadIndexWarning"]
 T = TypeVar("T")
 Json = dict[str, Any]
 READERS = 4
+WRITE_DELAY = 2.0  # seconds from a record's write to the pass that indexes it (unless a listing asks first)
 FULL_CHECK_EVERY = 30.0  # seconds between two checks of every row's fingerprints (``catch_up(full=True)``)
 RETRIES = 3  # listings redone at most this often while the rows they answer with are stale
 
@@ -91,42 +111,6 @@ RETRIES = 3  # listings redone at most this often while the rows they answer wit
 class ThreadIndexWarning(UserWarning):
     """The thread index was rebuilt or repaired (missing, damaged, out of step) or is
     only temporary."""
-
-
-@attrs.frozen
-class Shown:
-    """A loaded thread a listing may show: its view (from memory), sort value and
-    newest rollout (the tie-break)."""
-
-    view: Json
-    sort: int
-    rollout: str
-
-
-@attrs.frozen
-class Page:
-    views: list[Json]
-    more: bool  # threads follow this page
-
-
-@attrs.frozen
-class _Answer:
-    page: Page | None
-    stale: list[str]  # rows of the page that disagree with their files (then no page)
-
-
-def _unlink(path: Path) -> None:
-    """Remove a database and its WAL files."""
-    for suffix in ("", "-wal", "-shm"):
-        try:
-            os.unlink(f"{path}{suffix}")
-        except FileNotFoundError:
-            pass
-
-
-def _damage(exc: sqlite3.DatabaseError) -> bool:
-    """A damaged database (not a busy lock, a full disk or an interrupt)."""
-    return not isinstance(exc, sqlite3.OperationalError)
 
 
 class ThreadIndex:
@@ -147,6 +131,7 @@ class ThreadIndex:
         store.before_write = self.claim
         store.on_write = self.touched
         self._dirty: set[str] = set()
+        self._dirty_at = math.inf  # when the writer first saw ``_dirty`` non-empty
         self._requested = 0  # passes asked for; ``_done``: the last one asked for before a pass began
         self._done = 0
         self._wake = trio.Event()
@@ -175,9 +160,10 @@ class ThreadIndex:
 
     def touched(self, thread_id: str) -> None:
         """A record was written: read its row again in the next pass."""
+        if not self._dirty:
+            self._wake.set()  # the writer starts the WRITE_DELAY of the next pass
         self._dirty.add(thread_id)
         self._mine.add(thread_id)
-        self._wake.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The writer (until ``aclose``): opens or rebuilds the index, then runs passes."""
@@ -188,11 +174,15 @@ class ThreadIndex:
             self._ready.set()
             checked = trio.current_time()
             while True:
-                full = trio.current_time() >= checked + FULL_CHECK_EVERY
-                if not (full or self._dirty or self._requested > self._done or self._damaged):
+                now = trio.current_time()
+                full = now >= checked + FULL_CHECK_EVERY
+                if self._dirty and self._dirty_at == math.inf:
+                    self._dirty_at = now
+                due = self._dirty and (self._closing or now >= self._dirty_at + WRITE_DELAY)
+                if not (full or due or self._requested > self._done or self._damaged):
                     if self._closing:
                         return
-                    with trio.move_on_at(checked + FULL_CHECK_EVERY):
+                    with trio.move_on_at(min(checked + FULL_CHECK_EVERY, self._dirty_at + WRITE_DELAY)):
                         await self._wake.wait()
                     self._wake = trio.Event()
                     continue
@@ -225,13 +215,13 @@ class ThreadIndex:
 
     async def _pass(self, *, full: bool = False) -> None:
         wanted, batch, rebuild = self._requested, self._dirty, self._damaged
-        self._dirty, self._damaged = set(), None
+        self._dirty, self._damaged, self._dirty_at = set(), None, math.inf
         writer = self._writer
         try:
             self._warn(await off_loop(lambda: self._step(batch, rebuild, full),
                                       writer.interrupt if writer is not None else None))
         except (OSError, sqlite3.DatabaseError) as exc:
-            if isinstance(exc, sqlite3.DatabaseError) and _damage(exc):
+            if isinstance(exc, sqlite3.DatabaseError) and damaged(exc):
                 self._damaged = f"writing found it damaged ({exc})"
             else:  # busy past the timeout, a full disk: these rows stay as they were until they are checked
                 print(f"trio-agent serve: the thread index {self.path} was not updated: {exc}", file=sys.stderr)
@@ -299,7 +289,7 @@ class ThreadIndex:
 
     def _rebuild(self, reason: str) -> str:
         self._close_writer()
-        _unlink(self.path)
+        unlink_database(self.path)
         self._connect(self.path)
         assert self._writer is not None
         settle_schema(self._writer)
@@ -323,7 +313,7 @@ class ThreadIndex:
             replaced = (st.st_dev, st.st_ino) != self._identity  # another server rebuilt it: use the new one
         except FileNotFoundError:  # removed: what it left (its -wal, -shm) must not be read into a new one
             self._close_writer()
-            _unlink(self.path)
+            unlink_database(self.path)
             replaced = True
         if replaced or self._writer is None:
             self._connect(self.path)
@@ -349,7 +339,7 @@ class ThreadIndex:
             try:
                 path = await self._read_once(partial(newest_rollout, files=self.files, thread_id=thread_id))
             except sqlite3.DatabaseError as exc:
-                if _damage(exc):
+                if damaged(exc):
                     self._damaged = f"a lookup found it damaged ({exc})"
                     self._wake.set()
         if path is None:
@@ -381,7 +371,7 @@ class ThreadIndex:
             try:
                 return await self._read_once(fn)
             except sqlite3.DatabaseError as exc:
-                if not _damage(exc) or attempt == 2:
+                if not damaged(exc) or attempt == 2:
                     raise
                 self._damaged = f"a listing found it damaged ({exc})"
                 await self._sync()
@@ -414,7 +404,7 @@ class ThreadIndex:
                     opened[0].close()
 
     def _answer(self, conn: sqlite3.Connection, query: Query, shown: list[Shown], start: int, *,
-                check: bool) -> _Answer:
+                check: bool) -> Answer:
         """In a reader thread: the page, or the rows of it that are stale (one read
         transaction: one snapshot of the index)."""
         skip = 0 if shown else start  # loaded threads are merged by position: then the rows before the page are read
@@ -435,9 +425,9 @@ class ThreadIndex:
             stale = [item[0] for item in chosen if isinstance(item, tuple)
                      and (item[0] not in rows or not fresh(self.files, item[0], item[1], *rows[item[0]][:2]))]
             if stale:
-                return _Answer(None, stale)
+                return Answer(None, stale)
         views = [item.view if isinstance(item, Shown) else self._view(item[1], rows[item[0]][2]) for item in chosen]
-        return _Answer(Page(views, more=skip + len(entries) >= query.limit), [])
+        return Answer(Page(views, more=skip + len(entries) >= query.limit), [])
 
     def _view(self, rollout: str, meta_json: str) -> Json:
         try:

@@ -97,7 +97,7 @@ async def _serve_client(server: AppServer, stream: trio.SocketStream, policy: Li
         discards = Discards(MAX_MESSAGE_BYTES)
         request_head, frames = split_head(head.data)
         limited = MessageLimit(stream, discards, head=request_head, rest=frames)
-        shared = SharedSendStream(limited)  # trio-websocket's writes and the batches' (_ws_writes)
+        shared = SharedSendStream(limited, stream.socket)  # trio-websocket's writes and the batches' (_ws_writes)
         with trio.move_on_after(HANDSHAKE_TIMEOUT):
             # trio-websocket's own limit (which closes with 1009) is never reached: nothing
             # longer than MAX_MESSAGE_BYTES gets through MessageLimit.

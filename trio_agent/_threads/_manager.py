@@ -14,7 +14,7 @@ import trio
 
 from .._config import AgentConfig, _default_session_id
 from .._errors import AgentError, ConfigError
-from .._events import EventKind
+from .._events import AgentEvent, EventKind
 from .._rollout import RolloutConfig
 from .._runtime import Agent, open_agent
 from .._session.snapshot import SessionSnapshot
@@ -22,6 +22,8 @@ from ._entry import LoadedThread, idle_watch
 from ._values import ThreadError, ThreadEvent, ThreadEvents, ThreadInfo, ThreadStatus, UnsubscribeStatus
 
 __all__ = ["ThreadManager", "open_thread_manager"]
+
+FORWARD_BURST = 256  # agent events a thread forwards in one step, when they are ready
 
 
 @final
@@ -275,14 +277,26 @@ class ThreadManager:
         self._emit(ThreadEvent(entry.thread_id, "thread.closed"))
 
     async def _forward(self, entry: LoadedThread, agent: Agent) -> None:
-        async for event in agent.events:
-            self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
-            if event.kind is EventKind.RUN_STARTED or event.kind.is_terminal:
-                status = entry.status
-                if status is not entry.reported and not entry.closing:
-                    entry.reported = status
-                    self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
-            entry.touch()
+        events = agent.events
+        async for event in events:
+            self._relay(entry, event)
+            # What else is ready goes in the same step: a checkpoint per event was a
+            # scheduler pass per event of every loaded thread (issue 30: serve's CPU per turn).
+            for _ in range(FORWARD_BURST):
+                try:
+                    event = events.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                self._relay(entry, event)
+
+    def _relay(self, entry: LoadedThread, event: AgentEvent) -> None:
+        self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
+        if event.kind is EventKind.RUN_STARTED or event.kind.is_terminal:
+            status = entry.status
+            if status is not entry.reported and not entry.closing:
+                entry.reported = status
+                self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
+        entry.touch()
 
     def _emit(self, event: ThreadEvent) -> None:
         try:

@@ -1,0 +1,44 @@
+"""The thread record's appends (``_store.ThreadStore``): the folder is made when a write
+finds it missing -- the first record, or after someone removed it -- not before every
+write (a ``mkdir`` per append was a syscall per record line of every turn; issue 30).
+
+Checked without the change: every append called ``mkdir`` (three calls where the test wants one).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trio_agent._serve._store import ThreadStore
+
+from ._saved_threads import save_thread
+
+
+def test_the_folder_is_made_only_when_a_write_finds_it_missing(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    meta = save_thread(home, record=False)
+    made: list[Path] = []
+    mkdir = Path.mkdir
+
+    def counted(self: Path, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("parents") and self.name == "threads":  # the store's call, not pathlib's own
+            made.append(self)
+        mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", counted)
+    store = ThreadStore(home)
+    store.create(meta)  # the first record: the folder is made
+    store.update(meta)
+    store.update(meta)
+    assert made == [store.folder]
+    shutil.rmtree(store.folder)  # removed behind the server's back: the next write makes it again
+    meta.name = "after the removal"
+    store.update(meta)
+    assert made == [store.folder, store.folder]
+    stored = store.load(meta.thread_id)
+    assert stored is not None and stored.meta.name == "after the removal"
