@@ -204,6 +204,7 @@ class WebSocketChannel:
 
     @property
     def pending(self) -> bool:
+        """``SendsNow.pending``: the socket has not yet taken all that ``send_now`` wrote."""
         return self._stream is not None and bool(self._stream.backlog)
 
     async def send_batch(self, texts: list[str]) -> None:
