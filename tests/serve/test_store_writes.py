@@ -11,8 +11,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
+from trio_agent._jsontext import dumps
+from trio_agent._serve._shapes import TurnRecord
 from trio_agent._serve._store import ThreadStore
 
 from ._saved_threads import save_thread
@@ -42,3 +45,14 @@ def test_the_folder_is_made_only_when_a_write_finds_it_missing(tmp_path: Path,
     assert made == [store.folder, store.folder]
     stored = store.load(meta.thread_id)
     assert stored is not None and stored.meta.name == "after the removal"
+
+
+def test_a_turn_line_holds_every_field_as_asdict_gives_it() -> None:
+    """``TurnRecord.stored`` is written by hand (``attrs.asdict`` deep-copied the items of
+    every record line): the same keys, in the same order, the same values -- a field
+    added to ``TurnRecord`` and not to ``stored`` fails here."""
+    turn = TurnRecord("t", status="failed", items=[{"type": "agentMessage", "id": "m", "nested": {"a": [1]}}],
+                      error={"message": "x"}, started_at_ms=1, completed_at_ms=2, history_end=3)
+    assert list(turn.stored().items()) == list(attrs.asdict(turn).items())
+    assert dumps(turn.stored()) == dumps(attrs.asdict(turn))
+    assert TurnRecord.from_stored(turn.stored()) == turn

@@ -186,13 +186,13 @@ async def test_a_listing_reads_no_record_when_the_index_is_in_step(
     with pytest.warns(UserWarning, match="no thread index at"):
         saved = await _unloaded_home(tmp_path, 30)
     reads: list[str] = []
-    load = ThreadStore.load
+    load = ThreadStore.load_since  # the index's read of a record
 
-    def counted(self: ThreadStore, thread_id: str) -> Any:
+    def counted(self: ThreadStore, thread_id: str, cursor: Any) -> Any:
         reads.append(thread_id)
-        return load(self, thread_id)
+        return load(self, thread_id, cursor)
 
-    monkeypatch.setattr(ThreadStore, "load", counted)
+    monkeypatch.setattr(ThreadStore, "load_since", counted)
     async with app_server(tmp_path) as harness:
         client = await harness.client()
         first = await client.request("thread/list", {"limit": 200})
@@ -223,19 +223,19 @@ async def test_other_requests_are_answered_while_a_listing_waits_for_the_disk(
         saved = await _unloaded_home(tmp_path, 5)
     target = saved[2]
     entered, release = threading.Event(), threading.Event()
-    load = ThreadStore.load
+    load = ThreadStore.load_since  # the index's read of a record
 
-    def slow(self: ThreadStore, thread_id: str) -> Any:
+    def slow(self: ThreadStore, thread_id: str, cursor: Any) -> Any:
         if thread_id == target.thread_id:
             entered.set()
             release.wait(5)
-        return load(self, thread_id)
+        return load(self, thread_id, cursor)
 
     async with app_server(tmp_path) as harness:
         lister, other = await harness.client(), await harness.client()
         await lister.request("thread/list", {})
         rename(harness.home, target, "slow disk")
-        monkeypatch.setattr(ThreadStore, "load", slow)
+        monkeypatch.setattr(ThreadStore, "load_since", slow)
         answers: list[Json] = []
 
         async def listing() -> None:

@@ -27,11 +27,12 @@ from .._ids import session_id_problem
 from .._jsontext import dumps
 from .._rollout import read_history
 from ._shapes import ThreadMeta
-from ._store import StoredThread, ThreadStore
+from ._store import RecordCursor, StoredThread, ThreadStore
 
 __all__ = ["Files", "Row", "fingerprint", "rollout_thread"]
 
 ROOT, CHILD = "appServer", "subAgentThreadSpawn"  # the source kinds of this server's threads
+CURSORS = 256  # records whose read position the index keeps (a turn-light state each)
 # What a row keeps of a ThreadMeta: the fields a ``Thread`` view shows (not the
 # instructions, tools or sandbox a resume needs; those stay in the record).
 VIEW_FIELDS = ("thread_id", "created_at", "cwd", "model", "model_provider", "ephemeral", "forked_from",
@@ -98,6 +99,10 @@ class Files:
         self.store = store
         self.sessions = str(home / "sessions")
         self._records = str(store.folder)
+        # Where the last pass stopped in each record (the most recently read ``CURSORS``):
+        # a pass reads only what a thread appended since (issue 30). Used by the writer's
+        # thread alone (``row``).
+        self._cursors: dict[str, RecordCursor] = {}
 
     def record(self, thread_id: str) -> str:
         return f"{self._records}/{thread_id}.jsonl"
@@ -130,7 +135,7 @@ class Files:
         """The row of ``thread_id``, whose newest rollout is ``rollout``."""
         record_fp = fingerprint(self.record(thread_id))
         try:
-            stored = self.store.load(thread_id) if record_fp is not None else None
+            stored = self._load(thread_id) if record_fp is not None else None
             if stored is not None:
                 return _row(thread_id, rollout, record_fp, None, _record_meta(stored))
             path = Path(self.rollout(rollout))
@@ -139,6 +144,17 @@ class Files:
             return _row(thread_id, rollout, record_fp, rollout_fp, _rollout_meta(thread_id, path, st.st_mtime_ns))
         except (AgentError, OSError):  # damaged or unreadable: not listed until it changes
             return Row(thread_id, rollout, record_fp, fingerprint(self.rollout(rollout)), listed=False)
+
+    def _load(self, thread_id: str) -> StoredThread | None:
+        """The record, read from where the last pass stopped (``ThreadStore.load_since``)."""
+        cursors = self._cursors
+        cursor = cursors.pop(thread_id, None)
+        stored, cursor = self.store.load_since(thread_id, cursor)  # damaged: raises, the cursor dropped
+        if cursor is not None:
+            cursors[thread_id] = cursor  # the most recent last
+            if len(cursors) > CURSORS:
+                del cursors[next(iter(cursors))]
+        return stored
 
 
 def _subdirs(folder: str, rel: str, depth: int) -> Iterator[str]:

@@ -112,7 +112,12 @@ class TurnRecord:
         }
 
     def stored(self) -> Json:
-        return attrs.asdict(self)
+        """Its record line's ``turn`` (what ``attrs.asdict`` gives, field by field, in
+        order), encoded at once by the caller: ``asdict`` copied every item, deeply, for
+        each record line of every turn (issue 30)."""
+        return {"id": self.id, "status": self.status, "items": self.items, "error": self.error,
+                "started_at_ms": self.started_at_ms, "completed_at_ms": self.completed_at_ms,
+                "history_end": self.history_end}
 
     @classmethod
     def from_stored(cls, data: Json) -> TurnRecord:

@@ -63,7 +63,7 @@ from ._jsonrpc import InvalidParams
 from ._reviewer import REVIEWERS
 from ._shapes import ThreadMeta, TurnRecord
 
-__all__ = ["StartedTurn", "StoredThread", "ThreadStore"]
+__all__ = ["RecordCursor", "StartedTurn", "StoredThread", "ThreadStore"]
 
 
 @attrs.frozen
@@ -162,29 +162,96 @@ class ThreadStore:
             return None
         loaded = _Loading()
         whole = data[: data.rfind(b"\n") + 1]  # what follows the last newline is torn: never committed
-        for number, raw in enumerate(whole.split(b"\n")[:-1], start=1):
-            try:
-                line = loads(raw)
-                problem = _line_problem(line, thread_id, len(loaded.turns))
-            except LineProblem as exc:
-                problem = str(exc)
-            if problem is not None:
-                raise InvalidSessionSnapshot(
-                    f"the thread record {path} is damaged at line {number}: {problem}. Only a torn last line (one "
-                    "without its newline) is skipped; repair or remove that line, or remove the file (the thread "
-                    "then resumes from its rollout alone, without the turns this record lists)"
-                )
-            loaded.take(line)
+        _take_lines(loaded, whole, path, thread_id, 0)
         if loaded.meta is None:
             return None
         return StoredThread(loaded.meta, loaded.turns, loaded.usage, list(loaded.started.values()),
                             frozenset(loaded.rollout_turns))
 
+    def load_since(
+        self, thread_id: str, cursor: RecordCursor | None
+    ) -> tuple[StoredThread | None, RecordCursor | None]:
+        """``load`` for the thread index, reading only the lines appended since ``cursor``
+        (None: from the start), each checked as ``load`` checks it: a pass over a thread
+        written by this server cost its whole record, so a long thread's turns cost
+        more and more (issue 30). The file is read from the start when it is another
+        one (its inode), shorter than what was read, or no longer ends, where the
+        cursor stopped, with the bytes it last read (rewritten in place). Its turns
+        carry no items (the index needs their count and times); what it returns is
+        copied from the cursor's state, which goes on. Raises as ``load`` does (the
+        cursor is then spent: pass None next time)."""
+        path = self._path(thread_id)
+        try:
+            with open(path, "rb") as file:
+                inode = os.fstat(file.fileno()).st_ino
+                if cursor is not None and cursor.inode == inode and cursor.offset >= len(cursor.tail):
+                    file.seek(cursor.offset - len(cursor.tail))
+                    data = file.read()
+                    if not data.startswith(cursor.tail):
+                        cursor = None
+                    else:
+                        data = data[len(cursor.tail):]
+                else:
+                    cursor = None
+                if cursor is None:
+                    file.seek(0)
+                    data = file.read()
+        except OSError:
+            return None, None
+        if cursor is None:
+            cursor = RecordCursor(inode, _Loading(light=True))
+        end = data.rfind(b"\n") + 1  # what follows the last newline is torn: never committed
+        cursor.lines = _take_lines(cursor.loading, data[:end], path, thread_id, cursor.lines)
+        if end:
+            cursor.offset += end
+            cursor.tail = data[max(0, end - _TAIL):end]
+        loaded = cursor.loading
+        if loaded.meta is None:
+            return None, cursor
+        return StoredThread(attrs.evolve(loaded.meta), list(loaded.turns), loaded.usage), cursor
+
+
+_TAIL = 64  # bytes a cursor keeps of what it last read, to see a record rewritten in place
+
+
+@attrs.define(eq=False)
+class RecordCursor:
+    """Where ``ThreadStore.load_since`` stopped in a record: its inode, the bytes read
+    (whole lines), the last ``_TAIL`` of them, the lines read and what they said."""
+
+    inode: int
+    loading: _Loading
+    offset: int = 0
+    tail: bytes = b""
+    lines: int = 0
+
+
+def _take_lines(loaded: _Loading, whole: bytes, path: Path, thread_id: str, before: int) -> int:
+    """Check and take the whole lines ``whole`` (the record's lines after its first
+    ``before``); how many lines are read in all."""
+    number = before
+    for number, raw in enumerate(whole.split(b"\n")[:-1], start=before + 1):
+        try:
+            line = loads(raw)
+            problem = _line_problem(line, thread_id, len(loaded.turns))
+        except LineProblem as exc:
+            problem = str(exc)
+        if problem is not None:
+            raise InvalidSessionSnapshot(
+                f"the thread record {path} is damaged at line {number}: {problem}. Only a torn last line (one "
+                "without its newline) is skipped; repair or remove that line, or remove the file (the thread "
+                "then resumes from its rollout alone, without the turns this record lists)"
+            )
+        loaded.take(line)
+    return number
+
 
 class _Loading:
-    """A record being read, line by line (each line already checked)."""
+    """A record being read, line by line (each line already checked); ``light``: its
+    turns kept without their items (``load_since``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, light: bool = False) -> None:
+        self.light = light
         self.meta: ThreadMeta | None = None
         self.turns: list[TurnRecord] = []
         self.usage: dict[str, Any] | None = None
@@ -197,7 +264,7 @@ class _Loading:
             self.meta = ThreadMeta.from_json(line["meta"])
         elif kind == "turn":
             turn = TurnRecord.from_stored(line["turn"])
-            self.turns.append(turn)
+            self.turns.append(attrs.evolve(turn, items=[]) if self.light else turn)
             self.started.pop(turn.id, None)
             if line.get("restored") is True:
                 self.rollout_turns.add(turn.id)

@@ -26,6 +26,7 @@ class LoadedThread:
         self.reported = ThreadStatus.IDLE  # the status last announced
         self.scope = trio.CancelScope()  # the agent's: cancelled when the manager closes
         self.changed = trio.Event()
+        self.counting = False  # idle_watch's countdown runs (else it waits for ``changed``)
         self.load_done = trio.Event()  # set when the agent is up, or its load failed
         self.rollout_path: Path | None = None
         self.parent: LoadedThread | None = None  # a child thread: the thread whose worker it is
@@ -60,6 +61,18 @@ class LoadedThread:
         if self.parent is not None:
             self.parent.touch()
 
+    def nudge(self) -> None:
+        """An event inside a turn (neither its start nor its end): restart the countdowns
+        that run (this thread's, its parents'). A watcher that waits for the turn to end
+        is not woken: it would find the turn still running and wait again -- a task
+        switch per burst of every running thread's events (issue 30). What ends a turn
+        is its terminal event, which ``touch``es."""
+        if self.counting:
+            self.changed.set()
+            self.changed = trio.Event()
+        if self.parent is not None:
+            self.parent.nudge()
+
 
 async def idle_watch(entry: LoadedThread) -> None:
     """Return when the thread should unload: the countdown of idle unload (see the
@@ -69,7 +82,11 @@ async def idle_watch(entry: LoadedThread) -> None:
             await entry.changed.wait()
             continue
         changed = entry.changed
-        with trio.move_on_after(entry.unload_delay) as countdown:
-            await changed.wait()
+        entry.counting = True
+        try:
+            with trio.move_on_after(entry.unload_delay) as countdown:
+                await changed.wait()
+        finally:
+            entry.counting = False
         if countdown.cancelled_caught and not entry.subscribers and not entry.running:
             return

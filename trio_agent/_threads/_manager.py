@@ -296,7 +296,9 @@ class ThreadManager:
             if status is not entry.reported and not entry.closing:
                 entry.reported = status
                 self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
-        entry.touch()
+            entry.touch()
+        else:
+            entry.nudge()
 
     def _emit(self, event: ThreadEvent) -> None:
         try:
