@@ -105,6 +105,7 @@ class AgentParts(Generic[A]):
         # response, with no warmup of its own (SPEC sec. 5); a resumed session starts from
         # its snapshot, unchained: its first request is a full replay (SPEC sec. 8).
         self.seeded = seed is not None
+        self.warmup = origin.warmup  # False: the socket only at startup, no warmup request
         self.ledger = TurnLedger(prefix, new_item_id, seed.history if seed is not None else None)
         emit = self.sink.emit
         self.model = ModelClient(config, self.ledger, self.sink, nursery, chain=seed.chain if seed else None,
@@ -203,7 +204,7 @@ class AgentParts(Generic[A]):
         self.tools.start()  # MCP servers, in the background
         self.nursery.start_soon(self.runner.run, self.queue)
         if self.config.responses.transport is Transport.WEBSOCKET and not self.seeded:
-            await self.nursery.start(self.model.warmup, self.current.request())
+            await self.nursery.start(self.model.warmup, self.current.request(), self.warmup)
 
     async def wait_turns(self) -> None:
         self.queue.close()
