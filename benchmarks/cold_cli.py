@@ -1,7 +1,7 @@
 """Cold CLI start-up (issue 13, item 4).
 
 Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script runs
-``python -m compileall -q`` on this tree's ``trio_agent`` before timing anything
+``python -m compileall -q`` on this tree's ``trio_agent`` and launcher before timing anything
 (otherwise every run would compile every module).
 
 - **spawn -> first text**: wall time from spawning ``python -m trio_agent run --local
@@ -296,8 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["COLD_CLI_NETNS"] = "1"
         os.execvp("unshare", ["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"])
     for tree in (TREE, *([args.baseline] if args.baseline else [])):
-        subprocess.run([sys.executable, "-m", "compileall", "-q", f"{tree}/trio_agent"], check=True,
-                       env={**ENV, "PYTHONPATH": tree})
+        # the launcher too: ``python -m trio_agent`` runs it first (an installed one is compiled by pip)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", f"{tree}/trio_agent",
+                        f"{tree}/_trio_agent_launch.py"], check=True, env={**ENV, "PYTHONPATH": tree})
     rtts = tuple(r / 1000 for r in args.rtt)
     results = trio.run(spawn_all, args.runs, args.codex, rtts, args.baseline)
     summary: list[list[str]] = []

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="the interpreter of the tree timed")
     parser.add_argument("--tree", default=TREE, help="the source tree timed (its trio_agent on PYTHONPATH)")
     args = parser.parse_args(argv)
-    subprocess.run([args.python, "-m", "compileall", "-q", f"{args.tree}/trio_agent"], check=True,
+    subprocess.run([args.python, "-m", "compileall", "-q", f"{args.tree}/trio_agent",
+                    f"{args.tree}/_trio_agent_launch.py"], check=True,
                    env={**os.environ, "PYTHONPATH": args.tree})
     results = trio.run(timeline, args.runs, args.rtt, args.python, args.tree)
     print(f"ms after spawn, p50 of {args.runs} (strace --seccomp-bpf; rtt {args.rtt:g} ms; "
