@@ -196,10 +196,19 @@ class AgentParts(Generic[A]):
     async def startup(self) -> None:
         # Import the transport (trio-websocket; httpx) now, while the sandbox trial started
         # by run_agent may still be running: the warmup below, or the first prompt, needs it.
+        from .._transport._tls import prefetch
+
+        responses = self.config.responses
         if self.config.responses.transport is Transport.WEBSOCKET:
+            if responses.ssl_context is None and self.config.websocket_url.startswith("wss:"):
+                prefetch(self.nursery, "websocket")  # the CA bundle loads beside the import and the build
             from .._transport import websocket as _websocket  # noqa: F401
         else:
             from .._transport import https as _https  # noqa: F401
+
+            if responses.ssl_context is None and responses.http_client is None \
+                    and self.config.api_base_url.startswith("https:"):
+                prefetch(self.nursery, "https")
         self.guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
         self.tools.start()  # MCP servers, in the background
         self.nursery.start_soon(self.runner.run, self.queue)
