@@ -31,7 +31,9 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
 - **round trips**: ``--rtt 0 25`` (the default) runs every server row at each round
   trip of the server (its ``Settings.delay``, one way, is half of it), the codex row
   included; ``--baseline TREE`` (a checkout of another commit, e.g. main) adds that
-  tree's two server rows, run by the same interpreter, interleaved with ours.
+  tree's two server rows, run by the same interpreter, interleaved with ours. Every
+  command runs in one empty scratch directory (``WORK``): in a checkout, ``python -m
+  trio_agent`` would import that checkout's package whatever ``PYTHONPATH`` says.
 - **rounds**: every command once per round, interleaved (the first round discarded),
   so that a busy machine slows all of them alike; on a machine shared with other
   work the wall times still swing by +-10 % between runs, the ``cpu`` column (the
@@ -57,6 +59,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -66,6 +69,10 @@ from ._common import BenchServer, Settings, open_bench_server, pct, record_summa
 
 TREE = str(Path(__file__).resolve().parent.parent)
 ENV = {**os.environ, "PYTHONPATH": TREE}
+# Every command runs here, an empty directory: never in a tree, where ``python -m
+# trio_agent`` would import that tree's package whatever PYTHONPATH says (sys.path[0]
+# is the working directory), and with the same workspace (no AGENTS.md) for each.
+WORK = str(Path(tempfile.gettempdir()) / f"cold-cli-{os.getpid()}")  # made by spawn_all
 
 BARE = r"""
 import json, sys, trio, trio_websocket
@@ -83,13 +90,13 @@ trio.run(main, sys.argv[1])
 
 
 def spawn_first_output(
-    command: list[str], skip_lines: int, env: dict[str, str] | None = None
+    command: list[str], skip_lines: int, env: dict[str, str] | None = None, cwd: str = WORK
 ) -> tuple[float, float, float]:
     """(seconds to the first byte after ``skip_lines`` lines of stdout, seconds to exit,
     the child's CPU seconds, user + system, all its threads)."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                               env=env or ENV, cwd=TREE)
+                               env=env or ENV, cwd=cwd)
     assert process.stdout is not None
     first = None
     lines = 0
@@ -178,6 +185,7 @@ async def spawn_all(runs: int, codex: str | None, rtts: tuple[float, ...] = (0.0
     of them alike. ``python -c pass`` and ``--local`` (no server) at the first round trip
     only; a ``baseline`` tree's server rows beside ours."""
     results: dict[float, dict[str, list[Sample]]] = {}
+    os.makedirs(WORK, exist_ok=True)
     async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
         # the CLI against the same child-process server as codex: a dummy key, the
         # server's URLs, the default sandbox and tools (as a real ``trio-agent run``)
@@ -212,6 +220,7 @@ async def spawn_all(runs: int, codex: str | None, rtts: tuple[float, ...] = (0.0
                         out["codex"].append(sample)
             results[rtt] = out
     shutil.rmtree(codex_home(), ignore_errors=True)
+    shutil.rmtree(WORK, ignore_errors=True)
     return results
 
 

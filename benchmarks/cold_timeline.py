@@ -75,6 +75,13 @@ def traced(command: list[str], env: dict[str, str], cwd: str) -> dict[str, float
 
 async def timeline(runs: int, rtt: float, python: str, tree: str) -> dict[str, list[dict[str, float]]]:
     env = {**os.environ, "PYTHONPATH": tree, "OPENAI_API_KEY": "dummy-local-key", "TRIO_AGENT_NO_DAEMON": "1"}
+    # an empty directory: in a checkout, python -m trio_agent imports that checkout's package
+    with tempfile.TemporaryDirectory(prefix="cold-timeline-") as work:
+        return await _timeline(runs, rtt, python, work, env)
+
+
+async def _timeline(runs: int, rtt: float, python: str, work: str,
+                    env: dict[str, str]) -> dict[str, list[dict[str, float]]]:
     results: dict[str, list[dict[str, float]]] = {}
     async with open_bench_server(Settings(delay=rtt / 2000, think=0.0, deltas=20)) as server:
         commands = {
@@ -86,7 +93,7 @@ async def timeline(runs: int, rtt: float, python: str, tree: str) -> dict[str, l
         }
         for i in range(runs + 1):
             for name, command in commands.items():
-                sample = await trio.to_thread.run_sync(traced, command, env, tree)
+                sample = await trio.to_thread.run_sync(traced, command, env, work)
                 if i:
                     results.setdefault(name, []).append(sample)
     return results
