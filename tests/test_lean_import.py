@@ -200,6 +200,18 @@ def test_cattrs_waits_for_a_snapshot_to_read(tmp_path: Path) -> None:
 WEBSOCKET_ONLY = ("trio_websocket", "wsproto", "trio_agent._transport.websocket")
 HTTPS_ONLY = ("httpx", "httpcore", "anyio", "certifi", "trio_agent._transport.https",
               "trio_agent._runtime._model._https_exchange")
+HTTPX_CLI = ("httpx._main", "click", "pygments", "rich")  # what httpx's own command line imports
+
+
+def test_httpx_is_imported_without_its_command_line(tmp_path: Path) -> None:
+    # pytest brings pygments (and the mcp extra click): httpx's __init__ would import both
+    lean = "from trio_agent._transport._httpx_lean import import_httpx\nimport_httpx()\n"
+    check = "import sys, httpx\nassert callable(httpx.main) and 'httpx._main' not in sys.modules\n"
+    modules = _modules_after(lean + check, tmp_path)
+    assert "httpx" in modules
+    assert _loaded(modules, HTTPX_CLI) == []
+    # imported first by someone else, httpx is left as it was (its command line tried)
+    assert "pygments" in _modules_after("import httpx\n" + lean, tmp_path)
 
 
 @pytest.mark.parametrize("transport", ["websocket", "https"])
@@ -238,5 +250,6 @@ async def test_the_cold_cli_loads_only_its_transport(
     assert _loaded(modules, tuple(name for name in NEVER if name != "httpx")) == [], modules
     assert _loaded(modules, PER_CALL) == []
     assert _loaded(modules, ("cattrs", "trio_agent._json", "trio_agent._local_model")) == []
+    assert _loaded(modules, HTTPX_CLI) == []  # httpx without its command line (_transport._httpx_lean)
     # an ephemeral run: no rollout, no snapshot
     assert _loaded(modules, ON_FIRST_READ) == []

@@ -204,6 +204,9 @@ class AgentParts(Generic[A]):
                 prefetch(self.nursery, "websocket")  # the CA bundle loads beside the import and the build
             from .._transport import websocket as _websocket  # noqa: F401
         else:
+            from .._transport._httpx_lean import import_httpx
+
+            import_httpx()  # without its command-line client (click, pygments): _httpx_lean
             from .._transport import https as _https  # noqa: F401
 
             if responses.ssl_context is None and responses.http_client is None \
