@@ -1,7 +1,7 @@
 """Cold CLI start-up (issue 13, item 4).
 
 Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script runs
-``python -m compileall -q`` on this tree's ``trio_agent`` before timing anything
+``python -m compileall -q`` on this tree's ``trio_agent`` and launcher before timing anything
 (otherwise every run would compile every module).
 
 - **spawn -> first text**: wall time from spawning ``python -m trio_agent run --local
@@ -22,8 +22,18 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
 - **the same server as codex**: ``trio-agent run`` with a dummy ``OPENAI_API_KEY``
   and that child-process server's URLs -- ``--websocket-url`` (the default
   transport) and ``--api-base ... --transport https`` (HTTP/SSE, codex's wire) --
-  otherwise as a real run (default tools and sandbox): the rows ``trio-agent run
-  (server, ws)`` and ``(server, https)``; the issue's ratio is the ws row's.
+  with ``--profile openai`` (the dialect it speaks to api.openai.com, warmup
+  included; a loopback URL alone would pick the generic profile, which never warms
+  up) and ``TRIO_AGENT_NO_DAEMON=1``, otherwise as a real run (default tools and
+  sandbox): the rows ``trio-agent run (server, ws)`` and ``(server, https)``, each
+  against codex (issue 30 item 1: <= 1.2x codex on both transports; the summary rows
+  ``run_all`` puts in the README table say so per transport and round trip).
+- **round trips**: ``--rtt 0 25`` (the default) runs every server row at each round
+  trip of the server (its ``Settings.delay``, one way, is half of it), the codex row
+  included; ``--baseline TREE`` (a checkout of another commit, e.g. main) adds that
+  tree's two server rows, run by the same interpreter, interleaved with ours. Every
+  command runs in one empty scratch directory (``WORK``): in a checkout, ``python -m
+  trio_agent`` would import that checkout's package whatever ``PYTHONPATH`` says.
 - **rounds**: every command once per round, interleaved (the first round discarded),
   so that a busy machine slows all of them alike; on a machine shared with other
   work the wall times still swing by +-10 % between runs, the ``cpu`` column (the
@@ -36,7 +46,7 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
   third-party packages; and attrs class creation, from cProfile of
   the import (time under ``attr._make`` and the number of classes built).
 
-    /work/main/.venv/bin/python -m benchmarks.cold_cli [--runs 15] [--codex PATH]
+    .venv/bin/python -m benchmarks.cold_cli [--runs 15] [--codex PATH] [--rtt 0 25] [--baseline TREE]
 """
 
 from __future__ import annotations
@@ -49,15 +59,20 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import trio
 
-from ._common import Settings, open_bench_server, pct, record_summary, table
+from ._common import BenchServer, Settings, open_bench_server, pct, record_summary, table
 
 TREE = str(Path(__file__).resolve().parent.parent)
 ENV = {**os.environ, "PYTHONPATH": TREE}
+# Every command runs here, an empty directory: never in a tree, where ``python -m
+# trio_agent`` would import that tree's package whatever PYTHONPATH says (sys.path[0]
+# is the working directory), and with the same workspace (no AGENTS.md) for each.
+WORK = str(Path(tempfile.gettempdir()) / f"cold-cli-{os.getpid()}")  # made by spawn_all
 
 BARE = r"""
 import json, sys, trio, trio_websocket
@@ -75,13 +90,13 @@ trio.run(main, sys.argv[1])
 
 
 def spawn_first_output(
-    command: list[str], skip_lines: int, env: dict[str, str] | None = None
+    command: list[str], skip_lines: int, env: dict[str, str] | None = None, cwd: str = WORK
 ) -> tuple[float, float, float]:
     """(seconds to the first byte after ``skip_lines`` lines of stdout, seconds to exit,
     the child's CPU seconds, user + system, all its threads)."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                               env=env or ENV, cwd=TREE)
+                               env=env or ENV, cwd=cwd)
     assert process.stdout is not None
     first = None
     lines = 0
@@ -150,39 +165,63 @@ Sample = tuple[float, float, float]
 
 SERVER_WS = "trio-agent run (server, ws)"
 SERVER_HTTPS = "trio-agent run (server, https)"
+BASE = " [baseline]"  # the suffix of a --baseline tree's rows
+ROUND_TRIPS = (0.0, 0.025)  # the server's round trip, seconds (Settings.delay is one way)
+# OpenAI's dialect, which the CLI speaks to api.openai.com: the warmup, chaining; a
+# loopback URL alone would make it the generic profile, which never warms up.
+PROFILE = ["--profile", "openai"]
 
 
-async def spawn_all(runs: int, codex: str | None) -> dict[str, list[Sample]]:
-    """Every command once per round, ``runs + 1`` rounds, the first discarded (it warms
-    the page cache): interleaved, so that a busy machine slows all of them alike."""
-    out: dict[str, list[Sample]] = {"python -c pass": [], "trio-agent run --local": [], "bare_client": [],
-                                    SERVER_WS: [], SERVER_HTTPS: [], "codex": []}
+def server_commands(python: str, server: BenchServer) -> dict[str, list[str]]:
+    cli = [python, "-m", "trio_agent", "run", *PROFILE]
+    return {SERVER_WS: [*cli, "--websocket-url", server.ws_url, "hello"],
+            SERVER_HTTPS: [*cli, "--api-base", server.http_base_url, "--transport", "https", "hello"]}
+
+
+async def spawn_all(runs: int, codex: str | None, rtts: tuple[float, ...] = (0.0,),
+                    baseline: str | None = None) -> dict[float, dict[str, list[Sample]]]:
+    """Every command once per round, ``runs + 1`` rounds per round trip, the first
+    discarded (it warms the page cache): interleaved, so that a busy machine slows all
+    of them alike. ``python -c pass`` and ``--local`` (no server) at the first round trip
+    only; a ``baseline`` tree's server rows beside ours."""
+    results: dict[float, dict[str, list[Sample]]] = {}
+    os.makedirs(WORK, exist_ok=True)
     async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
         # the CLI against the same child-process server as codex: a dummy key, the
         # server's URLs, the default sandbox and tools (as a real ``trio-agent run``)
-        env = {**ENV, "OPENAI_API_KEY": "dummy-local-key"}
-        cli = [sys.executable, "-m", "trio_agent", "run"]
-        commands = {
-            "python -c pass": [sys.executable, "-c", "print('x')"],
-            "trio-agent run --local": [*cli, "--local", "hello"],
-            SERVER_WS: [*cli, "--websocket-url", server.ws_url, "hello"],
-            SERVER_HTTPS: [*cli, "--api-base", server.http_base_url, "--transport", "https", "hello"],
-        }
-        for i in range(runs + 1):
-            sample = await trio.to_thread.run_sync(spawn_first_output, [sys.executable, "-c", BARE, server.ws_url], 0)
-            if i:
-                out["bare_client"].append(sample)
-            for name, command in commands.items():
-                # stdout carries only the answer (the local model's notice goes to stderr)
-                sample = await trio.to_thread.run_sync(spawn_first_output, command, 0, env)
+        env = {**ENV, "OPENAI_API_KEY": "dummy-local-key", "TRIO_AGENT_NO_DAEMON": "1"}
+        trees: dict[str, dict[str, str]] = {"": env}
+        if baseline:
+            trees[BASE] = {**env, "PYTHONPATH": baseline}
+        for rtt in rtts:
+            await server.configure(Settings(delay=rtt / 2, think=0.0, deltas=20))
+            commands: dict[str, tuple[list[str], dict[str, str]]] = {}
+            if rtt == rtts[0]:
+                commands["python -c pass"] = ([sys.executable, "-c", "print('x')"], env)
+                commands["trio-agent run --local"] = ([sys.executable, "-m", "trio_agent", "run", "--local", "hello"],
+                                                      env)
+            for suffix, tree_env in trees.items():
+                for name, command in server_commands(sys.executable, server).items():
+                    commands[name + suffix] = (command, tree_env)
+            out: dict[str, list[Sample]] = {"bare_client": [], **{name: [] for name in commands}, "codex": []}
+            for i in range(runs + 1):
+                sample = await trio.to_thread.run_sync(spawn_first_output, [sys.executable, "-c", BARE, server.ws_url],
+                                                       0)
                 if i:
-                    out[name].append(sample)
-            if codex:
-                sample = await trio.to_thread.run_sync(run_codex, codex, server.http_base_url)
-                if i:
-                    out["codex"].append(sample)
+                    out["bare_client"].append(sample)
+                for name, (command, command_env) in commands.items():
+                    # stdout carries only the answer (the local model's notice goes to stderr)
+                    sample = await trio.to_thread.run_sync(spawn_first_output, command, 0, command_env)
+                    if i:
+                        out[name].append(sample)
+                if codex:
+                    sample = await trio.to_thread.run_sync(run_codex, codex, server.http_base_url)
+                    if i:
+                        out["codex"].append(sample)
+            results[rtt] = out
     shutil.rmtree(codex_home(), ignore_errors=True)
-    return out
+    shutil.rmtree(WORK, ignore_errors=True)
+    return results
 
 
 def codex_home() -> Path:
@@ -231,10 +270,33 @@ metrics_exporter = "none"
 # ChatGPT auth), and web search is a tool of the model's server, not a request of codex.
 
 
+def p50(values: list[Sample], index: int = 0) -> float:
+    return statistics.median(v[index] for v in values)
+
+
+def summary_rows(rtt: float, samples: dict[str, list[Sample]], baseline: bool) -> list[list[str]]:
+    """``run_all``'s rows: spawn -> first text per transport against codex (issue 30
+    item 1: <= 1.2x on both), the baseline tree's beside ours when it ran."""
+    codex = p50(samples["codex"])
+    rows = []
+    for transport, name in (("ws", SERVER_WS), ("https", SERVER_HTTPS)):
+        ours = p50(samples[name])
+        floor = f"codex {codex * 1000:.1f} ms"
+        if baseline:
+            floor += f"; before {p50(samples[name + BASE]) * 1000:.1f} ms ({p50(samples[name + BASE]) / codex:.2f}x)"
+        rows.append([f"cold CLI spawn -> first text ({transport}), {rtt * 1000:.0f} ms RTT", f"{ours * 1000:.1f} ms",
+                     floor, f"{ours / codex:.2f}x codex", "<= 1.2x codex"])
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--codex", default=None, help="path of the codex native binary (optional)")
+    parser.add_argument("--rtt", type=float, nargs="+", default=[r * 1000 for r in ROUND_TRIPS],
+                        help="the server's round trips to run at, ms (default: 0 25)")
+    parser.add_argument("--baseline", default=None,
+                        help="a checkout of another commit: its CLI's server rows, interleaved with ours")
     args = parser.parse_args(argv)
     if args.codex and os.environ.get("COLD_CLI_NETNS") != "1":
         # codex runs only where nothing but loopback exists: this whole benchmark (its
@@ -242,45 +304,50 @@ def main(argv: list[str] | None = None) -> int:
         inner = " ".join(["exec", sys.executable, "-m", "benchmarks.cold_cli", *(argv or sys.argv[1:])])
         os.environ["COLD_CLI_NETNS"] = "1"
         os.execvp("unshare", ["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"])
-    subprocess.run([sys.executable, "-m", "compileall", "-q", f"{TREE}/trio_agent"], check=True, env=ENV)
-    samples = trio.run(spawn_all, args.runs, args.codex)
-    floor = statistics.median(s[0] for s in samples["bare_client"])
-    cpu_floor = statistics.median(s[2] for s in samples["bare_client"])
-    rows = []
-    for name, values in samples.items():
-        if not values:
-            continue
-        first = [v[0] for v in values]
-        rows.append([name, f"{statistics.median(first) * 1000:.1f}", f"{pct(first, 0.99) * 1000:.1f}",
-                     f"{statistics.median(v[1] for v in values) * 1000:.1f}",
-                     f"{statistics.median(first) / floor:.2f}", f"{statistics.median(v[2] for v in values) * 1000:.0f}",
-                     f"{statistics.median(v[2] for v in values) / cpu_floor:.2f}", len(values)])
-    cli = statistics.median(s[0] for s in samples["trio-agent run --local"])
-    cli_cpu = statistics.median(s[2] for s in samples["trio-agent run --local"])
-    served = statistics.median(s[0] for s in samples[SERVER_WS])
-    served_cpu = statistics.median(s[2] for s in samples[SERVER_WS])
-    if samples["codex"]:
-        codex = statistics.median(s[0] for s in samples["codex"])
-        codex_cpu = statistics.median(s[2] for s in samples["codex"])
-        https = statistics.median(s[0] for s in samples[SERVER_HTTPS])
-        record_summary([["cold CLI spawn -> first text, same server (ws)", f"{served * 1000:.1f} ms",
-                         f"codex {codex * 1000:.1f} ms", f"{served / codex:.2f}x", "<= 1.2x codex"],
-                        ["cold CLI spawn -> first text, same server (https)", f"{https * 1000:.1f} ms",
-                         f"codex {codex * 1000:.1f} ms", f"{https / codex:.2f}x", "-"],
-                        ["cold CLI spawn -> first text, --local", f"{cli * 1000:.1f} ms",
-                         f"codex {codex * 1000:.1f} ms", f"{cli / codex:.2f}x", "<= 1.2x codex"],
-                        ["cold CLI CPU (user+sys), same server (ws)", f"{served_cpu * 1000:.0f} ms",
-                         f"codex {codex_cpu * 1000:.0f} ms", f"{served_cpu / codex_cpu:.2f}x", "-"],
-                        ["cold CLI CPU (user+sys), --local", f"{cli_cpu * 1000:.0f} ms",
-                         f"codex {codex_cpu * 1000:.0f} ms", f"{cli_cpu / codex_cpu:.2f}x", "-"]])
+    for tree in (TREE, *([args.baseline] if args.baseline else [])):
+        # the launcher too: ``python -m trio_agent`` runs it first (an installed one is compiled by pip)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", f"{tree}/trio_agent",
+                        f"{tree}/_trio_agent_launch.py"], check=True, env={**ENV, "PYTHONPATH": tree})
+    rtts = tuple(r / 1000 for r in args.rtt)
+    results = trio.run(spawn_all, args.runs, args.codex, rtts, args.baseline)
+    summary: list[list[str]] = []
+    for rtt, samples in results.items():
+        floor, cpu_floor = p50(samples["bare_client"]), p50(samples["bare_client"], 2)
+        codex = p50(samples["codex"]) if samples["codex"] else None
+        rows = []
+        for name, values in samples.items():
+            if not values:
+                continue
+            first = [v[0] for v in values]
+            rows.append([name, f"{p50(values) * 1000:.1f}", f"{pct(first, 0.99) * 1000:.1f}",
+                         f"{p50(values, 1) * 1000:.1f}", f"{p50(values) / floor:.2f}",
+                         f"{p50(values) / codex:.2f}" if codex else "-", f"{p50(values, 2) * 1000:.0f}",
+                         f"{p50(values, 2) / cpu_floor:.2f}", len(values)])
+        print(table(f"spawn -> first text at {rtt * 1000:.0f} ms round trip, ms (floor: a bare trio-websocket "
+                    f"client script on the bench server; cpu: the child's user+sys, ms; load "
+                    f"{os.getloadavg()[0]:.2f} at the end)",
+                    ["command", "first p50", "p99", "exit p50", "x bare", "x codex", "cpu p50", "x bare", "n"], rows))
+        print()
+        if codex:
+            summary += summary_rows(rtt, samples, bool(args.baseline))
+    first_rtt = results[rtts[0]]
+    cli, cli_cpu = p50(first_rtt["trio-agent run --local"]), p50(first_rtt["trio-agent run --local"], 2)
+    if first_rtt["codex"]:
+        codex, codex_cpu = p50(first_rtt["codex"]), p50(first_rtt["codex"], 2)
+        served_cpu = p50(first_rtt[SERVER_WS], 2)
+        summary += [["cold CLI spawn -> first text, --local", f"{cli * 1000:.1f} ms",
+                     f"codex {codex * 1000:.1f} ms", f"{cli / codex:.2f}x", "-"],
+                    ["cold CLI CPU (user+sys), same server (ws)", f"{served_cpu * 1000:.0f} ms",
+                     f"codex {codex_cpu * 1000:.0f} ms", f"{served_cpu / codex_cpu:.2f}x", "-"],
+                    ["cold CLI CPU (user+sys), --local", f"{cli_cpu * 1000:.0f} ms",
+                     f"codex {codex_cpu * 1000:.0f} ms", f"{cli_cpu / codex_cpu:.2f}x", "-"]]
     else:
-        record_summary([["cold CLI spawn -> first text", f"{cli * 1000:.1f} ms", f"bare {floor * 1000:.1f} ms",
-                         f"{cli / floor:.2f}x bare (codex not run)", "<= 1.2x codex"]])
-    print(table("spawn -> first text, ms (floor: a bare trio-websocket client script on the bench server; cpu: "
-                "the child's user+sys, ms)", ["command", "first p50", "p99", "exit p50", "x bare", "cpu p50", "x bare",
-                                               "n"], rows))
-    if not args.codex:
+        floor = p50(first_rtt["bare_client"])
+        summary.append(["cold CLI spawn -> first text", f"{cli * 1000:.1f} ms", f"bare {floor * 1000:.1f} ms",
+                        f"{cli / floor:.2f}x bare (codex not run)", "<= 1.2x codex"])
         print("codex: not run (pass --codex PATH to the native binary; see the module docstring)")
+    record_summary(summary)
+    print(table("summary (run_all's rows)", ["metric", "ours", "floor", "ratio", "target"], summary))
     print()
     import_rows = []
     for label, code in (("import trio_agent", "import trio_agent"),

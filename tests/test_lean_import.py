@@ -15,8 +15,10 @@ from pathlib import Path
 
 import attrs
 import pytest
+import trio
 
 import trio_agent
+from trio_agent.testing import FakeResponsesServer
 
 TREE = str(Path(trio_agent.__file__).resolve().parent.parent)  # this tree's package, whatever the cwd
 
@@ -191,3 +193,63 @@ def test_cattrs_waits_for_a_snapshot_to_read(tmp_path: Path) -> None:
     load = ("from trio_agent import SessionSnapshot\ntry:\n    SessionSnapshot.from_json('{}')\n"
             "except ValueError:\n    pass\n")
     assert "cattrs" in _modules_after(load, tmp_path)
+
+
+# The cold CLI against a server (issue 30 item 1): each transport loads its own client
+# library only, and nothing a first request does not need.
+WEBSOCKET_ONLY = ("trio_websocket", "wsproto", "trio_agent._transport.websocket")
+HTTPS_ONLY = ("httpx", "httpcore", "anyio", "certifi", "trio_agent._transport.https",
+              "trio_agent._runtime._model._https_exchange")
+HTTPX_CLI = ("httpx._main", "click", "pygments", "rich")  # what httpx's own command line imports
+
+
+def test_httpx_is_imported_without_its_command_line(tmp_path: Path) -> None:
+    # pytest brings pygments (and the mcp extra click): httpx's __init__ would import both
+    lean = "from trio_agent._transport._httpx_lean import import_httpx\nimport_httpx()\n"
+    check = "import sys, httpx\nassert callable(httpx.main) and 'httpx._main' not in sys.modules\n"
+    modules = _modules_after(lean + check, tmp_path)
+    assert "httpx" in modules
+    assert _loaded(modules, HTTPX_CLI) == []
+    # imported first by someone else, httpx is left as it was (its command line tried)
+    assert "pygments" in _modules_after("import httpx\n" + lean, tmp_path)
+
+
+@pytest.mark.parametrize("transport", ["websocket", "https"])
+async def test_the_cold_cli_loads_only_its_transport(
+    server: FakeResponsesServer, tmp_path: Path, transport: str
+) -> None:
+    flags = (["--websocket-url", server.url] if transport == "websocket"
+             else ["--api-base", server.http_base_url, "--transport", "https"])
+    argv = ["trio-agent", "run", "--profile", "openai", "--ephemeral", *flags, "hello"]
+    code = ("import runpy, sys\n"
+            f"sys.argv = {argv!r}\n"
+            "try:\n"
+            "    runpy.run_module('trio_agent', run_name='__main__')\n"
+            "except SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code\n")
+
+    async def model() -> None:
+        if transport == "https":
+            await (await server.accept_http()).send_final("resp-1", "hi")
+        else:
+            conn = await server.accept()
+            assert (await conn.next_request()).get("generate") is not False  # the prompt: no warmup
+            await conn.send_final("resp-1", "hi")
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TREE, os.environ.get("PYTHONPATH", "")]),
+           "OPENAI_API_KEY": "sk-lean", "TRIO_AGENT_NO_DAEMON": "1"}
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(model)
+        with trio.fail_after(60):
+            done = await trio.run_process([sys.executable, "-c", code + REPORT], cwd=tmp_path, env=env,
+                                          capture_stdout=True, capture_stderr=True, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    modules: list[str] = json.loads(done.stdout.decode().strip().splitlines()[-1])[1]
+    assert "trio_agent.cli._run" in modules  # it did run
+    assert _loaded(modules, HTTPS_ONLY if transport == "websocket" else WEBSOCKET_ONLY) == []
+    assert _loaded(modules, tuple(name for name in NEVER if name != "httpx")) == [], modules
+    assert _loaded(modules, PER_CALL) == []
+    assert _loaded(modules, ("cattrs", "trio_agent._json", "trio_agent._local_model")) == []
+    assert _loaded(modules, HTTPX_CLI) == []  # httpx without its command line (_transport._httpx_lean)
+    # an ephemeral run: no rollout, no snapshot
+    assert _loaded(modules, ON_FIRST_READ) == []

@@ -98,9 +98,7 @@ async def test_instructions_from_a_file_are_sent(server: FakeResponsesServer, tm
 async def test_the_websocket_url_is_derived_from_the_api_base(server: FakeResponsesServer, tmp_path: Path) -> None:
     async def model() -> None:
         conn = await server.accept()  # ws://127.0.0.1:PORT/v1/responses, from http://127.0.0.1:PORT/v1
-        await conn.next_request()
-        await conn.send_warmup("resp-warmup")
-        await conn.next_request()
+        await conn.next_request()  # the prompt, at once: the CLI sends no warmup
         await conn.send_all(answer("resp-1", "hello over a websocket"))
 
     async with scripted(model, 60):
@@ -117,9 +115,7 @@ RETRY = re.compile(r"retrying in (\d+ ms|\d+\.\d s): (.+) \(attempt (\d+)/(\d+)\
 async def test_one_line_per_retry(server: FakeResponsesServer, tmp_path: Path) -> None:
     async def model() -> None:
         conn = await server.accept()
-        await conn.next_request()
-        await conn.send_warmup("resp-warmup")
-        await conn.next_request()
+        await conn.next_request()  # the prompt, at once: the CLI sends no warmup
         await conn.send(frames.response_created("resp-1"))
         await conn.drop()  # mid-response: a retry on a new socket, replaying in full
         retry = await server.accept()

@@ -45,9 +45,7 @@ async def _against_a_terse_server(
             await request.send_sse(_only_in_completed("resp-1", text))
             return
         conn = await server.accept()
-        await conn.next_request()
-        await conn.send_warmup("resp-warmup")
-        await conn.next_request()
+        await conn.next_request()  # the prompt, at once: the CLI sends no warmup
         await conn.send_all(_only_in_completed("resp-1", text))
 
     flags = (["--transport", "https", "--api-base", server.http_base_url] if transport == "https"

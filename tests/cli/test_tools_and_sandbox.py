@@ -33,9 +33,7 @@ async def test_an_mcp_stdio_server_with_its_args_is_callable_and_gone_after_the_
 
     async def model() -> None:
         conn = await server.accept()
-        seen["warmup"] = await conn.next_request()  # it carries the tool definitions
-        await conn.send_warmup("resp-warmup")
-        await conn.next_request()
+        seen["first"] = await conn.next_request()  # the prompt (no warmup): it carries the tool definitions
         source = ('await tools.tool_search({query: "add two integers"});\n'
                   "const r = await tools.mcp__calc__add({a: 2, b: 3});\ntext(JSON.stringify(r.structuredContent));")
         await conn.send_tool_call("resp-1", "call-1", "exec", source)
@@ -53,7 +51,7 @@ async def test_an_mcp_stdio_server_with_its_args_is_callable_and_gone_after_the_
     assert "[mcp] calc ready: 7 tool(s)" in result.stderr.decode()  # progress: on stderr
     assert result.stdout.decode() == "it is 5\n"
     assert not pid_alive(int(pid_file.read_text())), "the MCP server ended with the agent"
-    prefix = json.dumps(seen["warmup"])  # the tool definitions and exec's description
+    prefix = json.dumps(seen["first"])  # the tool definitions and exec's description
     assert "tool_search" in prefix and "Web search (`web__run`) is turned off for this agent" in prefix
 
 

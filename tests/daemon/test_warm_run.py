@@ -58,8 +58,9 @@ async def test_the_daemon_prints_what_the_in_process_run_prints(
 
 
 async def test_json_lines_carry_the_same_events(daemon: Daemon, tmp_path: Path) -> None:
-    # The same events; those of the warmup come before run.started, as they happened
-    # (the worker warmed up before the prompt arrived).
+    # The same events, but for the worker's warmup: it warmed up before the prompt
+    # arrived (those events come before run.started, as they happened), while the
+    # in-process run, its prompt in hand, sends none (open_agent(warmup=False)).
     spares = await daemon.prime("--local", "--jsonl", cwd=tmp_path)
     warm = await run_cli("run", "--local", "--jsonl", "hello", cwd=tmp_path, env=daemon.env)
     await daemon.served(spares)
@@ -67,10 +68,14 @@ async def test_json_lines_carry_the_same_events(daemon: Daemon, tmp_path: Path) 
     assert warm.returncode == local.returncode == 0
     assert normalised(warm.stderr) == normalised(local.stderr)  # each its own session
 
-    def kinds(output: bytes) -> list[str]:
-        return sorted(json.loads(line)["type"] for line in output.decode().splitlines())
+    def kinds(output: bytes, warmup: bool) -> list[str]:
+        events = [json.loads(line) for line in output.decode().splitlines()]
+        return sorted(e["type"] for e in events
+                      if warmup == (e["type"].startswith("model.warmup.") or e["payload"].get("phase") == "warmup"))
 
-    assert kinds(warm.stdout) == kinds(local.stdout)
+    assert kinds(warm.stdout, warmup=False) == kinds(local.stdout, warmup=False)
+    assert kinds(local.stdout, warmup=True) == []
+    assert "model.warmup.completed" in kinds(warm.stdout, warmup=True)
     assert json.loads(warm.stdout.decode().splitlines()[-1])["payload"]["status"] == "completed"
 
 

@@ -41,8 +41,9 @@ def test_a_recorded_cli_run_replays_with_one_summary_line(tmp_path: Path) -> Non
     assert any(o.kind == "ws.recv" and "exec_command" in str(o.data) for o in cassette.observations)
     replayed = cli("replay", str(path), "--workspace", str(workspace), cwd=tmp_path)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    # the prompt (no warmup: ``trio-agent run`` has its prompt at the start) and the tool's output
     assert replayed.stdout.splitlines() == [
-        f"replay ok: 1 turn(s), 3 request(s) on 1 connection(s) matched the recording ({path})"
+        f"replay ok: 1 turn(s), 2 request(s) on 1 connection(s) matched the recording ({path})"
     ]
 
 
@@ -53,7 +54,7 @@ def test_a_changed_workspace_fails_the_replay_with_the_diff(tmp_path: Path) -> N
     assert replayed.returncode == 1, replayed.stderr
     lines = replayed.stdout.splitlines()
     assert lines[0].startswith("replay mismatch at cassette line ")
-    assert "frame 3 the agent sent on connection 1 (WebSocket) differs from the recording" in lines[0]
+    assert "frame 2 the agent sent on connection 1 (WebSocket) differs from the recording" in lines[0]
     # (the login shell may print its own notices first, e.g. inside the sandbox)
     assert any(line.startswith('-          "text": "') and line.endswith('a.txt\\n",') for line in lines)
     assert any(line.startswith('+          "text": "') and line.endswith('a.txt\\nb.txt\\n",') for line in lines)

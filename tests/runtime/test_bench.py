@@ -64,6 +64,19 @@ async def test_a_configured_warmup_failure_is_served_once(tmp_path: object) -> N
     assert counts["ws_connections"] == 2
 
 
+async def test_cold_connect_sends_its_prompt_without_a_warmup(tmp_path: object) -> None:
+    # The prompt in hand at the opening (as ``trio-agent run``): one request on the
+    # socket, the prompt's; startup_prewarm's agent warms up first and then prompts.
+    settings = _server.Settings(delay=0.0, think=0.0, deltas=2)
+    async with _server.open_bench_server(settings) as server:
+        await _measure.PATHS["cold_connect"](_measure._Run(server, str(tmp_path), {}))
+        cold = dict((await server.last_requests())["counts"])
+        await _measure.PATHS["startup_prewarm"](_measure._Run(server, str(tmp_path), {}))
+        warm = (await server.last_requests())["counts"]
+    assert (cold["ws_connections"], cold["ws_requests"]) == (1, 1)
+    assert (warm["ws_connections"], warm["ws_requests"]) == (2, 3)
+
+
 def test_percentiles_are_nearest_rank() -> None:
     samples = [float(i) for i in range(1, 101)]
     assert _measure.pct(samples, 0.99) == 99.0

@@ -378,10 +378,15 @@ class Agent(metaclass=NoPublicConstructor):
         self._parts.close_rollout()
 
 
-def open_agent(config: AgentConfig) -> AbstractAsyncContextManager[Agent]:
+def open_agent(config: AgentConfig, *, warmup: bool = True) -> AbstractAsyncContextManager[Agent]:
     """Run an agent for the duration of the block.
 
     On entry the agent starts its warmup (WebSocket) without waiting for the network.
+    ``warmup=False`` is for a caller whose first prompt is already in hand (``trio-agent
+    run``): the agent opens its socket at startup but sends no ``generate: false``
+    warmup, so that prompt goes out as soon as the socket is open (a full first request)
+    rather than after the warmup's round trip. A prompt sent right after opening an
+    agent with the default ``warmup=True`` waits for the warmup and chains on it.
     Leaving the block normally waits for every accepted turn to finish, then closes the
     socket and ends ``agent.events``. If the enclosing scope is cancelled, the live turn
     is cancelled (tools killed, terminal event emitted) and queued turns are resolved
@@ -392,7 +397,7 @@ def open_agent(config: AgentConfig) -> AbstractAsyncContextManager[Agent]:
     """
     if not isinstance(config, AgentConfig):
         raise ConfigError(f"open_agent() takes a ta.AgentConfig, got {type(config).__name__}")
-    return _open_agent(Origin(config))
+    return _open_agent(Origin(config, warmup=warmup))
 
 
 def _open_agent(origin: Origin) -> AbstractAsyncContextManager[Agent]:

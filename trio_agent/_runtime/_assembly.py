@@ -105,6 +105,7 @@ class AgentParts(Generic[A]):
         # response, with no warmup of its own (SPEC sec. 5); a resumed session starts from
         # its snapshot, unchained: its first request is a full replay (SPEC sec. 8).
         self.seeded = seed is not None
+        self.warmup = origin.warmup  # False: the socket only at startup, no warmup request
         self.ledger = TurnLedger(prefix, new_item_id, seed.history if seed is not None else None)
         emit = self.sink.emit
         self.model = ModelClient(config, self.ledger, self.sink, nursery, chain=seed.chain if seed else None,
@@ -195,15 +196,27 @@ class AgentParts(Generic[A]):
     async def startup(self) -> None:
         # Import the transport (trio-websocket; httpx) now, while the sandbox trial started
         # by run_agent may still be running: the warmup below, or the first prompt, needs it.
+        from .._transport._tls import prefetch
+
+        responses = self.config.responses
         if self.config.responses.transport is Transport.WEBSOCKET:
+            if responses.ssl_context is None and self.config.websocket_url.startswith("wss:"):
+                prefetch(self.nursery, "websocket")  # the CA bundle loads beside the import and the build
             from .._transport import websocket as _websocket  # noqa: F401
         else:
+            from .._transport._httpx_lean import import_httpx
+
+            import_httpx()  # without its command-line client (click, pygments): _httpx_lean
             from .._transport import https as _https  # noqa: F401
+
+            if responses.ssl_context is None and responses.http_client is None \
+                    and self.config.api_base_url.startswith("https:"):
+                prefetch(self.nursery, "https")
         self.guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
         self.tools.start()  # MCP servers, in the background
         self.nursery.start_soon(self.runner.run, self.queue)
         if self.config.responses.transport is Transport.WEBSOCKET and not self.seeded:
-            await self.nursery.start(self.model.warmup, self.current.request())
+            await self.nursery.start(self.model.warmup, self.current.request(), self.warmup)
 
     async def wait_turns(self) -> None:
         self.queue.close()

@@ -56,6 +56,9 @@ class Origin:
     parent: MailAddress | None = None  # the parent's mail address
     # The agent tree's add-ons (tracing, a cassette: ``_observers``), shared; None: a root opens them.
     attachments: tuple[Attachment, ...] | None = None
+    # ``open_agent(config, warmup=False)``: a root whose first prompt is in hand sends no
+    # warmup request (it would only delay that prompt by a round trip); children warm up.
+    warmup: bool = True
 
 
 def resume_seed(config: AgentConfig, prefix: tuple[dict[str, Any], ...]) -> tuple[ConversationSnapshot, str]:

@@ -7,7 +7,7 @@ runtime observed on the socket the call's answering attempt used:
 - ``shared_prefix_prewarm``: the first call after another agent warmed the shared
   prefix (``shared_prompt_cache=True``; no warmup of its own);
 - ``cold_connect``: the first call on the agent's first socket with no warmup (a
-  fork, a resumed session);
+  fork, a resumed session, ``open_agent(config, warmup=False)``: ``trio-agent run``);
 - ``warmup_fallback``: the first call on the socket opened after the warmup failed;
 - ``reconnect``: the first call on a socket opened again (after a drop, a retry, a
   cancelled turn);

@@ -274,11 +274,13 @@ def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
     return None
 
 
-@functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One TLS context per process: loading the CA bundle is what makes a new httpx
-    client cost ~25 ms; with a shared context a client costs well under a millisecond."""
-    return httpx.create_ssl_context()
+    client cost ~25 ms; with a shared context a client costs well under a millisecond.
+    An agent's start-up has usually loaded it already, beside its other work (``_tls``)."""
+    from ._tls import tls_context_now
+
+    return tls_context_now("https")
 
 
 @functools.cache

@@ -45,6 +45,7 @@ from .._errors import ConnectionFailed, ConnectionLost, ResponsesError
 from .._record import Record
 from ._eager import EagerSend, eager_queue
 from ._rejection import rejection_error, shown_body
+from ._tls import tls_context
 from .tap import Answer, ConnectionTap
 
 __all__ = ["Dialer", "WebSocketLink", "WebSocketOptions", "open_connection", "split_expected"]
@@ -363,7 +364,7 @@ async def _dial(options: WebSocketOptions, deadline: float) -> trio.abc.Stream:
         return stream
     # TLS over whatever was dialed (what trio.open_ssl_over_tcp_stream does over TCP);
     # its handshake runs on the first send, under the handshake's deadline.
-    context = options.ssl_context or ssl.create_default_context()
+    context = options.ssl_context or await tls_context("websocket")  # one per process, loaded ahead (_tls)
     return trio.SSLStream(stream, context, server_hostname=host, https_compatible=True)
 
 

@@ -20,6 +20,11 @@ The warm daemon's workers (``_daemon._worker``) run this same command with a
 then for a client, whose terminal becomes the process's stdout and stderr -- and
 sends the prompt the client brought. Everything printed before the hold returned is
 shown to that client first, so its output is the in-process output.
+
+Cold start: with its prompt in hand, the command opens the agent with
+``warmup=False`` -- the socket opens at startup, no ``generate: false`` warmup is sent,
+and the prompt goes out as soon as the socket is open, one round trip sooner than
+chained on a warmup. A daemon's worker, whose prompt comes later, warms up as any agent.
 """
 
 from __future__ import annotations
@@ -154,7 +159,9 @@ def _asking(approver: TerminalApprover, printer: Printer) -> ApprovalHook:
 async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Printer, state: _State) -> int:
     async with trio.open_nursery() as nursery:
         try:
-            async with ta.open_agent(config) as agent:
+            # The prompt in hand (no daemon's hold): no warmup request, so that the
+            # prompt leaves the moment the socket is open (ModelClient.warmup).
+            async with ta.open_agent(config, warmup=state.hold is not None) as agent:
                 nursery.start_soon(printer.consume, agent.events)
                 prompt: str = args.prompt
                 if state.hold is not None:

@@ -30,7 +30,7 @@ import attrs
 import trio
 import trio.testing
 
-from .._cassette.format import Cassette, Observation, field_bool, field_int, field_str
+from .._cassette.format import Cassette, Observation, field_bool, field_int, field_str, frame_json
 from ._replay_match import ReplayMatch, ReplayMismatch, RequestMatcher
 from ._replay_server import ReplayServer
 
@@ -144,6 +144,24 @@ async def replay(
     return run.result()
 
 
+def recorded_warmup(cassette: Cassette) -> bool:
+    """Whether the recorded root agent was opened to warm up (``open_agent``'s
+    ``warmup``; ``trio-agent run`` opens with ``warmup=False``), read from its first
+    WebSocket: a first frame that is no ``generate: false`` warmup says it was not (an
+    agent that never warms up -- HTTPS, the generic profile, a resumed session -- replays
+    the same either way). A first socket that failed says nothing: the next one's
+    purpose does (``warmup_fallback`` after a warmup, ``initial`` without one)."""
+    sockets = [c for c in cassette.connections() if c.websocket and c.opening.data.get("agent") == "/root"]
+    if not sockets:
+        return True
+    sent = [step for step in sockets[0].steps if step.kind == "ws.send"]
+    if sent:
+        first = frame_json(sent[0]) or {}
+        return first.get("generate") is False
+    later = [c.opening.data.get("purpose") for c in sockets[1:]]
+    return not later or later[0] == "warmup_fallback"
+
+
 class _Run:
     def __init__(self, cassette: Cassette, server: ReplayServer) -> None:
         self._cassette = cassette
@@ -171,7 +189,8 @@ class _Run:
         import trio_agent as ta
 
         with self._scope:
-            async with trio.open_nursery() as nursery, ta.open_agent(config) as agent:
+            warmup = recorded_warmup(self._cassette)
+            async with trio.open_nursery() as nursery, ta.open_agent(config, warmup=warmup) as agent:
                 nursery.start_soon(self._collect, agent.events)
                 for obs in self._cassette.inputs():
                     if obs.data.get("agent") == "/root":

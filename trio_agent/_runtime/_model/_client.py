@@ -159,13 +159,25 @@ class ModelClient:
 
     # -- warmup ------------------------------------------------------------------------
 
-    async def warmup(self, settings: RequestSettings, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Send the ``generate: false`` warmup; failures fall back to a full first request."""
+    async def warmup(self, settings: RequestSettings, request: bool = True, *,
+                     task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Send the ``generate: false`` warmup; failures fall back to a full first request.
+
+        ``request=False`` (``open_agent(config, warmup=False)``: the first prompt is in
+        hand) opens the socket only, still holding the model: that prompt, already
+        waiting for the model, goes out as a full request the moment the socket is open,
+        instead of one round trip later chained on a warmup. A prompt that merely arrives
+        early (``prompt()`` right after ``open_agent``) still waits for the warmup and
+        chains on it, as SPEC sec. 3 and codex's first turn do (it waits for its startup
+        prewarm: ``consume_startup_prewarm_for_regular_turn``); pipelining it behind the
+        warmup on one socket could not chain on an id not yet known, and two
+        ``response.create`` in flight on one socket is not the Responses protocol."""
         with self._warmup_scope:
             async with self._lock:
                 task_status.started()
-                if self.portable:
-                    # No warmup request (``generate: false`` is OpenAI's): the socket only.
+                if self.portable or not request:
+                    # No warmup request (``generate: false`` is OpenAI's; or the prompt
+                    # is in hand): the socket only.
                     await self._open_early()
                 else:
                     await self._warmup_locked(settings)

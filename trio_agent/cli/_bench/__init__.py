@@ -28,8 +28,9 @@ Columns (every number in ms with two decimals, ratios with two decimals):
 
 Paths: ``startup_prewarm`` (WebSocket, the prompt after ``model.warmup.completed``),
 ``shared_prefix_prewarm`` (SPEC sec. 9/3: ``shared_prompt_cache=True``, another agent
-of the run already warmed the prefix), ``cold_connect`` (prompt at once, warmup still
-in flight), ``warmup_fallback`` (the warmup fails, a second socket replays in full),
+of the run already warmed the prefix), ``cold_connect`` (the prompt in hand at the opening,
+as ``trio-agent run``: no warmup, the prompt leaves once the socket is open),
+``warmup_fallback`` (the warmup fails, a second socket replays in full),
 ``https_store`` / ``https_ephemeral`` (one httpx client per agent: ~25 ms of CA
 loading, a new connection), ``https_shared_client`` (one long-lived httpx client: a
 kept-alive connection), and ``openai_sdk_https`` (the ``openai`` SDK's streaming call,

@@ -73,8 +73,11 @@ async def bare_https(client: Any, url: str, body: dict[str, Any]) -> Sample:
 
 
 async def agent_first_token(config: ta.AgentConfig, *, wait_for_warmup: bool) -> Sample:
-    """Open an agent, (optionally) wait for its warmup, prompt it; time the first delta."""
-    async with trio.open_nursery() as nursery, ta.open_agent(config) as agent:
+    """Open an agent, (optionally) wait for its warmup, prompt it; time the first delta.
+    Not waiting means the prompt is in hand at the opening: the agent sends no warmup
+    (``open_agent(warmup=False)``, as ``trio-agent run`` does), and the prompt leaves
+    once the socket is open."""
+    async with trio.open_nursery() as nursery, ta.open_agent(config, warmup=wait_for_warmup) as agent:
         first_token, warm = trio.Event(), trio.Event()
         times: dict[str, float] = {}
 

@@ -1,0 +1,99 @@
+"""Fault matrix: an agent opened with its prompt in hand (``open_agent(config,
+warmup=False)``, ``trio-agent run``) whose early socket or first request goes wrong.
+
+No warmup stands between the socket and the prompt, so what a warmup's failure used to
+absorb now meets the prompt's own attempt: a socket dropped before its handshake is
+only reported and the prompt dials again; a socket dropped after the prompt left is a
+retry that replays in full on a new one (the prompt once, never twice); an error frame
+in answer to the prompt fails the turn. Each turn has exactly one terminal event, and
+no warmup is ever sent.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import trio
+
+import trio_agent as ta
+from trio_agent.testing import FakeResponsesServer
+
+from ..acceptance.test_warmup import assert_full_first_request
+from ..conftest import events_of, make_config
+
+TERMINAL = ("run.completed", "run.failed", "run.cancelled")
+
+
+async def _run(
+    server: FakeResponsesServer, workspace: Path, script: Callable[[], Awaitable[None]]
+) -> tuple[str, ta.TurnResult | ta.AgentError]:
+    """The server's ``script`` against an agent opened with its prompt in hand: its events
+    as JSONL and the turn's outcome."""
+    out = io.StringIO()
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace), warmup=False) as agent:
+                nursery.start_soon(ta.write_jsonl, agent.events, out)
+                turn = await agent.prompt("hello")
+                try:
+                    outcome: ta.TurnResult | ta.AgentError = await turn.result()
+                except ta.AgentError as exc:
+                    outcome = exc
+    return out.getvalue(), outcome
+
+
+def _one_terminal(output: str) -> str:
+    ends = [kind for kind in TERMINAL for _ in events_of(output, kind)]
+    assert len(ends) == 1, ends
+    assert not events_of(output, "model.warmup.started")
+    return ends[0]
+
+
+async def test_a_socket_dropped_before_its_handshake_is_dialled_again_by_the_prompt(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        await (await server.accept_raw()).drop()
+        conn = await server.accept()
+        assert_full_first_request(await conn.next_request())
+        await conn.send_final("resp-1", "second socket")
+
+    output, outcome = await _run(server, workspace, script)
+    assert isinstance(outcome, ta.TurnResult) and outcome.final_message == "second socket"
+    assert _one_terminal(output) == "run.completed"
+    assert len(events_of(output, "model.connection.failed")) == 1
+    assert all(request.get("generate") is not False for request in server.requests)
+
+
+async def test_a_socket_dropped_after_the_prompt_left_replays_it_once_on_a_new_one(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        first = await server.accept()
+        assert_full_first_request(await first.next_request())
+        await first.drop()  # before answering anything
+        second = await server.accept()
+        replay = await second.next_request()
+        assert_full_first_request(replay)  # the prompt once: the history was not doubled
+        await second.send_final("resp-2", "after the retry")
+
+    output, outcome = await _run(server, workspace, script)
+    assert isinstance(outcome, ta.TurnResult) and outcome.final_message == "after the retry"
+    assert _one_terminal(output) == "run.completed"
+    assert all(request.get("generate") is not False for request in server.requests)
+
+
+async def test_an_error_frame_for_the_prompt_fails_the_turn_once(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    async def script() -> None:
+        conn = await server.accept()
+        assert_full_first_request(await conn.next_request())
+        await conn.send_error("the model refused", code="invalid_prompt")
+
+    output, outcome = await _run(server, workspace, script)
+    assert isinstance(outcome, ta.TurnFailed)
+    assert _one_terminal(output) == "run.failed"
