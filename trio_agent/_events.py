@@ -4,7 +4,7 @@ Emission is synchronous and never blocks the agent: events go into an unbounded
 memory channel (as the reference does), so a slow or absent consumer costs memory,
 never latency. ``seq`` is consumed per agent in emission order, starting at 1.
 
-Events wait in an ``_EventQueue`` (a deque and a parking lot: a memory channel's
+Events wait in an ``_EventQueue`` (a deque and the tasks waiting for it: a memory channel's
 costs, the exception per empty ``receive_nowait`` included, without its generality).
 Receiving takes events that already wait without a scheduler round each (a memory
 channel's ``receive`` is a schedule point even when it has a value): one frame often
@@ -38,6 +38,7 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 _BURST = 64  # events received in a row without a real schedule point, at most
+_reschedule = trio.lowlevel.reschedule  # (a module global: two attribute reads less per event)
 _LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
 
 
@@ -210,12 +211,15 @@ class _EventQueue:
     events (``trio.EndOfChannel``); ``discard`` drops them and closes the receiving
     side (``trio.ClosedResourceError``)."""
 
-    __slots__ = ("_count", "_events", "_lot", "_max", "_parked", "closed", "discarded")
+    __slots__ = ("_count", "_events", "_max", "_waiting", "closed", "discarded")
 
     def __init__(self, max_size: float = math.inf) -> None:
         self._events: collections.deque[AgentEvent] = collections.deque()
-        self._lot = trio.lowlevel.ParkingLot()
-        self._parked = 0  # tasks parked in get (counted here: len(ParkingLot) is a call)
+        # The tasks parked in get, not yet woken. A put wakes one and takes it off at once,
+        # so the puts that follow while it is scheduled but not yet running (a chunk of
+        # frames emits many events) find none to wake, at the cost of one truth test (a
+        # ParkingLot keeps its task until it runs: each put would call into it again).
+        self._waiting: collections.deque[trio.lowlevel.Task] = collections.deque()
         self._max = max_size
         self._count = 0
         self.closed = False
@@ -228,18 +232,23 @@ class _EventQueue:
         if len(events) >= self._max:
             raise trio.WouldBlock
         events.append(event)
-        if self._parked:
-            self._lot.unpark()
+        if self._waiting:
+            _reschedule(self._waiting.popleft())
         return True
+
+    def _wake_all(self) -> None:
+        waiting = self._waiting
+        while waiting:
+            _reschedule(waiting.popleft())
 
     def close(self) -> None:
         self.closed = True
-        self._lot.unpark_all()
+        self._wake_all()
 
     def discard(self) -> None:
         self.discarded = True
         self._events.clear()
-        self._lot.unpark_all()
+        self._wake_all()
 
     def get_nowait(self) -> AgentEvent:
         if self.discarded:
@@ -268,12 +277,21 @@ class _EventQueue:
             elif self.closed:
                 raise trio.EndOfChannel
             else:
-                self._parked += 1
-                try:
-                    await self._lot.park()
-                finally:
-                    self._parked -= 1
+                await self._park()
             yielded = True
+
+    async def _park(self) -> None:
+        """Wait for a put, a close or a discard (or a cancel: then the task leaves the
+        queue of waiting tasks; a task already woken is no longer in it)."""
+        task = trio.lowlevel.current_task()
+        waiting = self._waiting
+        waiting.append(task)
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            waiting.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
 
 class AgentEvents:

@@ -134,3 +134,50 @@ async def test_deferred_events_keep_their_place_in_the_stream() -> None:
     sink.close()  # the close emits what waits
     events = [e async for e in sink.stream]
     assert [(e.seq, e.payload["message"]) for e in events] == [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]
+
+
+async def test_a_parked_consumer_is_woken_once_and_a_cancelled_one_leaves_nothing_behind() -> None:
+    sink = EventSink("s")
+    queue = sink._queue
+    received: list[str] = []
+
+    async def consume(count: int) -> None:
+        for _ in range(count):
+            received.append(str((await sink.stream.receive()).payload["message"]))
+
+    async with trio.open_nursery() as nursery:
+        # Cancelled while parked (no event came): it leaves the queue's waiting tasks.
+        with trio.CancelScope() as scope:
+            nursery.start_soon(trio.sleep_forever)  # (keeps the nursery open)
+            async with trio.open_nursery() as inner:
+                inner.start_soon(consume, 1)
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(queue._waiting) == 1
+                inner.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        assert len(queue._waiting) == 0 and received == []
+        # A burst while a consumer is parked wakes it once: the later puts find no one to wake.
+        nursery.start_soon(consume, 3)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(queue._waiting) == 1
+        for i in range(3):
+            sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": str(i)})
+            assert len(queue._waiting) == 0
+        await trio.testing.wait_all_tasks_blocked()
+        assert received == ["0", "1", "2"]
+        # Two consumers parked: close wakes both, and each sees the end.
+        ended: list[str] = []
+
+        async def until_end(name: str) -> None:
+            with pytest.raises(trio.EndOfChannel):
+                await sink.stream.receive()
+            ended.append(name)
+
+        nursery.start_soon(until_end, "a")
+        nursery.start_soon(until_end, "b")
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(queue._waiting) == 2
+        sink.close()
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted(ended) == ["a", "b"]
+        nursery.cancel_scope.cancel()
