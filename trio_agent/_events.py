@@ -186,7 +186,13 @@ class EventSink:
             self.flush()
         self._seq += 1
         event = AgentEvent(kind, payload, self._seq, self.session_id, turn_id, self._now())
-        self._queue.put(event)  # False once nobody listens any more; the seq is still consumed
+        # ``self._queue.put(event)``, inline (per event; this queue is unbounded): nothing
+        # once nobody listens any more, the seq still consumed.
+        queue = self._queue
+        if not (queue.closed or queue.discarded):
+            queue._events.append(event)
+            if queue._waiting:
+                _reschedule(queue._waiting.popleft())
         if self._subscribers:
             for subscription in tuple(self._subscribers):
                 subscription._offer(event)

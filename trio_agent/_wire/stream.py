@@ -111,6 +111,10 @@ class Phase(enum.Enum):
     FAILED = "failed"
 
 
+# Module globals: reading ``Phase.X`` is a descriptor call, on the per-delta path.
+_WAITING, _STREAMING, _DRAINING = Phase.WAITING, Phase.STREAMING, Phase.DRAINING
+
+
 class MailFlag:
     """Whether mail waits for the running turn: written by the agent's mailbox alone,
     read by the accumulator at a cut point (see the module docstring)."""
@@ -229,14 +233,27 @@ class ResponseAccumulator:
         """``feed`` for a text delta frame, from its fields (``frames.text_delta_fields``):
         the same transition and the same ``TextDelta`` as ``feed(parse_frame(raw))``, or
         None when the response was cut. A delta names no response, so it is never foreign."""
-        if self.phase is Phase.WAITING:
-            self.phase = Phase.STREAMING
-        elif self.phase in (Phase.DONE, Phase.FAILED):
-            raise ProtocolError("frame OutputTextDelta after the response ended")
+        ids = self.text_delta_ids(output_index, item_id)
+        return None if ids is None else TextDelta(delta, ids[0], ids[1])
+
+    def text_delta_ids(self, output_index: int, item_id: str | None) -> tuple[str | None, str | None] | None:
+        """``feed_text_delta`` without building the ``TextDelta`` (the per-delta path): its
+        ``item_id`` and ``phase``, or None when the response was cut. A delta into a message
+        announced with its id gets the recorded pair itself: nothing is allocated."""
+        phase = self.phase
+        if phase is not _STREAMING:
+            if phase is _WAITING:
+                self.phase = _STREAMING
+            elif phase is not _DRAINING:
+                raise ProtocolError("frame OutputTextDelta after the response ended")
         if self._cut:
             return None
-        known_id, phase = self._messages.get(output_index, (item_id, None))
-        return TextDelta(delta, known_id or item_id, phase)
+        known = self._messages.get(output_index)
+        if known is None:
+            return (item_id, None)
+        if known[0]:
+            return known
+        return (item_id, known[1])
 
     # -- transitions -------------------------------------------------------------------
 
