@@ -342,9 +342,16 @@ class AgentEvents:
 
     async def __anext__(self) -> AgentEvent:
         # A plain async iterator, not an async generator: a consumer cancelled mid-way
-        # leaves nothing for the garbage collector to finalise.
+        # leaves nothing for the garbage collector to finalise. An event that waits is
+        # taken here, as ``_EventQueue.get`` takes it (a cancel point, no schedule point,
+        # at most ``_BURST`` in a row), without its coroutine: this is per event.
+        queue = self._queue
+        if queue._events and queue._count < _BURST:  # (discarding empties it)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            queue._count += 1
+            return queue._events.popleft()
         try:
-            return await self._queue.get()
+            return await queue.get()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 

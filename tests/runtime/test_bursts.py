@@ -98,6 +98,20 @@ async def test_events_that_wait_are_received_in_one_round_and_cancellation_still
         with pytest.raises(trio.Cancelled):
             await sink.stream.receive()  # an event waits, but the consumer is cancelled
     assert (await sink.stream.receive()).payload["message"] == "late"
+    # The same through the iterator (``async for``), which takes a waiting event itself.
+    for i in range(_BURST + 1):
+        sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": str(i)})
+    steps = counting()
+    iterated = [await sink.stream.__anext__() for _ in range(_BURST + 1)]
+    trio.lowlevel.remove_instrument(steps)
+    assert [e.payload["message"] for e in iterated] == [str(i) for i in range(_BURST + 1)]
+    assert steps.steps == 1
+    sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": "late"})
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(trio.Cancelled):
+            await sink.stream.__anext__()
+    assert (await sink.stream.__anext__()).payload["message"] == "late"
     sink.close()
     assert [e async for e in sink.stream] == []
 
