@@ -13,7 +13,8 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent._events import _BURST, EventSink
+from trio_agent._event_queue import _BURST
+from trio_agent._events import EventSink
 from trio_agent._transport._eager import EagerSend
 from trio_agent._transport.websocket import WebSocketOptions, open_connection
 from trio_agent.testing import FakeConnection, FakeResponsesServer
