@@ -4,7 +4,7 @@ Emission is synchronous and never blocks the agent: events go into an unbounded
 memory channel (as the reference does), so a slow or absent consumer costs memory,
 never latency. ``seq`` is consumed per agent in emission order, starting at 1.
 
-Events wait in an ``_EventQueue`` (a deque and a parking lot: a memory channel's
+Events wait in an ``_EventQueue`` (a deque and the tasks waiting for it: a memory channel's
 costs, the exception per empty ``receive_nowait`` included, without its generality).
 Receiving takes events that already wait without a scheduler round each (a memory
 channel's ``receive`` is a schedule point even when it has a value): one frame often
@@ -16,9 +16,7 @@ consumer whose own handling emits events cannot starve the other tasks.
 
 from __future__ import annotations
 
-import collections
 import enum
-import math
 from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,6 +24,7 @@ import attrs
 import trio
 
 from ._errors import AgentError
+from ._event_queue import _BURST, _EventQueue, _reschedule
 from ._jsontext import dumps
 
 if TYPE_CHECKING:
@@ -37,7 +36,6 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
-_BURST = 64  # events received in a row without a real schedule point, at most
 _LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
 
 
@@ -145,7 +143,7 @@ class EventSink:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self._seq = 0
-        self._queue = _EventQueue()
+        self._queue: _EventQueue[AgentEvent] = _EventQueue()
         self._subscribers: list[EventSubscription] = []
         self._closed = False
         self._deferred: list[Callable[[], object]] = []
@@ -185,7 +183,13 @@ class EventSink:
             self.flush()
         self._seq += 1
         event = AgentEvent(kind, payload, self._seq, self.session_id, turn_id, self._now())
-        self._queue.put(event)  # False once nobody listens any more; the seq is still consumed
+        # ``self._queue.put(event)``, inline (per event; this queue is unbounded): nothing
+        # once nobody listens any more, the seq still consumed.
+        queue = self._queue
+        if not (queue.closed or queue.discarded):
+            queue._events.append(event)
+            if queue._waiting:
+                _reschedule(queue._waiting.popleft())
         if self._subscribers:
             for subscription in tuple(self._subscribers):
                 subscription._offer(event)
@@ -199,83 +203,6 @@ class EventSink:
             subscription._end()
 
 
-class _EventQueue:
-    """A one-way queue of events (what a memory channel did, for this one job, cheaper).
-
-    ``put`` never blocks: it appends and wakes a parked ``get``; past ``max_size`` it
-    raises ``trio.WouldBlock`` (a subscription's overflow), and it returns False once
-    the receiving side is gone. ``get`` takes a waiting event without a schedule point
-    (``checkpoint_if_cancelled`` keeps it a cancel point; a real yield at least every
-    ``_BURST`` events) and parks otherwise. ``close`` ends the queue after the waiting
-    events (``trio.EndOfChannel``); ``discard`` drops them and closes the receiving
-    side (``trio.ClosedResourceError``)."""
-
-    __slots__ = ("_count", "_events", "_lot", "_max", "_parked", "closed", "discarded")
-
-    def __init__(self, max_size: float = math.inf) -> None:
-        self._events: collections.deque[AgentEvent] = collections.deque()
-        self._lot = trio.lowlevel.ParkingLot()
-        self._parked = 0  # tasks parked in get (counted here: len(ParkingLot) is a call)
-        self._max = max_size
-        self._count = 0
-        self.closed = False
-        self.discarded = False
-
-    def put(self, event: AgentEvent) -> bool:
-        if self.closed or self.discarded:
-            return False
-        events = self._events
-        if len(events) >= self._max:
-            raise trio.WouldBlock
-        events.append(event)
-        if self._parked:
-            self._lot.unpark()
-        return True
-
-    def close(self) -> None:
-        self.closed = True
-        self._lot.unpark_all()
-
-    def discard(self) -> None:
-        self.discarded = True
-        self._events.clear()
-        self._lot.unpark_all()
-
-    def get_nowait(self) -> AgentEvent:
-        if self.discarded:
-            raise trio.ClosedResourceError("this event stream was closed")
-        if self._events:
-            return self._events.popleft()
-        if self.closed:
-            raise trio.EndOfChannel
-        raise trio.WouldBlock
-
-    async def get(self) -> AgentEvent:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        events = self._events
-        if events and self._count < _BURST:  # (discarding empties it)
-            self._count += 1
-            return events.popleft()
-        self._count = 0
-        yielded = False
-        while True:
-            if self.discarded:
-                raise trio.ClosedResourceError("this event stream was closed")
-            if events:
-                if yielded:
-                    return events.popleft()
-                await trio.lowlevel.cancel_shielded_checkpoint()  # the cancel point was above
-            elif self.closed:
-                raise trio.EndOfChannel
-            else:
-                self._parked += 1
-                try:
-                    await self._lot.park()
-                finally:
-                    self._parked -= 1
-            yielded = True
-
-
 class AgentEvents:
     """``agent.events``: every event of one agent, in ``seq`` order; ends after close.
 
@@ -284,7 +211,8 @@ class AgentEvents:
     """
 
     def __init__(
-        self, request_id: str, queue: _EventQueue, subscribe: Callable[[int], EventSubscription] | None = None,
+        self, request_id: str, queue: _EventQueue[AgentEvent],
+        subscribe: Callable[[int], EventSubscription] | None = None,
     ) -> None:
         self.request_id = request_id
         self._queue = queue
@@ -318,9 +246,16 @@ class AgentEvents:
 
     async def __anext__(self) -> AgentEvent:
         # A plain async iterator, not an async generator: a consumer cancelled mid-way
-        # leaves nothing for the garbage collector to finalise.
+        # leaves nothing for the garbage collector to finalise. An event that waits is
+        # taken here, as ``_EventQueue.get`` takes it (a cancel point, no schedule point,
+        # at most ``_BURST`` in a row), without its coroutine: this is per event.
+        queue = self._queue
+        if queue._events and queue._count < _BURST:  # (discarding empties it)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            queue._count += 1
+            return queue._events.popleft()
         try:
-            return await self._queue.get()
+            return await queue.get()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 
@@ -335,7 +270,7 @@ class EventSubscription:
 
     def __init__(self, request_id: str, max_buffer: int, unsubscribe: Callable[[EventSubscription], None]) -> None:
         self.request_id = request_id
-        self._queue = _EventQueue(max_buffer)
+        self._queue: _EventQueue[AgentEvent] = _EventQueue(max_buffer)
         self._unsubscribe = unsubscribe
         self._max_buffer = max_buffer
         self._overflowed = False

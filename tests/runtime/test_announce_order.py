@@ -7,7 +7,9 @@ announced before it, as if the announcement had been emitted at once."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trio
 
 import trio_agent as ta
@@ -112,3 +114,35 @@ async def test_on_sent_is_called_once_after_the_body_and_before_the_head(server:
                 pass
         await transport.aclose()
     assert calls == ["sent", "head"]
+
+
+async def test_the_trace_leaves_the_request_once_the_body_is_written(
+    server: FakeResponsesServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trio_agent._transport import https
+
+    traced: list[str] = []
+    original = https._SentTrace.__call__
+
+    async def recording(self: https._SentTrace, name: str, info: dict[str, Any]) -> None:
+        traced.append(name.split(".", 1)[1])
+        await original(self, name, info)
+
+    monkeypatch.setattr(https._SentTrace, "__call__", recording)
+
+    async def script() -> None:
+        request = await server.accept_http()
+        await request.send_final("resp-1", "hi")
+
+    sent: list[str] = []
+    transport = https.HttpsTransport(server.http_base_url)
+    async with scripted(script):
+        async with transport.open_stream({"type": "response.create"}, [("Authorization", "Bearer k")],
+                                         on_sent=lambda: sent.append("sent")) as chunks:
+            async for _ in chunks:
+                pass
+        await transport.aclose()
+    assert sent == ["sent"], traced
+    # httpcore traced the request up to its body, and nothing after (the head, the body, the close).
+    assert traced[-1] == "send_request_body.complete", traced
+    assert not any(name.startswith(("receive_response", "response_closed")) for name in traced)

@@ -13,7 +13,8 @@ import trio
 import trio.testing
 
 import trio_agent as ta
-from trio_agent._events import _BURST, EventSink
+from trio_agent._event_queue import _BURST
+from trio_agent._events import EventSink
 from trio_agent._transport._eager import EagerSend
 from trio_agent._transport.websocket import WebSocketOptions, open_connection
 from trio_agent.testing import FakeConnection, FakeResponsesServer
@@ -98,6 +99,20 @@ async def test_events_that_wait_are_received_in_one_round_and_cancellation_still
         with pytest.raises(trio.Cancelled):
             await sink.stream.receive()  # an event waits, but the consumer is cancelled
     assert (await sink.stream.receive()).payload["message"] == "late"
+    # The same through the iterator (``async for``), which takes a waiting event itself.
+    for i in range(_BURST + 1):
+        sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": str(i)})
+    steps = counting()
+    iterated = [await sink.stream.__anext__() for _ in range(_BURST + 1)]
+    trio.lowlevel.remove_instrument(steps)
+    assert [e.payload["message"] for e in iterated] == [str(i) for i in range(_BURST + 1)]
+    assert steps.steps == 1
+    sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": "late"})
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(trio.Cancelled):
+            await sink.stream.__anext__()
+    assert (await sink.stream.__anext__()).payload["message"] == "late"
     sink.close()
     assert [e async for e in sink.stream] == []
 
@@ -134,3 +149,50 @@ async def test_deferred_events_keep_their_place_in_the_stream() -> None:
     sink.close()  # the close emits what waits
     events = [e async for e in sink.stream]
     assert [(e.seq, e.payload["message"]) for e in events] == [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]
+
+
+async def test_a_parked_consumer_is_woken_once_and_a_cancelled_one_leaves_nothing_behind() -> None:
+    sink = EventSink("s")
+    queue = sink._queue
+    received: list[str] = []
+
+    async def consume(count: int) -> None:
+        for _ in range(count):
+            received.append(str((await sink.stream.receive()).payload["message"]))
+
+    async with trio.open_nursery() as nursery:
+        # Cancelled while parked (no event came): it leaves the queue's waiting tasks.
+        with trio.CancelScope() as scope:
+            nursery.start_soon(trio.sleep_forever)  # (keeps the nursery open)
+            async with trio.open_nursery() as inner:
+                inner.start_soon(consume, 1)
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(queue._waiting) == 1
+                inner.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        assert len(queue._waiting) == 0 and received == []
+        # A burst while a consumer is parked wakes it once: the later puts find no one to wake.
+        nursery.start_soon(consume, 3)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(queue._waiting) == 1
+        for i in range(3):
+            sink.emit(ta.EventKind.API_WARNING, {"code": "c", "message": str(i)})
+            assert len(queue._waiting) == 0
+        await trio.testing.wait_all_tasks_blocked()
+        assert received == ["0", "1", "2"]
+        # Two consumers parked: close wakes both, and each sees the end.
+        ended: list[str] = []
+
+        async def until_end(name: str) -> None:
+            with pytest.raises(trio.EndOfChannel):
+                await sink.stream.receive()
+            ended.append(name)
+
+        nursery.start_soon(until_end, "a")
+        nursery.start_soon(until_end, "b")
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(queue._waiting) == 2
+        sink.close()
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted(ended) == ["a", "b"]
+        nursery.cancel_scope.cancel()

@@ -1,4 +1,4 @@
-"""The text-delta fast path (``text_delta_fields`` + ``feed_text_delta``) is the general
+"""The text-delta fast path (``text_delta_fields`` + ``feed_text_delta``/``text_delta_ids``) is the general
 path (``feed(parse_frame(raw))``) for every delta frame: the same ``TextDelta``, the same
 phase, the same refusal. A frame the fast path does not take must be one that the
 general path refuses or reads the same way."""
@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from trio_agent import ProtocolError
+from trio_agent._runtime._model._call_events import delta_payload, text_payload
 from trio_agent._wire.frames import parse_frame, text_delta_fields
-from trio_agent._wire.stream import ResponseAccumulator
+from trio_agent._wire.stream import ResponseAccumulator, TextDelta
 from trio_agent.testing import frames as f
 
 Raw = dict[str, Any]
@@ -48,6 +49,20 @@ def test_the_fast_path_gives_what_the_general_path_gives(raw: Raw, before: tuple
     fast, general = _accumulator(*before), _accumulator(*before)
     assert [fast.feed_text_delta(*fields)] == general.feed(parse_frame(raw))
     assert fast.phase is general.phase
+    # text_delta_ids (what the response feed takes) is feed_text_delta without the value.
+    ids, (event,) = _accumulator(*before).text_delta_ids(fields[1], fields[2]), general.feed(parse_frame(raw))
+    assert isinstance(event, TextDelta)
+    assert ids == (event.item_id, event.phase)
+
+
+@pytest.mark.parametrize("call_index", [None, 0, 3])
+@pytest.mark.parametrize("item_id", [None, "", "msg-1"])
+@pytest.mark.parametrize("phase", [None, "commentary"])
+def test_the_delta_payload_is_the_text_payload(call_index: int | None, item_id: str | None, phase: str | None) -> None:
+    payload = delta_payload(call_index, item_id, phase, "t")
+    expected = text_payload(TextDelta("t", item_id, phase), call_index)
+    assert list(payload.items()) == list(expected.items())  # the same keys in the same order
+    assert list(expected) == [k for k in ("model_call_index", "item_id", "phase", "text") if k in expected]
 
 
 @pytest.mark.parametrize("raw", MALFORMED)
@@ -76,4 +91,5 @@ def test_after_a_cut_the_fast_path_yields_nothing_like_the_general_path() -> Non
     fast.cut()
     general.cut()
     assert fast.feed_text_delta(*fields) is None
+    assert fast.text_delta_ids(0, None) is None
     assert general.feed(parse_frame(raw)) == []

@@ -9,6 +9,7 @@ import pytest
 
 from trio_agent import ProtocolError
 from trio_agent._wire.frames import (
+    FRAME_DEPTH,
     CompletedResponse,
     ErrorFrame,
     OutputItemAdded,
@@ -215,3 +216,38 @@ def test_decode_frame_quotes_a_bounded_excerpt_of_bad_json() -> None:
         decode_frame(text)
     assert repr("x" * 200) in str(info.value)
     assert "x" * 201 not in str(info.value)
+
+
+def _done_frame(extra: object) -> str:
+    item = {"type": "message", "role": "assistant", "content": [], "extra": extra}
+    return json.dumps({"type": "response.output_item.done", "output_index": 0, "item": item})
+
+
+def _nested(levels: int) -> object:
+    value: object = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("extra", "deep"),
+    [
+        # The frame, its item and the list: FRAME_DEPTH levels in all is kept, one more is not.
+        (_nested(FRAME_DEPTH - 2), False),
+        (_nested(FRAME_DEPTH - 1), True),
+        # Many brackets but shallow: wide lists, and brackets inside strings (decode_frame
+        # counts brackets in the text before walking; the count only decides whether to walk).
+        ([[] for _ in range(300)], False),
+        ("[" * 300 + "{" * 300, False),
+    ],
+)
+def test_decode_frame_depth_limit_is_the_nesting_not_the_bracket_count(extra: object, deep: bool) -> None:
+    text = _done_frame(extra)
+    if not deep:
+        assert decode_frame(text)["item"]["extra"] == extra
+        return
+    with pytest.raises(ProtocolError) as info:
+        decode_frame(text)
+    assert info.value.error_class == "invalid_payload"
+    assert f"deeper than {FRAME_DEPTH} levels" in str(info.value)

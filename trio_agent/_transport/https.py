@@ -41,16 +41,30 @@ _MAX_ERROR_BODY = 4096
 
 class _SentTrace:
     """httpcore's trace extension, for one thing: ``on_sent`` once the request body is
-    written (then the caller emits what waited for the request to be on its way)."""
+    written (then the caller emits what waited for the request to be on its way).
 
-    __slots__ = ("_on_sent",)
+    Then it takes itself out of the extensions of the request httpcore sends (the request
+    its ``send_request_body.started`` names): httpcore reads the extension as each traced
+    section of the request starts, so the sections after the body (the response head, the
+    body, the close: six calls of a coroutine, each with its name formatted) are not
+    traced."""
+
+    __slots__ = ("_extensions", "_on_sent")
 
     def __init__(self, on_sent: Callable[[], object]) -> None:
         self._on_sent: Callable[[], object] | None = on_sent
+        self._extensions: Any = None
 
     async def __call__(self, name: str, info: dict[str, Any]) -> None:
-        if self._on_sent is not None and name.endswith(".send_request_body.complete"):
+        if self._on_sent is None:
+            return
+        if name.endswith(".send_request_body.started"):
+            self._extensions = getattr(info.get("request"), "extensions", None)
+        elif name.endswith(".send_request_body.complete"):
             on_sent, self._on_sent = self._on_sent, None
+            extensions = self._extensions
+            if isinstance(extensions, dict) and extensions.get("trace") is self:
+                del extensions["trace"]
             on_sent()
 
 

@@ -111,6 +111,12 @@ class Phase(enum.Enum):
     FAILED = "failed"
 
 
+# Module globals: reading ``Phase.X`` is a descriptor call (Python 3.11), on the per-frame path.
+_WAITING, _STREAMING, _DRAINING, _DONE, _FAILED = (
+    Phase.WAITING, Phase.STREAMING, Phase.DRAINING, Phase.DONE, Phase.FAILED
+)
+
+
 class MailFlag:
     """Whether mail waits for the running turn: written by the agent's mailbox alone,
     read by the accumulator at a cut point (see the module docstring)."""
@@ -159,7 +165,7 @@ class ResponseAccumulator:
         # Whether mail waits (the attempt hands it over; None: mail never cuts this response).
         self.mail: MailFlag | None = None
         self._cut = False
-        self.phase = Phase.WAITING
+        self.phase = _WAITING
         self.response_id: str | None = None
         self.error: ResponsesError | None = None
         self._messages: dict[int, tuple[str | None, str | None]] = {}
@@ -180,7 +186,7 @@ class ResponseAccumulator:
         return (
             self.interrupt_wanted
             and self.response_id is not None
-            and self.phase in (Phase.WAITING, Phase.STREAMING)
+            and self.phase in (_WAITING, _STREAMING)
         )
 
     def cut(self) -> None:
@@ -199,8 +205,8 @@ class ResponseAccumulator:
 
     def interrupt_sent(self) -> None:
         """The interrupt is on the wire: drain to the terminal frame."""
-        if self.phase in (Phase.WAITING, Phase.STREAMING):
-            self.phase = Phase.DRAINING
+        if self.phase in (_WAITING, _STREAMING):
+            self.phase = _DRAINING
 
     @property
     def kept(self) -> tuple[dict[str, Any], ...]:
@@ -210,11 +216,11 @@ class ResponseAccumulator:
 
     @property
     def live(self) -> bool:
-        return self.phase in (Phase.WAITING, Phase.STREAMING, Phase.DRAINING)
+        return self.phase in (_WAITING, _STREAMING, _DRAINING)
 
     def feed(self, frame: Frame) -> list[StreamEvent]:
         """Advance on one frame; raises the frame's ``ResponsesError`` on a failure frame."""
-        if self.phase in (Phase.DONE, Phase.FAILED):
+        if self.phase in (_DONE, _FAILED):
             raise ProtocolError(f"frame {type(frame).__name__} after the response ended")
         named = frame_response_id(frame)
         if named is not None and (named in self._stale or named != (self.response_id or named)):
@@ -229,20 +235,33 @@ class ResponseAccumulator:
         """``feed`` for a text delta frame, from its fields (``frames.text_delta_fields``):
         the same transition and the same ``TextDelta`` as ``feed(parse_frame(raw))``, or
         None when the response was cut. A delta names no response, so it is never foreign."""
-        if self.phase is Phase.WAITING:
-            self.phase = Phase.STREAMING
-        elif self.phase in (Phase.DONE, Phase.FAILED):
-            raise ProtocolError("frame OutputTextDelta after the response ended")
+        ids = self.text_delta_ids(output_index, item_id)
+        return None if ids is None else TextDelta(delta, ids[0], ids[1])
+
+    def text_delta_ids(self, output_index: int, item_id: str | None) -> tuple[str | None, str | None] | None:
+        """``feed_text_delta`` without building the ``TextDelta`` (the per-delta path): its
+        ``item_id`` and ``phase``, or None when the response was cut. A delta into a message
+        announced with its id gets the recorded pair itself: nothing is allocated."""
+        phase = self.phase
+        if phase is not _STREAMING:
+            if phase is _WAITING:
+                self.phase = _STREAMING
+            elif phase is not _DRAINING:
+                raise ProtocolError("frame OutputTextDelta after the response ended")
         if self._cut:
             return None
-        known_id, phase = self._messages.get(output_index, (item_id, None))
-        return TextDelta(delta, known_id or item_id, phase)
+        known = self._messages.get(output_index)
+        if known is None:
+            return (item_id, None)
+        if known[0]:
+            return known
+        return (item_id, known[1])
 
     # -- transitions -------------------------------------------------------------------
 
     def _started(self, response_id: str | None) -> list[StreamEvent]:
-        if self.phase is Phase.WAITING:
-            self.phase = Phase.STREAMING
+        if self.phase is _WAITING:
+            self.phase = _STREAMING
         if response_id and self.response_id is None:
             self.response_id = response_id
             return [ResponseStarted(response_id)]
@@ -290,14 +309,14 @@ class ResponseAccumulator:
         response = frame.response
         response_id = response.id or self.response_id
         if not response_id:
-            self.phase = Phase.FAILED
+            self.phase = _FAILED
             raise ProtocolError("response.completed did not carry a response id")
         events = self._started(response_id)
         if self._cut:
             events.append(ResponseFinished(self._cut_outcome(response_id, response.usage)))
             return events
         output = self._calls.final_output(response.output, self._done_items, events)
-        self.phase = Phase.DONE
+        self.phase = _DONE
         outcome = ResponseOutcome(
             response_id=response_id,
             status=response.status or "completed",
@@ -313,7 +332,7 @@ class ResponseAccumulator:
     def _on_failure(self, frame: ErrorFrame | ResponseFailed | ResponseIncomplete) -> list[StreamEvent]:
         if isinstance(frame, ResponseIncomplete) and _interrupted(frame.raw):
             return self._on_interrupted(frame.raw)
-        self.phase = Phase.FAILED
+        self.phase = _FAILED
         self.error = failure_from_frame(frame.raw)
         raise self.error
 
@@ -325,7 +344,7 @@ class ResponseAccumulator:
         response: dict[str, Any] = found if isinstance(found, dict) else {}
         response_id = response.get("id") if isinstance(response.get("id"), str) else self.response_id
         if not response_id:
-            self.phase = Phase.FAILED
+            self.phase = _FAILED
             raise ProtocolError("an interrupted response.incomplete did not carry a response id")
         events = self._started(response_id)
         output = response.get("output")
@@ -335,7 +354,7 @@ class ResponseAccumulator:
             return events
         listed = [item for item in output if isinstance(item, dict)] if isinstance(output, list) else None
         items = self._calls.final_output(listed, self._done_items, events)
-        self.phase = Phase.DONE
+        self.phase = _DONE
         outcome = ResponseOutcome(response_id, "incomplete", False, items, usage, TokenUsage.from_api(usage),
                                   chained=not self._calls.changed)
         events.append(ResponseFinished(outcome))
@@ -344,14 +363,14 @@ class ResponseAccumulator:
     def _cut_outcome(self, response_id: str, usage: dict[str, Any] | None) -> ResponseOutcome:
         """A cut response that reached its terminal frame: the kept items, unchained
         (the server's copy may hold what was discarded), the connection clean."""
-        self.phase = Phase.DONE
+        self.phase = _DONE
         return ResponseOutcome(
             response_id, "interrupted", False, tuple(self._done_items), usage, TokenUsage.from_api(usage), chained=False
         )
 
     def abandoned_outcome(self) -> ResponseOutcome:
         """What an interrupted response leaves when its terminal frame never came."""
-        self.phase = Phase.FAILED
+        self.phase = _FAILED
         return ResponseOutcome(
             self.response_id or "", "interrupted", False, tuple(self._done_items), None, TokenUsage(), chained=False,
             clean_end=False,

@@ -16,6 +16,7 @@ __all__ = [
     "attempt_failed",
     "attempt_started",
     "call_completed",
+    "delta_payload",
     "omit_none",
     "retrying",
     "stream_event",
@@ -31,15 +32,25 @@ def omit_none(payload: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, 
 
 def text_payload(event: TextDelta | AssistantMessageDone, call_index: int | None) -> dict[str, Any]:
     """The payload of ``assistant.delta`` and ``assistant.message`` (absent fields omitted,
-    in this order). Built by hand: it is the per-delta path."""
+    in this order)."""
+    return delta_payload(call_index, event.item_id, event.phase, event.text)
+
+
+def delta_payload(call_index: int | None, item_id: str | None, phase: str | None, text: str) -> dict[str, Any]:
+    """``text_payload`` from the fields. Built by hand, the usual shapes as one literal
+    each: it is the per-delta path."""
+    if call_index is not None and item_id is not None:
+        if phase is None:
+            return {"model_call_index": call_index, "item_id": item_id, "text": text}
+        return {"model_call_index": call_index, "item_id": item_id, "phase": phase, "text": text}
     payload: dict[str, Any] = {}
     if call_index is not None:
         payload["model_call_index"] = call_index
-    if event.item_id is not None:
-        payload["item_id"] = event.item_id
-    if event.phase is not None:
-        payload["phase"] = event.phase
-    payload["text"] = event.text
+    if item_id is not None:
+        payload["item_id"] = item_id
+    if phase is not None:
+        payload["phase"] = phase
+    payload["text"] = text
     return payload
 
 

@@ -8,7 +8,7 @@ feeds each decoded frame through the attempt's sans-IO ``ResponseAccumulator``,
 passing the stream events it implies to the model client. Text deltas, most of the
 frames of an answer, take a shorter road with the same result: their fields are read
 straight from the decoded frame (``text_delta_fields``), the accumulator takes them
-(``feed_text_delta``) and the ``assistant.delta`` is emitted here; any other frame, or
+(``text_delta_ids``) and the ``assistant.delta`` is emitted here; any other frame, or
 a delta with a field of the wrong type, goes through ``parse_frame`` and ``feed``.
 
 A compaction request's text (a summary, or the answer of a server that declined a
@@ -35,7 +35,7 @@ from ..._wire.stream import (
     StreamEvent,
     TextDelta,
 )
-from ._call_events import text_payload
+from ._call_events import delta_payload
 
 __all__ = ["ResponseFeed"]
 
@@ -106,12 +106,13 @@ class ResponseFeed:
         if self._api_events:
             self._emit(_API_EVENT, {**self._api_base, "event": raw}, self._turn_id)
         if raw.get("type") == TEXT_DELTA and (fields := text_delta_fields(raw)) is not None:
-            delta = self.accumulator.feed_text_delta(*fields)
-            if delta is not None:
+            ids = self.accumulator.text_delta_ids(fields[1], fields[2])
+            if ids is not None:
                 if self.first_output is None:
                     self.first_output = now
                 if not self._quiet:
-                    self._emit(_ASSISTANT_DELTA, text_payload(delta, self._call_index), self._turn_id)
+                    self._emit(_ASSISTANT_DELTA, delta_payload(self._call_index, ids[0], ids[1], fields[0]),
+                               self._turn_id)
             return None
         for event in self.accumulator.feed(parse_frame(raw)):
             if isinstance(event, ResponseFinished):
