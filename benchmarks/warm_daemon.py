@@ -54,7 +54,7 @@ import trio
 from trio_agent._daemon._command import daemon_status
 
 from ._common import Settings, open_bench_server, pct, record_summary, table
-from .cold_cli import ENV, TREE, run_codex, spawn_first_output
+from .cold_cli import ENV, TREE, WORK, run_codex, spawn_first_output
 
 CODEX = "/tmp/codexpeer/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 ROUND_TRIPS = (0.0, 0.025)
@@ -218,10 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", f"{TREE}/trio_agent", f"{TREE}/_trio_agent_launch.py"],
                    check=True, env=ENV)
     work = Path(tempfile.mkdtemp(prefix="warm-daemon-"))
+    os.makedirs(WORK, exist_ok=True)  # cold_cli's scratch directory, where its spawns run
     try:
         results, serial = trio.run(measure, args.runs, codex, work, args.back_to_back, args.batches, args.baseline)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(WORK, ignore_errors=True)
     report(results, codex is not None)
     report_back_to_back(serial, args.back_to_back)
     if not codex:
