@@ -44,7 +44,8 @@ from ._channel import LineSocket, close_fds
 
 __all__ = ["main"]
 
-#: How long a worker waits for its warmup to end before it says ``ready`` anyway.
+#: How long a worker waits for its warmup to end before it says ``ready`` anyway
+#: (``TRIO_AGENT_DAEMON_WARMUP_BOUND`` seconds when set).
 WARMUP_BOUND = 30.0
 
 
@@ -77,14 +78,16 @@ class _Recorder:
 class _Hold:
     """``run_command``'s hold (``cli._run.Hold``): warm, say ready, wait for a client."""
 
-    def __init__(self, channel: LineSocket, recorder: _Recorder, nursery: trio.Nursery, *, warms: bool) -> None:
-        self._warms = warms  # a WebSocket agent warms up on open (HTTPS has no warmup)
+    def __init__(self, channel: LineSocket, recorder: _Recorder, nursery: trio.Nursery) -> None:
         self._channel = channel
         self._recorder = recorder
         self._nursery = nursery
 
-    async def __call__(self, agent: ta.Agent) -> str:
-        if self._warms:
+    async def __call__(self, agent: ta.Agent, warms: bool) -> str:
+        # Only an agent that sends a warmup has one to wait for: one that sends none (the
+        # generic profile -- any non-OpenAI host, a loopback server included -- or HTTPS)
+        # is ready now; waiting for its warmup events held it back WARMUP_BOUND seconds.
+        if warms:
             await _warm(agent)
         try:
             await self._channel.send_message({"op": "ready"})
@@ -106,7 +109,7 @@ class _Hold:
 
 async def _warm(agent: ta.Agent) -> None:
     """Until the agent's warmup ended (it started inside ``open_agent``)."""
-    with trio.move_on_after(WARMUP_BOUND):
+    with trio.move_on_after(float(os.environ.get("TRIO_AGENT_DAEMON_WARMUP_BOUND") or WARMUP_BOUND)):
         async with agent.events.subscribe() as events:
             async for event in events:
                 if event.kind in (ta.EventKind.MODEL_WARMUP_COMPLETED, ta.EventKind.MODEL_WARMUP_FAILED):
@@ -158,8 +161,7 @@ async def _serve(fd: int, args: Any, settings: Any, interrupts: Interrupts, reco
     channel = LineSocket(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
     code: int | None = None
     async with trio.open_nursery() as nursery:
-        warms = settings.responses.get("transport", ta.Transport.WEBSOCKET) is ta.Transport.WEBSOCKET
-        hold = _Hold(channel, recorder, nursery, warms=warms)
+        hold = _Hold(channel, recorder, nursery)
         code = await run_command(args, settings, interrupts, hold=hold)
         nursery.cancel_scope.cancel()
     if code is not None:

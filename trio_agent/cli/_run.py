@@ -55,9 +55,11 @@ Printer = HumanPrinter | JsonlPrinter
 
 
 class Hold(Protocol):
-    """Called once the agent is open; returns the prompt to send (``_daemon._worker``)."""
+    """Called once the agent is open; returns the prompt to send (``_daemon._worker``).
+    ``warms``: the agent sends a ``generate: false`` warmup (OpenAI's dialect over a
+    WebSocket); otherwise there is no warmup to wait for."""
 
-    async def __call__(self, agent: ta.Agent) -> str: ...
+    async def __call__(self, agent: ta.Agent, warms: bool) -> str: ...
 
 
 @attrs.define
@@ -165,7 +167,7 @@ async def _prompt(config: ta.AgentConfig, args: argparse.Namespace, printer: Pri
                 nursery.start_soon(printer.consume, agent.events)
                 prompt: str = args.prompt
                 if state.hold is not None:
-                    prompt = await state.hold(agent)
+                    prompt = await state.hold(agent, _sends_warmup(config))
                     state.starting = trio.current_time()
                     printer.attached()
                 turn = await agent.prompt(prompt)
@@ -191,3 +193,9 @@ async def _outcome(turn: ta.Turn, printer: Printer) -> int:
         return 1
     await printer.answer(result.final_message)
     return 0
+
+
+def _sends_warmup(config: ta.AgentConfig) -> bool:
+    """Whether an agent opened with ``warmup=True`` sends a warmup request: only in
+    OpenAI's dialect (the generic profile has none) and over a WebSocket (HTTPS has none)."""
+    return config.profile is ta.Profile.OPENAI and config.responses.transport is ta.Transport.WEBSOCKET
