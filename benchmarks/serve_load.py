@@ -94,6 +94,9 @@ class Phase:
     gave_up: bool = False  # a wait took longer than STEP: the row says so instead of figures
 
 
+OVERLOADED = -32001  # the app-server's "overloaded, retry later" error code
+OVERLOAD_RETRIES = 5  # bounded: 50 ms doubling, about 1.5 s in all
+
 class Client:
     """One WebSocket client of the app server (see the module docstring)."""
 
@@ -134,15 +137,23 @@ class Client:
             raise RuntimeError(f"the server asked the benchmark client {method}; it answers none")
 
     async def request(self, method: str, params: Json) -> Json:
-        request_id = next(self._ids)
-        send, receive = trio.open_memory_channel[Json](1)
-        self._waiting[request_id] = send
-        await self.wire.send(json.dumps({"id": request_id, "method": method, "params": params}))
-        message = await receive.receive()
-        if "error" in message:
-            raise RuntimeError(f"{method} failed: {message['error']}")
-        result: Json = message["result"]
-        return result
+        for attempt in range(OVERLOAD_RETRIES + 1):
+            request_id = next(self._ids)
+            send, receive = trio.open_memory_channel[Json](1)
+            self._waiting[request_id] = send
+            await self.wire.send(json.dumps({"id": request_id, "method": method, "params": params}))
+            message = await receive.receive()
+            error = message.get("error")
+            if isinstance(error, dict) and error.get("code") == OVERLOADED and attempt < OVERLOAD_RETRIES:
+                # codex app-server's "Server overloaded; retry later." (its clients retry):
+                # at 200 clients on a loaded machine it refused thread/start once.
+                await trio.sleep(0.05 * 2 ** attempt)
+                continue
+            if error is not None:
+                raise RuntimeError(f"{method} failed: {error}")
+            result: Json = message["result"]
+            return result
+        raise AssertionError("unreachable")
 
     async def initialize(self) -> None:
         await self.request("initialize", {"clientInfo": {"name": "serve_load", "version": "1"}})
