@@ -197,5 +197,8 @@ async def _outcome(turn: ta.Turn, printer: Printer) -> int:
 
 def _sends_warmup(config: ta.AgentConfig) -> bool:
     """Whether an agent opened with ``warmup=True`` sends a warmup request: only in
-    OpenAI's dialect (the generic profile has none) and over a WebSocket (HTTPS has none)."""
+    OpenAI's dialect (the generic profile has none) and over a WebSocket (HTTPS has none).
+    The same rule as ``ModelClient.warmup`` (``portable``: no warmup request) and the
+    HTTPS transport's lack of one; should they part, a worker waits at most its
+    ``WARMUP_BOUND`` for a warmup that does not come."""
     return config.profile is ta.Profile.OPENAI and config.responses.transport is ta.Transport.WEBSOCKET
