@@ -76,7 +76,7 @@ async def test_without_tracing_the_agent_keeps_the_plain_event_sink(
             await (await traced.prompt("traced")).result()
     assert traces.tree() == [("agent /root", [
         ("warmup gpt-5.5", [("model.attempt", [("websocket.connect", [])])]),
-        ("invoke_agent /root", [("chat gpt-5.5", [("model.attempt", [])])]),
+        ("invoke_agent /root", [("chat gpt-5.5", [])]),  # answered at its first attempt: no attempt span
     ])]
 
 

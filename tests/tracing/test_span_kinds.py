@@ -82,10 +82,10 @@ async def test_a_compaction_is_a_span_of_its_turn(
             await (await agent.prompt("compact please")).result()
 
     assert traces.tree()[0][1][1] == ("invoke_agent /root", [
-        ("chat gpt-5.5", [("model.attempt", [])]),
+        ("chat gpt-5.5", []),  # each answered at its first attempt: no attempt span
         ("execute_tool exec", []),
-        ("compact gpt-5.5", [("model.attempt", [])]),
-        ("chat gpt-5.5", [("model.attempt", [])]),
+        ("compact gpt-5.5", []),
+        ("chat gpt-5.5", []),
     ])
     compact = traces.one("compact gpt-5.5")
     assert attrs_of(compact, "gen_ai.operation.name", "gen_ai.response.id", "trio_agent.model_call.index",
@@ -94,8 +94,36 @@ async def test_a_compaction_is_a_span_of_its_turn(
         "trio_agent.phase": "compaction", "trio_agent.previous_response_id": "resp-tool",
         "trio_agent.compaction.token_limit": 244_800,
     }
-    assert dict(compact.attributes or {})["trio_agent.compaction.active_context_tokens"] > 372_000
+    active = dict(compact.attributes or {})["trio_agent.compaction.active_context_tokens"]
+    assert isinstance(active, int) and active > 372_000
     assert dict(traces.one("invoke_agent /root").attributes or {})["trio_agent.turn.compactions"] == 1
+
+
+async def test_a_call_answered_at_its_first_attempt_is_one_span_with_the_attempts_attributes(
+    server: FakeResponsesServer, workspace: Path, traces: Traces
+) -> None:
+    """No ``model.attempt`` under a call whose first attempt answered without opening a
+    socket or carrying an event: its span would repeat the call's. What only the attempt
+    knew (replay mode, attempt limit, socket) is on the call span."""
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await conn.send_final("resp-1")
+
+    async with scripted(script):
+        responses = ta.Responses(profile=ta.Profile.OPENAI, websocket_url=server.url, max_attempts=3)
+        async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing, responses=responses)) as agent:
+            await (await agent.prompt("plain")).result()
+
+    call = traces.one("chat gpt-5.5")
+    assert traces.children(call) == []
+    assert attrs_of(call, "trio_agent.attempts", "trio_agent.attempt.max", "trio_agent.replay_mode",
+                    "trio_agent.connection.generation", "gen_ai.response.id") == {
+        "trio_agent.attempts": 1, "trio_agent.attempt.max": 3, "trio_agent.replay_mode": "incremental",
+        "trio_agent.connection.generation": 1, "gen_ai.response.id": "resp-1",
+    }
+    (warmup,) = traces.named("warmup gpt-5.5")  # its attempt opened the socket: kept
+    assert [s.name for s in traces.children(warmup)] == ["model.attempt"]
 
 
 @pytest.mark.parametrize("api_events", [True, False])

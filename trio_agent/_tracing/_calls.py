@@ -8,7 +8,8 @@ and the retry delay arrives after the failure. So a ``Call`` collects what happe
 call ends, each span with the explicit start and end times at which things happened:
 
     chat gpt-5.5            the call: start of the first try to the outcome
-      model.attempt         one per attempt (error status on a failed one)
+      model.attempt         one per attempt (error status on a failed one); none for a
+                            call answered by a plain first attempt (``_plain``)
         websocket.connect   when the attempt opened a socket
 
 A call that is still open when its turn ends (cancelled mid-stream or in backoff)
@@ -105,17 +106,44 @@ def _status(span: Span, outcome: Outcome | None) -> None:
         fail(span, outcome.error_type, outcome.message)
 
 
+#: What an attempt says that its call does not (the rest -- phase, previous response,
+#: usage, response id and status, time to first chunk -- the call has too).
+_ATTEMPT_ONLY = (n.MAX_ATTEMPTS, n.REPLAY_MODE, n.CONNECTION_GENERATION)
+
+
+def _plain(call: Call, outcome: Outcome) -> Attempt | None:
+    """The call's one attempt, when it has nothing to say of its own: the call succeeded
+    at its first attempt, which neither opened a socket nor carries an event (an
+    interrupt). Its span would repeat the call's (same work, ~1/3 of a warm turn's
+    spans); its own attributes go on the call span instead."""
+    if outcome.error_type is not None or len(call.attempts) != 1:
+        return None
+    attempt = call.attempts[0]
+    if attempt.connect is not None or attempt.events or (attempt.outcome is not None and
+                                                         attempt.outcome.error_type is not None):
+        return None
+    return attempt
+
+
 def emit(tracer: Tracer, call: Call, parent: Context, end: float, outcome: Outcome, clock: Clock) -> None:
     """Build the call's spans (see the module docstring); attempts still open take
-    ``end`` and ``outcome``."""
+    ``end`` and ``outcome``. A call answered by a plain first attempt (``_plain``) has
+    no attempt span."""
     model = call.attributes.get(n.REQUEST_MODEL, "")
+    attributes = call.attributes
+    plain = _plain(call, outcome)
+    if plain is not None:
+        for key in _ATTEMPT_ONLY:
+            if key in plain.attributes:
+                attributes[key] = plain.attributes[key]
     span = tracer.start_span(
         f"{call.operation} {model}".strip(), context=parent, kind=SpanKind.CLIENT,
-        attributes=call.attributes, start_time=clock(call.start),
+        attributes=attributes, start_time=clock(call.start),
     )
-    inside = trace.set_span_in_context(span)
-    for attempt in call.attempts:
-        _emit_attempt(tracer, attempt, inside, end, outcome, clock)
+    if plain is None:
+        inside = trace.set_span_in_context(span)
+        for attempt in call.attempts:
+            _emit_attempt(tracer, attempt, inside, end, outcome, clock)
     _status(span, outcome)
     span.end(end_time=clock(end))
 
