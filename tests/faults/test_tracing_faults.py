@@ -21,7 +21,7 @@ import trio.testing
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer, frames
 
-from ..conftest import make_config, scripted, warm
+from ..conftest import EventLog, make_config, scripted, warm
 from ..tracing.conftest import Traces
 
 
@@ -77,3 +77,43 @@ async def test_hostile_terminal_frames_leave_the_turn_and_its_spans_whole(
         assert ("gen_ai.output.messages" in attributes) is isinstance(frame["response"], dict)
     for point in traces.histogram_points("gen_ai.client.token.usage"):
         assert isinstance(point.sum, int) and point.sum >= 0
+
+
+ODD_FRAMES: dict[str, dict[str, Any]] = {
+    "type_a_list": {"type": ["response.completed"]},
+    "type_an_object": {"type": {"name": "response.completed"}},
+    "type_a_number": {"type": 7},
+    "no_type": {"response": {"id": "resp-1"}},
+}
+
+
+@pytest.mark.parametrize("case", list(ODD_FRAMES))
+async def test_frames_with_odd_types_pass_the_tracers_frame_filter(
+    server: FakeResponsesServer, workspace: Path, case: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The tracer is given only some frames (``AgentObserver.api_frames``, by ``type``):
+    a frame whose ``type`` is no string -- a list or an object would not even hash -- is
+    not one of them. The runtime refuses such a frame (the turn fails); the turn ends
+    with that one outcome, its spans say so, and the frame is in ``agent.events``."""
+    traces = Traces()
+    tracing = ta.Tracing(tracer_provider=traces.provider, meter_provider=traces.meters, capture_content=False)
+
+    async def script() -> None:
+        conn = await warm(server)
+        await conn.next_request()
+        await trio.sleep(0.25)
+        await conn.send(ODD_FRAMES[case])
+
+    async with scripted(script):
+        log = EventLog()
+        async with trio.open_nursery() as nursery:  # the log is read to the stream's end
+            async with ta.open_agent(make_config(server, workspace, tracing=tracing)) as agent:
+                nursery.start_soon(log.consume, agent.events)
+                with pytest.raises(ta.TurnFailed):
+                    await (await agent.prompt("go")).result()
+    assert ODD_FRAMES[case] in [e.payload["event"] for e in log.of(ta.EventKind.API_EVENT)]
+    assert [e.kind for e in log.events if e.kind.is_terminal] == [ta.EventKind.RUN_FAILED]
+    (turn,) = traces.named("invoke_agent /root")
+    assert dict(turn.attributes or {})["trio_agent.turn.status"] == "failed"
+    (call,) = traces.named("chat gpt-5.5")
+    assert "error.type" in dict(call.attributes or {})

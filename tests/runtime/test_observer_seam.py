@@ -254,15 +254,12 @@ class EveryEvent(Notes):
         self._note("event", event.kind.value)
 
 
-async def test_an_observer_is_given_only_the_kinds_it_asks_for(
-    server: FakeResponsesServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``AgentObserver.kinds``: the text deltas, frames and model events of a turn never
-    reach an observer that did not ask for them, while one without ``kinds`` beside it
-    still sees every event."""
+async def _watch_a_turn(server: FakeResponsesServer, workspace: Path, monkeypatch: pytest.MonkeyPatch,
+                        narrow_notes: type[Notes], broad_notes: type[Notes]) -> tuple[RecordingAddOn, RecordingAddOn]:
+    """One streamed turn watched by two add-ons' observers; their logs."""
     narrow, broad = RecordingAddOn(), RecordingAddOn()
-    monkeypatch.setattr(narrow, "observe", lambda site: KindsNotes(site, narrow.log, None))
-    monkeypatch.setattr(broad, "observe", lambda site: EveryEvent(site, broad.log, None))
+    monkeypatch.setattr(narrow, "observe", lambda site: narrow_notes(site, narrow.log, None))
+    monkeypatch.setattr(broad, "observe", lambda site: broad_notes(site, broad.log, None))
     monkeypatch.setattr(_observers, "_ADDONS", [*_observers._ADDONS, narrow, broad])
 
     async def script() -> None:
@@ -275,7 +272,52 @@ async def test_an_observer_is_given_only_the_kinds_it_asks_for(
         async with ta.open_agent(make_config(server, workspace, session_id="observed-kinds",
                                              prompt_cache_key="model-test")) as agent:
             assert (await (await agent.prompt("go")).result()).final_message == "fine"
+    return narrow, broad
+
+
+async def test_an_observer_is_given_only_the_kinds_it_asks_for(
+    server: FakeResponsesServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``AgentObserver.kinds``: the text deltas, frames and model events of a turn never
+    reach an observer that did not ask for them, while one without ``kinds`` beside it
+    still sees every event."""
+    narrow, broad = await _watch_a_turn(server, workspace, monkeypatch, KindsNotes, EveryEvent)
     assert narrow.of("event") == [("run.started",), ("run.completed",)]
     everything = [kind for (kind,) in broad.of("event")]
     assert {"assistant.delta", "api.event", "model.call.completed"} <= set(everything)
     assert everything.index("run.started") < everything.index("assistant.delta") < everything.index("run.completed")
+
+
+class FrameNotes(Notes):
+    """A ``Notes`` that asks for the frames (``api.event``) that end a response, noting
+    the type of every frame it is given."""
+
+    kinds = frozenset({ta.EventKind.API_EVENT})
+    api_frames = frozenset({"response.completed"})
+
+    def on_event(self, event: ta.AgentEvent) -> None:
+        frame = event.payload["event"]
+        self._note("frame", frame.get("type") if isinstance(frame, dict) else None)
+
+
+class EveryFrame(Notes):
+    """A ``Notes`` given every frame: it notes each one's type."""
+
+    kinds = frozenset({ta.EventKind.API_EVENT})
+
+    def on_event(self, event: ta.AgentEvent) -> None:
+        frame = event.payload["event"]
+        self._note("frame", frame.get("type") if isinstance(frame, dict) else None)
+
+
+async def test_an_observer_is_given_only_the_frames_it_asks_for(
+    server: FakeResponsesServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``AgentObserver.api_frames``: of the ``api.event`` frames, the streamed ones never
+    reach an observer that names only the response's end, while one beside it that
+    names none sees every frame, in both directions."""
+    narrow, broad = await _watch_a_turn(server, workspace, monkeypatch, FrameNotes, EveryFrame)
+    # The warmup's answer and the turn's.
+    assert narrow.of("frame") == [("response.completed",), ("response.completed",)]
+    everything = {frame_type for (frame_type,) in broad.of("frame")}
+    assert {"response.create", "response.created", "response.output_text.delta", "response.completed"} <= everything

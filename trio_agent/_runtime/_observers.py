@@ -76,13 +76,16 @@ class AgentObserver:
     sent, not after); ``api_events``: it reads ``api.event`` even when the application
     turned them off (they reach it, never ``agent.events``); ``kinds``: the only kinds
     ``on_event`` is given (None: every kind; the text deltas are most of a turn's
-    events); ``tap``: its connection tap, if any."""
+    events); ``api_frames``: the only ``api.event`` frames it is given, by the frame's
+    ``type`` (None: every frame; the streamed deltas are most of a turn's frames);
+    ``tap``: its connection tap, if any."""
 
     name: ClassVar[str] = "an observer"  # in the warning when it fails
     events: ClassVar[bool] = False
     immediate: ClassVar[bool] = False
     api_events: ClassVar[bool] = False
     kinds: frozenset[EventKind] | None = None
+    api_frames: frozenset[str] | None = None
     tap: ConnectionTap | None = None
 
     def on_event(self, event: AgentEvent) -> None:
@@ -262,6 +265,34 @@ def _kinds_wanted(observers: Sequence[AgentObserver]) -> frozenset[EventKind] | 
     return frozenset(wanted)
 
 
+def _frames_wanted(observers: Sequence[AgentObserver]) -> frozenset[str] | None:
+    """The ``api.event`` frame types any of ``observers`` takes (None: every frame)."""
+    wanted: set[str] = set()
+    for observer in observers:
+        if observer.kinds is not None and _API_EVENT not in observer.kinds:
+            continue
+        if observer.api_frames is None:
+            return None
+        wanted |= observer.api_frames
+    return frozenset(wanted)
+
+
+def _frame_type(payload: dict[str, Any]) -> str | None:
+    """The ``type`` of an ``api.event``'s frame: server data, so anything (a list would
+    not even hash); None unless a string."""
+    frame = payload.get("event")
+    frame_type = frame.get("type") if isinstance(frame, dict) else None
+    return frame_type if isinstance(frame_type, str) else None
+
+
+def _takes(observer: AgentObserver, kind: EventKind, frame_type: str | None) -> bool:
+    """Whether ``observer`` is given an event of ``kind`` (and, for ``api.event``, of
+    that frame type)."""
+    if observer.kinds is not None and kind not in observer.kinds:
+        return False
+    return kind is not _API_EVENT or observer.api_frames is None or frame_type in observer.api_frames
+
+
 class ObservedSink(_ClosingSink):
     """An ``EventSink`` whose every event is also shown to the watching observers,
     synchronously in the emitting task (so they see the emitter's context)."""
@@ -274,8 +305,10 @@ class ObservedSink(_ClosingSink):
         # still reports frames, but they never reach agent.events nor take a seq.
         self._api_events = api_events
         self._immediate = immediate
-        # The kinds any watching observer takes (None: all); the others skip the loop.
+        # The kinds (and frame types) any watching observer takes (None: all); the others
+        # skip the loop.
         self._wanted = _kinds_wanted(watching)
+        self._frames = _frames_wanted(watching)
 
     def emit(self, kind: EventKind, payload: dict[str, Any], turn_id: int | None = None) -> AgentEvent:
         if kind is _API_EVENT and not self._api_events:
@@ -287,9 +320,16 @@ class ObservedSink(_ClosingSink):
         wanted = self._wanted
         if wanted is not None and kind not in wanted:
             return event
+        frame_type: str | None = None
+        if kind is _API_EVENT:
+            frame_type = _frame_type(payload)
+            if self._frames is not None and frame_type not in self._frames:
+                return event
         for observer in self._watching:
             kinds = observer.kinds
             if kinds is not None and kind not in kinds:
+                continue
+            if kind is _API_EVENT and observer.api_frames is not None and frame_type not in observer.api_frames:
                 continue
             try:
                 observer.on_event(event)
@@ -303,8 +343,9 @@ class ObservedSink(_ClosingSink):
         after it (the fast loop stops: its list changes)."""
         rest = self._watching[self._watching.index(observer) + 1:]
         self._observers.failed(observer, exc)
+        frame_type = _frame_type(event.payload) if event.kind is _API_EVENT else None
         for other in rest:
-            if other.kinds is not None and event.kind not in other.kinds:
+            if not _takes(other, event.kind, frame_type):
                 continue
             try:
                 other.on_event(event)

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentTracer"]
 
 _TERMINAL_FRAMES = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_API_FRAMES = _TERMINAL_FRAMES | {"response.interrupt"}
 _EXEC_SPANS_KEPT = 256  # exec calls whose cells may still make nested calls
 
 
@@ -136,6 +137,9 @@ class AgentTracer(AgentObserver):
             EventKind.API_WARNING: self._api_warning,
         }
         self.kinds = frozenset(self._handlers)  # the text deltas never reach on_event
+        # Of the frames, only the response's end and an outbound interrupt -- unless the
+        # request bodies are captured (content capture): then every frame.
+        self.api_frames = None if self._content is not None else _API_FRAMES
         # Every turn span's attributes start as these (built once per agent, copied per turn).
         self._turn_base: n.Attributes = {**self._base, **self._identity, n.OPERATION: "invoke_agent"}
         tree.agents[config.session_id] = self
@@ -311,7 +315,7 @@ class AgentTracer(AgentObserver):
     # -- wire-level details ------------------------------------------------------------
 
     def _api_event(self, event: AgentEvent) -> None:
-        # Runs for every frame: a type lookup unless the frame is outbound or terminal.
+        # Given only ``_API_FRAMES`` unless content is captured (``api_frames``).
         payload = event.payload
         frame = payload.get("event")
         if not isinstance(frame, dict):

@@ -391,7 +391,8 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
             f"the Responses server sent a JSON {type(value).__name__}, expected an object",
             error_class="invalid_payload",
         )
-    if value.get("type") in _COMMITTING and text.count("{") + text.count("[") > FRAME_DEPTH \
+    frame_type = value.get("type")  # server data: a list or an object would not hash
+    if isinstance(frame_type, str) and frame_type in _COMMITTING and text.count("{") + text.count("[") > FRAME_DEPTH \
             and too_deep(value, FRAME_DEPTH):
         raise ProtocolError(
             f"the Responses server sent a {value['type']} frame nesting arrays and objects deeper than "
