@@ -17,7 +17,19 @@ The cost of the distribution layer is reported as the difference in first-token 
 and the throughput ratio. One machine runs everything (Ray's daemons, the driver, the
 actors and the model server share its cores), so compare the rows with each other.
 
-    python -m benchmarks.ray_scale --agents 400 --concurrency 64
+The throughput ratio depends on how many cores are free, which on a shared machine is
+the other work's load, not the pool's. So the CPU each process spends per agent is
+reported too (``/proc``: the driver, the actors, the model server, and Ray's daemons
+and idle workers), and from it the throughput the machine would allow idle: each
+process runs one event loop (at most one core), and all of them share the machine's
+cores -- the ratio to read on a quiet machine, and the bound a loaded one cannot beat.
+
+The pool's events reach the driver in batches; its consumer takes what is waiting at
+once (``receive_nowait``), as ``agent.events`` does in one process, instead of a pass of
+the driver's loop per event (``--consumer each`` measures that: a Trio memory channel's
+``receive`` is a schedule point each time).
+
+    python -m benchmarks.ray_scale --agents 400 --concurrency 64 [--consumer each]
     python -m benchmarks.ray_scale --address auto ...     (an existing cluster)
 """
 
@@ -135,7 +147,7 @@ async def _first_delta(events: ta.AgentEvents, submitted: float, result: Round) 
             seen = True
 
 
-def ray_runner(url: str, workspace: Path, pool: Any) -> Runner:
+def ray_runner(url: str, workspace: Path, pool: Any, *, drain: bool = True) -> Runner:
     from trio_agent.ray import AgentTask, TaskEvent, TaskStatus
 
     async def run(count: int, concurrency: int) -> Round:
@@ -145,10 +157,22 @@ def ray_runner(url: str, workspace: Path, pool: Any) -> Runner:
 
         async def watch() -> None:
             seen: set[str] = set()
-            async for item in receive:
+
+            def note(item: TaskEvent) -> None:
                 if item.task_id not in seen and item.event.kind is ta.EventKind.ASSISTANT_DELTA:
                     seen.add(item.task_id)
                     result.first_token.append(trio.current_time() - submitted[item.task_id])
+
+            async for item in receive:
+                note(item)
+                # What else is waiting, without a pass of the loop each (docs/ray.md): a
+                # batch of events arrives at once ("--consumer each": one pass per event).
+                while drain:
+                    try:
+                        item = receive.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    note(item)
 
         limiter = trio.CapacityLimiter(concurrency)  # the same bound as in one process
 
@@ -179,30 +203,88 @@ def _ms(values: list[float], q: float) -> float:
     return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _own_cpu() -> float:
-    await trio.lowlevel.checkpoint()
-    return time.process_time()
+# -- CPU per process -------------------------------------------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-async def measure(run: Runner, args: argparse.Namespace, cpu: Callable[[], Awaitable[float]]) -> dict[str, float]:
-    """``cpu()``: CPU seconds used so far by every process that runs agents (and the driver)."""
+def _stat(pid: int) -> tuple[int, float] | None:
+    """``(parent pid, CPU seconds)`` of a live process, from ``/proc`` (None: gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            fields = file.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _descendants(root: int) -> dict[int, float]:
+    """CPU seconds of every live process below ``root`` (Ray's daemons, its workers,
+    the model server)."""
+    stats = {int(name): stat for name in os.listdir("/proc") if name.isdigit()
+             if (stat := _stat(int(name))) is not None}
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _cpu) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    found: dict[int, float] = {}
+    stack = list(children.get(root, ()))
+    while stack:
+        pid = stack.pop()
+        found[pid] = stats[pid][1]
+        stack.extend(children.get(pid, ()))
+    return found
+
+
+def _parts(server: int, actors: tuple[int, ...]) -> dict[str, float]:
+    """CPU seconds so far of each part: the driver (this process: its loop and, on the
+    pool, Ray's threads in it), the actors, the model server, and everything else below
+    this process (Ray's daemons and idle workers)."""
+    below = _descendants(os.getpid())
+    return {
+        "driver": time.process_time(),
+        "actors": sum(below.get(pid, 0.0) for pid in actors),
+        "server": below.get(server, 0.0),
+        "ray": sum(cpu for pid, cpu in below.items() if pid != server and pid not in actors),
+    }
+
+
+async def measure(run: Runner, args: argparse.Namespace, parts: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """``parts()``: CPU seconds used so far by each process (``_parts``)."""
     await run(args.concurrency, args.concurrency)  # discarded: imports, JS engine, connections
     single = Round()
     for _ in range(args.single):
         single.first_token += (await run(1, 1)).first_token
     burst = await run(args.concurrency, args.concurrency)
-    before = await cpu()
+    await trio.lowlevel.checkpoint()
+    before = parts()
     bulk = await run(args.agents, args.concurrency)
-    used = await cpu() - before
+    after = parts()
+    per_agent = {f"cpu_ms_{name}": 1000 * (after[name] - before[name]) / args.agents for name in after}
     return {
         "single_p50_ms": _ms(single.first_token, 0.5),
         "burst_p50_ms": _ms(burst.first_token, 0.5),
         "burst_p99_ms": _ms(burst.first_token, 0.99),
         "agents_per_s": args.agents / bulk.wall if bulk.wall else float("nan"),
-        "cpu_ms_per_agent": 1000 * used / args.agents,
+        # What the agents cost: the driver and the actors (not the model server, nor Ray's daemons).
+        "cpu_ms_per_agent": per_agent["cpu_ms_driver"] + per_agent["cpu_ms_actors"],
+        **per_agent,
         "wall_s": bulk.wall,
         "failed": float(burst.failed + bulk.failed),
     }
+
+
+def ideal(row: dict[str, float], actors: int, cores: int) -> float:
+    """The agents/s this machine allows at ``row``'s CPU per agent, idle: each process
+    runs one event loop, so at most one core each (the one process's agents, each
+    actor, the model server; the driver of the pool too), and all of them together at
+    most ``cores``."""
+    total = sum(row[f"cpu_ms_{name}"] for name in ("driver", "actors", "server", "ray")) / 1000
+    bounds = [cores / total if total > 0 else float("inf")]
+    for name, processes in (("driver", 1), ("actors", max(actors, 1)), ("server", 1)):
+        cpu = row[f"cpu_ms_{name}"] / 1000
+        if cpu > 0:
+            bounds.append(processes / cpu)
+    return min(bounds)
 
 
 # -- main ---------------------------------------------------------------------------------
@@ -216,23 +298,23 @@ def _start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]
     return process, process.stdout.readline().strip()
 
 
-async def _compare(args: argparse.Namespace, url: str, workspace: Path) -> dict[str, Any]:
+async def _compare(args: argparse.Namespace, url: str, workspace: Path, server: int) -> dict[str, Any]:
     from trio_agent.ray import open_ray_pool
 
     load = os.getloadavg()[0]
-    local = await measure(local_runner(url, workspace), args, _own_cpu)
+    local = await measure(local_runner(url, workspace), args, lambda: _parts(server, ()))
     async with open_ray_pool(num_actors=args.actors, agents_per_actor=-(-args.concurrency // args.actors)) as pool:
-
-        async def cluster_cpu() -> float:
-            actors = await pool.actor_statistics()
-            return time.process_time() + sum(a.cpu_seconds for a in actors if a is not None)
-
-        distributed = await measure(ray_runner(url, workspace, pool), args, cluster_cpu)
+        pids = tuple(actor.pid for actor in pool.actors)
+        runner = ray_runner(url, workspace, pool, drain=args.consumer == "drain")
+        distributed = await measure(runner, args, lambda: _parts(server, pids))
         actors = await pool.actor_statistics()
+    cores = os.cpu_count() or 1
+    ideal_local, ideal_pool = ideal(local, 1, cores), ideal(distributed, args.actors, cores)
     return {
         "settings": {"agents": args.agents, "concurrency": args.concurrency, "actors": args.actors,
-                     "think_ms": args.think_ms, "deltas": args.deltas, "cpus": os.cpu_count(),
-                     "load_before": round(load, 1)},
+                     "think_ms": args.think_ms, "deltas": args.deltas, "cpus": cores,
+                     "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1),
+                     "consumer": args.consumer},
         "one_process": local,
         "ray_pool": distributed,
         "actor_peak_rss_mib": [round(a.peak_rss_bytes / 2**20, 1) for a in actors if a is not None],
@@ -242,14 +324,16 @@ async def _compare(args: argparse.Namespace, url: str, workspace: Path) -> dict[
             "throughput_ratio": distributed["agents_per_s"] / local["agents_per_s"],
             "cpu_ms_per_agent": distributed["cpu_ms_per_agent"] - local["cpu_ms_per_agent"],
         },
+        "ideal": {"one_process": ideal_local, "ray_pool": ideal_pool, "ratio": ideal_pool / ideal_local},
     }
 
 
 def _report(data: dict[str, Any]) -> str:
-    s, local, ray_, cost = data["settings"], data["one_process"], data["ray_pool"], data["cost"]
+    s, local, ray_, cost, best = data["settings"], data["one_process"], data["ray_pool"], data["cost"], data["ideal"]
     lines = [
         f"{s['agents']} agents, {s['concurrency']} at once, {s['actors']} actors, think {s['think_ms']} ms, "
-        f"{s['deltas']} deltas, {s['cpus']} CPUs, load average {s['load_before']} before",
+        f"{s['deltas']} deltas, {s['cpus']} CPUs, load average {s['load_before']} before, {s['load_after']} after, "
+        f"events consumed {'in batches' if s['consumer'] == 'drain' else 'one per pass of the loop'}",
         f"{'':14}{'single p50':>12}{'burst p50':>12}{'burst p99':>12}{'agents/s':>10}{'cpu/agent':>11}{'failed':>8}",
     ]
     for name, row in (("one process", local), ("ray pool", ray_)):
@@ -260,6 +344,13 @@ def _report(data: dict[str, Any]) -> str:
                  f"{cost['burst_first_token_p50_ms']:+.1f} ms (burst p50), throughput x{cost['throughput_ratio']:.2f}, "
                  f"{cost['cpu_ms_per_agent']:+.1f} ms CPU per agent (driver + actors); "
                  f"actor peak RSS {data['actor_peak_rss_mib']} MiB")
+    lines.append("CPU per agent, by process (ms): "
+                 + "; ".join(f"{name}: " + ", ".join(f"{part} {row[f'cpu_ms_{part}']:.2f}"
+                                                   for part in ("driver", "actors", "server", "ray"))
+                             for name, row in (("one process", local), ("ray pool", ray_))))
+    lines.append(f"ideal on {s['cpus']} idle cores at these CPU costs (one core per process at most): one process "
+                 f"{best['one_process']:.0f}/s, pool {best['ray_pool']:.0f}/s: x{best['ratio']:.2f} at best here "
+                 f"(measured x{cost['throughput_ratio']:.2f} at load {s['load_before']}-{s['load_after']})")
     return "\n".join(lines)
 
 
@@ -272,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think-ms", type=float, default=20.0)
     parser.add_argument("--deltas", type=int, default=20)
     parser.add_argument("--address", default=None, help="an existing Ray cluster (default: start a local one)")
+    parser.add_argument("--consumer", choices=("drain", "each"), default="drain",
+                        help="the pool's event consumer: take what waits at once (drain), or one event per "
+                             "receive (each: a pass of the driver's loop per event)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -293,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     server, url = _start_server(args)
     try:
         with tempfile.TemporaryDirectory() as workspace:
-            data = trio.run(_compare, args, url, Path(workspace))
+            data = trio.run(_compare, args, url, Path(workspace), server.pid)
     finally:
         server.terminate()
         server.wait(10)
@@ -304,16 +398,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _summary(data: dict[str, Any]) -> None:
-    """``run_all``'s rows: the pool (every event streamed to the driver) against one process."""
+    """``run_all``'s rows: the pool (every event streamed to the driver) against one
+    process, measured and as the machine's cores allow at the measured CPU costs."""
     from ._common import record_summary
 
-    s, local, pool, cost = data["settings"], data["one_process"], data["ray_pool"], data["cost"]
+    s, local, pool, cost, best = data["settings"], data["one_process"], data["ray_pool"], data["cost"], data["ideal"]
     record_summary([
-        [f"Ray pool ({s['actors']} actors, events streamed), agents/s, load {s['load_before']}",
+        [f"Ray pool ({s['actors']} actors, events streamed), agents/s, load {s['load_before']}-{s['load_after']}",
          f"{pool['agents_per_s']:.0f}/s", f"{local['agents_per_s']:.0f}/s", f"x{cost['throughput_ratio']:.2f}",
          ">= x1.5"],
+        [f"Ray pool, agents/s this machine allows idle ({s['cpus']} cores, at the CPU costs measured)",
+         f"{best['ray_pool']:.0f}/s", f"{best['one_process']:.0f}/s", f"x{best['ratio']:.2f}", "-"],
         ["Ray pool, CPU per agent (driver + actors)", f"{pool['cpu_ms_per_agent']:.1f} ms",
          f"{local['cpu_ms_per_agent']:.1f} ms", f"{pool['cpu_ms_per_agent'] / local['cpu_ms_per_agent']:.2f}x", "-"],
+        ["Ray pool, driver CPU per agent", f"{pool['cpu_ms_driver']:.2f} ms", "-", "-", "-"],
     ])
 
 
