@@ -13,17 +13,19 @@ A third agent traces through the OpenTelemetry API's no-op providers
 (reading the events, building the attributes, the span context of the turn), without
 the SDK's span and metric work.
 
-Per traced warm turn the spans are ``invoke_agent`` (the turn), ``chat`` (the model
-call) and ``model.attempt`` -- three spans, about 40 attributes -- and four metric
-recordings: the operation duration, the input and output token usage, the time to
-first chunk.
+Per traced warm turn the spans are ``invoke_agent`` (the turn) and ``chat`` (the model
+call, answered at its first attempt: no ``model.attempt`` span) -- about 50 attributes
+-- and four metric recordings: the operation duration, the input and output token
+usage, the time to first chunk.
 
 The agents take turns one after the other, rotating which goes first in each round,
 so that a busy machine weighs on all alike. Reported: turns/s of each (turns
 divided by the sum of their wall times, prompt to ``turn.result()``), the traced/untraced
-ratio (the target: >= 0.95) and the API-only one, the p50 wall and CPU per turn, tracing's
-CPU per turn (p50 difference), and the ratio per block of rounds (how much it moves within
-the run). CPU is this process's (``process_time``): the exporter thread's work lands in
+ratio (the target: >= 0.95) and the API-only one, the median of the per-round ratios
+(the same round's untraced and traced turns: a turn preempted by other work on a shared
+machine moves it far less than the ratio of sums), the p50 wall and CPU per turn,
+tracing's CPU per turn (p50 difference), and the ratio per block of rounds (how much it
+moves within the run). CPU is this process's (``process_time``): the exporter thread's work lands in
 whichever turn it overlaps.
 
 Two passes, each a row of ``run_all``: at 0 ms (the server answers at once: the turn is
@@ -137,6 +139,13 @@ def _cpu(timings: Sequence[Timing]) -> float:
     return statistics.median(t.cpu for t in timings)
 
 
+def _paired(plain: Sequence[Timing], traced: Sequence[Timing]) -> float:
+    """The median over rounds of untraced/traced wall of the same round's two turns:
+    the typical turn's ratio, which a turn preempted by other work moves far less than
+    the ratio of sums (the machine is shared)."""
+    return statistics.median(p.total / t.total for p, t in zip(plain, traced, strict=True))
+
+
 def _latency(run: Run) -> str:
     return "0 ms (CPU-bound)" if run.rtt == 0 else f"{run.rtt * 1000:.0f} ms RTT"
 
@@ -158,6 +167,8 @@ def report(run: Run, blocks: int) -> list[str]:
         "",
         f"traced/untraced turns/s: {ratio:.3f} (target >= 0.95); per block of {size} rounds: {', '.join(per_block)}",
         f"API-only (no-op providers)/untraced turns/s: {api_ratio:.3f} (trio_agent's own tracing code)",
+        f"paired per round (p50 of untraced/traced wall of the same round): SDK {_paired(plain, traced):.3f}, "
+        f"API no-op {_paired(plain, api):.3f}",
         f"tracing's CPU per turn, p50 difference: SDK {(_cpu(traced) - _cpu(plain)) * 1e6:.0f} us, API no-op "
         f"{(_cpu(api) - _cpu(plain)) * 1e6:.0f} us (of {_cpu(plain) * 1e6:.0f} us untraced)",
         f"exported spans: {run.spans} ({run.spans / max(1, len(traced) + 5):.1f} per traced turn, the warmup's and "
