@@ -184,6 +184,8 @@ def summary(run: Run) -> list[list[str]]:
     return [
         [f"tracing on (SDK, batch export), warm turns/s at {latency}", f"{_rate(run.traced):.0f}/s",
          f"{_rate(run.plain):.0f}/s", f"{_rate(run.traced) / _rate(run.plain):.3f}x", target],
+        [f"tracing on (SDK), p50 of per-round paired ratios at {latency}", f"n={len(run.traced)} rounds", "-",
+         f"{_paired(run.plain, run.traced):.3f}x", "-"],
         [f"tracing on (API no-op providers), warm turns/s at {latency}", f"{_rate(run.api):.0f}/s",
          f"{_rate(run.plain):.0f}/s", f"{_rate(run.api) / _rate(run.plain):.3f}x", "-"],
     ]
