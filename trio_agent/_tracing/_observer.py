@@ -6,6 +6,7 @@ Span tree (``docs/tracing.md`` has every attribute)::
       warmup gpt-5.5                 the startup warmup request
       invoke_agent /root             one turn (events: steer, interrupt)
         chat gpt-5.5                 one model call -> model.attempt -> websocket.connect
+                                     (no attempt span under a plain first attempt: ``_calls``)
         execute_tool exec            one tool call
           execute_tool exec_command  a call the exec cell made (tools.exec_command)
         compact gpt-5.5              a compaction request
