@@ -36,11 +36,11 @@ async def test_first_token_latency_is_recorded_per_warmup_path(
             for prompt in ("one", "two", "three"):
                 await (await agent.prompt(prompt)).result()
 
-    points = {p.attributes["trio_agent.warmup.path"]: p for p in traces.histogram_points()}
+    points = {dict(p.attributes or {})["trio_agent.warmup.path"]: p for p in traces.histogram_points()}
     assert {path: (p.count, p.sum) for path, p in points.items()} == {
         "startup_prewarm": (1, 0.25), "warm_socket": (1, 0.5), "reconnect": (1, 0.125),
     }
-    assert dict(points["startup_prewarm"].attributes) == {
+    assert dict(points["startup_prewarm"].attributes or {}) == {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-5.5",
         "trio_agent.transport": "responses_websocket_v2", "trio_agent.warmup.path": "startup_prewarm",
         "server.address": "127.0.0.1", "server.port": server.port,
@@ -63,10 +63,10 @@ async def test_the_https_transport_is_its_own_path(
             await (await agent.prompt("over https")).result()
 
     (point,) = traces.histogram_points()
-    assert point.attributes["trio_agent.warmup.path"] == "https"
+    assert dict(point.attributes or {})["trio_agent.warmup.path"] == "https"
     assert (point.count, point.sum) == (1, 0.5)
     assert traces.named("warmup gpt-5.5") == []  # HTTPS does not warm up
     (call,) = traces.named("chat gpt-5.5")
     assert call.attributes is not None
     assert call.attributes["trio_agent.transport"] == "responses_https_sse"
-    assert f"{call.attributes['server.address']}:{call.attributes['server.port']}" in server.http_base_url
+    assert f"{call.attributes['server.address']!s}:{call.attributes['server.port']!s}" in server.http_base_url

@@ -167,6 +167,7 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
 
     # The first-chunk histogram: call 1 only (call 2 was cancelled before it completed),
     # from the answering attempt's request -- backoff and reconnect excluded -- to its first frame.
-    assert [(p.attributes["trio_agent.warmup.path"], p.count, p.sum) for p in traces.histogram_points()] == [
+    assert [(dict(p.attributes or {})["trio_agent.warmup.path"], p.count, p.sum)
+            for p in traces.histogram_points()] == [
         ("reconnect", 1, 0.5),
     ]
