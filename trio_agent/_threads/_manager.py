@@ -4,6 +4,8 @@ holding its agent (the package docstring tells the whole story)."""
 from __future__ import annotations
 
 import math
+import sys
+import traceback
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -256,18 +258,17 @@ class ThreadManager:
 
     async def _run_thread(self, entry: LoadedThread, config: AgentConfig, *, task_status: Any) -> None:
         try:
-            # The forwarding task sits outside the agent's scope, so when the manager
-            # closes, the agent is cancelled and its last events (the terminal events of
-            # cancelled turns) still reach the manager's stream.
-            async with trio.open_nursery() as forwarding:
-                with entry.scope:
-                    async with open_agent(config) as agent:
-                        entry.agent = agent
-                        entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
-                        forwarding.start_soon(self._forward, entry, agent)
-                        task_status.started()
-                        await idle_watch(entry)
-                        entry.closing = True
+            with entry.scope:
+                async with open_agent(config) as agent:
+                    entry.agent = agent
+                    entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
+                    # Each event reaches the manager's stream as the agent emits it, in the
+                    # agent's task, up to its close (the terminal events of turns its closing
+                    # cancels included); see ``_listener``.
+                    agent.events._listen(self._listener(entry))
+                    task_status.started()
+                    await idle_watch(entry)
+                    entry.closing = True
         finally:
             if self._threads.get(entry.thread_id) is entry:
                 del self._threads[entry.thread_id]
@@ -275,6 +276,26 @@ class ThreadManager:
                 self._ephemeral_gone.add(entry.thread_id)
         self._emit(ThreadEvent(entry.thread_id, "thread.status", ThreadStatus.NOT_LOADED))
         self._emit(ThreadEvent(entry.thread_id, "thread.closed"))
+
+    def _listener(self, entry: LoadedThread) -> Callable[[AgentEvent], None]:
+        """The relay of a thread's agent events, called by the agent's event sink in the
+        emitting task (issue 30: a forwarding task per thread was a wakeup and a queue
+        hop per burst of every running thread's events). It never waits: the manager's
+        stream is a channel without bound, as the agent's own queue was -- a slow
+        client is the server's business (each connection's queue has its bound), never
+        the agent's. A bug here is said on stderr and loses that one event for the
+        manager; it never reaches the agent."""
+        relay = self._relay
+
+        def listener(event: AgentEvent) -> None:
+            try:
+                relay(entry, event)
+            except Exception:
+                print(f"trio_agent: internal error relaying {event.kind} of thread {entry.thread_id}:",
+                      file=sys.stderr)
+                traceback.print_exc(file=sys.stderr)
+
+        return listener
 
     async def _forward(self, entry: LoadedThread, agent: Agent) -> None:
         events = agent.events
@@ -292,7 +313,7 @@ class ThreadManager:
     def _relay(self, entry: LoadedThread, event: AgentEvent) -> None:
         self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
         if event.kind is EventKind.RUN_STARTED or event.kind.is_terminal:
-            status = entry.status
+            status = entry.status_after(event)
             if status is not entry.reported and not entry.closing:
                 entry.reported = status
                 self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
