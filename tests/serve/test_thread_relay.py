@@ -31,7 +31,7 @@ from ..acceptance.test_thread_manager import Model, Reply, answer_done
 
 PROGRESS = {"call_id": "c", "tool": "t", "message": "x"}
 @asynccontextmanager
-async def manager(tmp_path: Path, reply: Reply = answer_done) -> AsyncIterator[ta.ThreadManager]:
+async def manager(tmp_path: Path, reply: Reply = answer_done, relayed: Any = None) -> AsyncIterator[ta.ThreadManager]:
     server = FakeResponsesServer.in_memory()
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
@@ -41,7 +41,7 @@ async def manager(tmp_path: Path, reply: Reply = answer_done) -> AsyncIterator[t
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
         nursery.start_soon(Model(server, reply).serve)
-        async with ta.open_thread_manager(tmp_path / "home", config=config) as threads:
+        async with ta.open_thread_manager(tmp_path / "home", config=config, relayed=relayed) as threads:
             yield threads
         nursery.cancel_scope.cancel()
 
@@ -126,3 +126,45 @@ async def test_a_failed_turn_says_system_error_after_its_terminal_event(
             await (await agent.prompt("fail")).result()
         await trio.testing.wait_all_tasks_blocked()
         assert statuses_and_turn_edges(drain(threads)) == ["run.started", "active", "run.failed", "systemError"]
+
+
+async def test_relayed_leaves_events_out_but_never_a_turn_edge(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    asked: list[EventKind] = []
+
+    def only_deltas(event: Any) -> bool:
+        asked.append(event.kind)
+        return bool(event.kind is EventKind.ASSISTANT_DELTA)
+
+    async with manager(tmp_path, relayed=only_deltas) as threads:
+        agent = await threads.start(subscriber="client")
+        drain(threads)
+        asked.clear()
+        await (await agent.prompt("one")).result()
+        await trio.testing.wait_all_tasks_blocked()
+        heard = drain(threads)
+        kinds = {event.event.kind for event in heard if event.event is not None}
+        assert kinds <= {EventKind.RUN_STARTED, EventKind.RUN_COMPLETED, EventKind.ASSISTANT_DELTA}
+        assert statuses_and_turn_edges(heard) == ["run.started", "active", "run.completed", "idle"]
+        assert asked and EventKind.RUN_STARTED not in asked and EventKind.RUN_COMPLETED not in asked
+
+
+async def test_an_event_left_out_still_restarts_the_idle_countdown(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with manager(tmp_path, relayed=lambda event: False) as threads:
+        agent = await threads.start(subscriber="client", unload_delay=10.0)
+        threads.unsubscribe(agent.session_id, "client")
+        await trio.sleep(9)
+        agent._sink.emit(EventKind.TOOL_PROGRESS, PROGRESS)  # left out of the stream
+        await trio.sleep(9)
+        assert threads.loaded() == [agent.session_id]
+        await trio.sleep(2)
+        assert threads.loaded() == []
+
+
+async def test_relayed_must_be_a_function(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="relayed"):
+        async with ta.open_thread_manager(tmp_path, config=ta.AgentConfig(auth="k"), relayed="all"):  # type: ignore[arg-type]
+            pass

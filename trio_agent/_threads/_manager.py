@@ -33,8 +33,9 @@ class ThreadManager:
     """See the package docstring (``trio_agent._threads``); create it with ``open_thread_manager``."""
 
     def __init__(self, home: Path, nursery: trio.Nursery, config: AgentConfig, unload_delay: float,
-                 rollouts: RolloutConfig | None = None) -> None:
+                 rollouts: RolloutConfig | None = None, relayed: Callable[[AgentEvent], bool] | None = None) -> None:
         self.home = home
+        self._relayed = relayed
         self._nursery = nursery
         self._config = config
         self._unload_delay = unload_delay
@@ -311,15 +312,17 @@ class ThreadManager:
                 self._relay(entry, event)
 
     def _relay(self, entry: LoadedThread, event: AgentEvent) -> None:
-        self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
         if event.kind is EventKind.RUN_STARTED or event.kind.is_terminal:
+            self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
             status = entry.status_after(event)
             if status is not entry.reported and not entry.closing:
                 entry.reported = status
                 self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
             entry.touch()
         else:
-            entry.nudge()
+            if self._relayed is None or self._relayed(event):
+                self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
+            entry.nudge()  # (an event left out still restarts a running countdown)
 
     def _emit(self, event: ThreadEvent) -> None:
         try:
@@ -348,7 +351,8 @@ def _only_agent_error(exc: BaseException) -> AgentError | None:
 
 @asynccontextmanager
 async def open_thread_manager(
-    home: str | Path, *, config: AgentConfig, unload_delay: float = 60.0, rollouts: RolloutConfig | None = None
+    home: str | Path, *, config: AgentConfig, unload_delay: float = 60.0, rollouts: RolloutConfig | None = None,
+    relayed: Callable[[AgentEvent], bool] | None = None,
 ) -> AsyncIterator[ThreadManager]:
     """Run a thread manager for the duration of the block (see the package docstring).
 
@@ -358,7 +362,11 @@ async def open_thread_manager(
     rollouts flushed) and ends ``manager.events``. ``rollouts``: how the threads keep
     their rollouts (its ``fsync`` policy; a subclass whose ``find`` knows where they are,
     as ``trio-agent serve``'s thread index does); its ``home`` must be ``home``. Default
-    ``RolloutConfig(home)``.
+    ``RolloutConfig(home)``. ``relayed``: which agent events reach ``manager.events``
+    (called with each, in the agent's task; it must be quick and must not raise) --
+    ``run.started`` and terminal events always do, for they carry the statuses.
+    Default: every event. ``trio-agent serve`` leaves out those that make no message:
+    half of a turn's events are one ``api.event`` per frame.
     """
     if not isinstance(config, AgentConfig):
         raise TypeError("open_thread_manager() needs config=ta.AgentConfig(...) as the template of its threads")
@@ -370,12 +378,14 @@ async def open_thread_manager(
             f"record={str(config.record)!r} cannot be the template of many threads (each would overwrite "
             "the same cassette); record a single agent with ta.open_agent(AgentConfig(record=...)) instead"
         )
+    if relayed is not None and not callable(relayed):
+        raise TypeError(f"relayed must be a function of an AgentEvent, got {relayed!r}")
     if rollouts is not None and (not isinstance(rollouts, RolloutConfig) or rollouts.home != Path(home)):
         raise ValueError(f"rollouts must be a ta.RolloutConfig whose home is {str(home)!r}, got {rollouts!r}")
     manager: ThreadManager | None = None
     try:
         async with trio.open_nursery() as nursery:
-            manager = ThreadManager(Path(home), nursery, config, unload_delay, rollouts)
+            manager = ThreadManager(Path(home), nursery, config, unload_delay, rollouts, relayed)
             try:
                 yield manager
             finally:
