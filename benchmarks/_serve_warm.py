@@ -12,6 +12,11 @@ against the same turn in-process.
   model server, every event consumed; the same rounds. Figure: that process's CPU per
   turn.
 
+Fair by construction (checked in issue 30's item 3): the two send the same request
+bodies, byte for byte but the workspace path (the bench server's last body of each);
+both keep a rollout, run one untimed turn, then the same turns on a history as long;
+the in-process consumer reads every event, as a served thread's relay hears every one.
+
 The ratio (serve over in-process at the same N, paired: the median over runs of the
 two measured in the same run) is item 3's figure: <= 1.3x at 1 client, <= 1.5x at 50.
 ``--baseline DIR`` adds the same serve rows for another checkout, run in the same
