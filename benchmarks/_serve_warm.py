@@ -182,6 +182,11 @@ def report_warm(rows: list[WarmFigures], main_label: str) -> None:
     print(table("server CPU per warm turn (turn/start on a loaded thread, every notification read) vs the same "
                 "turn in-process", ["server", "clients", "cpu/turn ms, each run", "p50", "vs in-process (paired)",
                                     "target", "msgs/turn", "n"], lines))
+    for row in rows:  # --baseline: after over before, paired per run (the same stretch of the machine's load)
+        ours = next((r for r in rows if r.label == main_label and r.clients == row.clients), None)
+        if row.label not in (INPROCESS, main_label) and ours is not None:
+            print(f"{main_label} over {row.label} at {row.clients} clients, paired per run: "
+                  f"{paired_ratio(ours, row):.2f}x")
     summary = []
     for row in rows:
         if row.label == main_label:
