@@ -265,7 +265,10 @@ async def profiled(pid: int, directory: str | None, name: str) -> AsyncIterator[
         yield
         return
     out = Path(directory) / f"{name}.txt"
-    command = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--output", str(out)]
+    # --nonblocking: py-spy otherwise stops the process for each sample, which inflated the
+    # server's CPU per warm turn 2.6x (8.1 ms against 3.1) and with it every profiled figure
+    command = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
+               "--output", str(out)]
     process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield

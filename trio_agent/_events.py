@@ -2,7 +2,9 @@
 
 Emission is synchronous and never blocks the agent: events go into an unbounded
 memory channel (as the reference does), so a slow or absent consumer costs memory,
-never latency. ``seq`` is consumed per agent in emission order, starting at 1.
+never latency. ``seq`` is consumed per agent in emission order, starting at 1. A
+listener (``AgentEvents._listen``: the thread manager's relay) can take the stream's
+place: it is called with each event in the emitting task, and must neither block nor raise.
 
 Events wait in an ``_EventQueue`` (a deque and the tasks waiting for it: a memory channel's
 costs, the exception per empty ``receive_nowait`` included, without its generality).
@@ -148,7 +150,8 @@ class EventSink:
         self._closed = False
         self._deferred: list[Callable[[], object]] = []
         self._now: Callable[[], float] = self._bind_clock
-        self.stream = AgentEvents(session_id, self._queue, self._subscribe)
+        self._listener: Callable[[AgentEvent], None] | None = None
+        self.stream = AgentEvents(session_id, self._queue, self._subscribe, self._listen)
 
     def _bind_clock(self) -> float:
         # ``trio.current_time()`` is three calls deep; an agent's sink lives in one run,
@@ -176,6 +179,14 @@ class EventSink:
             self._subscribers.append(subscription)
         return subscription
 
+    def _listen(self, listener: Callable[[AgentEvent], None]) -> None:
+        """From now on ``listener`` takes each event as it is emitted, in the emitting
+        task, instead of ``stream``; the events already waiting go to it first."""
+        queue = self._queue
+        while queue._events:
+            listener(queue._events.popleft())
+        self._listener = listener
+
     def emit(
         self, kind: EventKind, payload: dict[str, Any], turn_id: int | None = None
     ) -> AgentEvent:
@@ -186,7 +197,10 @@ class EventSink:
         # ``self._queue.put(event)``, inline (per event; this queue is unbounded): nothing
         # once nobody listens any more, the seq still consumed.
         queue = self._queue
-        if not (queue.closed or queue.discarded):
+        if self._listener is not None:
+            if not queue.closed:
+                self._listener(event)
+        elif not (queue.closed or queue.discarded):
             queue._events.append(event)
             if queue._waiting:
                 _reschedule(queue._waiting.popleft())
@@ -213,10 +227,21 @@ class AgentEvents:
     def __init__(
         self, request_id: str, queue: _EventQueue[AgentEvent],
         subscribe: Callable[[int], EventSubscription] | None = None,
+        listen: Callable[[Callable[[AgentEvent], None]], None] | None = None,
     ) -> None:
         self.request_id = request_id
         self._queue = queue
         self._subscribe = subscribe
+        self._listen_hook = listen
+
+    def _listen(self, listener: Callable[[AgentEvent], None]) -> None:
+        """Hand the stream to ``listener``, a function called with each event in the
+        emitting task (the thread manager's relay: no task and no queue between the
+        agent and the manager's stream). The events that wait go to it at once; this
+        stream then only ends, after close. ``listener`` must not block or raise."""
+        if self._listen_hook is None:
+            raise RuntimeError("this event stream has no emitter to listen to")
+        self._listen_hook(listener)
 
     def subscribe(self, *, max_buffer: int = 4096) -> EventSubscription:
         """A second view of the stream: every event emitted from now on, in order, for

@@ -128,8 +128,8 @@ class _Due:
 
 async def test_a_pump_burst_is_written_when_it_ends_without_the_flusher_task() -> None:
     """The pump holds the flusher over its burst: what the burst made due is written at
-    its end, from the pump's own step (no wakeup of the flusher's task); outside a
-    burst (a request's answer), the flusher's task writes it."""
+    its end, from the pump's own step (no wakeup of the flusher's task); outside a held
+    block (a server request a handler sends while it waits), the flusher's task writes it."""
     flusher = Flusher()
     log: list[str] = []
     one, two = _Due(log, "one"), _Due(log, "two")
@@ -147,3 +147,33 @@ async def test_a_pump_burst_is_written_when_it_ends_without_the_flusher_task() -
         await trio.testing.wait_all_tasks_blocked()
         assert log == ["one", "two", "one"]  # by the flusher's task
         flusher.close()
+
+
+async def test_a_requests_answer_is_written_by_the_task_that_served_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's answer (and what its handler queues behind it: ``thread/started``) is
+    written when the handler returns, from the dispatching task, holding the flusher
+    over that step: not by a wakeup of the flusher's task per request (issue 30).
+    Checked without the change: every answer was written from ``Flusher.run``."""
+    writers: list[str] = []
+    flush = Flusher.flush
+
+    def recorded(self: Flusher) -> None:
+        if self._due:
+            writers.append(trio.lowlevel.current_task().name)
+        flush(self)
+
+    monkeypatch.setattr(Flusher, "flush", recorded)
+    workspace, home = tmp_path / "workspace", tmp_path / "home"
+    workspace.mkdir()
+    async with websocket_server(home, workspace) as port:
+        async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{port}") as ws:
+            client = AppServerClient(WebSocketChannel(ws), validate=validate_server_message)
+            with trio.fail_after(STEP):
+                await client.initialize(name="client")
+                writers.clear()
+                await client.request("model/list", {})
+                await client.request("thread/start", {"cwd": str(workspace)})
+                await client.read_notification("thread/started")
+    assert writers and not [name for name in writers if "Flusher.run" in name], writers

@@ -28,19 +28,19 @@ the writer takes everything queued (up to ``WRITE_BATCH``) and hands it to the
 channel in one ``send_batch``, without a scheduler pass of its own between batches.
 Over a channel that can write without waiting (``SendsNow``: WebSocket), a parked
 writer is not even woken (issue 30): the connection asks the server's ``Flusher``,
-one task for every connection, which runs once what is ready was queued (after the
-pump's burst) and writes each due connection's queue from there, in one write each,
-with no task switch per connection; only what the socket does not take at once goes
-to the writer.
+one task for every connection, which runs once what is ready was queued and writes
+each due connection's queue, in one write each, with no task switch per connection
+(the pump's burst and a request's answer are written at their end by the task that
+made them, ``Flusher.held``); only what the socket does not take goes to the writer.
 
 When the peer finishes (EOF), the queued requests are served and the queue flushed
 for up to ``CLOSE_GRACE`` seconds; then the nursery is cancelled. A peer that closed
 cleanly (``PeerClosed`` on a send: stdio's reader closed its end, a WebSocket close
 with 1000/1001) is no failure: its requests are still served, their answers dropped.
 A transport that breaks (reset, a WebSocket gone without a close frame) drops the
-connection and says so on stderr. Either way the
-server is told (``ConnectionHost.connection_closed``): it unsubscribes the
-connection everywhere and fails the tool calls only it could answer.
+connection and says so on stderr. Either way the server is told
+(``ConnectionHost.connection_closed``): it unsubscribes the connection everywhere and
+fails the tool calls only it could answer.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from ._jsonrpc import (
     response_message,
     shown,
 )
+from ._pending import PendingReply
 
 __all__ = ["CLOSE_GRACE", "INBOX_LIMIT", "OUTGOING_LIMIT", "Connection", "ConnectionHost", "Flusher", "PendingReply",
            "Reply"]
@@ -104,61 +105,6 @@ class ConnectionHost(Protocol):
     def connection_closed(self, conn: Connection) -> None: ...
 
     def now_ms(self) -> int: ...
-
-
-class PendingReply:
-    """A server-to-client request, possibly sent to several connections; the first
-    answer wins. ``wait()`` returns the ``result`` or raises ``RpcError``."""
-
-    def __init__(self, thread_id: str) -> None:
-        self.thread_id = thread_id
-        self._done = trio.Event()
-        self._asked: dict[Connection, RequestId] = {}
-        self._result: Any = None
-        self._error: RpcError | None = None
-
-    @property
-    def asked(self) -> int:
-        return len(self._asked)
-
-    def sent_to(self, conn: Connection, request_id: RequestId) -> None:
-        self._asked[conn] = request_id
-
-    def answered(self, conn: Connection, message: Response | ErrorResponse) -> None:
-        if self._done.is_set():
-            return
-        self._asked.pop(conn, None)
-        if isinstance(message, Response):
-            self._result = message.result
-        else:
-            self._error = RpcError(message.message or "the client answered with an error", code=message.code)
-        self._done.set()
-        self._resolved_elsewhere()
-
-    def gone(self, conn: Connection) -> None:
-        self._asked.pop(conn, None)
-        if not self._asked and not self._done.is_set():
-            self._error = RpcError("every client asked to answer this request went away before answering")
-            self._done.set()
-
-    def abandon(self) -> None:
-        """Nobody waits for the answer any more (the turn was cancelled)."""
-        if not self._done.is_set():
-            self._error = RpcError("abandoned")
-            self._done.set()
-        self._resolved_elsewhere()
-
-    def _resolved_elsewhere(self) -> None:
-        for conn, request_id in list(self._asked.items()):
-            conn.forget_request(request_id)
-            conn.notify("serverRequest/resolved", {"threadId": self.thread_id, "requestId": request_id})
-        self._asked.clear()
-
-    async def wait(self) -> Any:
-        await self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._result
 
 
 class Flusher:
@@ -407,12 +353,16 @@ class Connection:
         except Exception as exc:  # a bug in a handler: answer it, keep serving everyone else
             self._internal_error(request, exc)
             return
-        self.send_text(text)
-        if reply.after is not None:
-            try:
-                reply.after()
-            except Exception as exc:  # the answer is out; say what could not follow it
-                self._internal_error(None, exc, f"after answering {shown(request.method)}")
+        # The answer, and what ``after`` queues behind it, are written when this block ends,
+        # from this task: no wakeup of the flusher's task per request (issue 30). Nothing
+        # in it waits, so holding the flusher holds no other writer back.
+        with self._flusher.held() if self._flusher is not None else contextlib.nullcontext():
+            self.send_text(text)
+            if reply.after is not None:
+                try:
+                    reply.after()
+                except Exception as exc:  # the answer is out; say what could not follow it
+                    self._internal_error(None, exc, f"after answering {shown(request.method)}")
 
     def _internal_error(self, request: Request | None, exc: Exception, where: str = "") -> None:
         """A bug met while serving this client: on stderr with its traceback, and told to

@@ -201,10 +201,8 @@ class TurnMapper:
         ``output_item.done`` before it): the message is shown from there -- unless it
         answers a compaction request (a summary is no answer: the compaction is its
         ``contextCompaction`` item)."""
-        frame = payload.get("event")
-        if payload.get("direction") != "inbound" or not isinstance(frame, dict) or payload.get("phase") == "compaction":
-            return []
-        if frame.get("type") != "response.completed" or not isinstance(frame.get("response"), dict):
+        frame = _completed_frame(payload)
+        if frame is None or payload.get("phase") == "compaction" or not isinstance(frame.get("response"), dict):
             return []
         outs: list[Out] = []
         for item in frame["response"].get("output") or []:
@@ -287,6 +285,33 @@ _HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
     EventKind.PLAN_UPDATED: lambda m, p: m._tools.plan(p),
     EventKind.API_EVENT: TurnMapper._api_event,
 }
+
+# What ``ThreadMapper.on_event`` maps; any other kind makes no message (``silent``).
+_MAPPED = frozenset(_HANDLERS) | {
+    EventKind.RUN_STARTED, EventKind.RUN_STEERED, EventKind.RUN_COMPLETED, EventKind.RUN_FAILED,
+    EventKind.APPROVAL_REQUESTED, EventKind.APPROVAL_RESOLVED,
+}
+
+
+def _completed_frame(payload: Json) -> dict[str, Any] | None:
+    """An ``api.event``'s frame when it is an inbound ``response.completed``, the one
+    frame the mapper reads (``_api_event``)."""
+    frame = payload.get("event")
+    if payload.get("direction") != "inbound" or not isinstance(frame, dict):
+        return None
+    return frame if frame.get("type") == "response.completed" else None
+
+
+def silent(event: AgentEvent) -> bool:
+    """True when ``ThreadMapper.on_event`` makes nothing of ``event`` whatever the state
+    (its kind is not mapped; an ``api.event`` frame other than ``response.completed``):
+    the pump passes it by at once. Most of a warm turn's events are such (15 of 31 a
+    10-delta answer: one ``api.event`` per frame), each a mapping and a publish of nothing
+    (issue 30, item 3)."""
+    kind = event.kind
+    if kind is EventKind.API_EVENT:
+        return _completed_frame(event.payload) is None
+    return kind not in _MAPPED
 
 
 class ThreadMapper:

@@ -28,6 +28,7 @@ from .._runtime import Agent
 from .._threads import ThreadEvent, ThreadEvents, ThreadStatus
 from ._connection import Flusher
 from ._context import ServerContext
+from ._items import silent
 from ._shapes import TurnRecord
 from ._thread_state import ThreadState, ThreadStates
 from ._turn_durability import RECORDED, record_progress
@@ -73,6 +74,8 @@ class Pump:
             traceback.print_exc(file=sys.stderr)
 
     async def _on_thread_event(self, tevent: ThreadEvent) -> None:
+        if tevent.event is not None and silent(tevent.event):
+            return  # (an agent event that makes no message: most frames' api.event)
         server = self._server
         state = self._states.target(tevent.thread_id)
         if tevent.kind == "thread.status" and tevent.status is ThreadStatus.NOT_LOADED:

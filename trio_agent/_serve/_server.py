@@ -47,6 +47,7 @@ import attrs
 import trio
 
 from .._config import AgentConfig, context_window
+from .._events import AgentEvent
 from .._ids import uuid7
 from .._runtime import Agent, AgentHandle
 from .._threads import ThreadManager, ThreadStatus, open_thread_manager
@@ -59,7 +60,7 @@ from ._clock import WireClock
 from ._connection import OUTGOING_LIMIT, Connection, Flusher, Reply
 from ._credential import Account
 from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, parse_dynamic_tools
-from ._items import ThreadMapper
+from ._items import ThreadMapper, silent
 from ._jsonrpc import (
     InvalidRequest,
     Notification,
@@ -122,7 +123,7 @@ class AppServer:
     async def _run_manager(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
             async with open_thread_manager(self.home, config=self.config, unload_delay=self.unload_delay,
-                                           rollouts=self.index.rollouts) as threads:
+                                           rollouts=self.index.rollouts, relayed=_makes_messages) as threads:
                 self._manager = threads
                 self._nursery.start_soon(self._pump.run, threads.events)
                 task_status.started()
@@ -330,3 +331,9 @@ async def open_app_server(
             yield server
         finally:
             await server.aclose()
+
+
+def _makes_messages(event: AgentEvent) -> bool:
+    """The thread manager's ``relayed``: an agent event that makes no message (``silent``)
+    never reaches the pump."""
+    return not silent(event)

@@ -2,8 +2,9 @@
 
 Theory of operation (SPEC sec. 11; codex.md 7.2-7.4): ``open_thread_manager(home)`` owns
 one nursery. Each loaded thread is a task in it that holds ``open_agent`` for that
-thread (session id = thread id, rollout under ``home`` unless ephemeral) and forwards
-the agent's events to the manager's event stream, tagged with the thread id. A thread
+thread (session id = thread id, rollout under ``home`` unless ephemeral); the agent's
+events reach the manager's event stream, tagged with the thread id, as the agent emits
+them (a listener on its event sink, in the agent's own task: no task or queue between). A thread
 is *active* while a turn runs; its status is ``ACTIVE``, else ``SYSTEM_ERROR`` after a
 failed turn (until the next turn starts), else ``IDLE``; ``NOT_LOADED`` when no task
 holds it.

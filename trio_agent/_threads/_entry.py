@@ -7,6 +7,7 @@ from pathlib import Path
 
 import trio
 
+from .._events import AgentEvent, EventKind
 from .._runtime import Agent, TurnStatus
 from ._values import ThreadStatus
 
@@ -53,6 +54,24 @@ class LoadedThread:
         if stats.running_turn is not None or stats.turns_queued > 0:
             return ThreadStatus.ACTIVE
         return ThreadStatus.SYSTEM_ERROR if stats.last_turn_status is TurnStatus.FAILED else ThreadStatus.IDLE
+
+    def status_after(self, event: AgentEvent) -> ThreadStatus:
+        """The status once ``event`` -- a ``run.started`` or a terminal event -- has taken
+        effect. The manager hears an event in the emitting task (``ThreadManager._listener``):
+        a turn's terminal event comes before the agent marks it finished, so for the
+        running turn's own terminal event the status is what it is once that turn is
+        done -- ACTIVE while a turn waits (or a child works), SYSTEM_ERROR after a
+        failure, else IDLE. Any other event: ``status`` (the agent's state is current)."""
+        agent = self.agent
+        if agent is None or not event.kind.is_terminal:
+            return self.status
+        stats = agent.statistics()
+        if stats.running_turn is None or stats.running_turn != event.turn_id:
+            return self.status
+        if stats.turns_queued > 0 or any(child.running for child in self.children):
+            return ThreadStatus.ACTIVE
+        failed = event.kind is EventKind.RUN_FAILED and event.payload.get("status") == TurnStatus.FAILED.value
+        return ThreadStatus.SYSTEM_ERROR if failed else ThreadStatus.IDLE
 
     def touch(self) -> None:
         """Something happened: wake the idle-unload countdown (it restarts), the parent's too."""

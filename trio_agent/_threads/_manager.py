@@ -4,6 +4,8 @@ holding its agent (the package docstring tells the whole story)."""
 from __future__ import annotations
 
 import math
+import sys
+import traceback
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,8 +33,9 @@ class ThreadManager:
     """See the package docstring (``trio_agent._threads``); create it with ``open_thread_manager``."""
 
     def __init__(self, home: Path, nursery: trio.Nursery, config: AgentConfig, unload_delay: float,
-                 rollouts: RolloutConfig | None = None) -> None:
+                 rollouts: RolloutConfig | None = None, relayed: Callable[[AgentEvent], bool] | None = None) -> None:
         self.home = home
+        self._relayed = relayed
         self._nursery = nursery
         self._config = config
         self._unload_delay = unload_delay
@@ -256,18 +259,17 @@ class ThreadManager:
 
     async def _run_thread(self, entry: LoadedThread, config: AgentConfig, *, task_status: Any) -> None:
         try:
-            # The forwarding task sits outside the agent's scope, so when the manager
-            # closes, the agent is cancelled and its last events (the terminal events of
-            # cancelled turns) still reach the manager's stream.
-            async with trio.open_nursery() as forwarding:
-                with entry.scope:
-                    async with open_agent(config) as agent:
-                        entry.agent = agent
-                        entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
-                        forwarding.start_soon(self._forward, entry, agent)
-                        task_status.started()
-                        await idle_watch(entry)
-                        entry.closing = True
+            with entry.scope:
+                async with open_agent(config) as agent:
+                    entry.agent = agent
+                    entry.rollout_path = agent.rollout.path if agent.rollout is not None else None
+                    # Each event reaches the manager's stream as the agent emits it, in the
+                    # agent's task, up to its close (the terminal events of turns its closing
+                    # cancels included); see ``_listener``.
+                    agent.events._listen(self._listener(entry))
+                    task_status.started()
+                    await idle_watch(entry)
+                    entry.closing = True
         finally:
             if self._threads.get(entry.thread_id) is entry:
                 del self._threads[entry.thread_id]
@@ -275,6 +277,26 @@ class ThreadManager:
                 self._ephemeral_gone.add(entry.thread_id)
         self._emit(ThreadEvent(entry.thread_id, "thread.status", ThreadStatus.NOT_LOADED))
         self._emit(ThreadEvent(entry.thread_id, "thread.closed"))
+
+    def _listener(self, entry: LoadedThread) -> Callable[[AgentEvent], None]:
+        """The relay of a thread's agent events, called by the agent's event sink in the
+        emitting task (issue 30: a forwarding task per thread was a wakeup and a queue
+        hop per burst of every running thread's events). It never waits: the manager's
+        stream is a channel without bound, as the agent's own queue was -- a slow
+        client is the server's business (each connection's queue has its bound), never
+        the agent's. A bug here is said on stderr and loses that one event for the
+        manager; it never reaches the agent."""
+        relay = self._relay
+
+        def listener(event: AgentEvent) -> None:
+            try:
+                relay(entry, event)
+            except Exception:
+                print(f"trio_agent: internal error relaying {event.kind} of thread {entry.thread_id}:",
+                      file=sys.stderr)
+                traceback.print_exc(file=sys.stderr)
+
+        return listener
 
     async def _forward(self, entry: LoadedThread, agent: Agent) -> None:
         events = agent.events
@@ -290,15 +312,17 @@ class ThreadManager:
                 self._relay(entry, event)
 
     def _relay(self, entry: LoadedThread, event: AgentEvent) -> None:
-        self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
         if event.kind is EventKind.RUN_STARTED or event.kind.is_terminal:
-            status = entry.status
+            self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
+            status = entry.status_after(event)
             if status is not entry.reported and not entry.closing:
                 entry.reported = status
                 self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
             entry.touch()
         else:
-            entry.nudge()
+            if self._relayed is None or self._relayed(event):
+                self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
+            entry.nudge()  # (an event left out still restarts a running countdown)
 
     def _emit(self, event: ThreadEvent) -> None:
         try:
@@ -327,7 +351,8 @@ def _only_agent_error(exc: BaseException) -> AgentError | None:
 
 @asynccontextmanager
 async def open_thread_manager(
-    home: str | Path, *, config: AgentConfig, unload_delay: float = 60.0, rollouts: RolloutConfig | None = None
+    home: str | Path, *, config: AgentConfig, unload_delay: float = 60.0, rollouts: RolloutConfig | None = None,
+    relayed: Callable[[AgentEvent], bool] | None = None,
 ) -> AsyncIterator[ThreadManager]:
     """Run a thread manager for the duration of the block (see the package docstring).
 
@@ -337,7 +362,11 @@ async def open_thread_manager(
     rollouts flushed) and ends ``manager.events``. ``rollouts``: how the threads keep
     their rollouts (its ``fsync`` policy; a subclass whose ``find`` knows where they are,
     as ``trio-agent serve``'s thread index does); its ``home`` must be ``home``. Default
-    ``RolloutConfig(home)``.
+    ``RolloutConfig(home)``. ``relayed``: which agent events reach ``manager.events``
+    (called with each, in the agent's task; it must be quick and must not raise) --
+    ``run.started`` and terminal events always do, for they carry the statuses.
+    Default: every event. ``trio-agent serve`` leaves out those that make no message:
+    half of a turn's events are one ``api.event`` per frame.
     """
     if not isinstance(config, AgentConfig):
         raise TypeError("open_thread_manager() needs config=ta.AgentConfig(...) as the template of its threads")
@@ -349,12 +378,14 @@ async def open_thread_manager(
             f"record={str(config.record)!r} cannot be the template of many threads (each would overwrite "
             "the same cassette); record a single agent with ta.open_agent(AgentConfig(record=...)) instead"
         )
+    if relayed is not None and not callable(relayed):
+        raise TypeError(f"relayed must be a function of an AgentEvent, got {relayed!r}")
     if rollouts is not None and (not isinstance(rollouts, RolloutConfig) or rollouts.home != Path(home)):
         raise ValueError(f"rollouts must be a ta.RolloutConfig whose home is {str(home)!r}, got {rollouts!r}")
     manager: ThreadManager | None = None
     try:
         async with trio.open_nursery() as nursery:
-            manager = ThreadManager(Path(home), nursery, config, unload_delay, rollouts)
+            manager = ThreadManager(Path(home), nursery, config, unload_delay, rollouts, relayed)
             try:
                 yield manager
             finally:
