@@ -5,8 +5,9 @@ message to its queue with ``await send()`` -- a schedule point per message, so t
 frames of one ``receive_some`` would reach the model call one round at a time -- and
 ``get_message()`` is a schedule point even when a message waits. Once the handshake is
 done ``eager_queue`` swaps the reader's end of the queue for ``EagerSend`` (delivers
-at once while the queue has room, the ordinary ``send`` when it is full; per frame, as
-before, while ``deliver_bursts(False)`` -- a response until its first output), and
+at once while the queue has room, the ordinary ``send`` when it is full; while
+``deliver_bursts(False)`` -- a response until its first output -- a schedule point after
+each frame that may be output, the frames leading up to it at once), and
 ``receive_text`` takes a waiting message with ``receive_nowait``; its send lock, free in
 the usual case, is taken without the schedule point that would hold the request back a
 round (``EagerLock``; the send is still one, after the bytes left). Neither loop can run
@@ -24,6 +25,19 @@ import trio_websocket
 __all__ = ["EagerLock", "EagerSend", "eager_queue"]
 
 
+# A frame of the Responses API that is not a response's output, recognised by how its
+# JSON starts (``type`` first, as OpenAI's server and the test kit write it). Anything else
+# -- an output frame, another layout, a binary message -- counts as possibly output.
+_RESPONSE_FRAME = '{"type":"response.'
+_OUTPUT_FRAMES = ('{"type":"response.output_text.delta"', '{"type":"response.output_item.done"')
+
+
+def _before_output(value: str | bytes) -> bool:
+    """Surely not a response's output (``ResponseFeed.first_output``): a frame such as
+    ``response.created`` that only leads up to it."""
+    return type(value) is str and value.startswith(_RESPONSE_FRAME) and not value.startswith(_OUTPUT_FRAMES)
+
+
 class EagerSend:
     """The reader's end of trio-websocket's message queue, without a schedule point per
     message while the queue has room (see the module docstring). The reader uses
@@ -31,10 +45,13 @@ class EagerSend:
 
     def __init__(self, inner: trio.MemorySendChannel[str | bytes]) -> None:
         self._inner = inner
-        self.eager = True  # False: a schedule point per message, as trio-websocket's own
+        # False (until a response's first output): a schedule point after each message
+        # that may be output, so the model call takes the first output before the reader
+        # parses the rest of a burst; the frames leading up to it go along at once.
+        self.eager = True
 
     async def send(self, value: str | bytes) -> None:
-        if self.eager:
+        if self.eager or _before_output(value):
             try:
                 self._inner.send_nowait(value)
                 return
