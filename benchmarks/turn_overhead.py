@@ -19,8 +19,9 @@ the way out; think time 0; 20 text deltas per answer):
   which the agent's ``turn.result()`` also comes after.
 - the same two with ``AgentConfig(api_events=False)`` (no ``api.event`` per frame): the
   agent with ``api_events`` on, the one with it off and the bare client take turns in
-  one loop (the order rotated every round), so the on/off rows are measured at the same
-  moments, each paired with the floor turn of its round.
+  one loop (in every order, each following each other equally often: ``_rounds``), so
+  the on/off rows are measured at the same moments, each paired with the floor turn of
+  its round.
   These are the rows the targets are judged on: the bare client emits nothing per
   frame, and ``api.event`` (a copy of every wire frame) is a debugging/tracing stream an
   application turns on when it wants it. The default rows (``api_events=True``, one more
@@ -80,23 +81,12 @@ from ._common import (
     record_summary,
     table,
 )
+from ._rounds import interleave
 
 RTTS = (0.0, 0.025)
 
 
 Variants = dict[bool, list[Timing]]  # api_events -> ours, one sample per round
-
-
-async def interleave(clients: list[Callable[[], Awaitable[Timing]]], rounds: int) -> list[list[Timing]]:
-    """``rounds`` rounds of one turn per client, the order rotated each round (every
-    client goes first, second, ... equally often), so the variants and the floor see
-    the same moments of the machine: sample ``i`` of every list is one round's."""
-    out: list[list[Timing]] = [[] for _ in clients]
-    for i in range(rounds):
-        for k in range(len(clients)):
-            j = (k + i) % len(clients)
-            out[j].append(await clients[j]())
-    return out
 
 
 async def ws_warm(server: Any, workspace: str, pairs: int) -> tuple[Variants, list[Timing]]:
