@@ -16,14 +16,13 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import attrs
-import httpx
 import trio
 
 import trio_agent as ta
 
-from ._common import BareHttp, Settings, Timing, bench_config, open_bare_websocket, open_bench_server, open_warm_agent
+from ._common import Settings, Timing, open_bench_server
 from ._rounds import interleave
+from ._turn_audit import open_warm_pair
 
 CONDITIONS = ((0.0, 0.0), (0.0, 0.025), (0.025, 0.0))  # (rtt, idle gap before each turn)
 
@@ -37,23 +36,10 @@ async def idle_gap(rounds: int) -> str:
 
 
 async def _row(transport: ta.Transport, rtt: float, gap: float, rounds: int) -> str:
-    https = transport is ta.Transport.HTTPS
     with tempfile.TemporaryDirectory() as workspace:
-        async with open_bench_server(Settings(delay=rtt / 2, think=0.0, deltas=20)) as server:
-            config = attrs.evolve(bench_config(server, workspace, transport=transport, store=https), api_events=False)
-            async with open_warm_agent(config) as agent, httpx.AsyncClient() as client, \
-                    open_bare_websocket(server.ws_url) as bare_ws:
-                for _ in range(10):
-                    await agent.turn()
-                last = (await server.last_requests())["last"]
-                bare_http = BareHttp(client, server.http_base_url + "/responses")
-
-                def bare() -> Awaitable[Timing]:
-                    return bare_http.turn(last["http"]) if https else bare_ws.turn(last["ws"])
-
-                for _ in range(10):
-                    await bare()
-                ours, floor = await interleave([_after(gap, agent.turn), _after(gap, bare)], rounds)
+        async with open_bench_server(Settings(delay=rtt / 2, think=0.0, deltas=20)) as server, \
+                open_warm_pair(server, workspace, transport) as (agent, bare):
+            ours, floor = await interleave([_after(gap, agent.turn), _after(gap, bare)], rounds)
     total = [statistics.median(t.total for t in side) * 1000 for side in (ours, floor)]
     cpu = [statistics.median(t.cpu for t in side) * 1000 for side in (ours, floor)]
     return (f"  {transport.value:<22} rtt {rtt * 1000:2g} ms, idle {gap * 1000:2g} ms before each turn: "

@@ -32,7 +32,8 @@ import statistics
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -41,7 +42,16 @@ import trio
 
 import trio_agent as ta
 
-from ._common import BareHttp, Settings, bench_config, open_bare_websocket, open_bench_server, open_warm_agent
+from ._common import (
+    BareHttp,
+    Settings,
+    Timing,
+    WarmAgent,
+    bench_config,
+    open_bare_websocket,
+    open_bench_server,
+    open_warm_agent,
+)
 
 
 class SchedulerAudit(trio.abc.Instrument):
@@ -214,10 +224,15 @@ async def audit(turns: int, rtt: float = 0.0) -> str:
     return "\n".join(out)
 
 
-async def _audit_transport(server: Any, workspace: str, transport: ta.Transport, turns: int) -> list[str]:
+@asynccontextmanager
+async def open_warm_pair(
+    server: Any, workspace: str, transport: ta.Transport
+) -> AsyncIterator[tuple[WarmAgent, Callable[[], Awaitable[Timing]]]]:
+    """A warm agent (``api_events=False``, a consumer reading its events) and the bare
+    client's warm turn on the same transport, sending the agent's own request body; ten
+    turns of each done (not sampled)."""
     https = transport is ta.Transport.HTTPS
     config = attrs.evolve(bench_config(server, workspace, transport=transport, store=https), api_events=False)
-    out: list[str] = []
     async with open_warm_agent(config) as agent, httpx.AsyncClient() as client, \
             open_bare_websocket(server.ws_url) as bare_ws:
         for _ in range(10):
@@ -225,11 +240,17 @@ async def _audit_transport(server: Any, workspace: str, transport: ta.Transport,
         last = (await server.last_requests())["last"]
         bare_http = BareHttp(client, server.http_base_url + "/responses")
 
-        def bare() -> Awaitable[Any]:
+        def bare() -> Awaitable[Timing]:
             return bare_http.turn(last["http"]) if https else bare_ws.turn(last["ws"])
 
         for _ in range(10):
             await bare()
+        yield agent, bare
+
+
+async def _audit_transport(server: Any, workspace: str, transport: ta.Transport, turns: int) -> list[str]:
+    out: list[str] = []
+    async with open_warm_pair(server, workspace, transport) as (agent, bare):
         for name, fn in (("agent", agent.turn), ("bare", bare)):
             out += _counts_line(name, await _counted(fn, turns), turns)
         stamps = WireStamps()
