@@ -14,10 +14,13 @@ bare client on both transports and reports, per turn:
 - **tasks** spawned and **steps** taken, by task name, and the wall time spent inside
   each task's steps (``perf_counter`` around every step: the CPU the tasks use, without
   the scheduler's own);
+- **scheduler rounds** (``before_io_wait``: one per pass of Trio's run loop that waits
+  for I/O) and **arrivals** (``receive_some`` calls that returned bytes): how many
+  wake-ups the answer's bytes cost, against the bare client's;
 - a **timeline** of the wire: when the request's first byte is handed to the socket
-  (``trio.SocketStream.send_all``), when the bytes holding ``response.completed`` are
-  read (``receive_some``), and when the turn returns -- the request path and the
-  turn's end, the agent beside the bare client.
+  (``trio.SocketStream.send_all``), when the answer's first bytes and the bytes holding
+  ``response.completed`` are read (``receive_some``), and when the turn returns -- the
+  request path, the burst and the turn's end, the agent beside the bare client.
 
 Internal Trio names (``_cancel_points``) are read for measurement only; a Trio release
 that drops them makes the audit print zeros, never fail a turn.
@@ -29,7 +32,8 @@ import statistics
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -38,7 +42,16 @@ import trio
 
 import trio_agent as ta
 
-from ._common import BareHttp, Settings, bench_config, open_bare_websocket, open_bench_server, open_warm_agent
+from ._common import (
+    BareHttp,
+    Settings,
+    Timing,
+    WarmAgent,
+    bench_config,
+    open_bare_websocket,
+    open_bench_server,
+    open_warm_agent,
+)
 
 
 class SchedulerAudit(trio.abc.Instrument):
@@ -49,6 +62,7 @@ class SchedulerAudit(trio.abc.Instrument):
         self.spawned: Counter[str] = Counter()
         self.suspensions = 0
         self.scopes = 0
+        self.rounds = 0  # passes of the run loop that waited for I/O
         self._current: trio.lowlevel.Task | None = None
         self._seen: dict[trio.lowlevel.Task, tuple[int, int]] = {}
         self._ended: list[tuple[int, int]] = []
@@ -67,6 +81,9 @@ class SchedulerAudit(trio.abc.Instrument):
         if self._stepped is not None:
             name = _name(task)
             self.busy[name] = self.busy.get(name, 0.0) + time.perf_counter() - self._stepped
+
+    def before_io_wait(self, timeout: float) -> None:
+        self.rounds += 1
 
     def task_scheduled(self, task: trio.lowlevel.Task) -> None:
         if task is not self._current:
@@ -97,13 +114,16 @@ def _name(task: trio.lowlevel.Task) -> str:
 
 
 class WireStamps:
-    """``SocketStream.send_all``/``receive_some`` wrapped: the first send of a turn and
-    the read that carried ``response.completed``. Every socket of this process is a
-    client's (the server runs in a child process)."""
+    """``SocketStream.send_all``/``receive_some`` wrapped: the first send of a turn, the
+    first read with bytes after it, the read that carried ``response.completed``, and
+    how many reads brought bytes (arrivals). Every socket of this process is a client's
+    (the server runs in a child process)."""
 
     def __init__(self) -> None:
         self.sent: float | None = None
+        self.first: float | None = None
         self.completed: float | None = None
+        self.arrivals = 0
 
     def install(self) -> None:
         cls = trio.SocketStream
@@ -117,6 +137,10 @@ class WireStamps:
 
         async def stamped_receive(self: Any, max_bytes: int | None = None) -> Any:
             data = await receive_some(self, max_bytes)
+            if data and stamps.sent is not None:
+                stamps.arrivals += 1
+                if stamps.first is None:
+                    stamps.first = trio.current_time()
             if b'"response.completed"' in data:
                 stamps.completed = trio.current_time()
             return data
@@ -128,7 +152,8 @@ class WireStamps:
         trio.SocketStream.send_all, trio.SocketStream.receive_some = self._restore  # type: ignore[method-assign]
 
     def clear(self) -> None:
-        self.sent = self.completed = None
+        self.sent = self.first = self.completed = None
+        self.arrivals = 0
 
 
 _ScopeEnter = Callable[[trio.CancelScope], trio.CancelScope]
@@ -160,7 +185,8 @@ def _counts_line(name: str, audit: SchedulerAudit, turns: int) -> list[str]:
     tasks = sum(audit.spawned.values())
     line = (f"  {name:<6} cancel scopes {audit.scopes / turns:5.1f}  checkpoints {checkpoints / turns:5.1f}  "
             f"schedule points {schedule / turns:5.1f}  suspensions {audit.suspensions / turns:5.1f}  "
-            f"tasks {tasks / turns:4.1f}  steps {sum(audit.steps.values()) / turns:5.1f}")
+            f"tasks {tasks / turns:4.1f}  steps {sum(audit.steps.values()) / turns:5.1f}  "
+            f"rounds {audit.rounds / turns:5.1f}")
     by_task = ", ".join(f"{k} {v / turns:.1f}" for k, v in audit.steps.most_common(6))
     spawned = ", ".join(f"{k} {v / turns:.1f}" for k, v in audit.spawned.most_common(4)) or "none"
     ranked = sorted(audit.busy.items(), key=lambda kv: -kv[1])[:6]
@@ -172,16 +198,19 @@ def _counts_line(name: str, audit: SchedulerAudit, turns: int) -> list[str]:
 async def _timeline(
     stamps: WireStamps, turn: Callable[[], Awaitable[Any]], turns: int
 ) -> dict[str, float]:
-    marks: dict[str, list[float]] = {"on socket": [], "completed read": [], "turn done": []}
+    marks: dict[str, list[float]] = {"on socket": [], "first bytes read": [], "completed read": [],
+                                     "turn done": [], "arrivals (reads with bytes)": []}
     for _ in range(turns):
         stamps.clear()
         start = trio.current_time()
         timing = await turn()
-        if stamps.sent is None or stamps.completed is None:
+        if stamps.sent is None or stamps.first is None or stamps.completed is None:
             continue
         marks["on socket"].append(stamps.sent - start)
+        marks["first bytes read"].append(stamps.first - start)
         marks["completed read"].append(stamps.completed - start)
         marks["turn done"].append(timing.total)
+        marks["arrivals (reads with bytes)"].append(stamps.arrivals / 1000)  # printed as a count
     return {k: statistics.median(v) for k, v in marks.items() if v}
 
 
@@ -195,10 +224,15 @@ async def audit(turns: int, rtt: float = 0.0) -> str:
     return "\n".join(out)
 
 
-async def _audit_transport(server: Any, workspace: str, transport: ta.Transport, turns: int) -> list[str]:
+@asynccontextmanager
+async def open_warm_pair(
+    server: Any, workspace: str, transport: ta.Transport
+) -> AsyncIterator[tuple[WarmAgent, Callable[[], Awaitable[Timing]]]]:
+    """A warm agent (``api_events=False``, a consumer reading its events) and the bare
+    client's warm turn on the same transport, sending the agent's own request body; ten
+    turns of each done (not sampled)."""
     https = transport is ta.Transport.HTTPS
     config = attrs.evolve(bench_config(server, workspace, transport=transport, store=https), api_events=False)
-    out: list[str] = []
     async with open_warm_agent(config) as agent, httpx.AsyncClient() as client, \
             open_bare_websocket(server.ws_url) as bare_ws:
         for _ in range(10):
@@ -206,11 +240,17 @@ async def _audit_transport(server: Any, workspace: str, transport: ta.Transport,
         last = (await server.last_requests())["last"]
         bare_http = BareHttp(client, server.http_base_url + "/responses")
 
-        def bare() -> Awaitable[Any]:
+        def bare() -> Awaitable[Timing]:
             return bare_http.turn(last["http"]) if https else bare_ws.turn(last["ws"])
 
         for _ in range(10):
             await bare()
+        yield agent, bare
+
+
+async def _audit_transport(server: Any, workspace: str, transport: ta.Transport, turns: int) -> list[str]:
+    out: list[str] = []
+    async with open_warm_pair(server, workspace, transport) as (agent, bare):
         for name, fn in (("agent", agent.turn), ("bare", bare)):
             out += _counts_line(name, await _counted(fn, turns), turns)
         stamps = WireStamps()
@@ -221,7 +261,12 @@ async def _audit_transport(server: Any, workspace: str, transport: ta.Transport,
             stamps.uninstall()
     out.append(f"  timeline, ms since prompt()/send, p50:  {'agent':>8} {'bare':>8}")
     previous = {"agent": 0.0, "bare": 0.0}
+    arrivals = "arrivals (reads with bytes)"
     for key in marks["agent"]:
+        if key == arrivals:
+            counts = [f"{marks[who].get(key, 0.0) * 1000:8.1f}" for who in ("agent", "bare")]
+            out.append(f"    {key:<36}{counts[0]} {'':>9} {counts[1]}")
+            continue
         cells = []
         for who in ("agent", "bare"):
             value = marks[who].get(key, 0.0)

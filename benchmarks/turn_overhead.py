@@ -19,8 +19,9 @@ the way out; think time 0; 20 text deltas per answer):
   which the agent's ``turn.result()`` also comes after.
 - the same two with ``AgentConfig(api_events=False)`` (no ``api.event`` per frame): the
   agent with ``api_events`` on, the one with it off and the bare client take turns in
-  one loop (the order rotated every round), so the on/off rows are measured at the same
-  moments, each paired with the floor turn of its round.
+  one loop (in every order, each following each other equally often: ``_rounds``), so
+  the on/off rows are measured at the same moments, each paired with the floor turn of
+  its round.
   These are the rows the targets are judged on: the bare client emits nothing per
   frame, and ``api.event`` (a copy of every wire frame) is a debugging/tracing stream an
   application turns on when it wants it. The default rows (``api_events=True``, one more
@@ -41,7 +42,8 @@ client, the events emitted per turn, a wall-clock timeline of one turn (the sock
 ``--profile --api-events off`` profiles the ``api_events=False`` agent the targets are
 judged on. ``--audit [--rtt-ms 25]`` counts what a warm turn does on Trio's scheduler
 (cancel scopes, checkpoints, suspensions, tasks, CPU by task) and when its bytes move,
-agent beside bare client, both transports (``_turn_audit``).
+agent beside bare client, both transports (``_turn_audit``). ``--idle-gap`` asks whether
+the extra cost at 25 ms is the round trip or the idle wait (``_idle_gap``).
 
     /work/main/.venv/bin/python -m benchmarks.turn_overhead [--pairs 300] [--profile [--api-events off]] [--audit]
 """
@@ -80,23 +82,12 @@ from ._common import (
     record_summary,
     table,
 )
+from ._rounds import interleave
 
 RTTS = (0.0, 0.025)
 
 
 Variants = dict[bool, list[Timing]]  # api_events -> ours, one sample per round
-
-
-async def interleave(clients: list[Callable[[], Awaitable[Timing]]], rounds: int) -> list[list[Timing]]:
-    """``rounds`` rounds of one turn per client, the order rotated each round (every
-    client goes first, second, ... equally often), so the variants and the floor see
-    the same moments of the machine: sample ``i`` of every list is one round's."""
-    out: list[list[Timing]] = [[] for _ in clients]
-    for i in range(rounds):
-        for k in range(len(clients)):
-            j = (k + i) % len(clients)
-            out[j].append(await clients[j]())
-    return out
 
 
 async def ws_warm(server: Any, workspace: str, pairs: int) -> tuple[Variants, list[Timing]]:
@@ -428,10 +419,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=200, help="turns per profile section")
     parser.add_argument("--api-events", choices=("on", "off"), default="on", help="the profiled agent's api_events")
     parser.add_argument("--audit", action="store_true", help="scheduler counts and wire timeline per warm turn")
+    parser.add_argument("--idle-gap", action="store_true", help="0 ms RTT, idle 25 ms per turn, vs 25 ms RTT")
     parser.add_argument("--rtt-ms", type=float, default=0.0, help="the audit's round trip")
     parser.add_argument("--samples", default=None, help="write every judged row's paired samples here (JSON)")
     args = parser.parse_args(argv)
-    if args.audit:
+    if args.idle_gap:
+        from ._idle_gap import idle_gap
+
+        print(trio.run(idle_gap, args.pairs // 2))
+    elif args.audit:
         from ._turn_audit import audit
 
         print(trio.run(audit, args.turns, args.rtt_ms / 1000))

@@ -5,14 +5,16 @@ figures out)."""
 from __future__ import annotations
 
 import tomllib
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
 from benchmarks import _readme, first_token
 from benchmarks._common import Timing, added_row, paired_differences
+from benchmarks._rounds import interleave
 from benchmarks.cold_cli import CODEX_CONFIG
-from benchmarks.turn_overhead import interleave
 
 
 def _timings(values: list[float]) -> list[Timing]:
@@ -34,19 +36,26 @@ def test_unpaired_samples_are_refused() -> None:
         added_row("x", _timings([1.0, 2.0]), _timings([1.0]))
 
 
-async def test_interleaved_variants_take_turns_in_a_rotating_order() -> None:
+async def test_interleaved_variants_take_every_position_and_follow_each_other_equally_often() -> None:
     calls: list[str] = []
 
-    def client(name: str) -> object:
+    def client(name: str) -> Callable[[], Awaitable[Timing]]:
         async def turn() -> Timing:
             calls.append(name)
             return Timing(0.0, float(len(calls)), 0.0)
         return turn
 
-    a, b, c = await interleave([client("a"), client("b"), client("c")], 3)  # type: ignore[list-item]
-    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
-    assert [len(a), len(b), len(c)] == [3, 3, 3]
-    assert [t.total for t in a] == [1.0, 6.0, 8.0]  # sample i of every list is round i's
+    a, b, c = await interleave([client("a"), client("b"), client("c")], 6)
+    assert [len(a), len(b), len(c)] == [6, 6, 6]
+    rounds = [calls[i:i + 3] for i in range(0, 18, 3)]
+    assert sorted("".join(r) for r in rounds) == ["abc", "acb", "bac", "bca", "cab", "cba"]  # every position
+    assert [t.total for t in a] == [calls.index("a", i) + 1.0 for i in range(0, 18, 3)]  # sample i is round i's
+    follows = Counter(zip(calls[-1:] + calls[:-1], calls, strict=True))  # back to back, cyclically
+    assert sorted(follows) == [("a", "b"), ("a", "c"), ("b", "a"), ("b", "c"), ("c", "a"), ("c", "b")]
+    assert set(follows.values()) == {3}  # never itself, each other client equally often
+    calls.clear()
+    assert [len(x) for x in await interleave([client("a"), client("b")], 2)] == [2, 2]
+    assert calls == ["a", "b", "b", "a"]
 
 
 def test_the_readme_table_is_generated_between_its_markers(tmp_path: Path) -> None:

@@ -84,6 +84,40 @@ async def test_the_reader_end_delivers_at_once_while_the_queue_has_room() -> Non
         receive.receive_nowait()
 
 
+async def test_until_the_first_output_the_reader_yields_only_after_a_frame_that_may_mean_an_event() -> None:
+    """``deliver_bursts(False)``: the frames leading up to a response's first output go to
+    the model call without a round each; after a frame that may mean an event for the
+    application (a text or reasoning delta, a finished item, the end, a frame of another
+    layout or type, a binary message) the reader yields, so the model call takes it before
+    the rest of a burst is parsed."""
+    send, receive = trio.open_memory_channel[str | bytes](16)
+    eager = EagerSend(send)
+    eager.eager = False
+    leading = ['{"type":"response.created","response":{"id":"r"}}',
+               '{"type":"response.in_progress","response":{"id":"r"}}',
+               '{"type":"response.output_item.added","output_index":0,"item":{}}',
+               '{"type":"response.content_part.added","output_index":0}',
+               '{"type":"response.function_call_arguments.delta","delta":"{"}']
+    steps = counting()
+    for frame in leading:
+        await eager.send(frame)
+    assert steps.steps == 0
+    maybe_event: list[str | bytes] = [
+        '{"type":"response.output_text.delta","delta":"a"}',
+        '{"type":"response.reasoning_summary_text.delta","delta":"a"}',
+        '{"type":"response.output_item.done","item":{"type":"message"}}',
+        '{"type":"response.completed","response":{"id":"r"}}',
+        '{"type":"response.created_later"}',  # an unknown type that starts like a leading one
+        '{"delta":"a","type":"response.output_text.delta"}',  # another layout
+        '{"type": "response.created"}', b"binary",
+    ]
+    for count, message in enumerate(maybe_event, 1):
+        await eager.send(message)
+        assert steps.steps == count
+    trio.lowlevel.remove_instrument(steps)
+    assert [receive.receive_nowait() for _ in range(13)] == [*leading, *maybe_event]
+
+
 async def test_events_that_wait_are_received_in_one_round_and_cancellation_still_wins() -> None:
     sink = EventSink("s")
     for i in range(_BURST + 1):

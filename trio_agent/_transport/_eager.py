@@ -5,8 +5,10 @@ message to its queue with ``await send()`` -- a schedule point per message, so t
 frames of one ``receive_some`` would reach the model call one round at a time -- and
 ``get_message()`` is a schedule point even when a message waits. Once the handshake is
 done ``eager_queue`` swaps the reader's end of the queue for ``EagerSend`` (delivers
-at once while the queue has room, the ordinary ``send`` when it is full; per frame, as
-before, while ``deliver_bursts(False)`` -- a response until its first output), and
+at once while the queue has room, the ordinary ``send`` when it is full; while
+``deliver_bursts(False)`` -- a response until its first output -- a schedule point after
+each frame that may mean an event for the application, the frames leading up to one at
+once), and
 ``receive_text`` takes a waiting message with ``receive_nowait``; its send lock, free in
 the usual case, is taken without the schedule point that would hold the request back a
 round (``EagerLock``; the send is still one, after the bytes left). Neither loop can run
@@ -24,6 +26,26 @@ import trio_websocket
 __all__ = ["EagerLock", "EagerSend", "eager_queue"]
 
 
+# The frames that only lead up to what the application sees (no event of their own:
+# ``ResponseAccumulator`` notes them, or ignores them), recognised by how their JSON
+# starts -- ``type`` first, as OpenAI's server and the test kit write it. Anything else (a
+# text or reasoning delta, a finished item, the end of the response, a frame of another
+# layout or of an unknown type, a binary message) may mean an event: the reader yields
+# after it while ``eager`` is False.
+_LEADING = tuple(f'{{"type":"response.{kind}"' for kind in (
+    "created", "in_progress", "metadata", "output_item.added", "content_part.added", "content_part.done",
+    "output_text.done", "reasoning_summary_part.added", "reasoning_summary_part.done",
+    "reasoning_summary_text.done", "function_call_arguments.delta", "function_call_arguments.done",
+    "custom_tool_call_input.delta", "custom_tool_call_input.done",
+))
+
+
+def _before_output(value: str | bytes) -> bool:
+    """Surely no event for the application: a frame such as ``response.created`` that
+    only leads up to one (see ``_LEADING``)."""
+    return type(value) is str and value.startswith(_LEADING)
+
+
 class EagerSend:
     """The reader's end of trio-websocket's message queue, without a schedule point per
     message while the queue has room (see the module docstring). The reader uses
@@ -31,10 +53,13 @@ class EagerSend:
 
     def __init__(self, inner: trio.MemorySendChannel[str | bytes]) -> None:
         self._inner = inner
-        self.eager = True  # False: a schedule point per message, as trio-websocket's own
+        # False (until a response's first output): a schedule point after each message
+        # that may mean an event, so the model call takes it before the reader parses the
+        # rest of a burst; the frames leading up to it go along at once.
+        self.eager = True
 
     async def send(self, value: str | bytes) -> None:
-        if self.eager:
+        if self.eager or _before_output(value):
             try:
                 self._inner.send_nowait(value)
                 return

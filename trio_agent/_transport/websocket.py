@@ -196,9 +196,10 @@ class WebSocketLink:
             ) from exc
 
     def deliver_bursts(self, eager: bool) -> None:
-        """Whether the reader hands a burst over in one round (True, the default) or each
-        frame in a round of its own (False: the first frame of a burst reaches the model
-        call before the rest is parsed -- what a response wants until its first output)."""
+        """Whether the reader hands a burst over in one round (True, the default) or yields
+        after each frame that may be output (False: the first output of a burst reaches the
+        model call before the rest is parsed -- what a response wants until its first output;
+        the frames leading up to it, ``response.created`` and the like, go along at once)."""
         if self._eager is not None:
             self._eager.eager = eager
 

@@ -12,8 +12,9 @@ once the body is on the wire): a frame only records its arrival time, and when t
 deadline expires with frames received since, the read goes on under a new scope due at
 the latest frame plus the idle timeout -- so the per-frame cost is one clock read, and a
 silent server times out at exactly its last frame plus ``idle_timeout``. Until the first
-output of a response the socket's reader hands over each frame in a round of its own
-(the first token is not held up behind the parsing of a whole burst); from then on a
+output of a response the socket's reader yields after each frame that may be output
+(the first token is not held up behind the parsing of a whole burst; the frames leading
+up to it come along in one round); from then on a
 burst comes in one round, and frames that already wait are taken without a schedule
 point each. The first output is followed by one, so the application sees it before the
 rest of a burst is processed.
@@ -135,7 +136,7 @@ class WebSocketExchange:
             text = _dumps(body)
         feed.request(body)
         feed.sent()
-        link.deliver_bursts(False)  # frame by frame until the first output (see _frames)
+        link.deliver_bursts(False)  # a round per possible output until the first one (see _frames)
         # One cancel scope bounds the send (the link's send timeout) and then the first stretch of the
         # read (its deadline moved to the idle timeout once the request is on the wire).
         send_timeout = link.send_timeout
