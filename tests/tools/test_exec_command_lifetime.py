@@ -8,6 +8,7 @@ killed while its init scripts run.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 import trio_agent
 from trio_agent._tools import _process_tree
@@ -198,6 +200,38 @@ async def test_a_cancel_at_any_point_of_the_start_leaves_nothing(shell: ShellSes
             assert not pid_alive(int(pid_file.read_text()))
         assert processes_in(tmp_path) == []
     assert started > 0  # the sweep did reach commands that were running
+
+
+async def test_a_spawn_cancelled_before_its_request_left_closes_what_it_opened(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """A spawn cancelled while it waits to send its request to the helper (another
+    spawn holds the send lock) closes the socket and pipe ends it made for the command:
+    none of the process's file descriptors is left open. (Before the fix only an OSError
+    closed them: a cancel left an AF_UNIX socket for the garbage collector, a
+    ResourceWarning that failed an unrelated test in CI, and two pipe ends for good.)"""
+    launcher = ProcessLauncher(nursery)
+    env = build_environment(os.environ).env
+    first = await launcher.spawn(["/bin/sh", "-c", "exit 0"], tmp_path, env, 0.5)
+    await first.aclose()
+    helper = launcher._helper
+    assert helper is not None and launcher.isolation == "subreaper"
+    try:
+        gc.collect()
+        before = set(os.listdir("/proc/self/fd"))
+        with trio.CancelScope() as scope:
+            async with helper.send_lock:
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(launcher.spawn, ["/bin/sh", "-c", "exit 0"], tmp_path, env, 0.5)
+                    await trio.testing.wait_all_tasks_blocked()
+                    # The spawn made its socket pair and pipes and waits for the lock.
+                    assert len(set(os.listdir("/proc/self/fd")) - before) >= 3
+                    scope.cancel()
+        assert scope.cancelled_caught
+        gc.collect()
+        assert set(os.listdir("/proc/self/fd")) - before == set()
+    finally:
+        await launcher.aclose()
 
 
 # -- the supervisor machinery failing ---------------------------------------------------------------

@@ -259,12 +259,14 @@ class _Helper:
             fds = array.array("i", [theirs.fileno(), stdin_read, stdout_write])
             async with self.send_lock:
                 await self.sock.sendmsg([b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
-        except OSError as exc:
+        except BaseException as exc:  # OSError, or cancelled before the request left (nothing sent)
             for fd in (stdin_write, stdout_read):
                 if fd >= 0:
                     os.close(fd)
             mine.close()
-            raise _HelperGone(str(exc)) from exc
+            if isinstance(exc, OSError):
+                raise _HelperGone(str(exc)) from exc
+            raise
         finally:
             for fd in (stdin_read, stdout_write):
                 os.close(fd)
