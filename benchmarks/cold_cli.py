@@ -230,13 +230,18 @@ def codex_home() -> Path:
     return Path.home() / ".cache" / "trio-agent-bench" / f"codex-home-{os.getpid()}"
 
 
-def run_codex(codex: str, base_url: str) -> Sample:
+def run_codex_setup(codex: str, base_url: str) -> tuple[list[str], dict[str, str]]:
+    """The ``codex exec`` command and its environment, its ``CODEX_HOME`` written."""
     home = codex_home()
     (home / "work").mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=base_url))
     env = {**os.environ, "CODEX_HOME": str(home), "LOCAL_KEY": "dummy-local-key"}
     env.pop("OPENAI_API_KEY", None)
-    command = [codex, "exec", "--skip-git-repo-check", "-m", "gpt-5.5", "hello"]
+    return [codex, "exec", "--skip-git-repo-check", "-m", "gpt-5.5", "hello"], env
+
+
+def run_codex(codex: str, base_url: str) -> Sample:
+    command, env = run_codex_setup(codex, base_url)
     return spawn_first_output(command, 0, env=env)
 
 
