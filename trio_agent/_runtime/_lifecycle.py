@@ -3,7 +3,10 @@
 ``run_agent(origin, create)`` is what ``open_agent`` (and every child's opening) runs:
 it opens the agent tree's add-ons when it is a root (``_observers``: tracing, a
 cassette), starts the sandbox trial,
-opens the agent's nursery and builds the agent in it (``create``), starts it, yields
+opens the agent's nursery, starts the first WebSocket of a root opened with
+``warmup=False`` there (``_early_socket``: once the handshake's bytes are out, the
+agent is built while the answer travels),
+builds the agent in it (``create``), starts it, yields
 it, then waits for its accepted turns. An error or a cancellation in the block cancels
 the nursery instead. Shutdown runs shielded, bounded by ``SHUTDOWN_GRACE``. Only once
 every task of the agent has ended (terminal events of cancelled turns included) are
@@ -21,12 +24,14 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import attrs
 import trio
 
+from .._config import AgentConfig, Transport
 from .._tools._sandbox import start_probe
 from ._observers import Attachment, close_attachments, open_attachments
 
 if TYPE_CHECKING:
     from .._events import EventSink
     from ._children import Origin
+    from ._model._connections import EarlyLink
 
 __all__ = ["SHUTDOWN_GRACE", "run_agent"]
 
@@ -63,6 +68,8 @@ async def run_agent(origin: Origin, create: Callable[[Origin, trio.Nursery], A])
     start_probe(config.sandbox)  # the sandbox trial runs while the agent is built (_tools/_sandbox.py)
     try:
         async with trio.open_nursery() as nursery:
+            if not origin.attachments and _early_eligible(origin):
+                origin = attrs.evolve(origin, early=await _early_socket(config, nursery))
             agent = create(origin, nursery)
             sinks.append(agent._sink)
             agents.append(agent)
@@ -88,3 +95,27 @@ async def run_agent(origin: Origin, create: Callable[[Origin, trio.Nursery], A])
         for sink in sinks:
             sink.close()
         close_attachments(owned)  # a cassette's end line: after every task of the tree recorded its last frame
+
+
+def _early_eligible(origin: Origin) -> bool:
+    """``open_agent(config, warmup=False)`` -- a caller whose first prompt is in hand,
+    waiting on this socket (``trio-agent run``) -- of a root with no add-on (none would
+    see this socket: their tap is made with the agent), neither a fork nor a resumed
+    session (seeded), over a WebSocket: its first socket starts before the agent is
+    built. Everything else opens it as before, after the agent was built (an agent that
+    its construction refuses -- a locked rollout, an unavailable sandbox -- never
+    connects); an early one is closed at once when the construction fails."""
+    config = origin.config
+    return (not origin.warmup and origin.seed is None and origin.parent_id is None and config.resume is None
+            and config.responses.transport is Transport.WEBSOCKET)
+
+
+async def _early_socket(config: AgentConfig, nursery: trio.Nursery) -> EarlyLink:
+    """Start the agent's first socket in its nursery; return once the handshake's first
+    bytes are out (or the attempt ended): its round trip then runs while the agent is built."""
+    from ._model._connections import EarlyLink
+
+    early = EarlyLink(config, nursery)
+    nursery.start_soon(early.run)
+    await early.sent.wait()
+    return early

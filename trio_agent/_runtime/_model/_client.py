@@ -50,7 +50,7 @@ from .._secrets import Redactor
 from . import _call_events as events
 from ._attempt import AttemptSlot, Held
 from ._bodies import RequestBodies
-from ._connections import Connections
+from ._connections import Connections, EarlyLink
 from ._https_auth import HttpsAuth
 from ._prompt_cache import SharedWarmups, fingerprint
 from ._response_feed import ResponseFeed
@@ -94,8 +94,10 @@ class ModelClient:
         tap: ConnectionTap | None = None,
         redactor: Redactor | None = None,
         api_events: bool = True,
+        early: EarlyLink | None = None,
     ) -> None:
         """``tap``: the observer seam's connection tap, given to both transports;
+        ``early``: the first socket, opened before the agent was built (``_connections``);
         ``api_events``: whether frames are reported as ``api.event`` (the application's
         choice, or an observer's that reads them: its sink keeps them out of
         ``agent.events``, ``_observers.ObservedSink``)."""
@@ -114,7 +116,7 @@ class ModelClient:
         if isinstance(config.auth, str):
             self.redactor.add(config.auth)
         self._tap = tap
-        self._sockets = Connections(config, self._emit, nursery, self.stats, self.redactor, tap)
+        self._sockets = Connections(config, self._emit, nursery, self.stats, self.redactor, tap, early)
         # The transport in use: the configured one, until a server with no WebSocket
         # endpoint moves a default-transport agent to HTTPS (``_fall_back``, once).
         self.transport = config.responses.transport
