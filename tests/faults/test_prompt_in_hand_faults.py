@@ -148,3 +148,32 @@ async def test_a_server_silent_after_the_early_connect_fails_the_turn_on_the_han
         done.set()
     assert _one_terminal(out.getvalue()) == "run.failed"
     assert len(events_of(out.getvalue(), "model.connection.failed")) == 2
+
+
+async def test_an_early_https_connection_dropped_before_the_request_is_retried_on_a_new_one(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """HTTPS: the agent's first TCP connection, made before it was built
+    (``_transport._early_dial``), is dropped by the server before any request: the
+    prompt's request on it fails as on any dropped connection and is retried on a new
+    one -- the prompt sent once answered, one terminal event."""
+    bodies: list[str] = []
+
+    async def script() -> None:
+        await (await server.accept_raw()).drop()
+        request = await server.accept_http()
+        bodies.append(request.raw_body.decode())
+        await request.send_final("resp-1", "second connection")
+
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS,
+                             api_base_url=server.http_base_url)
+    out = io.StringIO()
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace, responses=responses), warmup=False) as agent:
+                nursery.start_soon(ta.write_jsonl, agent.events, out)
+                result = await (await agent.prompt("hello")).result()
+    assert result.final_message == "second connection"
+    assert _one_terminal(out.getvalue()) == "run.completed"
+    assert len(bodies) == 1 and bodies[0].count('"hello"') == 1  # the prompt once

@@ -9,6 +9,9 @@ at that record.
 
 from __future__ import annotations
 
+import select
+import socket
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ import trio
 import trio.testing
 
 import trio_agent as ta
+from trio_agent._transport._early_dial import early_dial_endpoint
 from trio_agent.testing import FakeResponsesServer
 
 from ..acceptance.test_warmup import assert_full_first_request
@@ -124,3 +128,134 @@ async def test_a_construction_that_fails_after_the_early_handshake_closes_its_so
                     pytest.fail("the agent opened")
             await closed.wait()
     assert server.requests == []  # nothing was sent on it
+
+
+# -- HTTPS: the first TCP connection (``_transport._early_dial``) ---------------------------
+
+
+class Relay:
+    """A plain listening socket in front of the fake server's HTTP port: the test can
+    see a connection waiting in its backlog (``pending``) before anything accepted it,
+    then relays what is accepted to the fake server, byte for byte."""
+
+    def __init__(self, server: FakeResponsesServer) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.upstream = urllib.parse.urlsplit(server.http_base_url)
+        self.accepted = 0
+        self.closed = trio.Event()  # a relayed client closed its side
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.upstream.path}"
+
+    def pending(self) -> bool:
+        return bool(select.select([self.listener], [], [], 0)[0])
+
+    async def serve(self) -> None:
+        with trio.socket.from_stdlib_socket(self.listener) as listener:  # closed when the test ends
+            await self._accept(listener)
+
+    async def _accept(self, listener: trio.socket.SocketType) -> None:
+        async with trio.open_nursery() as nursery:
+            while True:
+                conn, _ = await listener.accept()
+                self.accepted += 1
+                nursery.start_soon(self._relay, trio.SocketStream(conn))
+
+    async def _relay(self, client: trio.SocketStream) -> None:
+        host, port = self.upstream.hostname or "", self.upstream.port or 80
+        async with client, await trio.open_tcp_stream(host, port) as upstream, trio.open_nursery() as nursery:
+            nursery.start_soon(self._copy, upstream, client, False)
+            await self._copy(client, upstream, True)
+            nursery.cancel_scope.cancel()
+
+    async def _copy(self, source: trio.SocketStream, sink: trio.SocketStream, client: bool) -> None:
+        try:
+            async for chunk in source:
+                await sink.send_all(chunk)
+        except trio.BrokenResourceError:
+            pass
+        if client:
+            self.closed.set()
+
+
+def https_config(relay: Relay, workspace: Path, log: list[str], **kw: object) -> ta.AgentConfig:
+    def tools(_handle: object) -> ta.Tools:
+        log.append("connection pending" if relay.pending() else "nothing pending")
+        return ta.Tools.default()
+
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, api_base_url=relay.base_url,
+                             **kw)  # type: ignore[arg-type]
+    return make_config(FakeResponsesServer(), workspace, responses=responses, tools_factory=tools)
+
+
+@pytest.mark.parametrize("warmup", [False, True])
+async def test_over_https_the_first_connection_is_made_before_the_agent_is_built(
+    server: FakeResponsesServer, workspace: Path, warmup: bool
+) -> None:
+    log: list[str] = []
+    relay = Relay(server)
+
+    async def script() -> None:
+        request = await server.accept_http()
+        await request.send_final("resp-1", "over the early connection")
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(relay.serve)
+            nursery.start_soon(script)
+            async with ta.open_agent(https_config(relay, workspace, log), warmup=warmup) as agent:
+                result = await (await agent.prompt("hello")).result()
+            nursery.cancel_scope.cancel()
+    assert log == ["connection pending" if not warmup else "nothing pending"]
+    assert result.final_message == "over the early connection"
+    assert relay.accepted == 1  # the request went over that one connection
+
+
+async def test_an_unclaimed_early_connection_is_closed_with_the_agent(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    relay = Relay(server)
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(relay.serve)
+            async with ta.open_agent(https_config(relay, workspace, []), warmup=False):
+                pass  # no prompt: nothing claims it
+            await relay.closed.wait()
+            nursery.cancel_scope.cancel()
+    assert relay.accepted == 1 and server.requests == []
+
+
+async def test_an_early_connection_refused_fails_the_first_request_as_an_ordinary_connect(
+    workspace: Path
+) -> None:
+    """Nothing listens: the early connect's refusal is the first request's connect error,
+    mapped and retried as before -- the same outcome as an agent that dials late."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # a port nothing listens on
+    outcomes: list[str] = []
+    for warmup in (False, True):
+        responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, max_attempts=2,
+                                 api_base_url=f"http://127.0.0.1:{port}/v1")
+        with trio.fail_after(30):
+            async with ta.open_agent(make_config(FakeResponsesServer(), workspace, responses=responses),
+                                     warmup=warmup) as agent:
+                turn = await agent.prompt("hello")
+                with pytest.raises(ta.TurnFailed) as failed:
+                    await turn.result()
+                outcomes.append(f"{type(failed.value.__cause__).__name__}: {failed.value}")
+    assert outcomes[0] == outcomes[1]
+    assert "127.0.0.1" in outcomes[0]
+
+
+def test_no_early_connection_where_proxy_variables_route_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert early_dial_endpoint("https://api.example.com/v1") == ("api.example.com", 443)
+    assert early_dial_endpoint("http://127.0.0.1:8000/v1") == ("127.0.0.1", 8000)
+    monkeypatch.setenv("https_proxy", "http://proxy.local:3128")
+    assert early_dial_endpoint("https://api.example.com/v1") is None

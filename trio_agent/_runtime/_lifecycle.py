@@ -3,9 +3,9 @@
 ``run_agent(origin, create)`` is what ``open_agent`` (and every child's opening) runs:
 it opens the agent tree's add-ons when it is a root (``_observers``: tracing, a
 cassette), starts the sandbox trial,
-opens the agent's nursery, starts the first WebSocket of a root opened with
-``warmup=False`` there (``_early_socket``: once the handshake's bytes are out, the
-agent is built while the answer travels),
+opens the agent's nursery, starts the first connection of a root opened with
+``warmup=False`` there (``_early_start``: a WebSocket's handshake on its way, or
+HTTPS's TCP connect; the agent is built while the answer travels),
 builds the agent in it (``create``), starts it, yields
 it, then waits for its accepted turns. An error or a cancellation in the block cancels
 the nursery instead. Shutdown runs shielded, bounded by ``SHUTDOWN_GRACE``. Only once
@@ -30,6 +30,7 @@ from ._observers import Attachment, close_attachments, open_attachments
 
 if TYPE_CHECKING:
     from .._events import EventSink
+    from .._transport._early_dial import EarlyDial
     from ._children import Origin
     from ._model._connections import EarlyLink
 
@@ -69,7 +70,7 @@ async def run_agent(origin: Origin, create: Callable[[Origin, trio.Nursery], A])
     try:
         async with trio.open_nursery() as nursery:
             if not origin.attachments and _early_eligible(origin):
-                origin = attrs.evolve(origin, early=await _early_socket(config, nursery))
+                origin = attrs.evolve(origin, early=await _early_start(config, nursery))
             agent = create(origin, nursery)
             sinks.append(agent._sink)
             agents.append(agent)
@@ -99,23 +100,29 @@ async def run_agent(origin: Origin, create: Callable[[Origin, trio.Nursery], A])
 
 def _early_eligible(origin: Origin) -> bool:
     """``open_agent(config, warmup=False)`` -- a caller whose first prompt is in hand,
-    waiting on this socket (``trio-agent run``) -- of a root with no add-on (none would
-    see this socket: their tap is made with the agent), neither a fork nor a resumed
-    session (seeded), over a WebSocket: its first socket starts before the agent is
-    built. Everything else opens it as before, after the agent was built (an agent that
-    its construction refuses -- a locked rollout, an unavailable sandbox -- never
-    connects); an early one is closed at once when the construction fails."""
-    config = origin.config
-    return (not origin.warmup and origin.seed is None and origin.parent_id is None and config.resume is None
-            and config.responses.transport is Transport.WEBSOCKET)
+    waiting on the first connection (``trio-agent run``) -- of a root with no add-on
+    (none would see an early connection: their tap is made with the agent), neither a
+    fork nor a resumed session (seeded): its first connection starts before the agent
+    is built. Everything else connects as before, once built (an agent that its
+    construction refuses -- a locked rollout, an unavailable sandbox -- never connects);
+    an early connection is closed at once when the construction fails."""
+    return not origin.warmup and origin.seed is None and origin.parent_id is None and origin.config.resume is None
 
 
-async def _early_socket(config: AgentConfig, nursery: trio.Nursery) -> EarlyLink:
-    """Start the agent's first socket in its nursery; return once the handshake's first
-    bytes are out (or the attempt ended): its round trip then runs while the agent is built."""
-    from ._model._connections import EarlyLink
+async def _early_start(config: AgentConfig, nursery: trio.Nursery) -> EarlyLink | EarlyDial | None:
+    """Start the agent's first connection in its nursery. A WebSocket: return once the
+    handshake's first bytes are out (or the attempt ended), its round trip then runs
+    while the agent is built (``EarlyLink``). HTTPS with the agent's own client: the
+    TCP connect (``EarlyDial``; None where it does not apply)."""
+    if config.responses.transport is Transport.WEBSOCKET:
+        from ._model._connections import EarlyLink
 
-    early = EarlyLink(config, nursery)
-    nursery.start_soon(early.run)
-    await early.sent.wait()
-    return early
+        early = EarlyLink(config, nursery)
+        nursery.start_soon(early.run)
+        await early.sent.wait()
+        return early
+    if config.responses.http_client is not None:
+        return None
+    from .._transport._early_dial import start_early_dial
+
+    return start_early_dial(nursery, config.api_base_url, config.responses.dialer)
