@@ -183,24 +183,37 @@ class Relay:
             self.closed.set()
 
 
-def https_config(relay: Relay, workspace: Path, log: list[str], **kw: object) -> ta.AgentConfig:
+def https_config(relay: Relay, workspace: Path, log: list[str],
+                 transport: ta.Transport = ta.Transport.HTTPS) -> ta.AgentConfig:
     def tools(_handle: object) -> ta.Tools:
-        log.append("connection pending" if relay.pending() else "nothing pending")
+        # waiting in the backlog, or already taken by the relay (a WebSocket's handshake went out)
+        log.append("connected" if relay.pending() or relay.accepted else "not connected")
         return ta.Tools.default()
 
-    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, api_base_url=relay.base_url,
-                             **kw)  # type: ignore[arg-type]
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=transport, api_base_url=relay.base_url,
+                             websocket_url=relay.base_url.replace("http:", "ws:") + "/responses")
     return make_config(FakeResponsesServer(), workspace, responses=responses, tools_factory=tools)
 
 
+@pytest.mark.parametrize("transport", [ta.Transport.HTTPS, ta.Transport.WEBSOCKET])
 @pytest.mark.parametrize("warmup", [False, True])
-async def test_over_https_the_first_connection_is_made_before_the_agent_is_built(
-    server: FakeResponsesServer, workspace: Path, warmup: bool
+async def test_the_first_connection_is_made_before_the_agent_is_built(
+    server: FakeResponsesServer, workspace: Path, warmup: bool, transport: ta.Transport
 ) -> None:
+    """Without a dialer of the application's: the TCP connection (an IP literal's, from
+    the opening task) exists while the agent is built."""
     log: list[str] = []
     relay = Relay(server)
 
     async def script() -> None:
+        if transport is ta.Transport.WEBSOCKET:
+            conn = await server.accept()
+            if warmup:
+                await conn.next_request()  # the warmup
+                await conn.send_final("resp-w", "")
+            await conn.next_request()
+            await conn.send_final("resp-1", "over the early connection")
+            return
         request = await server.accept_http()
         await request.send_final("resp-1", "over the early connection")
 
@@ -208,10 +221,10 @@ async def test_over_https_the_first_connection_is_made_before_the_agent_is_built
         async with trio.open_nursery() as nursery:
             nursery.start_soon(relay.serve)
             nursery.start_soon(script)
-            async with ta.open_agent(https_config(relay, workspace, log), warmup=warmup) as agent:
+            async with ta.open_agent(https_config(relay, workspace, log, transport), warmup=warmup) as agent:
                 result = await (await agent.prompt("hello")).result()
             nursery.cancel_scope.cancel()
-    assert log == ["connection pending" if not warmup else "nothing pending"]
+    assert log == ["connected" if not warmup else "not connected"]
     assert result.final_message == "over the early connection"
     assert relay.accepted == 1  # the request went over that one connection
 
@@ -230,8 +243,9 @@ async def test_an_unclaimed_early_connection_is_closed_with_the_agent(
     assert relay.accepted == 1 and server.requests == []
 
 
+@pytest.mark.parametrize("transport", [ta.Transport.HTTPS, ta.Transport.WEBSOCKET])
 async def test_an_early_connection_refused_fails_the_first_request_as_an_ordinary_connect(
-    workspace: Path
+    workspace: Path, transport: ta.Transport
 ) -> None:
     """Nothing listens: the early connect's refusal is the first request's connect error,
     mapped and retried as before -- the same outcome as an agent that dials late."""
@@ -241,8 +255,9 @@ async def test_an_early_connection_refused_fails_the_first_request_as_an_ordinar
     closed.close()  # a port nothing listens on
     outcomes: list[str] = []
     for warmup in (False, True):
-        responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS, max_attempts=2,
-                                 api_base_url=f"http://127.0.0.1:{port}/v1")
+        responses = ta.Responses(profile=ta.Profile.OPENAI, transport=transport, max_attempts=2,
+                                 api_base_url=f"http://127.0.0.1:{port}/v1",
+                                 websocket_url=f"ws://127.0.0.1:{port}/v1/responses")
         with trio.fail_after(30):
             async with ta.open_agent(make_config(FakeResponsesServer(), workspace, responses=responses),
                                      warmup=warmup) as agent:

@@ -114,15 +114,18 @@ async def _early_start(config: AgentConfig, nursery: trio.Nursery) -> EarlyLink 
     handshake's first bytes are out (or the attempt ended), its round trip then runs
     while the agent is built (``EarlyLink``). HTTPS with the agent's own client: the
     TCP connect (``EarlyDial``; None where it does not apply)."""
+    from .._transport._early_dial import start_early_dial
+
     if config.responses.transport is Transport.WEBSOCKET:
         from ._model._connections import EarlyLink
 
-        early = EarlyLink(config, nursery)
+        # its TCP connect first (an IP literal's SYN leaves now), then the transport's import
+        dial = None if config.responses.dialer else start_early_dial(nursery, config.websocket_url, None,
+                                                                       httpx_errors=False)
+        early = EarlyLink(config, nursery, dial)
         nursery.start_soon(early.run)
         await early.sent.wait()
         return early
     if config.responses.http_client is not None:
         return None
-    from .._transport._early_dial import start_early_dial
-
     return start_early_dial(nursery, config.api_base_url, config.responses.dialer)

@@ -1,5 +1,7 @@
-"""The HTTPS half of an agent's early start: its first TCP connection, dialed before the
-agent is built (``_lifecycle.run_agent``, for ``open_agent(config, warmup=False)``).
+"""An agent's first TCP connection, dialed before the agent is built
+(``_lifecycle.run_agent``, for ``open_agent(config, warmup=False)``). Over a WebSocket
+it is the dial of the early socket (``_connections.EarlyLink``): the TCP handshake
+travels while the transport is imported. The rest of this docstring is about HTTPS.
 
 Why: the first request over HTTPS waits for a TCP connect (and TLS) before its bytes
 leave -- a round trip or more that the agent's construction (tools, rollout, the
@@ -23,7 +25,6 @@ backend). The model client's ``close`` stops a dial under way
 from __future__ import annotations
 
 import errno
-import ipaddress
 import os
 import socket
 import urllib.parse
@@ -36,23 +37,25 @@ __all__ = ["EarlyDial", "early_dial_endpoint", "start_early_dial"]
 Dialer = Callable[[str, int], Awaitable[trio.abc.Stream]]
 
 
-def early_dial_endpoint(base_url: str) -> tuple[str, int] | None:
-    """``(host, port)`` of an HTTPS endpoint an early dial may serve, or None (no host,
-    or proxy variables that would route the request elsewhere)."""
-    if any(name.lower().endswith("_proxy") and value for name, value in os.environ.items()):
-        return None  # HTTP_PROXY, https_proxy, ALL_PROXY, NO_PROXY...: httpx's own routing
-    parts = urllib.parse.urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+def early_dial_endpoint(url: str) -> tuple[str, int] | None:
+    """``(host, port)`` of an endpoint an early dial may serve, or None (no host, or --
+    HTTPS -- proxy variables that would route the request elsewhere)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
         return None
-    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    if parts.scheme in ("http", "https") and any(
+            name.lower().endswith("_proxy") and value for name, value in os.environ.items()):
+        return None  # HTTP_PROXY, https_proxy, ALL_PROXY, NO_PROXY...: httpx's own routing
+    return parts.hostname, parts.port or (443 if parts.scheme in ("https", "wss") else 80)
 
 
 class EarlyDial:
     """One TCP connection started ahead of the first request (module docstring)."""
 
-    def __init__(self, host: str, port: int, dialer: Dialer | None) -> None:
+    def __init__(self, host: str, port: int, dialer: Dialer | None, httpx_errors: bool = True) -> None:
         self.host, self.port = host, port
         self._dialer = dialer  # the application's (Responses.dialer), else TCP
+        self._httpx_errors = httpx_errors  # False: the WebSocket transport's dial (OSError as is)
         self._done = trio.Event()
         self._stream: trio.abc.Stream | None = None
         self._error: BaseException | None = None
@@ -64,7 +67,7 @@ class EarlyDial:
         try:
             with self._scope:
                 if raw is not None:
-                    self._stream = await _finish_connect(raw)
+                    self._stream = await _finish_connect(raw, self.host, self.port)
                 elif self._dialer is not None:
                     self._stream = await self._dialer(self.host, self.port)
                 else:
@@ -94,7 +97,7 @@ class EarlyDial:
                 return await self._dialer(host, port)
             return await trio.open_tcp_stream(host, port)
         except OSError as exc:
-            if self._dialer is not None:
+            if self._dialer is not None or not self._httpx_errors:
                 raise
             import httpcore  # loaded: this runs inside httpx's request
 
@@ -111,34 +114,33 @@ class EarlyDial:
             await trio.aclose_forcefully(stream)
 
 
-async def _finish_connect(raw: socket.socket) -> trio.SocketStream:
+async def _finish_connect(raw: socket.socket, host: str, port: int) -> trio.SocketStream:
     try:
         await trio.lowlevel.wait_writable(raw)
         error = raw.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if error:
-            raise OSError(error, os.strerror(error))
+        if error:  # worded as trio.open_tcp_stream words it
+            where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            raise OSError(f"all attempts to connect to {where} failed") from OSError(error, os.strerror(error))
     except BaseException:
         raw.close()
         raise
     return trio.SocketStream(trio.socket.from_stdlib_socket(raw))
 
 
-def start_early_dial(nursery: trio.Nursery, base_url: str, dialer: Dialer | None) -> EarlyDial | None:
-    """Start the first connection to ``base_url``'s endpoint (None: none applies). An IP
+def start_early_dial(nursery: trio.Nursery, url: str, dialer: Dialer | None,
+                     *, httpx_errors: bool = True) -> EarlyDial | None:
+    """Start the first connection to ``url``'s endpoint (None: none applies). An IP
     literal's SYN leaves before this returns; a name is resolved by the task."""
-    endpoint = early_dial_endpoint(base_url)
+    endpoint = early_dial_endpoint(url)
     if endpoint is None:
         return None
     host, port = endpoint
-    early = EarlyDial(host, port, dialer)
+    early = EarlyDial(host, port, dialer, httpx_errors)
     raw: socket.socket | None = None
     if dialer is None:
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            address = None
-        if address is not None:
-            raw = socket.socket(socket.AF_INET6 if address.version == 6 else socket.AF_INET, socket.SOCK_STREAM)
+        family = _literal_family(host)
+        if family is not None:
+            raw = socket.socket(family, socket.SOCK_STREAM)
             raw.setblocking(False)
             code = raw.connect_ex((host, port))
             if code not in (0, errno.EINPROGRESS):
@@ -146,3 +148,14 @@ def start_early_dial(nursery: trio.Nursery, base_url: str, dialer: Dialer | None
                 raw = None  # the task dials again and fails the ordinary way
     nursery.start_soon(early.run, raw)
     return early
+
+
+def _literal_family(host: str) -> socket.AddressFamily | None:
+    """The address family of an IP literal (None: a name, resolved by the task)."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return family
+    return None

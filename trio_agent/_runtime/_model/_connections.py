@@ -45,15 +45,16 @@ from .._counters import TransportStats
 from .._secrets import Redactor
 
 if TYPE_CHECKING:
+    from ..._transport._early_dial import EarlyDial
     from ..._transport.tap import ConnectionTap
-    from ..._transport.websocket import WebSocketLink
+    from ..._transport.websocket import Dialer, WebSocketLink
 
 __all__ = ["Connections", "EarlyLink"]
 
 
 async def _open_link(
     config: AgentConfig, nursery: trio.Nursery, redactor: Callable[[str | None], None], purpose: str,
-    tap: ConnectionTap | None = None, sent: Callable[[], object] | None = None,
+    tap: ConnectionTap | None = None, sent: Callable[[], object] | None = None, dialer: Dialer | None = None,
 ) -> WebSocketLink:
     """Handshake once; with ChatGPT auth a 401 asks the source to recover once and
     handshakes again (SPEC sec. 6). The headers are fetched per connection (a token
@@ -69,7 +70,7 @@ async def _open_link(
             connect_timeout=config.responses.connect_timeout,
             handshake_timeout=config.responses.handshake_timeout,
             idle_timeout=config.responses.idle_timeout,
-            ssl_context=config.responses.ssl_context, dialer=config.responses.dialer,
+            ssl_context=config.responses.ssl_context, dialer=dialer or config.responses.dialer,
             tap=tap, purpose=purpose, sent=sent,
         )
         try:
@@ -90,9 +91,10 @@ class EarlyLink:
     then builds the agent. ``Connections`` claims the outcome (``claim``) or, at close,
     ``discard``s it."""
 
-    def __init__(self, config: AgentConfig, nursery: trio.Nursery) -> None:
+    def __init__(self, config: AgentConfig, nursery: trio.Nursery, dial: EarlyDial | None = None) -> None:
         self._config = config
         self._nursery = nursery
+        self._dial = dial  # its TCP connect, already under way (_transport._early_dial)
         self.sent = trio.Event()
         self._done = trio.Event()
         self._link: WebSocketLink | None = None
@@ -104,12 +106,15 @@ class EarlyLink:
         try:
             with self._scope:
                 self._link = await _open_link(self._config, self._nursery, self._tokens.append, "initial",
-                                              sent=self.sent.set)
+                                              sent=self.sent.set, dialer=self._dial.dialer if self._dial else None)
         except ResponsesError as exc:  # the first ensure's failure (ConnectionFailed, AuthenticationError)
             self._error = exc
         finally:
             self.sent.set()
             self._done.set()
+            if self._dial is not None:  # its connection unclaimed (a failure before the dial): closed
+                self._dial.discard()
+                await self._dial.aclose()
         if self._scope.cancel_called:  # discarded: nobody will claim it
             if self._link is not None:
                 self._link.abandon()
