@@ -115,10 +115,14 @@ PROTOCOL = 2
 SECOND_SIGNAL_GRACE = 2.0
 
 # The options of ``trio-agent run`` the daemon serves: flags, and options with a value.
+# Every other option of ``run`` keeps the command in-process: --otel, --record, --help,
+# -c/--config; a new option of run's parser fails tests/daemon/test_lifecycle.py until it
+# is put here or among those.
 _FLAGS = frozenset({"--local", "--jsonl", "--json", "--ephemeral", "--no-web-search", "--image-generation", "--network",
-                    "--writable-git"})
+                    "--writable-git", "--store", "--no-store"})
 _VALUED = frozenset({
     "--thinking", "--workspace", "--model", "--api-base", "--websocket-url", "--transport", "--max-attempts",
+    "--profile", "--history",  # the server's dialect (generic: LiteLLM, vLLM, ...), chaining
     "--instructions", "--mcp", "--mcp-stdio", "--mcp-arg", "--sandbox", "--writable-root", "--ask-for-approval",
     # codex's spellings of the same options (trio_agent/cli/_codex.py)
     "-m", "-C", "--cd", "-s", "--add-dir", "-a",

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         ["benchmarks.ray_scale", *(["--agents", "200", "--concurrency", "32", "--single", "5"] if quick else [])],
         ["benchmarks.thread_store", "--threads", "2000" if quick else "10000", "--lists", "50" if quick else "200",
          "--budget", "10" if quick else "30"],
-        ["benchmarks.cold_cli", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
+        ["benchmarks.cold_cli", "--runs", "10" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
         ["benchmarks.warm_daemon", "--runs", "5" if quick else "15", *(["--codex", args.codex] if args.codex else [])],
         ["benchmarks.serve_load", *(["--quick"] if quick else []), *(["--codex", args.codex] if args.codex else [])],
     ]

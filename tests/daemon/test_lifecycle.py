@@ -141,6 +141,8 @@ def test_directory_checks(tmp_path: Path) -> None:
     (["run", "--model"], None),
     (["run", "-m", "m", "-C", "/w", "--cd=/w", "-s", "read-only", "--json", "-a", "never", "hi"], 11),
     (["run", "-a", "untrusted", "hi"], None),  # a terminal approver
+    (["run", "--profile", "generic", "--api-base", "http://127.0.0.1:8000/v1", "hi"], 5),  # LiteLLM, vLLM
+    (["run", "--no-store", "--history=full", "hi"], 3),
     (["run", "-"], None),  # the prompt on stdin
     (["run", "--local", "  "], None),  # blank: the CLI's one-line error
     (["serve"], None),
@@ -148,6 +150,33 @@ def test_directory_checks(tmp_path: Path) -> None:
 ])
 def test_which_runs_the_daemon_takes(argv: list[str], index: int | None) -> None:
     assert prompt_index(argv) == index
+
+
+# The options of ``run`` that keep it in-process, and why (every other one is served).
+IN_PROCESS = {
+    "--otel": "its exporters flush at the command's exit, in the client's process",
+    "--record": "a cassette file written by the command's own process",
+    "--help": "argparse's text", "-h": "argparse's text",
+    "-c": "codex's config overrides (not reviewed for the daemon)", "--config": "the same",
+}
+
+
+def test_every_option_of_run_is_served_or_kept_in_process_on_purpose() -> None:
+    """The launcher's lists follow run's parser: an option added to ``run`` and left out
+    of both sends every run that uses it in-process without a word (``--profile``,
+    ``--store``/``--no-store`` and ``--history`` were: a ``--profile generic`` run --
+    LiteLLM, vLLM -- was never served warm)."""
+    from trio_agent.cli._main import _parsers
+
+    _parser, run, _serve = _parsers()
+    options = {option: action.nargs for action in run._actions for option in action.option_strings}
+    for option, nargs in options.items():
+        if option in IN_PROCESS:
+            assert prompt_index(["run", option, "x", "hi"]) is None
+            continue
+        value = "never" if option in ("-a", "--ask-for-approval") else "x"  # other policies ask on a terminal
+        served = ["run", option, "hi"] if nargs == 0 else ["run", option, value, "hi"]
+        assert prompt_index(served) == len(served) - 1, f"{option}: neither served nor kept in-process on purpose"
 
 
 async def test_no_daemon_variable_keeps_the_run_in_process(tmp_path: Path) -> None:

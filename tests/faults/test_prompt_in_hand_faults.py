@@ -15,7 +15,9 @@ import io
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
 import trio
+import trio.testing
 
 import trio_agent as ta
 from trio_agent.testing import FakeResponsesServer
@@ -97,3 +99,81 @@ async def test_an_error_frame_for_the_prompt_fails_the_turn_once(
     output, outcome = await _run(server, workspace, script)
     assert isinstance(outcome, ta.TurnFailed)
     assert _one_terminal(output) == "run.failed"
+
+
+async def test_an_early_handshake_rejected_is_that_socket_failing_the_prompt_dials_once_more(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """The early socket (opened before the agent is built, ``EarlyLink``) rejected with
+    401: reported once as the startup socket's failure, as before; the prompt's own
+    attempt is rejected too and fails the turn -- two handshakes, as before, never a
+    third, and the key never shown."""
+    async def script() -> None:
+        for _ in range(2):
+            raw = await server.accept_raw()
+            await raw.reject(401, '{"error":{"message":"invalid api key test-key"}}')
+
+    output, outcome = await _run(server, workspace, script)
+    assert isinstance(outcome, ta.TurnFailed) and "HTTP 401" in str(outcome)
+    assert _one_terminal(output) == "run.failed"
+    assert len(events_of(output, "model.connection.failed")) == 2
+    assert len(events_of(output, "model.connection.started")) == 2
+    assert "test-key" not in output
+    assert server.requests == []
+
+
+async def test_a_server_silent_after_the_early_connect_fails_the_turn_on_the_handshake_timeout(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """TCP accepted, the handshake never answered: the early socket and then the
+    prompt's own time out on ``handshake_timeout`` (no wait without a bound), one
+    terminal event."""
+    done = trio.Event()
+
+    async def script() -> None:
+        held = [await server.accept_raw() for _ in range(2)]
+        await done.wait()
+        del held
+
+    config = make_config(server, workspace, responses=ta.Responses(
+        profile=ta.Profile.OPENAI, websocket_url=server.url, handshake_timeout=5.0, max_attempts=1))
+    out = io.StringIO()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(script)
+        async with ta.open_agent(config, warmup=False) as agent:
+            nursery.start_soon(ta.write_jsonl, agent.events, out)
+            turn = await agent.prompt("hello")
+            with pytest.raises(ta.TurnFailed, match="timed out"):
+                await turn.result()
+        done.set()
+    assert _one_terminal(out.getvalue()) == "run.failed"
+    assert len(events_of(out.getvalue(), "model.connection.failed")) == 2
+
+
+async def test_an_early_https_connection_dropped_before_the_request_is_retried_on_a_new_one(
+    server: FakeResponsesServer, workspace: Path
+) -> None:
+    """HTTPS: the agent's first TCP connection, made before it was built
+    (``_transport._early_dial``), is dropped by the server before any request: the
+    prompt's request on it fails as on any dropped connection and is retried on a new
+    one -- the prompt sent once answered, one terminal event."""
+    bodies: list[str] = []
+
+    async def script() -> None:
+        await (await server.accept_raw()).drop()
+        request = await server.accept_http()
+        bodies.append(request.raw_body.decode())
+        await request.send_final("resp-1", "second connection")
+
+    responses = ta.Responses(profile=ta.Profile.OPENAI, transport=ta.Transport.HTTPS,
+                             api_base_url=server.http_base_url)
+    out = io.StringIO()
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(script)
+            async with ta.open_agent(make_config(server, workspace, responses=responses), warmup=False) as agent:
+                nursery.start_soon(ta.write_jsonl, agent.events, out)
+                result = await (await agent.prompt("hello")).result()
+    assert result.final_message == "second connection"
+    assert _one_terminal(out.getvalue()) == "run.completed"
+    assert len(bodies) == 1 and bodies[0].count('"hello"') == 1  # the prompt once

@@ -103,8 +103,9 @@ async def test_close_during_the_handshake_abandons_the_link_it_did_not_see(
         await connections.ensure(None)  # and no other socket opens
 
 
+@pytest.mark.parametrize("warmup", [True, False])  # False: the early socket's handshake (EarlyLink)
 async def test_an_agent_closed_while_its_handshake_is_delayed_exits_at_once(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, warmup: bool
 ) -> None:
     server = FakeResponsesServer.in_memory()
     outcome: list[str] = []
@@ -126,7 +127,7 @@ async def test_an_agent_closed_while_its_handshake_is_delayed_exits_at_once(
         await nursery.start(server.serve)
         nursery.start_soon(slow_handshake)
         with trio.fail_after(60):
-            async with ta.open_agent(config) as agent:
+            async with ta.open_agent(config, warmup=warmup) as agent:
                 await trio.sleep(1)
                 assert agent.statistics().connection_attempts == 1
             assert trio.current_time() == 1.0  # closing cancelled the handshake at once

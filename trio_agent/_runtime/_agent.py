@@ -385,7 +385,10 @@ def open_agent(config: AgentConfig, *, warmup: bool = True) -> AbstractAsyncCont
     ``warmup=False`` is for a caller whose first prompt is already in hand (``trio-agent
     run``): the agent opens its socket at startup but sends no ``generate: false``
     warmup, so that prompt goes out as soon as the socket is open (a full first request)
-    rather than after the warmup's round trip. A prompt sent right after opening an
+    rather than after the warmup's round trip; and over a WebSocket that socket starts
+    before the agent is built (its connect and handshake travel while the tools, the
+    rollout and the permissions are set up), unless the agent is a fork, a resumed
+    session or observed by a tracer or a cassette. A prompt sent right after opening an
     agent with the default ``warmup=True`` waits for the warmup and chains on it.
     Leaving the block normally waits for every accepted turn to finish, then closes the
     socket and ends ``agent.events``. If the enclosing scope is cancelled, the live turn

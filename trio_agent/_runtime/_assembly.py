@@ -110,7 +110,7 @@ class AgentParts(Generic[A]):
         emit = self.sink.emit
         self.model = ModelClient(config, self.ledger, self.sink, nursery, chain=seed.chain if seed else None,
                                  tap=self.observers.tap, redactor=secrets,
-                                 api_events=config.api_events or self.observers.api_events)
+                                 api_events=config.api_events or self.observers.api_events, early=origin.early)
         fork_point = ForkPoint(seed)
         self.session = SessionInfo(
             model=config.model, lineage_id=lineage_id, prompt_cache_key=config.cache_key,

@@ -32,7 +32,9 @@ from .._session.history import History
 if TYPE_CHECKING:
     from .._config import Thinking
     from .._session.snapshot import SessionSnapshot
+    from .._transport._early_dial import EarlyDial
     from ._calls._collaboration import MailAddress
+    from ._model._connections import EarlyLink
     from ._observers import Attachment
     from ._turns._prompt_settings import PromptSettings
     from ._turns._runner import ForkPoint
@@ -59,6 +61,8 @@ class Origin:
     # ``open_agent(config, warmup=False)``: a root whose first prompt is in hand sends no
     # warmup request (it would only delay that prompt by a round trip); children warm up.
     warmup: bool = True
+    # A root's first connection, already on its way (``_lifecycle._early_start``).
+    early: EarlyLink | EarlyDial | None = None
 
 
 def resume_seed(config: AgentConfig, prefix: tuple[dict[str, Any], ...]) -> tuple[ConversationSnapshot, str]:

@@ -31,6 +31,7 @@ from ._rejection import rejection_error, shown_body
 
 if TYPE_CHECKING:
     from .._config import AgentConfig
+    from ._early_dial import EarlyDial
     from .tap import ConnectionTap, RequestTap
     from .websocket import Dialer  # a type alias: the HTTPS path never loads trio-websocket
 
@@ -347,13 +348,15 @@ async def _rejected(response: httpx.Response) -> tuple[ResponsesError, str]:
     ), text
 
 
-def https_transport(config: AgentConfig, tap: ConnectionTap | None = None) -> HttpsTransport:
+def https_transport(config: AgentConfig, tap: ConnectionTap | None = None,
+                    early: EarlyDial | None = None) -> HttpsTransport:
     """The agent's HTTPS transport, from its config: the application's ``http_client``
     when given, else an own client that dials through ``Responses.dialer`` (if set) and
-    trusts ``Responses.ssl_context`` (if set); timeouts from ``Responses``."""
+    trusts ``Responses.ssl_context`` (if set); timeouts from ``Responses``. ``early``:
+    its first connection, started before the agent was built (``_early_dial``)."""
     responses = config.responses
     return HttpsTransport(
         config.api_base_url, client=responses.http_client, connect_timeout=responses.connect_timeout,
         idle_timeout=responses.idle_timeout, handshake_timeout=responses.handshake_timeout,
-        dialer=responses.dialer, ssl_context=responses.ssl_context, tap=tap,
+        dialer=early.dialer if early is not None else responses.dialer, ssl_context=responses.ssl_context, tap=tap,
     )

@@ -61,11 +61,12 @@ class WebSocketOptions(Record):
     (None: ``connect_timeout`` only). ``tap`` (the observer seam's, ``tap.py``) is told
     of the socket -- chosen once per connection: a tapped socket's link is a
     ``_TappedLink``, so an untapped one has no switch on its frame path; ``purpose``
-    (``initial``, ``reconnect``, ``warmup_fallback``) is what the tap is told it is for."""
+    (``initial``, ``reconnect``, ``warmup_fallback``) is what the tap is told it is for;
+    ``sent``: called once the handshake's first bytes left (``_connections.EarlyLink``)."""
 
     __slots__ = (  # noqa: RUF023  # field order
-        "url", "headers", "connect_timeout", "handshake_timeout", "send_timeout", "idle_timeout",
-        "max_message_size", "receive_buffer_size", "message_queue_size", "ssl_context", "dialer", "tap", "purpose",
+        "url", "headers", "connect_timeout", "handshake_timeout", "send_timeout", "idle_timeout", "max_message_size",
+        "receive_buffer_size", "message_queue_size", "ssl_context", "dialer", "tap", "purpose", "sent",
     )
 
     def __init__(
@@ -73,7 +74,7 @@ class WebSocketOptions(Record):
         handshake_timeout: float | None = None, send_timeout: float = 30.0, idle_timeout: float = 300.0,
         max_message_size: int = 64 << 20, receive_buffer_size: int = 256 << 10, message_queue_size: int = 64,
         ssl_context: ssl.SSLContext | None = None, dialer: Dialer | None = None, tap: ConnectionTap | None = None,
-        purpose: str = "initial",
+        purpose: str = "initial", sent: Callable[[], object] | None = None,
     ) -> None:
         self.url = url
         self.headers = headers
@@ -88,6 +89,7 @@ class WebSocketOptions(Record):
         self.dialer = dialer
         self.tap = tap
         self.purpose = purpose
+        self.sent = sent
 
 
 class _HandshakeEof(Exception):
@@ -108,9 +110,10 @@ class _WatchedStream(trio.abc.Stream):
     before the WebSocket handshake: trio-websocket would otherwise wait for the connect
     timeout. A plain pass-through afterwards."""
 
-    def __init__(self, inner: trio.abc.Stream) -> None:
+    def __init__(self, inner: trio.abc.Stream, sent: Callable[[], object] | None = None) -> None:
         self.inner = inner
         self.handshake_done = False
+        self.sent = sent  # called after the first send (WebSocketOptions.sent)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         try:
@@ -119,6 +122,9 @@ class _WatchedStream(trio.abc.Stream):
             if self.handshake_done:
                 raise
             raise _HandshakeEof(exc.__cause__ or exc) from exc
+        if self.sent is not None:
+            sent, self.sent = self.sent, None
+            sent()
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.inner.wait_send_all_might_not_block()
@@ -307,7 +313,7 @@ async def _connection_task(
     deadline = trio.current_time() + options.connect_timeout
     started = False
     try:
-        watched = _WatchedStream(await _dial(options, deadline))
+        watched = _WatchedStream(await _dial(options, deadline), options.sent)
         try:
             async with trio.open_nursery() as reader_nursery:
                 ws = await _handshake(reader_nursery, watched, options, deadline)

@@ -50,7 +50,7 @@ from .._secrets import Redactor
 from . import _call_events as events
 from ._attempt import AttemptSlot, Held
 from ._bodies import RequestBodies
-from ._connections import Connections
+from ._connections import Connections, EarlyLink
 from ._https_auth import HttpsAuth
 from ._prompt_cache import SharedWarmups, fingerprint
 from ._response_feed import ResponseFeed
@@ -58,6 +58,7 @@ from ._websocket_exchange import WebSocketRoute
 
 if TYPE_CHECKING:
     from ..._events import EventSink
+    from ..._transport._early_dial import EarlyDial
     from ..._transport.https import HttpsTransport
     from ..._transport.tap import ConnectionTap
     from ..._transport.websocket import WebSocketLink
@@ -94,8 +95,11 @@ class ModelClient:
         tap: ConnectionTap | None = None,
         redactor: Redactor | None = None,
         api_events: bool = True,
+        early: EarlyLink | EarlyDial | None = None,
     ) -> None:
         """``tap``: the observer seam's connection tap, given to both transports;
+        ``early``: the first socket (``_connections.EarlyLink``) or HTTPS connection
+        (``_transport._early_dial``), started before the agent was built;
         ``api_events``: whether frames are reported as ``api.event`` (the application's
         choice, or an observer's that reads them: its sink keeps them out of
         ``agent.events``, ``_observers.ObservedSink``)."""
@@ -114,7 +118,9 @@ class ModelClient:
         if isinstance(config.auth, str):
             self.redactor.add(config.auth)
         self._tap = tap
-        self._sockets = Connections(config, self._emit, nursery, self.stats, self.redactor, tap)
+        self._early_dial = early if not isinstance(early, EarlyLink) else None
+        self._sockets = Connections(config, self._emit, nursery, self.stats, self.redactor, tap,
+                                    early if isinstance(early, EarlyLink) else None)
         # The transport in use: the configured one, until a server with no WebSocket
         # endpoint moves a default-transport agent to HTTPS (``_fall_back``, once).
         self.transport = config.responses.transport
@@ -378,7 +384,7 @@ class ModelClient:
         if self._https is None:
             from ..._transport.https import https_transport  # lazy: httpx only when HTTPS is used
 
-            self._https = https_transport(self._config, self._tap)
+            self._https = https_transport(self._config, self._tap, self._early_dial)
         return self._https
 
     def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None:
@@ -407,11 +413,15 @@ class ModelClient:
     def close(self) -> None:
         self._warmup_scope.cancel()
         self._sockets.close()
+        if self._early_dial is not None:
+            self._early_dial.discard()
 
     async def aclose(self) -> None:
         """Close the HTTPS client if this agent created it (``close`` drops the socket)."""
         try:
             await self.settle()
         finally:
+            if self._early_dial is not None:
+                await self._early_dial.aclose()  # unclaimed: no request went out
             if self._https is not None:
                 await self._https.aclose()
