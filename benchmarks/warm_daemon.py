@@ -171,6 +171,12 @@ def report_back_to_back(serial: Batches, back: int) -> None:
     print(table(f"back to back: batches of {back} runs with no pause, served warm and spawn -> first text p50 (ms)",
                 ["RTT", "daemon", "served warm", "first p50 (all)", "first p50 (warm)"], lines))
     print()
+    # Issue 30 item 2 in run_all's table: this tree's runs served warm back to back.
+    record_summary([
+        [f"warm daemon back to back (batches of {back}, no pause), {rtt * 1000:.0f} ms RTT: served warm",
+         f"{sum(served for _, served in values)} of {len(values)}", "-", "-", f">= {back - 1} of {back}"]
+        for rtt, trees in serial.items() for name, values in trees.items() if name == "this tree"
+    ])
 
 
 def report(results: dict[float, dict[str, list[Sample]]], codex: bool) -> None:
