@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
+    from ._metrics import Series
+
 __all__ = ["Attempt", "Call", "Connect", "Outcome", "emit", "fail"]
 
 Clock = Callable[[float], int]
@@ -75,7 +77,7 @@ class Call:
     attributes: n.Attributes = attrs.field(factory=dict)
     attempts: list[Attempt] = attrs.field(factory=list)
     finish_reason: str | None = None  # the response's ``incomplete_details.reason``
-    series: n.Attributes | None = None  # its metric series, once built (``ModelCalls._series``)
+    series: Series | None = None  # its metric series, once known (``ModelCalls._series``)
 
     def open_attempt(self) -> Attempt | None:
         if self.attempts and self.attempts[-1].outcome is None:

@@ -7,6 +7,10 @@ response model, server address and port, ``error.type`` on failures -- plus, on 
 first-chunk histogram only, this library's ``trio_agent.warmup.path`` and
 ``trio_agent.transport`` (what a warmup path changes is the point of that histogram).
 The warmup request is no GenAI operation of the user's and is not measured.
+
+Every recording's attribute mapping is built once per agent and series (``Series``,
+cached by the series' values) and handed to the SDK as is: the SDK copies and hashes
+it per recording anyway, so building it per call was our cost on top of the SDK's.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from . import _names as n
 if TYPE_CHECKING:
     from opentelemetry.metrics import Meter
 
-__all__ = ["GenAIMetrics"]
+__all__ = ["GenAIMetrics", "Series"]
 
 #: The conventions' advised buckets (``gen_ai-metrics``): seconds, and token counts.
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
@@ -28,11 +32,34 @@ TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4
 _SERIES_KEYS = (n.PROVIDER, n.REQUEST_MODEL, n.RESPONSE_MODEL, n.SERVER_ADDRESS, n.SERVER_PORT)
 
 
+class Series:
+    """One operation's series: the conventions' attributes (``base``), and the mappings
+    each recording of it takes, built once (never mutated after: the same object is
+    recorded again)."""
+
+    __slots__ = ("_first_chunk", "base", "input", "output")
+
+    def __init__(self, base: n.Attributes) -> None:
+        self.base = base
+        self.input: n.Attributes = {**base, n.TOKEN_TYPE: "input"}
+        self.output: n.Attributes = {**base, n.TOKEN_TYPE: "output"}
+        self._first_chunk: dict[tuple[str, str], n.Attributes] = {}
+
+    def first_chunk(self, transport: str, path: str) -> n.Attributes:
+        """The first-chunk histogram's attributes: the series, its transport and warmup path."""
+        found = self._first_chunk.get((transport, path))
+        if found is None:
+            found = self._first_chunk[transport, path] = {**self.base, n.TRANSPORT: transport, n.WARMUP_PATH: path}
+        return found
+
+
 class GenAIMetrics:
     """The three histograms on ``meter`` (the same name on the same meter returns the
-    instrument already registered, so every agent of a provider shares them)."""
+    instrument already registered, so every agent of a provider shares them), and one
+    agent's series."""
 
     def __init__(self, meter: Meter) -> None:
+        self._series: dict[tuple[object, ...], Series] = {}
         self.duration = meter.create_histogram(
             n.DURATION_METRIC, unit="s", description="GenAI operation duration",
             explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
@@ -48,22 +75,33 @@ class GenAIMetrics:
             explicit_bucket_boundaries_advisory=list(FIRST_CHUNK_BUCKETS),
         )
 
-    @staticmethod
-    def series(operation: str, attributes: n.Attributes) -> n.Attributes:
-        """The conventions' attributes of one operation, from its span's."""
-        found: n.Attributes = {n.OPERATION: operation}
-        for key in _SERIES_KEYS:
-            if key in attributes:
-                found[key] = attributes[key]
+    def series(self, operation: str, attributes: n.Attributes) -> Series:
+        """The series of one operation, from its span's attributes (the conventions' keys)."""
+        key = (operation, *(attributes.get(key, _ABSENT) for key in _SERIES_KEYS))
+        found = self._series.get(key)
+        if found is None:
+            if len(self._series) >= _SERIES_KEPT:  # the server names the response model
+                self._series.clear()
+            base: n.Attributes = {n.OPERATION: operation}
+            for name in _SERIES_KEYS:
+                if name in attributes:
+                    base[name] = attributes[name]
+            found = self._series[key] = Series(base)
         return found
 
-    def operation(self, series: n.Attributes, seconds: float, error_type: str | None) -> None:
-        self.duration.record(seconds, series if error_type is None else {**series, n.ERROR_TYPE: error_type})
+    def operation(self, series: Series, seconds: float, error_type: str | None) -> None:
+        self.duration.record(seconds, series.base if error_type is None else {**series.base, n.ERROR_TYPE: error_type})
 
-    def usage(self, series: n.Attributes, found: n.Attributes) -> None:
+    def usage(self, series: Series, found: n.Attributes) -> None:
         """``gen_ai.client.token.usage`` of a response's usage attributes
         (``n.usage_attributes``: none without a ``usage``)."""
-        for token_type, key in (("input", n.USAGE_INPUT), ("output", n.USAGE_OUTPUT)):
-            value = found.get(key)
-            if isinstance(value, int):
-                self.tokens.record(value, {**series, n.TOKEN_TYPE: token_type})
+        value = found.get(n.USAGE_INPUT)
+        if isinstance(value, int):
+            self.tokens.record(value, series.input)
+        value = found.get(n.USAGE_OUTPUT)
+        if isinstance(value, int):
+            self.tokens.record(value, series.output)
+
+
+_ABSENT = object()  # a series key the span does not have
+_SERIES_KEPT = 64

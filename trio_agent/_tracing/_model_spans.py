@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
     from ._content import Content
-    from ._metrics import GenAIMetrics
+    from ._metrics import GenAIMetrics, Series
 
 __all__ = ["ModelCalls"]
 
@@ -49,6 +49,7 @@ class ModelCalls:
         self._sent: n.Attributes = {}  # the instructions and tool definitions sent last
         self._clock = clock
         self._base = base  # provider, model, conversation, server, transport
+        self._transport = str(base.get(n.TRANSPORT, ""))
         self._parent_of = parent_of
         self._paths = WarmupPaths(https=https)
         self._calls: dict[int | None, Call] = {}
@@ -233,7 +234,7 @@ class ModelCalls:
             self._metrics.usage(self._series(call), usage)
         return call
 
-    def _series(self, call: Call) -> n.Attributes:
+    def _series(self, call: Call) -> Series:
         """The call's metric series (its conventions' attributes), built once: the model
         that answered is known before the first recording (the terminal frame)."""
         if call.series is None:
@@ -255,9 +256,8 @@ class ModelCalls:
         if latency is not None:
             call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
             call.attempts[-1].attributes[n.TIME_TO_FIRST_CHUNK] = latency
-            self._metrics.first_chunk.record(latency, {
-                **self._series(call), n.TRANSPORT: self._base.get(n.TRANSPORT, ""), n.WARMUP_PATH: path,
-            })
+            self._metrics.first_chunk.record(
+                latency, self._series(call).first_chunk(self._transport, path))
         self._finish(event.turn_id, event.time, Outcome())
 
     def _compaction_completed(self, event: AgentEvent) -> None:

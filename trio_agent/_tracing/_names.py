@@ -10,8 +10,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._wire.usage import TokenUsage
-
 __all__ = [
     "Attributes",
     "server_attributes",
@@ -108,20 +106,25 @@ def server_attributes(url: str) -> Attributes:
 
 def usage_attributes(raw: Any) -> Attributes:
     """GenAI usage attributes of a Responses ``usage`` object (none for ``usage: null``);
-    the detail counts only when the API reported them."""
+    the detail counts only when the API reported them. A count that is no integer is 0
+    (as ``TokenUsage.from_api`` reads it; read here directly, once per response)."""
     if not isinstance(raw, dict):
         return {}
-    usage = TokenUsage.from_api(raw)
-    found: Attributes = {USAGE_INPUT: usage.input_tokens, USAGE_OUTPUT: usage.output_tokens}
+    found: Attributes = {USAGE_INPUT: _count(raw.get("input_tokens")), USAGE_OUTPUT: _count(raw.get("output_tokens"))}
     inputs = raw.get("input_tokens_details")
+    if isinstance(inputs, dict):
+        if "cached_tokens" in inputs:
+            found[USAGE_CACHE_READ] = _count(inputs["cached_tokens"])
+        if "cache_write_tokens" in inputs:
+            found[USAGE_CACHE_CREATION] = _count(inputs["cache_write_tokens"])
     outputs = raw.get("output_tokens_details")
-    if isinstance(inputs, dict) and "cached_tokens" in inputs:
-        found[USAGE_CACHE_READ] = usage.cached_input_tokens
-    if isinstance(inputs, dict) and "cache_write_tokens" in inputs:
-        found[USAGE_CACHE_CREATION] = usage.cache_write_input_tokens
     if isinstance(outputs, dict) and "reasoning_tokens" in outputs:
-        found[USAGE_REASONING] = usage.reasoning_output_tokens
+        found[USAGE_REASONING] = _count(outputs["reasoning_tokens"])
     return found
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def turn_usage_attributes(totals: Any) -> Attributes:
