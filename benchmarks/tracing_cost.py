@@ -33,8 +33,12 @@ Two passes, each a row of ``run_all``: at 0 ms (the server answers at once: the 
 where its target is read) and at ``--rtt`` (25 ms round trip: a fast model's turn, the
 case a user sees; the same CPU is then ~1% of the wall).
 
+Last, the SDK's floor (``_tracing_floor``): its span, attribute and recording costs
+alone in hot loops, times what a traced turn of the 0 ms pass asked of it -- what no
+trio_agent code can take away while the same spans, attributes and metrics are emitted.
+
     /work/main/.venv/bin/python -m benchmarks.tracing_cost [--rounds 400] [--latency-rounds 100] [--rtt 0.025]
-        [--blocks 4] [--profile]
+        [--blocks 4] [--profile] [--no-floor]
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ import trio
 import trio_agent as ta
 
 from ._common import Settings, Timing, ms, open_bench_server, open_warm_agent, record_summary, table
+from ._tracing_floor import Floor, measure_floor
 
 
 def providers() -> tuple[Any, Any, Any, Any]:
@@ -66,9 +71,11 @@ def providers() -> tuple[Any, Any, Any, Any]:
     class Dropping(SpanExporter):
         def __init__(self) -> None:
             self.spans = 0
+            self.attributes = 0
 
         def export(self, spans: Sequence[Any]) -> SpanExportResult:
             self.spans += len(spans)
+            self.attributes += sum(len(span.attributes or ()) for span in spans)
             return SpanExportResult.SUCCESS
 
     exporter = Dropping()
@@ -92,7 +99,13 @@ class Run:
     traced: list[Timing]
     api: list[Timing]
     spans: int
+    attributes: int  # on the exported spans
     points: int
+    recordings: int  # every histogram recording (the sum of the points' counts)
+
+    def per_traced_turn(self, count: int) -> float:
+        """``count`` of the whole run per traced turn (its 5 warmup turns included)."""
+        return count / (len(self.traced) + 5)
 
 
 async def measure(rounds: int, rtt: float, prof: cProfile.Profile | None = None) -> Run:
@@ -126,9 +139,10 @@ async def measure(rounds: int, rtt: float, prof: cProfile.Profile | None = None)
     tracer_provider.force_flush()
     tracer_provider.shutdown()
     metrics = reader.get_metrics_data()
-    points = sum(len(m.data.data_points) for rm in metrics.resource_metrics for sm in rm.scope_metrics
-                 for m in sm.metrics)
-    return Run(rtt, plain, traced, api, exporter.spans, points)
+    found = [point for rm in metrics.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+             for point in m.data.data_points]
+    return Run(rtt, plain, traced, api, exporter.spans, exporter.attributes, len(found),
+               sum(getattr(point, "count", 1) for point in found))
 
 
 def _rate(timings: Sequence[Timing]) -> float:
@@ -171,9 +185,36 @@ def report(run: Run, blocks: int) -> list[str]:
         f"API no-op {_paired(plain, api):.3f}",
         f"tracing's CPU per turn, p50 difference: SDK {(_cpu(traced) - _cpu(plain)) * 1e6:.0f} us, API no-op "
         f"{(_cpu(api) - _cpu(plain)) * 1e6:.0f} us (of {_cpu(plain) * 1e6:.0f} us untraced)",
-        f"exported spans: {run.spans} ({run.spans / max(1, len(traced) + 5):.1f} per traced turn, the warmup's and "
-        f"agent span included); metric series: {run.points}",
+        f"exported spans: {run.spans} ({run.per_traced_turn(run.spans):.1f} per traced turn, the warmup's and "
+        f"agent span included), {run.per_traced_turn(run.attributes):.1f} attributes and "
+        f"{run.per_traced_turn(run.recordings):.1f} metric recordings per traced turn; metric series: {run.points}",
     ]
+
+
+def floor_report(run: Run, floor: Floor) -> tuple[list[str], list[list[str]]]:
+    """The SDK's floor (``_tracing_floor``) for what ``run``'s traced turns asked of it,
+    against what 0.95 of the untraced turns/s leaves per turn."""
+    spans, attributes = run.per_traced_turn(run.spans), run.per_traced_turn(run.attributes)
+    recordings = run.per_traced_turn(run.recordings)
+    turn = floor.turn(spans, attributes, recordings)
+    wall = statistics.median(t.total for t in run.plain) * 1e6  # the typical untraced turn (outliers: load)
+    allowed = wall * (1 / 0.95 - 1)
+    in_turn = (_cpu(run.traced) - _cpu(run.api)) * 1e6
+    lines = [
+        f"The SDK alone, hot loops (load average {os.getloadavg()[0]:.2f}): a span (start_span + end, explicit "
+        f"times, BatchSpanProcessor) {floor.span:.1f} us; an attribute {floor.attribute:.2f} us given to start_span, "
+        f"{floor.attribute_set:.2f} us by set_attributes after; a histogram recording (6 attributes, exemplar of the "
+        f"current span) {floor.recording:.1f} us ({floor.recording_bare:.1f} us without attributes); context "
+        f"attach + detach {floor.attach:.2f} us",
+        f"SDK floor of a traced turn at {_latency(run)}: {spans:.1f} spans, {attributes:.1f} attributes, "
+        f"{recordings:.1f} recordings = {turn:.0f} us; the untraced turn takes {wall:.0f} us (p50), so 0.95 leaves "
+        f"{allowed:.0f} us for all of tracing: the SDK's floor alone caps the ratio at {wall / (wall + turn):.3f}",
+        f"in the turns, the SDK cost {in_turn:.0f} us of CPU a turn (the SDK row's p50 CPU minus the API row's): "
+        f"{in_turn / turn:.1f}x its hot-loop floor (the same code run cold, between the runtime's own work)",
+    ]
+    row = [f"tracing: the SDK's own floor per traced turn at {_latency(run)} (hot micro-benchmark)", f"{turn:.0f} us",
+           f"{wall:.0f} us untraced", f"{wall / (wall + turn):.3f}x at best", "-"]
+    return lines, [row]
 
 
 def summary(run: Run) -> list[list[str]]:
@@ -191,7 +232,8 @@ def summary(run: Run) -> list[list[str]]:
     ]
 
 
-async def measure_all(rounds: int, latency_rounds: int, rtt: float, blocks: int, profile: bool) -> str:
+async def measure_all(rounds: int, latency_rounds: int, rtt: float, blocks: int, profile: bool,
+                      floor: bool = True) -> str:
     prof = cProfile.Profile() if profile else None
     runs = [await measure(rounds, 0.0, prof)]
     if latency_rounds > 0:
@@ -201,6 +243,10 @@ async def measure_all(rounds: int, latency_rounds: int, rtt: float, blocks: int,
     for run in runs:
         out += [*report(run, blocks), ""]
         rows += summary(run)
+    if floor:
+        lines, floor_rows = floor_report(runs[0], measure_floor())
+        out += [*lines, ""]
+        rows += floor_rows
     record_summary(rows)
     if prof is not None:
         from .history_size import _top
@@ -216,8 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rtt", type=float, default=0.025, help="the model's round trip of the second pass (s)")
     parser.add_argument("--blocks", type=int, default=4)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-floor", dest="floor", action="store_false",
+                        help="skip the SDK's floor (hot micro-benchmark of its span, attribute and recording costs)")
     args = parser.parse_args(argv)
-    print(trio.run(measure_all, args.rounds, args.latency_rounds, args.rtt, args.blocks, args.profile))
+    print(trio.run(measure_all, args.rounds, args.latency_rounds, args.rtt, args.blocks, args.profile, args.floor))
     return 0
 
 
