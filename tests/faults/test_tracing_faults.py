@@ -117,3 +117,33 @@ async def test_frames_with_odd_types_pass_the_tracers_frame_filter(
     assert dict(turn.attributes or {})["trio_agent.turn.status"] == "failed"
     (call,) = traces.named("chat gpt-5.5")
     assert "error.type" in dict(call.attributes or {})
+
+
+async def test_a_server_naming_a_new_model_per_response_gets_one_series_each(
+    server: FakeResponsesServer, workspace: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The response model comes from the server and keys a metric series: a server
+    naming a new one in every response makes as many series (the SDK bounds them: its
+    cardinality limit) while the tracer keeps at most 64 of its own prebuilt mappings
+    (``_metrics.Series``) -- past that, each recording still lands in its model's series."""
+    traces = Traces()
+    tracing = ta.Tracing(tracer_provider=traces.provider, meter_provider=traces.meters, capture_content=False)
+    turns = 70
+
+    async def script() -> None:
+        conn = await warm(server)
+        for i in range(turns):
+            await conn.next_request()
+            await trio.sleep(0.05)
+            await conn.send(_hostile(id=f"resp-{i + 1}", model=f"model-{i}"))
+
+    async with scripted(script):
+        async with ta.open_agent(make_config(server, workspace, tracing=tracing)) as agent:
+            for _ in range(turns):
+                assert (await (await agent.prompt("go")).result()).final_message == "ok"
+    durations = traces.histogram_points("gen_ai.client.operation.duration")
+    models = sorted(str((point.attributes or {})["gen_ai.response.model"]) for point in durations)
+    assert models == sorted(f"model-{i}" for i in range(turns))
+    assert all(point.count == 1 for point in durations)
+    tokens = traces.histogram_points("gen_ai.client.token.usage")
+    assert len(tokens) == 2 * turns and all(point.count == 1 for point in tokens)
