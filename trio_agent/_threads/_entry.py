@@ -32,6 +32,7 @@ class LoadedThread:
         self.rollout_path: Path | None = None
         self.parent: LoadedThread | None = None  # a child thread: the thread whose worker it is
         self.children: set[LoadedThread] = set()  # loaded child threads (workers of this agent)
+        self.failure: Exception | None = None  # a bug relaying its events: the thread's task raises it
 
     @property
     def running(self) -> bool:
@@ -95,8 +96,11 @@ class LoadedThread:
 
 async def idle_watch(entry: LoadedThread) -> None:
     """Return when the thread should unload: the countdown of idle unload (see the
-    package docstring), restarted by every ``touch``."""
+    package docstring), restarted by every ``touch``; at once after a relay bug
+    (``failure``: the thread's task raises it)."""
     while True:
+        if entry.failure is not None:
+            return
         if entry.subscribers or entry.running:
             await entry.changed.wait()
             continue

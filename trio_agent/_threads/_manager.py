@@ -4,8 +4,6 @@ holding its agent (the package docstring tells the whole story)."""
 from __future__ import annotations
 
 import math
-import sys
-import traceback
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -277,24 +275,31 @@ class ThreadManager:
                 self._ephemeral_gone.add(entry.thread_id)
         self._emit(ThreadEvent(entry.thread_id, "thread.status", ThreadStatus.NOT_LOADED))
         self._emit(ThreadEvent(entry.thread_id, "thread.closed"))
+        if entry.failure is not None:  # a bug relaying its events (``_listener``): the manager fails
+            raise entry.failure
 
     def _listener(self, entry: LoadedThread) -> Callable[[AgentEvent], None]:
         """The relay of a thread's agent events, called by the agent's event sink in the
         emitting task (issue 30: a forwarding task per thread was a wakeup and a queue
-        hop per burst of every running thread's events). It never waits: the manager's
-        stream is a channel without bound, as the agent's own queue was -- a slow
-        client is the server's business (each connection's queue has its bound), never
-        the agent's. A bug here is said on stderr and loses that one event for the
-        manager; it never reaches the agent."""
+        hop per burst of every running thread's events). It never waits (see
+        ``_emit`` for the stream's bound).
+
+        A bug here is ours, and must neither hide nor hit the agent: the first exception
+        is kept on the entry and the thread's task -- in the manager's nursery -- wakes,
+        closes the agent and raises it, so the manager fails with it as the forwarding
+        task's crash would have failed it. The agent's emit returns normally (its turn
+        is not failed by our bug; it ends when the manager closes the thread), and
+        nothing more of this thread is relayed: the manager is going down."""
         relay = self._relay
 
         def listener(event: AgentEvent) -> None:
+            if entry.failure is not None:
+                return
             try:
                 relay(entry, event)
-            except Exception:
-                print(f"trio_agent: internal error relaying {event.kind} of thread {entry.thread_id}:",
-                      file=sys.stderr)
-                traceback.print_exc(file=sys.stderr)
+            except Exception as exc:
+                entry.failure = exc
+                entry.touch()  # wakes idle_watch in the thread's task, which raises it
 
         return listener
 
@@ -325,6 +330,18 @@ class ThreadManager:
             entry.nudge()  # (an event left out still restarts a running countdown)
 
     def _emit(self, event: ThreadEvent) -> None:
+        """Put onto the manager's stream, never waiting: it runs in the agents' own tasks,
+        which must never be held back by a reader. The stream has no bound of its own, as
+        ``agent.events`` has none (``_events``: a slow reader costs memory, never an
+        agent's latency). What bounds it is its reader. ``trio-agent serve``'s pump reads
+        it without ever waiting on a client (each connection has its own bounded queue
+        and a slow client is dropped) or on anything slow (only a thread's ``lock``,
+        held by request handlers for in-memory steps), and takes everything waiting in
+        each pass; Trio runs every runnable task once per scheduling batch, so between
+        two passes each running thread emits at most one step's events (one read from
+        its socket). In serve the stream holds at most about that many events per running
+        thread -- proportional to the threads at work, not to time. A library reader
+        that stops reading is the same as an agent's unread ``events``: its memory."""
         try:
             self._send.send_nowait(event)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
