@@ -81,6 +81,19 @@ class LoadedThread:
         if self.parent is not None:
             self.parent.touch()
 
+    def turn_edge(self) -> None:
+        """A turn started or ended (its ``run.started`` or terminal event): wake the
+        countdowns this can change -- one that runs (it restarts), or a watcher with no
+        subscriber (it waits for the turn to end) -- here and in the parents. A watcher
+        held by subscribers is not woken: a turn edge leaves it subscribed, and waking
+        it was two task switches per turn of every subscribed thread (issue 30);
+        ``unsubscribe`` wakes it."""
+        if self.counting or not self.subscribers:
+            self.changed.set()
+            self.changed = trio.Event()
+        if self.parent is not None:
+            self.parent.turn_edge()
+
     def nudge(self) -> None:
         """An event inside a turn (neither its start nor its end): restart the countdowns
         that run (this thread's, its parents'). A watcher that waits for the turn to end

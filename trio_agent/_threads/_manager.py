@@ -323,7 +323,7 @@ class ThreadManager:
             if status is not entry.reported and not entry.closing:
                 entry.reported = status
                 self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
-            entry.touch()
+            entry.turn_edge()
         else:
             if self._relayed is None or self._relayed(event):
                 self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
