@@ -75,7 +75,7 @@ from ._outs import Out
 from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._pump import Pump
 from ._reviewer import reviewer_json
-from ._router import dispatch
+from ._router import dispatch, serves_inline
 from ._shapes import ThreadMeta, TurnRecord, thread_json
 from ._store import ThreadStore
 from ._thread_index import ThreadIndex
@@ -172,6 +172,9 @@ class AppServer:
 
     async def handle_request(self, conn: Connection, request: Request) -> Reply:
         return await dispatch(self, conn, request)
+
+    def serves_inline(self, conn: Connection, request: Request) -> bool:
+        return serves_inline(self, conn, request)
 
     def handle_notification(self, conn: Connection, notification: Notification) -> None:
         """Client notifications (``initialized``) need no action."""
