@@ -14,6 +14,7 @@ import trio
 
 from .._config import AgentConfig, _default_session_id
 from .._errors import AgentError, ConfigError
+from .._event_queue import _EventQueue
 from .._events import AgentEvent, EventKind
 from .._rollout import RolloutConfig
 from .._runtime import Agent, open_agent
@@ -40,9 +41,11 @@ class ThreadManager:
         self._rollouts = rollouts if rollouts is not None else RolloutConfig(home)
         self._threads: dict[str, LoadedThread] = {}
         self._ephemeral_gone: set[str] = set()
-        send, receive = trio.open_memory_channel[ThreadEvent](math.inf)
-        self._send = send
-        self.events = ThreadEvents(receive)
+        # The agents' own event queue (a deque and the task waiting on it): a put is an
+        # append, and a pump that finds events waiting takes them without a schedule point
+        # -- a memory channel's send and receive cost more per event (issue 30, item 3).
+        self._queue: _EventQueue[ThreadEvent] = _EventQueue()
+        self.events = ThreadEvents(self._queue)
         self._closed = False
 
     # -- threads ---------------------------------------------------------------------
@@ -342,10 +345,7 @@ class ThreadManager:
         its socket). In serve the stream holds at most about that many events per running
         thread -- proportional to the threads at work, not to time. A library reader
         that stops reading is the same as an agent's unread ``events``: its memory."""
-        try:
-            self._send.send_nowait(event)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+        self._queue.put(event)  # (nothing once the manager has closed)
 
     def _close_threads(self) -> None:
         """Cancel every loaded thread (each ends its turns and closes its agent)."""
@@ -356,7 +356,7 @@ class ThreadManager:
 
     def _close(self) -> None:
         self._closed = True
-        self._send.close()
+        self._queue.close()
 
 
 def _only_agent_error(exc: BaseException) -> AgentError | None:
