@@ -27,7 +27,10 @@ Every side runs the same turns in the same order, so their histories grow alike.
 
 ``--baseline DIR`` adds another checkout's server to every round (before/after in one
 interleaved run); ``--warm-runs N`` repeats the whole measurement with fresh processes
-(the per-round ratios of every run are pooled; each run's p50 is shown too).
+(default 2, ``--quick`` 1): the per-round ratios of every run are pooled, each run's p50
+shown too -- where a set of processes landed on the two cores moves all its rounds
+alike (one run's per-round p50 still moved 1.48-1.65x between consecutive runs), so a
+second set halves that part of the spread.
 ``--profile DIR`` (as for the other rows): ``py-spy record`` of each server over all its
 blocks, the collapsed stacks in ``DIR`` (cProfile's own cost per call and its
 wall-clock timer distorted this profile several-fold; py-spy samples from outside).
