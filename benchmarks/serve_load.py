@@ -391,7 +391,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="cycle,warm",
                         help="cycle (thread/start + turn, every server), warm (a loaded thread's turn vs in-process)")
     parser.add_argument("--warm-clients", default="1,50", help="client counts of the warm-turn rows")
-    parser.add_argument("--warm-runs", type=int, default=1, help="warm-turn rows: runs of the interleaved loop")
+    parser.add_argument("--warm-runs", type=int, default=None,
+                        help="warm-turn rows: runs of the interleaved loop, each with fresh processes, their rounds "
+                             "pooled (default 2, --quick 1: a process set's placement on the cores moves all its "
+                             "rounds alike)")
     parser.add_argument("--baseline", default=None, metavar="DIR",
                         help="warm-turn rows: also serve from this checkout, interleaved (before/after figures)")
     args = parser.parse_args(argv)
@@ -416,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         from ._serve_warm import measure_warm, report_warm  # it imports this module
 
         warm_counts = [int(count) for count in args.warm_clients.split(",")]
-        report_warm(trio.run(measure_warm, warm_counts, args.quick, trees, args.warm_runs,
+        warm_runs = args.warm_runs if args.warm_runs is not None else (1 if args.quick else 2)
+        report_warm(trio.run(measure_warm, warm_counts, args.quick, trees, warm_runs,
                              args.profile), "serve")
         print(f"load average {os.getloadavg()[0]:.2f} at the end", flush=True)
     return 0

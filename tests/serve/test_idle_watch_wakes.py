@@ -71,3 +71,60 @@ async def test_an_event_restarts_a_running_countdown(autojump_clock: trio.testin
         assert unloaded_at == []
     assert unloaded_at == [start + 19]
     assert not entry.counting
+
+
+async def test_turn_edges_do_not_wake_a_watcher_held_by_subscribers(autojump_clock: trio.testing.MockClock) -> None:
+    """A subscribed thread's watcher only waits for its subscribers to leave: a turn's
+    start and end (``turn_edge``) change nothing it checks, so it is not woken -- two
+    task switches per turn of every subscribed thread (issue 30, item 3). Unsubscribing
+    still wakes it, and with no subscriber a turn's end does. Checked without the change
+    (``touch`` at the edges): the watcher's event was set (and replaced) at every edge."""
+    entry = LoadedThread("t", ephemeral=False, unload_delay=10.0)
+    agent = _Agent()
+    entry.agent = cast(Agent, agent)
+    entry.subscribers.add("client")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(idle_watch, entry)
+        await trio.testing.wait_all_tasks_blocked()
+        looks, changed = agent.looks, entry.changed  # what the watcher waits on
+        for _ in range(3):  # three turns: start and end each
+            agent.running = True
+            entry.turn_edge()
+            await trio.testing.wait_all_tasks_blocked()
+            agent.running = False
+            entry.turn_edge()
+            await trio.testing.wait_all_tasks_blocked()
+        assert entry.changed is changed and not changed.is_set() and not entry.counting
+        agent.running = True
+        entry.subscribers.clear()
+        entry.touch()  # the client unsubscribes while a turn runs: the watcher waits for its end
+        await trio.testing.wait_all_tasks_blocked()
+        assert agent.looks > looks and not entry.counting
+        agent.running = False
+        entry.turn_edge()  # the turn's end, nobody subscribed: the countdown starts
+        await trio.testing.wait_all_tasks_blocked()
+        assert entry.counting
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_child_turn_edge_wakes_an_unsubscribed_parent(autojump_clock: trio.testing.MockClock) -> None:
+    """A parent stays loaded while a child works; when the child's turn ends, a parent
+    with no subscriber must hear it even if the child itself is subscribed."""
+    parent = LoadedThread("p", ephemeral=False, unload_delay=10.0)
+    child = LoadedThread("c", ephemeral=False, unload_delay=10.0)
+    parent.agent = cast(Agent, _Agent())
+    child_agent = _Agent()
+    child.agent = cast(Agent, child_agent)
+    child.parent = parent
+    parent.children.add(child)
+    child.subscribers.add("client")
+    child_agent.running = True
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(idle_watch, parent)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not parent.counting  # the child works
+        child_agent.running = False
+        child.turn_edge()
+        await trio.testing.wait_all_tasks_blocked()
+        assert parent.counting
+        nursery.cancel_scope.cancel()

@@ -168,3 +168,22 @@ async def test_relayed_must_be_a_function(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="relayed"):
         async with ta.open_thread_manager(tmp_path, config=ta.AgentConfig(auth="k"), relayed="all"):  # type: ignore[arg-type]
             pass
+
+
+async def test_waiting_manager_events_are_taken_without_a_schedule_point(tmp_path: Path) -> None:
+    """The manager's stream is the agents' own event queue (a deque), not a memory
+    channel: a reader that finds events waiting takes them without a scheduler round
+    each (issue 30, item 3: serve's pump). Without the change: the memory channel's
+    ``receive`` yields once per event and the other task runs."""
+    async with manager(tmp_path) as threads, trio.open_nursery() as nursery:
+        agent = await threads.start(subscriber="client")
+        drain(threads)
+        emitted = [agent._sink.emit(EventKind.TOOL_PROGRESS, PROGRESS) for _ in range(3)]
+        ran: list[str] = []
+
+        async def other() -> None:
+            ran.append("other")
+
+        nursery.start_soon(other)  # runs at the next schedule point
+        taken = [await threads.events.__anext__() for _ in range(3)]
+        assert [event.event for event in taken] == emitted and ran == []

@@ -6,7 +6,13 @@ server request is routed at once (``PendingReply``), so a client answering
 ``item/tool/call`` is never stuck behind a slow request; requests and notifications
 go through a small inbox (``INBOX_LIMIT``; when it is full the reader waits, which is
 backpressure on the client) to the dispatcher, which serves requests one at a time,
-in order, and queues each answer. A malformed line is answered (``-32600``/``-32700``
+in order, and queues each answer. The reader serves a request itself, without that
+task hop (issue 30: a warm turn's ``turn/start``), when nothing waits in the inbox or
+is being served (``_queued``: the order stays the client's) and the host says its
+handler waits on nothing slow (``ConnectionHost.serves_inline``: ``turn/start`` and
+``turn/steer`` on a loaded thread, no file to read) -- so replies to server requests
+are never held back by more than in-memory steps; a client notification
+(``initialized``) is handled at once under the same condition. A malformed line is answered (``-32600``/``-32700``
 when its id is readable, else a ``warning`` notification) and the connection goes on.
 No message can end more than its own connection: ``parse`` never raises, a handler's
 failure (an ``RpcError``, or a bug: ``-32603``) and a response that cannot be encoded
@@ -100,6 +106,11 @@ class ConnectionHost(Protocol):
 
     async def handle_request(self, conn: Connection, request: Request) -> Reply: ...
 
+    def serves_inline(self, conn: Connection, request: Request) -> bool:
+        """Whether the reader may serve ``request`` itself: its handler waits on
+        nothing but in-memory steps (never on this client, the disk or the network)."""
+        ...
+
     def handle_notification(self, conn: Connection, notification: Notification) -> None: ...
 
     def connection_closed(self, conn: Connection) -> None: ...
@@ -182,6 +193,7 @@ class Connection:
         self._pending: dict[RequestId, PendingReply] = {}
         self._next_request = itertools.count(0)
         self._scope: trio.CancelScope | None = None
+        self._queued = 0  # messages handed to the dispatcher and not yet done with
 
     def __repr__(self) -> str:
         return f"<Connection {self.id} {self.label}>"
@@ -317,7 +329,15 @@ class Connection:
                 self._route_reply(message)
             elif isinstance(message, Malformed):
                 self._answer_malformed(message)
+            elif self._queued:  # behind what the dispatcher has: in order, after it
+                self._queued += 1
+                await inbox.send(message)
+            elif isinstance(message, Notification):
+                self._host.handle_notification(self, message)
+            elif self._host.serves_inline(self, message):
+                await self._serve(message)  # nothing ahead of it, and it waits on nothing slow
             else:
+                self._queued += 1
                 await inbox.send(message)
 
     def _route_reply(self, message: Response | ErrorResponse) -> None:
@@ -335,10 +355,13 @@ class Connection:
     async def _dispatch_loop(self, inbox: trio.MemoryReceiveChannel[Request | Notification]) -> None:
         async with inbox:
             async for message in inbox:
-                if isinstance(message, Notification):
-                    self._host.handle_notification(self, message)
-                    continue
-                await self._serve(message)
+                try:
+                    if isinstance(message, Notification):
+                        self._host.handle_notification(self, message)
+                    else:
+                        await self._serve(message)
+                finally:
+                    self._queued -= 1
         self.finish()  # EOF and nothing left to answer: the writer flushes and finishes
 
     async def _serve(self, request: Request) -> None:

@@ -4,7 +4,9 @@ notifications (``_server`` has the server's concurrency shape).
 Ordering. The pump is the only writer of a thread's notifications, in the order of
 the agent's events. What a request handler must know before the pump sees the next
 event (a turn's wire id and prompt, a steer's text) it registers under the thread's
-``lock``, which the pump takes for ``run.started``/``run.steered``. A dynamic tool call
+``lock``, which the pump waits for at ``run.started``/``run.steered`` when a handler
+holds it (a free lock is passed without a schedule point: nobody is registering, and
+a ``trio.Lock`` is fair, so a free lock has no waiter either). A dynamic tool call
 or an approval is *introduced* once its notifications are out: only then does the
 server ask the client (``_asking``).
 
@@ -90,10 +92,10 @@ class Pump:
         if tevent.kind != "agent" or event is None or state is None:
             return
         try:
-            if event.kind in (EventKind.RUN_STARTED, EventKind.RUN_STEERED):
-                async with state.lock:
+            if event.kind in (EventKind.RUN_STARTED, EventKind.RUN_STEERED) and state.lock.locked():
+                async with state.lock:  # a handler is registering what this event needs: after it
                     outs = state.mapper.on_event(event)
-            else:
+            else:  # (a free lock has nobody to wait for: no schedule point, issue 30)
                 outs = state.mapper.on_event(event)
             if event.kind in RECORDED and not state.meta.ephemeral:  # a running turn, kept through a kill
                 record_progress(server.store, state, event, outs)

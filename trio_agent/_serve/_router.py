@@ -29,7 +29,7 @@ from ._shapes import CLI_VERSION
 if TYPE_CHECKING:
     from ._context import ServerContext
 
-__all__ = ["METHODS", "dispatch"]
+__all__ = ["INLINE_METHODS", "METHODS", "dispatch", "serves_inline"]
 
 Handler = Callable[["ServerContext", Connection, Params], Awaitable[Reply]]
 
@@ -51,6 +51,28 @@ async def dispatch(server: ServerContext, conn: Connection, request: Request) ->
         return await handler(server, conn, params)
     except AgentError as exc:
         raise InvalidRequest(f"{request.method}: {exc}") from exc
+
+
+#: Methods whose handler, on a loaded thread and with input that names no file, waits on
+#: nothing but in-memory steps (checkpoints that never block: ``agent.submit``, a turn's
+#: ``steer``, the thread's lock held by in-memory steps): the connection's reader may
+#: serve them itself (``Connection``'s docstring).
+INLINE_METHODS = frozenset({"turn/start", "turn/steer"})
+
+
+def serves_inline(server: ServerContext, conn: Connection, request: Request) -> bool:
+    """Whether ``request`` may be served by the reader itself: an ``INLINE_METHODS``
+    request of an initialized client on a loaded thread (an unloaded one is located on
+    disk first, in ``dispatch``) whose input has no ``localImage`` (read from disk)."""
+    params = request.params
+    if request.method not in INLINE_METHODS or not conn.initialized or not isinstance(params, dict):
+        return False
+    thread_id = params.get("threadId")
+    if not isinstance(thread_id, str) or server.state(thread_id) is None:
+        return False
+    given = params.get("input")
+    return isinstance(given, list) and all(isinstance(item, dict) and item.get("type") != "localImage"
+                                           for item in given)
 
 
 #: The codex version ``initialize`` reports (``userAgent``'s ``name/VERSION``, where codex

@@ -29,6 +29,18 @@ Cost per client (issue 23). Under many clients those broadcasts are most of what
 server sends, so delivering one is kept to an encoding (once, for every recipient) and
 a queue append per client (``_connection``); the pump delivers what is ready in bursts.
 
+Task hops per warm turn (issue 30, item 3). An agent's events reach the manager's
+stream in the agent's own task (a listener; the stream is a deque the pump takes
+without a schedule point per event); the pump is woken once per burst and writes each
+client's share of the burst in one send at its end, never waiting for more (what is
+written is what was ready: clients see every message as soon as before). A warm
+``turn/start`` is served by the connection's reader itself when nothing is ahead of it
+(``Connection``), and neither the pump nor the handler yields at the thread's lock
+when it is free. Ordering is unchanged by all of these: notifications are still
+written only by the pump in event order, and a response is still queued before its
+handler returns. Backpressure too: nothing of this waits on a client -- a slow one
+fills its own bounded queue and is dropped; the agents and the other clients never wait.
+
 Layout: the method handlers, the child threads, the pump and the client questions
 (``_asking``) take the server as a ``_context.ServerContext``, a protocol below them
 all, so none of them imports this module; the loaded threads' states are
@@ -75,7 +87,7 @@ from ._outs import Out
 from ._permissions import approval_json, requested_sandbox, sandbox_json
 from ._pump import Pump
 from ._reviewer import reviewer_json
-from ._router import dispatch
+from ._router import dispatch, serves_inline
 from ._shapes import ThreadMeta, TurnRecord, thread_json
 from ._store import ThreadStore
 from ._thread_index import ThreadIndex
@@ -172,6 +184,9 @@ class AppServer:
 
     async def handle_request(self, conn: Connection, request: Request) -> Reply:
         return await dispatch(self, conn, request)
+
+    def serves_inline(self, conn: Connection, request: Request) -> bool:
+        return serves_inline(self, conn, request)
 
     def handle_notification(self, conn: Connection, notification: Notification) -> None:
         """Client notifications (``initialized``) need no action."""

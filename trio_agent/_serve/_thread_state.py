@@ -21,7 +21,7 @@ from ._dynamic import DynamicCalls, DynamicToolSpec, Introductions
 from ._items import ThreadMapper
 from ._shapes import ThreadMeta
 
-__all__ = ["ThreadState", "ThreadStates"]
+__all__ = ["ThreadState", "ThreadStates", "registering"]
 
 
 class ThreadState:
@@ -42,6 +42,26 @@ class ThreadState:
     @property
     def thread_id(self) -> str:
         return self.meta.thread_id
+
+
+class registering:  # (lower case: used as ``async with registering(state)``, like a function)
+    """Hold ``state.lock`` while a handler registers what the pump needs before it maps
+    the next event (``_pump``). A free lock is taken without a schedule point (issue 30:
+    a step of the request's task per ``turn/start``); a held one is waited for, fairly."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, state: ThreadState) -> None:
+        self._lock = state.lock
+
+    async def __aenter__(self) -> None:
+        if self._lock.locked():
+            await self._lock.acquire()
+        else:
+            self._lock.acquire_nowait()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._lock.release()
 
 
 class ThreadStates:

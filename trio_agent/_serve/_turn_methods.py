@@ -35,6 +35,7 @@ from ._items import UserInput
 from ._jsonrpc import InvalidParams, InvalidRequest
 from ._params import Params, shown
 from ._permissions import parse_approval, parse_sandbox_policy, requested_sandbox, unavailable
+from ._thread_state import registering
 
 if TYPE_CHECKING:
     from .._runtime import Agent
@@ -161,7 +162,7 @@ async def turn_start(server: ServerContext, conn: Connection, params: Params) ->
     given = await parse_input(params)
     output_schema = parse_output_schema(params)
     await _apply_overrides(server, params, state, agent)
-    async with state.lock:
+    async with registering(state):
         submission = await agent.submit(Prompt(given.text, images=given.images), output_schema=output_schema)
         turn = submission.turn
         if submission.kind == "started":

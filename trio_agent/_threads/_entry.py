@@ -32,6 +32,7 @@ class LoadedThread:
         self.rollout_path: Path | None = None
         self.parent: LoadedThread | None = None  # a child thread: the thread whose worker it is
         self.children: set[LoadedThread] = set()  # loaded child threads (workers of this agent)
+        self.failure: Exception | None = None  # a bug relaying its events: the thread's task raises it
 
     @property
     def running(self) -> bool:
@@ -80,6 +81,19 @@ class LoadedThread:
         if self.parent is not None:
             self.parent.touch()
 
+    def turn_edge(self) -> None:
+        """A turn started or ended (its ``run.started`` or terminal event): wake the
+        countdowns this can change -- one that runs (it restarts), or a watcher with no
+        subscriber (it waits for the turn to end) -- here and in the parents. A watcher
+        held by subscribers is not woken: a turn edge leaves it subscribed, and waking
+        it was two task switches per turn of every subscribed thread (issue 30);
+        ``unsubscribe`` wakes it."""
+        if self.counting or not self.subscribers:
+            self.changed.set()
+            self.changed = trio.Event()
+        if self.parent is not None:
+            self.parent.turn_edge()
+
     def nudge(self) -> None:
         """An event inside a turn (neither its start nor its end): restart the countdowns
         that run (this thread's, its parents'). A watcher that waits for the turn to end
@@ -95,8 +109,11 @@ class LoadedThread:
 
 async def idle_watch(entry: LoadedThread) -> None:
     """Return when the thread should unload: the countdown of idle unload (see the
-    package docstring), restarted by every ``touch``."""
+    package docstring), restarted by every ``touch``; at once after a relay bug
+    (``failure``: the thread's task raises it)."""
     while True:
+        if entry.failure is not None:
+            return
         if entry.subscribers or entry.running:
             await entry.changed.wait()
             continue

@@ -4,8 +4,6 @@ holding its agent (the package docstring tells the whole story)."""
 from __future__ import annotations
 
 import math
-import sys
-import traceback
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +14,7 @@ import trio
 
 from .._config import AgentConfig, _default_session_id
 from .._errors import AgentError, ConfigError
+from .._event_queue import _EventQueue
 from .._events import AgentEvent, EventKind
 from .._rollout import RolloutConfig
 from .._runtime import Agent, open_agent
@@ -42,9 +41,11 @@ class ThreadManager:
         self._rollouts = rollouts if rollouts is not None else RolloutConfig(home)
         self._threads: dict[str, LoadedThread] = {}
         self._ephemeral_gone: set[str] = set()
-        send, receive = trio.open_memory_channel[ThreadEvent](math.inf)
-        self._send = send
-        self.events = ThreadEvents(receive)
+        # The agents' own event queue (a deque and the task waiting on it): a put is an
+        # append, and a pump that finds events waiting takes them without a schedule point
+        # -- a memory channel's send and receive cost more per event (issue 30, item 3).
+        self._queue: _EventQueue[ThreadEvent] = _EventQueue()
+        self.events = ThreadEvents(self._queue)
         self._closed = False
 
     # -- threads ---------------------------------------------------------------------
@@ -277,24 +278,31 @@ class ThreadManager:
                 self._ephemeral_gone.add(entry.thread_id)
         self._emit(ThreadEvent(entry.thread_id, "thread.status", ThreadStatus.NOT_LOADED))
         self._emit(ThreadEvent(entry.thread_id, "thread.closed"))
+        if entry.failure is not None:  # a bug relaying its events (``_listener``): the manager fails
+            raise entry.failure
 
     def _listener(self, entry: LoadedThread) -> Callable[[AgentEvent], None]:
         """The relay of a thread's agent events, called by the agent's event sink in the
         emitting task (issue 30: a forwarding task per thread was a wakeup and a queue
-        hop per burst of every running thread's events). It never waits: the manager's
-        stream is a channel without bound, as the agent's own queue was -- a slow
-        client is the server's business (each connection's queue has its bound), never
-        the agent's. A bug here is said on stderr and loses that one event for the
-        manager; it never reaches the agent."""
+        hop per burst of every running thread's events). It never waits (see
+        ``_emit`` for the stream's bound).
+
+        A bug here is ours, and must neither hide nor hit the agent: the first exception
+        is kept on the entry and the thread's task -- in the manager's nursery -- wakes,
+        closes the agent and raises it, so the manager fails with it as the forwarding
+        task's crash would have failed it. The agent's emit returns normally (its turn
+        is not failed by our bug; it ends when the manager closes the thread), and
+        nothing more of this thread is relayed: the manager is going down."""
         relay = self._relay
 
         def listener(event: AgentEvent) -> None:
+            if entry.failure is not None:
+                return
             try:
                 relay(entry, event)
-            except Exception:
-                print(f"trio_agent: internal error relaying {event.kind} of thread {entry.thread_id}:",
-                      file=sys.stderr)
-                traceback.print_exc(file=sys.stderr)
+            except Exception as exc:
+                entry.failure = exc
+                entry.touch()  # wakes idle_watch in the thread's task, which raises it
 
         return listener
 
@@ -318,17 +326,26 @@ class ThreadManager:
             if status is not entry.reported and not entry.closing:
                 entry.reported = status
                 self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
-            entry.touch()
+            entry.turn_edge()
         else:
             if self._relayed is None or self._relayed(event):
                 self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
             entry.nudge()  # (an event left out still restarts a running countdown)
 
     def _emit(self, event: ThreadEvent) -> None:
-        try:
-            self._send.send_nowait(event)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+        """Put onto the manager's stream, never waiting: it runs in the agents' own tasks,
+        which must never be held back by a reader. The stream has no bound of its own, as
+        ``agent.events`` has none (``_events``: a slow reader costs memory, never an
+        agent's latency). What bounds it is its reader. ``trio-agent serve``'s pump reads
+        it without ever waiting on a client (each connection has its own bounded queue
+        and a slow client is dropped) or on anything slow (only a thread's ``lock``,
+        held by request handlers for in-memory steps), and takes everything waiting in
+        each pass; Trio runs every runnable task once per scheduling batch, so between
+        two passes each running thread emits at most one step's events (one read from
+        its socket). In serve the stream holds at most about that many events per running
+        thread -- proportional to the threads at work, not to time. A library reader
+        that stops reading is the same as an agent's unread ``events``: its memory."""
+        self._queue.put(event)  # (nothing once the manager has closed)
 
     def _close_threads(self) -> None:
         """Cancel every loaded thread (each ends its turns and closes its agent)."""
@@ -339,7 +356,7 @@ class ThreadManager:
 
     def _close(self) -> None:
         self._closed = True
-        self._send.close()
+        self._queue.close()
 
 
 def _only_agent_error(exc: BaseException) -> AgentError | None:

@@ -12,6 +12,7 @@ import trio
 
 from .._errors import AgentError
 from .._event_payloads._shared import JsonValue
+from .._event_queue import _EventQueue
 from .._events import AgentEvent
 
 __all__ = ["ThreadError", "ThreadEvent", "ThreadEvents", "ThreadInfo", "ThreadStatus", "UnsubscribeStatus"]
@@ -66,17 +67,19 @@ class ThreadInfo:
 class ThreadEvents:
     """``manager.events``: every ``ThreadEvent`` in order (iterate from one task)."""
 
-    def __init__(self, receive: trio.MemoryReceiveChannel[ThreadEvent]) -> None:
-        self._receive = receive
+    def __init__(self, queue: _EventQueue[ThreadEvent]) -> None:
+        self._queue = queue
 
     def __aiter__(self) -> ThreadEvents:
         return self
 
     async def __anext__(self) -> ThreadEvent:
         try:
-            return await self._receive.receive()
+            return await self._queue.get()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
 
     def receive_nowait(self) -> ThreadEvent:
-        return self._receive.receive_nowait()
+        """The next event if one waits, else ``trio.WouldBlock`` (``trio.EndOfChannel``
+        once the manager has closed and every event was taken)."""
+        return self._queue.get_nowait()
