@@ -104,10 +104,10 @@ def _pointed_gitdir(fs: Beneath) -> Parts | None:
     if dotgit != (".git",):
         return dotgit  # a symlink to a directory inside the workspace
     try:
-        data, _status = fs.read_bytes(dotgit)
+        data, _status = fs.read_bytes(dotgit, limit=_DOTGIT_LIMIT)
     except (OSError, Changed):
-        return None  # a directory (the usual case), or nothing
-    for line in data[:_DOTGIT_LIMIT].decode("utf-8", "replace").splitlines():
+        return None  # a directory (the usual case), nothing, or too big to be a .git file
+    for line in data.decode("utf-8", "replace").splitlines():
         if line.startswith(_GITDIR):
             try:
                 return fs.resolve(line.removeprefix(_GITDIR).strip())
