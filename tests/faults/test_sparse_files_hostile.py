@@ -6,7 +6,10 @@ thread -- down with it (a ``MemoryError`` at best, the OOM killer at worst).
 ``apply_patch`` plans in memory: it reads at most ``MAX_FILE_BYTES`` of a file it
 updates, moves or deletes, and refuses a bigger one with a failed result that says
 what to do; the workspace's ``.git`` file (read to find the git dir it points to) is
-read up to 64 KiB. Positive controls: the same patches on files of sound size apply.
+read up to 64 KiB, by ``apply_patch`` and by the sandbox that each command's ``bwrap``
+line protects it with (in a workspace without git, a command may have made ``.git``).
+Positive controls: the same patches on files of sound size apply; a sound ``.git``
+file's git dir is protected.
 
 Each case runs with the address space capped (``_memory``), so a reader that reads
 the whole file fails at once instead of trying.
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from trio_agent._tools._sandbox import protected_paths
 from trio_agent._tools.apply_patch import MAX_FILE_BYTES, PatchError, apply_patch_to_workspace
 
 from ._memory import address_space_capped
@@ -79,3 +83,16 @@ def test_a_huge_sparse_dot_git_file_is_not_read_whole(tmp_path: Path) -> None:
     with address_space_capped():
         apply_patch_to_workspace(UPDATE, tmp_path, protect_git=True)
     assert (tmp_path / "x.txt").read_text() == "new\n"
+
+
+def test_the_sandbox_does_not_read_a_huge_sparse_dot_git_file_whole(tmp_path: Path) -> None:
+    sparse(tmp_path / ".git", TERABYTE)
+    with address_space_capped():
+        assert protected_paths([tmp_path]) == [tmp_path / ".git"]
+
+
+def test_the_sandbox_still_protects_the_git_dir_a_sound_dot_git_file_names(tmp_path: Path) -> None:
+    (tmp_path / "gitdir").mkdir()
+    (tmp_path / ".git").write_text("gitdir: gitdir\n")
+    with address_space_capped():
+        assert protected_paths([tmp_path]) == [tmp_path / ".git", tmp_path / "gitdir"]

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -83,6 +84,7 @@ SCAFFOLD_DEPTH = 2
 SANDBOX_ENV = {"TMPDIR": "/tmp"}
 _INSTALL_HINT = "install Bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
 _PROBE_COMMAND = ["/bin/sh", "-c", ":"]
+_DOTGIT_LIMIT = 64 * 1024  # a .git file is one line
 _working: set[tuple[str, bool]] = set()  # trial runs that worked in this process
 _probes: dict[tuple[str, bool], subprocess.Popen[bytes]] = {}  # trial runs started ahead (start_probe)
 
@@ -200,7 +202,7 @@ def protected_paths(roots: list[Path]) -> list[Path]:
         if not os.path.lexists(dotgit):
             continue
         found.append(dotgit)
-        if dotgit.is_file() and not dotgit.is_symlink():
+        if not dotgit.is_symlink():
             target = _gitdir_target(dotgit)
             if target is not None and target.exists() and any(target.is_relative_to(r) for r in roots):
                 found.append(target)
@@ -208,10 +210,24 @@ def protected_paths(roots: list[Path]) -> list[Path]:
 
 
 def _gitdir_target(dotgit: Path) -> Path | None:
+    """Where a ``.git`` *file* points (None: a directory, or no pointer). It is read in
+    the agent's process, per command, and a command may have made it (a workspace
+    without git): one open without following or waiting, a regular file only, at most
+    :data:`_DOTGIT_LIMIT` bytes -- not a FIFO that blocks the event loop, not a sparse
+    terabyte read into memory."""
     try:
-        text = dotgit.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(dotgit, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            text = file.read(_DOTGIT_LIMIT).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     for line in text.splitlines():
         if line.startswith("gitdir:"):
             return Path(os.path.realpath(dotgit.parent / line.removeprefix("gitdir:").strip()))
