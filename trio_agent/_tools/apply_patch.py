@@ -221,13 +221,14 @@ class _Plan:
         return _read_disk(self.fs, parts, shown, verb)
 
     def writable(self, parts: Parts, shown: str) -> Parts:
-        """``parts``, unless writing it writes a protected ``.git`` place."""
+        """``parts``, unless writing it writes a protected place (``.git``, ``.codex``, ...)."""
         canonical = _shown(parts)
-        if self.guard is None or canonical in self.approved_git or not self.guard.protects(parts):
+        kept = None if self.guard is None or canonical in self.approved_git else self.guard.kept(parts)
+        if kept is None:
             return parts
         where = shown if canonical == os.path.normpath(shown) else f"{shown} (it resolves to {canonical})"
         raise PatchError(
-            f"Refusing to write {where}: the sandbox keeps .git read-only, and this patch was not "
+            f"Refusing to write {where}: the sandbox keeps {kept} read-only, and this patch was not "
             "approved to change it. No file was changed."
         )
 
