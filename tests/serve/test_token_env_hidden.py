@@ -39,7 +39,7 @@ async def test_a_command_does_not_see_the_token_variable(tmp_path: Path) -> None
         await cli.wait_for(lambda c: port_of(c.stderr) is not None, STEP)
         port = port_of(cli.stderr)
         assert port is not None
-        headers = [("Authorization", f"Bearer {TOKEN}")]
+        headers = [(b"Authorization", f"Bearer {TOKEN}".encode())]
         async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{port}", extra_headers=headers) as ws:
             with trio.fail_after(STEP):
                 client = AppServerClient(WebSocketChannel(ws))
