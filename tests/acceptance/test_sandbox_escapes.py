@@ -99,8 +99,8 @@ def listening(path: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def private_dir(prefix: str, mode: int = 0o700) -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=OUTSIDE_PARENT))
+def private_dir(prefix: str, mode: int = 0o700, parent: str = OUTSIDE_PARENT) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     path.chmod(mode)
     try:
         yield path

@@ -28,18 +28,14 @@ import trio
 import trio_agent as ta
 from trio_agent._tools import _sandbox_hide
 
-from .test_sandbox_escapes import MODES, connects, listening, run, sandboxed
+from .test_sandbox_escapes import MODES, connects, listening, private_dir, run, sandboxed
 
 
 @pytest.fixture
 def shared() -> Iterator[Path]:
     """A directory under /run that every user may write, as /run/lock is."""
-    place = Path(tempfile.mkdtemp(prefix="trio-agent-test-shared-", dir="/run"))
-    place.chmod(0o1777)
-    try:
+    with private_dir("trio-agent-test-shared-", 0o1777, parent="/run") as place:
         yield place
-    finally:
-        shutil.rmtree(place)
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
