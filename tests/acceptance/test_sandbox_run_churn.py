@@ -15,10 +15,7 @@ same sockets are reachable outside the sandbox.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,18 +28,31 @@ from trio_agent._tools import _sandbox_hide
 from .test_sandbox_escapes import MODES, connects, listening, private_dir, run, sandboxed
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared() -> Iterator[Path]:
-    """A directory under /run that every user may write, as /run/lock is."""
+    """A directory under /run that every user may write, as /run/lock is. For the whole
+    session: every sandboxed command (another worker's too) walks /run, and a directory
+    that vanishes between its walk and its bwrap fails it (``Can't mkdir``) -- as the
+    system's own shared directories never do."""
     with private_dir("trio-agent-test-shared-", 0o1777, parent="/run") as place:
         yield place
+
+
+@pytest.fixture(scope="session")
+def service() -> Iterator[Path]:
+    """A service's directory under /run that only its owner writes, with its socket and
+    pid file, for the whole session (for the same reason)."""
+    with private_dir("trio-agent-test-owned-", 0o755, parent="/run") as place:
+        (place / "service.pid").write_text("4242\n")
+        with listening(place / "private"):
+            yield place
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 async def test_a_socket_deleted_after_the_walk_does_not_fail_the_command(
     nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode, shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    churned = shared / "churn.sock"
+    churned = shared / f"churn-{mode.value}.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(churned))
     walk = _sandbox_hide.run_socket_masks
@@ -67,7 +77,7 @@ async def test_a_directory_every_user_writes_is_hidden_whole(
 ) -> None:
     (shared / "lockfile").write_text("1\n")
     async with sandboxed(nursery, workspace, mode) as shell:
-        with listening(shared / "late.sock") as late:  # one the walk finds: hidden with the directory
+        with listening(shared / f"late-{mode.value}.sock") as late:  # one the walk finds: hidden with the directory
             assert await run(shell, f"ls -A {shared}; echo end") == "end\n"
             assert (await connects(shell, late))[str(late)] == "No such file or directory"
             assert await connects(shell, late, outside_sandbox=True) == {str(late): "ok"}
@@ -75,15 +85,10 @@ async def test_a_directory_every_user_writes_is_hidden_whole(
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 async def test_a_socket_in_a_private_service_directory_is_still_masked_alone(
-    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode
+    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode, service: Path
 ) -> None:
-    service = Path(tempfile.mkdtemp(prefix="trio-agent-test-owned-", dir="/run"))
-    os.chmod(service, 0o755)
-    try:
-        (service / "service.pid").write_text("4242\n")
-        with listening(service / "private") as private:
-            async with sandboxed(nursery, workspace, mode) as shell:
-                assert await connects(shell, private) == {str(private): "Connection refused"}
-                assert await run(shell, f"cat {service}/service.pid") == "4242\n"
-    finally:
-        shutil.rmtree(service)
+    private = service / "private"
+    async with sandboxed(nursery, workspace, mode) as shell:
+        assert await connects(shell, private) == {str(private): "Connection refused"}
+        assert await run(shell, f"cat {service}/service.pid") == "4242\n"
+        assert await connects(shell, private, outside_sandbox=True) == {str(private): "ok"}
