@@ -99,8 +99,8 @@ def listening(path: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def private_dir(prefix: str, mode: int = 0o700) -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=OUTSIDE_PARENT))
+def private_dir(prefix: str, mode: int = 0o700, parent: str = OUTSIDE_PARENT) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     path.chmod(mode)
     try:
         yield path
@@ -189,22 +189,31 @@ async def test_the_hosts_tmp_and_its_sockets_are_not_in_the_sandbox(
 # -- system services' sockets under /run ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
-async def test_system_sockets_under_run_are_refused_and_the_rest_of_run_stays(
-    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode
-) -> None:
-    # As the container engine's /run/docker.sock and systemd's /run/systemd/private are:
-    # one socket at the top of /run, one in a service's directory. (CI runs as root,
-    # which may create them; as root each such socket is a way out.)
+@pytest.fixture(scope="session")
+def run_service() -> Iterator[tuple[Path, Path, Path]]:
+    """As the container engine's /run/docker.sock and systemd's /run/systemd/private are:
+    one socket at the top of /run, one in a service's directory, beside a pid file.
+    (CI runs as root, which may create them; as root each such socket is a way out.)
+    For the whole session: every sandboxed command -- another worker's too -- walks
+    /run and binds over the sockets it finds, and one deleted between that walk and
+    its bwrap fails the command (as a system service's socket seldom is)."""
     service = Path(tempfile.mkdtemp(prefix="trio-agent-test-service-", dir="/run"))
     try:
         (service / "service.pid").write_text("4242\n")
         with listening(Path(f"{service}.sock")) as top, listening(service / "private") as nested:
-            async with sandboxed(nursery, workspace, mode) as shell:
-                assert await connects(shell, top, nested) == {str(top): "Connection refused",
-                                                              str(nested): "Connection refused"}
-                assert await run(shell, f"cat {service}/service.pid") == "4242\n"  # what is read there stays
-                await assert_workspace_usable(shell, mode)
-                assert await connects(shell, top, nested, outside_sandbox=True) == {str(top): "ok", str(nested): "ok"}
+            yield service, top, nested
     finally:
         shutil.rmtree(service)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+async def test_system_sockets_under_run_are_refused_and_the_rest_of_run_stays(
+    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode, run_service: tuple[Path, Path, Path]
+) -> None:
+    service, top, nested = run_service
+    async with sandboxed(nursery, workspace, mode) as shell:
+        assert await connects(shell, top, nested) == {str(top): "Connection refused",
+                                                      str(nested): "Connection refused"}
+        assert await run(shell, f"cat {service}/service.pid") == "4242\n"  # what is read there stays
+        await assert_workspace_usable(shell, mode)
+        assert await connects(shell, top, nested, outside_sandbox=True) == {str(top): "ok", str(nested): "ok"}

@@ -102,7 +102,12 @@ def start_daemon() -> int:
         _say(f"a daemon is already running (pid {running.pid}, socket {socket_path(directory)})")
         return 0
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    log = os.open(os.path.join(directory, "daemon.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    # Checked again now that it exists: missing at the first check, it may have been made
+    # since by another user (/tmp/trio-agent-UID), with a daemon.log linked to a file of ours.
+    if _checked_directory() is None:
+        return 2
+    log = os.open(os.path.join(directory, "daemon.log"),
+                  os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}
     # The daemon writes one byte on this pipe once it listens; its end closing unwritten
     # means it exited first. No polling: one select with the deadline.

@@ -49,7 +49,7 @@ import stat
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["MAX_LINKS", "Beneath", "Changed", "Escape", "Parts", "TooManyLinks"]
+__all__ = ["MAX_LINKS", "Beneath", "Changed", "Escape", "Parts", "TooLarge", "TooManyLinks"]
 
 #: Components of a path beneath the root, as in ``("src", "app.py")``; ``()`` is the root.
 Parts = tuple[str, ...]
@@ -69,6 +69,15 @@ class Escape(Exception):
         self.link, self.target = link, target
         where = f"through the symlink {link} -> {target}" if link is not None else "through '..'"
         super().__init__(f"the path leaves the root {where}")
+
+
+class TooLarge(OSError):
+    """A file holds more bytes than the reader takes (``size``: as many as it saw)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(errno.EFBIG, f"it holds {size} bytes, more than the {limit} this reads")
+        self.size = size
+        self.limit = limit
 
 
 class TooManyLinks(Exception):
@@ -199,13 +208,16 @@ class Beneath:
         finally:
             os.close(fd)
 
-    def read_bytes(self, parts: Parts) -> tuple[bytes, os.stat_result]:
+    def read_bytes(self, parts: Parts, *, limit: int) -> tuple[bytes, os.stat_result]:
         """The content and status of the regular file at ``parts``, opened with
-        ``O_NOFOLLOW`` (and ``O_NONBLOCK``: a FIFO swapped in does not hang the read).
+        ``O_NOFOLLOW`` (and ``O_NONBLOCK``: a FIFO swapped in does not hang the read),
+        at most ``limit`` bytes of it: a sandboxed command makes a terabyte-sized sparse
+        file in an instant, and reading it whole would take the agent's memory.
 
         Raises:
           Changed: a component above it is not a directory; IsADirectoryError: it is
-          not a regular file; OSError otherwise.
+          not a regular file; TooLarge: it holds more than ``limit`` bytes; OSError
+          otherwise.
         """
         fd = self.open_dir(parts[:-1])
         try:
@@ -216,7 +228,12 @@ class Beneath:
             status = os.fstat(f.fileno())
             if not stat.S_ISREG(status.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "not a regular file")
-            return f.read(), status
+            if status.st_size > limit:
+                raise TooLarge(status.st_size, limit)
+            data = f.read(limit + 1)  # bounded even if it grew since the fstat
+            if len(data) > limit:
+                raise TooLarge(len(data), limit)
+            return data, status
 
 
 def _open_child(fd: int, name: str, where: Parts, create: bool, made: list[Parts] | None) -> int:

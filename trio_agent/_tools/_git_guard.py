@@ -17,6 +17,12 @@ canonical paths beneath the workspace:
   lies inside the workspace. (A git dir that only a nested ``.git`` file points to, or a
   bare repository, is not recognised: the sandbox does not protect those either.)
 
+* the agents' state that the sandbox keeps read-only for commands too
+  (``_sandbox.state_paths``): ``.codex`` and ``.agents`` at the top of the workspace
+  (codex's project config and skills: also when missing, so a patch cannot create
+  them), and trio-agent's and codex's homes where the workspace holds them (a workspace
+  that is the home directory).
+
 Deciding on the canonical path is only half of it: ``apply_patch`` then writes through
 that canonical path without following any symlink (``Beneath.open_dir``), so a swap
 after the decision fails the write instead of reaching ``.git``.
@@ -25,7 +31,7 @@ after the decision fails the write instead of reaching ``.git``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -61,36 +67,62 @@ def _written(change: _Change) -> list[tuple[str, bool]]:
 class GitGuard:
     """The protected places of one workspace, found once (module docstring)."""
 
-    def __init__(self, fs: Beneath) -> None:
+    def __init__(self, fs: Beneath, environ: Mapping[str, str] | None = None) -> None:
         self._gitdir = _pointed_gitdir(fs)
+        self._state = _state_places(fs, os.environ if environ is None else environ)
 
     def protects(self, parts: Parts) -> bool:
         """Whether writing the canonical path ``parts`` writes a protected place."""
-        if any(part.casefold() == ".git" for part in parts):
-            return True
+        return self.kept(parts) is not None
+
+    def kept(self, parts: Parts) -> str | None:
+        """The protected place that writing the canonical path ``parts`` writes, as the
+        sandbox names it (``.git``, ``.codex``, ...), or None."""
         gitdir = self._gitdir
-        return gitdir is not None and parts[: len(gitdir)] == gitdir
+        if any(part.casefold() == ".git" for part in parts) or (
+                gitdir is not None and parts[: len(gitdir)] == gitdir):
+            return ".git"
+        return next(("/".join(place) for place in self._state if parts[: len(place)] == place), None)
 
 
-def git_writes(workspace: Path, changes: Iterable[_Change]) -> list[tuple[str, str]]:
+def _state_places(fs: Beneath, environ: Mapping[str, str]) -> list[Parts]:
+    """The agents' state beneath the workspace (``_sandbox.state_paths``: ``.codex``,
+    ``.agents``, the homes a workspace holds), as canonical paths. Missing ones too at
+    the top (a patch may not create ``.codex/config.toml`` either); a home only when it
+    exists strictly inside the workspace."""
+    from ._sandbox import STATE_NAMES, agent_homes
+
+    places: list[Parts] = [(name,) for name in STATE_NAMES]
+    for home in agent_homes(environ):
+        try:
+            parts = fs.resolve(home)
+        except (Escape, TooManyLinks, OSError, ValueError):
+            continue  # outside the workspace (the usual case): apply_patch cannot write there anyway
+        if parts and os.path.isdir(os.path.join(fs.real, *parts)):
+            places.append(parts)
+    return list(dict.fromkeys(places))
+
+
+def git_writes(workspace: Path, changes: Iterable[_Change]) -> list[tuple[str, str, str]]:
     """Each protected place ``changes`` would write in ``workspace``, as (the path as given,
-    its canonical path). A path that does not resolve beneath the workspace is left out:
-    ``apply_patch`` refuses it on its own."""
+    its canonical path, the place it writes: ``GitGuard.kept``). A path that does not
+    resolve beneath the workspace is left out: ``apply_patch`` refuses it on its own."""
     try:
         fs = Beneath(workspace)
     except OSError:
         return []
     with fs:
         guard = GitGuard(fs)
-        found: list[tuple[str, str]] = []
+        found: list[tuple[str, str, str]] = []
         for change in changes:
             for path, follow in _written(change):
                 try:
                     parts = fs.resolve(os.path.normpath(path), follow_final=follow)
                 except (Escape, TooManyLinks, OSError, ValueError):
                     continue  # ValueError: a NUL in the path
-                if guard.protects(parts):
-                    found.append((path, "/".join(parts)))
+                kept = guard.kept(parts)
+                if kept is not None:
+                    found.append((path, "/".join(parts), kept))
         return found
 
 
@@ -104,10 +136,10 @@ def _pointed_gitdir(fs: Beneath) -> Parts | None:
     if dotgit != (".git",):
         return dotgit  # a symlink to a directory inside the workspace
     try:
-        data, _status = fs.read_bytes(dotgit)
+        data, _status = fs.read_bytes(dotgit, limit=_DOTGIT_LIMIT)
     except (OSError, Changed):
-        return None  # a directory (the usual case), or nothing
-    for line in data[:_DOTGIT_LIMIT].decode("utf-8", "replace").splitlines():
+        return None  # a directory (the usual case), nothing, or too big to be a .git file
+    for line in data.decode("utf-8", "replace").splitlines():
         if line.startswith(_GITDIR):
             try:
                 return fs.resolve(line.removeprefix(_GITDIR).strip())

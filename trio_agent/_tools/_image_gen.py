@@ -12,7 +12,10 @@ The image is also saved in the workspace, where the model and the user can use i
 ``generated_images/<session id>/<call id>.png`` (nanocodex's layout under its save
 root; each part reduced to ``[A-Za-z0-9_-]``). The name is collision-safe: the file
 is created exclusively, and ``-2``, ``-3``, ... are tried if it exists (a resumed
-session reusing a call id never overwrites an earlier image). ``output_hint`` tells
+session reusing a call id never overwrites an earlier image), and the folders are walked
+beneath the workspace without following links (``_beneath``): the tool runs outside the
+sandbox, and a command may have planted ``generated_images`` as a link to anywhere --
+then nothing is saved. ``output_hint`` tells
 the model where it is (``image(value)`` in a cell shows the hint after the image, as
 nanocodex's tool output does); if saving fails the image still comes back, without
 the hint.
@@ -25,13 +28,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import trio
 
+from ._beneath import Beneath, Changed
 from ._remote import RemoteApi, RemoteError
 from ._schema import Shape
 from ._tool_errors import InvalidToolArguments, NestedToolError
@@ -56,6 +62,7 @@ GENERATED_DIR = "generated_images"
 #: A longer hint (a very deep workspace) is left out, as nanocodex does.
 MAX_HINT_BYTES = 1024
 _MAX_NAME_TRIES = 1000
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 IMAGEGEN_DESCRIPTION = (
     f"Generate an image from a text prompt ({IMAGE_MODEL}), or edit images: pass workspace image "
@@ -174,18 +181,35 @@ def _component(value: str, fallback: str) -> str:
 async def save_generated(workspace: Path, session_id: str, call_id: str, data: bytes) -> Path:
     """Write ``data`` to a new file ``generated_images/<session>/<call>[-n].png`` of the
     workspace (never an existing one); ``OSError`` if it cannot."""
-    folder = trio.Path(workspace) / GENERATED_DIR / _component(session_id, "session")
-    await folder.mkdir(parents=True, exist_ok=True)
+    session = _component(session_id, "session")
     stem = _component(call_id, "generated_image")
-    for attempt in range(1, _MAX_NAME_TRIES + 1):
-        target = folder / (f"{stem}.png" if attempt == 1 else f"{stem}-{attempt}.png")
-        try:
-            async with await target.open("xb") as file:
-                await file.write(data)
-        except FileExistsError:
-            continue
-        return Path(target)
-    raise FileExistsError(f"{folder} already holds {_MAX_NAME_TRIES} images named {stem}")
+    name = await trio.to_thread.run_sync(_save_beneath, workspace, session, stem, data)
+    return Path(workspace) / GENERATED_DIR / session / name
+
+
+def _save_beneath(workspace: Path, session: str, stem: str, data: bytes) -> str:
+    """The name of the new file holding ``data``. The folders are walked (and made)
+    beneath the workspace without following a link, and the file created without
+    following one either: the tool runs outside the sandbox, and a command may have
+    planted ``generated_images`` as a link to anywhere (``OSError`` then)."""
+    try:
+        with Beneath(workspace) as fs:
+            folder = fs.open_dir((GENERATED_DIR, session), create=True)
+    except Changed as exc:
+        raise NotADirectoryError(errno.ENOTDIR, str(exc)) from None
+    try:
+        for attempt in range(1, _MAX_NAME_TRIES + 1):
+            name = f"{stem}.png" if attempt == 1 else f"{stem}-{attempt}.png"
+            try:
+                fd = os.open(name, _CREATE, 0o666, dir_fd=folder)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+            return name
+    finally:
+        os.close(folder)
+    raise FileExistsError(f"{GENERATED_DIR}/{session} already holds {_MAX_NAME_TRIES} images named {stem}")
 
 
 def output_hint(path: Path) -> str | None:

@@ -99,21 +99,23 @@ def plan_patch(
             f"apply_patch was refused: {blocked}, and the approval policy is 'never', so nobody can approve "
             "it; no file was changed",
         )
-    return PatchPlan("ask", blocked, frozenset(canonical for _path, canonical in git))
+    return PatchPlan("ask", blocked, frozenset(canonical for _path, canonical, _kept in git))
 
 
-def _patch_blocked(sandbox: Sandbox, git: Sequence[tuple[str, str]]) -> str | None:
-    """Why the sandbox would not allow a patch writing the ``.git`` places ``git``, or None."""
+def _patch_blocked(sandbox: Sandbox, git: Sequence[tuple[str, str, str]]) -> str | None:
+    """Why the sandbox would not allow a patch writing the protected places ``git``, or None."""
     if sandbox.mode is SandboxMode.READ_ONLY:
         return "the sandbox is read-only" + (f", and it writes {_shown(*git[0])}" if git else "")
-    return f"it writes {_shown(*git[0])}, and the sandbox keeps .git read-only" if git else None
+    return f"it writes {_shown(*git[0])}, and the sandbox keeps {git[0][2]} read-only" if git else None
 
 
-def _shown(path: str, canonical: str) -> str:
+def _shown(path: str, canonical: str, _kept: str = "") -> str:
     return path if canonical == os.path.normpath(path) else f"{path} (it resolves to {canonical})"
 
 
-def _git_writes(sandbox: Sandbox, changes: Sequence[ChangedFile], workspace: Path | None) -> list[tuple[str, str]]:
+def _git_writes(
+    sandbox: Sandbox, changes: Sequence[ChangedFile], workspace: Path | None
+) -> list[tuple[str, str, str]]:
     """The writes of ``changes`` into ``.git`` (or the git dir a ``.git`` file points to:
     ``_git_guard``) where the sandbox keeps it read-only: (path as given, canonical path).
     Decided on what each path resolves to (issue 21: with ``g -> .git``, ``g/config``
@@ -127,7 +129,7 @@ def _git_writes(sandbox: Sandbox, changes: Sequence[ChangedFile], workspace: Pat
 
         return git_writes(workspace, changes)
     paths = (path for change in changes for path in (change.path, change.move_to) if path is not None)
-    return [(path, os.path.normpath(path)) for path in paths
+    return [(path, os.path.normpath(path), ".git") for path in paths
             if ".git" in os.path.normpath(path).casefold().split(os.sep)]
 
 

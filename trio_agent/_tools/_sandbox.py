@@ -14,7 +14,10 @@ supervisor like any command (``_subreaper.py``). The flags build, per command:
   included), a fresh minimal ``/dev`` and then, in ``workspace-write``, writable binds
   of the workspace, a private temp dir as ``/tmp`` (one per ``ShellSessions``, removed
   when they close) and ``Sandbox.writable_roots``, with ``.git`` (and the git dir a
-  ``.git`` file points to) bound read-only again unless ``writable_git``. In
+  ``.git`` file points to) bound read-only again unless ``writable_git``, and what
+  decides what runs unconfined later bound read-only always (:func:`state_paths`:
+  ``.codex`` and ``.agents`` of each writable root, trio-agent's and codex's homes
+  where a writable root holds them). In
   ``read-only`` nothing is rebound writable, ``/dev`` is remounted read-only too, and
   ``/tmp`` is an empty read-only directory (the workspace bound back if below it). In
   both, the agent's own installation (``sys.prefix``, ``sys.base_prefix`` and the
@@ -53,6 +56,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -66,13 +70,16 @@ __all__ = [
     "PROBE_TIMEOUT",
     "SANDBOX_ENV",
     "SCAFFOLD_DEPTH",
+    "STATE_NAMES",
     "Confinement",
     "Resolution",
     "SandboxUnavailable",
+    "agent_homes",
     "bwrap_argv",
     "protected_paths",
     "resolve_sandbox",
     "start_probe",
+    "state_paths",
 ]
 
 #: Seconds the trial run may take (OS clock: see the module docstring).
@@ -83,6 +90,9 @@ SCAFFOLD_DEPTH = 2
 SANDBOX_ENV = {"TMPDIR": "/tmp"}
 _INSTALL_HINT = "install Bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
 _PROBE_COMMAND = ["/bin/sh", "-c", ":"]
+_DOTGIT_LIMIT = 64 * 1024  # a .git file is one line
+#: Directories at the top of each writable root that commands may not write (state_paths).
+STATE_NAMES = (".codex", ".agents")
 _working: set[tuple[str, bool]] = set()  # trial runs that worked in this process
 _probes: dict[tuple[str, bool], subprocess.Popen[bytes]] = {}  # trial runs started ahead (start_probe)
 
@@ -161,7 +171,7 @@ def bwrap_argv(
         args += ["--remount-ro", "/dev"]
     else:
         replaced = [*hidden, "/tmp"] if private_tmp is not None else hidden
-        shown, binds = _writable_binds(sandbox, workspace, private_tmp, hide.installation_below(replaced))
+        shown, binds = _writable_binds(sandbox, workspace, private_tmp, hide.installation_below(replaced), env)
         args += binds
     for root in hidden:
         args += ["--remount-ro", root]
@@ -171,12 +181,13 @@ def bwrap_argv(
 
 
 def _writable_binds(
-    sandbox: Sandbox, workspace: Path, private_tmp: Path | None, installation: list[str]
+    sandbox: Sandbox, workspace: Path, private_tmp: Path | None, installation: list[str], env: Mapping[str, str]
 ) -> tuple[list[str], list[str]]:
     """``workspace-write``'s binds: the private ``/tmp`` first (the workspace may lie
     below ``/tmp``), the agent's installation read-only where ``/tmp`` hid it (before
     the writable roots, which it may hold: a checkout that is its own workspace), the
-    writable roots, then ``.git`` read-only again; and the host paths they show."""
+    writable roots, then ``.git`` and the agents' state (:func:`state_paths`) read-only
+    again; and the host paths they show."""
     args = ["--bind", str(private_tmp), "/tmp"] if private_tmp is not None else []
     for shown_path in installation:
         args += ["--ro-bind", shown_path, shown_path]
@@ -184,11 +195,41 @@ def _writable_binds(
     for root in writable:
         args += ["--bind", str(root), str(root)]
     shown = [*installation, *(str(root) for root in writable)]
-    if not sandbox.writable_git:
-        for path in protected_paths(writable):
-            args += ["--ro-bind", str(path), str(path)]
-            shown.append(str(path))
+    kept = [*(protected_paths(writable) if not sandbox.writable_git else ()), *state_paths(writable, env)]
+    for path in dict.fromkeys(kept):
+        args += ["--ro-bind", str(path), str(path)]
+        shown.append(str(path))
     return shown, args
+
+
+def agent_homes(environ: Mapping[str, str]) -> list[str]:
+    """Where trio-agent and codex keep their state: ``$TRIO_AGENT_HOME`` else
+    ``~/.trio-agent``, ``$CODEX_HOME`` else ``~/.codex`` (absolute paths)."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    homes = [environ.get("TRIO_AGENT_HOME") or os.path.join(home, ".trio-agent"),
+             environ.get("CODEX_HOME") or os.path.join(home, ".codex")]
+    return [os.path.abspath(os.path.expanduser(path)) for path in homes]
+
+
+def state_paths(roots: list[Path], environ: Mapping[str, str]) -> list[Path]:
+    """What of a writable root stays read-only because it decides what runs unconfined
+    later (issue 21's review, sec4): codex's project config and skills (``.codex``,
+    ``.agents`` of each root: codex keeps them read-only too -- a ``config.toml`` there
+    names MCP servers and a model provider), and the homes where trio-agent and codex
+    keep sessions, threads, logins and settings (``$TRIO_AGENT_HOME`` else
+    ``~/.trio-agent``, ``$CODEX_HOME`` else ``~/.codex``) where a root holds them (a
+    workspace that is the home directory): a command could otherwise rewrite a stored
+    thread's sandbox to ``danger-full-access`` for its next resume. Existing
+    directories only, by their real path; a home that *is* a root is left writable."""
+    reals = [os.path.realpath(root) for root in roots]
+    candidates = [os.path.join(root, name) for root in reals for name in STATE_NAMES]
+    candidates += agent_homes(environ)
+    found: list[Path] = []
+    for candidate in candidates:
+        real = os.path.realpath(candidate)
+        if os.path.isdir(real) and any(real != root and real.startswith(root.rstrip("/") + "/") for root in reals):
+            found.append(Path(real))
+    return list(dict.fromkeys(found))
 
 
 def protected_paths(roots: list[Path]) -> list[Path]:
@@ -200,7 +241,7 @@ def protected_paths(roots: list[Path]) -> list[Path]:
         if not os.path.lexists(dotgit):
             continue
         found.append(dotgit)
-        if dotgit.is_file() and not dotgit.is_symlink():
+        if not dotgit.is_symlink():
             target = _gitdir_target(dotgit)
             if target is not None and target.exists() and any(target.is_relative_to(r) for r in roots):
                 found.append(target)
@@ -208,10 +249,24 @@ def protected_paths(roots: list[Path]) -> list[Path]:
 
 
 def _gitdir_target(dotgit: Path) -> Path | None:
+    """Where a ``.git`` *file* points (None: a directory, or no pointer). It is read in
+    the agent's process, per command, and a command may have made it (a workspace
+    without git): one open without following or waiting, a regular file only, at most
+    :data:`_DOTGIT_LIMIT` bytes -- not a FIFO that blocks the event loop, not a sparse
+    terabyte read into memory."""
     try:
-        text = dotgit.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(dotgit, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            text = file.read(_DOTGIT_LIMIT).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     for line in text.splitlines():
         if line.startswith("gitdir:"):
             return Path(os.path.realpath(dotgit.parent / line.removeprefix("gitdir:").strip()))

@@ -57,8 +57,11 @@ these is a way out, and an unprivileged user in the ``docker`` group has the fir
 :data:`RUN_ENTRIES` entries, taken when each command's sandbox is built, so that a
 service started since is covered) has ``/dev/null`` bound over it: ``connect`` there
 is refused. What a command reads in ``/run`` (pid files, ``resolv.conf``) stays. A
-socket created under ``/run`` while a command runs, beyond the walk's bounds, or in a
-directory the agent may search but not list, is not masked.
+directory there that other users may write (``/run/lock``, ``drwxrwxrwt``) is hidden
+whole instead: anyone could make a socket in it after the walk, or delete one the walk
+found before ``bwrap`` binds over it (which fails ``bwrap``, and so the command). A
+socket a service creates under ``/run`` while a command runs, beyond the walk's bounds,
+or in a directory the agent may search but not list, is not masked.
 
 What stays reachable (the README states it): sockets of the user elsewhere in the
 filesystem (an ssh ``ControlMaster`` under ``~/.ssh``, a gpg-agent in ``~/.gnupg``
@@ -238,35 +241,57 @@ def _agent_mask(socket: str, environ: Mapping[str, str], mount_points: list[str]
 
 def run_socket_masks(replaced: Iterable[str], shown: Iterable[str]) -> list[str]:
     """Flags binding ``/dev/null`` over every socket below ``/run`` that the sandbox
-    would show (module docstring: system services' sockets). ``replaced`` and
-    ``shown`` as for :func:`socket_masks`; a hidden root below ``/run``
-    (``/run/user``) is not walked."""
+    would show, and hiding whole every directory there that other users may write
+    (module docstring: system services' sockets). ``replaced`` and ``shown`` as for
+    :func:`socket_masks`; a hidden root below ``/run`` (``/run/user``) is not walked."""
+    shown = list(shown)
     mounts = [("/", True), *((real(p), False) for p in replaced), *((real(p), True) for p in shown)]
-    skip = {path for path, host in mounts if not host}
-    found: list[str] = []
-    budget = [RUN_ENTRIES]
-    _walk_sockets(real("/run"), RUN_DEPTH, skip, found, budget)
+    walk = _RunWalk({path for path, host in mounts if not host}, [real(p) for p in shown])
+    walk.walk(real("/run"), RUN_DEPTH)
     flags: list[str] = []
-    for path in found:
+    for path in walk.shared:
+        if _visible(path, mounts):
+            flags += mask(path, directory=True)
+    for path in walk.sockets:
         if _visible(path, mounts):
             flags += mask(path, directory=False)
     return flags
 
 
-def _walk_sockets(directory: str, depth: int, skip: set[str], found: list[str], budget: list[int]) -> None:
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                budget[0] -= 1
-                if budget[0] < 0:
-                    return
-                try:
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                except OSError:
-                    continue  # gone since it was listed
-                if stat.S_ISSOCK(mode):
-                    found.append(entry.path)
-                elif stat.S_ISDIR(mode) and depth > 1 and entry.path not in skip:
-                    _walk_sockets(entry.path, depth - 1, skip, found, budget)
-    except OSError:
-        return  # gone, or not listable by us (a search-only directory can hide a socket: not covered)
+class _RunWalk:
+    """One bounded walk of ``/run``: its sockets, and its directories that a user other
+    than the owner may write (``/run/lock`` is ``drwxrwxrwt``). Such a directory is
+    hidden whole, not walked: anyone may make a socket there after the walk (a channel
+    out with the network off) or delete one the walk found before ``bwrap`` binds over
+    it (``bwrap`` then fails: another user would fail every command at will). One that
+    holds a path the sandbox shows (a workspace below it) is walked as any other."""
+
+    def __init__(self, skip: set[str], shown: list[str]) -> None:
+        self.skip, self.shown = skip, shown
+        self.sockets: list[str] = []
+        self.shared: list[str] = []
+        self.budget = RUN_ENTRIES
+
+    def walk(self, directory: str, depth: int) -> None:
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    self.budget -= 1
+                    if self.budget < 0:
+                        return
+                    try:
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                    except OSError:
+                        continue  # gone since it was listed
+                    if stat.S_ISSOCK(mode):
+                        self.sockets.append(entry.path)
+                    elif stat.S_ISDIR(mode) and entry.path not in self.skip:
+                        self._directory(entry.path, mode, depth)
+        except OSError:
+            return  # gone, or not listable by us (a search-only directory can hide a socket: not covered)
+
+    def _directory(self, path: str, mode: int, depth: int) -> None:
+        if mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
+            self.shared.append(path)
+        elif depth > 1:
+            self.walk(path, depth - 1)

@@ -1,7 +1,9 @@
 """``view_image {path, detail?}``: an image file of the workspace as an ``input_image``.
 
 ``path`` is relative to the workspace (an absolute path is accepted when it lies
-inside it); after resolving symlinks it must still be inside the workspace. The
+inside it); after resolving symlinks it must still be inside the workspace, and the
+file is then opened beneath the workspace by its components, no link followed, so a
+command swapping the path after the check reads nothing outside (``_beneath``). The
 file must be a PNG, JPEG, GIF or WebP image (recognised by its first bytes, not its
 name) of at most ``MAX_IMAGE_BYTES`` (20 MiB); anything else is a failed result that
 says why. The image is fitted to its ``detail`` (``high``: at most 2048 px and 2,500
@@ -15,10 +17,12 @@ JavaScript value; the image item sent to the model carries none).
 from __future__ import annotations
 
 import base64
+import errno
 from pathlib import Path
 
 import trio
 
+from ._beneath import Beneath, Changed, Escape, Parts, TooLarge, TooManyLinks
 from ._tool_errors import NestedToolError
 
 __all__ = ["MAX_IMAGE_BYTES", "image_mime", "read_workspace_image", "view_image"]
@@ -40,40 +44,57 @@ def image_mime(data: bytes) -> str | None:
     return None
 
 
-async def _confined(workspace: Path, path: object, tool: str) -> trio.Path:
+async def _confined(workspace: Path, path: object, tool: str) -> Parts:
+    """``path``'s components beneath the workspace, symlinks resolved there (``_beneath``)."""
     if not isinstance(path, str) or not path.strip():
         raise NestedToolError(f"{tool}: path must be a non-empty string (a file relative to the workspace)")
     if "\x00" in path:
         raise NestedToolError(f"{tool}: path must not contain NUL characters")
-    root = await trio.Path(workspace).resolve()
-    candidate = await (root / path).resolve()  # an absolute `path` replaces `root` here; symlinks followed
-    if not candidate.is_relative_to(root):
-        raise NestedToolError(f"{tool}: {path} is outside the workspace ({root}); pass a path inside it")
-    return candidate
+    return await trio.to_thread.run_sync(_resolve, workspace, path, tool)
+
+
+def _resolve(workspace: Path, path: str, tool: str) -> Parts:
+    try:
+        with Beneath(workspace) as fs:
+            return fs.resolve(path)
+    except Escape:
+        raise NestedToolError(f"{tool}: {path} is outside the workspace ({fs.real}); pass a path inside it") from None
+    except TooManyLinks:
+        raise NestedToolError(f"{tool}: cannot read {path}: too many levels of symbolic links") from None
+    except OSError as exc:
+        raise NestedToolError(f"{tool}: cannot read {path}: {exc.strerror or exc}") from None
 
 
 async def read_workspace_image(workspace: Path, path: object, tool: str) -> tuple[str, bytes]:
-    """``(mime, bytes)`` of the image at ``path`` in ``workspace``, or ``NestedToolError``."""
-    target = await _confined(workspace, path, tool)
+    """``(mime, bytes)`` of the image at ``path`` in ``workspace``, or ``NestedToolError``.
+
+    The path is resolved beneath the workspace, then the file is opened by its
+    components, none followed (``O_NOFOLLOW``, without blocking): a command that swaps
+    the path for a link out of the workspace or for a FIFO after it was resolved gets
+    the call refused, never a read outside nor a wait no cancel ends. The read runs in
+    a worker thread, abandoned on cancel (it cannot block: a regular file only)."""
+    parts = await _confined(workspace, path, tool)
+    assert isinstance(path, str)
+    return await trio.to_thread.run_sync(_read, workspace, parts, path, tool, abandon_on_cancel=True)
+
+
+def _read(workspace: Path, parts: Parts, path: str, tool: str) -> tuple[str, bytes]:
     try:
-        info = await target.stat()
+        with Beneath(workspace) as fs:
+            if not parts:
+                raise NestedToolError(f"{tool}: {path} is not a regular file")
+            data, _status = fs.read_bytes(parts, limit=MAX_IMAGE_BYTES)
+    except TooLarge as exc:
+        raise NestedToolError(
+            f"{tool}: {path} is {exc.size} bytes; images over {MAX_IMAGE_BYTES} bytes (20 MiB) are refused"
+        ) from None
     except FileNotFoundError:
         raise NestedToolError(f"{tool}: no file at {path}") from None
+    except (IsADirectoryError, Changed):
+        raise NestedToolError(f"{tool}: {path} is not a regular file") from None
     except OSError as exc:
-        raise NestedToolError(f"{tool}: cannot read {path}: {exc.strerror or exc}") from None
-    if not await target.is_file():
-        raise NestedToolError(f"{tool}: {path} is not a regular file")
-    if info.st_size > MAX_IMAGE_BYTES:
-        raise NestedToolError(
-            f"{tool}: {path} is {info.st_size} bytes; images over {MAX_IMAGE_BYTES} bytes (20 MiB) are refused"
-        )
-    try:
-        async with await target.open("rb") as file:
-            data = await file.read(MAX_IMAGE_BYTES + 1)  # bounded even if the file grew
-    except OSError as exc:
-        raise NestedToolError(f"{tool}: cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_IMAGE_BYTES:
-        raise NestedToolError(f"{tool}: {path} is over {MAX_IMAGE_BYTES} bytes (20 MiB); images that big are refused")
+        why = "it changed while it was read (a symbolic link)" if exc.errno == errno.ELOOP else exc.strerror or exc
+        raise NestedToolError(f"{tool}: cannot read {path}: {why}") from None
     mime = image_mime(data)
     if mime is None:
         raise NestedToolError(f"{tool}: {path} is not a PNG, JPEG, GIF or WebP image")

@@ -48,12 +48,13 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import attrs
 import trio
 
-from ._beneath import Beneath, Changed, Escape, Parts, TooManyLinks
+from ._beneath import Beneath, Changed, Escape, Parts, TooLarge, TooManyLinks
 from ._git_guard import GitGuard
 from ._patch_commit import Pending, commit
 from ._patch_parse import FileChange, Hunk, Patch, PatchError, parse_patch
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "FileChange",
     "Hunk",
     "Patch",
@@ -65,6 +66,9 @@ __all__ = [
 ]
 
 SUCCESS_HEADER = "Success. Updated the following files:\n"
+#: The largest file apply_patch reads (to update, move or delete it): the patch is planned
+#: in memory, and a command in the sandbox can make a sparse file of any size in an instant.
+MAX_FILE_BYTES = 64 << 20
 _NORMALIZERS = (lambda s: s, str.rstrip, str.strip)
 _commit = commit  # a module global, so a test can step in between planning and committing
 
@@ -214,23 +218,29 @@ class _Plan:
             raise PatchError(f"Cannot {verb} {shown}: file does not exist.{hint}")
         if not stat.S_ISREG(status.st_mode):
             raise PatchError(f"Cannot {verb} {shown}: it is not a regular file.")
-        return _read_disk(self.fs, parts, shown)
+        return _read_disk(self.fs, parts, shown, verb)
 
     def writable(self, parts: Parts, shown: str) -> Parts:
-        """``parts``, unless writing it writes a protected ``.git`` place."""
+        """``parts``, unless writing it writes a protected place (``.git``, ``.codex``, ...)."""
         canonical = _shown(parts)
-        if self.guard is None or canonical in self.approved_git or not self.guard.protects(parts):
+        kept = None if self.guard is None or canonical in self.approved_git else self.guard.kept(parts)
+        if kept is None:
             return parts
         where = shown if canonical == os.path.normpath(shown) else f"{shown} (it resolves to {canonical})"
         raise PatchError(
-            f"Refusing to write {where}: the sandbox keeps .git read-only, and this patch was not "
+            f"Refusing to write {where}: the sandbox keeps {kept} read-only, and this patch was not "
             "approved to change it. No file was changed."
         )
 
 
-def _read_disk(fs: Beneath, parts: Parts, shown: str) -> Pending:
+def _read_disk(fs: Beneath, parts: Parts, shown: str, verb: str) -> Pending:
     try:
-        data, status = fs.read_bytes(parts)
+        data, status = fs.read_bytes(parts, limit=MAX_FILE_BYTES)
+    except TooLarge as exc:
+        raise PatchError(
+            f"Cannot {verb} {shown}: it is {exc.size} bytes, and apply_patch edits files of at most "
+            f"{MAX_FILE_BYTES >> 20} MiB; change it with a command instead. No file was changed."
+        ) from None
     except (OSError, Changed) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise PatchError(f"Cannot read {shown}: {why}.") from exc
