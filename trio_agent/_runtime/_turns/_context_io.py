@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,23 @@ def _git_root(workspace: Path) -> Path:
     return workspace
 
 
+def _read_prefix(path: Path, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``path`` if it is a regular file, else None. One open,
+    never a whole read: a sandboxed command can leave a terabyte sparse ``AGENTS.md`` (or
+    a FIFO, which O_NONBLOCK keeps from hanging the open) for the next agent to read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read(limit)
+    finally:
+        os.close(fd)
+
+
 def load_agents_md(workspace: Path) -> str | None:
     """The project instructions for ``workspace``, or None when there are none."""
     root = _git_root(workspace)
@@ -39,10 +57,9 @@ def load_agents_md(workspace: Path) -> str | None:
     budget = AGENTS_MD_CAP
     for directory in directories:
         for name in _NAMES:
-            path = directory / name
-            if not path.is_file():
+            data = _read_prefix(directory / name, budget)
+            if data is None:
                 continue
-            data = path.read_bytes()[:budget]
             text = data.decode("utf-8", "replace").strip()
             if text:
                 parts.append(text)
