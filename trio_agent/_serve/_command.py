@@ -91,6 +91,10 @@ def _listen(args: argparse.Namespace) -> Listen | None:
         return None
     host, port = parse_listen(args.listen)
     policy = listener_policy(args, os.environ)
+    if args.ws_token_env:
+        # The token is the server's alone once read: the commands its threads run inherit
+        # this environment, and a name that does not look secret (WS_CAP) is not scrubbed.
+        os.environ.pop(args.ws_token_env, None)
     check_exposure(host, policy)
     return host, port, policy
 
