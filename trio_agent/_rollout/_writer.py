@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._private_dirs import make_private_dirs
 from .._session.history import History
 from ._errors import RolloutError
 from ._lines import Parsed, format_line, parse
@@ -119,7 +120,7 @@ class RolloutWriter:
         try:
             if path is None:
                 path = config.new_path(thread_id)
-                path.parent.mkdir(parents=True, exist_ok=True)
+                make_private_dirs(path.parent)
                 try:
                     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
                 except FileExistsError:  # another writer created it this very second

@@ -57,6 +57,7 @@ import attrs
 from .._errors import InvalidSessionSnapshot
 from .._json_lines import LineProblem, json_kind, loads, untyped
 from .._jsontext import dumps
+from .._private_dirs import make_private_dirs
 from .._tools._security import ApprovalPolicy
 from ._dynamic import parse_dynamic_tools
 from ._jsonrpc import InvalidParams
@@ -107,7 +108,7 @@ class ThreadStore:
             try:
                 fd = os.open(path, flags, 0o600)
             except FileNotFoundError:  # no folder yet (or it was removed): a mkdir only then, not per write
-                self.folder.mkdir(parents=True, exist_ok=True)
+                make_private_dirs(self.folder)
                 fd = os.open(path, flags, 0o600)
             try:
                 view = memoryview(data)

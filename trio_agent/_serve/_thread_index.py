@@ -74,6 +74,7 @@ from typing import Any, TypeVar
 import trio
 
 from .._ids import session_id_problem
+from .._private_dirs import make_private_dirs
 from .._threads import ThreadStatus
 from ._index_db import (
     Answer,
@@ -249,7 +250,7 @@ class ThreadIndex:
     def _open(self) -> str | None:
         """Open (or create) the index and bring it in step; the warning to give, if any."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)
             self._connect(self.path)
         except (OSError, sqlite3.OperationalError) as exc:  # cannot be created or opened here
             wanted, self._temporary = self.path, Path(tempfile.mkdtemp(prefix="trio-agent-index-"))
