@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import attrs
 import pytest
 
 from trio_agent._jsontext import dumps
+from trio_agent._private_dirs import make_private_dirs
+from trio_agent._serve import _store
 from trio_agent._serve._shapes import TurnRecord
 from trio_agent._serve._store import ThreadStore
 
@@ -26,14 +27,12 @@ def test_the_folder_is_made_only_when_a_write_finds_it_missing(tmp_path: Path,
     home = tmp_path / "home"
     meta = save_thread(home, record=False)
     made: list[Path] = []
-    mkdir = Path.mkdir
 
-    def counted(self: Path, *args: Any, **kwargs: Any) -> None:
-        if kwargs.get("parents") and self.name == "threads":  # the store's call, not pathlib's own
-            made.append(self)
-        mkdir(self, *args, **kwargs)
+    def counted(folder: Path) -> None:
+        made.append(folder)
+        make_private_dirs(folder)
 
-    monkeypatch.setattr(Path, "mkdir", counted)
+    monkeypatch.setattr(_store, "make_private_dirs", counted)
     store = ThreadStore(home)
     store.create(meta)  # the first record: the folder is made
     store.update(meta)
