@@ -134,13 +134,14 @@ class WebSocketExchange:
         feed = self.feed
         if text is None:
             text = _dumps(body)
+        clock = self._now
         feed.request(body)
-        feed.sent()
+        feed.sent(start := clock())
         link.deliver_bursts(False)  # a round per possible output until the first one (see _frames)
         # One cancel scope bounds the send (the link's send timeout) and then the first stretch of the
         # read (its deadline moved to the idle timeout once the request is on the wire).
         send_timeout = link.send_timeout
-        scope = self._scope = trio.CancelScope(deadline=trio.current_time() + send_timeout)
+        scope = self._scope = trio.CancelScope(deadline=start + send_timeout)
         sent = False
         with scope:
             try:
@@ -148,7 +149,7 @@ class WebSocketExchange:
             finally:
                 feed.flush()  # the events announcing the request (also when the send failed)
             sent = True
-            self._last = now = trio.current_time()
+            self._last = now = clock()
             scope.deadline = min(now + self._idle, self._interrupt_deadline)
             return await self._frames()
         if not sent:
