@@ -31,6 +31,7 @@ from ..._errors import ResponsesError
 from ..._events import EventKind
 from ..._session.conversation import Chain
 from ..._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
+from ..._transport._quick_lock import QuickLock
 from ..._units import ns
 from ..._wire.request import RequestSettings
 from ..._wire.stream import (
@@ -109,7 +110,7 @@ class ModelClient:
         # Events announcing a request are emitted once it is on the wire (EventSink.defer).
         self.defer: Defer = sink.defer
         self._flush = sink.flush
-        self._lock = trio.Lock()
+        self._lock = QuickLock()  # taken by every attempt: without trio.Lock's bookkeeping
         self._idle_timeout = config.responses.idle_timeout
         self._api_events = api_events
         self.stats = TransportStats()
