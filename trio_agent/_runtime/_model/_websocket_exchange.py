@@ -67,6 +67,7 @@ class WebSocketRoute:
     list of them, which ``ended`` extends (``Connections`` clears it with each socket)."""
 
     transport = Transport.WEBSOCKET
+    transport_name = Transport.WEBSOCKET.value
     websocket = True
 
     def __init__(self, link: WebSocketLink, idle_timeout: float, finished: collections.deque[str]) -> None:
@@ -189,7 +190,9 @@ class WebSocketExchange:
             outcome = feed.feed(decode_frame(text), now)
             if outcome is not None:
                 return outcome
-            if accumulator.interrupt_due and not self._sender_started:
+            # ``interrupt_wanted`` first: a plain attribute, False but for a preempted response
+            # (``interrupt_due`` is a property, and this is per frame).
+            if accumulator.interrupt_wanted and accumulator.interrupt_due and not self._sender_started:
                 await self._send_interrupt()
             if self._first_pending and feed.first_output is not None:
                 # Frames that wait are read without a schedule point (see
