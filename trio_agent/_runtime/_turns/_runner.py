@@ -258,9 +258,10 @@ class TurnRunner:
                 self._last_total_tokens = outcome.usage.total_tokens
                 ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
                 live.drain = True
-                calls.dispatch_rest(outcome.tool_calls)
+                tool_calls = outcome.tool_calls  # a property that filters the output: read once
+                calls.dispatch_rest(tool_calls)
                 step = plan_next(
-                    tool_calls=outcome.tool_calls,
+                    tool_calls=tool_calls,
                     end_turn=outcome.end_turn,
                     final_message=outcome.final_message,
                     pending_steers=state.pending_count,
@@ -282,7 +283,7 @@ class TurnRunner:
                     assert isinstance(step, SampleAgain)
         if failure is not None:
             raise failure
-        return bool(outcome.tool_calls) or outcome.end_turn is False
+        return bool(tool_calls) or outcome.end_turn is False
 
     def _complete(self, state: TurnState, stats: TurnStats, live: _Live, result: TurnResult) -> None:
         """Terminal event, result, queue told (idle once the result is read); waiting mail joins history."""
