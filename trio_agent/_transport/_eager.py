@@ -23,6 +23,8 @@ from __future__ import annotations
 import trio
 import trio_websocket
 
+from ._quick_lock import QuickLock
+
 __all__ = ["EagerLock", "EagerSend", "eager_queue"]
 
 
@@ -73,10 +75,12 @@ class EagerSend:
 
 class EagerLock:
     """trio-websocket's send lock, without a schedule point before a send that finds it
-    free (the send itself is still one, after the bytes went out: ``send_all``)."""
+    free (the send itself is still one, after the bytes went out: ``send_all``). It
+    replaces the connection's ``StrictFIFOLock`` (FIFO too: ``QuickLock``); trio-websocket
+    only ever enters it with ``async with``."""
 
-    def __init__(self, inner: trio.StrictFIFOLock) -> None:
-        self._inner = inner
+    def __init__(self) -> None:
+        self._inner = QuickLock()
 
     async def __aenter__(self) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -102,6 +106,6 @@ def eager_queue(
     eager = EagerSend(send)
     ws._send_channel = eager  # type: ignore[assignment]  # duck-typed: send/aclose
     lock = getattr(ws, "_stream_lock", None)
-    if isinstance(lock, trio.StrictFIFOLock):
-        ws._stream_lock = EagerLock(lock)  # type: ignore[assignment]  # duck-typed: async with
+    if isinstance(lock, trio.StrictFIFOLock) and not lock.locked():
+        ws._stream_lock = EagerLock()  # type: ignore[assignment]  # duck-typed: async with
     return eager, receive

@@ -44,6 +44,7 @@ import trio_websocket
 from .._errors import ConnectionFailed, ConnectionLost, ResponsesError
 from .._record import Record
 from ._eager import EagerSend, eager_queue
+from ._quick_lock import QuickLock
 from ._rejection import rejection_error, shown_body
 from ._tls import tls_context
 from .tap import Answer, ConnectionTap
@@ -153,7 +154,7 @@ class WebSocketLink:
         self._eager: EagerSend | None = queue[0] if queue is not None else None
         self._queue: trio.MemoryReceiveChannel[str | bytes] | None = queue[1] if queue is not None else None
         self._options = options
-        self._send_lock = trio.Lock()
+        self._send_lock = QuickLock()  # trio.Lock's bookkeeping costs more than the send's checks
         self._abandoned = trio.Event()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in ws.handshake_headers}
         self.handshake_headers = headers  # the server's handshake response headers, lower-cased

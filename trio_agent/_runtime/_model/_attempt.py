@@ -19,6 +19,7 @@ from . import _call_events as events
 from ._response_feed import ResponseFeed
 
 if TYPE_CHECKING:
+    from ..._transport._quick_lock import QuickLock
     from ..._wire.stream import MailFlag
     from .._turns._turn import Preemption
     from ._bodies import RequestBodies
@@ -59,7 +60,7 @@ class Held:
 
     __slots__ = ("_enter", "_lock", "_settle", "_turn_id")
 
-    def __init__(self, lock: trio.Lock, settle: Callable[[], Awaitable[None]],
+    def __init__(self, lock: QuickLock, settle: Callable[[], Awaitable[None]],
                  enter: Callable[[int | None], Awaitable[AttemptSlot]], turn_id: int | None) -> None:
         self._lock = lock
         self._settle = settle

@@ -30,6 +30,9 @@ class RequestBodies:
         self._ledger = ledger
         self._text = RequestText()
         self.portable = config.profile is Profile.GENERIC
+        # Read once (the configuration is frozen): ``responses.history`` is a property that
+        # derives the profile and the default ``store`` at every read, and this is per request.
+        self._full_replay = config.responses.history is History.FULL_REPLAY
         # Profile.GENERIC: the tools and instructions of the prefix they were made from.
         self._portable_version = 0  # bumped with every new tool list (RequestText's key)
         self._portable_for: tuple[dict[str, Any], ...] | None = None
@@ -51,7 +54,7 @@ class RequestBodies:
             return build_response_create(settings, ledger.prefix, generate=False, turn_state=turn_state)
         # HTTPS with store: false cannot chain at all (SPEC sec. 2).
         full = (
-            self._config.responses.history is History.FULL_REPLAY
+            self._full_replay
             or not chain.can_chain
             or (not settings.store and not websocket)
         )
@@ -76,7 +79,7 @@ class RequestBodies:
             self._portable_tools, self._portable_prefix = portable_tools(definitions), rest
             self._portable_for = prefix
             self._portable_version += 1
-        full = self._config.responses.history is History.FULL_REPLAY or not chain.can_chain or not settings.store
+        full = self._full_replay or not chain.can_chain or not settings.store
         history = ledger.history
         lead = leading_developer_texts(history)
         instructions = "\n\n".join(t for t in (self._portable_instructions, *lead) if t) or None

@@ -82,11 +82,13 @@ def attempt_started(
 def call_completed(
     emit: Emit, outcome: ResponseOutcome, *, model: str, call_index: int | None, attempt: int, generation: int,
     started: float, sent: float, first_event: float | None, first_output: float | None, turn_id: int | None,
+    now: float | None = None,
 ) -> None:
     """``duration_ns`` covers the whole call (every attempt and backoff, like
     ``model.call.failed``); the first-event/first-output times count from when the
-    successful ``attempt`` was sent."""
-    now = trio.current_time()
+    successful ``attempt`` was sent (``now``: the caller's clock reading, else read here)."""
+    if now is None:
+        now = trio.current_time()
     emit(
         EventKind.MODEL_CALL_COMPLETED,
         {

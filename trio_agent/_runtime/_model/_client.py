@@ -31,6 +31,7 @@ from ..._errors import ResponsesError
 from ..._events import EventKind
 from ..._session.conversation import Chain
 from ..._session.ledger import Committed, LedgerEvent, Rewritten, TurnLedger
+from ..._transport._quick_lock import QuickLock
 from ..._units import ns
 from ..._wire.request import RequestSettings
 from ..._wire.stream import (
@@ -109,7 +110,7 @@ class ModelClient:
         # Events announcing a request are emitted once it is on the wire (EventSink.defer).
         self.defer: Defer = sink.defer
         self._flush = sink.flush
-        self._lock = trio.Lock()
+        self._lock = QuickLock()  # taken by every attempt: without trio.Lock's bookkeeping
         self._idle_timeout = config.responses.idle_timeout
         self._api_events = api_events
         self.stats = TransportStats()
@@ -301,9 +302,13 @@ class ModelClient:
         the fallback) with this attempt's headers."""
         link = None
         if self.transport is Transport.WEBSOCKET:
-            if self._sockets.link is not None and not self._sockets.usable:
-                self.invalidate("reconnect")  # the server closed it: reconnect and replay
-            link = await self._link(turn_id)
+            sockets = self._sockets
+            if sockets.usable:
+                link = sockets.link  # the live socket, as ``_link`` would return it (one check, not two)
+            else:
+                if sockets.link is not None:
+                    self.invalidate("reconnect")  # the server closed it: reconnect and replay
+                link = await self._link(turn_id)
         if link is None:
             from ._https_exchange import HttpsRoute  # loaded by the first HTTPS attempt
 
@@ -357,7 +362,7 @@ class ModelClient:
                 }, turn_id)
 
         feed = ResponseFeed(
-            transport=route.transport.value, emit=self._emit, on_stream_event=on_event, phase=phase,
+            transport=route.transport_name, emit=self._emit, on_stream_event=on_event, phase=phase,
             call_index=call_index, turn_id=turn_id, stale=route.stale, api_events=self._api_events,
             defer=self.defer, flush=self._flush,
         )

@@ -55,6 +55,11 @@ class Route(Protocol):
         """The transport, as the events name it."""
 
     @property
+    def transport_name(self) -> str:
+        """``transport.value``, read once per route class (an enum's ``value`` is a
+        descriptor call, and the feed of every request names it)."""
+
+    @property
     def websocket(self) -> bool:
         """Whether the body is a WebSocket ``response.create`` frame (else an HTTPS POST's)."""
 

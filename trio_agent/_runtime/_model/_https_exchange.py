@@ -49,6 +49,7 @@ class HttpsRoute:
     snapshot's request is recovered once (``recovered``), then the attempt sends again."""
 
     transport = Transport.HTTPS
+    transport_name = Transport.HTTPS.value
     websocket = False
     stale: Collection[str] = ()  # every response has a connection of its own
 
@@ -169,7 +170,9 @@ class HttpsExchange:
                 outcome = feed.feed(decode_frame(data), clock())
                 if outcome is not None:
                     return outcome
-                if accumulator.was_cut:  # mail cut it: what follows is discarded anyway
+                # mail cut it: what follows is discarded anyway (a cut always wants the
+                # interrupt: the plain attribute first, per frame)
+                if accumulator.interrupt_wanted and accumulator.was_cut:
                     return accumulator.abandoned_outcome()
                 if first_pending and feed.first_output is not None:
                     # A chunk often holds many events: the first output goes to the

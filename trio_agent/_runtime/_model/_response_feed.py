@@ -96,8 +96,9 @@ class ResponseFeed:
             else:
                 self._defer(lambda: self.outbound(body))
 
-    def sent(self) -> None:
-        self.sent_at = trio.current_time()
+    def sent(self, now: float | None = None) -> None:
+        """The request goes out now (``now``: the caller's clock reading, else read here)."""
+        self.sent_at = trio.current_time() if now is None else now
 
     def feed(self, raw: dict[str, Any], now: float) -> ResponseOutcome | None:
         """Feed one decoded frame; returns the outcome once the response completed."""

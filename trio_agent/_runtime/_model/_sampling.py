@@ -75,6 +75,7 @@ class Sampler:
         self._model = model
         self._emit = model.emit
         self._max_attempts = model.config.max_attempts
+        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time(), one call
 
     @property
     def model(self) -> ModelClient:
@@ -82,11 +83,12 @@ class Sampler:
 
     async def generate(
         self, settings: RequestSettings, *, call_index: int, turn_id: int, preemption: Preemption, join: Join,
-        calls: StreamedCalls | None = None,
+        calls: StreamedCalls | None = None, started: float | None = None,
     ) -> ResponseOutcome:
         """One model call (``model.call.started``/``completed``/``failed``) with retries;
-        its tool calls go to ``calls`` as they stream."""
-        start = trio.current_time()
+        its tool calls go to ``calls`` as they stream. ``started``: when the caller began
+        the call (its own clock reading, reused), else now."""
+        start = self._now() if started is None else started
         announced = False
 
         def announce_then_join() -> None:
@@ -107,13 +109,13 @@ class Sampler:
         except ResponsesError as exc:
             self._emit(EventKind.MODEL_CALL_FAILED, {
                 "call_index": call_index, "model": settings.model,
-                "duration_ns": ns(trio.current_time() - start), "error": str(exc),
+                "duration_ns": ns(self._now() - start), "error": str(exc),
             }, turn_id)
             raise
         events.call_completed(
             self._emit, outcome, model=settings.model, call_index=call_index, attempt=attempt,
             generation=self._model.generation, started=start, sent=feed.sent_at,
-            first_event=feed.first_event, first_output=feed.first_output, turn_id=turn_id,
+            first_event=feed.first_event, first_output=feed.first_output, turn_id=turn_id, now=self._now(),
         )
         return outcome
 
@@ -130,7 +132,7 @@ class Sampler:
         checkpoint_replayed = False
         on_call = calls.dispatch if calls is not None else None
         while True:
-            attempt_start = trio.current_time()
+            attempt_start = self._now()
             slot: AttemptSlot | None = None
             try:
                 async with model.attempt_slot(turn_id) as slot:

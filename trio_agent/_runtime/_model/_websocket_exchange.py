@@ -67,6 +67,7 @@ class WebSocketRoute:
     list of them, which ``ended`` extends (``Connections`` clears it with each socket)."""
 
     transport = Transport.WEBSOCKET
+    transport_name = Transport.WEBSOCKET.value
     websocket = True
 
     def __init__(self, link: WebSocketLink, idle_timeout: float, finished: collections.deque[str]) -> None:
@@ -134,13 +135,14 @@ class WebSocketExchange:
         feed = self.feed
         if text is None:
             text = _dumps(body)
+        clock = self._now
         feed.request(body)
-        feed.sent()
+        feed.sent(start := clock())
         link.deliver_bursts(False)  # a round per possible output until the first one (see _frames)
         # One cancel scope bounds the send (the link's send timeout) and then the first stretch of the
         # read (its deadline moved to the idle timeout once the request is on the wire).
         send_timeout = link.send_timeout
-        scope = self._scope = trio.CancelScope(deadline=trio.current_time() + send_timeout)
+        scope = self._scope = trio.CancelScope(deadline=start + send_timeout)
         sent = False
         with scope:
             try:
@@ -148,7 +150,7 @@ class WebSocketExchange:
             finally:
                 feed.flush()  # the events announcing the request (also when the send failed)
             sent = True
-            self._last = now = trio.current_time()
+            self._last = now = clock()
             scope.deadline = min(now + self._idle, self._interrupt_deadline)
             return await self._frames()
         if not sent:
@@ -188,7 +190,9 @@ class WebSocketExchange:
             outcome = feed.feed(decode_frame(text), now)
             if outcome is not None:
                 return outcome
-            if accumulator.interrupt_due and not self._sender_started:
+            # ``interrupt_wanted`` first: a plain attribute, False but for a preempted response
+            # (``interrupt_due`` is a property, and this is per frame).
+            if accumulator.interrupt_wanted and accumulator.interrupt_due and not self._sender_started:
                 await self._send_interrupt()
             if self._first_pending and feed.first_output is not None:
                 # Frames that wait are read without a schedule point (see

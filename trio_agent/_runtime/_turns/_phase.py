@@ -77,6 +77,10 @@ __all__ = ["TRANSITIONS", "TurnPhase", "TurnPhaseError", "TurnStatus", "advance"
 
 
 class TurnStatus(enum.Enum):
+    # Members are singletons compared by identity: the identity hash is consistent with
+    # that, and a C call where ``Enum.__hash__`` is Python (every phase change looks two up).
+    __hash__ = object.__hash__
+
     QUEUED = "queued"
     RUNNING = "running"
     COMPLETED = "completed"
@@ -85,6 +89,8 @@ class TurnStatus(enum.Enum):
 
 
 class TurnPhase(enum.Enum):
+    __hash__ = object.__hash__  # as TurnStatus's
+
     QUEUED = "queued"
     STEERABLE = "steerable"
     RUNNING = "running"

@@ -59,6 +59,7 @@ class TurnReporter:
         self._defer = defer  # run.started is emitted once the first request is on the wire (EventSink.defer)
         self._transport = transport
         self._mark = transport.copy()
+        self._now: Callable[[], float] = self._bind_clock
         # ``run.started`` differs per turn only in ``effort`` and ``instruction_bytes``: the
         # rest (in this key order) is built once and copied.
         self._started: dict[str, Any] = {
@@ -72,6 +73,12 @@ class TurnReporter:
             "workspace": str(workspace),
             "instruction_bytes": 0,
         }
+
+    def _bind_clock(self) -> float:
+        # ``trio.current_time()`` is three calls deep; the reporter lives in one run, so
+        # its clock is looked up once, at the first terminal payload.
+        self._now = trio.lowlevel.current_clock().current_time
+        return self._now()
 
     def started(self, state: TurnState) -> None:
         if self._defer is not None and state.ran:
@@ -139,7 +146,7 @@ class TurnReporter:
         self, state: TurnState, stats: TurnStats, start: float, status: str, delta: TransportStats
     ) -> dict[str, Any]:
         config = self._config
-        elapsed = trio.current_time() - start
+        elapsed = self._now() - start
         return {
             "status": status,
             "model": state.settings.model,

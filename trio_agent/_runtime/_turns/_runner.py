@@ -114,6 +114,9 @@ class TurnRunner:
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
         self._queue: TurnQueue | None = None
+        # ``trio.current_time()`` is three calls deep; a runner lives in one run, so its
+        # clock is looked up once (the per-turn path reads it a few times).
+        self._now = trio.lowlevel.current_clock().current_time
 
     def permissions_changed(self) -> None:
         """The sandbox or approval policy changed: the next turn tells the model."""
@@ -159,7 +162,7 @@ class TurnRunner:
         self._reporter.started(state)
         stats = TurnStats()
         live = _Live()
-        start = live.start = trio.current_time()
+        start = live.start = self._now()
         try:
             with state.cancel_scope:
                 result = await self._drive(state, queue, stats, live)
@@ -238,15 +241,15 @@ class TurnRunner:
         failure: AgentError | None = None
         async with trio.open_nursery() as nursery:
             calls = live.calls = InFlightCalls(nursery, ledger, self._call_runner(state, stats, live))
-            call_start = trio.current_time()
+            call_start = self._now()
             try:
                 try:
                     outcome = await self._sampler.generate(
                         state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
-                        preemption=state.preemption, join=join, calls=calls,
+                        preemption=state.preemption, join=join, calls=calls, started=call_start,
                     )
                 finally:
-                    stats.model_duration_ns += ns(trio.current_time() - call_start)
+                    stats.model_duration_ns += ns(self._now() - call_start)
             except AgentError as exc:  # raised past the nursery, ungrouped; its calls are recorded
                 failure = exc
             else:
@@ -255,9 +258,10 @@ class TurnRunner:
                 self._last_total_tokens = outcome.usage.total_tokens
                 ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
                 live.drain = True
-                calls.dispatch_rest(outcome.tool_calls)
+                tool_calls = outcome.tool_calls  # a property that filters the output: read once
+                calls.dispatch_rest(tool_calls)
                 step = plan_next(
-                    tool_calls=outcome.tool_calls,
+                    tool_calls=tool_calls,
                     end_turn=outcome.end_turn,
                     final_message=outcome.final_message,
                     pending_steers=state.pending_count,
@@ -279,7 +283,7 @@ class TurnRunner:
                     assert isinstance(step, SampleAgain)
         if failure is not None:
             raise failure
-        return bool(outcome.tool_calls) or outcome.end_turn is False
+        return bool(tool_calls) or outcome.end_turn is False
 
     def _complete(self, state: TurnState, stats: TurnStats, live: _Live, result: TurnResult) -> None:
         """Terminal event, result, queue told (idle once the result is read); waiting mail joins history."""

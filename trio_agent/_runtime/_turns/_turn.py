@@ -41,6 +41,8 @@ STEER_CAPACITY = 8
 
 
 def _image_list(images: object) -> tuple[str, ...]:
+    if type(images) is tuple:  # the usual case (a text prompt's ``()``): no ABC check per prompt
+        return images
     if isinstance(images, str | bytes):
         raise InvalidPrompt(
             "images must be a list of image URLs, got a single string; pass images=[url]"
