@@ -214,6 +214,24 @@ def test_httpx_is_imported_without_its_command_line(tmp_path: Path) -> None:
     assert "pygments" in _modules_after("import httpx\n" + lean, tmp_path)
 
 
+METADATA = ("importlib.metadata", "email", "zipfile")  # what trio-websocket's version check would import
+
+
+def test_trio_websocket_is_imported_without_importlib_metadata(tmp_path: Path) -> None:
+    # trio-websocket asks importlib.metadata for trio's version at import (_websocket_lean)
+    lean = "import trio_agent._transport.websocket\n"
+    assert _loaded(_modules_after(lean, tmp_path), METADATA) == []
+    # the stand-in is gone after the import: importlib.metadata is the real one
+    real = ("import importlib.metadata, trio, trio_websocket\n"
+            "assert importlib.metadata.version('trio') == trio.__version__\n"
+            "assert importlib.metadata.version('trio-websocket') and importlib.metadata.distributions\n"
+            "assert not trio_websocket._impl._IS_TRIO_MULTI_ERROR\n")
+    assert "importlib.metadata" in _modules_after(lean + real, tmp_path)
+    # imported first by someone else, importlib.metadata is the one trio-websocket uses
+    first = "import importlib.metadata as m\nimport trio_agent._transport.websocket as w\n"
+    _modules_after(first + "assert w.trio_websocket._impl.version is m.version\n", tmp_path)
+
+
 @pytest.mark.parametrize("transport", ["websocket", "https"])
 async def test_the_cold_cli_loads_only_its_transport(
     server: FakeResponsesServer, tmp_path: Path, transport: str
@@ -251,5 +269,7 @@ async def test_the_cold_cli_loads_only_its_transport(
     assert _loaded(modules, PER_CALL) == []
     assert _loaded(modules, ("cattrs", "trio_agent._json", "trio_agent._local_model")) == []
     assert _loaded(modules, HTTPX_CLI) == []  # httpx without its command line (_transport._httpx_lean)
+    if transport == "websocket":  # trio-websocket without importlib.metadata (_transport._websocket_lean)
+        assert _loaded(modules, METADATA) == []
     # an ephemeral run: no rollout, no snapshot
     assert _loaded(modules, ON_FIRST_READ) == []

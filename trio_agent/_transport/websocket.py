@@ -39,13 +39,13 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 
 import trio
-import trio_websocket
 
 from .._errors import ConnectionFailed, ConnectionLost, ResponsesError
 from .._record import Record
 from ._eager import EagerSend, eager_queue
 from ._rejection import rejection_error, shown_body
 from ._tls import tls_context
+from ._websocket_lean import trio_websocket  # without importlib.metadata (_websocket_lean)
 from .tap import Answer, ConnectionTap
 
 __all__ = ["Dialer", "WebSocketLink", "WebSocketOptions", "open_connection", "split_expected"]
