@@ -157,9 +157,10 @@ def test_internal_records_are_not_attrs_classes() -> None:
     from trio_agent._session.ledger import Committed, Rewritten
     from trio_agent._session.planner import FinishTurn, RunTools, SampleAgain
     from trio_agent._tools._sandbox import Confinement, Resolution
+    from trio_agent.cli._run import _State
 
     records = (TurnStats, ToolOutcome, TurnState, Chain, ConversationSnapshot, Committed, Rewritten, FinishTurn,
-               RunTools, SampleAgain, Confinement, Resolution)
+               RunTools, SampleAgain, Confinement, Resolution, _State)
     assert [cls.__name__ for cls in records if attrs.has(cls)] == []
 
 
