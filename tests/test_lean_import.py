@@ -233,6 +233,30 @@ def test_trio_websocket_is_imported_without_importlib_metadata(tmp_path: Path) -
     _modules_after(first + "assert w.trio_websocket._impl.version is m.version\n", tmp_path)
 
 
+def test_importlib_metadata_works_for_others_while_trio_websocket_is_imported(tmp_path: Path) -> None:
+    # another thread's import of importlib.metadata during that import gets the stand-in:
+    # every name of the real module answers (here: asked right when trio-websocket's
+    # _impl imports wsproto, after it took ``version`` from the stand-in)
+    code = (
+        "import sys\n"
+        "seen = []\n"
+        "class Probe:\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'wsproto' and not seen:\n"
+        "            stand_in = sys.modules['importlib.metadata']\n"
+        "            from importlib.metadata import PackageNotFoundError, entry_points, version\n"
+        "            seen.append((stand_in, entry_points, PackageNotFoundError, version('trio-websocket')))\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Probe())\n"
+        "import trio_agent._transport.websocket\n"
+        "import importlib.metadata as real\n"
+        "stand_in, entry_points, not_found, version = seen[0]\n"
+        "assert stand_in is not real and entry_points is real.entry_points and not_found is real.PackageNotFoundError\n"
+        "assert version == real.version('trio-websocket')\n"
+    )
+    _modules_after(code, tmp_path)
+
+
 @pytest.mark.parametrize("transport", ["websocket", "https"])
 async def test_the_cold_cli_loads_only_its_transport(
     server: FakeResponsesServer, tmp_path: Path, transport: str

@@ -28,15 +28,39 @@ __all__ = ["trio_websocket"]
 _REAL = "importlib.metadata"
 
 
-def _version(name: str) -> str:
-    """``importlib.metadata.version``, with ``trio`` answered by the imported trio."""
-    if name == "trio":
-        return trio.__version__
+class _StandIn(types.ModuleType):
+    """``importlib.metadata`` while trio-websocket is imported: ``version("trio")`` from
+    the imported trio, any other name from the real module (imported then). Another
+    thread that imports ``importlib.metadata`` meanwhile gets this, which then works."""
+
+    def __init__(self) -> None:
+        super().__init__(_REAL, "trio_agent's stand-in while trio-websocket is imported (_websocket_lean)")
+
+    def version(self, name: str) -> str:
+        if name == "trio":
+            return trio.__version__
+        version: str = _real().version(name)
+        return version
+
+    def __getattr__(self, name: str) -> object:
+        # Not the module's own dunders: the import system asks for ``__path__`` (is it a
+        # package?) on every ``from importlib.metadata import ...``, trio-websocket's too.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(_real(), name)
+
+
+def _real() -> types.ModuleType:
+    """The real ``importlib.metadata``, imported now if it was not (the stand-in then
+    leaves ``sys.modules`` for good: its one use, trio-websocket's import, has it already)."""
+    current = sys.modules.get(_REAL)
+    if current is not None and not isinstance(current, _StandIn):
+        return current
     stand_in = sys.modules.pop(_REAL, None)
     try:
         import importlib.metadata
 
-        return importlib.metadata.version(name)
+        return importlib.metadata
     finally:
         if stand_in is not None and _REAL not in sys.modules:
             sys.modules[_REAL] = stand_in
@@ -47,8 +71,7 @@ def _import() -> types.ModuleType:
         import trio_websocket
 
         return trio_websocket
-    stand_in = types.ModuleType(_REAL, "trio_agent's stand-in while trio-websocket is imported (_websocket_lean)")
-    stand_in.version = _version  # type: ignore[attr-defined]
+    stand_in = _StandIn()
     sys.modules[_REAL] = stand_in
     try:
         import trio_websocket
