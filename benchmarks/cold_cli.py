@@ -4,9 +4,10 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
 ``python -m compileall -q`` on this tree's ``trio_agent`` and launcher before timing anything
 (otherwise every run would compile every module).
 
-- **spawn -> first text**: wall time from spawning ``python -m trio_agent run --local
-  "hello"`` (this tree's package; the built-in local scripted model, which runs in the
-  CLI's own process) to the first byte of the answer on its stdout (the
+- **spawn -> first text**: wall time from spawning ``trio-agent run --local "hello"``
+  (as its console script runs it -- ``python -c`` with the script's code, ``CONSOLE`` --
+  from this tree's package; the built-in local scripted model, which runs in the CLI's
+  own process) to the first byte of the answer on its stdout (the
   line after the "using the built-in local scripted model" label), and to exit. The
   floors, spawned the same way and the same number of times: ``python -c pass``
   (interpreter start-up) and a bare client script (``import trio, trio_websocket,
@@ -24,7 +25,8 @@ Bytecode first: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so the script r
   transport) and ``--api-base ... --transport https`` (HTTP/SSE, codex's wire) --
   with ``--profile openai`` (the dialect it speaks to api.openai.com, warmup
   included; a loopback URL alone would pick the generic profile, which never warms
-  up) and ``TRIO_AGENT_NO_DAEMON=1``, otherwise as a real run (default tools and
+  up), ``TRIO_AGENT_NO_DAEMON=1`` and a sessions home of the benchmark run's own
+  (``TRIO_AGENT_HOME``, as codex gets a ``CODEX_HOME`` of its own), otherwise as a real run (default tools and
   sandbox): the rows ``trio-agent run (server, ws)`` and ``(server, https)``, each
   against codex (issue 30 item 1: <= 1.2x codex on both transports; the summary rows
   ``run_all`` puts in the README table say so per transport and round trip).
@@ -78,6 +80,7 @@ ENV = {**os.environ, "PYTHONPATH": TREE}
 # trio_agent`` would import that tree's package whatever PYTHONPATH says (sys.path[0]
 # is the working directory), and with the same workspace (no AGENTS.md) for each.
 WORK = str(Path(tempfile.gettempdir()) / f"cold-cli-{os.getpid()}")  # made by spawn_all
+HOME = f"{WORK}-home"  # the CLI's TRIO_AGENT_HOME (its sessions), this run's own
 
 BARE = r"""
 import json, sys, trio, trio_websocket
@@ -177,8 +180,21 @@ ROUND_TRIPS = (0.0, 0.025)  # the server's round trip, seconds (Settings.delay i
 PROFILE = ["--profile", "openai"]
 
 
+# What the ``trio-agent`` console script runs (pip writes it so: ``import re, sys``, the
+# launcher's ``main``), from this tree or the baseline's (PYTHONPATH): the command users
+# run. ``python -m trio_agent`` is not it: runpy imports the package (the whole runtime)
+# before ``__main__`` hands over to the launcher, and the launcher's start-up (the warm
+# daemon's thin client, the CLI imported with the cycle collector off) comes second.
+CONSOLE = "import re, sys; from _trio_agent_launch import main; sys.argv[0] = 'trio-agent'; sys.exit(main())"
+
+
+def cli_command(python: str) -> list[str]:
+    """``trio-agent``, as its console script runs it, with this interpreter."""
+    return [python, "-c", CONSOLE]
+
+
 def server_commands(python: str, server: BenchServer) -> dict[str, list[str]]:
-    cli = [python, "-m", "trio_agent", "run", *PROFILE]
+    cli = [*cli_command(python), "run", *PROFILE]
     return {SERVER_WS: [*cli, "--websocket-url", server.ws_url, "hello"],
             SERVER_HTTPS: [*cli, "--api-base", server.http_base_url, "--transport", "https", "hello"]}
 
@@ -194,7 +210,11 @@ async def spawn_all(runs: int, codex: str | None, rtts: tuple[float, ...] = (0.0
     async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
         # the CLI against the same child-process server as codex: a dummy key, the
         # server's URLs, the default sandbox and tools (as a real ``trio-agent run``)
-        env = {**ENV, "OPENAI_API_KEY": "dummy-local-key", "TRIO_AGENT_NO_DAEMON": "1"}
+        # and a sessions home of this run's own, as codex gets its CODEX_HOME (``codex_home``):
+        # every run keeps a session, and a home that grew run after run (thousands of
+        # rollouts in the user's ~/.trio-agent) makes each agent's lookup of its thread's
+        # files list them all, twice, where codex's home starts empty
+        env = {**ENV, "OPENAI_API_KEY": "dummy-local-key", "TRIO_AGENT_NO_DAEMON": "1", "TRIO_AGENT_HOME": HOME}
         trees: dict[str, dict[str, str]] = {"": env}
         if baseline:
             trees[BASE] = {**env, "PYTHONPATH": baseline}
@@ -203,8 +223,7 @@ async def spawn_all(runs: int, codex: str | None, rtts: tuple[float, ...] = (0.0
             commands: dict[str, tuple[list[str], dict[str, str]]] = {}
             if rtt == rtts[0]:
                 commands["python -c pass"] = ([sys.executable, "-c", "print('x')"], env)
-                commands["trio-agent run --local"] = ([sys.executable, "-m", "trio_agent", "run", "--local", "hello"],
-                                                      env)
+                commands["trio-agent run --local"] = ([*cli_command(sys.executable), "run", "--local", "hello"], env)
             for suffix, tree_env in trees.items():
                 for name, command in server_commands(sys.executable, server).items():
                     commands[name + suffix] = (command, tree_env)
@@ -226,6 +245,7 @@ async def spawn_all(runs: int, codex: str | None, rtts: tuple[float, ...] = (0.0
             results[rtt] = out
     shutil.rmtree(codex_home(), ignore_errors=True)
     shutil.rmtree(WORK, ignore_errors=True)
+    shutil.rmtree(HOME, ignore_errors=True)
     return results
 
 
@@ -348,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["COLD_CLI_NETNS"] = "1"
         os.execvp("unshare", ["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"])
     for tree in (TREE, *([args.baseline] if args.baseline else [])):
-        # the launcher too: ``python -m trio_agent`` runs it first (an installed one is compiled by pip)
+        # the launcher too: the console script runs it first (an installed one is compiled by pip)
         subprocess.run([sys.executable, "-m", "compileall", "-q", f"{tree}/trio_agent",
                         f"{tree}/_trio_agent_launch.py"], check=True, env={**ENV, "PYTHONPATH": tree})
     rtts = tuple(r / 1000 for r in args.rtt)

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 import trio
 
 from ._common import Settings, open_bench_server
-from .cold_cli import BARE, TREE, codex_home, run_codex_setup, spawn_first_output
+from .cold_cli import BARE, TREE, cli_command, codex_home, run_codex_setup, spawn_first_output
 
 PROFILE = ["--profile", "openai"]  # OpenAI's dialect, as against api.openai.com: the warmup, chaining
 TRACED = "trace=execve,connect,sendto,write,exit_group"
@@ -110,9 +110,12 @@ def traced(command: list[str], env: dict[str, str], cwd: str, opens: bool = Fals
 
 async def timeline(runs: int, rtt: float, python: str, tree: str, codex: str | None = None,
                    opens: bool = False, baseline: str | None = None) -> dict[str, list[dict[str, float]]]:
-    env = {**os.environ, "PYTHONPATH": tree, "OPENAI_API_KEY": "dummy-local-key", "TRIO_AGENT_NO_DAEMON": "1"}
-    # an empty directory: in a checkout, python -m trio_agent imports that checkout's package
-    with tempfile.TemporaryDirectory(prefix="cold-timeline-") as work:
+    # an empty directory: in a checkout, the CLI would import that checkout's package (sys.path[0]);
+    # a sessions home of this run's own, as cold_cli gives it (and codex its CODEX_HOME)
+    with tempfile.TemporaryDirectory(prefix="cold-timeline-") as work, \
+            tempfile.TemporaryDirectory(prefix="cold-timeline-home-") as home:
+        env = {**os.environ, "PYTHONPATH": tree, "OPENAI_API_KEY": "dummy-local-key", "TRIO_AGENT_NO_DAEMON": "1",
+               "TRIO_AGENT_HOME": home}
         try:
             return await _timeline(runs, rtt, python, work, env, codex, opens, baseline)
         finally:
@@ -123,7 +126,7 @@ async def _timeline(runs: int, rtt: float, python: str, work: str, env: dict[str
                     opens: bool, baseline: str | None) -> dict[str, list[dict[str, float]]]:
     results: dict[str, list[dict[str, float]]] = {}
     async with open_bench_server(Settings(delay=rtt / 2000, think=0.0, deltas=20)) as server:
-        cli = [python, "-m", "trio_agent", "run", *PROFILE]
+        cli = [*cli_command(python), "run", *PROFILE]  # as the console script runs it (cold_cli.CONSOLE)
         ws = [*cli, "--websocket-url", server.ws_url, "hello"]
         https = [*cli, "--api-base", server.http_base_url, "--transport", "https", "hello"]
         commands: dict[str, tuple[list[str], dict[str, str]]] = {

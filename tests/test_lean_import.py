@@ -157,9 +157,10 @@ def test_internal_records_are_not_attrs_classes() -> None:
     from trio_agent._session.ledger import Committed, Rewritten
     from trio_agent._session.planner import FinishTurn, RunTools, SampleAgain
     from trio_agent._tools._sandbox import Confinement, Resolution
+    from trio_agent.cli._run import _State
 
     records = (TurnStats, ToolOutcome, TurnState, Chain, ConversationSnapshot, Committed, Rewritten, FinishTurn,
-               RunTools, SampleAgain, Confinement, Resolution)
+               RunTools, SampleAgain, Confinement, Resolution, _State)
     assert [cls.__name__ for cls in records if attrs.has(cls)] == []
 
 
@@ -214,6 +215,48 @@ def test_httpx_is_imported_without_its_command_line(tmp_path: Path) -> None:
     assert "pygments" in _modules_after("import httpx\n" + lean, tmp_path)
 
 
+METADATA = ("importlib.metadata", "email", "zipfile")  # what trio-websocket's version check would import
+
+
+def test_trio_websocket_is_imported_without_importlib_metadata(tmp_path: Path) -> None:
+    # trio-websocket asks importlib.metadata for trio's version at import (_websocket_lean)
+    lean = "import trio_agent._transport.websocket\n"
+    assert _loaded(_modules_after(lean, tmp_path), METADATA) == []
+    # the stand-in is gone after the import: importlib.metadata is the real one
+    real = ("import importlib.metadata, trio, trio_websocket\n"
+            "assert importlib.metadata.version('trio') == trio.__version__\n"
+            "assert importlib.metadata.version('trio-websocket') and importlib.metadata.distributions\n"
+            "assert not trio_websocket._impl._IS_TRIO_MULTI_ERROR\n")
+    assert "importlib.metadata" in _modules_after(lean + real, tmp_path)
+    # imported first by someone else, importlib.metadata is the one trio-websocket uses
+    first = "import importlib.metadata as m\nimport trio_agent._transport.websocket as w\n"
+    _modules_after(first + "assert w.trio_websocket._impl.version is m.version\n", tmp_path)
+
+
+def test_importlib_metadata_works_for_others_while_trio_websocket_is_imported(tmp_path: Path) -> None:
+    # another thread's import of importlib.metadata during that import gets the stand-in:
+    # every name of the real module answers (here: asked right when trio-websocket's
+    # _impl imports wsproto, after it took ``version`` from the stand-in)
+    code = (
+        "import sys\n"
+        "seen = []\n"
+        "class Probe:\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'wsproto' and not seen:\n"
+        "            stand_in = sys.modules['importlib.metadata']\n"
+        "            from importlib.metadata import PackageNotFoundError, entry_points, version\n"
+        "            seen.append((stand_in, entry_points, PackageNotFoundError, version('trio-websocket')))\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Probe())\n"
+        "import trio_agent._transport.websocket\n"
+        "import importlib.metadata as real\n"
+        "stand_in, entry_points, not_found, version = seen[0]\n"
+        "assert stand_in is not real and entry_points is real.entry_points and not_found is real.PackageNotFoundError\n"
+        "assert version == real.version('trio-websocket')\n"
+    )
+    _modules_after(code, tmp_path)
+
+
 @pytest.mark.parametrize("transport", ["websocket", "https"])
 async def test_the_cold_cli_loads_only_its_transport(
     server: FakeResponsesServer, tmp_path: Path, transport: str
@@ -251,5 +294,7 @@ async def test_the_cold_cli_loads_only_its_transport(
     assert _loaded(modules, PER_CALL) == []
     assert _loaded(modules, ("cattrs", "trio_agent._json", "trio_agent._local_model")) == []
     assert _loaded(modules, HTTPX_CLI) == []  # httpx without its command line (_transport._httpx_lean)
+    if transport == "websocket":  # trio-websocket without importlib.metadata (_transport._websocket_lean)
+        assert _loaded(modules, METADATA) == []
     # an ephemeral run: no rollout, no snapshot
     assert _loaded(modules, ON_FIRST_READ) == []

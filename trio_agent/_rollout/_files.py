@@ -13,6 +13,7 @@ only from such a place, and only when it is the file of its thread the home hold
 from __future__ import annotations
 
 import datetime
+import os
 import re
 from pathlib import Path
 
@@ -38,9 +39,53 @@ def rollout_files(home: Path, thread_id: str) -> list[Path]:
     """Every rollout file of ``thread_id`` under ``home``, oldest name first."""
     check_thread_id(thread_id)
     sessions = home / "sessions"
-    if not sessions.is_dir():
+    suffix = f"-{thread_id}.jsonl"
+    shortest = len("rollout-") + len(suffix)
+    found = [
+        Path(day, name)
+        for day in _subdirectories(str(sessions), depth=3)
+        for name in _names(day)
+        if name.startswith("rollout-") and name.endswith(suffix) and len(name) >= shortest
+    ]
+    return sorted(found)
+
+
+# ``rollout_files`` runs at every agent's start (the writer's ``find`` and its check for
+# a rival): it walks the home with ``os.scandir`` and compares names as strings, which
+# is what ``sessions.glob("*/*/*/rollout-*-<id>.jsonl")`` did (pathlib's ``*`` also
+# matches dot-names, descends into directories and symlinks to them, and skips what it
+# may not read) without a ``Path`` and a regex match per entry: with 5,400 rollouts in
+# the home, the two globs cost ~15 ms of a cold ``trio-agent run``'s ~250 ms of CPU.
+
+
+def _names(directory: str) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            return [entry.name for entry in entries]
+    except OSError:  # gone, not a directory, not readable: no files of it
         return []
-    return sorted(sessions.glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+
+
+def _subdirectories(directory: str, depth: int) -> list[str]:
+    """The directories ``depth`` levels below ``directory`` (``*/*/*`` for 3)."""
+    level = [directory]
+    for _ in range(depth):
+        below: list[str] = []
+        for parent in level:
+            try:
+                with os.scandir(parent) as entries:
+                    below += [entry.path for entry in entries if _is_dir(entry)]
+            except OSError:
+                continue
+        level = below
+    return level
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def new_rollout_path(home: Path, thread_id: str) -> Path:

@@ -21,7 +21,8 @@ works exactly as before, one round per frame.
 from __future__ import annotations
 
 import trio
-import trio_websocket
+
+from ._websocket_lean import trio_websocket  # without importlib.metadata (_websocket_lean)
 
 from ._quick_lock import QuickLock
 

@@ -39,7 +39,6 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 
 import trio
-import trio_websocket
 
 from .._errors import ConnectionFailed, ConnectionLost, ResponsesError
 from .._record import Record
@@ -47,6 +46,7 @@ from ._eager import EagerSend, eager_queue
 from ._quick_lock import QuickLock
 from ._rejection import rejection_error, shown_body
 from ._tls import tls_context
+from ._websocket_lean import trio_websocket  # without importlib.metadata (_websocket_lean)
 from .tap import Answer, ConnectionTap
 
 __all__ = ["Dialer", "WebSocketLink", "WebSocketOptions", "open_connection", "split_expected"]
