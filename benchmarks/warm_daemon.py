@@ -119,7 +119,8 @@ async def measure(runs: int, codex: str | None, work: Path, back: int = 10, batc
     serial: Batches = {}
     async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server:
         env = {**ENV, "OPENAI_API_KEY": "bench-key", "OPENAI_RESPONSES_WEBSOCKET_URL": server.ws_url,
-               "CODEX_HOME": str(work / "no-codex-home"), "TRIO_AGENT_DAEMON_DIR": directory}
+               "CODEX_HOME": str(work / "no-codex-home"), "TRIO_AGENT_DAEMON_DIR": directory,
+               "TRIO_AGENT_HOME": str(work / "home")}  # its sessions: not the user's home (nor a growing one)
         client = [sys.executable, str(script), "run", "hello"]
         await trio.to_thread.run_sync(_daemon, "--daemon", directory, env)
         trees = {"this tree": env}
