@@ -87,6 +87,8 @@ class Pump:
         if tevent.kind == "thread.closed":
             server.broadcast("thread/closed", {"threadId": tevent.thread_id})
             self._states.closed(tevent.thread_id)
+            if self._states.target(tevent.thread_id) is None:  # no generation of it is loaded
+                server.store.release(tevent.thread_id)
             return
         event = tevent.event
         if tevent.kind != "agent" or event is None or state is None:
