@@ -286,11 +286,14 @@ _HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
     EventKind.API_EVENT: TurnMapper._api_event,
 }
 
-# What ``ThreadMapper.on_event`` maps; any other kind makes no message (``silent``).
-_MAPPED = frozenset(_HANDLERS) | {
+# The kinds ``ThreadMapper`` handles itself (``_edge``); the others go to the turn's mapper.
+_TURN_EDGES = frozenset({
     EventKind.RUN_STARTED, EventKind.RUN_STEERED, EventKind.RUN_COMPLETED, EventKind.RUN_FAILED,
     EventKind.APPROVAL_REQUESTED, EventKind.APPROVAL_RESOLVED,
-}
+})
+# What ``ThreadMapper.on_event`` maps; any other kind makes no message (``silent``).
+_MAPPED = frozenset(_HANDLERS) | _TURN_EDGES
+_API_EVENT = EventKind.API_EVENT  # (a module global: ``EventKind.X`` is a descriptor call on 3.11)
 
 
 def _completed_frame(payload: Json) -> dict[str, Any] | None:
@@ -309,7 +312,7 @@ def silent(event: AgentEvent) -> bool:
     10-delta answer: one ``api.event`` per frame), each a mapping and a publish of nothing
     (issue 30, item 3)."""
     kind = event.kind
-    if kind is EventKind.API_EVENT:
+    if kind is _API_EVENT:
         return _completed_frame(event.payload) is None
     return kind not in _MAPPED
 
@@ -371,6 +374,17 @@ class ThreadMapper:
         kind = event.kind
         if event.turn_id is None:  # warmup, connections, background cells: not part of a turn
             return []
+        if kind in _TURN_EDGES:  # (else straight to the turn's mapper: most events, every delta)
+            return self._edge(event)
+        live = self.wire_turn(event.turn_id)
+        if live is None or live.ended:
+            return []
+        return live.on_event(kind, event.payload)
+
+    def _edge(self, event: AgentEvent) -> list[Out]:
+        """An event of a turn's or the thread's life: its start, a steer, its end, an approval."""
+        kind = event.kind
+        assert event.turn_id is not None
         if kind is EventKind.APPROVAL_REQUESTED or kind is EventKind.APPROVAL_RESOLVED:
             return self._approval(event)  # thread-wide, also after the turn ended (withdrawn)
         if kind is EventKind.RUN_STARTED:

@@ -258,8 +258,16 @@ def encode_value(value: Any) -> str:
 
 def notification_text(method: str, params_text: str, emitted_at_ms: int) -> str:
     """``encode(notification_message(method, params, emitted_at_ms=...))`` -- the same
-    text -- from ``params`` already encoded (``params_text``)."""
-    return f'{{"jsonrpc":"2.0","method":{encode_value(method)},"params":{params_text},"emittedAtMs":{emitted_at_ms}}}'
+    text -- from ``params`` already encoded (``params_text``). The part before the
+    params is built once per method (a text delta's, ten and more a turn, was encoded
+    each time; the methods are the server's own few names)."""
+    head = _HEADS.get(method)
+    if head is None:
+        head = _HEADS[method] = f'{{"jsonrpc":"2.0","method":{encode_value(method)},"params":'
+    return f'{head}{params_text},"emittedAtMs":{emitted_at_ms}}}'
+
+
+_HEADS: dict[str, str] = {}
 
 
 class SharedText(str):

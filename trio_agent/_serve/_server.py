@@ -152,6 +152,7 @@ class AppServer:
             await self._manager_done.wait()  # the manager's own shutdown is bounded
             with trio.move_on_after(SHUTDOWN_GRACE):
                 await self._pump.done.wait()
+        self.store.close()  # the threads are closed: their records' descriptors too
         for conn in list(self._connections):
             conn.finish()  # flush what is queued, then close
         with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_GRACE):
@@ -255,11 +256,14 @@ class AppServer:
         mapper.usage_total = usage_total
         state = ThreadState(meta, mapper, state_specs, calls)
         self._states.add(state)
+        self.store.hold(meta.thread_id)  # its record's descriptor stays open while it is loaded
         return state
 
     def drop_state(self, state: ThreadState) -> None:
         """A load that failed: forget its state (and bring back a retired one)."""
         self._states.drop(state)
+        if self._states.target(state.thread_id) is None:
+            self.store.release(state.thread_id)
 
     def configure(self, state: ThreadState, config: AgentConfig, **changes: Any) -> AgentConfig:
         """The agent config of ``state``'s thread: its model, instructions, tools, sandbox

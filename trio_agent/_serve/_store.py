@@ -23,8 +23,15 @@ id); ``StoredThread.rollout_turns`` are the rollout ids the record has seen.
 
 Each line is one ``os.write`` on an ``O_APPEND`` descriptor (the rollout's policy): a
 torn last line left by a killed process (what follows the last newline) is skipped
-when read. Writing never fails a turn: an ``OSError`` is reported once on stderr and
-the thread goes on.
+when read. A loaded thread's descriptor stays open between its appends (``hold`` when
+the server loads it, ``release`` when it closes, ``close`` at shutdown: at most one
+descriptor per loaded thread): an open and a close per line were most of an append's
+cost, twice or more a turn (issue 30). Nothing about durability changes: a line is
+in the OS when its write returns, as before (no fsync, then or now), and a killed
+server leaves what it wrote. The server never moves or removes a record; one removed
+behind its back while its thread is loaded takes that thread's appends until it
+unloads (a thread not loaded reopens the path per line, as before). Writing never
+fails a turn: an ``OSError`` is reported once on stderr and the thread goes on.
 
 Reading checks every whole line as far as the server relies on it, and anything else
 is damage: ``InvalidSessionSnapshot`` naming the file, the line and what was wrong
@@ -95,6 +102,26 @@ class ThreadStore:
         # told each thread before its record is written: the index, whose writer thread may
         # read the file between the write and ``on_write``, must already know it as this server's
         self.before_write: Callable[[str], None] | None = None
+        self._held: dict[str, int | None] = {}  # loaded threads: their record's descriptor, once opened
+
+    def hold(self, thread_id: str) -> None:
+        """The thread is loaded: its record's descriptor, once an append opens it, stays
+        open until ``release``."""
+        self._held.setdefault(thread_id, None)
+
+    def release(self, thread_id: str) -> None:
+        """The thread is no longer loaded: close its record's descriptor (if open)."""
+        fd = self._held.pop(thread_id, None)
+        if fd is not None:
+            _close(fd)
+
+    def close(self) -> None:
+        """Shutdown: every held descriptor closed (appends after it open and close the
+        file per line)."""
+        held, self._held = self._held, {}
+        for fd in held.values():
+            if fd is not None:
+                _close(fd)
 
     def _path(self, thread_id: str) -> Path:
         return self.folder / f"{thread_id}.jsonl"
@@ -103,19 +130,28 @@ class ThreadStore:
         data = (dumps(line) + "\n").encode("utf-8")
         if self.before_write is not None:
             self.before_write(thread_id)
+        held = self._held
         try:
-            path, flags = os.path.join(self.folder, f"{thread_id}.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND
+            fd = held.get(thread_id)
+            keep = fd is not None or thread_id in held
+            if fd is None:
+                fd = self._open(thread_id)
+                if keep:
+                    held[thread_id] = fd
             try:
-                fd = os.open(path, flags, 0o600)
-            except FileNotFoundError:  # no folder yet (or it was removed): a mkdir only then, not per write
-                make_private_dirs(self.folder)
-                fd = os.open(path, flags, 0o600)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                written = os.write(fd, data)
+                if written < len(data):
+                    view = memoryview(data)[written:]
+                    while view:
+                        view = view[os.write(fd, view):]
+            except OSError:
+                if keep and held.get(thread_id) == fd:
+                    held[thread_id] = None  # reopened by the next append
+                    _close(fd)
+                raise
             finally:
-                os.close(fd)
+                if not keep:
+                    os.close(fd)
             if self.on_write is not None:
                 self.on_write(thread_id)
         except OSError as exc:
@@ -123,6 +159,14 @@ class ThreadStore:
                 self._reported = True
                 print(f"trio-agent serve: cannot write the thread record under {self.folder}: {exc}; "
                       "thread/read and cold resumes will miss turns", file=sys.stderr)
+
+    def _open(self, thread_id: str) -> int:
+        path, flags = os.path.join(self.folder, f"{thread_id}.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        try:
+            return os.open(path, flags, 0o600)
+        except FileNotFoundError:  # no folder yet (or it was removed): a mkdir only then, not per write
+            make_private_dirs(self.folder)
+            return os.open(path, flags, 0o600)
 
     def create(self, meta: ThreadMeta, turns: Sequence[TurnRecord] = ()) -> None:
         self._append(meta.thread_id, {"type": "meta", "meta": meta.to_json()})
@@ -210,6 +254,13 @@ class ThreadStore:
         if loaded.meta is None:
             return None, cursor
         return StoredThread(attrs.evolve(loaded.meta), list(loaded.turns), loaded.usage), cursor
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass  # nothing more to write through it
 
 
 _TAIL = 64  # bytes a cursor keeps of what it last read, to see a record rewritten in place

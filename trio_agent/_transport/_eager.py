@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import trio
 
-from ._websocket_lean import trio_websocket  # without importlib.metadata (_websocket_lean)
-
 from ._quick_lock import QuickLock
+from ._websocket_lean import trio_websocket  # without importlib.metadata (_websocket_lean)
 
 __all__ = ["EagerLock", "EagerSend", "eager_queue"]
 
