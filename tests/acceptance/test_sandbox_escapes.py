@@ -198,6 +198,10 @@ def run_service() -> Iterator[tuple[Path, Path, Path]]:
     /run and binds over the sockets it finds, and one deleted between that walk and
     its bwrap fails the command (as a system service's socket seldom is)."""
     service = Path(tempfile.mkdtemp(prefix="trio-agent-test-service-", dir="/run"))
+    # 0755 as a service's directory is (/run/systemd): mkdtemp's 0700 would close it to the
+    # unprivileged sandbox test, whose bwrap line is built by this root process (which sees
+    # the socket inside) and run as uid 65534, which may not reach the socket to mask it.
+    service.chmod(0o755)
     try:
         (service / "service.pid").write_text("4242\n")
         with listening(Path(f"{service}.sock")) as top, listening(service / "private") as nested:
