@@ -7,10 +7,12 @@ an unreadable folder."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from trio_agent._rollout._files import rollout_files
 
@@ -57,13 +59,54 @@ def test_an_empty_or_missing_home_has_none(tmp_path: Path) -> None:
     assert rollout_files(tmp_path, THREAD) == []
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder")
-def test_an_unreadable_folder_is_skipped_as_the_glob_skipped_it(tmp_path: Path) -> None:
-    mine = touch(tmp_path / "sessions" / "2026" / "12" / "07" / f"rollout-a-{THREAD}.jsonl")
-    locked = tmp_path / "sessions" / "2026" / "11"
-    touch(locked / "01" / f"rollout-b-{THREAD}.jsonl")
-    locked.chmod(0)
+NOBODY = 65534
+
+
+def as_nobody(work: Callable[[], list[str]]) -> list[str]:
+    """``work()`` in a forked child running as uid/gid 65534 (root reads any folder, so
+    run as root -- as CI is -- the unreadable folder is tried by a user it is closed to)."""
+    readable, writable = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery from here on, only os._exit
+        status = 1
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.write(writable, json.dumps(work()).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writable)
+    with os.fdopen(readable, "rb") as answer:
+        data = answer.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and data
+    found: list[str] = json.loads(data)
+    return found
+
+
+def test_an_unreadable_folder_is_skipped_as_the_glob_skipped_it() -> None:
+    root = os.geteuid() == 0
+    home = Path(tempfile.mkdtemp(prefix="trio-agent-rollouts-", dir="/var/tmp"))  # 65534 reaches it
+    locked = home / "sessions" / "2026" / "11"
     try:
-        assert rollout_files(tmp_path, THREAD) == [mine] == oracle(tmp_path, THREAD)
+        mine = touch(home / "sessions" / "2026" / "12" / "07" / f"rollout-a-{THREAD}.jsonl")
+        touch(locked / "01" / f"rollout-b-{THREAD}.jsonl")
+        if root:
+            for path in (home, *home.rglob("*")):
+                os.chown(path, NOBODY, NOBODY)
+        locked.chmod(0)
+
+        def both() -> list[str]:
+            found, expected = rollout_files(home, THREAD), oracle(home, THREAD)
+            assert found == expected, (found, expected)
+            return [str(path) for path in found]
+
+        assert (as_nobody(both) if root else both()) == [str(mine)]
+        if root:  # the positive control: whoever may read the folder finds its file too
+            assert rollout_files(home, THREAD) == sorted([mine, locked / "01" / f"rollout-b-{THREAD}.jsonl"])
     finally:
-        locked.chmod(0o700)
+        if locked.exists():
+            locked.chmod(0o700)
+        shutil.rmtree(home)
