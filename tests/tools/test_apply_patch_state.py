@@ -69,3 +69,33 @@ def test_a_home_that_is_the_workspace_is_written(home: Path) -> None:
     workspace = home / ".trio-agent"
     apply_patch_to_workspace(add("threads/t.jsonl"), workspace, protect_git=True)
     assert (workspace / "threads" / "t.jsonl").read_text() == "x\n"
+
+
+GIT_WRITABLE = ta.Sandbox(ta.SandboxMode.WORKSPACE_WRITE, writable_git=True)
+
+
+@pytest.mark.parametrize(("path", "kept"), [(".codex/config.toml", ".codex"), (".agents/skills/s.md", ".agents"),
+                                            (".trio-agent/threads/t.jsonl", ".trio-agent")])
+def test_writable_git_still_keeps_the_agents_state(home: Path, path: str, kept: str) -> None:
+    """``writable_git`` opens ``.git`` to commands, not the agents' state: the sandbox binds
+    that read-only in every confined mode, and a patch may not write it either (the
+    guard was off altogether with ``writable_git``)."""
+    # Decided on the resolved path, and for the top-level names on the spelling alone too
+    # (no workspace: a home's place is not known then).
+    for workspace in (home, None) if kept in (".codex", ".agents") else (home,):
+        plan = plan_patch(ta.ApprovalPolicy.NEVER, GIT_WRITABLE, [ta.ChangedFile(path, "add")], workspace=workspace)
+        assert plan.action == "refuse" and f"keeps {kept} read-only" in plan.reason
+    with pytest.raises(PatchError, match=f"the sandbox keeps {kept} read-only"):
+        apply_patch_to_workspace(add(path), home, protect_state=True)
+    assert not (home / path).exists()
+
+
+def test_writable_git_writes_git(home: Path) -> None:
+    """The positive control: with ``writable_git`` a patch writes ``.git`` unasked."""
+    (home / ".git").mkdir()
+    for workspace in (home, None):
+        plan = plan_patch(ta.ApprovalPolicy.NEVER, GIT_WRITABLE, [ta.ChangedFile(".git/info/exclude", "add")],
+                          workspace=workspace)
+        assert plan.action == "run"
+    apply_patch_to_workspace(add(".git/info/exclude"), home, protect_state=True)
+    assert (home / ".git" / "info" / "exclude").read_text() == "x\n"

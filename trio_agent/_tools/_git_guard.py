@@ -67,8 +67,11 @@ def _written(change: _Change) -> list[tuple[str, bool]]:
 class GitGuard:
     """The protected places of one workspace, found once (module docstring)."""
 
-    def __init__(self, fs: Beneath, environ: Mapping[str, str] | None = None) -> None:
-        self._gitdir = _pointed_gitdir(fs)
+    def __init__(self, fs: Beneath, environ: Mapping[str, str] | None = None, *, git: bool = True) -> None:
+        # ``git=False``: ``writable_git`` -- the sandbox lets commands write ``.git`` but
+        # still keeps the agents' state read-only, so a patch guards only the latter.
+        self._git = git
+        self._gitdir = _pointed_gitdir(fs) if git else None
         self._state = _state_places(fs, os.environ if environ is None else environ)
 
     def protects(self, parts: Parts) -> bool:
@@ -79,8 +82,8 @@ class GitGuard:
         """The protected place that writing the canonical path ``parts`` writes, as the
         sandbox names it (``.git``, ``.codex``, ...), or None."""
         gitdir = self._gitdir
-        if any(part.casefold() == ".git" for part in parts) or (
-                gitdir is not None and parts[: len(gitdir)] == gitdir):
+        if self._git and (any(part.casefold() == ".git" for part in parts) or (
+                gitdir is not None and parts[: len(gitdir)] == gitdir)):
             return ".git"
         return next(("/".join(place) for place in self._state if parts[: len(place)] == place), None)
 
@@ -103,16 +106,17 @@ def _state_places(fs: Beneath, environ: Mapping[str, str]) -> list[Parts]:
     return list(dict.fromkeys(places))
 
 
-def git_writes(workspace: Path, changes: Iterable[_Change]) -> list[tuple[str, str, str]]:
+def git_writes(workspace: Path, changes: Iterable[_Change], *, git: bool = True) -> list[tuple[str, str, str]]:
     """Each protected place ``changes`` would write in ``workspace``, as (the path as given,
-    its canonical path, the place it writes: ``GitGuard.kept``). A path that does not
-    resolve beneath the workspace is left out: ``apply_patch`` refuses it on its own."""
+    its canonical path, the place it writes: ``GitGuard.kept``; ``git=False``: the agents'
+    state only). A path that does not resolve beneath the workspace is left out:
+    ``apply_patch`` refuses it on its own."""
     try:
         fs = Beneath(workspace)
     except OSError:
         return []
     with fs:
-        guard = GitGuard(fs)
+        guard = GitGuard(fs, git=git)
         found: list[tuple[str, str, str]] = []
         for change in changes:
             for path, follow in _written(change):

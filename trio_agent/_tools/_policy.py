@@ -120,17 +120,26 @@ def _git_writes(
     ``_git_guard``) where the sandbox keeps it read-only: (path as given, canonical path).
     Decided on what each path resolves to (issue 21: with ``g -> .git``, ``g/config``
     writes ``.git/config``); without a ``workspace``, on the spelling alone."""
-    if sandbox.mode is not SandboxMode.READ_ONLY and (
-        sandbox.mode is not SandboxMode.WORKSPACE_WRITE or sandbox.writable_git
-    ):
+    if sandbox.mode is SandboxMode.DANGER_FULL_ACCESS:
         return []
+    # writable_git: .git may be written, the agents' state (.codex, .agents, the homes) not --
+    # the sandbox keeps that read-only for commands in every confined mode (sec4's review).
+    git = sandbox.mode is SandboxMode.READ_ONLY or not sandbox.writable_git
     if workspace is not None:
         from ._git_guard import git_writes  # loaded by the first patch
 
-        return git_writes(workspace, changes)
+        return git_writes(workspace, changes, git=git)
+    from ._sandbox import STATE_NAMES
+
     paths = (path for change in changes for path in (change.path, change.move_to) if path is not None)
-    return [(path, os.path.normpath(path), ".git") for path in paths
-            if ".git" in os.path.normpath(path).casefold().split(os.sep)]
+    found: list[tuple[str, str, str]] = []
+    for path in paths:
+        parts = os.path.normpath(path).split(os.sep)
+        if git and ".git" in [part.casefold() for part in parts]:
+            found.append((path, os.path.normpath(path), ".git"))
+        elif parts[0] in STATE_NAMES:
+            found.append((path, os.path.normpath(path), parts[0]))
+    return found
 
 
 # -- sandbox denials ---------------------------------------------------------------------------

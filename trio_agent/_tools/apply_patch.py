@@ -74,20 +74,25 @@ _commit = commit  # a module global, so a test can step in between planning and 
 
 
 async def apply_patch(
-    patch_text: str, workspace: Path, *, protect_git: bool = False, approved_git: Collection[str] = ()
+    patch_text: str, workspace: Path, *, protect_git: bool = False, protect_state: bool = False,
+    approved_git: Collection[str] = (),
 ) -> str:
     """Trio entry point: checkpoint, then apply the patch synchronously."""
     await trio.lowlevel.checkpoint()
-    return apply_patch_to_workspace(patch_text, workspace, protect_git=protect_git, approved_git=approved_git)
+    return apply_patch_to_workspace(patch_text, workspace, protect_git=protect_git, protect_state=protect_state,
+                                    approved_git=approved_git)
 
 
 def apply_patch_to_workspace(
-    patch_text: str, workspace: Path, *, protect_git: bool = False, approved_git: Collection[str] = ()
+    patch_text: str, workspace: Path, *, protect_git: bool = False, protect_state: bool = False,
+    approved_git: Collection[str] = (),
 ) -> str:
     """Parse, verify and apply ``patch_text`` under ``workspace``; return the summary.
 
-    ``protect_git``: refuse to write ``.git`` (and the git dir a ``.git`` file points to),
-    as the sandbox does for commands, except the canonical paths in ``approved_git``."""
+    ``protect_git``: refuse to write ``.git`` (and the git dir a ``.git`` file points to)
+    and the agents' state (``.codex``, ``.agents``, the homes), as the sandbox does for
+    commands, except the canonical paths in ``approved_git``; ``protect_state``: the
+    agents' state only (``writable_git``: the sandbox keeps that read-only still)."""
     patch = parse_patch(patch_text)
     root = Path(workspace)
     if not root.is_dir():
@@ -97,7 +102,7 @@ def apply_patch_to_workspace(
     except OSError as exc:
         raise PatchError(f"Cannot open the workspace {workspace}: {exc.strerror or exc}.") from exc
     with fs:
-        guard = GitGuard(fs) if protect_git else None
+        guard = GitGuard(fs, git=protect_git) if protect_git or protect_state else None
         plan = _Plan(fs, guard, frozenset(approved_git))
         summary = [_plan_change(plan, change) for change in patch.changes]
         _commit(fs, plan.pending)

@@ -239,9 +239,13 @@ class ExecGuard:
                 self._approved_git |= plan.git
         # .git stays read-only at write time too (issue 21): only the .git places the approval
         # named may be written, whatever a swap does meanwhile.
+        # The agents' state (.codex, .agents, the homes) stays read-only with writable_git too,
+        # as the sandbox keeps it for commands (sec4's review).
         protect_git = sandbox.mode is SandboxMode.READ_ONLY or (
             sandbox.mode is SandboxMode.WORKSPACE_WRITE and not sandbox.writable_git)
-        return await apply_patch(patch_text, workspace, protect_git=protect_git, approved_git=plan.git)
+        protect_state = sandbox.mode is not SandboxMode.DANGER_FULL_ACCESS
+        return await apply_patch(patch_text, workspace, protect_git=protect_git, protect_state=protect_state,
+                                 approved_git=plan.git)
 
     # -- asking ------------------------------------------------------------------------------
 
