@@ -1,5 +1,5 @@
-"""``trio-agent serve``'s WebSocket listener options: who may connect (docs/app-server.md
-"Security"). Only the parser is here (the CLI's start-up imports it); the policy is
+"""``trio-agent serve``'s WebSocket listener options: who and how many may connect
+(docs/app-server.md "Security"). Only the parser is here (the CLI's start-up imports it); the policy is
 built from them by ``_serve._command.listener_policy``, when ``serve`` runs."""
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ _FLAGS = (("--allow-origin", "allow_origin"), ("--ws-auth", "ws_auth"), ("--ws-t
 
 def add_listener_options(serve: argparse.ArgumentParser) -> None:
     group = serve.add_argument_group(
-        "who may connect to --listen", "Any handshake with an Origin header (a web page) is refused unless "
-        "--allow-origin names it; beyond loopback a capability token is required (docs/app-server.md, Security).")
+        "who and how many may connect to --listen",
+        "Any handshake with an Origin header (a web page) is refused unless --allow-origin names it; beyond "
+        "loopback a capability token is required; at most --max-connections are served (docs/app-server.md, "
+        "Security).")
     group.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                        help="allow WebSocket handshakes from this browser origin (scheme://host[:port]; repeatable)")
     group.add_argument("--ws-auth", choices=["capability-token"], default=None,
