@@ -26,9 +26,10 @@ services keep their sockets, as directories (not by a list of services):
 * **``$SSH_AUTH_SOCK``**: its directory when that is private to the user (owned, no
   group or other access) and holds nothing the sandbox shows, else the socket itself;
 * **the files the agent's process keeps to itself** (:data:`HIDE_VARIABLE`): each
-  absolute path named in ``$TRIO_AGENT_SANDBOX_HIDE`` (``os.pathsep``-separated, by
-  real path; ``/dev/null`` over a file, an empty read-only tmpfs over a directory)
-  wherever the sandbox shows it, after the writable binds. ``trio-agent serve
+  regular file named in ``$TRIO_AGENT_SANDBOX_HIDE`` (absolute paths,
+  ``os.pathsep``-separated, by real path) has ``/dev/null`` bound over it wherever
+  the sandbox shows it, after the writable binds. Files only: a mask over a directory
+  could hide a workspace or another mask inside it. ``trio-agent serve
   --ws-token-file PATH`` names its token file there (:func:`hide_from_commands`): a
   command of one of its threads could otherwise read the token and, with the network
   or from any process of the user, open an unconfined thread. An internal mechanism,
@@ -205,7 +206,7 @@ def hide_from_commands(path: str, environ: MutableMapping[str, str] | None = Non
 
 
 def _named_masks(environ: Mapping[str, str], mounts: list[tuple[str, bool]]) -> list[str]:
-    """Flags hiding each existing path named in :data:`HIDE_VARIABLE` that the sandbox shows."""
+    """Flags hiding each regular file named in :data:`HIDE_VARIABLE` that the sandbox shows."""
     flags: list[str] = []
     for entry in dict.fromkeys(environ.get(HIDE_VARIABLE, "").split(os.pathsep)):
         if not entry.startswith("/"):
@@ -215,8 +216,8 @@ def _named_masks(environ: Mapping[str, str], mounts: list[tuple[str, bool]]) -> 
             mode = os.stat(path).st_mode
         except OSError:
             continue  # gone: nothing to read there
-        if path != "/" and (stat.S_ISDIR(mode) or stat.S_ISREG(mode)) and _visible(path, mounts):
-            flags += mask(path, directory=stat.S_ISDIR(mode))
+        if stat.S_ISREG(mode) and _visible(path, mounts):
+            flags += mask(path, directory=False)
     return flags
 
 
