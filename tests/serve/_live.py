@@ -43,11 +43,11 @@ async def live_app(home: Path, workspace: Path) -> AsyncIterator[AppServer]:
 
 @asynccontextmanager
 async def websocket_server(home: Path, workspace: Path, policy: ListenerPolicy | None = None,
-                           ) -> AsyncIterator[int]:
+                           max_connections: int = 64) -> AsyncIterator[int]:
     """``live_app`` on a WebSocket listener on 127.0.0.1:0 under ``policy``; yields the port."""
     async with live_app(home, workspace) as app, trio.open_nursery() as nursery:
         listener = await nursery.start(lambda task_status: serve_websocket(
-            app, "127.0.0.1", 0, policy=policy, task_status=task_status))
+            app, "127.0.0.1", 0, policy=policy, max_connections=max_connections, task_status=task_status))
         yield listener.port
         await app.aclose()
         nursery.cancel_scope.cancel()

@@ -24,8 +24,9 @@ from urllib.parse import urlsplit
 
 import trio
 
+from .._tools._sandbox_hide import hide_from_commands
 from ..cli._connection import Connection
-from ..cli._serve_options import listener_options_given
+from ..cli._serve_options import DEFAULT_MAX_CONNECTIONS, listener_options_given
 from ..cli._signals import exit_now
 from ._listen_policy import (
     ListenerPolicy,
@@ -41,7 +42,7 @@ from ._transports import serve_stdio, serve_websocket
 
 __all__ = ["listener_policy", "parse_listen", "serve_main"]
 
-Listen = tuple[str, int, ListenerPolicy]
+Listen = tuple[str, int, ListenerPolicy, int]  # host, port, policy, max connections
 
 
 def parse_listen(url: str) -> tuple[str, int]:
@@ -85,7 +86,7 @@ def listener_policy(args: argparse.Namespace, environ: Mapping[str, str]) -> Lis
 def _listen(args: argparse.Namespace) -> Listen | None:
     """Where and under which policy to listen (None: stdio); ``ValueError`` saying why not."""
     if not args.listen:
-        given = [flag for flag, value in listener_options_given(args) if value]
+        given = [flag for flag, value in listener_options_given(args) if value is not None and value != []]
         if given:
             raise ValueError(f"{given[0]} applies to the WebSocket listener; add --listen ws://127.0.0.1:PORT")
         return None
@@ -95,8 +96,14 @@ def _listen(args: argparse.Namespace) -> Listen | None:
         # The token is the server's alone once read: the commands its threads run inherit
         # this environment, and a name that does not look secret (WS_CAP) is not scrubbed.
         os.environ.pop(args.ws_token_env, None)
+    if args.ws_token_file:
+        # Nor may they read it from the file: the sandboxes of its threads' commands mask it.
+        hide_from_commands(args.ws_token_file)
     check_exposure(host, policy)
-    return host, port, policy
+    limit = DEFAULT_MAX_CONNECTIONS if args.max_connections is None else args.max_connections
+    if limit < 1:
+        raise ValueError(f"--max-connections takes a number of connections >= 1, got {limit}")
+    return host, port, policy, limit
 
 
 def _say(message: str) -> None:
@@ -177,8 +184,8 @@ async def _run_transport(app: AppServer, listen: Listen | None) -> None:
             await serve_stdio(app)
             nursery.cancel_scope.cancel()
             return
-        host, port, policy = listen
-        listener = await nursery.start(partial(serve_websocket, app, host, port, policy=policy))
+        host, port, policy, limit = listen
+        listener = await nursery.start(partial(serve_websocket, app, host, port, policy=policy, max_connections=limit))
         for bound in listener.listeners:
             address, bound_port = bound.socket.getsockname()[:2]
             _say(f"listening on ws://{f'[{address}]' if ':' in address else address}:{bound_port}")

@@ -14,7 +14,9 @@ gets, in this order:
    **401** (``WWW-Authenticate: Bearer``);
 4. anything but a WebSocket handshake (RFC 6455 version 13): **400** (426 for another
    version);
-5. else the connection is admitted: the bytes read so far are replayed
+5. else the connection is admitted if the listener serves fewer than its
+   ``max_connections`` (``_transports``), else **503** (``too_many``: how many, and
+   what to do); an admitted connection's bytes read so far are replayed
    (``Replayed``) to trio-websocket, which performs the handshake.
 
 Refusals are short ``text/plain`` answers, then the connection is closed. Nothing is
@@ -29,7 +31,7 @@ import trio
 
 from ._listen_policy import ListenerPolicy
 
-__all__ = ["MAX_HEAD_BYTES", "Head", "Refusal", "Replayed", "judge", "read_head", "send_refusal"]
+__all__ = ["MAX_HEAD_BYTES", "Head", "Refusal", "Replayed", "judge", "read_head", "send_refusal", "too_many"]
 
 MAX_HEAD_BYTES = 16 << 10
 _READ_SIZE = 4096
@@ -140,6 +142,13 @@ def judge(head: Head, policy: ListenerPolicy, *, ready: bool) -> Refusal | None:
     if head.values(b"sec-websocket-version") != [b"13"]:
         return Refusal(426, "WebSocket version 13 only\n", (("sec-websocket-version", "13"),))
     return None
+
+
+def too_many(limit: int) -> Refusal:
+    """The answer to an admissible handshake when ``limit`` connections are served already."""
+    return Refusal(503, f"too many connections: this server serves at most {limit} WebSocket connections at once "
+                        "(--max-connections); close one of yours and retry, or restart the server with a higher "
+                        "--max-connections\n", (("retry-after", "1"),))
 
 
 async def send_refusal(stream: trio.abc.SendStream, refusal: Refusal) -> None:

@@ -24,7 +24,17 @@ services keep their sockets, as directories (not by a list of services):
   is created first (mode 0700, as the daemon creates it), so that a daemon started
   while a command runs binds its socket under the mask;
 * **``$SSH_AUTH_SOCK``**: its directory when that is private to the user (owned, no
-  group or other access) and holds nothing the sandbox shows, else the socket itself.
+  group or other access) and holds nothing the sandbox shows, else the socket itself;
+* **the files the agent's process keeps to itself** (:data:`HIDE_VARIABLE`): each
+  regular file named in ``$TRIO_AGENT_SANDBOX_HIDE`` (absolute paths,
+  ``os.pathsep``-separated, by real path) has ``/dev/null`` bound over it wherever
+  the sandbox shows it, after the writable binds. Files only: a mask over a directory
+  could hide a workspace or another mask inside it. ``trio-agent serve
+  --ws-token-file PATH`` names its token file there (:func:`hide_from_commands`): a
+  command of one of its threads could otherwise read the token and, with the network
+  or from any process of the user, open an unconfined thread. An internal mechanism,
+  not a setting (naming more paths only hides more); being in the environment, it
+  reaches the processes the server starts, as the paths stay secret for them too.
 
 What must stay visible is bound back on top of a hidden directory that contains it
 (the workspace, the writable roots, and in ``read-only`` the working directory). A
@@ -78,14 +88,17 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 
 from _trio_agent_launch import daemon_directory
 
 __all__ = [
-    "PROC_MASKED", "RUN_DEPTH", "RUN_ENTRIES", "SYS_MASKED", "hidden_roots", "inside", "installation_below", "mask",
-    "proc_flags", "real", "run_socket_masks", "socket_masks",
+    "HIDE_VARIABLE", "PROC_MASKED", "RUN_DEPTH", "RUN_ENTRIES", "SYS_MASKED", "hidden_roots", "hide_from_commands",
+    "inside", "installation_below", "mask", "proc_flags", "real", "run_socket_masks", "socket_masks",
 ]
+
+#: The environment variable naming the paths no sandboxed command may read (module docstring).
+HIDE_VARIABLE = "TRIO_AGENT_SANDBOX_HIDE"
 
 #: Entries of ``/proc`` masked as container runtimes mask them (runc's ``maskedPaths``).
 PROC_MASKED = frozenset({
@@ -184,13 +197,38 @@ def hidden_roots(environ: Mapping[str, str], *, hide_tmp: bool) -> list[str]:
             if not any(other != path and inside(path, other) for other in found)]
 
 
-def socket_masks(environ: Mapping[str, str], replaced: Iterable[str], shown: Iterable[str]) -> list[str]:
-    """Flags hiding the warm daemon's directories and the ssh-agent's socket wherever
-    the sandbox would still show them. ``replaced``: mount points whose content is not
-    the host's (hidden roots, the private ``/tmp``); ``shown``: binds of host paths
-    over themselves, which may lie below a replaced one."""
-    mounts = [("/", True), *((real(p), False) for p in replaced), *((real(p), True) for p in shown)]
+def hide_from_commands(path: str, environ: MutableMapping[str, str] | None = None) -> None:
+    """Name ``path`` in :data:`HIDE_VARIABLE` of ``environ`` (default ``os.environ``):
+    the sandboxed commands this process and its children start no longer read it."""
+    env = os.environ if environ is None else environ
+    named = [entry for entry in env.get(HIDE_VARIABLE, "").split(os.pathsep) if entry]
+    env[HIDE_VARIABLE] = os.pathsep.join(dict.fromkeys([*named, os.path.realpath(path)]))
+
+
+def _named_masks(environ: Mapping[str, str], mounts: list[tuple[str, bool]]) -> list[str]:
+    """Flags hiding each regular file named in :data:`HIDE_VARIABLE` that the sandbox shows."""
     flags: list[str] = []
+    for entry in dict.fromkeys(environ.get(HIDE_VARIABLE, "").split(os.pathsep)):
+        if not entry.startswith("/"):
+            continue  # empty, or relative: names nothing in particular
+        path = os.path.realpath(entry)  # resolved each time, as the ssh-agent's socket
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # gone: nothing to read there
+        if stat.S_ISREG(mode) and _visible(path, mounts):
+            flags += mask(path, directory=False)
+    return flags
+
+
+def socket_masks(environ: Mapping[str, str], replaced: Iterable[str], shown: Iterable[str]) -> list[str]:
+    """Flags hiding the warm daemon's directories, the ssh-agent's socket and the paths
+    named in :data:`HIDE_VARIABLE` wherever the sandbox would still show them.
+    ``replaced``: mount points whose content is not the host's (hidden roots, the
+    private ``/tmp``); ``shown``: binds of host paths over themselves, which may lie
+    below a replaced one."""
+    mounts = [("/", True), *((real(p), False) for p in replaced), *((real(p), True) for p in shown)]
+    flags = _named_masks(environ, mounts)
     for directory in _daemon_directories(environ):
         if _visible(directory, mounts) and _ensure_private_dir(directory):
             flags += mask(directory, directory=True)
