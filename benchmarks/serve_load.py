@@ -260,14 +260,19 @@ async def _client(nursery: trio.Nursery, url: str, phase: Phase) -> Client:
 @asynccontextmanager
 async def profiled(pid: int, directory: str | None, name: str) -> AsyncIterator[None]:
     """With ``--profile DIR``: ``py-spy record`` of the server during the block, its
-    collapsed stacks in ``DIR/NAME.txt`` (py-spy must be on PATH)."""
+    collapsed stacks in ``DIR/NAME.txt`` (py-spy beside this Python, as a venv installs
+    it, else on PATH)."""
     if directory is None:
         yield
         return
+    beside = Path(sys.executable).parent / "py-spy"
+    spy = str(beside) if beside.exists() else shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("--profile needs py-spy: pip install py-spy (into this Python's environment)")
     out = Path(directory) / f"{name}.txt"
     # --nonblocking: py-spy otherwise stops the process for each sample, which inflated the
     # server's CPU per warm turn 2.6x (8.1 ms against 3.1) and with it every profiled figure
-    command = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
+    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
                "--output", str(out)]
     process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
