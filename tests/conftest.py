@@ -38,6 +38,15 @@ os.environ["TRIO_AGENT_NO_DAEMON"] = "1"
 # sessions give each command a home of its own).
 os.environ["TRIO_AGENT_HOME"] = tempfile.mkdtemp(prefix="trio-agent-test-home-")
 atexit.register(shutil.rmtree, os.environ["TRIO_AGENT_HOME"], ignore_errors=True)
+# This test run's name for what its tests plant under the host's /run (the sandbox tests'
+# service sockets and directories: tests/acceptance/test_sandbox_escapes.run_plant). Set by
+# the process that owns the run (xdist's controller, or the only process); its workers
+# inherit it. The owner removes the plants at its end (pytest_unconfigure), after every
+# worker has finished: every sandboxed command walks /run and binds over the sockets it
+# finds, and one removed between that walk and its bwrap fails the command.
+RUN_PLANTS = "TRIO_AGENT_TEST_RUN_PLANTS"
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ[RUN_PLANTS] = f"run{os.getpid()}"
 
 # The suite runs derandomized by default (the same examples every run, so CI and the
 # README command cannot flake) and without per-example deadlines. Explore new examples
@@ -45,6 +54,18 @@ atexit.register(shutil.rmtree, os.environ["TRIO_AGENT_HOME"], ignore_errors=True
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The owner of the run removes its plants under /run (see RUN_PLANTS) once no
+    worker of it runs a command any more."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    for path in Path("/run").glob(f"trio-agent-test-*-{os.environ[RUN_PLANTS]}-*"):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

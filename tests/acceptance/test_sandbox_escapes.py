@@ -12,6 +12,7 @@ and sees the rest of the host.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import socket
@@ -86,8 +87,9 @@ async def assert_workspace_usable(shell: ShellSessions, mode: ta.SandboxMode) ->
 
 
 @contextmanager
-def listening(path: Path) -> Iterator[Path]:
-    """A Unix socket listening at ``path`` (connects succeed: the backlog takes them)."""
+def listening(path: Path, *, unlink: bool = True) -> Iterator[Path]:
+    """A Unix socket listening at ``path`` (connects succeed: the backlog takes them);
+    ``unlink=False`` leaves the file for the run's owner to remove (:func:`run_plant`)."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen(8)
@@ -95,12 +97,29 @@ def listening(path: Path) -> Iterator[Path]:
         yield path
     finally:
         server.close()
-        path.unlink()
+        if unlink:
+            path.unlink()
+
+
+def run_plant(kind: str, mode: int) -> Path:
+    """A directory under the host's /run for the whole test run, named for it
+    (tests/conftest.py ``RUN_PLANTS``). Not removed by the worker that made it: every
+    sandboxed command -- the other workers' too -- walks /run and binds over the sockets
+    and shared directories it finds, and one removed between that walk and its bwrap
+    fails the command (bwrap: Can't create file / Can't mkdir ...: Read-only file
+    system). A worker's session ends while the others still run commands, so the
+    run's owner removes every plant at its end (``pytest_unconfigure``), after all of
+    them; what is planted inside must not be removed either (``listening(unlink=False)``)."""
+    path = Path(tempfile.mkdtemp(prefix=f"trio-agent-test-{kind}-{os.environ['TRIO_AGENT_TEST_RUN_PLANTS']}-",
+                                 dir="/run"))
+    path.chmod(mode)
+    return path
 
 
 @contextmanager
-def private_dir(prefix: str, mode: int = 0o700, parent: str = OUTSIDE_PARENT) -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+def private_dir(prefix: str, mode: int = 0o700) -> Iterator[Path]:
+    """Below /var/tmp, removed after the test (never under /run: :func:`run_plant`)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=OUTSIDE_PARENT))
     path.chmod(mode)
     try:
         yield path
@@ -191,23 +210,24 @@ async def test_the_hosts_tmp_and_its_sockets_are_not_in_the_sandbox(
 
 @pytest.fixture(scope="session")
 def run_service() -> Iterator[tuple[Path, Path, Path]]:
+    with service_plant() as planted:
+        yield planted
+
+
+@contextmanager
+def service_plant() -> Iterator[tuple[Path, Path, Path]]:
     """As the container engine's /run/docker.sock and systemd's /run/systemd/private are:
     one socket at the top of /run, one in a service's directory, beside a pid file.
     (CI runs as root, which may create them; as root each such socket is a way out.)
-    For the whole session: every sandboxed command -- another worker's too -- walks
-    /run and binds over the sockets it finds, and one deleted between that walk and
-    its bwrap fails the command (as a system service's socket seldom is)."""
-    service = Path(tempfile.mkdtemp(prefix="trio-agent-test-service-", dir="/run"))
+    For the whole test run, not one worker's session (:func:`run_plant`)."""
     # 0755 as a service's directory is (/run/systemd): mkdtemp's 0700 would close it to the
     # unprivileged sandbox test, whose bwrap line is built by this root process (which sees
     # the socket inside) and run as uid 65534, which may not reach the socket to mask it.
-    service.chmod(0o755)
-    try:
-        (service / "service.pid").write_text("4242\n")
-        with listening(Path(f"{service}.sock")) as top, listening(service / "private") as nested:
-            yield service, top, nested
-    finally:
-        shutil.rmtree(service)
+    service = run_plant("service", 0o755)  # removed by the run's owner, after every worker (run_plant)
+    (service / "service.pid").write_text("4242\n")
+    with listening(Path(f"{service}.sock"), unlink=False) as top, \
+            listening(service / "private", unlink=False) as nested:
+        yield service, top, nested
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)

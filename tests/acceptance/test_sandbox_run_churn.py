@@ -25,27 +25,25 @@ import trio
 import trio_agent as ta
 from trio_agent._tools import _sandbox_hide
 
-from .test_sandbox_escapes import MODES, connects, listening, private_dir, run, sandboxed
+from .test_sandbox_escapes import MODES, connects, listening, run, run_plant, sandboxed, service_plant
 
 
 @pytest.fixture(scope="session")
-def shared() -> Iterator[Path]:
+def shared() -> Path:
     """A directory under /run that every user may write, as /run/lock is. For the whole
-    session: every sandboxed command (another worker's too) walks /run, and a directory
-    that vanishes between its walk and its bwrap fails it (``Can't mkdir``) -- as the
-    system's own shared directories never do."""
-    with private_dir("trio-agent-test-shared-", 0o1777, parent="/run") as place:
-        yield place
+    test run (``run_plant``): one that vanishes between another worker's walk of /run
+    and its bwrap fails that command (``Can't mkdir``)."""
+    return run_plant("shared", 0o1777)  # removed by the run's owner, after every worker
 
 
 @pytest.fixture(scope="session")
 def service() -> Iterator[Path]:
     """A service's directory under /run that only its owner writes, with its socket and
-    pid file, for the whole session (for the same reason)."""
-    with private_dir("trio-agent-test-owned-", 0o755, parent="/run") as place:
-        (place / "service.pid").write_text("4242\n")
-        with listening(place / "private"):
-            yield place
+    pid file, for the whole test run (for the same reason)."""
+    place = run_plant("owned", 0o755)  # removed by the run's owner, after every worker
+    (place / "service.pid").write_text("4242\n")
+    with listening(place / "private", unlink=False):
+        yield place
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
@@ -92,3 +90,23 @@ async def test_a_socket_in_a_private_service_directory_is_still_masked_alone(
         assert await connects(shell, private) == {str(private): "Connection refused"}
         assert await run(shell, f"cat {service}/service.pid") == "4242\n"
         assert await connects(shell, private, outside_sandbox=True) == {str(private): "ok"}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+async def test_another_workers_plants_outlive_its_session(
+    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under xdist one worker's session ends (its session fixtures torn down) while another
+    # worker's command has walked /run and not yet run bwrap: what the first planted there
+    # must outlive it (run_plant). Made deterministic: the other worker's whole session
+    # (test_sandbox_escapes' run_service) spans this command's walk.
+    walk = _sandbox_hide.run_socket_masks
+
+    def walk_within_another_session(*args: object, **kwargs: object) -> list[str]:
+        with service_plant():
+            return walk(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_sandbox_hide, "run_socket_masks", walk_within_another_session)
+    async with sandboxed(nursery, workspace, mode) as shell:
+        assert await run(shell, "echo ran") == "ran\n"
+
