@@ -56,12 +56,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from .._bounded_read import read_regular_prefix
 from .._errors import ConfigError
 from .._record import Record
 from ._security import Sandbox, SandboxMode
@@ -255,18 +255,12 @@ def _gitdir_target(dotgit: Path) -> Path | None:
     :data:`_DOTGIT_LIMIT` bytes -- not a FIFO that blocks the event loop, not a sparse
     terabyte read into memory."""
     try:
-        fd = os.open(dotgit, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_regular_prefix(dotgit, _DOTGIT_LIMIT, follow=False)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            text = file.read(_DOTGIT_LIMIT).decode("utf-8", "replace")
-    except OSError:
+    if data is None:
         return None
-    finally:
-        os.close(fd)
+    text = data.decode("utf-8", "replace")
     for line in text.splitlines():
         if line.startswith("gitdir:"):
             return Path(os.path.realpath(dotgit.parent / line.removeprefix("gitdir:").strip()))

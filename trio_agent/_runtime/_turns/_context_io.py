@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import datetime
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
+from ..._bounded_read import read_regular_prefix
 from ..._session.context import environment_message
 
 __all__ = ["AGENTS_MD_CAP", "agents_md_fingerprint", "agents_md_watch", "context_user_message", "load_agents_md",
@@ -31,23 +31,6 @@ def _git_root(workspace: Path) -> Path:
     return workspace
 
 
-def _read_prefix(path: Path, limit: int) -> bytes | None:
-    """At most ``limit`` bytes of ``path`` if it is a regular file, else None. One open,
-    never a whole read: a sandboxed command can leave a terabyte sparse ``AGENTS.md`` (or
-    a FIFO, which O_NONBLOCK keeps from hanging the open) for the next agent to read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            return file.read(limit)
-    finally:
-        os.close(fd)
-
-
 def load_agents_md(workspace: Path) -> str | None:
     """The project instructions for ``workspace``, or None when there are none."""
     root = _git_root(workspace)
@@ -57,7 +40,7 @@ def load_agents_md(workspace: Path) -> str | None:
     budget = AGENTS_MD_CAP
     for directory in directories:
         for name in _NAMES:
-            data = _read_prefix(directory / name, budget)
+            data = read_regular_prefix(directory / name, budget)
             if data is None:
                 continue
             text = data.decode("utf-8", "replace").strip()
