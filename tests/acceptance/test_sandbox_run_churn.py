@@ -1,31 +1,40 @@
 """Sockets under ``/run`` that come and go while a command's sandbox is built (sec4's
-review). Each socket the walk of ``/run`` finds gets ``/dev/null`` bound over it; one
-deleted between the walk and ``bwrap``'s mount made ``bwrap`` fail ("Can't create file
-at ...: Read-only file system") and the command with it. In a directory that every
-user may write (``/run/lock`` is ``drwxrwxrwt``) another local user can make and delete
-a socket in a loop and so fail the agent's commands at will -- or make one after the
-walk, which no mask covers: a channel out for a command with the network off. Such a
-directory is now hidden whole (an empty read-only tmpfs), whatever it holds.
+review, flake5). Each socket the walk of ``/run`` finds is masked; one deleted between
+the walk and ``bwrap``'s mount made ``bwrap`` fail ("Can't create file at ...:
+Read-only file system") and the command with it -- a service restarting was enough.
+The sandbox's ``/run`` is now rebuilt (``_sandbox_run``): an empty tmpfs with what the
+walk found put back, so nothing the host removes in between can fail the command, and
+a socket made later in a rebuilt directory is not there. In a directory that every
+user may write (``/run/lock`` is ``drwxrwxrwt``) another local user could make a socket
+after the walk; such a directory is hidden whole (an empty read-only directory).
 
-The other user's churn is made deterministic: the socket is deleted right after the
-walk. Real ``bwrap``, both confined modes. Positive controls: a socket in a directory
-only its owner writes is still masked alone (what is read beside it stays), and the
-same sockets are reachable outside the sandbox.
+The interleavings are made deterministic at ``_sandbox.bwrap_argv`` (the walk and the
+flags, as on main): the walk is shown entries that are gone by the time ``bwrap`` runs
+(a fake listing: nothing under the host's ``/run`` is removed, which would race the
+commands of other test sessions on the machine), or the test makes a socket right
+after it. Real ``bwrap``, both confined modes. Positive controls: a socket in a
+directory only its owner writes is still masked alone (what is read beside it stays),
+and the same sockets are reachable outside the sandbox.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import socket
-from collections.abc import Iterator
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 import trio
 
 import trio_agent as ta
-from trio_agent._tools import _sandbox_hide
+from trio_agent._tools import _sandbox
 
-from .test_sandbox_escapes import MODES, connects, listening, run, run_plant, sandboxed, service_plant
+from .test_sandbox_escapes import CONNECT, MODES, connects, listening, run, run_plant, sandboxed, service_plant
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +62,7 @@ async def test_a_socket_deleted_after_the_walk_does_not_fail_the_command(
     churned = shared / f"churn-{mode.value}.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(churned))
-    walk = _sandbox_hide.run_socket_masks
+    walk = _sandbox.bwrap_argv
 
     def walk_then_delete(*args: object, **kwargs: object) -> list[str]:
         flags = walk(*args, **kwargs)  # type: ignore[arg-type]
@@ -61,7 +70,7 @@ async def test_a_socket_deleted_after_the_walk_does_not_fail_the_command(
             churned.unlink()  # the other user's loop
         return flags
 
-    monkeypatch.setattr(_sandbox_hide, "run_socket_masks", walk_then_delete)
+    monkeypatch.setattr(_sandbox, "bwrap_argv", walk_then_delete)
     try:
         async with sandboxed(nursery, workspace, mode) as shell:
             assert await run(shell, "echo ran") == "ran\n"
@@ -100,35 +109,120 @@ async def test_another_workers_plants_outlive_its_session(
     # worker's command has walked /run and not yet run bwrap: what the first planted there
     # must outlive it (run_plant). Made deterministic: the other worker's whole session
     # (test_sandbox_escapes' run_service) spans this command's walk.
-    walk = _sandbox_hide.run_socket_masks
+    walk = _sandbox.bwrap_argv
 
     def walk_within_another_session(*args: object, **kwargs: object) -> list[str]:
         with service_plant():
             return walk(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_sandbox_hide, "run_socket_masks", walk_within_another_session)
+    monkeypatch.setattr(_sandbox, "bwrap_argv", walk_within_another_session)
     async with sandboxed(nursery, workspace, mode) as shell:
         assert await run(shell, "echo ran") == "ran\n"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product race, not fixed (flake5): bwrap cannot bind /dev/null over a socket under /run "
-    "that vanished since the walk (Can't create file ...: Read-only file system), and no bwrap "
-    "flag makes a mask conditional on its target still existing"))
+class _Gone:
+    """A directory entry the walk of /run lists, gone by the time bwrap runs."""
+
+    def __init__(self, directory: str | Path, name: str, mode: int) -> None:
+        self.name, self.path, self.mode = name, os.path.join(directory, name), mode
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return os.stat_result((self.mode, 0, 0, 1, 0, 0, 0, 0, 0, 0))
+
+
+class _Listing:
+    """What ``os.scandir`` gives for a directory the walk is shown: its real entries
+    (none if it is gone itself) and the gone ones."""
+
+    def __init__(self, real: Iterator[os.DirEntry[str]] | None, gone: list[_Gone]) -> None:
+        self.real, self.gone = real, gone
+
+    def __enter__(self) -> _Listing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.real is not None:
+            self.real.close()  # type: ignore[attr-defined]
+
+    def __iter__(self) -> Iterator[object]:
+        yield from self.real or ()
+        yield from self.gone
+
+
+def walk_sees(monkeypatch: pytest.MonkeyPatch, gone: dict[str, list[_Gone]], *, gone_dirs: tuple[str, ...] = (),
+              after: Callable[[], None] = lambda: None) -> None:
+    """Each command's walk of /run also lists ``gone`` (directory -> entries; the
+    ``gone_dirs`` exist only in the listing); ``after`` runs between the walk and bwrap."""
+    build, scandir = _sandbox.bwrap_argv, os.scandir
+
+    def listing(path: str) -> object:
+        if os.fspath(path) not in gone:
+            return scandir(path)
+        return _Listing(None if os.fspath(path) in gone_dirs else scandir(path), gone[os.fspath(path)])
+
+    def walk_then(*args: object, **kwargs: object) -> list[str]:
+        os.scandir = listing  # type: ignore[assignment]  # only while the flags are built
+        try:
+            flags = build(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            os.scandir = scandir
+        after()
+        return flags
+
+    monkeypatch.setattr(_sandbox, "bwrap_argv", walk_then)
+
+
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 async def test_a_service_socket_gone_since_the_walk_does_not_fail_the_command(
     nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode, service: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A service (or another test session on the machine: the /run plants of every
-    # pytest session are walked by every other's commands) removes its socket between
-    # this command's walk of /run and its bwrap. Made deterministic without touching
-    # /run: the walk reports a socket that is not there (as if deleted right after).
-    gone = service / "gone.sock"
-    walk = _sandbox_hide.run_socket_masks
-
-    def walk_that_saw_it(*args: object, **kwargs: object) -> list[str]:
-        return [*walk(*args, **kwargs), *_sandbox_hide.mask(str(gone), directory=False)]  # type: ignore[arg-type]
-
-    monkeypatch.setattr(_sandbox_hide, "run_socket_masks", walk_that_saw_it)
+    # pytest session are walked by every other's commands) removes its socket, and a
+    # file beside it, between this command's walk of /run and its bwrap. On main: bwrap
+    # fails (Can't create file at .../gone.sock: Read-only file system).
+    walk_sees(monkeypatch, {str(service): [_Gone(service, "gone.sock", stat.S_IFSOCK | 0o755),
+                                           _Gone(service, "gone.pid", stat.S_IFREG | 0o644)]})
     async with sandboxed(nursery, workspace, mode) as shell:
         assert await run(shell, "echo ran") == "ran\n"
+        assert await run(shell, f"cat {service}/service.pid; test -e {service}/gone.pid || echo no pid") == \
+            "4242\nno pid\n"
+        assert await connects(shell, service / "private") == {str(service / "private"): "Connection refused"}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+async def test_a_service_directory_gone_since_the_walk_does_not_fail_the_command(
+    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode, service: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service stops (systemd removes its RuntimeDirectory, socket and all) between the
+    # walk and bwrap. On main: bwrap fails (Can't mkdir parents for .../sock).
+    directory = f"{service}.gone-{mode.value}"
+    walk_sees(monkeypatch, {"/run": [_Gone("/run", os.path.basename(directory), stat.S_IFDIR | 0o755)],
+                            directory: [_Gone(directory, "sock", stat.S_IFSOCK | 0o755)]}, gone_dirs=(directory,))
+    async with sandboxed(nursery, workspace, mode) as shell:
+        assert await run(shell, "echo ran") == "ran\n"
+        assert await connects(shell, service / "private") == {str(service / "private"): "Connection refused"}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+async def test_a_socket_made_after_the_walk_in_a_service_directory_or_at_the_top_is_not_there(
+    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode, service: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service (re)starts and binds its socket after the walk: in its directory, which
+    # held a socket when the command started, and at the top of /run. On main both are
+    # reachable ("ok"): nothing masks a socket the walk did not see.
+    late = [service / f"late-{mode.value}.sock", Path(f"{service}.late-{mode.value}.sock")]
+    with ExitStack() as stack:
+
+        def bind_late() -> None:  # once: the next command's walk finds them (and masks them)
+            for path in late:
+                if not path.exists():
+                    stack.enter_context(listening(path, unlink=False))  # left for the run's owner (run_plant)
+
+        walk_sees(monkeypatch, {}, after=bind_late)
+        async with sandboxed(nursery, workspace, mode) as shell:
+            check = shlex.join([sys.executable, "-c", CONNECT, *map(str, late)])
+            *listed, first, second = (await run(shell, f"ls {service}; {check}")).splitlines()
+            assert {"private", "service.pid"} <= set(listed) and late[0].name not in listed
+            assert [first, second] == ["No such file or directory"] * 2
+            assert await connects(shell, *late, outside_sandbox=True) == {str(p): "ok" for p in late}
+            assert await connects(shell, *late) == {str(p): "Connection refused" for p in late}  # walked now

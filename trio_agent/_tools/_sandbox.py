@@ -150,12 +150,12 @@ def bwrap_argv(
     and creating a missing daemon directory; ``environ``, default ``os.environ``: the
     agent's, which says where its runtime directory and warm daemon are)."""
     from . import _sandbox_hide as hide
+    from ._sandbox_run import run_flags
 
     env = os.environ if environ is None else environ
     read_only = sandbox.mode is not SandboxMode.WORKSPACE_WRITE
     hidden = hide.hidden_roots(env, hide_tmp=read_only)
-    args = [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            *hide.proc_flags()]
+    args: list[str] = []
     for root in hidden:
         args += ["--tmpfs", root]  # read-only once what it must show is bound into it
     if read_only:
@@ -176,8 +176,10 @@ def bwrap_argv(
     for root in hidden:
         args += ["--remount-ro", root]
     args += hide.socket_masks(env, replaced, shown)
-    args += hide.run_socket_masks(replaced, shown)
-    return [*args, "--chdir", str(workdir), "--", *argv]
+    run = run_flags(replaced, shown)  # /run rebuilt first, so that what is bound into it lands inside
+    return [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            *hide.proc_flags(), *run.rebuild, *args, *run.in_place, *run.seal,
+            "--chdir", str(workdir), "--", *argv]
 
 
 def _writable_binds(

@@ -56,22 +56,10 @@ recursive); ``/sys/firmware`` and the power-capping counters are masked too. The
 listing of ``/proc`` is taken once per process (its top never changes while the
 kernel runs, bar a module adding a driver's directory).
 
-System services' sockets (``/run``). The services of the machine keep their sockets
-under ``/run`` (``/var/run`` is a link to it): the container engine's
-(``/run/docker.sock``, ``/run/podman``, containerd), the system bus, systemd's own
-(``/run/systemd/private``: ``systemd-run`` as root), a database's. As root each of
-these is a way out, and an unprivileged user in the ``docker`` group has the first.
-``/run`` cannot be hidden whole (``/etc/resolv.conf`` and NixOS's
-``/run/current-system`` live there), so every **socket** found below it
-(:func:`run_socket_masks`: a walk of at most :data:`RUN_DEPTH` levels and
-:data:`RUN_ENTRIES` entries, taken when each command's sandbox is built, so that a
-service started since is covered) has ``/dev/null`` bound over it: ``connect`` there
-is refused. What a command reads in ``/run`` (pid files, ``resolv.conf``) stays. A
-directory there that other users may write (``/run/lock``, ``drwxrwxrwt``) is hidden
-whole instead: anyone could make a socket in it after the walk, or delete one the walk
-found before ``bwrap`` binds over it (which fails ``bwrap``, and so the command). A
-socket a service creates under ``/run`` while a command runs, beyond the walk's bounds,
-or in a directory the agent may search but not list, is not masked.
+System services' sockets (``/run``): every socket below ``/run`` is masked and a
+directory there that other users may write hidden whole; ``_sandbox_run`` builds the
+sandbox's ``/run`` so that the host changing it while a command starts never fails the
+command (its docstring says how, and what that costs).
 
 What stays reachable (the README states it): sockets of the user elsewhere in the
 filesystem (an ssh ``ControlMaster`` under ``~/.ssh``, a gpg-agent in ``~/.gnupg``
@@ -93,8 +81,8 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from _trio_agent_launch import daemon_directory
 
 __all__ = [
-    "HIDE_VARIABLE", "PROC_MASKED", "RUN_DEPTH", "RUN_ENTRIES", "SYS_MASKED", "hidden_roots", "hide_from_commands",
-    "inside", "installation_below", "mask", "proc_flags", "real", "run_socket_masks", "socket_masks",
+    "HIDE_VARIABLE", "PROC_MASKED", "SYS_MASKED", "hidden_roots", "hide_from_commands",
+    "inside", "installation_below", "mask", "proc_flags", "real", "socket_masks", "visible",
 ]
 
 #: The environment variable naming the paths no sandboxed command may read (module docstring).
@@ -106,9 +94,6 @@ PROC_MASKED = frozenset({
 })
 #: Directories of ``/sys`` masked likewise (firmware tables and variables, energy counters).
 SYS_MASKED = ("/sys/firmware", "/sys/devices/virtual/powercap")
-#: How deep below ``/run``, and over how many entries, :func:`run_socket_masks` looks for sockets.
-RUN_DEPTH = 4
-RUN_ENTRIES = 4096
 _PROCESS_LINKS = frozenset({"self", "thread-self"})
 _proc_flags: list[str] | None = None  # this process's listing of /proc, as flags (proc_flags)
 
@@ -216,7 +201,7 @@ def _named_masks(environ: Mapping[str, str], mounts: list[tuple[str, bool]]) -> 
             mode = os.stat(path).st_mode
         except OSError:
             continue  # gone: nothing to read there
-        if stat.S_ISREG(mode) and _visible(path, mounts):
+        if stat.S_ISREG(mode) and visible(path, mounts):
             flags += mask(path, directory=False)
     return flags
 
@@ -230,17 +215,17 @@ def socket_masks(environ: Mapping[str, str], replaced: Iterable[str], shown: Ite
     mounts = [("/", True), *((real(p), False) for p in replaced), *((real(p), True) for p in shown)]
     flags = _named_masks(environ, mounts)
     for directory in _daemon_directories(environ):
-        if _visible(directory, mounts) and _ensure_private_dir(directory):
+        if visible(directory, mounts) and _ensure_private_dir(directory):
             flags += mask(directory, directory=True)
     agent = environ.get("SSH_AUTH_SOCK", "")
     if agent.startswith("/") and os.path.exists(agent):
         resolved = os.path.realpath(agent)
-        if _visible(resolved, mounts):
+        if visible(resolved, mounts):
             flags += _agent_mask(resolved, environ, [path for path, _host in mounts[1:]])
     return flags
 
 
-def _visible(path: str, mounts: list[tuple[str, bool]]) -> bool:
+def visible(path: str, mounts: list[tuple[str, bool]]) -> bool:
     """Whether the sandbox shows the host's ``path``: the deepest mount above it does."""
     deepest = max((m for m in mounts if inside(path, m[0])), key=lambda m: len(m[0]))
     return deepest[1]
@@ -275,61 +260,3 @@ def _agent_mask(socket: str, environ: Mapping[str, str], mount_points: list[str]
     if private and not holds_mount and parent not in ("/", home):
         return mask(parent, directory=True)
     return mask(socket, directory=False)
-
-
-def run_socket_masks(replaced: Iterable[str], shown: Iterable[str]) -> list[str]:
-    """Flags binding ``/dev/null`` over every socket below ``/run`` that the sandbox
-    would show, and hiding whole every directory there that other users may write
-    (module docstring: system services' sockets). ``replaced`` and ``shown`` as for
-    :func:`socket_masks`; a hidden root below ``/run`` (``/run/user``) is not walked."""
-    shown = list(shown)
-    mounts = [("/", True), *((real(p), False) for p in replaced), *((real(p), True) for p in shown)]
-    walk = _RunWalk({path for path, host in mounts if not host}, [real(p) for p in shown])
-    walk.walk(real("/run"), RUN_DEPTH)
-    flags: list[str] = []
-    for path in walk.shared:
-        if _visible(path, mounts):
-            flags += mask(path, directory=True)
-    for path in walk.sockets:
-        if _visible(path, mounts):
-            flags += mask(path, directory=False)
-    return flags
-
-
-class _RunWalk:
-    """One bounded walk of ``/run``: its sockets, and its directories that a user other
-    than the owner may write (``/run/lock`` is ``drwxrwxrwt``). Such a directory is
-    hidden whole, not walked: anyone may make a socket there after the walk (a channel
-    out with the network off) or delete one the walk found before ``bwrap`` binds over
-    it (``bwrap`` then fails: another user would fail every command at will). One that
-    holds a path the sandbox shows (a workspace below it) is walked as any other."""
-
-    def __init__(self, skip: set[str], shown: list[str]) -> None:
-        self.skip, self.shown = skip, shown
-        self.sockets: list[str] = []
-        self.shared: list[str] = []
-        self.budget = RUN_ENTRIES
-
-    def walk(self, directory: str, depth: int) -> None:
-        try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    self.budget -= 1
-                    if self.budget < 0:
-                        return
-                    try:
-                        mode = entry.stat(follow_symlinks=False).st_mode
-                    except OSError:
-                        continue  # gone since it was listed
-                    if stat.S_ISSOCK(mode):
-                        self.sockets.append(entry.path)
-                    elif stat.S_ISDIR(mode) and entry.path not in self.skip:
-                        self._directory(entry.path, mode, depth)
-        except OSError:
-            return  # gone, or not listable by us (a search-only directory can hide a socket: not covered)
-
-    def _directory(self, path: str, mode: int, depth: int) -> None:
-        if mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
-            self.shared.append(path)
-        elif depth > 1:
-            self.walk(path, depth - 1)

@@ -1,0 +1,219 @@
+"""The sandbox's ``/run``: the host's, with every socket of its system services masked,
+built so that ``/run`` changing while a command starts never fails the command.
+
+Why (issue 21, sec4; the race found by flake5). The services of the machine keep their
+sockets under ``/run`` (``/var/run`` links to it): the container engine's
+(``/run/docker.sock``), the system bus, systemd's own (``/run/systemd/private``), a
+database's -- as root each is a way out, and a user in the ``docker`` group has the
+first. ``/run`` cannot be hidden whole (``/etc/resolv.conf`` often links into it, NixOS
+keeps ``/run/current-system`` there), and ``connect`` ignores read-only mounts. So each
+command's sandbox walks ``/run`` (at most :data:`RUN_DEPTH` levels and
+:data:`RUN_ENTRIES` entries; at each command, so that a service started since is
+covered) and masks every socket it finds with ``/dev/null`` (``connect`` is refused);
+a directory there that other users may write (``/run/lock``, ``drwxrwxrwt``) is hidden
+whole (anyone could make a socket in it after the walk). What a command reads there
+(pid files, ``resolv.conf``) stays.
+
+Binding ``/dev/null`` over the host's socket in place, as before, raced the host:
+``bwrap`` creates a missing mount point, and the host's ``/run`` is read-only in the
+sandbox, so a socket (or its directory) removed between the walk and ``bwrap``'s setup
+-- a service restarting -- failed the command (``Can't create file at /run/...:
+Read-only file system``); no ``bwrap`` flag makes a mount conditional on its target
+existing (``--ro-bind-try`` skips a missing *source*). And a mask in place held only
+until the service replaced its socket: the host's unlink detaches the mount in every
+namespace, so a restarted service was reachable from a command still running.
+
+The choice: **``/run`` is rebuilt** (option (a) of the fix). It is an empty tmpfs in
+the sandbox, made read-only last; each entry the walk found is put back: sockets as
+``/dev/null`` (as before: ``connect`` says "Connection refused"), symbolic links as
+links (``/run/shm``), a directory others may write as an empty directory, the hidden
+runtime directories (``/run/user``) left to their own mount, everything else bound
+back read-only with ``--ro-bind-try`` -- an entry gone since the walk is skipped, never
+an error. A directory holding a socket or a hidden directory (at any depth) is rebuilt
+the same way inside it; every other directory is bound back whole, live. All of it
+lies inside the one tmpfs, whose mount points ``bwrap`` may create, so nothing the host
+removes in between can fail the command: not a socket, not a whole service directory
+(then an empty directory with the masks stands in for it). What changes for a command:
+
+* a socket a service creates later, in ``/run`` itself or in a directory that held a
+  socket when the command started, is not there (it was reachable before), and a
+  restarted service's socket stays masked;
+* the other entries created later in those rebuilt directories are not visible either,
+  and a file there that the host replaces by renaming a new one over it (a rewritten
+  ``/run/systemd/resolve/stub-resolv.conf``, which ``/etc/resolv.conf`` may link to)
+  keeps its content from the command's start -- a command sees ``/run`` as it was when
+  it started, but for the directories without sockets, which stay live;
+* still reachable: a socket created later in a directory that held none (a service
+  restarting in the instant of the walk included), or below the walk's bounds, or in
+  a directory the agent may search but not list.
+
+Cost (measured, ``benchmarks``: see the report of this change): ``bwrap`` spends about
+0.25 ms per bind here (each one re-reads the mount table), a tmpfs or a directory or a
+link almost nothing. The rebuild adds one tmpfs, one remount and one bind per entry of
+``/run`` and of the directories holding sockets, and replaces the per-socket binds
+(sockets are still one bind each). On a desktop (about 50 entries at the top of
+``/run``, 30 in ``/run/systemd``) that is on the order of 80 binds, about 20 ms a command
+on this machine; on a server or container a handful. At most :data:`REBUILD_ENTRIES`
+entries are rebuilt (``bwrap`` takes at most 9,000 arguments); a directory beyond that,
+one the walk could not list completely, or ``/run`` when a writable root holds it (the
+workspace is ``/``: its bind would cover the rebuilt ``/run``), is masked in place as
+before, racing the host as before.
+
+The other choice, retrying ``bwrap`` when its setup failed, needs to know for certain
+that the command did not start: ``--json-status-fd`` reports ``exit-code`` only when the
+command had been executed, but only once it has ended (its setup-finished pipe is
+internal), so the failed attempt's message would already be in the command's output; a
+signal written from inside the sandbox before the command needs another process. And it
+leaves sockets created later reachable.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+
+from ._sandbox_hide import inside, mask, real, visible
+
+__all__ = ["REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES", "RunFlags", "run_flags"]
+
+#: How deep below ``/run``, and over how many entries, the walk looks for sockets.
+RUN_DEPTH = 4
+RUN_ENTRIES = 4096
+#: At most this many entries of ``/run`` and its socket-holding directories are rebuilt.
+REBUILD_ENTRIES = 1024
+
+_SOCKET, _SHARED, _REPLACED, _LINK, _DIR, _OTHER = range(6)
+
+
+class _Listing:
+    """One directory of the walk: its entries as ``(path, kind, detail)``; ``detail`` is
+    a link's target, a directory's own listing (None: not listed), else None."""
+
+    __slots__ = ("complete", "entries", "path", "targets")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.entries: list[tuple[str, int, object]] = []
+        self.complete = False  # every entry listed (the walk's budget did not end inside)
+        self.targets = False  # a socket or a hidden directory is in it or below it
+
+
+class RunFlags:
+    """What :func:`run_flags` adds to a ``bwrap`` line: ``rebuild`` right after ``/``,
+    ``/dev`` and ``/proc`` (before anything is bound into ``/run``), ``in_place`` after
+    the binds (the masks not inside the rebuilt ``/run``), ``seal`` last."""
+
+    __slots__ = ("in_place", "rebuild", "seal")
+
+    def __init__(self, rebuild: list[str], in_place: list[str], seal: list[str]) -> None:
+        self.rebuild, self.in_place, self.seal = rebuild, in_place, seal
+
+
+def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run") -> RunFlags:
+    """The flags building the sandbox's ``root`` (module docstring). ``replaced``: mount
+    points whose content is not the host's (hidden roots, the private ``/tmp``: not
+    walked); ``shown``: host paths bound over themselves later (a workspace under
+    ``/run``), which may lie below a replaced one."""
+    replaced, shown = [real(p) for p in replaced], [real(p) for p in shown]
+    mounts = [("/", True), *((p, False) for p in replaced), *((p, True) for p in shown)]
+    top = real(root)
+    walk = _Walk(set(replaced), shown)
+    listing = walk.listing(top, RUN_DEPTH)
+    if listing is None:
+        return RunFlags([], [], [])
+    if not listing.complete or any(inside(top, path) for path in shown):
+        return RunFlags([], _in_place(listing, mounts), [])
+    rebuild = ["--tmpfs", top]
+    in_place: list[str] = []
+    budget = REBUILD_ENTRIES - len(listing.entries)
+    queue = [listing]
+    while queue:
+        current = queue.pop(0)
+        for path, kind, detail in current.entries:
+            if kind == _SOCKET:
+                rebuild += mask(path, directory=False)
+            elif kind == _SHARED:
+                rebuild += ["--dir", path]
+            elif kind == _LINK:
+                rebuild += ["--symlink", str(detail), path]
+            elif kind == _DIR and isinstance(detail, _Listing) and detail.targets:
+                if _rebuildable(detail, shown, budget):
+                    budget -= len(detail.entries)
+                    rebuild += ["--dir", path]
+                    queue.append(detail)
+                else:
+                    rebuild += ["--ro-bind-try", path, path]
+                    in_place += _in_place(detail, mounts)
+            elif kind != _REPLACED:
+                rebuild += ["--ro-bind-try", path, path]
+    return RunFlags(rebuild, in_place, ["--remount-ro", top])
+
+
+def _rebuildable(listing: _Listing, shown: list[str], budget: int) -> bool:
+    """Whether ``listing`` may be rebuilt: listed whole, within the budget, and not a
+    shown path or below one (its bind would cover the rebuilt directory)."""
+    return (listing.complete and len(listing.entries) <= budget
+            and not any(inside(listing.path, path) for path in shown))
+
+
+def _in_place(listing: _Listing, mounts: list[tuple[str, bool]]) -> list[str]:
+    """The masks over the host's own entries (as before the rebuild) of ``listing``'s
+    subtree: sockets and hidden directories the sandbox shows."""
+    flags: list[str] = []
+    for path, kind, detail in listing.entries:
+        if kind in (_SOCKET, _SHARED) and visible(path, mounts):
+            flags += mask(path, directory=kind == _SHARED)
+        elif isinstance(detail, _Listing):
+            flags += _in_place(detail, mounts)
+    return flags
+
+
+class _Walk:
+    """One bounded walk of ``/run``: every entry of each directory it lists. A directory
+    that a user other than its owner may write is hidden whole, not walked: anyone may
+    make a socket there after the walk (a channel out with the network off). One that
+    holds a path the sandbox shows (a workspace below it) is walked as any other."""
+
+    def __init__(self, skip: set[str], shown: list[str]) -> None:
+        self.skip, self.shown = skip, shown
+        self.budget = RUN_ENTRIES
+
+    def listing(self, directory: str, depth: int) -> _Listing | None:
+        """``directory``'s entries (None: not listable, or gone)."""
+        found = _Listing(directory)
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    self.budget -= 1
+                    if self.budget < 0:
+                        return found  # incomplete: not rebuilt
+                    self._entry(found, entry, depth)
+        except OSError:
+            return None  # gone, or not listable by us (a search-only directory can hide a socket: not covered)
+        found.complete = True
+        return found
+
+    def _entry(self, found: _Listing, entry: os.DirEntry[str], depth: int) -> None:
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            return  # gone since it was listed
+        path, kind = entry.path, _OTHER
+        detail: str | _Listing | None = None
+        if stat.S_ISSOCK(mode):
+            kind = _SOCKET
+        elif stat.S_ISLNK(mode):
+            try:
+                detail, kind = os.readlink(path), _LINK
+            except OSError:
+                return  # gone since it was listed
+        elif stat.S_ISDIR(mode) and path in self.skip:
+            kind = _REPLACED
+        elif stat.S_ISDIR(mode) and mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
+            kind = _SHARED
+        elif stat.S_ISDIR(mode) and depth > 1:
+            kind, detail = _DIR, self.listing(path, depth - 1)
+        if kind in (_SOCKET, _SHARED) or (isinstance(detail, _Listing) and detail.targets):
+            found.targets = True
+        found.entries.append((path, kind, detail))
