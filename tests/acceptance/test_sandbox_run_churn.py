@@ -226,3 +226,27 @@ async def test_a_socket_made_after_the_walk_in_a_service_directory_or_at_the_top
             assert [first, second] == ["No such file or directory"] * 2
             assert await connects(shell, *late, outside_sandbox=True) == {str(p): "ok" for p in late}
             assert await connects(shell, *late) == {str(p): "Connection refused" for p in late}  # walked now
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+async def test_a_socket_a_service_replaces_while_a_command_runs_stays_masked(
+    nursery: trio.Nursery, workspace: Path, mode: ta.SandboxMode, service: Path, shared: Path
+) -> None:
+    # A service restarts while a long command runs: its new socket takes the old one's
+    # name (renamed over it: the name never goes missing for other sessions' walks; the
+    # new one is made in the shared directory, which no walk enters). On main the mask
+    # was a bind over the host's old socket, which the host's rename detached: "ok".
+    name = service / f"restarting-{mode.value}.sock"
+    with listening(name, unlink=False), listening(shared / f"restarted-{mode.value}.sock", unlink=False) as new:
+        async with sandboxed(nursery, workspace, mode) as shell:
+            probe = f"import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect({str(name)!r})\n" \
+                    "    print('ok')\nexcept OSError as exc:\n    print(exc.strerror)\n"
+            script = f"{sys.executable} -c {shlex.quote(probe)}; read line; {sys.executable} -c {shlex.quote(probe)}"
+            started = await shell.exec_command({"cmd": script, "login": False, "yield_time_ms": 250})
+            assert "session_id" in started, started
+            new.rename(name)  # the service's restart
+            ended = await shell.write_stdin({"session_id": started["session_id"], "chars": "\n",
+                                             "yield_time_ms": 30000})
+            assert ended.get("exit_code") == 0, ended
+            assert f"{started['output']}{ended['output']}" == "Connection refused\n" * 2
+            assert await connects(shell, name, outside_sandbox=True) == {str(name): "ok"}
