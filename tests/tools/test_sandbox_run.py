@@ -1,0 +1,97 @@
+"""The flags building the sandbox's ``/run`` (``_sandbox_run.run_flags``), on a tree of
+our own standing for ``/run``: what each kind of entry becomes, and where the rebuild
+gives way to the masks in place (the walk's or the rebuild's bounds reached, a shown
+path at or above it). The behaviour under real ``bwrap`` is in
+``tests/acceptance/test_sandbox_run_churn.py``."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trio_agent._tools import _sandbox_run
+from trio_agent._tools._sandbox_run import run_flags
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    """A /run: a service directory holding a socket and a pid file, a socket at the
+    top, a directory without sockets, a link, a directory everyone may write."""
+    top = tmp_path / "run"
+    (top / "svc").mkdir(parents=True)
+    (top / "svc" / "svc.pid").write_text("1\n")
+    (top / "quiet").mkdir()
+    (top / "utmp").write_text("")
+    (top / "shm").symlink_to("/dev/shm")
+    (top / "lock").mkdir(mode=0o777)
+    (top / "lock").chmod(0o1777)
+    (top / "user").mkdir()
+    sockets = [socket.socket(socket.AF_UNIX) for _ in range(2)]
+    sockets[0].bind(str(top / "svc" / "sock"))
+    sockets[1].bind(str(top / "engine.sock"))
+    try:
+        yield top
+    finally:
+        for each in sockets:
+            each.close()
+
+
+def triples(flags: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(flags[i:i + 3]) for i in range(len(flags))}
+
+
+def test_each_entry_is_put_back_in_a_tmpfs_sealed_last(root: Path) -> None:
+    flags = run_flags([str(root / "user")], [], str(root))
+    assert flags.rebuild[:2] == ["--tmpfs", str(root)] and flags.seal == ["--remount-ro", str(root)]
+    assert flags.in_place == []
+    expected = {
+        ("--ro-bind", "/dev/null", f"{root}/engine.sock"),  # a socket: /dev/null, as before
+        ("--ro-bind", "/dev/null", f"{root}/svc/sock"),
+        ("--symlink", "/dev/shm", f"{root}/shm"),  # a link: a link
+        ("--ro-bind-try", f"{root}/utmp", f"{root}/utmp"),  # a file: bound back, skipped if gone
+        ("--ro-bind-try", f"{root}/quiet", f"{root}/quiet"),  # a directory without sockets: whole, live
+        ("--ro-bind-try", f"{root}/svc/svc.pid", f"{root}/svc/svc.pid"),
+    }
+    assert expected <= triples(flags.rebuild), flags.rebuild
+    line = " ".join(flags.rebuild)
+    assert f"--dir {root}/svc " in line and f"--dir {root}/lock " in line  # rebuilt; hidden whole (empty)
+    assert f"{root}/user" not in line  # a hidden root: its own tmpfs comes later
+    assert line.index(f"--dir {root}/svc ") < line.index(f"{root}/svc/sock")
+
+
+def test_a_shown_path_holding_run_leaves_the_masks_in_place(root: Path) -> None:
+    # The workspace is / (or holds /run): its bind would cover a rebuilt /run.
+    flags = run_flags([], [str(root.parent)], str(root))
+    assert flags.rebuild == [] and flags.seal == []
+    assert triples(flags.in_place) >= {("--ro-bind", "/dev/null", f"{root}/svc/sock"),
+                                       ("--tmpfs", f"{root}/lock", "--remount-ro")}
+
+
+def test_a_socket_holding_directory_that_is_shown_is_bound_back_and_masked_in_place(root: Path) -> None:
+    flags = run_flags([], [str(root / "svc")], str(root))  # a workspace under /run holding a socket
+    assert ("--ro-bind-try", f"{root}/svc", f"{root}/svc") in triples(flags.rebuild)
+    assert flags.in_place == ["--ro-bind", "/dev/null", f"{root}/svc/sock"]
+
+
+def test_beyond_the_rebuild_budget_a_directory_is_masked_in_place(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_sandbox_run, "REBUILD_ENTRIES", len(os.listdir(root)))  # /run's own entries only
+    flags = run_flags([], [], str(root))
+    assert ("--ro-bind-try", f"{root}/svc", f"{root}/svc") in triples(flags.rebuild)
+    assert flags.in_place == ["--ro-bind", "/dev/null", f"{root}/svc/sock"]
+    assert flags.seal == ["--remount-ro", str(root)]
+
+
+def test_a_walk_cut_short_rebuilds_nothing(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A listing the walk's budget ended inside would drop the entries not listed.
+    monkeypatch.setattr(_sandbox_run, "RUN_ENTRIES", 2)
+    flags = run_flags([], [], str(root))
+    assert flags.rebuild == [] and flags.seal == []
+
+
+def test_an_unlistable_run_gives_no_flags(tmp_path: Path) -> None:
+    flags = run_flags([], [], str(tmp_path / "missing"))
+    assert (flags.rebuild, flags.in_place, flags.seal) == ([], [], [])
