@@ -26,7 +26,10 @@ supervisor like any command (``_subreaper.py``). The flags build, per command:
   commands (``python``, ``trio-agent`` itself);
 * **nothing of the user's services** (issue 21, ``_sandbox_hide``): the runtime
   directories (``/run/user``, ``$XDG_RUNTIME_DIR``), the warm daemon's directory and
-  the ssh-agent's are empty read-only directories, and the kernel-wide knobs of
+  the ssh-agent's are empty read-only directories, the system services' sockets under
+  ``/run`` are masked in a ``/run`` rebuilt per command (``_sandbox_run``: it comes
+  first, so that what is bound into ``/run`` lands inside it, and is sealed read-only
+  last), and the kernel-wide knobs of
   ``/proc`` (``/proc/sys`` and the like) are read-only whatever the uid -- as root
   there is no user namespace, and uid 0 would pass their owner checks;
 * a **network namespace** with only a loopback interface unless ``network=True``
