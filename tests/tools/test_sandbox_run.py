@@ -95,3 +95,20 @@ def test_a_walk_cut_short_rebuilds_nothing(root: Path, monkeypatch: pytest.Monke
 def test_an_unlistable_run_gives_no_flags(tmp_path: Path) -> None:
     flags = run_flags([], [], str(tmp_path / "missing"))
     assert (flags.rebuild, flags.in_place, flags.seal) == ([], [], [])
+
+
+def test_a_budget_spent_deep_down_leaves_the_shallow_directories_rebuilt(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /run/udev/data holds an entry per device: the walk is breadth first, so a budget
+    # spent there does not leave /run and the service directories listed in part.
+    data = root / "udev" / "data"
+    data.mkdir(parents=True)
+    for n in range(50):
+        (data / f"c{n}").write_text("")
+    shallow = len(os.listdir(root)) + len(os.listdir(root / "svc")) + len(os.listdir(root / "udev"))
+    monkeypatch.setattr(_sandbox_run, "RUN_ENTRIES", shallow + 10)
+    flags = run_flags([str(root / "user")], [], str(root))
+    assert ("--ro-bind", "/dev/null", f"{root}/svc/sock") in triples(flags.rebuild)
+    assert ("--ro-bind-try", f"{root}/udev", f"{root}/udev") in triples(flags.rebuild)
+    assert flags.in_place == [] and flags.seal == ["--remount-ro", str(root)]

@@ -123,8 +123,7 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
     replaced, shown = [real(p) for p in replaced], [real(p) for p in shown]
     mounts = [("/", True), *((p, False) for p in replaced), *((p, True) for p in shown)]
     top = real(root)
-    walk = _Walk(set(replaced), shown)
-    listing = walk.listing(top, RUN_DEPTH)
+    listing = _Walk(set(replaced), shown).run(top)
     if listing is None:
         return RunFlags([], [], [])
     if not listing.complete or any(inside(top, path) for path in shown):
@@ -183,21 +182,41 @@ class _Walk:
     def __init__(self, skip: set[str], shown: list[str]) -> None:
         self.skip, self.shown = skip, shown
         self.budget = RUN_ENTRIES
+        self.queue: list[tuple[_Listing, int]] = []
 
-    def listing(self, directory: str, depth: int) -> _Listing | None:
-        """``directory``'s entries (None: not listable, or gone)."""
-        found = _Listing(directory)
+    def run(self, top: str) -> _Listing | None:
+        """``top``'s listing (None: not listable), walked breadth first: a budget spent
+        deep down (``/run/udev/data`` holds an entry per device) leaves the shallow
+        directories, where the services keep their sockets, listed whole. A directory the
+        budget left unlisted has no entries: it is bound back whole, as before."""
+        first = _Listing(top)
+        order: list[_Listing] = []
+        self.queue = [(first, RUN_DEPTH)]
+        while self.queue and self.budget >= 0:
+            found, depth = self.queue.pop(0)
+            if self._list(found, depth) and found is first:
+                return None
+            order.append(found)
+        for found in reversed(order):  # deepest first: a directory's targets include its children's
+            found.targets = any(kind in (_SOCKET, _SHARED) or (isinstance(detail, _Listing) and detail.targets)
+                                for _path, kind, detail in found.entries)
+        return first
+
+    def _list(self, found: _Listing, depth: int) -> bool:
+        """List ``found``'s directory; whether it could not be (gone, or not listable by
+        us: a search-only directory can hide a socket, not covered)."""
         try:
-            with os.scandir(directory) as entries:
+            with os.scandir(found.path) as entries:
                 for entry in entries:
                     self.budget -= 1
                     if self.budget < 0:
-                        return found  # incomplete: not rebuilt
+                        return False  # incomplete: not rebuilt
                     self._entry(found, entry, depth)
         except OSError:
-            return None  # gone, or not listable by us (a search-only directory can hide a socket: not covered)
+            found.entries.clear()
+            return True
         found.complete = True
-        return found
+        return False
 
     def _entry(self, found: _Listing, entry: os.DirEntry[str], depth: int) -> None:
         try:
@@ -218,7 +237,6 @@ class _Walk:
         elif stat.S_ISDIR(mode) and mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
             kind = _SHARED
         elif stat.S_ISDIR(mode) and depth > 1:
-            kind, detail = _DIR, self.listing(path, depth - 1)
-        if kind in (_SOCKET, _SHARED) or (isinstance(detail, _Listing) and detail.targets):
-            found.targets = True
+            kind, detail = _DIR, _Listing(path)
+            self.queue.append((detail, depth - 1))
         found.entries.append((path, kind, detail))
