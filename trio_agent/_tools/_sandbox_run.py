@@ -33,7 +33,11 @@ an error. A directory holding a socket or a hidden directory (at any depth) is r
 the same way inside it; every other directory is bound back whole, live. All of it
 lies inside the one tmpfs, whose mount points ``bwrap`` may create, so nothing the host
 removes in between can fail the command: not a socket, not a whole service directory
-(then an empty directory with the masks stands in for it). What changes for a command:
+(then an empty directory with the masks stands in for it). (``--ro-bind-try`` skips
+only a missing source: a rebuilt directory replaced by a file, or made unsearchable to
+the agent, in that instant would still fail ``bwrap``; services do neither.) The walk
+is breadth first, so a budget spent deep down leaves the shallow levels, where services
+keep their sockets, listed whole. What changes for a command:
 
 * a socket a service creates later, in ``/run`` itself or in a directory that held a
   socket when the command started, is not there (it was reachable before), and a
