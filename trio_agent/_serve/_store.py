@@ -315,8 +315,8 @@ class _Loading:
         if kind == "meta":
             self.meta = ThreadMeta.from_json(line["meta"])
         elif kind == "turn":
-            turn = TurnRecord.from_stored(line["turn"])
-            self.turns.append(attrs.evolve(turn, items=[]) if self.light else turn)
+            turn = TurnRecord.from_stored(line["turn"], items=not self.light)
+            self.turns.append(turn)
             self.started.pop(turn.id, None)
             if line.get("restored") is True:
                 self.rollout_turns.add(turn.id)
@@ -358,15 +358,22 @@ _FIELD_TYPES: dict[str, tuple[str, Callable[[object], bool]]] = {
 }
 
 
+_Checks = tuple[tuple[str, bool, str, Callable[[object], bool]], ...]
+_CHECKS: dict[type, _Checks] = {}  # a class -> (field name, required, what it must be, the check), field by field
+
+
 def _fields_problem(cls: type[ThreadMeta] | type[TurnRecord], data: dict[str, Any], what: str) -> str | None:
-    for field in attrs.fields(cls):
-        if field.name not in data:
-            if field.default is attrs.NOTHING:
-                return f"{what}.{field.name} is missing"
+    checks = _CHECKS.get(cls)
+    if checks is None:  # once per class: the index checks every line a thread appends (issue 30)
+        checks = _CHECKS[cls] = tuple((field.name, field.default is attrs.NOTHING, *_FIELD_TYPES[str(field.type)])
+                                      for field in attrs.fields(cls))
+    for name, required, expected, check in checks:
+        if name not in data:
+            if required:
+                return f"{what}.{name} is missing"
             continue
-        expected, check = _FIELD_TYPES[str(field.type)]
-        if not check(data[field.name]):
-            return f"{what}.{field.name} is {json_kind(data[field.name])}, not {expected}"
+        if not check(data[name]):
+            return f"{what}.{name} is {json_kind(data[name])}, not {expected}"
     return None
 
 
