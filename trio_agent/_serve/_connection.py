@@ -139,13 +139,22 @@ class Flusher:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        """The block queues (the pump's burst); what it made due is written when it ends."""
-        self._held = True
+        """The block queues (a request's reply); what it made due is written when it ends."""
+        self.hold()
         try:
             yield
         finally:
-            self._held = False
-            self.flush()
+            self.release()
+
+    def hold(self) -> None:
+        """From now until ``release`` (in a finally), connections made due are written
+        then, together (the pump's burst: its own calls, not a context manager's
+        generator, as it runs per burst of every thread)."""
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        self.flush()
 
     def flush(self) -> None:
         """Write every due connection's queue now (a bug writing one drops that one alone)."""

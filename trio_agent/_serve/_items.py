@@ -41,7 +41,7 @@ import attrs
 
 from .._events import AgentEvent, EventKind
 from .._threads import ThreadStatus
-from ._jsonrpc import encode_value
+from ._jsonrpc import encode_value, string_text
 from ._outs import DynamicOutcome, Out
 from ._shapes import TurnRecord, add_usage, status_json, usage_breakdown
 from ._tool_items import ToolItems, text_of
@@ -164,16 +164,24 @@ class TurnMapper:
         return handler(self, payload) if handler is not None else []
 
     def _assistant_delta(self, payload: Json) -> list[Out]:
-        item_id = self._message_id(payload)
-        outs = [] if item_id in self._open else [self._start_message(item_id, payload)]
+        item_id = payload.get("item_id")
+        if not isinstance(item_id, str) or not item_id:
+            item_id = self._message_id(payload)
+        item = self._open.get(item_id)
+        outs = []
+        if item is None:
+            outs.append(self._start_message(item_id, payload))
+            item = self._open[item_id]
         text = payload.get("text", "")
-        self._open[item_id]["text"] += text
+        item["text"] += text
         prefix = self._delta_prefixes.get(item_id)
         if prefix is None:  # the params up to the delta's value, encoded once per item
             params = encode_value({**self._base(), "itemId": item_id, "delta": ""})
             prefix = self._delta_prefixes[item_id] = params[:-3]  # without '""}'
-        outs.append(Out("item/agentMessage/delta", {**self._base(), "itemId": item_id, "delta": text},
-                        params_text=f"{prefix}{encode_value(text)}}}"))
+        outs.append(Out("item/agentMessage/delta",
+                        {"threadId": self._thread.thread_id, "turnId": self.record.id, "itemId": item_id,
+                         "delta": text},  # (``_base()``'s two first, built in place: per delta)
+                        params_text=f"{prefix}{string_text(text)}}}"))
         return outs
 
     def _assistant_message(self, payload: Json) -> list[Out]:
@@ -311,10 +319,19 @@ def silent(event: AgentEvent) -> bool:
     the pump passes it by at once. Most of a warm turn's events are such (15 of 31 a
     10-delta answer: one ``api.event`` per frame), each a mapping and a publish of nothing
     (issue 30, item 3)."""
+    return not makes_messages(event)
+
+
+def makes_messages(event: AgentEvent) -> bool:
+    """``not silent(event)``, the thread manager's ``relayed`` in ``serve``: it runs for
+    every event of every running thread, so ``_completed_frame``'s tests are inline."""
     kind = event.kind
     if kind is _API_EVENT:
-        return _completed_frame(event.payload) is None
-    return kind not in _MAPPED
+        payload = event.payload
+        frame = payload.get("event")
+        return (payload.get("direction") == "inbound" and isinstance(frame, dict)
+                and frame.get("type") == "response.completed")
+    return kind in _MAPPED
 
 
 class ThreadMapper:
@@ -376,7 +393,7 @@ class ThreadMapper:
             return []
         if kind in _TURN_EDGES:  # (else straight to the turn's mapper: most events, every delta)
             return self._edge(event)
-        live = self.wire_turn(event.turn_id)
+        live = self.by_agent_turn.get(event.turn_id)  # (``wire_turn``, inline: per event)
         if live is None or live.ended:
             return []
         return live.on_event(kind, event.payload)
