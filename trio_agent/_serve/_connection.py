@@ -232,10 +232,14 @@ class Connection:
         outbox, now = self._outbox, self._now
         if self.closed or self._writer_wake is None or not outbox:
             return
-        batch = list(itertools.islice(outbox, WRITE_BATCH)) if len(outbox) > 1 else [outbox[0]]
+        whole = len(outbox) <= WRITE_BATCH  # (most often: then taken with one clear, not a popleft each)
+        batch = list(outbox) if whole else list(itertools.islice(outbox, WRITE_BATCH))
         if now is not None and not self._outbox_closed and now.send_now(batch):
-            for _ in batch:
-                outbox.popleft()
+            if whole:
+                outbox.clear()
+            else:
+                for _ in batch:
+                    outbox.popleft()
             if not outbox and not now.pending:
                 return
         self._wake_writer()
