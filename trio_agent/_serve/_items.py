@@ -41,6 +41,7 @@ import attrs
 
 from .._events import AgentEvent, EventKind
 from .._threads import ThreadStatus
+from ._heard import TURN_EDGES, completed_frame
 from ._jsonrpc import encode_value, string_text
 from ._outs import DynamicOutcome, Out
 from ._shapes import TurnRecord, add_usage, status_json, usage_breakdown
@@ -209,7 +210,7 @@ class TurnMapper:
         ``output_item.done`` before it): the message is shown from there -- unless it
         answers a compaction request (a summary is no answer: the compaction is its
         ``contextCompaction`` item)."""
-        frame = _completed_frame(payload)
+        frame = completed_frame(payload)
         if frame is None or payload.get("phase") == "compaction" or not isinstance(frame.get("response"), dict):
             return []
         outs: list[Out] = []
@@ -294,46 +295,6 @@ _HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
     EventKind.API_EVENT: TurnMapper._api_event,
 }
 
-# The kinds ``ThreadMapper`` handles itself (``_edge``); the others go to the turn's mapper.
-_TURN_EDGES = frozenset({
-    EventKind.RUN_STARTED, EventKind.RUN_STEERED, EventKind.RUN_COMPLETED, EventKind.RUN_FAILED,
-    EventKind.APPROVAL_REQUESTED, EventKind.APPROVAL_RESOLVED,
-})
-# What ``ThreadMapper.on_event`` maps; any other kind makes no message (``silent``).
-_MAPPED = frozenset(_HANDLERS) | _TURN_EDGES
-_API_EVENT = EventKind.API_EVENT  # (a module global: ``EventKind.X`` is a descriptor call on 3.11)
-
-
-def _completed_frame(payload: Json) -> dict[str, Any] | None:
-    """An ``api.event``'s frame when it is an inbound ``response.completed``, the one
-    frame the mapper reads (``_api_event``)."""
-    frame = payload.get("event")
-    if payload.get("direction") != "inbound" or not isinstance(frame, dict):
-        return None
-    return frame if frame.get("type") == "response.completed" else None
-
-
-def silent(event: AgentEvent) -> bool:
-    """True when ``ThreadMapper.on_event`` makes nothing of ``event`` whatever the state
-    (its kind is not mapped; an ``api.event`` frame other than ``response.completed``):
-    the pump passes it by at once. Most of a warm turn's events are such (15 of 31 a
-    10-delta answer: one ``api.event`` per frame), each a mapping and a publish of nothing
-    (issue 30, item 3)."""
-    return not makes_messages(event)
-
-
-def makes_messages(event: AgentEvent) -> bool:
-    """``not silent(event)``, the thread manager's ``relayed`` in ``serve``: it runs for
-    every event of every running thread, so ``_completed_frame``'s tests are inline."""
-    kind = event.kind
-    if kind is _API_EVENT:
-        payload = event.payload
-        frame = payload.get("event")
-        return (payload.get("direction") == "inbound" and isinstance(frame, dict)
-                and frame.get("type") == "response.completed")
-    return kind in _MAPPED
-
-
 class ThreadMapper:
     """One loaded thread's agent events to protocol messages (see the module docstring).
 
@@ -391,7 +352,7 @@ class ThreadMapper:
         kind = event.kind
         if event.turn_id is None:  # warmup, connections, background cells: not part of a turn
             return []
-        if kind in _TURN_EDGES:  # (else straight to the turn's mapper: most events, every delta)
+        if kind in TURN_EDGES:  # (else straight to the turn's mapper: most events, every delta)
             return self._edge(event)
         live = self.by_agent_turn.get(event.turn_id)  # (``wire_turn``, inline: per event)
         if live is None or live.ended:

@@ -109,7 +109,7 @@ class Pump:
             self._on_manager_event(tevent)
             return
         # (an agent event that makes no message -- most frames' api.event -- never gets
-        # here: the manager's relay leaves it out, ``_items.makes_messages``)
+        # here: the manager's relay leaves it out, ``_heard.makes_messages``)
         state = self._states.target(tevent.thread_id)
         if state is None:
             return

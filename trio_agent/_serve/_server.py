@@ -71,7 +71,8 @@ from ._clock import WireClock
 from ._connection import OUTGOING_LIMIT, Connection, Flusher, Reply
 from ._credential import Account
 from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, parse_dynamic_tools
-from ._items import ThreadMapper, makes_messages
+from ._heard import makes_messages
+from ._items import ThreadMapper
 from ._jsonrpc import (
     InvalidRequest,
     Notification,

@@ -342,10 +342,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _objects(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
-
-
 # A field's annotation (as written in _shapes) -> (what it must be, the check).
 _FIELD_TYPES: dict[str, tuple[str, Callable[[object], bool]]] = {
     "str": ("a string", lambda v: isinstance(v, str)),
@@ -354,19 +350,16 @@ _FIELD_TYPES: dict[str, tuple[str, Callable[[object], bool]]] = {
     "str | None": ("a string or null", lambda v: v is None or isinstance(v, str)),
     "int | None": ("an integer or null", lambda v: v is None or _is_int(v)),
     "Json | None": ("an object or null", lambda v: v is None or isinstance(v, dict)),
-    "list[Json]": ("an array of objects", _objects),
+    "list[Json]": ("an array of objects", lambda v: isinstance(v, list) and all(isinstance(i, dict) for i in v)),
 }
 
 
-_Checks = tuple[tuple[str, bool, str, Callable[[object], bool]], ...]
-_CHECKS: dict[type, _Checks] = {}  # a class -> (field name, required, what it must be, the check), field by field
+_CHECKS: dict[type, tuple[tuple[str, bool, str, Callable[[object], bool]], ...]] = {}  # per class, once (issue 30)
 
 
 def _fields_problem(cls: type[ThreadMeta] | type[TurnRecord], data: dict[str, Any], what: str) -> str | None:
-    checks = _CHECKS.get(cls)
-    if checks is None:  # once per class: the index checks every line a thread appends (issue 30)
-        checks = _CHECKS[cls] = tuple((field.name, field.default is attrs.NOTHING, *_FIELD_TYPES[str(field.type)])
-                                      for field in attrs.fields(cls))
+    checks = _CHECKS.get(cls) or _CHECKS.setdefault(cls, tuple(
+        (field.name, field.default is attrs.NOTHING, *_FIELD_TYPES[str(field.type)]) for field in attrs.fields(cls)))
     for name, required, expected, check in checks:
         if name not in data:
             if required:
