@@ -31,8 +31,9 @@ interleaved run); ``--warm-runs N`` repeats the whole measurement with fresh pro
 shown too -- where a set of processes landed on the two cores moves all its rounds
 alike (one run's per-round p50 still moved 1.48-1.65x between consecutive runs), so a
 second set halves that part of the spread.
-``--profile DIR`` (as for the other rows): ``py-spy record`` of each server over all its
-blocks, the collapsed stacks in ``DIR`` (cProfile's own cost per call and its
+``--profile DIR`` (as for the other rows): ``py-spy record`` of each server and of the
+in-process agents over all their blocks, the collapsed stacks in ``DIR`` (to diff a served
+turn against the same turn in-process) (cProfile's own cost per call and its
 wall-clock timer distorted this profile several-fold; py-spy samples from outside).
 """
 
@@ -175,7 +176,8 @@ class InProcess:
 
 
 @asynccontextmanager
-async def inprocess(tree: str, agents: int, model: Any) -> AsyncIterator[InProcess]:
+async def inprocess(tree: str, agents: int, model: Any, profile: str | None = None,
+                    name: str = "") -> AsyncIterator[InProcess]:
     work = Path(tempfile.mkdtemp(prefix="inprocess-warm-"))
     script = Path(__file__).with_name("_inprocess_turns.py")
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "CODEX_"))}
@@ -188,7 +190,8 @@ async def inprocess(tree: str, agents: int, model: Any) -> AsyncIterator[InProce
             with trio.fail_after(STEP):
                 if await driven.line() != b"ready":
                     raise RuntimeError("the in-process agents did not start")
-            yield driven
+            async with profiled(process.pid, profile, name):
+                yield driven
         finally:
             with trio.CancelScope(shield=True):
                 assert process.stdin is not None
@@ -215,7 +218,8 @@ async def measure_warm(counts: list[int], quick: bool, trees: dict[str, str], ru
                 rounds, turns = (QUICK_BLOCKS if quick else WARM_BLOCKS).get(clients, (6, 2))
                 async with AsyncExitStack() as stack:
                     sides: dict[str, InProcess | Served] = {
-                        INPROCESS: await stack.enter_async_context(inprocess(trees[labels[0]], clients, model))}
+                        INPROCESS: await stack.enter_async_context(inprocess(
+                        trees[labels[0]], clients, model, profile, f"inprocess-warm-{clients}-{run + 1}"))}
                     for label in labels:
                         name = f"serve-warm-{clients}-{trees[label].rstrip('/').rsplit('/', 1)[-1]}-{run + 1}"
                         sides[label] = await stack.enter_async_context(

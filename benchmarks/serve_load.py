@@ -261,7 +261,7 @@ async def _client(nursery: trio.Nursery, url: str, phase: Phase) -> Client:
 async def profiled(pid: int, directory: str | None, name: str) -> AsyncIterator[None]:
     """With ``--profile DIR``: ``py-spy record`` of the server during the block, its
     collapsed stacks in ``DIR/NAME.txt`` (py-spy beside this Python, as a venv installs
-    it, else on PATH)."""
+    it, else on PATH; ``SERVE_LOAD_SPY_RATE``: samples a second, default 250)."""
     if directory is None:
         yield
         return
@@ -269,10 +269,12 @@ async def profiled(pid: int, directory: str | None, name: str) -> AsyncIterator[
     spy = str(beside) if beside.exists() else shutil.which("py-spy")
     if spy is None:
         raise SystemExit("--profile needs py-spy: pip install py-spy (into this Python's environment)")
+    os.makedirs(directory, exist_ok=True)  # (once, before the block: nothing else runs yet)
     out = Path(directory) / f"{name}.txt"
     # --nonblocking: py-spy otherwise stops the process for each sample, which inflated the
     # server's CPU per warm turn 2.6x (8.1 ms against 3.1) and with it every profiled figure
-    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
+    rate = os.environ.get("SERVE_LOAD_SPY_RATE", "250")
+    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", rate, "--nonblocking",
                "--output", str(out)]
     process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -12,6 +12,7 @@ the exception out would fail the agent's turn instead (``internal error``, FAILE
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import trio.testing
 
 import trio_agent as ta
 from trio_agent._events import AgentEvent, EventKind
+from trio_agent._threads._entry import LoadedThread
 
 from ..serve.test_thread_relay import drain, manager
 
@@ -31,19 +33,24 @@ async def test_a_relay_bug_fails_the_manager_not_the_turn(
     relayed_after: list[EventKind] = []
     with pytest.RaisesGroup(pytest.RaisesExc(RuntimeError, match="relay bug"), flatten_subgroups=True):
         async with manager(tmp_path) as threads:
-            relay = threads._relay
+            make_relay = threads._relay_to_stream
             broken_once = False
 
-            def broken(entry: object, event: AgentEvent) -> None:
-                nonlocal broken_once
-                if broken_once:
-                    relayed_after.append(event.kind)
-                if event.kind is EventKind.MODEL_CALL_COMPLETED:
-                    broken_once = True
-                    raise RuntimeError("relay bug")
-                relay(entry, event)  # type: ignore[arg-type]
+            def broken_relay(entry: LoadedThread) -> Callable[[AgentEvent], None]:
+                relay = make_relay(entry)
 
-            threads._relay = broken  # type: ignore[method-assign]
+                def broken(event: AgentEvent) -> None:
+                    nonlocal broken_once
+                    if broken_once:
+                        relayed_after.append(event.kind)
+                    if event.kind is EventKind.MODEL_CALL_COMPLETED:
+                        broken_once = True
+                        raise RuntimeError("relay bug")
+                    relay(event)
+
+                return broken
+
+            threads._relay_to_stream = broken_relay  # type: ignore[method-assign]
             agent = await threads.start(subscriber="client")
             drain(threads)
             turns.append(await agent.prompt("hello"))
@@ -58,14 +65,19 @@ async def test_a_relay_bug_while_the_thread_closes_still_fails_the_manager(
 ) -> None:
     with pytest.RaisesGroup(pytest.RaisesExc(RuntimeError, match="relay bug"), flatten_subgroups=True):
         async with manager(tmp_path) as threads:
-            relay = threads._relay
+            make_relay = threads._relay_to_stream
 
-            def broken(entry: object, event: AgentEvent) -> None:
-                if event.kind.is_terminal:
-                    raise RuntimeError("relay bug")
-                relay(entry, event)  # type: ignore[arg-type]
+            def broken_relay(entry: LoadedThread) -> Callable[[AgentEvent], None]:
+                relay = make_relay(entry)
 
-            threads._relay = broken  # type: ignore[method-assign]
+                def broken(event: AgentEvent) -> None:
+                    if event.kind.is_terminal:
+                        raise RuntimeError("relay bug")
+                    relay(event)
+
+                return broken
+
+            threads._relay_to_stream = broken_relay  # type: ignore[method-assign]
             agent = await threads.start(subscriber="client")
             turn = await agent.prompt("hello")
             await turn.wait_running()

@@ -18,8 +18,9 @@ import trio
 import trio.testing
 
 from trio_agent import AgentEvent, EventKind
-from trio_agent._serve import _items
-from trio_agent._serve._items import ThreadMapper, UserInput, silent
+from trio_agent._serve import _heard, _items
+from trio_agent._serve._heard import makes_messages, silent
+from trio_agent._serve._items import ThreadMapper, UserInput
 
 from ._harness import app_server, run_turn, start_thread
 from .test_mapping import event, mapper
@@ -42,7 +43,7 @@ def test_a_silent_kind_maps_to_nothing_in_a_running_turn(kind: EventKind) -> Non
     if silent(quiet):
         assert _running().on_event(quiet) == []
     else:
-        assert kind in _items._MAPPED or kind is EventKind.API_EVENT
+        assert kind in _heard.MAPPED or kind is EventKind.API_EVENT
 
 
 @pytest.mark.parametrize("frame", FRAMES)
@@ -77,3 +78,13 @@ async def test_the_pump_maps_only_what_is_not_silent(
         await run_turn(client, thread_id, "hello")
         assert mapped and not any(silent(agent_event) for agent_event in mapped)
         assert {agent_event.kind for agent_event in mapped} >= {EventKind.RUN_STARTED, EventKind.RUN_COMPLETED}
+
+
+def test_the_kinds_heard_are_the_kinds_the_mapper_handles() -> None:
+    """``_heard.HANDLED`` is written out (``_heard`` does not import ``_items``): it must
+    be exactly ``_items._HANDLERS``' kinds, or an event the mapper handles would be left
+    out by the relay (or one it ignores relayed for nothing)."""
+    assert frozenset(_items._HANDLERS) == _heard.HANDLED
+    for kind in EventKind:
+        for quiet in (event(kind), event(kind, direction="inbound", event={"type": "response.completed"})):
+            assert makes_messages(quiet) is not silent(quiet)

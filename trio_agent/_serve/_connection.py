@@ -139,13 +139,22 @@ class Flusher:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        """The block queues (the pump's burst); what it made due is written when it ends."""
-        self._held = True
+        """The block queues (a request's reply); what it made due is written when it ends."""
+        self.hold()
         try:
             yield
         finally:
-            self._held = False
-            self.flush()
+            self.release()
+
+    def hold(self) -> None:
+        """From now until ``release`` (in a finally), connections made due are written
+        then, together (the pump's burst: its own calls, not a context manager's
+        generator, as it runs per burst of every thread)."""
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        self.flush()
 
     def flush(self) -> None:
         """Write every due connection's queue now (a bug writing one drops that one alone)."""
@@ -223,10 +232,14 @@ class Connection:
         outbox, now = self._outbox, self._now
         if self.closed or self._writer_wake is None or not outbox:
             return
-        batch = list(itertools.islice(outbox, WRITE_BATCH)) if len(outbox) > 1 else [outbox[0]]
+        whole = len(outbox) <= WRITE_BATCH  # (most often: then taken with one clear, not a popleft each)
+        batch = list(outbox) if whole else list(itertools.islice(outbox, WRITE_BATCH))
         if now is not None and not self._outbox_closed and now.send_now(batch):
-            for _ in batch:
-                outbox.popleft()
+            if whole:
+                outbox.clear()
+            else:
+                for _ in batch:
+                    outbox.popleft()
             if not outbox and not now.pending:
                 return
         self._wake_writer()

@@ -41,7 +41,8 @@ import attrs
 
 from .._events import AgentEvent, EventKind
 from .._threads import ThreadStatus
-from ._jsonrpc import encode_value
+from ._heard import TURN_EDGES, completed_frame
+from ._jsonrpc import encode_value, string_text
 from ._outs import DynamicOutcome, Out
 from ._shapes import TurnRecord, add_usage, status_json, usage_breakdown
 from ._tool_items import ToolItems, text_of
@@ -164,16 +165,24 @@ class TurnMapper:
         return handler(self, payload) if handler is not None else []
 
     def _assistant_delta(self, payload: Json) -> list[Out]:
-        item_id = self._message_id(payload)
-        outs = [] if item_id in self._open else [self._start_message(item_id, payload)]
+        item_id = payload.get("item_id")
+        if not isinstance(item_id, str) or not item_id:
+            item_id = self._message_id(payload)
+        item = self._open.get(item_id)
+        outs = []
+        if item is None:
+            outs.append(self._start_message(item_id, payload))
+            item = self._open[item_id]
         text = payload.get("text", "")
-        self._open[item_id]["text"] += text
+        item["text"] += text
         prefix = self._delta_prefixes.get(item_id)
         if prefix is None:  # the params up to the delta's value, encoded once per item
             params = encode_value({**self._base(), "itemId": item_id, "delta": ""})
             prefix = self._delta_prefixes[item_id] = params[:-3]  # without '""}'
-        outs.append(Out("item/agentMessage/delta", {**self._base(), "itemId": item_id, "delta": text},
-                        params_text=f"{prefix}{encode_value(text)}}}"))
+        outs.append(Out("item/agentMessage/delta",
+                        {"threadId": self._thread.thread_id, "turnId": self.record.id, "itemId": item_id,
+                         "delta": text},  # (``_base()``'s two first, built in place: per delta)
+                        params_text=f"{prefix}{string_text(text)}}}"))
         return outs
 
     def _assistant_message(self, payload: Json) -> list[Out]:
@@ -201,7 +210,7 @@ class TurnMapper:
         ``output_item.done`` before it): the message is shown from there -- unless it
         answers a compaction request (a summary is no answer: the compaction is its
         ``contextCompaction`` item)."""
-        frame = _completed_frame(payload)
+        frame = completed_frame(payload)
         if frame is None or payload.get("phase") == "compaction" or not isinstance(frame.get("response"), dict):
             return []
         outs: list[Out] = []
@@ -286,37 +295,6 @@ _HANDLERS: dict[EventKind, Callable[[TurnMapper, Json], list[Out]]] = {
     EventKind.API_EVENT: TurnMapper._api_event,
 }
 
-# The kinds ``ThreadMapper`` handles itself (``_edge``); the others go to the turn's mapper.
-_TURN_EDGES = frozenset({
-    EventKind.RUN_STARTED, EventKind.RUN_STEERED, EventKind.RUN_COMPLETED, EventKind.RUN_FAILED,
-    EventKind.APPROVAL_REQUESTED, EventKind.APPROVAL_RESOLVED,
-})
-# What ``ThreadMapper.on_event`` maps; any other kind makes no message (``silent``).
-_MAPPED = frozenset(_HANDLERS) | _TURN_EDGES
-_API_EVENT = EventKind.API_EVENT  # (a module global: ``EventKind.X`` is a descriptor call on 3.11)
-
-
-def _completed_frame(payload: Json) -> dict[str, Any] | None:
-    """An ``api.event``'s frame when it is an inbound ``response.completed``, the one
-    frame the mapper reads (``_api_event``)."""
-    frame = payload.get("event")
-    if payload.get("direction") != "inbound" or not isinstance(frame, dict):
-        return None
-    return frame if frame.get("type") == "response.completed" else None
-
-
-def silent(event: AgentEvent) -> bool:
-    """True when ``ThreadMapper.on_event`` makes nothing of ``event`` whatever the state
-    (its kind is not mapped; an ``api.event`` frame other than ``response.completed``):
-    the pump passes it by at once. Most of a warm turn's events are such (15 of 31 a
-    10-delta answer: one ``api.event`` per frame), each a mapping and a publish of nothing
-    (issue 30, item 3)."""
-    kind = event.kind
-    if kind is _API_EVENT:
-        return _completed_frame(event.payload) is None
-    return kind not in _MAPPED
-
-
 class ThreadMapper:
     """One loaded thread's agent events to protocol messages (see the module docstring).
 
@@ -374,9 +352,9 @@ class ThreadMapper:
         kind = event.kind
         if event.turn_id is None:  # warmup, connections, background cells: not part of a turn
             return []
-        if kind in _TURN_EDGES:  # (else straight to the turn's mapper: most events, every delta)
+        if kind in TURN_EDGES:  # (else straight to the turn's mapper: most events, every delta)
             return self._edge(event)
-        live = self.wire_turn(event.turn_id)
+        live = self.by_agent_turn.get(event.turn_id)  # (``wire_turn``, inline: per event)
         if live is None or live.ended:
             return []
         return live.on_event(kind, event.payload)

@@ -71,6 +71,7 @@ INTERNAL_ERROR = -32603
 
 RequestId = int | str
 JsonObject = dict[str, Any]
+_encode_string = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False) uses for a str
 _LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
 
 
@@ -254,6 +255,15 @@ def encode_value(value: Any) -> str:
         if char in text:
             text = text.replace(char, escaped)
     return text
+
+
+def string_text(text: str) -> str:
+    """``encode_value(text)`` for a string (a text delta's): ASCII text, which has no lone
+    surrogate and none of ``_LINE_BREAKS``, goes straight to the C encoder
+    ``json.dumps`` uses for a string (``ensure_ascii=False``), the same bytes."""
+    if text.isascii():
+        return _encode_string(text)
+    return encode_value(text)
 
 
 def notification_text(method: str, params_text: str, emitted_at_ms: int) -> str:

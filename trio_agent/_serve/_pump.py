@@ -18,14 +18,13 @@ each WebSocket at once (``_connection.Flusher.held``; issue 30), not by a task p
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import traceback
 from typing import Any
 
 import trio
 
-from .._events import EventKind
+from .._events import AgentEvent, EventKind
 from .._runtime import Agent
 from .._threads import ThreadEvent, ThreadEvents, ThreadStatus
 from ._connection import Flusher
@@ -44,6 +43,11 @@ _RUN_STARTED, _RUN_STEERED = EventKind.RUN_STARTED, EventKind.RUN_STEERED
 _RUN_COMPLETED, _RUN_FAILED = EventKind.RUN_COMPLETED, EventKind.RUN_FAILED
 _TOOL_CALL, _TOOL_RESULT = EventKind.TOOL_CALL, EventKind.TOOL_RESULT
 _APPROVAL_REQUESTED = EventKind.APPROVAL_REQUESTED
+# The kinds ``_on_thread_event`` does more for than map and publish (a lock to wait for,
+# the record, a call or approval to introduce, a turn's end); the pump hands every other
+# kind straight to the mapper (``_deliver_plain``). RECORDED is among them.
+_AFTERWARDS = frozenset({_RUN_STARTED, _RUN_STEERED, _RUN_COMPLETED, _RUN_FAILED, _TOOL_CALL, _TOOL_RESULT,
+                         _APPROVAL_REQUESTED}) | RECORDED
 
 
 class Pump:
@@ -57,18 +61,29 @@ class Pump:
         self.done = trio.Event()
 
     async def run(self, events: ThreadEvents) -> None:
+        flusher = self._flusher
+        ready = events._ready()
         try:
             async for event in events:
                 # What else is ready goes out in the same pass, each client's queue in one
                 # write, made by the pump itself once the burst is queued (``_connection``).
-                with self._flusher.held() if self._flusher is not None else contextlib.nullcontext():
-                    await self._deliver(event)
-                    for _ in range(PUMP_BURST):
-                        try:
-                            event = events.receive_nowait()
-                        except (trio.WouldBlock, trio.EndOfChannel):
+                if flusher is not None:
+                    flusher.hold()
+                try:
+                    left = PUMP_BURST
+                    while True:
+                        agent_event = event.event
+                        if agent_event is not None and agent_event.kind not in _AFTERWARDS:
+                            self._deliver_plain(event, agent_event)  # most events: no await, no lock
+                        else:
+                            await self._deliver(event)
+                        if not ready or not left:
                             break
-                        await self._deliver(event)
+                        left -= 1
+                        event = ready.popleft()
+                finally:
+                    if flusher is not None:
+                        flusher.release()
         finally:
             self.done.set()
 
@@ -76,9 +91,17 @@ class Pump:
         try:
             await self._on_thread_event(event)
         except Exception:  # a bug in the mapping: lose this event's notifications, not every client
-            print(f"trio-agent serve: internal error mapping {event.kind} of thread {event.thread_id}:",
-                  file=sys.stderr)
-            traceback.print_exc(file=sys.stderr)
+            _report(event)
+
+    def _deliver_plain(self, tevent: ThreadEvent, event: AgentEvent) -> None:
+        """``_deliver`` of an event whose kind needs nothing of ``_on_thread_event`` but
+        the mapping and the publish (not in ``_AFTERWARDS``): a delta, an item, usage."""
+        try:
+            state = self._states.target(tevent.thread_id)
+            if state is not None:
+                self._server.publish(state, state.mapper.on_event(event))
+        except Exception:
+            _report(tevent)
 
     async def _on_thread_event(self, tevent: ThreadEvent) -> None:
         event = tevent.event
@@ -86,7 +109,7 @@ class Pump:
             self._on_manager_event(tevent)
             return
         # (an agent event that makes no message -- most frames' api.event -- never gets
-        # here: the manager's relay leaves it out, ``_server._makes_messages``)
+        # here: the manager's relay leaves it out, ``_heard.makes_messages``)
         state = self._states.target(tevent.thread_id)
         if state is None:
             return
@@ -138,6 +161,11 @@ class Pump:
             meta.preview = _preview(mapper.record)
         if not meta.ephemeral:
             self._server.store.append_turn(meta.thread_id, mapper.record, state.mapper.usage_total)
+
+
+def _report(event: ThreadEvent) -> None:
+    print(f"trio-agent serve: internal error mapping {event.kind} of thread {event.thread_id}:", file=sys.stderr)
+    traceback.print_exc(file=sys.stderr)
 
 
 def _introduce(state: ThreadState, agent_turn_id: int | None, payload: Json) -> None:

@@ -59,7 +59,6 @@ import attrs
 import trio
 
 from .._config import AgentConfig, context_window
-from .._events import AgentEvent
 from .._ids import uuid7
 from .._runtime import Agent, AgentHandle
 from .._threads import ThreadManager, ThreadStatus, open_thread_manager
@@ -72,7 +71,8 @@ from ._clock import WireClock
 from ._connection import OUTGOING_LIMIT, Connection, Flusher, Reply
 from ._credential import Account
 from ._dynamic import DynamicCalls, DynamicToolSpec, build_tools, parse_dynamic_tools
-from ._items import ThreadMapper, silent
+from ._heard import makes_messages
+from ._items import ThreadMapper
 from ._jsonrpc import (
     InvalidRequest,
     Notification,
@@ -135,7 +135,7 @@ class AppServer:
     async def _run_manager(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
             async with open_thread_manager(self.home, config=self.config, unload_delay=self.unload_delay,
-                                           rollouts=self.index.rollouts, relayed=_makes_messages) as threads:
+                                           rollouts=self.index.rollouts, relayed=makes_messages) as threads:
                 self._manager = threads
                 self._nursery.start_soon(self._pump.run, threads.events)
                 task_status.started()
@@ -213,19 +213,22 @@ class AppServer:
     def publish(self, state: ThreadState, outs: list[Out]) -> None:
         if not outs:
             return
-        emitted = self.now_ms()  # one instant for all of them: Trio's clock does not move in this call
+        emitted = self.clock.now_ms()  # one instant for all of them: Trio's clock does not move in this call
+        # (taken once: nothing here leaves a set of subscribers -- a connection dropped
+        # for a full queue is closed at once, so what it is sent next is ignored)
+        subscribers = list(state.subscribers)
+        shared = len(subscribers) > 1
         for out in outs:
             if out.broadcast:
                 self.broadcast(out.method, out.params, emitted)
                 continue
-            subscribers = list(state.subscribers)
             if not subscribers:
                 continue
             if out.params_text is not None:  # encoded by the mapper (a text delta)
                 plain = notification_text(out.method, out.params_text, emitted)
-                text = SharedText(plain) if len(subscribers) > 1 else plain
+                text = SharedText(plain) if shared else plain
             else:
-                text = (encode_shared if len(subscribers) > 1 else encode)(
+                text = (encode_shared if shared else encode)(
                     notification_message(out.method, out.params, emitted_at_ms=emitted))
             for conn in subscribers:
                 conn.send_text(text, out.method)
@@ -351,8 +354,3 @@ async def open_app_server(
         finally:
             await server.aclose()
 
-
-def _makes_messages(event: AgentEvent) -> bool:
-    """The thread manager's ``relayed``: an agent event that makes no message (``silent``)
-    never reaches the pump."""
-    return not silent(event)

@@ -120,9 +120,15 @@ class TurnRecord:
                 "history_end": self.history_end}
 
     @classmethod
-    def from_stored(cls, data: Json) -> TurnRecord:
-        names = {field.name for field in attrs.fields(cls)}
+    def from_stored(cls, data: Json, *, items: bool = True) -> TurnRecord:
+        """The record of a stored ``turn`` (``items``: False leaves them out, as the
+        thread index's reading needs only the turns' count and times)."""
+        names = _TURN_FIELDS if items else _TURN_FIELDS_NO_ITEMS
         return cls(**{key: value for key, value in data.items() if key in names})
+
+
+_TURN_FIELDS = frozenset(field.name for field in attrs.fields(TurnRecord))
+_TURN_FIELDS_NO_ITEMS = _TURN_FIELDS - {"items"}
 
 
 def thread_json(

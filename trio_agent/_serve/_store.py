@@ -315,8 +315,8 @@ class _Loading:
         if kind == "meta":
             self.meta = ThreadMeta.from_json(line["meta"])
         elif kind == "turn":
-            turn = TurnRecord.from_stored(line["turn"])
-            self.turns.append(attrs.evolve(turn, items=[]) if self.light else turn)
+            turn = TurnRecord.from_stored(line["turn"], items=not self.light)
+            self.turns.append(turn)
             self.started.pop(turn.id, None)
             if line.get("restored") is True:
                 self.rollout_turns.add(turn.id)
@@ -342,10 +342,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _objects(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
-
-
 # A field's annotation (as written in _shapes) -> (what it must be, the check).
 _FIELD_TYPES: dict[str, tuple[str, Callable[[object], bool]]] = {
     "str": ("a string", lambda v: isinstance(v, str)),
@@ -354,19 +350,23 @@ _FIELD_TYPES: dict[str, tuple[str, Callable[[object], bool]]] = {
     "str | None": ("a string or null", lambda v: v is None or isinstance(v, str)),
     "int | None": ("an integer or null", lambda v: v is None or _is_int(v)),
     "Json | None": ("an object or null", lambda v: v is None or isinstance(v, dict)),
-    "list[Json]": ("an array of objects", _objects),
+    "list[Json]": ("an array of objects", lambda v: isinstance(v, list) and all(isinstance(i, dict) for i in v)),
 }
 
 
+_CHECKS: dict[type, tuple[tuple[str, bool, str, Callable[[object], bool]], ...]] = {}  # per class, once (issue 30)
+
+
 def _fields_problem(cls: type[ThreadMeta] | type[TurnRecord], data: dict[str, Any], what: str) -> str | None:
-    for field in attrs.fields(cls):
-        if field.name not in data:
-            if field.default is attrs.NOTHING:
-                return f"{what}.{field.name} is missing"
+    checks = _CHECKS.get(cls) or _CHECKS.setdefault(cls, tuple(
+        (field.name, field.default is attrs.NOTHING, *_FIELD_TYPES[str(field.type)]) for field in attrs.fields(cls)))
+    for name, required, expected, check in checks:
+        if name not in data:
+            if required:
+                return f"{what}.{name} is missing"
             continue
-        expected, check = _FIELD_TYPES[str(field.type)]
-        if not check(data[field.name]):
-            return f"{what}.{field.name} is {json_kind(data[field.name])}, not {expected}"
+        if not check(data[name]):
+            return f"{what}.{name} is {json_kind(data[name])}, not {expected}"
     return None
 
 

@@ -99,7 +99,7 @@ class ThreadStates:
 
     def target(self, thread_id: str) -> ThreadState | None:
         """The state an event belongs to: a retired generation's until its close."""
-        retired = self._retired.get(thread_id)
+        retired = self._retired.get(thread_id) if self._retired else None  # (mostly none: per event)
         return retired[0] if retired else self._states.get(thread_id)
 
     def closed(self, thread_id: str) -> None:

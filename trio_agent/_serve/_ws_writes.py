@@ -59,8 +59,18 @@ def _frame(text: str) -> bytes:
 
 
 def text_frames(texts: Sequence[str]) -> bytes:
-    """The frames of ``texts``, concatenated."""
-    return b"".join([text_frame(text) for text in texts])
+    """The frames of ``texts``, concatenated (``text_frame``'s, inline: a broadcast puts one
+    message per turn of any client into every connection's batch)."""
+    frames = []
+    for text in texts:
+        if type(text) is SharedText:
+            frame = text.frame
+            if frame is None:
+                frame = text.frame = _frame(text)
+        else:
+            frame = _frame(text)
+        frames.append(frame)
+    return b"".join(frames)
 
 
 class SharedSendStream(trio.abc.Stream):

@@ -296,13 +296,13 @@ class ThreadManager:
         task's crash would have failed it. The agent's emit returns normally (its turn
         is not failed by our bug; it ends when the manager closes the thread), and
         nothing more of this thread is relayed: the manager is going down."""
-        relay = self._relay
+        relay = self._relay_to_stream(entry)
 
         def listener(event: AgentEvent) -> None:
             if entry.failure is not None:
                 return
             try:
-                relay(entry, event)
+                relay(event)
             except Exception as exc:
                 entry.failure = exc
                 entry.touch()  # wakes idle_watch in the thread's task, which raises it
@@ -311,8 +311,9 @@ class ThreadManager:
 
     async def _forward(self, entry: LoadedThread, agent: Agent) -> None:
         events = agent.events
+        relay = self._relay_to_stream(entry)
         async for event in events:
-            self._relay(entry, event)
+            relay(event)
             # What else is ready goes in the same step: a checkpoint per event was a
             # scheduler pass per event of every loaded thread (issue 30: serve's CPU per turn).
             for _ in range(FORWARD_BURST):
@@ -320,22 +321,34 @@ class ThreadManager:
                     event = events.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
-                self._relay(entry, event)
+                relay(event)
 
-    def _relay(self, entry: LoadedThread, event: AgentEvent) -> None:
-        kind = event.kind
-        if kind is _RUN_STARTED or kind is _RUN_COMPLETED or kind is _RUN_FAILED:
-            self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
-            status = entry.status_after(event)
-            if status is not entry.reported and not entry.closing:
-                entry.reported = status
-                self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
-            entry.turn_edge()
-        else:
-            relayed = self._relayed
+    def _relay_to_stream(self, entry: LoadedThread) -> Callable[[AgentEvent], None]:
+        """What puts ``entry``'s agent events onto the stream, one call per event: most
+        of a turn's events (deltas, frames) take the short branch, its lookups bound
+        here once (issue 30: the relay ran per event of every running thread)."""
+        relayed, put, thread_id, edge = self._relayed, self._queue.put, entry.thread_id, self._relay_edge
+
+        def relay(event: AgentEvent) -> None:
+            kind = event.kind
+            if kind is _RUN_STARTED or kind is _RUN_COMPLETED or kind is _RUN_FAILED:
+                edge(entry, event)
+                return
             if relayed is None or relayed(event):
-                self._queue.put(ThreadEvent(entry.thread_id, "agent", event=event))  # (``_emit``, inlined)
-            entry.nudge()  # (an event left out still restarts a running countdown)
+                put(ThreadEvent(thread_id, "agent", event=event))  # (``_emit``, inlined)
+            if entry.counting or entry.parent is not None:  # (``nudge``'s own tests, inlined)
+                entry.nudge()  # an event left out still restarts a running countdown
+
+        return relay
+
+    def _relay_edge(self, entry: LoadedThread, event: AgentEvent) -> None:
+        """A turn's start or end: the event, then the thread's status if it changed."""
+        self._emit(ThreadEvent(entry.thread_id, "agent", event=event))
+        status = entry.status_after(event)
+        if status is not entry.reported and not entry.closing:
+            entry.reported = status
+            self._emit(ThreadEvent(entry.thread_id, "thread.status", status))
+        entry.turn_edge()
 
     def _emit(self, event: ThreadEvent) -> None:
         """Put onto the manager's stream, never waiting: it runs in the agents' own tasks,

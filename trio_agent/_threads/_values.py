@@ -3,6 +3,7 @@ what it tells of an unloaded thread."""
 
 from __future__ import annotations
 
+import collections
 import enum
 from pathlib import Path
 from typing import final
@@ -83,3 +84,9 @@ class ThreadEvents:
         """The next event if one waits, else ``trio.WouldBlock`` (``trio.EndOfChannel``
         once the manager has closed and every event was taken)."""
         return self._queue.get_nowait()
+
+    def _ready(self) -> collections.deque[ThreadEvent]:
+        """The events waiting, oldest first, for a reader that pops them itself (``serve``'s
+        pump: no call per event). Popping one is ``receive_nowait``; an empty deque is its
+        ``WouldBlock`` (a discarded stream is empty: the next ``__anext__`` raises)."""
+        return self._queue._events
