@@ -76,7 +76,7 @@ class _Live:
 
     def __init__(self) -> None:
         self.calls: InFlightCalls | None = None
-        self.nursery: trio.Nursery | None = None  # the turn's: its scope is the turn's cancel scope
+        self.nursery: trio.Nursery  # the turn's (its scope is the turn's cancel scope), set as it starts
         self.model_call_index = 0
         self.drain = False  # whether the next request takes pending input
         self.input_recorded = False  # the turn's own prompt/items are in history
@@ -184,8 +184,8 @@ class TurnRunner:
             if crash is not None:
                 raise crash
             if failure is not None:
-                responses = failure if isinstance(failure, ResponsesError) else None
-                self._fail(state, stats, live, start, TurnFailed(str(failure), responses_error=responses), failure)
+                cause = failure if isinstance(failure, ResponsesError) else None
+                self._fail(state, stats, live, start, TurnFailed(str(failure), responses_error=cause), failure)
             if state.done.is_set():
                 return
         except trio.Cancelled:
@@ -251,7 +251,6 @@ class TurnRunner:
         turn's nursery (``_calls/_in_flight``), all recorded when it returns (or raises: a
         failed attempt drained them); the turn's result, or whether the model owes more."""
         ledger = self._ledger
-        assert live.nursery is not None
         calls = live.calls = InFlightCalls(live.nursery, ledger, self._call_runner(state, stats, live))
         call_start = self._now()
         try:
@@ -267,7 +266,8 @@ class TurnRunner:
         ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
         live.drain = True
         tool_calls = outcome.tool_calls  # a property that filters the output: read once
-        calls.dispatch_rest(tool_calls)
+        if tool_calls or calls:  # (else nothing to dispatch, nor to mark committed)
+            calls.dispatch_rest(tool_calls)
         step = plan_next(
             tool_calls=tool_calls,
             end_turn=outcome.end_turn,
