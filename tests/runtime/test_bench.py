@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import h11
 import pytest
@@ -164,3 +165,30 @@ async def test_the_paths_are_interleaved_round_by_round(monkeypatch: pytest.Monk
     samples = await _measure._measure(["a", "b", "c"], run_, _server.Settings(), 2)
     assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert {name: len(s) for name, s in samples.items()} == {"a": 2, "b": 2, "c": 2}
+
+
+async def test_a_request_arrives_when_the_kernel_received_it_not_when_the_server_read_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bench server's answer is due at the request's arrival plus its delays; the
+    # arrival is the kernel's receive timestamp (SO_TIMESTAMPNS), so a server that reads
+    # late does not delay the answer. Here the wall clock is made to read 5 s after the
+    # kernel's stamp: the arrival is 5 s before the read, not the read itself.
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    server = _server._Arrivals(await listeners[0].accept())
+    wall = time.time
+    monkeypatch.setattr(time, "time", lambda: wall() + 5.0)
+    # The kernel turns receive stamps on lazily (a deferred work item, after the first
+    # socket asks): the first segments may come unstamped, so send until one is.
+    for _ in range(10_000):
+        await client.send_all(b"request")
+        assert await server.receive_some() == b"request"
+        if trio.current_time() - server.arrival > 4.0:
+            break
+    assert trio.current_time() - server.arrival > 4.0
+    await client.aclose()
+    assert await server.receive_some() == b""
+    await server.aclose()
+    await listeners[0].aclose()

@@ -1,15 +1,15 @@
 """The tool calls of one model call, started while their response streams (codex.md 3.4).
 
-Theory of operation: the runner opens a nursery for each model call (inside the turn's
-cancel scope) and an ``InFlightCalls`` over it. The response's feed hands over each
+Theory of operation: the runner runs each turn in a nursery (its scope is the turn's
+cancel scope) and opens an ``InFlightCalls`` over it for each model call. The response's feed hands over each
 finished tool call the moment its ``response.output_item.done`` is read
 (``ToolCallReady``): ``dispatch`` gives the call a task of its own in that nursery,
 which waits for the call dispatched before it, then runs it (``run_call``: the
 ``tool.call`` and ``tool.result`` events). So a call starts while the rest of the
 response streams, calls still run one at a time in model order (``parallel_tool_calls``
 is off; an ``exec`` cell's nested calls run concurrently inside it, as before). A
-response without a call costs the step's nursery alone (entering it, and leaving it:
-one schedule point), nothing per frame. When the response has ended, the calls
+response without a call costs this object alone (the turn's nursery is entered once
+per turn), nothing per frame. When the response has ended, the calls
 it holds that never streamed as items (a server that sends them only in
 ``response.completed``) are dispatched behind the others (``dispatch_rest``).
 

@@ -42,7 +42,8 @@ cooperative scheduling.
   agent's input-activity counter and, for a turn that samples, the mailbox's
   ``MailFlag`` in its ``Preemption``.
 - The runner's task alone starts the turn (``start``: ``ran`` and ``started`` are set
-  there and nowhere else), enters its ``cancel_scope``, takes the pending input at each
+  there and nowhere else), runs it in a nursery whose scope becomes its ``cancel_scope``
+  (``run_in``), takes the pending input at each
   request boundary (``next_steer``, ``take_injected``), stops steering when it plans to
   finish (synchronously with that decision, so a steer is either in before it or
   refused), and ends the turn: the terminal event (``TurnReporter`` calls

@@ -21,6 +21,7 @@ from ..._errors import AgentError
 from ..._events import EventKind
 from ..._jsontext import dumps, scrub_surrogates
 from ..._units import ns
+from ..._wire.usage import TokenUsage
 from .._counters import TransportStats, TurnStats
 from .._identity import TurnJournal
 
@@ -58,7 +59,7 @@ class TurnReporter:
         self._emit = emit
         self._defer = defer  # run.started is emitted once the first request is on the wire (EventSink.defer)
         self._transport = transport
-        self._mark = transport.copy()
+        self._mark = _counters(transport)
         self._now: Callable[[], float] = self._bind_clock
         # ``run.started`` differs per turn only in ``effort`` and ``instruction_bytes``: the
         # rest (in this key order) is built once and copied.
@@ -130,7 +131,7 @@ class TurnReporter:
         """The events of a turn cancelled before it ran: ``run.started``, then
         ``run.failed`` with status ``cancelled``, its ``reason`` and zero counters."""
         self.started(state)
-        payload = self._payload(state, TurnStats(), trio.current_time(), "cancelled", TransportStats())
+        payload = self._payload(state, TurnStats(), trio.current_time(), "cancelled", _NO_COUNTERS, _NO_COUNTERS)
         payload["reason"] = str(error)
         self._emit(EventKind.RUN_FAILED, payload, state.turn_id)
         state.terminal_reported()
@@ -138,15 +139,18 @@ class TurnReporter:
             self._observers.ended(state.turn_id, "cancelled", None)
 
     def _terminal(self, state: TurnState, stats: TurnStats, start: float, status: str) -> dict[str, Any]:
-        now = self._transport.copy()
-        delta, self._mark = now - self._mark, now
-        return self._payload(state, stats, start, status, delta)
+        now = _counters(self._transport)
+        mark, self._mark = self._mark, now
+        return self._payload(state, stats, start, status, now, mark)
 
     def _payload(
-        self, state: TurnState, stats: TurnStats, start: float, status: str, delta: TransportStats
+        self, state: TurnState, stats: TurnStats, start: float, status: str, now: _Counters, mark: _Counters
     ) -> dict[str, Any]:
+        """The terminal payload; the transport counters are ``now`` minus ``mark`` (what
+        happened since the previous terminal event of a turn that ran)."""
         config = self._config
         elapsed = self._now() - start
+        warmup = _NO_USAGE if now[7] is mark[7] else now[7] - mark[7]  # (the usual case: no warmup since)
         return {
             "status": status,
             "model": state.settings.model,
@@ -156,15 +160,37 @@ class TurnReporter:
             "orchestration": "local_code_mode",
             "duration_ms": int(elapsed * 1000),
             "duration_ns": ns(elapsed),
-            **stats.to_json(),
-            **delta.counters_json(),
+            "model_calls": stats.model_calls,
+            "steers": stats.steers,
+            "compactions": stats.compactions,
+            "tool_calls": stats.tool_calls,
+            "connection_attempts": now[0] - mark[0],
+            "websocket_reconnects": now[1] - mark[1],
+            "response_attempts": now[2] - mark[2],
+            "response_retries": now[3] - mark[3],
+            "connection_duration_ns": now[4] - mark[4],
+            "retry_backoff_duration_ns": now[5] - mark[5],
             "model_duration_ns": stats.model_duration_ns,
-            "warmup_duration_ns": delta.warmup_duration_ns,
+            "warmup_duration_ns": now[6] - mark[6],
             "tool_work_duration_ns": stats.tool_work_duration_ns,
             "tool_wall_duration_ns": stats.tool_wall_duration_ns,
             "usage": stats.usage.to_json(),
-            "warmup_usage": delta.warmup_usage.to_json(),
+            "warmup_usage": warmup.to_json(),
             "last_response_id": stats.last_response_id,
             "cost_usd": None,
             "cost_status": "not_reported_by_responses_api",
         }
+
+
+# A terminal payload's transport counters, read straight off ``TransportStats`` (in the
+# order of its fields; building two TransportStats to subtract them cost more than the
+# rest of the payload): connection attempts, reconnects, response attempts, retries,
+# connection and backoff time, warmup time, warmup usage.
+_Counters = tuple[int, int, int, int, int, int, int, TokenUsage]
+_NO_USAGE = TokenUsage()
+_NO_COUNTERS: _Counters = (0, 0, 0, 0, 0, 0, 0, _NO_USAGE)
+
+
+def _counters(t: TransportStats) -> _Counters:
+    return (t.connection_attempts, t.websocket_reconnects, t.response_attempts, t.response_retries,
+            t.connection_duration_ns, t.retry_backoff_duration_ns, t.warmup_duration_ns, t.warmup_usage)

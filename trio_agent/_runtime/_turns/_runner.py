@@ -1,4 +1,4 @@
-"""The turn runner: runs accepted turns one at a time, each in its own cancel scope.
+"""The turn runner: runs accepted turns one at a time, each in a nursery of its own.
 
 Theory of operation (SPEC sec. 4): ``run(queue)`` takes turns FIFO. A turn records
 its prompt with the mail waiting for it (plus, on the session's first turn, the
@@ -6,9 +6,10 @@ context messages; on later turns it may compact first), then loops over steps:
 sample (pending steers and injected items join at the request boundary, inside the
 model's attempt slot) while each tool call of the response starts as its item streams, commit the response, ask
 the planner what next, record the calls' outputs in model order as they finish, maybe
-compact. Each step's calls run in a nursery of the step, inside the turn's cancel
-scope, one at a time (``parallel_tool_calls`` is off; an ``exec`` cell runs its nested
-calls concurrently): ``_calls/_in_flight`` says how, and what becomes of them when the
+compact. The turn's nursery's scope is its cancel scope, and every step's calls run in
+that nursery (a step opens none: a warm turn's one step costs a scope less), one at a
+time (``parallel_tool_calls`` is off; an ``exec`` cell runs its nested calls
+concurrently): ``_calls/_in_flight`` says how, and what becomes of them when the
 response is cut, preempted, fails or the turn is cancelled. Expected failures become
 values (``TurnFailed``, ``TurnCancelled``) and exactly one terminal event; only bugs
 escape.
@@ -75,6 +76,7 @@ class _Live:
 
     def __init__(self) -> None:
         self.calls: InFlightCalls | None = None
+        self.nursery: trio.Nursery  # the turn's (its scope is the turn's cancel scope), set as it starts
         self.model_call_index = 0
         self.drain = False  # whether the next request takes pending input
         self.input_recorded = False  # the turn's own prompt/items are in history
@@ -163,18 +165,29 @@ class TurnRunner:
         stats = TurnStats()
         live = _Live()
         start = live.start = self._now()
+        failure: AgentError | None = None
+        crash: Exception | None = None
         try:
-            with state.cancel_scope:
-                result = await self._drive(state, queue, stats, live)
-                if not state.done.is_set():  # (else _step completed it)
-                    self._complete(state, stats, live, result)
+            async with trio.open_nursery() as nursery:  # the turn's scope; every step's calls run in it
+                state.run_in(nursery.cancel_scope)
+                live.nursery = nursery
+                try:
+                    result = await self._drive(state, queue, stats, live)
+                except AgentError as exc:  # ended by _fail (below, ungrouped) once its calls have ended
+                    failure = exc
+                except Exception as exc:  # a bug: its calls are cancelled, then it is reported ungrouped
+                    crash = exc
+                    nursery.cancel_scope.cancel()
+                else:
+                    if not state.done.is_set():  # (else _step completed it)
+                        self._complete(state, stats, live, result)
+            if crash is not None:
+                raise crash
+            if failure is not None:
+                cause = failure if isinstance(failure, ResponsesError) else None
+                self._fail(state, stats, live, start, TurnFailed(str(failure), responses_error=cause), failure)
+            if state.done.is_set():
                 return
-        except ResponsesError as exc:
-            self._fail(state, stats, live, start, TurnFailed(str(exc), responses_error=exc), exc)
-            return
-        except AgentError as exc:
-            self._fail(state, stats, live, start, TurnFailed(str(exc)), exc)
-            return
         except trio.Cancelled:
             self._abort(state, stats, live, start)
             raise
@@ -234,55 +247,48 @@ class TurnRunner:
     async def _step(
         self, state: TurnState, stats: TurnStats, live: _Live, join: Callable[[], None]
     ) -> TurnResult | bool:
-        """One model call and its tool calls, each started as its item streams, in a
-        nursery scoped to this step (``_calls/_in_flight``); the turn's result, or
-        whether the model owes a continuation."""
+        """One model call and its tool calls, each started as its item streams, in the
+        turn's nursery (``_calls/_in_flight``), all recorded when it returns (or raises: a
+        failed attempt drained them); the turn's result, or whether the model owes more."""
         ledger = self._ledger
-        failure: AgentError | None = None
-        async with trio.open_nursery() as nursery:
-            calls = live.calls = InFlightCalls(nursery, ledger, self._call_runner(state, stats, live))
-            call_start = self._now()
-            try:
-                try:
-                    outcome = await self._sampler.generate(
-                        state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
-                        preemption=state.preemption, join=join, calls=calls, started=call_start,
-                    )
-                finally:
-                    stats.model_duration_ns += ns(self._now() - call_start)
-            except AgentError as exc:  # raised past the nursery, ungrouped; its calls are recorded
-                failure = exc
-            else:
-                stats.usage = stats.usage + outcome.usage
-                stats.last_response_id = outcome.response_id
-                self._last_total_tokens = outcome.usage.total_tokens
-                ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
-                live.drain = True
-                tool_calls = outcome.tool_calls  # a property that filters the output: read once
-                calls.dispatch_rest(tool_calls)
-                step = plan_next(
-                    tool_calls=tool_calls,
-                    end_turn=outcome.end_turn,
-                    final_message=outcome.final_message,
-                    pending_steers=state.pending_count,
-                )
-                if isinstance(step, FinishTurn):
-                    state.stop_steering()  # decided synchronously: no steer can slip in now
-                    checkpoint = ledger.snapshot(self._model.chain)
-                    self._fork_point.latest = checkpoint
-                    result = TurnResult(
-                        state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint,
-                        lineage=self._session.prompt_cache_key, session=self._session,
-                    )
-                    if not calls:  # no call left in the nursery: out before its exit's schedule point
-                        self._complete(state, stats, live, result)
-                    return result
-                if isinstance(step, RunTools):
-                    await self._run_tools(live, step)
-                else:
-                    assert isinstance(step, SampleAgain)
-        if failure is not None:
-            raise failure
+        calls = live.calls = InFlightCalls(live.nursery, ledger, self._call_runner(state, stats, live))
+        call_start = self._now()
+        try:
+            outcome = await self._sampler.generate(
+                state.settings, call_index=live.model_call_index, turn_id=state.turn_id,
+                preemption=state.preemption, join=join, calls=calls, started=call_start,
+            )
+        finally:
+            stats.model_duration_ns += ns(self._now() - call_start)
+        stats.usage = stats.usage + outcome.usage
+        stats.last_response_id = outcome.response_id
+        self._last_total_tokens = outcome.usage.total_tokens
+        ledger.commit_response(outcome.response_id if outcome.chained else None, outcome.history_items)
+        live.drain = True
+        tool_calls = outcome.tool_calls  # a property that filters the output: read once
+        if tool_calls or calls:  # (else nothing to dispatch, nor to mark committed)
+            calls.dispatch_rest(tool_calls)
+        step = plan_next(
+            tool_calls=tool_calls,
+            end_turn=outcome.end_turn,
+            final_message=outcome.final_message,
+            pending_steers=state.pending_count,
+        )
+        if isinstance(step, FinishTurn):
+            state.stop_steering()  # decided synchronously: no steer can slip in now
+            checkpoint = ledger.snapshot(self._model.chain)
+            self._fork_point.latest = checkpoint
+            result = TurnResult(
+                state.turn_id, step.message, outcome.response_id, checkpoint=checkpoint,
+                lineage=self._session.prompt_cache_key, session=self._session,
+            )
+            if not calls:  # no call left: out before the nursery's exit and its schedule point
+                self._complete(state, stats, live, result)
+            return result
+        if isinstance(step, RunTools):  # each output recorded in model order, as its call finishes
+            await calls.record(step.calls)
+        else:
+            assert isinstance(step, SampleAgain)
         return bool(tool_calls) or outcome.end_turn is False
 
     def _complete(self, state: TurnState, stats: TurnStats, live: _Live, result: TurnResult) -> None:
@@ -363,12 +369,6 @@ class TurnRunner:
                                   stats=stats)
 
         return run
-
-    async def _run_tools(self, live: _Live, step: RunTools) -> None:
-        """Record each call's output in model order, as it finishes (most started while
-        their response streamed)."""
-        assert live.calls is not None
-        await live.calls.record(step.calls)
 
     async def _maybe_compact(self, state: TurnState, stats: TurnStats, live: _Live) -> bool:
         """Compact when the active context reached the auto-compact limit (SPEC sec. 8);

@@ -166,7 +166,7 @@ class TurnState:
 
     __slots__ = (  # noqa: RUF023  # field order
         "turn_id", "prompt", "settings", "activity", "items", "mail", "compact", "mail_mark", "preemption",
-        "cancel_scope", "started", "done", "_phase", "_ran", "_steers", "_injected", "_result", "_error",
+        "_scope", "started", "done", "_phase", "_ran", "_steers", "_injected", "_result", "_error",
     )
 
     def __init__(
@@ -186,7 +186,7 @@ class TurnState:
         # before its own input if posted by then, after it if posted later (order of arrival).
         self.mail_mark: Final = mail_mark
         self.preemption: Final = Preemption(mail_flag)
-        self.cancel_scope: Final = trio.CancelScope()
+        self._scope: trio.CancelScope | None = None  # see cancel_scope
         self.started: Final = trio.Event()  # set by start() or finish()
         self.done: Final = trio.Event()  # set by finish()
         self._phase = TurnPhase.QUEUED
@@ -195,6 +195,22 @@ class TurnState:
         self._injected: list[dict[str, Any]] = []  # raw items from Agent.inject
         self._result: TurnResult | None = None
         self._error: AgentError | None = None
+
+    @property
+    def cancel_scope(self) -> trio.CancelScope:
+        """The scope ``cancel()`` cancels: the one the runner runs the turn in (its
+        nursery's, given by ``run_in``), or one of its own until then."""
+        scope = self._scope
+        if scope is None:
+            scope = self._scope = trio.CancelScope()
+        return scope
+
+    def run_in(self, scope: trio.CancelScope) -> None:
+        """The runner's task runs the turn in ``scope`` from now on (the turn's nursery:
+        its calls run in it too); a cancel that came first carries over."""
+        if self._scope is not None and self._scope.cancel_called:
+            scope.cancel()
+        self._scope = scope
 
     @property
     def automatic(self) -> bool:
