@@ -73,6 +73,7 @@ from ._ws_wire import Wire
 from .cold_cli import CODEX_CONFIG, TREE
 
 ROUNDS = {1: 40, 20: 5, 200: 2}  # turns per client, per client count (others: 2)
+MAX_CLIENTS = 1024  # the most WebSocket connections a benchmarked trio-agent server accepts
 STEP = 300.0  # seconds any one wait may take before the phase gives up (codex at 200 clients: ~170 s per turn)
 _METHOD = re.compile(r'"method":"([^"]+)"')
 _LISTENING = re.compile(r"listening on:? ws://127\.0\.0\.1:(\d+)")
@@ -218,8 +219,10 @@ def server_command(spec: ServerSpec, work: Path, tree: str, codex: str | None, m
         (home / "config.toml").write_text(CODEX_CONFIG.format(base_url=model.http_base_url))
         return [codex, "app-server", "--listen", "ws://127.0.0.1:0"], {
             **env, "CODEX_HOME": str(home), "LOCAL_KEY": "dummy-local-key", "RUST_LOG": "error"}
+    # --max-connections: the server serves 64 WebSocket connections by default (beyond them a
+    # 503, issue 30's review); the 200-client phase needs more, as codex's has no such bound.
     command = [sys.executable, "-m", "trio_agent", "serve", "--listen", "ws://127.0.0.1:0", "--home",
-               str(work / "home"), "--workspace", str(work / "workspace")]
+               str(work / "home"), "--workspace", str(work / "workspace"), "--max-connections", str(MAX_CLIENTS)]
     env.update(PYTHONPATH=tree, CODEX_HOME=str(work / "no-codex-login"))
     if spec.kind == "local":
         return [*command, "--local"], env
@@ -412,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.servers.split(",")
     specs = [spec for spec in (LOCAL, FAKE, CODEX) if spec.kind in chosen and (spec.kind != "codex" or args.codex)]
     counts = [int(count) for count in args.clients.split(",")]
+    if max(counts) > MAX_CLIENTS:
+        parser.error(f"--clients: at most {MAX_CLIENTS} (the --max-connections the servers are started with)")
     trees = {"serve": args.tree, **({"serve (baseline)": args.baseline} if args.baseline else {})}
     for tree in trees.values():
         subprocess.run([sys.executable, "-m", "compileall", "-q", f"{tree}/trio_agent"], check=True)
