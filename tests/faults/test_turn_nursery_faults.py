@@ -18,7 +18,10 @@ events and ``wait_all_tasks_blocked``, no sleep):
   was lost: the turn's nursery raised the cancellation alone and the turn ended
   "cancelled");
 - a tool that ignores the cancellation for a while (shielded cleanup): the turn's
-  terminal event waits for it, and its call is answered once.
+  terminal event waits for it, and its call is answered once;
+- a cancel during a mid-turn compaction (run in the turn's nursery after the step's
+  call was recorded): cancelled once, the call kept with its real output once, one
+  ``<turn_aborted>``, no summary installed.
 """
 
 from __future__ import annotations
@@ -264,3 +267,44 @@ async def test_a_bug_in_a_steps_body_as_the_agent_is_cancelled_is_not_lost(
     assert [p["message"] for p in log.payloads("run.error")] == ["internal error: RuntimeError('a bug in a step')"]
     assert [(p["call_id"], p["status"]) for p in log.payloads("tool.result")] == [("call-a", "cancelled")]
 
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS, ids=IDS)
+async def test_a_cancel_during_a_mid_turn_compaction_keeps_the_steps_calls_once(
+    server: FakeResponsesServer, workspace: Path, transport: ta.Transport
+) -> None:
+    """The step's call ran and was recorded, then the usage triggers a compaction in the
+    turn's nursery; cancelled there, the turn ends cancelled once and the next request
+    carries the call with its real output once, the prompt and one ``<turn_aborted>``,
+    and no summary."""
+    model, tool, log = Model(server, transport), Tool(), EventLog()
+    later: list[dict[str, Any]] = []
+    cancel = trio.Event()
+
+    async def script() -> None:
+        await model.next_request()
+        await model.end([frames.response_created("resp-1"), frames.output_item_done(0, A),
+                         frames.completed("resp-1", [A], usage_block=frames.usage(500_000))])
+        compact = await model.next_request()
+        assert compact["input"][-1] == {"type": "compaction_trigger"}, compact
+        await trio.testing.wait_all_tasks_blocked()
+        cancel.set()
+        later.append(await model.next_request())  # the next turn compacts first: the context is still over
+        await model.end([frames.output_item_done(0, {"type": "compaction", "encrypted_content": "SUMMARY"}),
+                         frames.completed("resp-compact", [], usage_block=frames.usage(50))])
+        await model.next_request()
+        await model.end([FINAL])
+
+    cancelled, done = await prompts(model, workspace, tool.tools(), script, log, "go", "again",
+                                    cancel_first=cancel)
+
+    assert isinstance(cancelled, ta.TurnCancelled) and terminals(log) == ["cancelled", "completed"]
+    assert tool.finished == ["call-a"]
+    assert [(p["call_id"], p["status"]) for p in log.payloads("tool.result")] == [("call-a", "completed")]
+    [request] = later
+    items = request["input"]
+    assert calls_and_outputs(items) == [("call", "call-a"), ("output", "call-a")]
+    assert output_of(items, "call-a") == ["done call-a"]
+    assert items[-1] == {"type": "compaction_trigger"} and "SUMMARY" not in str(items[:-1])
+    assert str(items).count("<turn_aborted>") == 1 and str(items).count("'text': 'go'") == 1
+    assert well_formed(history(done))
