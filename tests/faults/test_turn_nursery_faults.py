@@ -21,7 +21,10 @@ events and ``wait_all_tasks_blocked``, no sleep):
   terminal event waits for it, and its call is answered once;
 - a cancel during a mid-turn compaction (run in the turn's nursery after the step's
   call was recorded): cancelled once, the call kept with its real output once, one
-  ``<turn_aborted>``, no summary installed.
+  ``<turn_aborted>``, no summary installed;
+- an interrupting steer while a streamed call runs: the cut response's call is drained
+  with its real output before the steer joins (chained on the interrupted response);
+  cancelled while that drain waits, the call is aborted once.
 """
 
 from __future__ import annotations
@@ -308,3 +311,71 @@ async def test_a_cancel_during_a_mid_turn_compaction_keeps_the_steps_calls_once(
     assert items[-1] == {"type": "compaction_trigger"} and "SUMMARY" not in str(items[:-1])
     assert str(items).count("<turn_aborted>") == 1 and str(items).count("'text': 'go'") == 1
     assert well_formed(history(done))
+
+
+def interrupted(response_id: str) -> dict[str, Any]:
+    """An interrupted ``response.incomplete`` without an output list."""
+    frame = frames.completed(response_id)
+    frame["type"] = "response.incomplete"
+    frame["response"].update(status="incomplete", incomplete_details={"reason": "interrupted"})
+    del frame["response"]["output"]
+    return frame
+
+
+@pytest.mark.parametrize("then_cancel", [False, True], ids=["steered", "steered_then_cancelled"])
+async def test_an_interrupting_steer_while_a_streamed_call_runs(
+    server: FakeResponsesServer, workspace: Path, then_cancel: bool
+) -> None:
+    """The steer cuts the response; its running call is drained into history with its
+    real output (no terminal event before), then the steer joins the next request. Or,
+    cancelled while the call still runs: cancelled once, the call aborted once."""
+    model, tool, log = Model(server, ta.Transport.WEBSOCKET), Tool(held=True), EventLog()
+    later: list[dict[str, Any]] = []
+    streaming, drained = trio.Event(), trio.Event()
+    seen_while_held: list[list[str]] = []
+
+    async def script() -> None:
+        await model.next_request()
+        await model.send([frames.response_created("resp-1"), frames.output_item_done(0, A)])
+        await tool.started.wait()
+        streaming.set()
+        interrupt = await model.next_request()
+        assert interrupt["type"] == "response.interrupt", interrupt
+        await model.send([{"type": "response.interrupt.accepted", "response_id": "resp-1"}, interrupted("resp-1")])
+        await log.wait_for("model.call.completed")
+        await trio.testing.wait_all_tasks_blocked()  # the turn waits for its call
+        seen_while_held.append(terminals(log))
+        drained.set()
+        if not then_cancel:
+            tool.release.set()
+        later.append(await model.next_request())
+        await model.end([FINAL])
+
+    async with scripted(script, 20) as nursery, ta.open_agent(model.config(workspace, tools=tool.tools())) as agent:
+        nursery.start_soon(log.consume, agent.events)
+        turn = await agent.prompt("go")
+        await streaming.wait()
+        await turn.steer("second prompt", interrupt=True)
+        await drained.wait()
+        if then_cancel:
+            await turn.cancel()
+            with pytest.raises(ta.TurnCancelled):
+                await turn.result()
+            done = await (await agent.prompt("again")).result()
+        else:
+            done = await turn.result()
+
+    assert seen_while_held == [[]]
+    [request] = later
+    items = history(done)
+    assert well_formed(items) and calls_and_outputs(items) == [("call", "call-a"), ("output", "call-a")]
+    if then_cancel:  # a new socket: replayed in full
+        assert terminals(log) == ["cancelled", "completed"] and tool.finished == []
+        assert calls_and_outputs(request["input"]) == calls_and_outputs(items)
+        assert "aborted" in output_of(items, "call-a")[0] and str(items).count("<turn_aborted>") == 1
+    else:  # chained on the interrupted response: the call's output, then the steer
+        assert terminals(log) == ["completed"] and tool.finished == ["call-a"]
+        assert request["previous_response_id"] == "resp-1"
+        assert calls_and_outputs(request["input"]) == [("output", "call-a")]
+        assert output_of(items, "call-a") == ["done call-a"] and "second prompt" in str(request["input"][1:])
+        assert str(items).count("second prompt") == 1
