@@ -24,7 +24,9 @@ events and ``wait_all_tasks_blocked``, no sleep):
   ``<turn_aborted>``, no summary installed;
 - an interrupting steer while a streamed call runs: the cut response's call is drained
   with its real output before the steer joins (chained on the interrupted response);
-  cancelled while that drain waits, the call is aborted once.
+  cancelled while that drain waits, the call is aborted once;
+- a tool that raises or returns what no output holds (a set, bytes), started while its
+  response streams: a failed output, the turn completes.
 """
 
 from __future__ import annotations
@@ -379,3 +381,44 @@ async def test_an_interrupting_steer_while_a_streamed_call_runs(
         assert calls_and_outputs(request["input"]) == [("output", "call-a")]
         assert output_of(items, "call-a") == ["done call-a"] and "second prompt" in str(request["input"][1:])
         assert str(items).count("second prompt") == 1
+
+
+class Hostile:
+    """A tool that raises, or returns what no output can hold."""
+
+    def __init__(self, behaviour: str) -> None:
+        self.behaviour = behaviour
+
+    async def __call__(self, ctx: ta.ToolContext, args: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+        if self.behaviour == "raises":
+            raise RuntimeError("the tool broke")
+        return {1, 2} if self.behaviour == "a_set" else b"bytes"
+
+    def tools(self) -> ta.Tools:
+        return ta.Tools.default().function("work", "Does work.", {"type": "object"}, self)
+
+
+@pytest.mark.parametrize("behaviour", ["raises", "a_set", "bytes"])
+async def test_a_hostile_tool_started_while_its_response_streams_is_a_failed_output(
+    server: FakeResponsesServer, workspace: Path, behaviour: str
+) -> None:
+    """The call's task is the turn's nursery's child: what the tool does is answered as
+    a failed output, never an exception that would end the turn."""
+    model, log = Model(server, ta.Transport.WEBSOCKET), EventLog()
+    later: list[dict[str, Any]] = []
+
+    async def script() -> None:
+        await model.next_request()
+        await model.send([frames.response_created("resp-1"), frames.output_item_done(0, A)])
+        await log.wait_for("tool.result")  # it ended while the response streams
+        await model.end([frames.completed("resp-1", [A])])
+        later.append(await model.next_request())
+        await model.end([FINAL])
+
+    [result] = await prompts(model, workspace, Hostile(behaviour).tools(), script, log, "go")
+
+    assert terminals(log) == ["completed"]
+    assert [p["status"] for p in log.payloads("tool.result")] == ["failed"]
+    assert well_formed(history(result))
+    assert calls_and_outputs(later[0]["input"]) == [("output", "call-a")]
