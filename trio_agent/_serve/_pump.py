@@ -11,7 +11,7 @@ or an approval is *introduced* once its notifications are out: only then does th
 server ask the client (``_asking``).
 
 Cost per client (issue 23). The pump delivers every thread event that is ready in one
-pass (at most ``PUMP_BURST``) before it yields, so each client's burst is queued
+pass (at most ``PUMP_BURST + 1``) before it yields, so each client's burst is queued
 together and goes in one write -- made by the pump itself at the end of the pass, from
 each WebSocket at once (``_connection.Flusher.held``; issue 30), not by a task per client.
 """
@@ -84,6 +84,8 @@ class Pump:
                 finally:
                     if flusher is not None:
                         flusher.release()
+                if ready:  # cut at PUMP_BURST: the writers and handlers run before the next burst
+                    await trio.lowlevel.checkpoint()  # (the stream's get would not yield: _event_queue._BURST)
         finally:
             self.done.set()
 

@@ -166,7 +166,7 @@ class TurnRunner:
         live = _Live()
         start = live.start = self._now()
         failure: AgentError | None = None
-        crash: Exception | None = None
+        crash: BaseException | None = None  # (a bug may raise a group itself)
         try:
             async with trio.open_nursery() as nursery:  # the turn's scope; every step's calls run in it
                 state.run_in(nursery.cancel_scope)
@@ -188,14 +188,14 @@ class TurnRunner:
                 self._fail(state, stats, live, start, TurnFailed(str(failure), responses_error=cause), failure)
             if state.done.is_set():
                 return
-        except trio.Cancelled:
-            self._abort(state, stats, live, start)
-            raise
-        except BaseExceptionGroup as group:  # cancellation can arrive grouped from inner nurseries
-            if group.subgroup(lambda exc: not isinstance(exc, trio.Cancelled | BaseExceptionGroup)) is None:
+        except (trio.Cancelled, BaseExceptionGroup) as exc:  # cancellation can arrive grouped
+            if crash is not None and exc is not crash:  # cancelled as a bug cancelled the calls: keep the bug
+                self._fail(state, stats, live, start, TurnFailed(f"internal error: {crash!r}"), crash)
+                raise BaseExceptionGroup("a bug in a turn, as the agent was cancelled", [crash, exc]) from None
+            if isinstance(exc, trio.Cancelled) or exc.split(trio.Cancelled)[1] is None:  # (cancelled alone)
                 self._abort(state, stats, live, start)
             else:
-                self._fail(state, stats, live, start, TurnFailed(f"internal error: {group!r}"), group)
+                self._fail(state, stats, live, start, TurnFailed(f"internal error: {exc!r}"), exc)
             raise
         except Exception as exc:  # a bug: report it on the turn, then let it crash the agent
             self._fail(state, stats, live, start, TurnFailed(f"internal error: {exc!r}"), exc)
