@@ -112,3 +112,27 @@ def test_a_budget_spent_deep_down_leaves_the_shallow_directories_rebuilt(
     assert ("--ro-bind", "/dev/null", f"{root}/svc/sock") in triples(flags.rebuild)
     assert ("--ro-bind-try", f"{root}/udev", f"{root}/udev") in triples(flags.rebuild)
     assert flags.in_place == [] and flags.seal == ["--remount-ro", str(root)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_only_a_directory_root_or_the_agent_alone_may_change_is_rebuilt(root: Path) -> None:
+    # Its entries are bound back one by one by their host paths, which bwrap resolves
+    # following links: another user's directory (or one others may write: it holds the
+    # workspace) is bound back whole, its sockets masked in place (sec6).
+    (root / "other").mkdir()
+    (root / "other" / "other.pid").write_text("1\n")
+    (root / "lock" / "workspace").mkdir()
+    with socket.socket(socket.AF_UNIX) as other, socket.socket(socket.AF_UNIX) as locked:
+        other.bind(str(root / "other" / "sock"))
+        locked.bind(str(root / "lock" / "sock"))
+        os.chown(root / "other", 4242, 4242)
+        flags = run_flags([], [str(root / "lock" / "workspace")], str(root))
+    found = triples(flags.rebuild)
+    assert {("--ro-bind-try", f"{root}/other", f"{root}/other"), ("--ro-bind-try", f"{root}/lock", f"{root}/lock"),
+            ("--ro-bind-try", f"{root}/svc/svc.pid", f"{root}/svc/svc.pid")} <= found  # root's: rebuilt
+    assert not any(f"{root}/other/" in flag or f"{root}/lock/" in flag for flag in flags.rebuild)
+    assert triples(flags.in_place) >= {("--ro-bind", "/dev/null", f"{root}/other/sock"),
+                                       ("--ro-bind", "/dev/null", f"{root}/lock/sock")}
+    os.chown(root, 4242, 4242)  # /run itself: nothing rebuilt
+    flags = run_flags([], [], str(root))
+    assert flags.rebuild == [] and ("--ro-bind", "/dev/null", f"{root}/svc/sock") in triples(flags.in_place)

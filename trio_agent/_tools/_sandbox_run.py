@@ -37,7 +37,20 @@ removes in between can fail the command: not a socket, not a whole service direc
 only a missing source: a rebuilt directory replaced by a file, or made unsearchable to
 the agent, in that instant would still fail ``bwrap``; services do neither.) The walk
 is breadth first, so a budget spent deep down leaves the shallow levels, where services
-keep their sockets, listed whole. What changes for a command:
+keep their sockets, listed whole.
+
+Only a directory that root or the agent's own user alone may change (owned by one of
+them, no group or other write) is rebuilt (sec6). ``bwrap`` resolves a bind's source on
+the host following links, so an entry bound back by its path shows whatever that path
+leads to when ``bwrap`` runs: another user who owns a service directory (a database's,
+``systemd-resolve``'s) could swap its pid file for a link (``../user/1000``) between the
+walk and ``bwrap`` and the command would see, at the pid file's place, the agent's
+runtime directory with its session bus -- hidden everywhere else. Such a directory is
+bound back whole instead, by a path whose every directory only root or the agent may
+change (the rebuilt ones above it); the links in it resolve inside the sandbox, where
+the hidden directories are hidden; its sockets are masked in place, as before the
+rebuild -- with the race that fails a command when its service restarts in that
+instant, and a restarted service's socket reachable. What changes for a command:
 
 * a socket a service creates later, in ``/run`` itself or in a directory that held a
   socket when the command started, is not there (it was reachable before), and a
@@ -61,8 +74,8 @@ argv 77 -> 95 words) went from 7.7 to 8.6 ms (x1.13, 20 rounds). On a desktop-li
 ``journal``, 12 sockets) the same line went from 12 to 97 mount operations and from 9.7
 to 38 ms (x4.1, 40 rounds): about 28 ms a command. At most :data:`REBUILD_ENTRIES`
 entries are rebuilt (``bwrap`` takes at most 9,000 arguments; lowering it caps the cost);
-a directory beyond that, one the walk could not list completely, or ``/run`` when a
-shown path holds it (the workspace is ``/``: its bind would cover the rebuilt ``/run``),
+a directory beyond that, one the walk could not list completely, another user's, or
+``/run`` when a shown path holds it (the workspace is ``/``: its bind would cover the rebuilt ``/run``),
 is masked in place as before, racing the host as before.
 
 The other choice, retrying ``bwrap`` when its setup failed (cheap: the masks stay in
@@ -99,13 +112,14 @@ class _Listing:
     """One directory of the walk: its entries as ``(path, kind, detail)``; ``detail`` is
     a link's target, a directory's own listing (None: not listed), else None."""
 
-    __slots__ = ("complete", "entries", "path", "targets")
+    __slots__ = ("complete", "entries", "path", "targets", "trusted")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, trusted: bool) -> None:
         self.path = path
         self.entries: list[tuple[str, int, object]] = []
         self.complete = False  # every entry listed (the walk's budget did not end inside)
         self.targets = False  # a socket or a hidden directory is in it or below it
+        self.trusted = trusted  # only root or the agent may change its entries (_trusted)
 
 
 class RunFlags:
@@ -130,7 +144,7 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
     listing = _Walk(set(replaced), shown).run(top)
     if listing is None:
         return RunFlags([], [], [])
-    if not listing.complete or any(inside(top, path) for path in shown):
+    if not _rebuildable(listing, shown, REBUILD_ENTRIES):
         return RunFlags([], _in_place(listing, mounts), [])
     rebuild = ["--tmpfs", top]
     in_place: list[str] = []
@@ -159,10 +173,21 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
 
 
 def _rebuildable(listing: _Listing, shown: list[str], budget: int) -> bool:
-    """Whether ``listing`` may be rebuilt: listed whole, within the budget, and not a
-    shown path or below one (its bind would cover the rebuilt directory)."""
-    return (listing.complete and len(listing.entries) <= budget
+    """Whether ``listing`` may be rebuilt: listed whole, within the budget, not a shown
+    path or below one (its bind would cover the rebuilt directory), and trusted: its
+    entries are bound back one by one, each by its host path, which ``bwrap`` resolves
+    following links -- an entry that another user replaced by a link (``../user/1000``)
+    between the walk and ``bwrap`` would show whatever it points to, the hidden runtime
+    directories included (sec6). A directory bound whole is reached through trusted
+    directories only, and the links in it resolve inside the sandbox."""
+    return (listing.trusted and listing.complete and len(listing.entries) <= budget
             and not any(inside(listing.path, path) for path in shown))
+
+
+def _trusted(info: os.stat_result) -> bool:
+    """Whether only root or the agent's own user may change the entries of the directory
+    ``info`` describes: owned by one of them, and no group or other write."""
+    return info.st_uid in (0, os.getuid(), os.geteuid()) and not info.st_mode & 0o022
 
 
 def _in_place(listing: _Listing, mounts: list[tuple[str, bool]]) -> list[str]:
@@ -193,7 +218,10 @@ class _Walk:
         deep down (``/run/udev/data`` holds an entry per device) leaves the shallow
         directories, where the services keep their sockets, listed whole. A directory the
         budget left unlisted has no entries: it is bound back whole, as before."""
-        first = _Listing(top)
+        try:
+            first = _Listing(top, _trusted(os.lstat(top)))
+        except OSError:
+            return None
         order: list[_Listing] = []
         self.queue = [(first, RUN_DEPTH)]
         while self.queue and self.budget >= 0:
@@ -224,9 +252,10 @@ class _Walk:
 
     def _entry(self, found: _Listing, entry: os.DirEntry[str], depth: int) -> None:
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            info = entry.stat(follow_symlinks=False)
         except OSError:
             return  # gone since it was listed
+        mode = info.st_mode
         path, kind = entry.path, _OTHER
         detail: str | _Listing | None = None
         if stat.S_ISSOCK(mode):
@@ -241,6 +270,6 @@ class _Walk:
         elif stat.S_ISDIR(mode) and mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
             kind = _SHARED
         elif stat.S_ISDIR(mode) and depth > 1:
-            kind, detail = _DIR, _Listing(path)
+            kind, detail = _DIR, _Listing(path, _trusted(info))
             self.queue.append((detail, depth - 1))
         found.entries.append((path, kind, detail))
