@@ -33,7 +33,7 @@ import trio
 import trio_agent as ta
 from trio_agent._tools._sandbox_run import run_flags
 
-from .test_sandbox_escapes import MODES, connects, listening, private_dir, run, run_plant, sandboxed
+from .test_sandbox_escapes import CONNECT, MODES, connects, listening, private_dir, run, run_plant, sandboxed
 from .test_sandbox_run_churn import _Gone, walk_sees
 
 NOBODY = 65534
@@ -124,25 +124,13 @@ def tree() -> Iterator[Path]:
         shutil.rmtree(base)
 
 
-PROBE = """
-import socket, sys
-for path in sys.argv[1:]:
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect(path)
-        print("ok")
-    except OSError as exc:
-        print(exc.strerror)
-"""
-
-
 def nobody_runs(top: Path, script: str, *paths: Path) -> list[str]:
     """``script`` then the connect probe of ``paths`` (the system ``python3``: ours is
     closed to 65534), after /run's flags as the agent builds them (before any swap)."""
     flags = run_flags([str(top / "user")], [], str(top))
     return [*flags.rebuild, "--tmpfs", str(top / "user"), "--remount-ro", str(top / "user"), *flags.in_place,
             *flags.seal, "--", "/bin/sh", "-c", f"{script}; exec \"$@\"", "sh",
-            shutil.which("python3", path="/usr/bin:/bin") or "python3", "-c", PROBE, *map(str, paths)]
+            shutil.which("python3", path="/usr/bin:/bin") or "python3", "-c", CONNECT, *map(str, paths)]
 
 
 def bwrap(tail: list[str]) -> list[str]:
