@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,40 @@ def test_only_a_directory_root_or_the_agent_alone_may_change_is_rebuilt(root: Pa
     os.chown(root, 4242, 4242)  # /run itself: nothing rebuilt
     flags = run_flags([], [], str(root))
     assert flags.rebuild == [] and ("--ro-bind", "/dev/null", f"{root}/svc/sock") in triples(flags.in_place)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_neither_another_user_nor_one_big_directory_spends_the_walks_budget(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service user's tree (hog: five directories of nine files) and one big directory
+    # of root's (data, as /run/udev/data), listed first at each level: the budget spent
+    # there left root's sys/journal unlisted, bound back whole, its socket reachable
+    # (sec6). Root's and the agent's directories are listed first, at most DIR_ENTRIES
+    # entries of each: each half alone still fails.
+    for n in range(5):
+        (root / "hog" / f"h{n}").mkdir(parents=True)
+        for m in range(9):
+            (root / "hog" / f"h{n}" / f"f{m}").write_text("")
+    os.chown(root / "hog", 4242, 4242)
+    (root / "data").mkdir()
+    for n in range(30):
+        (root / "data" / f"d{n}").write_text("")
+    (root / "sys" / "journal").mkdir(parents=True)
+    real_scandir = os.scandir
+
+    @contextmanager
+    def hog_and_data_first(path: str) -> Iterator[list[os.DirEntry[str]]]:
+        with real_scandir(path) as entries:
+            yield sorted(entries, key=lambda entry: (entry.name not in ("hog", "data"), entry.name))
+
+    with socket.socket(socket.AF_UNIX) as journal:
+        journal.bind(str(root / "sys" / "journal" / "sock"))
+        monkeypatch.setattr(os, "scandir", hog_and_data_first)
+        monkeypatch.setattr(_sandbox_run, "RUN_ENTRIES", 30)
+        monkeypatch.setattr(_sandbox_run, "DIR_ENTRIES", 10, raising=False)
+        flags = run_flags([str(root / "user")], [], str(root))
+    masks = triples(flags.rebuild + flags.in_place)
+    assert ("--ro-bind", "/dev/null", f"{root}/sys/journal/sock") in masks, flags.rebuild
+    assert ("--ro-bind", "/dev/null", f"{root}/svc/sock") in masks
+    assert ("--ro-bind-try", f"{root}/data", f"{root}/data") in masks  # cut: bound back whole

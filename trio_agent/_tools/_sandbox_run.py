@@ -8,7 +8,8 @@ database's -- as root each is a way out, and a user in the ``docker`` group has 
 first. ``/run`` cannot be hidden whole (``/etc/resolv.conf`` often links into it, NixOS
 keeps ``/run/current-system`` there), and ``connect`` ignores read-only mounts. So each
 command's sandbox walks ``/run`` (at most :data:`RUN_DEPTH` levels and
-:data:`RUN_ENTRIES` entries; at each command, so that a service started since is
+:data:`RUN_ENTRIES` entries, :data:`DIR_ENTRIES` of one directory, root's and the
+agent's directories first; at each command, so that a service started since is
 covered) and masks every socket it finds with ``/dev/null`` (``connect`` is refused);
 a directory there that other users may write (``/run/lock``, ``drwxrwxrwt``) is hidden
 whole (anyone could make a socket in it after the walk). What a command reads there
@@ -97,11 +98,13 @@ from collections.abc import Iterable
 
 from ._sandbox_hide import inside, mask, real, visible
 
-__all__ = ["REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES", "RunFlags", "run_flags"]
+__all__ = ["DIR_ENTRIES", "REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES", "RunFlags", "run_flags"]
 
 #: How deep below ``/run``, and over how many entries, the walk looks for sockets.
 RUN_DEPTH = 4
 RUN_ENTRIES = 4096
+#: At most this many entries of one directory are listed (one big directory cannot spend the budget).
+DIR_ENTRIES = 512
 #: At most this many entries of ``/run`` and its socket-holding directories are rebuilt.
 REBUILD_ENTRIES = 1024
 
@@ -211,21 +214,27 @@ class _Walk:
     def __init__(self, skip: set[str], shown: list[str]) -> None:
         self.skip, self.shown = skip, shown
         self.budget = RUN_ENTRIES
-        self.queue: list[tuple[_Listing, int]] = []
+        self.queue: list[tuple[_Listing, int]] = []  # trusted directories (root's, the agent's)
+        self.later: list[tuple[_Listing, int]] = []  # other users' (and ones others may write)
 
     def run(self, top: str) -> _Listing | None:
         """``top``'s listing (None: not listable), walked breadth first: a budget spent
         deep down (``/run/udev/data`` holds an entry per device) leaves the shallow
         directories, where the services keep their sockets, listed whole. A directory the
-        budget left unlisted has no entries: it is bound back whole, as before."""
+        budget left unlisted has no entries: it is bound back whole, as before (its
+        sockets reachable). So that neither another user nor one big directory can spend
+        the budget before root's services are listed (sec6: a directory of a database's
+        user holding 5,000 files left ``/run/systemd`` unlisted, ``private`` reachable),
+        the directories only root or the agent may change are listed first, and at most
+        :data:`DIR_ENTRIES` entries of each (a directory cut there is bound back whole)."""
         try:
             first = _Listing(top, _trusted(os.lstat(top)))
         except OSError:
             return None
         order: list[_Listing] = []
-        self.queue = [(first, RUN_DEPTH)]
-        while self.queue and self.budget >= 0:
-            found, depth = self.queue.pop(0)
+        self.queue, self.later = [(first, RUN_DEPTH)], []
+        while (self.queue or self.later) and self.budget >= 0:
+            found, depth = (self.queue or self.later).pop(0)
             if self._list(found, depth) and found is first:
                 return None
             order.append(found)
@@ -239,9 +248,9 @@ class _Walk:
         us: a search-only directory can hide a socket, not covered)."""
         try:
             with os.scandir(found.path) as entries:
-                for entry in entries:
+                for count, entry in enumerate(entries):
                     self.budget -= 1
-                    if self.budget < 0:
+                    if self.budget < 0 or count >= DIR_ENTRIES:
                         return False  # incomplete: not rebuilt
                     self._entry(found, entry, depth)
         except OSError:
@@ -271,5 +280,5 @@ class _Walk:
             kind = _SHARED
         elif stat.S_ISDIR(mode) and depth > 1:
             kind, detail = _DIR, _Listing(path, _trusted(info))
-            self.queue.append((detail, depth - 1))
+            (self.queue if detail.trusted else self.later).append((detail, depth - 1))
         found.entries.append((path, kind, detail))
