@@ -122,7 +122,7 @@ class _Listing:
         self.entries: list[tuple[str, int, object]] = []
         self.complete = False  # every entry listed (the walk's budget did not end inside)
         self.targets = False  # a socket or a hidden directory is in it or below it
-        self.trusted = trusted  # only root or the agent may change its entries (_trusted)
+        self.trusted = trusted  # only root or the agent may change its entries and its path (_trusted)
 
 
 class RunFlags:
@@ -279,6 +279,6 @@ class _Walk:
         elif stat.S_ISDIR(mode) and mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
             kind = _SHARED
         elif stat.S_ISDIR(mode) and depth > 1:
-            kind, detail = _DIR, _Listing(path, _trusted(info))
+            kind, detail = _DIR, _Listing(path, found.trusted and _trusted(info))  # its path too
             (self.queue if detail.trusted else self.later).append((detail, depth - 1))
         found.entries.append((path, kind, detail))
