@@ -51,7 +51,8 @@ bound back whole instead, by a path whose every directory only root or the agent
 change (the rebuilt ones above it); the links in it resolve inside the sandbox, where
 the hidden directories are hidden; its sockets are masked in place, as before the
 rebuild -- with the race that fails a command when its service restarts in that
-instant, and a restarted service's socket reachable. What changes for a command:
+instant (or its owner makes it unsearchable to an unprivileged agent then), and a
+restarted service's socket reachable. What changes for a command:
 
 * a socket a service creates later, in ``/run`` itself or in a directory that held a
   socket when the command started, is not there (it was reachable before), and a
