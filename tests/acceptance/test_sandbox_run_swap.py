@@ -6,7 +6,9 @@ that directory -- hidden everywhere else -- with its session bus and secrets, at
 pid file's place. Only a directory that root or the agent's own user alone may change
 is rebuilt entry by entry now; another user's is bound back whole (reached through
 directories it cannot change), its sockets masked in place, and a link in it resolves
-inside the sandbox, where the runtime directory is hidden.
+inside the sandbox, where the runtime directory is hidden. And another user's tree of
+thousands of sockets, each masked in place, took ``bwrap`` beyond its 9,000 arguments
+(every command failed): beyond ``MASK_ENTRIES`` such a directory is hidden whole.
 
 Real ``bwrap``, both confined modes, through the agent's own command line (the swap
 made deterministic at ``_sandbox.bwrap_argv``, as in ``test_sandbox_run_churn``), and as
@@ -151,3 +153,18 @@ def test_as_an_unprivileged_agent_a_swapped_entry_shows_nothing_hidden(tree: Pat
     swap_for_link(svc / "svc.pid", Path("../user/1000"))
     assert bwrap(line) == ["hidden", "No such file or directory"]  # on main: SECRET, ok
     assert (svc / "svc.pid" / "secret").read_text() == "SECRET\n"  # outside, the link does lead there
+
+
+def test_another_users_thousands_of_sockets_do_not_fail_the_command(tree: Path) -> None:
+    # Each masked in place (another user's: not rebuilt), they took bwrap beyond its
+    # 9,000 arguments: "Exceeded maximum number of arguments", every command failed.
+    # Beyond MASK_ENTRIES the directory is hidden whole; the other masks stay.
+    hog = tree / "hog"
+    for d in range(7):
+        (hog / f"d{d}").mkdir(parents=True)
+        for n in range(450):
+            with socket.socket(socket.AF_UNIX) as each:
+                each.bind(str(hog / f"d{d}" / f"s{n}"))  # the file stays
+    os.chown(hog, OTHER, OTHER)
+    line = nobody_runs(tree, f"ls -A {hog} | wc -l", hog / "d0" / "s0", tree / "svc" / "sock", tree / "own" / "sock")
+    assert bwrap(line) == ["0", "No such file or directory", "Connection refused", "Connection refused"]

@@ -78,7 +78,9 @@ to 38 ms (x4.1, 40 rounds): about 28 ms a command. At most :data:`REBUILD_ENTRIE
 entries are rebuilt (``bwrap`` takes at most 9,000 arguments; lowering it caps the cost);
 a directory beyond that, one the walk could not list completely, another user's, or
 ``/run`` when a shown path holds it (the workspace is ``/``: its bind would cover the rebuilt ``/run``),
-is masked in place as before, racing the host as before.
+is masked in place as before, racing the host as before. At most :data:`MASK_ENTRIES`
+masks are made in place; a directory whose masks would go beyond (another user's tree
+of thousands of sockets) is hidden whole instead.
 
 The other choice, retrying ``bwrap`` when its setup failed (cheap: the masks stay in
 place), needs to know for certain that the command did not start. ``bwrap`` 0.8's
@@ -99,7 +101,7 @@ from collections.abc import Iterable
 
 from ._sandbox_hide import inside, mask, real, visible
 
-__all__ = ["DIR_ENTRIES", "REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES", "RunFlags", "run_flags"]
+__all__ = ["DIR_ENTRIES", "MASK_ENTRIES", "REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES", "RunFlags", "run_flags"]
 
 #: How deep below ``/run``, and over how many entries, the walk looks for sockets.
 RUN_DEPTH = 4
@@ -108,6 +110,8 @@ RUN_ENTRIES = 4096
 DIR_ENTRIES = 512
 #: At most this many entries of ``/run`` and its socket-holding directories are rebuilt.
 REBUILD_ENTRIES = 1024
+#: At most this many masks in place (directories not rebuilt); beyond, a directory is hidden whole.
+MASK_ENTRIES = 1024
 
 _SOCKET, _SHARED, _REPLACED, _LINK, _DIR, _OTHER = range(6)
 
@@ -149,9 +153,10 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
     if listing is None:
         return RunFlags([], [], [])
     if not _rebuildable(listing, shown, REBUILD_ENTRIES):
-        return RunFlags([], _in_place(listing, mounts), [])
+        return RunFlags([], _InPlace(mounts, shown).masks(listing, hideable=False), [])
     rebuild = ["--tmpfs", top]
     in_place: list[str] = []
+    masks = _InPlace(mounts, shown)
     budget = REBUILD_ENTRIES - len(listing.entries)
     queue = [listing]
     while queue:
@@ -170,7 +175,7 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
                     queue.append(detail)
                 else:
                     rebuild += ["--ro-bind-try", path, path]
-                    in_place += _in_place(detail, mounts)
+                    in_place += masks.masks(detail)
             elif kind != _REPLACED:
                 rebuild += ["--ro-bind-try", path, path]
     return RunFlags(rebuild, in_place, ["--remount-ro", top])
@@ -194,16 +199,38 @@ def _trusted(info: os.stat_result) -> bool:
     return info.st_uid in (0, os.getuid(), os.geteuid()) and not info.st_mode & 0o022
 
 
-def _in_place(listing: _Listing, mounts: list[tuple[str, bool]]) -> list[str]:
-    """The masks over the host's own entries (as before the rebuild) of ``listing``'s
-    subtree: sockets and hidden directories the sandbox shows."""
-    flags: list[str] = []
-    for path, kind, detail in listing.entries:
-        if kind in (_SOCKET, _SHARED) and visible(path, mounts):
-            flags += mask(path, directory=kind == _SHARED)
-        elif isinstance(detail, _Listing):
-            flags += _in_place(detail, mounts)
-    return flags
+class _InPlace:
+    """The masks over the host's own entries (as before the rebuild) of the directories
+    not rebuilt: sockets and hidden directories the sandbox shows. At most
+    :data:`MASK_ENTRIES` in all: ``bwrap`` takes at most 9,000 arguments, and another
+    user's tree of a few thousand sockets under ``/run`` made every command fail
+    (sec6). A directory whose masks would go beyond is hidden whole instead (unless it
+    holds a shown path), the biggest first: the masks are made top down."""
+
+    def __init__(self, mounts: list[tuple[str, bool]], shown: list[str]) -> None:
+        self.mounts, self.shown = mounts, shown
+        self.budget = MASK_ENTRIES
+
+    def masks(self, listing: _Listing, hideable: bool = True) -> list[str]:
+        """``listing``'s masks; ``hideable``: it may be hidden whole (not ``/run`` itself)."""
+        if hideable and _count(listing) > self.budget and visible(listing.path, self.mounts) \
+                and not any(inside(path, listing.path) for path in self.shown):
+            self.budget -= 1
+            return mask(listing.path, directory=True)
+        flags: list[str] = []
+        for path, kind, detail in listing.entries:
+            if kind in (_SOCKET, _SHARED) and visible(path, self.mounts):
+                self.budget -= 1
+                flags += mask(path, directory=kind == _SHARED)
+            elif isinstance(detail, _Listing):
+                flags += self.masks(detail)
+        return flags
+
+
+def _count(listing: _Listing) -> int:
+    """The sockets and hidden directories in ``listing``'s subtree (as walked)."""
+    return sum(1 if kind in (_SOCKET, _SHARED) else _count(detail) if isinstance(detail, _Listing) else 0
+               for _path, kind, detail in listing.entries)
 
 
 class _Walk:
