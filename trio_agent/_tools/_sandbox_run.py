@@ -8,7 +8,8 @@ database's -- as root each is a way out, and a user in the ``docker`` group has 
 first. ``/run`` cannot be hidden whole (``/etc/resolv.conf`` often links into it, NixOS
 keeps ``/run/current-system`` there), and ``connect`` ignores read-only mounts. So each
 command's sandbox walks ``/run`` (at most :data:`RUN_DEPTH` levels and
-:data:`RUN_ENTRIES` entries; at each command, so that a service started since is
+:data:`RUN_ENTRIES` entries, :data:`DIR_ENTRIES` of one directory, root's and the
+agent's directories first; at each command, so that a service started since is
 covered) and masks every socket it finds with ``/dev/null`` (``connect`` is refused);
 a directory there that other users may write (``/run/lock``, ``drwxrwxrwt``) is hidden
 whole (anyone could make a socket in it after the walk). What a command reads there
@@ -37,7 +38,21 @@ removes in between can fail the command: not a socket, not a whole service direc
 only a missing source: a rebuilt directory replaced by a file, or made unsearchable to
 the agent, in that instant would still fail ``bwrap``; services do neither.) The walk
 is breadth first, so a budget spent deep down leaves the shallow levels, where services
-keep their sockets, listed whole. What changes for a command:
+keep their sockets, listed whole.
+
+Only a directory that root or the agent's own user alone may change (owned by one of
+them, no group or other write) is rebuilt (sec6). ``bwrap`` resolves a bind's source on
+the host following links, so an entry bound back by its path shows whatever that path
+leads to when ``bwrap`` runs: another user who owns a service directory (a database's,
+``systemd-resolve``'s) could swap its pid file for a link (``../user/1000``) between the
+walk and ``bwrap`` and the command would see, at the pid file's place, the agent's
+runtime directory with its session bus -- hidden everywhere else. Such a directory is
+bound back whole instead, by a path whose every directory only root or the agent may
+change (the rebuilt ones above it); the links in it resolve inside the sandbox, where
+the hidden directories are hidden; its sockets are masked in place, as before the
+rebuild -- with the race that fails a command when its service restarts in that
+instant (or its owner makes it unsearchable to an unprivileged agent then), and a
+restarted service's socket reachable. What changes for a command:
 
 * a socket a service creates later, in ``/run`` itself or in a directory that held a
   socket when the command started, is not there (it was reachable before), and a
@@ -61,9 +76,11 @@ argv 77 -> 95 words) went from 7.7 to 8.6 ms (x1.13, 20 rounds). On a desktop-li
 ``journal``, 12 sockets) the same line went from 12 to 97 mount operations and from 9.7
 to 38 ms (x4.1, 40 rounds): about 28 ms a command. At most :data:`REBUILD_ENTRIES`
 entries are rebuilt (``bwrap`` takes at most 9,000 arguments; lowering it caps the cost);
-a directory beyond that, one the walk could not list completely, or ``/run`` when a
-shown path holds it (the workspace is ``/``: its bind would cover the rebuilt ``/run``),
-is masked in place as before, racing the host as before.
+a directory beyond that, one the walk could not list completely, another user's, or
+``/run`` when a shown path holds it (the workspace is ``/``: its bind would cover the rebuilt ``/run``),
+is masked in place as before, racing the host as before. At most :data:`MASK_ENTRIES`
+masks are made in place; a directory whose masks would go beyond (another user's tree
+of thousands of sockets) is hidden whole instead.
 
 The other choice, retrying ``bwrap`` when its setup failed (cheap: the masks stay in
 place), needs to know for certain that the command did not start. ``bwrap`` 0.8's
@@ -84,13 +101,17 @@ from collections.abc import Iterable
 
 from ._sandbox_hide import inside, mask, real, visible
 
-__all__ = ["REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES", "RunFlags", "run_flags"]
+__all__ = ["DIR_ENTRIES", "MASK_ENTRIES", "REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES", "RunFlags", "run_flags"]
 
 #: How deep below ``/run``, and over how many entries, the walk looks for sockets.
 RUN_DEPTH = 4
 RUN_ENTRIES = 4096
+#: At most this many entries of one directory are listed (one big directory cannot spend the budget).
+DIR_ENTRIES = 512
 #: At most this many entries of ``/run`` and its socket-holding directories are rebuilt.
 REBUILD_ENTRIES = 1024
+#: At most this many masks in place (directories not rebuilt); beyond, a directory is hidden whole.
+MASK_ENTRIES = 1024
 
 _SOCKET, _SHARED, _REPLACED, _LINK, _DIR, _OTHER = range(6)
 
@@ -99,13 +120,14 @@ class _Listing:
     """One directory of the walk: its entries as ``(path, kind, detail)``; ``detail`` is
     a link's target, a directory's own listing (None: not listed), else None."""
 
-    __slots__ = ("complete", "entries", "path", "targets")
+    __slots__ = ("complete", "entries", "path", "targets", "trusted")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, trusted: bool) -> None:
         self.path = path
         self.entries: list[tuple[str, int, object]] = []
         self.complete = False  # every entry listed (the walk's budget did not end inside)
         self.targets = False  # a socket or a hidden directory is in it or below it
+        self.trusted = trusted  # only root or the agent may change its entries and its path (_trusted)
 
 
 class RunFlags:
@@ -130,10 +152,11 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
     listing = _Walk(set(replaced), shown).run(top)
     if listing is None:
         return RunFlags([], [], [])
-    if not listing.complete or any(inside(top, path) for path in shown):
-        return RunFlags([], _in_place(listing, mounts), [])
+    if not _rebuildable(listing, shown, REBUILD_ENTRIES):
+        return RunFlags([], _InPlace(mounts, shown).masks(listing, hideable=False), [])
     rebuild = ["--tmpfs", top]
     in_place: list[str] = []
+    masks = _InPlace(mounts, shown)
     budget = REBUILD_ENTRIES - len(listing.entries)
     queue = [listing]
     while queue:
@@ -152,29 +175,62 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
                     queue.append(detail)
                 else:
                     rebuild += ["--ro-bind-try", path, path]
-                    in_place += _in_place(detail, mounts)
+                    in_place += masks.masks(detail)
             elif kind != _REPLACED:
                 rebuild += ["--ro-bind-try", path, path]
     return RunFlags(rebuild, in_place, ["--remount-ro", top])
 
 
 def _rebuildable(listing: _Listing, shown: list[str], budget: int) -> bool:
-    """Whether ``listing`` may be rebuilt: listed whole, within the budget, and not a
-    shown path or below one (its bind would cover the rebuilt directory)."""
-    return (listing.complete and len(listing.entries) <= budget
+    """Whether ``listing`` may be rebuilt: listed whole, within the budget, not a shown
+    path or below one (its bind would cover the rebuilt directory), and trusted: its
+    entries are bound back one by one, each by its host path, which ``bwrap`` resolves
+    following links -- an entry that another user replaced by a link (``../user/1000``)
+    between the walk and ``bwrap`` would show whatever it points to, the hidden runtime
+    directories included (sec6). A directory bound whole is reached through trusted
+    directories only, and the links in it resolve inside the sandbox."""
+    return (listing.trusted and listing.complete and len(listing.entries) <= budget
             and not any(inside(listing.path, path) for path in shown))
 
 
-def _in_place(listing: _Listing, mounts: list[tuple[str, bool]]) -> list[str]:
-    """The masks over the host's own entries (as before the rebuild) of ``listing``'s
-    subtree: sockets and hidden directories the sandbox shows."""
-    flags: list[str] = []
-    for path, kind, detail in listing.entries:
-        if kind in (_SOCKET, _SHARED) and visible(path, mounts):
-            flags += mask(path, directory=kind == _SHARED)
-        elif isinstance(detail, _Listing):
-            flags += _in_place(detail, mounts)
-    return flags
+def _trusted(info: os.stat_result) -> bool:
+    """Whether only root or the agent's own user may change the entries of the directory
+    ``info`` describes: owned by one of them, and no group or other write."""
+    return info.st_uid in (0, os.getuid(), os.geteuid()) and not info.st_mode & 0o022
+
+
+class _InPlace:
+    """The masks over the host's own entries (as before the rebuild) of the directories
+    not rebuilt: sockets and hidden directories the sandbox shows. At most
+    :data:`MASK_ENTRIES` in all: ``bwrap`` takes at most 9,000 arguments, and another
+    user's tree of a few thousand sockets under ``/run`` made every command fail
+    (sec6). A directory whose masks would go beyond is hidden whole instead (unless it
+    holds a shown path), the biggest first: the masks are made top down."""
+
+    def __init__(self, mounts: list[tuple[str, bool]], shown: list[str]) -> None:
+        self.mounts, self.shown = mounts, shown
+        self.budget = MASK_ENTRIES
+
+    def masks(self, listing: _Listing, hideable: bool = True) -> list[str]:
+        """``listing``'s masks; ``hideable``: it may be hidden whole (not ``/run`` itself)."""
+        if hideable and _count(listing) > self.budget and visible(listing.path, self.mounts) \
+                and not any(inside(path, listing.path) for path in self.shown):
+            self.budget -= 1
+            return mask(listing.path, directory=True)
+        flags: list[str] = []
+        for path, kind, detail in listing.entries:
+            if kind in (_SOCKET, _SHARED) and visible(path, self.mounts):
+                self.budget -= 1
+                flags += mask(path, directory=kind == _SHARED)
+            elif isinstance(detail, _Listing):
+                flags += self.masks(detail)
+        return flags
+
+
+def _count(listing: _Listing) -> int:
+    """The sockets and hidden directories in ``listing``'s subtree (as walked)."""
+    return sum(1 if kind in (_SOCKET, _SHARED) else _count(detail) if isinstance(detail, _Listing) else 0
+               for _path, kind, detail in listing.entries)
 
 
 class _Walk:
@@ -186,18 +242,27 @@ class _Walk:
     def __init__(self, skip: set[str], shown: list[str]) -> None:
         self.skip, self.shown = skip, shown
         self.budget = RUN_ENTRIES
-        self.queue: list[tuple[_Listing, int]] = []
+        self.queue: list[tuple[_Listing, int]] = []  # trusted directories (root's, the agent's)
+        self.later: list[tuple[_Listing, int]] = []  # other users' (and ones others may write)
 
     def run(self, top: str) -> _Listing | None:
         """``top``'s listing (None: not listable), walked breadth first: a budget spent
         deep down (``/run/udev/data`` holds an entry per device) leaves the shallow
         directories, where the services keep their sockets, listed whole. A directory the
-        budget left unlisted has no entries: it is bound back whole, as before."""
-        first = _Listing(top)
+        budget left unlisted has no entries: it is bound back whole, as before (its
+        sockets reachable). So that neither another user nor one big directory can spend
+        the budget before root's services are listed (sec6: a directory of a database's
+        user holding 5,000 files left ``/run/systemd`` unlisted, ``private`` reachable),
+        the directories only root or the agent may change are listed first, and at most
+        :data:`DIR_ENTRIES` entries of each (a directory cut there is bound back whole)."""
+        try:
+            first = _Listing(top, _trusted(os.lstat(top)))
+        except OSError:
+            return None
         order: list[_Listing] = []
-        self.queue = [(first, RUN_DEPTH)]
-        while self.queue and self.budget >= 0:
-            found, depth = self.queue.pop(0)
+        self.queue, self.later = [(first, RUN_DEPTH)], []
+        while (self.queue or self.later) and self.budget >= 0:
+            found, depth = (self.queue or self.later).pop(0)
             if self._list(found, depth) and found is first:
                 return None
             order.append(found)
@@ -211,9 +276,9 @@ class _Walk:
         us: a search-only directory can hide a socket, not covered)."""
         try:
             with os.scandir(found.path) as entries:
-                for entry in entries:
+                for count, entry in enumerate(entries):
                     self.budget -= 1
-                    if self.budget < 0:
+                    if self.budget < 0 or count >= DIR_ENTRIES:
                         return False  # incomplete: not rebuilt
                     self._entry(found, entry, depth)
         except OSError:
@@ -224,9 +289,10 @@ class _Walk:
 
     def _entry(self, found: _Listing, entry: os.DirEntry[str], depth: int) -> None:
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            info = entry.stat(follow_symlinks=False)
         except OSError:
             return  # gone since it was listed
+        mode = info.st_mode
         path, kind = entry.path, _OTHER
         detail: str | _Listing | None = None
         if stat.S_ISSOCK(mode):
@@ -241,6 +307,6 @@ class _Walk:
         elif stat.S_ISDIR(mode) and mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
             kind = _SHARED
         elif stat.S_ISDIR(mode) and depth > 1:
-            kind, detail = _DIR, _Listing(path)
-            self.queue.append((detail, depth - 1))
+            kind, detail = _DIR, _Listing(path, found.trusted and _trusted(info))  # its path too
+            (self.queue if detail.trusted else self.later).append((detail, depth - 1))
         found.entries.append((path, kind, detail))
