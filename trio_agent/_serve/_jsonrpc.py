@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from .._jsontext import dumps
+from .._jsontext import EncodedList, dumps, scrub_surrogates
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -73,6 +73,23 @@ RequestId = int | str
 JsonObject = dict[str, Any]
 _encode_string = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False) uses for a str
 _LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
+
+
+def _not_json(value: Any) -> Any:
+    """``JSONEncoder.default``'s refusal (``_encoder``'s ``default``)."""
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+# The C encoder ``_jsontext.dumps``' ``JSONEncoder(separators=(",", ":"), ensure_ascii=False)``
+# makes on every call (``JSONEncoder.encode`` -> ``iterencode``: ~1.3 us of Python around the
+# C work, per message of every turn -- issue 30), made once: the same arguments, the same
+# text. Without circular-reference markers (a fresh dict per call would be needed: a call
+# that failed midway leaves its ids behind): the server's messages are trees it builds; a
+# cycle, a bug, fails with RecursionError (a ValueError before) -- either way the caller's
+# ``except Exception`` reports it.
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)  # (None without the _json module)
+_encoder: Any = (_make_encoder(None, _not_json, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+                 if _make_encoder is not None else None)
 
 
 class RpcError(Exception):
@@ -250,7 +267,13 @@ def encode(message: JsonObject) -> str:
 
 def encode_value(value: Any) -> str:
     """``encode`` for any JSON value (a part of a message, spliced in by ``notification_text``)."""
-    text = dumps(value)
+    if _encoder is None or type(value) is str or (type(value) is dict and type(value.get("input")) is EncodedList):
+        text = dumps(value)  # (a string: JSONEncoder.encode's own branch; a replay body: dumps' splice)
+    else:
+        text = "".join(_encoder(value, 0))
+        if text.isascii():  # no lone surrogate, none of _LINE_BREAKS (what most messages are)
+            return text
+        text = scrub_surrogates(text)
     for char, escaped in _LINE_BREAKS:
         if char in text:
             text = text.replace(char, escaped)

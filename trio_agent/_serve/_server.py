@@ -78,9 +78,7 @@ from ._jsonrpc import (
     Notification,
     Request,
     SharedText,
-    encode,
-    encode_shared,
-    notification_message,
+    encode_value,
     notification_text,
 )
 from ._outs import Out
@@ -205,7 +203,7 @@ class AppServer:
 
     def broadcast(self, method: str, params: Json, emitted_at_ms: int | None = None) -> None:
         emitted = self.now_ms() if emitted_at_ms is None else emitted_at_ms
-        text = encode_shared(notification_message(method, params, emitted_at_ms=emitted))
+        text = SharedText(notification_text(method, encode_value(params), emitted))
         for conn in list(self._connections):
             if conn.initialized:
                 conn.send_text(text, method)
@@ -224,12 +222,12 @@ class AppServer:
                 continue
             if not subscribers:
                 continue
-            if out.params_text is not None:  # encoded by the mapper (a text delta)
-                plain = notification_text(out.method, out.params_text, emitted)
-                text = SharedText(plain) if shared else plain
-            else:
-                text = (encode_shared if shared else encode)(
-                    notification_message(out.method, out.params, emitted_at_ms=emitted))
+            # ``encode(notification_message(...))``'s text, the message's head built once
+            # per method (``notification_text``): only the params are encoded per message
+            params_text = out.params_text  # (a text delta's, encoded by the mapper)
+            plain = notification_text(out.method, encode_value(out.params) if params_text is None else params_text,
+                                      emitted)
+            text = SharedText(plain) if shared else plain
             for conn in subscribers:
                 conn.send_text(text, out.method)
 
