@@ -40,9 +40,11 @@ Warm-turn rows (``--rows warm``; ``_serve_warm`` has the setup): the server's CP
 turn on an already loaded thread at 1 and 50 clients, against the same turn run by
 agents in one process -- issue 30's item 3, whose ratio goes into run_all's summary;
 ``--baseline DIR`` serves another checkout in the same interleaved loop.
+``--rows instructions`` (``_serve_instructions``): the same warm turn's instructions under
+callgrind, serve's Trio thread against in-process (load-independent; user space only).
 
     /work/main/.venv/bin/python -m benchmarks.serve_load [--clients 1,20,200] [--codex PATH] [--quick]
-        [--rows cycle,warm] [--warm-clients 1,50] [--warm-runs N] [--baseline DIR] [--profile DIR]
+        [--rows cycle,warm,instructions] [--warm-clients 1,50] [--warm-runs N] [--baseline DIR] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -399,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="py-spy record each server during its timed phase (collapsed stacks in DIR)")
     parser.add_argument("--rows", default="cycle,warm",
-                        help="cycle (thread/start + turn, every server), warm (a loaded thread's turn vs in-process)")
+                        help="cycle (thread/start + turn, every server), warm (a loaded thread's turn vs in-process), "
+                             "instructions (warm turns at 1 client under callgrind: not part of the default)")
     parser.add_argument("--warm-clients", default="1,50", help="client counts of the warm-turn rows")
     parser.add_argument("--warm-runs", type=int, default=None,
                         help="warm-turn rows: runs of the interleaved loop, each with fresh processes, their rounds "
@@ -435,6 +438,10 @@ def main(argv: list[str] | None = None) -> int:
         report_warm(trio.run(measure_warm, warm_counts, args.quick, trees, warm_runs,
                              args.profile), "serve")
         print(f"load average {os.getloadavg()[0]:.2f} at the end", flush=True)
+    if "instructions" in rows:
+        from ._serve_instructions import measure_instructions, report_instructions  # it imports this module
+
+        report_instructions(trio.run(measure_instructions, trees))
     return 0
 
 
