@@ -78,8 +78,10 @@ __all__ = [
     "Resolution",
     "SandboxUnavailable",
     "agent_homes",
+    "argv_fds",
     "bwrap_argv",
     "protected_paths",
+    "release_fds",
     "resolve_sandbox",
     "start_probe",
     "state_paths",
@@ -127,6 +129,30 @@ class Confinement(Record):
         return bwrap_argv(self.bwrap, self.sandbox, workspace, workdir, private_tmp, argv)
 
 
+class BwrapArgv(list[str]):
+    """A ``bwrap`` command line and the descriptors it names (the rebuilt ``/run``'s,
+    ``_sandbox_run``): the spawn passes them at the same numbers, then the caller
+    closes them (:func:`argv_fds`)."""
+
+    __slots__ = ("fds",)
+
+    def __init__(self, argv: list[str], fds: list[int]) -> None:
+        super().__init__(argv)
+        self.fds = fds
+
+
+def argv_fds(argv: list[str]) -> list[int]:
+    """The descriptors a wrapped ``argv`` names (none for an unwrapped one)."""
+    return argv.fds if isinstance(argv, BwrapArgv) else []
+
+
+def release_fds(argv: list[str]) -> None:
+    """Close the descriptors a wrapped ``argv`` names, once its spawn is over (idempotent)."""
+    fds = argv_fds(argv)
+    while fds:
+        os.close(fds.pop())
+
+
 class Resolution(Record):
     """What :func:`resolve_sandbox` found: the confinement, and why the default fell
     back to ``danger-full-access`` (None if it did not)."""
@@ -149,9 +175,11 @@ def bwrap_argv(
     bwrap: str, sandbox: Sandbox, workspace: Path, workdir: Path, private_tmp: Path | None, argv: list[str],
     environ: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The full ``bwrap`` command line for ``argv`` (pure but for a few ``stat`` calls
-    and creating a missing daemon directory; ``environ``, default ``os.environ``: the
-    agent's, which says where its runtime directory and warm daemon are)."""
+    """The full ``bwrap`` command line for ``argv`` (pure but for a few ``stat`` calls,
+    creating a missing daemon directory and the descriptors of the rebuilt ``/run``,
+    which the caller passes and closes: :func:`argv_fds`; ``environ``, default
+    ``os.environ``: the agent's, which says where its runtime directory and warm
+    daemon are)."""
     from . import _sandbox_hide as hide
     from ._sandbox_run import run_flags
 
@@ -180,9 +208,9 @@ def bwrap_argv(
         args += ["--remount-ro", root]
     args += hide.socket_masks(env, replaced, shown)
     run = run_flags(replaced, shown)  # /run rebuilt first, so that what is bound into it lands inside
-    return [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            *hide.proc_flags(), *run.rebuild, *args, *run.in_place, *run.seal,
-            "--chdir", str(workdir), "--", *argv]
+    return BwrapArgv([bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                      *hide.proc_flags(), *run.rebuild, *args, *run.in_place, *run.seal,
+                      "--chdir", str(workdir), "--", *argv], run.fds)
 
 
 def _writable_binds(

@@ -99,9 +99,13 @@ import os
 import stat
 from collections.abc import Iterable
 
+from ._sandbox_fds import fd_budget, open_below, open_entry, open_top
 from ._sandbox_hide import inside, mask, real, visible
 
-__all__ = ["DIR_ENTRIES", "MASK_ENTRIES", "REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES", "RunFlags", "run_flags"]
+__all__ = [
+    "COPY_BYTES", "DIR_ENTRIES", "FD_ENTRIES", "MASK_ENTRIES", "REBUILD_ENTRIES", "RUN_DEPTH", "RUN_ENTRIES",
+    "RunFlags", "run_flags",
+]
 
 #: How deep below ``/run``, and over how many entries, the walk looks for sockets.
 RUN_DEPTH = 4
@@ -112,6 +116,10 @@ DIR_ENTRIES = 512
 REBUILD_ENTRIES = 1024
 #: At most this many masks in place (directories not rebuilt); beyond, a directory is hidden whole.
 MASK_ENTRIES = 1024
+#: At most this many descriptors per command (another user's entries put back): one message to the helper.
+FD_ENTRIES = 200
+#: A regular file of another user's up to this size is copied into the sandbox, a larger one bound.
+COPY_BYTES = 64 * 1024
 
 _SOCKET, _SHARED, _REPLACED, _LINK, _DIR, _OTHER = range(6)
 
@@ -120,11 +128,12 @@ class _Listing:
     """One directory of the walk: its entries as ``(path, kind, detail)``; ``detail`` is
     a link's target, a directory's own listing (None: not listed), else None."""
 
-    __slots__ = ("complete", "entries", "path", "targets", "trusted")
+    __slots__ = ("complete", "entries", "ident", "ids", "path", "targets", "trusted")
 
-    def __init__(self, path: str, trusted: bool) -> None:
-        self.path = path
+    def __init__(self, path: str, trusted: bool, ident: tuple[int, int] | None = None) -> None:
+        self.path, self.ident = path, ident  # ident: (st_dev, st_ino) as the walk saw it
         self.entries: list[tuple[str, int, object]] = []
+        self.ids: dict[str, tuple[int, int]] = {}  # each entry's (st_dev, st_ino)
         self.complete = False  # every entry listed (the walk's budget did not end inside)
         self.targets = False  # a socket or a hidden directory is in it or below it
         self.trusted = trusted  # only root or the agent may change its entries and its path (_trusted)
@@ -133,63 +142,112 @@ class _Listing:
 class RunFlags:
     """What :func:`run_flags` adds to a ``bwrap`` line: ``rebuild`` right after ``/``,
     ``/dev`` and ``/proc`` (before anything is bound into ``/run``), ``in_place`` after
-    the binds (the masks not inside the rebuilt ``/run``), ``seal`` last."""
+    the binds (the masks not inside the rebuilt ``/run``), ``seal`` last; ``fds``: the
+    descriptors ``rebuild`` names (``--file``, ``--ro-bind-fd``), to pass to ``bwrap``
+    at the same numbers and to close once it is started."""
 
-    __slots__ = ("in_place", "rebuild", "seal")
+    __slots__ = ("fds", "in_place", "rebuild", "seal")
 
-    def __init__(self, rebuild: list[str], in_place: list[str], seal: list[str]) -> None:
+    def __init__(self, rebuild: list[str], in_place: list[str], seal: list[str], fds: list[int] | None = None) -> None:
         self.rebuild, self.in_place, self.seal = rebuild, in_place, seal
+        self.fds = fds if fds is not None else []
 
 
 def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run") -> RunFlags:
     """The flags building the sandbox's ``root`` (module docstring). ``replaced``: mount
     points whose content is not the host's (hidden roots, the private ``/tmp``: not
     walked); ``shown``: host paths bound over themselves later (a workspace under
-    ``/run``), which may lie below a replaced one."""
+    ``/run``), which may lie below a replaced one. The descriptors in
+    :attr:`RunFlags.fds` are the caller's to pass to ``bwrap`` and to close."""
     replaced, shown = [real(p) for p in replaced], [real(p) for p in shown]
     mounts = [("/", True), *((p, False) for p in replaced), *((p, True) for p in shown)]
     top = real(root)
     listing = _Walk(set(replaced), shown).run(top)
     if listing is None:
         return RunFlags([], [], [])
-    if not _rebuildable(listing, shown, REBUILD_ENTRIES):
+    build = _Rebuild(shown, _InPlace(mounts, shown))
+    if not build.reserve(listing):
         return RunFlags([], _InPlace(mounts, shown).masks(listing, hideable=False), [])
-    rebuild = ["--tmpfs", top]
-    in_place: list[str] = []
-    masks = _InPlace(mounts, shown)
-    budget = REBUILD_ENTRIES - len(listing.entries)
-    queue = [listing]
-    while queue:
-        current = queue.pop(0)
-        for path, kind, detail in current.entries:
-            if kind == _SOCKET:
-                rebuild += mask(path, directory=False)
-            elif kind == _SHARED:
-                rebuild += ["--dir", path]
-            elif kind == _LINK:
-                rebuild += ["--symlink", str(detail), path]
-            elif kind == _DIR and isinstance(detail, _Listing) and detail.targets:
-                if _rebuildable(detail, shown, budget):
-                    budget -= len(detail.entries)
-                    rebuild += ["--dir", path]
-                    queue.append(detail)
-                else:
-                    rebuild += ["--ro-bind-try", path, path]
-                    in_place += masks.masks(detail)
-            elif kind != _REPLACED:
-                rebuild += ["--ro-bind-try", path, path]
-    return RunFlags(rebuild, in_place, ["--remount-ro", top])
+    try:
+        build.run(listing)
+    except BaseException:
+        build.close()
+        raise
+    return RunFlags(build.flags, build.in_place, ["--remount-ro", top], build.fds)
+
+
+class _Rebuild:
+    """The rebuild's flags, top down (breadth first) from ``/run``, and the descriptors
+    they name. A directory another user may change has its entries put back through
+    descriptors (:func:`_open_entry`); root's and the agent's by their paths."""
+
+    def __init__(self, shown: list[str], masks: _InPlace) -> None:
+        self.shown, self.masks = shown, masks
+        self.budget = REBUILD_ENTRIES
+        self.fd_budget = fd_budget(FD_ENTRIES)
+        self.flags: list[str] = []
+        self.in_place: list[str] = []
+        self.fds: list[int] = []
+
+    def reserve(self, listing: _Listing) -> bool:
+        """Whether ``listing`` may be rebuilt (:func:`_rebuildable`), with the budgets
+        its entries take (one descriptor per entry bound back from another user's)."""
+        needed = 0 if listing.trusted else _bound_back(listing)
+        if not _rebuildable(listing, self.shown, self.budget) or needed > self.fd_budget:
+            return False
+        self.budget -= len(listing.entries)
+        self.fd_budget -= needed
+        return True
+
+    def run(self, listing: _Listing) -> None:
+        self.flags += ["--tmpfs", listing.path]
+        top = None if listing.trusted else open_top(listing.path, listing.ident)
+        queue: list[tuple[_Listing, int | None]] = [(listing, top)]
+        while queue:
+            current, parent = queue.pop(0)
+            try:
+                for entry in current.entries:
+                    self._entry(current, entry, parent, queue)
+            finally:
+                if parent is not None and parent >= 0:
+                    os.close(parent)
+
+    def _entry(self, current: _Listing, entry: tuple[str, int, object], parent: int | None,
+               queue: list[tuple[_Listing, int | None]]) -> None:
+        path, kind, detail = entry
+        if kind == _SOCKET:
+            self.flags += mask(path, directory=False)
+        elif kind == _SHARED:
+            self.flags += ["--dir", path]
+        elif kind == _LINK:
+            self.flags += ["--symlink", str(detail), path]
+        elif kind == _DIR and isinstance(detail, _Listing) and detail.targets and self.reserve(detail):
+            self.flags += ["--dir", path]
+            queue.append((detail, None if detail.trusted else open_below(detail.path, detail.ident, parent)))
+        elif kind != _REPLACED:
+            if parent is None:
+                self.flags += ["--ro-bind-try", path, path]
+            elif parent >= 0:
+                self.flags += open_entry(path, current.ids.get(path), parent, self.fds, COPY_BYTES)
+            if kind == _DIR and isinstance(detail, _Listing) and detail.targets:
+                self.in_place += self.masks.masks(detail)
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
+
+
+def _bound_back(listing: _Listing) -> int:
+    """How many of ``listing``'s entries are bound back (each a descriptor when they are
+    another user's): everything but sockets, links, hidden and replaced directories."""
+    return sum(kind in (_DIR, _OTHER) for _path, kind, _detail in listing.entries)
 
 
 def _rebuildable(listing: _Listing, shown: list[str], budget: int) -> bool:
-    """Whether ``listing`` may be rebuilt: listed whole, within the budget, not a shown
-    path or below one (its bind would cover the rebuilt directory), and trusted: its
-    entries are bound back one by one, each by its host path, which ``bwrap`` resolves
-    following links -- an entry that another user replaced by a link (``../user/1000``)
-    between the walk and ``bwrap`` would show whatever it points to, the hidden runtime
-    directories included (sec6). A directory bound whole is reached through trusted
-    directories only, and the links in it resolve inside the sandbox."""
-    return (listing.trusted and listing.complete and len(listing.entries) <= budget
+    """Whether ``listing`` may be rebuilt: listed whole, within the budget, and not a
+    shown path or below one (its bind would cover the rebuilt directory)."""
+    return (listing.complete and len(listing.entries) <= budget
             and not any(inside(listing.path, path) for path in shown))
 
 
@@ -256,7 +314,8 @@ class _Walk:
         the directories only root or the agent may change are listed first, and at most
         :data:`DIR_ENTRIES` entries of each (a directory cut there is bound back whole)."""
         try:
-            first = _Listing(top, _trusted(os.lstat(top)))
+            info = os.lstat(top)
+            first = _Listing(top, _trusted(info), (info.st_dev, info.st_ino))
         except OSError:
             return None
         order: list[_Listing] = []
@@ -307,6 +366,7 @@ class _Walk:
         elif stat.S_ISDIR(mode) and mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
             kind = _SHARED
         elif stat.S_ISDIR(mode) and depth > 1:
-            kind, detail = _DIR, _Listing(path, found.trusted and _trusted(info))  # its path too
+            kind, detail = _DIR, _Listing(path, found.trusted and _trusted(info), (info.st_dev, info.st_ino))
             (self.queue if detail.trusted else self.later).append((detail, depth - 1))
         found.entries.append((path, kind, detail))
+        found.ids[path] = (info.st_dev, info.st_ino)

@@ -1,0 +1,137 @@
+"""Opening what the rebuilt ``/run`` puts back from another user's directory, without
+following a link (``_sandbox_run``'s docstring says why and what it costs).
+
+``bwrap`` resolves a bind's source on the host following links, so an entry of a
+directory another user may change, bound back by its path, shows whatever that user
+made it point to by the time ``bwrap`` runs (sec6). Here each such entry is opened
+below its parent's descriptor with ``O_NOFOLLOW`` (a link is never opened; a directory
+by ``O_PATH``), checked to be the inode and type the walk listed, and handed to
+``bwrap`` as a descriptor:
+
+* a regular file of at most ``copy_bytes`` (pid files, ``resolv.conf``) is reopened for
+  reading through its descriptor, read here (bounded) into a memory file, which
+  ``bwrap`` copies into the sandbox (``--file FD DEST``): nothing is resolved, and a
+  file the host removes after it was opened is copied all the same;
+* anything else (a directory bound back whole, a larger file, a FIFO) is bound by its
+  descriptor (``--ro-bind-fd FD DEST``). ``bwrap`` (0.8 with Debian's backport, as
+  0.10 upstream) turns it into the path ``/proc/self/fd/FD`` reads as, binds that, and
+  compares the mount with the descriptor (``fstat``): a swap in between makes it fail
+  ("Race condition binding dirfd"), never shows something else; an entry removed in
+  between fails it too ("Can't find source path": the path reads ``... (deleted)``).
+  That is the one race left, for directories and large files only.
+
+An entry gone, or changed, between the walk and its opening is left out (nothing is
+put back there); the descriptors are kept at 3 and above, close-on-exec (the spawn
+path passes each at its number, ``_subreaper``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import resource
+import stat
+
+__all__ = ["fd_budget", "high", "open_below", "open_entry", "open_top", "verified"]
+
+
+def fd_budget(cap: int) -> int:
+    """The descriptors one command's ``/run`` may hold: ``cap``, and at most a quarter of
+    this process's limit (other commands may be starting meanwhile)."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return cap if soft == resource.RLIM_INFINITY else min(cap, soft // 4)
+
+
+def verified(fd: int, ident: tuple[int, int] | None, kind: int) -> bool:
+    """Whether ``fd`` names what the walk listed (same inode, same type), else closed."""
+    info = os.fstat(fd)
+    if ident == (info.st_dev, info.st_ino) and stat.S_IFMT(info.st_mode) == kind:
+        return True
+    os.close(fd)
+    return False
+
+
+def open_top(path: str, ident: tuple[int, int] | None) -> int:
+    """A descriptor of ``/run`` itself when another user owns it (-1: gone or changed)."""
+    try:
+        fd = high(os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC))
+    except OSError:
+        return -1
+    return fd if verified(fd, ident, stat.S_IFDIR) else -1
+
+
+def open_below(path: str, ident: tuple[int, int] | None, parent: int | None) -> int:
+    """A descriptor of another user's directory ``listing``, opened without following a
+    link: below its parent's descriptor, or by its path when the parent is trusted
+    (every directory above may be changed by root or the agent only). -1: it is gone,
+    or not what the walk listed -- its rebuilt stand-in keeps the masks and links only."""
+    if parent is not None and parent < 0:
+        return -1
+    name = path if parent is None else os.path.basename(path)
+    try:
+        fd = high(os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent))
+    except OSError:
+        return -1
+    return fd if verified(fd, ident, stat.S_IFDIR) else -1
+
+
+def open_entry(path: str, ident: tuple[int, int] | None, parent: int, fds: list[int], copy_bytes: int) -> list[str]:
+    """The flags putting back ``path`` of another user's directory through a descriptor
+    opened below ``parent`` without following a link, checked to be what the walk
+    listed (module docstring): a small regular file is copied (``--file``: nothing to
+    resolve, and a file gone since it was opened is copied all the same), anything else
+    bound by its descriptor (``--ro-bind-fd``, which ``bwrap`` checks after the mount).
+    Nothing when it is gone or changed since the walk."""
+    name = os.path.basename(path)
+    try:
+        fd = high(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent))
+    except OSError:
+        return []
+    info = os.fstat(fd)
+    kind = stat.S_IFMT(info.st_mode)
+    if kind == stat.S_IFLNK or not verified(fd, ident, kind):
+        if kind == stat.S_IFLNK:
+            os.close(fd)
+        return []
+    if kind == stat.S_IFREG and info.st_size <= copy_bytes:
+        copy = _copy(fd, copy_bytes)
+        if copy is not None:
+            os.close(fd)
+            fds.append(copy)
+            return ["--perms", f"{info.st_mode & 0o777:04o}", "--file", str(copy), path]
+    fds.append(fd)
+    return ["--ro-bind-fd", str(fd), path]
+
+
+def _copy(fd: int, limit: int) -> int | None:
+    """A memory file holding what the regular file ``fd`` names holds, read here, at most
+    ``limit`` bytes (``bwrap`` would read a file to its end: its owner could make it a
+    sparse terabyte in between). None: unreadable by the agent, or grown beyond
+    ``limit`` -- then it is bound, and reads as it would on the host."""
+    try:  # reopened through the descriptor: the same inode, nothing resolved again
+        readable = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.pread(readable, limit + 1, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(readable)
+    if len(data) > limit:
+        return None
+    copy = high(os.memfd_create("trio-agent-run", os.MFD_CLOEXEC))
+    os.write(copy, data)  # a memory file takes it whole
+    os.lseek(copy, 0, os.SEEK_SET)
+    return copy
+
+
+def high(fd: int) -> int:
+    """``fd`` moved to 3 or above: the spawn path gives each descriptor its own number
+    in ``bwrap``, where 0, 1 and 2 are the command's."""
+    if fd >= 3:
+        return fd
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        os.close(fd)
