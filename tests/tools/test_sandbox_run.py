@@ -15,7 +15,25 @@ from pathlib import Path
 import pytest
 
 from trio_agent._tools import _sandbox_run
-from trio_agent._tools._sandbox_run import run_flags
+
+_built: list[_sandbox_run.RunFlags] = []  # closed after each test (close_descriptors)
+
+
+def run_flags(replaced: list[str], shown: list[str], root: str) -> _sandbox_run.RunFlags:
+    """``_sandbox_run.run_flags``, its descriptors (the rebuild's copies and binds)
+    closed after the test."""
+    flags = _sandbox_run.run_flags(replaced, shown, root)
+    _built.append(flags)
+    return flags
+
+
+@pytest.fixture(autouse=True)
+def close_descriptors() -> Iterator[None]:
+    yield
+    while _built:
+        flags = _built.pop()
+        while flags.fds:
+            os.close(flags.fds.pop())
 
 
 @pytest.fixture
@@ -47,8 +65,8 @@ def closing(flags: _sandbox_run.RunFlags) -> Iterator[_sandbox_run.RunFlags]:
     try:
         yield flags
     finally:
-        for fd in flags.fds:
-            os.close(fd)
+        while flags.fds:
+            os.close(flags.fds.pop())
 
 
 def described(flags: _sandbox_run.RunFlags, option: str, path: str) -> object:
@@ -75,11 +93,12 @@ def test_each_entry_is_put_back_in_a_tmpfs_sealed_last(root: Path) -> None:
         ("--ro-bind", "/dev/null", f"{root}/engine.sock"),  # a socket: /dev/null, as before
         ("--ro-bind", "/dev/null", f"{root}/svc/sock"),
         ("--symlink", "/dev/shm", f"{root}/shm"),  # a link: a link
-        ("--ro-bind-try", f"{root}/utmp", f"{root}/utmp"),  # a file: bound back, skipped if gone
         ("--ro-bind-try", f"{root}/quiet", f"{root}/quiet"),  # a directory without sockets: whole, live
-        ("--ro-bind-try", f"{root}/svc/svc.pid", f"{root}/svc/svc.pid"),
     }
     assert expected <= triples(flags.rebuild), flags.rebuild
+    # A small file: copied through a descriptor (no mount; one gone since it was opened copied all the same).
+    assert described(flags, "--file", f"{root}/utmp") == b""
+    assert described(flags, "--file", f"{root}/svc/svc.pid") == b"1\n"
     line = " ".join(flags.rebuild)
     assert f"--dir {root}/svc " in line and f"--dir {root}/lock " in line  # rebuilt; hidden whole (empty)
     assert f"{root}/user" not in line  # a hidden root: its own tmpfs comes later
@@ -153,7 +172,7 @@ def test_another_users_directory_is_rebuilt_through_descriptors(root: Path) -> N
         flags = run_flags([], [str(root / "lock" / "workspace")], str(root))
     with closing(flags):
         assert {("--ro-bind", "/dev/null", f"{root}/other/sock"), ("--ro-bind", "/dev/null", f"{root}/lock/sock"),
-                ("--ro-bind-try", f"{root}/svc/svc.pid", f"{root}/svc/svc.pid")} <= triples(flags.rebuild)
+                ("--ro-bind-try", f"{root}/quiet", f"{root}/quiet")} <= triples(flags.rebuild)  # root's: by path
         assert f"--dir {root}/other " in " ".join(flags.rebuild) and flags.in_place == []
         assert described(flags, "--file", f"{root}/other/other.pid") == b"1\n"  # a copy of what was walked
         inner = os.fstat(int(str(described(flags, "--ro-bind-fd", f"{root}/other/inner"))))
@@ -175,11 +194,12 @@ def test_an_entry_of_another_user_changed_since_the_walk_is_not_put_back(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Between the walk and the rebuild's opens: the pid file swapped for a link (to what
-    # the sandbox hides), the inner directory for another one, a file removed. Neither
-    # is followed nor put back; what did not change is; a file grown huge is bound.
+    # the sandbox hides), the inner directory for a file, a file removed. Neither is
+    # followed nor put back; what did not change is; a file grown huge is bound; one
+    # replaced by renaming its next version over it is that version (as by path).
     other = root / "other"
     (other / "inner").mkdir(parents=True)
-    for name in ("swapped.pid", "kept.pid", "removed.pid", "grown.pid"):
+    for name in ("swapped.pid", "kept.pid", "removed.pid", "grown.pid", "replaced.pid"):
         (other / name).write_text("1\n")
     walk = _sandbox_run._Walk.run
 
@@ -188,8 +208,10 @@ def test_an_entry_of_another_user_changed_since_the_walk_is_not_put_back(
         (other / ".link").symlink_to(root / "user")
         (other / ".link").rename(other / "swapped.pid")
         (other / "inner").rename(other / ".old")
-        (other / "inner").mkdir()
+        (other / "inner").write_text("not a directory\n")
         (other / "removed.pid").unlink()
+        (other / ".new").write_text("2\n")
+        (other / ".new").rename(other / "replaced.pid")  # its next version: the current one is put back
         os.truncate(other / "grown.pid", 1 << 40)  # sparse: bwrap would copy a terabyte of zeros
         return listing
 
@@ -203,7 +225,10 @@ def test_an_entry_of_another_user_changed_since_the_walk_is_not_put_back(
             for name in ("swapped.pid", "inner", "removed.pid"):
                 assert f"{other}/{name}" not in flags.rebuild, name
             assert isinstance(described(flags, "--ro-bind-fd", f"{other}/grown.pid"), int)  # bound, not copied
-            assert len(flags.fds) == 2
+            assert described(flags, "--file", f"{other}/replaced.pid") == b"2\n"  # as a bind by path shows it
+            line = flags.rebuild
+            assert sum(line[i] in ("--file", "--ro-bind-fd") and line[i + 2].startswith(f"{other}/")
+                       for i in range(len(line) - 2)) == 3
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")

@@ -32,7 +32,7 @@ import os
 import resource
 import stat
 
-__all__ = ["fd_budget", "high", "open_below", "open_entry", "open_top", "verified"]
+__all__ = ["fd_budget", "high", "open_dir", "open_entry", "verified"]
 
 
 def fd_budget(cap: int) -> int:
@@ -42,63 +42,59 @@ def fd_budget(cap: int) -> int:
     return cap if soft == resource.RLIM_INFINITY else min(cap, soft // 4)
 
 
-def verified(fd: int, ident: tuple[int, int] | None, kind: int) -> bool:
-    """Whether ``fd`` names what the walk listed (same inode, same type), else closed."""
-    info = os.fstat(fd)
-    if ident == (info.st_dev, info.st_ino) and stat.S_IFMT(info.st_mode) == kind:
+def verified(fd: int, kind: int) -> bool:
+    """Whether ``fd`` names an entry of the type the walk listed, else it is closed. The
+    type, not the inode: a file its owner replaced by renaming a new one over it
+    (``stub-resolv.conf``) in between is the current one, as a bind by path would show
+    it, and nothing opened without following a link is more than its owner could have
+    put there before the walk."""
+    if stat.S_IFMT(os.fstat(fd).st_mode) == kind:
         return True
     os.close(fd)
     return False
 
 
-def open_top(path: str, ident: tuple[int, int] | None) -> int:
-    """A descriptor of ``/run`` itself when another user owns it (-1: gone or changed)."""
+def open_dir(path: str, parent: int, by_path: bool) -> int:
+    """A descriptor of the directory ``path`` the rebuild puts back entries of, opened
+    without following a link: below ``parent``'s descriptor, or by its path when
+    ``parent`` is not open (-1) and ``by_path`` (``/run`` itself, or a directory that
+    only root or the agent may change, as every one above it). -1: gone, not a
+    directory, or not to be opened by its path -- its stand-in then keeps its masks and
+    links, and only a trusted one its other entries, bound by path."""
+    if parent < 0 and not by_path:
+        return -1
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = high(os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC))
+        fd = high(os.open(path, flags) if parent < 0 else os.open(os.path.basename(path), flags, dir_fd=parent))
     except OSError:
         return -1
-    return fd if verified(fd, ident, stat.S_IFDIR) else -1
+    return fd if verified(fd, stat.S_IFDIR) else -1
 
 
-def open_below(path: str, ident: tuple[int, int] | None, parent: int | None) -> int:
-    """A descriptor of another user's directory ``listing``, opened without following a
-    link: below its parent's descriptor, or by its path when the parent is trusted
-    (every directory above may be changed by root or the agent only). -1: it is gone,
-    or not what the walk listed -- its rebuilt stand-in keeps the masks and links only."""
-    if parent is not None and parent < 0:
-        return -1
-    name = path if parent is None else os.path.basename(path)
-    try:
-        fd = high(os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent))
-    except OSError:
-        return -1
-    return fd if verified(fd, ident, stat.S_IFDIR) else -1
-
-
-def open_entry(path: str, ident: tuple[int, int] | None, parent: int, fds: list[int], copy_bytes: int) -> list[str]:
-    """The flags putting back ``path`` of another user's directory through a descriptor
-    opened below ``parent`` without following a link, checked to be what the walk
+def open_entry(path: str, kind: int, parent: int, fds: list[int], copy_bytes: int, *, bind: bool) -> list[str] | None:
+    """The flags putting back the entry ``path`` of a rebuilt directory through a
+    descriptor opened below ``parent`` without following a link, of the type the walk
     listed (module docstring): a small regular file is copied (``--file``: nothing to
-    resolve, and a file gone since it was opened is copied all the same), anything else
-    bound by its descriptor (``--ro-bind-fd``, which ``bwrap`` checks after the mount).
-    Nothing when it is gone or changed since the walk."""
-    name = os.path.basename(path)
+    resolve, and a file gone since it was opened is copied all the same); anything else,
+    when ``bind``, bound by its descriptor (``--ro-bind-fd``, which ``bwrap`` checks
+    after the mount), else None (the caller binds it by path). [] when it is gone,
+    or not what the walk listed (a link now): nothing is put back there."""
     try:
-        fd = high(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent))
+        fd = high(os.open(os.path.basename(path), os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent))
     except OSError:
         return []
-    info = os.fstat(fd)
-    kind = stat.S_IFMT(info.st_mode)
-    if kind == stat.S_IFLNK or not verified(fd, ident, kind):
-        if kind == stat.S_IFLNK:
-            os.close(fd)
+    if not verified(fd, kind):
         return []
-    if kind == stat.S_IFREG and info.st_size <= copy_bytes:
+    if kind == stat.S_IFREG and os.fstat(fd).st_size <= copy_bytes:
         copy = _copy(fd, copy_bytes)
         if copy is not None:
+            mode = os.fstat(fd).st_mode
             os.close(fd)
             fds.append(copy)
-            return ["--perms", f"{info.st_mode & 0o777:04o}", "--file", str(copy), path]
+            return ["--perms", f"{mode & 0o777:04o}", "--file", str(copy), path]
+    if not bind:
+        os.close(fd)
+        return None
     fds.append(fd)
     return ["--ro-bind-fd", str(fd), path]
 

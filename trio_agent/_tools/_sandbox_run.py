@@ -99,7 +99,7 @@ import os
 import stat
 from collections.abc import Iterable
 
-from ._sandbox_fds import fd_budget, open_below, open_entry, open_top
+from ._sandbox_fds import fd_budget, open_dir, open_entry
 from ._sandbox_hide import inside, mask, real, visible
 
 __all__ = [
@@ -128,12 +128,12 @@ class _Listing:
     """One directory of the walk: its entries as ``(path, kind, detail)``; ``detail`` is
     a link's target, a directory's own listing (None: not listed), else None."""
 
-    __slots__ = ("complete", "entries", "ident", "ids", "path", "targets", "trusted")
+    __slots__ = ("complete", "entries", "modes", "path", "targets", "trusted")
 
-    def __init__(self, path: str, trusted: bool, ident: tuple[int, int] | None = None) -> None:
-        self.path, self.ident = path, ident  # ident: (st_dev, st_ino) as the walk saw it
+    def __init__(self, path: str, trusted: bool) -> None:
+        self.path = path
         self.entries: list[tuple[str, int, object]] = []
-        self.ids: dict[str, tuple[int, int]] = {}  # each entry's (st_dev, st_ino)
+        self.modes: dict[str, int] = {}  # each entry's type (S_IFMT) as the walk saw it
         self.complete = False  # every entry listed (the walk's budget did not end inside)
         self.targets = False  # a socket or a hidden directory is in it or below it
         self.trusted = trusted  # only root or the agent may change its entries and its path (_trusted)
@@ -178,16 +178,20 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
 
 class _Rebuild:
     """The rebuild's flags, top down (breadth first) from ``/run``, and the descriptors
-    they name. A directory another user may change has its entries put back through
-    descriptors (:func:`_open_entry`); root's and the agent's by their paths."""
+    they name (``_sandbox_fds``): each rebuilt directory is opened (below its parent's
+    descriptor, never following a link), its small regular files copied in through
+    descriptors; its other entries bound back by their paths when only root or the
+    agent may change it, else through descriptors too."""
 
     def __init__(self, shown: list[str], masks: _InPlace) -> None:
         self.shown, self.masks = shown, masks
         self.budget = REBUILD_ENTRIES
         self.fd_budget = fd_budget(FD_ENTRIES)
+        self.spare = self.fd_budget // 2  # kept for other users' directories: root's files then bound
         self.flags: list[str] = []
         self.in_place: list[str] = []
         self.fds: list[int] = []
+        self.queue: list[tuple[_Listing, int]] = []
 
     def reserve(self, listing: _Listing) -> bool:
         """Whether ``listing`` may be rebuilt (:func:`_rebuildable`), with the budgets
@@ -201,19 +205,17 @@ class _Rebuild:
 
     def run(self, listing: _Listing) -> None:
         self.flags += ["--tmpfs", listing.path]
-        top = None if listing.trusted else open_top(listing.path, listing.ident)
-        queue: list[tuple[_Listing, int | None]] = [(listing, top)]
-        while queue:
-            current, parent = queue.pop(0)
+        self.queue = [(listing, open_dir(listing.path, -1, by_path=True))]
+        while self.queue:
+            current, parent = self.queue.pop(0)
             try:
                 for entry in current.entries:
-                    self._entry(current, entry, parent, queue)
+                    self._entry(current, entry, parent)
             finally:
-                if parent is not None and parent >= 0:
+                if parent >= 0:
                     os.close(parent)
 
-    def _entry(self, current: _Listing, entry: tuple[str, int, object], parent: int | None,
-               queue: list[tuple[_Listing, int | None]]) -> None:
+    def _entry(self, current: _Listing, entry: tuple[str, int, object], parent: int) -> None:
         path, kind, detail = entry
         if kind == _SOCKET:
             self.flags += mask(path, directory=False)
@@ -223,19 +225,34 @@ class _Rebuild:
             self.flags += ["--symlink", str(detail), path]
         elif kind == _DIR and isinstance(detail, _Listing) and detail.targets and self.reserve(detail):
             self.flags += ["--dir", path]
-            queue.append((detail, None if detail.trusted else open_below(detail.path, detail.ident, parent)))
+            self.queue.append((detail, open_dir(path, parent, by_path=detail.trusted)))
         elif kind != _REPLACED:
-            if parent is None:
-                self.flags += ["--ro-bind-try", path, path]
-            elif parent >= 0:
-                self.flags += open_entry(path, current.ids.get(path), parent, self.fds, COPY_BYTES)
+            self.flags += self._put_back(current, path, kind, parent)
             if kind == _DIR and isinstance(detail, _Listing) and detail.targets:
                 self.in_place += self.masks.masks(detail)
+
+    def _put_back(self, current: _Listing, path: str, kind: int, parent: int) -> list[str]:
+        """A file or a directory bound back whole: through a descriptor when it is
+        another user's (reserved), or a small file of root's while descriptors are spare;
+        else by its path (only root or the agent may change it, nor anything above)."""
+        flags: list[str] | None = None
+        if parent >= 0 and not current.trusted:
+            flags = open_entry(path, current.modes[path], parent, self.fds, COPY_BYTES, bind=True)
+        elif parent >= 0 and kind == _OTHER and self.fd_budget > self.spare:
+            flags = open_entry(path, current.modes[path], parent, self.fds, COPY_BYTES, bind=False)
+            self.fd_budget -= 1 if flags else 0
+        elif not current.trusted:
+            return []  # its directory is gone or changed since the walk: nothing to put back
+        return ["--ro-bind-try", path, path] if flags is None else flags
 
     def close(self) -> None:
         for fd in self.fds:
             os.close(fd)
         self.fds.clear()
+        for _listing, fd in self.queue:
+            if fd >= 0:
+                os.close(fd)
+        self.queue.clear()
 
 
 def _bound_back(listing: _Listing) -> int:
@@ -314,8 +331,7 @@ class _Walk:
         the directories only root or the agent may change are listed first, and at most
         :data:`DIR_ENTRIES` entries of each (a directory cut there is bound back whole)."""
         try:
-            info = os.lstat(top)
-            first = _Listing(top, _trusted(info), (info.st_dev, info.st_ino))
+            first = _Listing(top, _trusted(os.lstat(top)))
         except OSError:
             return None
         order: list[_Listing] = []
@@ -366,7 +382,7 @@ class _Walk:
         elif stat.S_ISDIR(mode) and mode & 0o022 and not any(inside(shown, path) for shown in self.shown):
             kind = _SHARED
         elif stat.S_ISDIR(mode) and depth > 1:
-            kind, detail = _DIR, _Listing(path, found.trusted and _trusted(info), (info.st_dev, info.st_ino))
+            kind, detail = _DIR, _Listing(path, found.trusted and _trusted(info))  # its path too
             (self.queue if detail.trusted else self.later).append((detail, depth - 1))
         found.entries.append((path, kind, detail))
-        found.ids[path] = (info.st_dev, info.st_ino)
+        found.modes[path] = stat.S_IFMT(mode)
