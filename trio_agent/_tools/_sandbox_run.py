@@ -15,7 +15,7 @@ a directory there that other users may write (``/run/lock``, ``drwxrwxrwt``) is 
 whole (anyone could make a socket in it after the walk). What a command reads there
 (pid files, ``resolv.conf``) stays.
 
-Binding ``/dev/null`` over the host's socket in place, as before, raced the host:
+Binding ``/dev/null`` over the host's socket in place, as before sec4, raced the host:
 ``bwrap`` creates a missing mount point, and the host's ``/run`` is read-only in the
 sandbox, so a socket (or its directory) removed between the walk and ``bwrap``'s setup
 -- a service restarting -- failed the command (``Can't create file at /run/...:
@@ -28,59 +28,89 @@ The choice: **``/run`` is rebuilt** (option (a) of the fix). It is an empty tmpf
 the sandbox, made read-only last; each entry the walk found is put back: sockets as
 ``/dev/null`` (as before: ``connect`` says "Connection refused"), symbolic links as
 links (``/run/shm``), a directory others may write as an empty directory, the hidden
-runtime directories (``/run/user``) left to their own mount, everything else bound
-back read-only with ``--ro-bind-try`` -- an entry gone since the walk is skipped, never
-an error. A directory holding a socket or a hidden directory (at any depth) is rebuilt
-the same way inside it; every other directory is bound back whole, live. All of it
-lies inside the one tmpfs, whose mount points ``bwrap`` may create, so nothing the host
-removes in between can fail the command: not a socket, not a whole service directory
-(then an empty directory with the masks stands in for it). (``--ro-bind-try`` skips
-only a missing source: a rebuilt directory replaced by a file, or made unsearchable to
-the agent, in that instant would still fail ``bwrap``; services do neither.) The walk
-is breadth first, so a budget spent deep down leaves the shallow levels, where services
-keep their sockets, listed whole.
+runtime directories (``/run/user``) left to their own mount, a small regular file
+copied in, everything else bound back read-only. A directory holding a socket or a
+hidden directory (at any depth) is rebuilt the same way inside it; every other
+directory is bound back whole, live. All of it lies inside the one tmpfs, whose mount
+points ``bwrap`` may create, so nothing the host removes in between can fail the
+command: not a socket, not a file, not a whole service directory (then an empty
+directory with the masks stands in for it). The walk is breadth first, so a budget
+spent deep down leaves the shallow levels, where services keep their sockets, listed
+whole.
 
-Only a directory that root or the agent's own user alone may change (owned by one of
-them, no group or other write) is rebuilt (sec6). ``bwrap`` resolves a bind's source on
-the host following links, so an entry bound back by its path shows whatever that path
-leads to when ``bwrap`` runs: another user who owns a service directory (a database's,
-``systemd-resolve``'s) could swap its pid file for a link (``../user/1000``) between the
-walk and ``bwrap`` and the command would see, at the pid file's place, the agent's
-runtime directory with its session bus -- hidden everywhere else. Such a directory is
-bound back whole instead, by a path whose every directory only root or the agent may
-change (the rebuilt ones above it); the links in it resolve inside the sandbox, where
-the hidden directories are hidden; its sockets are masked in place, as before the
-rebuild -- with the race that fails a command when its service restarts in that
-instant (or its owner makes it unsearchable to an unprivileged agent then), and a
-restarted service's socket reachable. What changes for a command:
+**Without following a link** (sec6, sec7). ``bwrap`` resolves a bind's source on the
+host following links, so an entry bound back by its path shows whatever that path
+leads to when ``bwrap`` runs: another user who owns a service directory (a
+database's, ``systemd-resolve``'s) could swap its pid file for a link
+(``../user/1000``) between the walk and ``bwrap``, and the command would see, at the
+pid file's place, the agent's runtime directory with its session bus -- hidden
+everywhere else. So each rebuilt directory is opened below its parent's descriptor
+(``O_PATH | O_NOFOLLOW``, from ``/run`` down), and what is put back from it goes
+through descriptors opened below that one without following a link, checked to be of
+the type the walk listed (``_sandbox_fds``):
+
+* a regular file of at most :data:`COPY_BYTES` (pid files, ``resolv.conf``, ``utmp``)
+  is read here, bounded, into a memory file that ``bwrap`` copies into the tmpfs
+  (``--file``, no mount): nothing is resolved, and one the host removes after it was
+  opened is copied all the same. Root's and the agent's too: it is the cheaper way;
+* in another user's directory, anything else (a directory bound whole, a larger
+  file) is bound by its descriptor (``--ro-bind-fd``: ``bwrap`` 0.8 here carries
+  Debian's backport of 0.10's option). ``bwrap`` binds the path the descriptor's
+  ``/proc/self/fd`` link reads as, then compares the mount with the descriptor: a
+  swap in between fails the command ("Race condition binding dirfd"), never shows
+  something else; a removal in between fails it too ("Can't find source path": the
+  link reads ``... (deleted)``). That is the race left: a subdirectory or a large file
+  of another user's removed in the instant of ``bwrap``'s setup;
+* in root's and the agent's own directories (owned by one of them, no group or other
+  write, the same for every directory above: only they can swap an entry there),
+  those are bound by path with ``--ro-bind-try``, which skips one gone since the walk
+  (a missing source only: one made unsearchable to the agent in that instant would
+  still fail ``bwrap``; services do not do that).
+
+An entry gone, or of another type (a link now), between the walk and its opening is
+left out. The type, not the inode, is checked: a file replaced by renaming its next
+version over it in that instant is the current one, as a bind by path would show it.
+A link found by the walk is recreated as a link, resolved inside the sandbox, where
+the hidden directories are hidden. What changes for a command:
 
 * a socket a service creates later, in ``/run`` itself or in a directory that held a
   socket when the command started, is not there (it was reachable before), and a
-  restarted service's socket stays masked;
+  restarted service's socket stays masked -- another user's service's too (sec7:
+  until then its directory was bound whole and its sockets masked in place, which
+  raced the host as below);
 * the other entries created later in those rebuilt directories are not visible either,
-  and a file there that the host replaces by renaming a new one over it (a rewritten
-  ``/run/systemd/resolve/stub-resolv.conf``, which ``/etc/resolv.conf`` may link to)
-  keeps its content from the command's start -- a command sees ``/run`` as it was when
-  it started, but for the directories without sockets, which stay live;
+  and a file there keeps its content from the command's start (a copy): one the host
+  rewrites in place or replaces by renaming (``stub-resolv.conf``, which
+  ``/etc/resolv.conf`` may link to) -- a command sees ``/run`` as it was when it
+  started, but for the directories without sockets, which stay live;
 * still reachable: a socket created later in a directory that held none (a service
   restarting in the instant of the walk included), or below the walk's bounds, or in
   a directory the agent may search but not list.
 
-Cost (measured on this 2-core machine, load about 2, one interleaved run each): ``bwrap``
-spends about 0.3 ms per bind (each one re-reads the mount table); a tmpfs, a directory
-or a link costs almost nothing. The rebuild adds one tmpfs, one remount and one bind per
-entry of ``/run`` and of each directory holding a socket; sockets stay one bind each. A
-sandboxed ``true`` here (9 entries at the top of ``/run``, no sockets: 5 binds more,
-argv 77 -> 95 words) went from 7.7 to 8.6 ms (x1.13, 20 rounds). On a desktop-like
-``/run`` (a tree of our own: 50 entries at the top, 30 in ``systemd``, 10 in its
-``journal``, 12 sockets) the same line went from 12 to 97 mount operations and from 9.7
-to 38 ms (x4.1, 40 rounds): about 28 ms a command. At most :data:`REBUILD_ENTRIES`
-entries are rebuilt (``bwrap`` takes at most 9,000 arguments; lowering it caps the cost);
-a directory beyond that, one the walk could not list completely, another user's, or
-``/run`` when a shown path holds it (the workspace is ``/``: its bind would cover the rebuilt ``/run``),
-is masked in place as before, racing the host as before. At most :data:`MASK_ENTRIES`
-masks are made in place; a directory whose masks would go beyond (another user's tree
-of thousands of sockets) is hidden whole instead.
+Cost (measured on this 2-core machine, load about 2, one interleaved run each):
+``bwrap`` spends about 0.3 ms per bind (each one re-reads the mount table); a tmpfs,
+a directory, a link or a copied file costs almost nothing. The rebuild adds one tmpfs,
+one remount, one copy per small file and one bind per other entry of ``/run`` and of
+each directory holding a socket; sockets stay one bind each. A sandboxed ``true`` here
+(9 entries at the top of ``/run``, no sockets) costs what it did before the rebuild
+(sec4: 7.7 -> 8.6 ms; sec7: 11.3 -> 11.7 ms, noise). On a desktop-like ``/run`` (a
+tree of our own: 40 files and five service directories at the top, two of root's with
+20 files and a socket, three of other users'), copying the files instead of binding
+them took a sandboxed ``true`` from 31.8 to 15.9 ms (x0.50, 89 descriptors). At most
+:data:`REBUILD_ENTRIES` entries are rebuilt (``bwrap`` takes at most 9,000 arguments;
+lowering it caps the cost) and :data:`FD_ENTRIES` descriptors held per command (and a
+quarter of ``RLIMIT_NOFILE``; the helper takes them in one message: ``_subreaper``),
+at least half of them kept for other users' directories (root's files are bound by
+path beyond). A directory beyond those budgets, one the walk could not list
+completely, or ``/run`` when a shown path holds it (the workspace is ``/``: its bind
+would cover the rebuilt ``/run``), is bound back whole -- by path when only root or
+the agent may change what is above it, by descriptor otherwise -- and its sockets are
+masked in place as before the rebuild, racing the host as before: a socket removed
+in the instant fails the command (``bwrap`` creates a missing mount point, and the
+host's directory is read-only in the sandbox), and the host's unlink of a masked
+socket detaches the mask. At most :data:`MASK_ENTRIES` masks are made in place; a
+directory whose masks would go beyond (another user's tree of thousands of sockets)
+is hidden whole instead.
 
 The other choice, retrying ``bwrap`` when its setup failed (cheap: the masks stay in
 place), needs to know for certain that the command did not start. ``bwrap`` 0.8's
