@@ -17,7 +17,9 @@ supervisor like any command (``_subreaper.py``). The flags build, per command:
   ``.git`` file points to) bound read-only again unless ``writable_git``, and what
   decides what runs unconfined later bound read-only always (:func:`state_paths`:
   ``.codex`` and ``.agents`` of each writable root, trio-agent's and codex's homes
-  where a writable root holds them). In
+  where a writable root holds them; a missing one cannot be kept from being created
+  with ``bwrap`` 0.8 without litter in the workspace, so one a command creates is
+  moved aside once it ends: ``_sandbox_state``). In
   ``read-only`` nothing is rebound writable, ``/dev`` is remounted read-only too, and
   ``/tmp`` is an empty read-only directory (the workspace bound back if below it). In
   both, the agent's own installation (``sys.prefix``, ``sys.base_prefix`` and the
@@ -57,11 +59,12 @@ falls back to ``danger-full-access`` and says why (:attr:`Resolution.fallback`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from .._bounded_read import read_regular_prefix
@@ -82,7 +85,9 @@ __all__ = [
     "bwrap_argv",
     "protected_paths",
     "release_fds",
+    "released",
     "resolve_sandbox",
+    "settle_of",
     "start_probe",
     "state_paths",
 ]
@@ -132,13 +137,19 @@ class Confinement(Record):
 class BwrapArgv(list[str]):
     """A ``bwrap`` command line and the descriptors it names (the rebuilt ``/run``'s,
     ``_sandbox_run``): the spawn passes them at the same numbers, then the caller
-    closes them (:func:`argv_fds`)."""
+    closes them (:func:`argv_fds`); ``settle``: what to do once the command's sandbox
+    is gone (``_sandbox_state``: the agents' state it may have created)."""
 
-    __slots__ = ("fds",)
+    __slots__ = ("fds", "settle")
 
-    def __init__(self, argv: list[str], fds: list[int]) -> None:
+    def __init__(self, argv: list[str], fds: list[int], settle: Callable[[], str | None] | None = None) -> None:
         super().__init__(argv)
-        self.fds = fds
+        self.fds, self.settle = fds, settle
+
+
+def settle_of(argv: list[str]) -> Callable[[], str | None] | None:
+    """What to check once a wrapped ``argv``'s sandbox is gone (None: nothing)."""
+    return argv.settle if isinstance(argv, BwrapArgv) else None
 
 
 def argv_fds(argv: list[str]) -> list[int]:
@@ -151,6 +162,15 @@ def release_fds(argv: list[str]) -> None:
     fds = argv_fds(argv)
     while fds:
         os.close(fds.pop())
+
+
+@contextlib.contextmanager
+def released(argv: list[str]) -> Iterator[list[str]]:
+    """``argv``, its descriptors closed when the block ends (its spawn is over)."""
+    try:
+        yield argv
+    finally:
+        release_fds(argv)
 
 
 class Resolution(Record):
@@ -182,6 +202,7 @@ def bwrap_argv(
     daemon are)."""
     from . import _sandbox_hide as hide
     from ._sandbox_run import run_flags
+    from ._sandbox_state import watch_state
 
     env = os.environ if environ is None else environ
     read_only = sandbox.mode is not SandboxMode.WORKSPACE_WRITE
@@ -208,9 +229,10 @@ def bwrap_argv(
         args += ["--remount-ro", root]
     args += hide.socket_masks(env, replaced, shown)
     run = run_flags(replaced, shown)  # /run rebuilt first, so that what is bound into it lands inside
+    watch = watch_state(sandbox, workspace, STATE_NAMES, agent_homes(env))
     return BwrapArgv([bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                       *hide.proc_flags(), *run.rebuild, *args, *run.in_place, *run.seal,
-                      "--chdir", str(workdir), "--", *argv], run.fds)
+                      "--chdir", str(workdir), "--", *argv], run.fds, watch.settle if watch is not None else None)
 
 
 def _writable_binds(
