@@ -156,10 +156,12 @@ def walk_sees(monkeypatch: pytest.MonkeyPatch, gone: dict[str, list[_Gone]], *, 
     ``gone_dirs`` exist only in the listing); ``after`` runs between the walk and bwrap."""
     build, scandir = _sandbox.bwrap_argv, os.scandir
 
-    def listing(path: str) -> object:
-        if os.fspath(path) not in gone:
+    def listing(path: str | int) -> object:
+        # Another user's directory is listed through a descriptor: named by what it reads as.
+        key = os.readlink(f"/proc/self/fd/{path}") if isinstance(path, int) else os.fspath(path)
+        if key not in gone:
             return scandir(path)
-        return _Listing(None if os.fspath(path) in gone_dirs else scandir(path), gone[os.fspath(path)])
+        return _Listing(None if key in gone_dirs else scandir(path), gone[key])
 
     def walk_then(*args: object, **kwargs: object) -> list[str]:
         os.scandir = listing  # type: ignore[assignment]  # only while the flags are built

@@ -323,3 +323,34 @@ def test_beyond_the_masks_budget_another_users_directory_is_hidden_whole(
     assert not any(f"{root}/hog/" in flag for flag in flags.in_place)
     assert ("--ro-bind", "/dev/null", f"{root}/small/inner/s0") in triples(flags.in_place)
     assert ("--ro-bind-try", f"{root}/small", f"{root}/small") in triples(flags.rebuild)  # its pid file reads
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_a_directory_of_another_user_swapped_for_a_link_before_its_listing_lists_nothing_hidden(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listed after its parent, by its path, a subdirectory swapped for a link in between
+    # listed what the link leads to: a hidden runtime directory's names (its bus masked
+    # by name, its links recreated). Another user's directories are listed through a
+    # descriptor reached without following a link: the swapped one is not listable.
+    hidden = root / "user" / "1000"
+    hidden.mkdir(parents=True)
+    (root / "other" / "sub").mkdir(parents=True)
+    (root / "other" / "kept").mkdir()
+    with ExitStack() as stack:
+        for path in (hidden / "bus", root / "other" / "sub" / "sock", root / "other" / "kept" / "sock"):
+            stack.enter_context(socket.socket(socket.AF_UNIX)).bind(str(path))
+        os.chown(root / "other", 4242, 4242)
+        listed = _sandbox_run._Walk._list
+
+        def swap_before(self: object, found: object, depth: int) -> bool:
+            if getattr(found, "path", None) == f"{root}/other/sub":
+                (root / "other" / "sub").rename(root / "other" / ".old")
+                (root / "other" / "sub").symlink_to(hidden)
+            return listed(self, found, depth)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_sandbox_run._Walk, "_list", swap_before)
+        flags = run_flags([str(root / "user")], [], str(root))  # /run/user: hidden, not walked
+    line = " ".join([*flags.rebuild, *flags.in_place])
+    assert "bus" not in line, line  # before: --ro-bind /dev/null .../other/sub/bus
+    assert ("--ro-bind", "/dev/null", f"{root}/other/kept/sock") in triples(flags.rebuild)  # the positive control

@@ -32,7 +32,7 @@ import os
 import resource
 import stat
 
-__all__ = ["fd_budget", "high", "open_dir", "open_entry", "verified"]
+__all__ = ["fd_budget", "high", "open_dir", "open_entry", "open_listed", "verified"]
 
 
 def fd_budget(cap: int) -> int:
@@ -69,6 +69,21 @@ def open_dir(path: str, parent: int, by_path: bool) -> int:
     except OSError:
         return -1
     return fd if verified(fd, stat.S_IFDIR) else -1
+
+
+def open_listed(path: str, top: str) -> int:
+    """A descriptor to list the directory ``path`` below ``top`` (``/run``, a real path)
+    through, each directory on the way opened below the last without following a link
+    (raises OSError: one is gone, or a link now)."""
+    fd = os.open(top, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in os.path.relpath(path, top).split(os.sep):
+            if name != ".":
+                fd, last = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd), fd
+                os.close(last)
+        return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def open_entry(path: str, kind: int, parent: int, fds: list[int], copy_bytes: int, *, bind: bool) -> list[str] | None:

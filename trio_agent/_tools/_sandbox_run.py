@@ -67,7 +67,10 @@ the type the walk listed (``_sandbox_fds``):
   (a missing source only: one made unsearchable to the agent in that instant would
   still fail ``bwrap``; services do not do that).
 
-An entry gone, or of another type (a link now), between the walk and its opening is
+The walk lists another user's directories the same way, through a descriptor reached
+from ``/run`` without following a link (one swapped for a link after its parent was
+listed would have had a hidden directory's names walked and recreated there). An
+entry gone, or of another type (a link now), between the walk and its opening is
 left out. The type, not the inode, is checked: a file replaced by renaming its next
 version over it in that instant is the current one, as a bind by path would show it.
 A link found by the walk is recreated as a link, resolved inside the sandbox, where
@@ -129,7 +132,7 @@ import os
 import stat
 from collections.abc import Iterable
 
-from ._sandbox_fds import fd_budget, open_dir, open_entry
+from ._sandbox_fds import fd_budget, open_dir, open_entry, open_listed
 from ._sandbox_hide import inside, mask, real, visible
 
 __all__ = [
@@ -347,6 +350,7 @@ class _Walk:
     def __init__(self, skip: set[str], shown: list[str]) -> None:
         self.skip, self.shown = skip, shown
         self.budget = RUN_ENTRIES
+        self.top = "/run"
         self.queue: list[tuple[_Listing, int]] = []  # trusted directories (root's, the agent's)
         self.later: list[tuple[_Listing, int]] = []  # other users' (and ones others may write)
 
@@ -364,6 +368,7 @@ class _Walk:
             first = _Listing(top, _trusted(os.lstat(top)))
         except OSError:
             return None
+        self.top = top
         order: list[_Listing] = []
         self.queue, self.later = [(first, RUN_DEPTH)], []
         while (self.queue or self.later) and self.budget >= 0:
@@ -379,32 +384,40 @@ class _Walk:
     def _list(self, found: _Listing, depth: int) -> bool:
         """List ``found``'s directory; whether it could not be (gone, or not listable by
         us: a search-only directory can hide a socket, not covered)."""
+        fd = -1
         try:
-            with os.scandir(found.path) as entries:
+            # Another user's directory is listed through a descriptor reached from /run
+            # without following a link: one swapped for a link after its parent was listed
+            # (to a hidden directory) would otherwise have that directory's names walked.
+            fd = -1 if found.trusted else open_listed(found.path, self.top)
+            with os.scandir(found.path if fd < 0 else fd) as entries:
                 for count, entry in enumerate(entries):
                     self.budget -= 1
                     if self.budget < 0 or count >= DIR_ENTRIES:
                         return False  # incomplete: not rebuilt
-                    self._entry(found, entry, depth)
+                    self._entry(found, entry, depth, fd)
         except OSError:
             found.entries.clear()
             return True
+        finally:
+            if fd >= 0:
+                os.close(fd)
         found.complete = True
         return False
 
-    def _entry(self, found: _Listing, entry: os.DirEntry[str], depth: int) -> None:
+    def _entry(self, found: _Listing, entry: os.DirEntry[str], depth: int, fd: int) -> None:
         try:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             return  # gone since it was listed
         mode = info.st_mode
-        path, kind = entry.path, _OTHER
+        path, kind = os.path.join(found.path, entry.name), _OTHER
         detail: str | _Listing | None = None
         if stat.S_ISSOCK(mode):
             kind = _SOCKET
         elif stat.S_ISLNK(mode):
             try:
-                detail, kind = os.readlink(path), _LINK
+                detail, kind = os.readlink(path) if fd < 0 else os.readlink(entry.name, dir_fd=fd), _LINK
             except OSError:
                 return  # gone since it was listed
         elif stat.S_ISDIR(mode) and path in self.skip:
