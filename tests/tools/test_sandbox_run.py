@@ -14,15 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from trio_agent._tools import _sandbox_run
+from trio_agent._tools import _sandbox_fds, _sandbox_run
 
 _built: list[_sandbox_run.RunFlags] = []  # closed after each test (close_descriptors)
 
 
-def run_flags(replaced: list[str], shown: list[str], root: str) -> _sandbox_run.RunFlags:
+def run_flags(replaced: list[str], shown: list[str], root: str,
+              options: frozenset[str] | None = None) -> _sandbox_run.RunFlags:
     """``_sandbox_run.run_flags``, its descriptors (the rebuild's copies and binds)
     closed after the test."""
-    flags = _sandbox_run.run_flags(replaced, shown, root)
+    flags = _sandbox_run.run_flags(replaced, shown, root, options)
     _built.append(flags)
     return flags
 
@@ -354,3 +355,22 @@ def test_a_directory_of_another_user_swapped_for_a_link_before_its_listing_lists
     line = " ".join([*flags.rebuild, *flags.in_place])
     assert "bus" not in line, line  # before: --ro-bind /dev/null .../other/sub/bus
     assert ("--ro-bind", "/dev/null", f"{root}/other/kept/sock") in triples(flags.rebuild)  # the positive control
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_a_bwrap_without_bind_fd_leaves_another_users_directory_to_the_masks_in_place(root: Path) -> None:
+    # bwrap before 0.10 (without a backport) has no --ro-bind-fd, before 0.5 no --perms:
+    # another user's directory is then bound whole by its path below root's (sec6's way)
+    # and masked in place; root's files are still copied, without --perms.
+    (root / "other").mkdir()
+    (root / "other" / "other.pid").write_text("1\n")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(root / "other" / "sock"))
+        os.chown(root / "other", 4242, 4242)
+        flags = run_flags([], [], str(root), options=frozenset({"--file", "--ro-bind-try"}))
+    assert ("--ro-bind-try", f"{root}/other", f"{root}/other") in triples(flags.rebuild)
+    assert flags.in_place == ["--ro-bind", "/dev/null", f"{root}/other/sock"]
+    assert "--ro-bind-fd" not in flags.rebuild and "--perms" not in flags.rebuild
+    assert described(flags, "--file", f"{root}/svc/svc.pid") == b"1\n"
+    assert "--file" in _sandbox_fds.bwrap_options("bwrap")  # read from its --help
+    assert _sandbox_fds.bwrap_options("/nonexistent/bwrap") == frozenset()

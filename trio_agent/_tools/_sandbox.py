@@ -201,6 +201,7 @@ def bwrap_argv(
     ``os.environ``: the agent's, which says where its runtime directory and warm
     daemon are)."""
     from . import _sandbox_hide as hide
+    from ._sandbox_fds import bwrap_options
     from ._sandbox_run import run_flags
     from ._sandbox_state import watch_state
 
@@ -228,7 +229,8 @@ def bwrap_argv(
     for root in hidden:
         args += ["--remount-ro", root]
     args += hide.socket_masks(env, replaced, shown)
-    run = run_flags(replaced, shown)  # /run rebuilt first, so that what is bound into it lands inside
+    # /run rebuilt first, so that what is bound into it lands inside
+    run = run_flags(replaced, shown, options=bwrap_options(bwrap))
     watch = watch_state(sandbox, workspace, STATE_NAMES, agent_homes(env))
     return BwrapArgv([bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                       *hide.proc_flags(), *run.rebuild, *args, *run.in_place, *run.seal,

@@ -28,11 +28,25 @@ path passes each at its number, ``_subreaper``).
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import resource
 import stat
+import subprocess
 
-__all__ = ["fd_budget", "high", "open_dir", "open_entry", "open_listed", "verified"]
+__all__ = ["bwrap_options", "fd_budget", "high", "open_dir", "open_entry", "open_listed", "verified"]
+
+
+@functools.lru_cache(maxsize=8)
+def bwrap_options(bwrap: str) -> frozenset[str]:
+    """The options ``bwrap --help`` lists (once per executable and process): whether it
+    has ``--ro-bind-fd`` (0.10, and backports such as Debian 12's 0.8) and ``--perms``
+    (0.5). Empty when it cannot say: neither is used then."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(word for word in done.stdout.split() if word.startswith("--"))
 
 
 def fd_budget(cap: int) -> int:
@@ -86,7 +100,8 @@ def open_listed(path: str, top: str) -> int:
         os.close(fd)
 
 
-def open_entry(path: str, kind: int, parent: int, fds: list[int], copy_bytes: int, *, bind: bool) -> list[str] | None:
+def open_entry(path: str, kind: int, parent: int, fds: list[int], copy_bytes: int, *, bind: bool,
+               perms: bool = True) -> list[str] | None:
     """The flags putting back the entry ``path`` of a rebuilt directory through a
     descriptor opened below ``parent`` without following a link, of the type the walk
     listed (module docstring): a small regular file is copied (``--file``: nothing to
@@ -106,7 +121,7 @@ def open_entry(path: str, kind: int, parent: int, fds: list[int], copy_bytes: in
             mode = os.fstat(fd).st_mode
             os.close(fd)
             fds.append(copy)
-            return ["--perms", f"{mode & 0o777:04o}", "--file", str(copy), path]
+            return [*(["--perms", f"{mode & 0o777:04o}"] if perms else []), "--file", str(copy), path]
     if not bind:
         os.close(fd)
         return None

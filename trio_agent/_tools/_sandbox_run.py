@@ -60,7 +60,10 @@ the type the walk listed (``_sandbox_fds``):
   swap in between fails the command ("Race condition binding dirfd"), never shows
   something else; a removal in between fails it too ("Can't find source path": the
   link reads ``... (deleted)``). That is the race left: a subdirectory or a large file
-  of another user's removed in the instant of ``bwrap``'s setup;
+  of another user's removed in the instant of ``bwrap``'s setup. A ``bwrap`` whose
+  ``--help`` lists no ``--ro-bind-fd`` (before 0.10, without a backport) does not
+  rebuild another user's directory: it is bound whole by its path (below root's
+  directories only) and its sockets masked in place, as below;
 * in root's and the agent's own directories (owned by one of them, no group or other
   write, the same for every directory above: only they can swap an entry there),
   those are bound by path with ``--ro-bind-try``, which skips one gone since the walk
@@ -186,7 +189,8 @@ class RunFlags:
         self.fds = fds if fds is not None else []
 
 
-def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run") -> RunFlags:
+def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run",
+              options: frozenset[str] | None = None) -> RunFlags:
     """The flags building the sandbox's ``root`` (module docstring). ``replaced``: mount
     points whose content is not the host's (hidden roots, the private ``/tmp``: not
     walked); ``shown``: host paths bound over themselves later (a workspace under
@@ -198,7 +202,7 @@ def run_flags(replaced: Iterable[str], shown: Iterable[str], root: str = "/run")
     listing = _Walk(set(replaced), shown).run(top)
     if listing is None:
         return RunFlags([], [], [])
-    build = _Rebuild(shown, _InPlace(mounts, shown))
+    build = _Rebuild(shown, _InPlace(mounts, shown), options)
     if not build.reserve(listing):
         return RunFlags([], _InPlace(mounts, shown).masks(listing, hideable=False), [])
     try:
@@ -216,8 +220,13 @@ class _Rebuild:
     descriptors; its other entries bound back by their paths when only root or the
     agent may change it, else through descriptors too."""
 
-    def __init__(self, shown: list[str], masks: _InPlace) -> None:
+    def __init__(self, shown: list[str], masks: _InPlace, options: frozenset[str] | None) -> None:
         self.shown, self.masks = shown, masks
+        # An older bwrap (before 0.10 and its backports) has no --ro-bind-fd: another
+        # user's directory is then not rebuilt (bound whole by path below root's, as sec6);
+        # before 0.5 no --perms either (a copy gets bwrap's default mode).
+        self.bind_fd = options is None or "--ro-bind-fd" in options
+        self.perms = options is None or "--perms" in options
         self.budget = REBUILD_ENTRIES
         self.fd_budget = fd_budget(FD_ENTRIES)
         self.spare = self.fd_budget // 2  # kept for other users' directories: root's files then bound
@@ -230,7 +239,8 @@ class _Rebuild:
         """Whether ``listing`` may be rebuilt (:func:`_rebuildable`), with the budgets
         its entries take (one descriptor per entry bound back from another user's)."""
         needed = 0 if listing.trusted else _bound_back(listing)
-        if not _rebuildable(listing, self.shown, self.budget) or needed > self.fd_budget:
+        if not _rebuildable(listing, self.shown, self.budget) or needed > self.fd_budget \
+                or not (listing.trusted or self.bind_fd):
             return False
         self.budget -= len(listing.entries)
         self.fd_budget -= needed
@@ -270,9 +280,9 @@ class _Rebuild:
         else by its path (only root or the agent may change it, nor anything above)."""
         flags: list[str] | None = None
         if parent >= 0 and not current.trusted:
-            flags = open_entry(path, current.modes[path], parent, self.fds, COPY_BYTES, bind=True)
+            flags = open_entry(path, current.modes[path], parent, self.fds, COPY_BYTES, bind=True, perms=self.perms)
         elif parent >= 0 and kind == _OTHER and self.fd_budget > self.spare:
-            flags = open_entry(path, current.modes[path], parent, self.fds, COPY_BYTES, bind=False)
+            flags = open_entry(path, current.modes[path], parent, self.fds, COPY_BYTES, bind=False, perms=self.perms)
             self.fd_budget -= 1 if flags else 0
         elif not current.trusted:
             return []  # its directory is gone or changed since the walk: nothing to put back
