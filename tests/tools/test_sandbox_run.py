@@ -374,3 +374,15 @@ def test_a_bwrap_without_bind_fd_leaves_another_users_directory_to_the_masks_in_
     assert described(flags, "--file", f"{root}/svc/svc.pid") == b"1\n"
     assert "--file" in _sandbox_fds.bwrap_options("bwrap")  # read from its --help
     assert _sandbox_fds.bwrap_options("/nonexistent/bwrap") == frozenset()
+
+
+def test_without_memory_files_a_file_is_bound_by_path(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # memfd_create refused (a container's seccomp profile) or no descriptor left: the
+    # copy gives way to the bind by path (root's), never to a failed command.
+    def refused(name: str, flags: int = 0) -> int:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "memfd_create", refused)
+    flags = run_flags([str(root / "user")], [], str(root))
+    assert ("--ro-bind-try", f"{root}/svc/svc.pid", f"{root}/svc/svc.pid") in triples(flags.rebuild)
+    assert "--file" not in flags.rebuild and flags.fds == []

@@ -146,9 +146,16 @@ def _copy(fd: int, limit: int) -> int | None:
         os.close(readable)
     if len(data) > limit:
         return None
-    copy = high(os.memfd_create("trio-agent-run", os.MFD_CLOEXEC))
-    os.write(copy, data)  # a memory file takes it whole
-    os.lseek(copy, 0, os.SEEK_SET)
+    try:
+        copy = high(os.memfd_create("trio-agent-run", os.MFD_CLOEXEC))
+    except OSError:
+        return None  # no memory files here (a seccomp profile), or no descriptor left: bound
+    try:
+        os.write(copy, data)  # a memory file takes it whole
+        os.lseek(copy, 0, os.SEEK_SET)
+    except OSError:
+        os.close(copy)
+        return None
     return copy
 
 
