@@ -3,12 +3,13 @@ of ``/run`` and ``bwrap`` (sec6's review). The rebuilt ``/run`` binds each entry
 directory holding a socket back by its host path, and ``bwrap`` resolves that path
 following links: a pid file replaced by a link to the agent's runtime directory showed
 that directory -- hidden everywhere else -- with its session bus and secrets, at the
-pid file's place. Only a directory that root or the agent's own user alone may change
-is rebuilt entry by entry now; another user's is bound back whole (reached through
-directories it cannot change), its sockets masked in place, and a link in it resolves
-inside the sandbox, where the runtime directory is hidden. And another user's tree of
-thousands of sockets, each masked in place, took ``bwrap`` beyond its 9,000 arguments
-(every command failed): beyond ``MASK_ENTRIES`` such a directory is hidden whole.
+pid file's place. sec6 bound another user's directory back whole instead (its sockets
+masked in place, racing the host); sec7 rebuilds it through descriptors opened without
+following a link (``_sandbox_fds``): the pid file reads as the walk found it, and a
+link found by a later walk resolves inside the sandbox, where the runtime directory is
+hidden. And another user's tree of thousands of sockets, each masked in place, took
+``bwrap`` beyond its 9,000 arguments (every command failed): beyond ``MASK_ENTRIES``
+such a directory is hidden whole.
 
 Real ``bwrap``, both confined modes, through the agent's own command line (the swap
 made deterministic at ``_sandbox.bwrap_argv``, as in ``test_sandbox_run_churn``), and as
