@@ -12,14 +12,16 @@ from pathlib import Path
 import trio
 
 import trio_agent as ta
-from trio_agent._tools._sandbox import bwrap_argv, resolve_sandbox
+from trio_agent._tools._sandbox import argv_fds, bwrap_argv, release_fds, resolve_sandbox
 from trio_agent._tools._sandbox_hide import HIDE_VARIABLE, hide_from_commands
 
 WRITE = ta.Sandbox()
 
 
 def line(workspace: Path, environ: dict[str, str], private: Path | None = Path("/private")) -> list[str]:
-    return bwrap_argv("bwrap", WRITE, workspace, workspace, private, ["true"], environ)
+    argv = bwrap_argv("bwrap", WRITE, workspace, workspace, private, ["true"], environ)
+    release_fds(argv)  # only read: the descriptors of the rebuilt /run are not passed
+    return argv
 
 
 def test_a_named_file_is_masked_after_the_workspace_bind_and_a_directory_is_not(tmp_path: Path) -> None:
@@ -59,6 +61,9 @@ async def test_a_named_file_reads_empty_in_the_sandbox_and_the_one_beside_it_doe
     argv = bwrap_argv(resolution.confinement.bwrap, WRITE, tmp_path, tmp_path, tmp_path / "private-tmp",
                       ["/bin/sh", "-c", f"cat {secret}; echo ---; cat {beside}"], {HIDE_VARIABLE: str(secret)})
     (tmp_path / "private-tmp").mkdir()
-    done = await trio.run_process(argv, capture_stdout=True)
+    try:
+        done = await trio.run_process(argv, capture_stdout=True, pass_fds=argv_fds(argv))
+    finally:
+        release_fds(argv)
     assert done.stdout == b"---\nvisible\n"
     assert secret.read_text() == "the token\n"

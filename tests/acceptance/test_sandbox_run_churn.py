@@ -33,6 +33,7 @@ import trio
 
 import trio_agent as ta
 from trio_agent._tools import _sandbox
+from trio_agent._tools.exec_command import ShellSessions
 
 from .test_sandbox_escapes import CONNECT, MODES, connects, listening, run, run_plant, sandboxed, service_plant
 
@@ -155,10 +156,12 @@ def walk_sees(monkeypatch: pytest.MonkeyPatch, gone: dict[str, list[_Gone]], *, 
     ``gone_dirs`` exist only in the listing); ``after`` runs between the walk and bwrap."""
     build, scandir = _sandbox.bwrap_argv, os.scandir
 
-    def listing(path: str) -> object:
-        if os.fspath(path) not in gone:
+    def listing(path: str | int) -> object:
+        # Another user's directory is listed through a descriptor: named by what it reads as.
+        key = os.readlink(f"/proc/self/fd/{path}") if isinstance(path, int) else os.fspath(path)
+        if key not in gone:
             return scandir(path)
-        return _Listing(None if os.fspath(path) in gone_dirs else scandir(path), gone[os.fspath(path)])
+        return _Listing(None if key in gone_dirs else scandir(path), gone[key])
 
     def walk_then(*args: object, **kwargs: object) -> list[str]:
         os.scandir = listing  # type: ignore[assignment]  # only while the flags are built
@@ -239,14 +242,19 @@ async def test_a_socket_a_service_replaces_while_a_command_runs_stays_masked(
     name = service / f"restarting-{mode.value}.sock"
     with listening(name, unlink=False), listening(shared / f"restarted-{mode.value}.sock", unlink=False) as new:
         async with sandboxed(nursery, workspace, mode) as shell:
-            probe = f"import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect({str(name)!r})\n" \
-                    "    print('ok')\nexcept OSError as exc:\n    print(exc.strerror)\n"
-            script = f"{sys.executable} -c {shlex.quote(probe)}; read line; {sys.executable} -c {shlex.quote(probe)}"
-            started = await shell.exec_command({"cmd": script, "login": False, "yield_time_ms": 250})
-            assert "session_id" in started, started
-            new.rename(name)  # the service's restart
-            ended = await shell.write_stdin({"session_id": started["session_id"], "chars": "\n",
-                                             "yield_time_ms": 30000})
-            assert ended.get("exit_code") == 0, ended
-            assert f"{started['output']}{ended['output']}" == "Connection refused\n" * 2
-            assert await connects(shell, name, outside_sandbox=True) == {str(name): "ok"}
+            await replaced_while_running(shell, name, new)
+
+
+async def replaced_while_running(shell: ShellSessions, name: Path, new: Path) -> None:
+    """A command connects to ``name``, ``new`` is renamed over it (the service's restart),
+    the command connects again: refused both times, and ``ok`` outside the sandbox."""
+    probe = f"import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect({str(name)!r})\n" \
+            "    print('ok')\nexcept OSError as exc:\n    print(exc.strerror)\n"
+    script = f"{sys.executable} -c {shlex.quote(probe)}; read line; {sys.executable} -c {shlex.quote(probe)}"
+    started = await shell.exec_command({"cmd": script, "login": False, "yield_time_ms": 250})
+    assert "session_id" in started, started
+    new.rename(name)  # the service's restart
+    ended = await shell.write_stdin({"session_id": started["session_id"], "chars": "\n", "yield_time_ms": 30000})
+    assert ended.get("exit_code") == 0, ended
+    assert f"{started['output']}{ended['output']}" == "Connection refused\n" * 2
+    assert await connects(shell, name, outside_sandbox=True) == {str(name): "ok"}  # the positive control

@@ -3,12 +3,13 @@ of ``/run`` and ``bwrap`` (sec6's review). The rebuilt ``/run`` binds each entry
 directory holding a socket back by its host path, and ``bwrap`` resolves that path
 following links: a pid file replaced by a link to the agent's runtime directory showed
 that directory -- hidden everywhere else -- with its session bus and secrets, at the
-pid file's place. Only a directory that root or the agent's own user alone may change
-is rebuilt entry by entry now; another user's is bound back whole (reached through
-directories it cannot change), its sockets masked in place, and a link in it resolves
-inside the sandbox, where the runtime directory is hidden. And another user's tree of
-thousands of sockets, each masked in place, took ``bwrap`` beyond its 9,000 arguments
-(every command failed): beyond ``MASK_ENTRIES`` such a directory is hidden whole.
+pid file's place. sec6 bound another user's directory back whole instead (its sockets
+masked in place, racing the host); sec7 rebuilds it through descriptors opened without
+following a link (``_sandbox_fds``): the pid file reads as the walk found it, and a
+link found by a later walk resolves inside the sandbox, where the runtime directory is
+hidden. And another user's tree of thousands of sockets, each masked in place, took
+``bwrap`` beyond its 9,000 arguments (every command failed): beyond ``MASK_ENTRIES``
+such a directory is hidden whole.
 
 Real ``bwrap``, both confined modes, through the agent's own command line (the swap
 made deterministic at ``_sandbox.bwrap_argv``, as in ``test_sandbox_run_churn``), and as
@@ -73,10 +74,12 @@ async def test_an_entry_another_user_swaps_for_a_link_after_the_walk_shows_nothi
             assert await run(shell, f"cat {service}/service.pid") == "4242\n"
             assert await connects(shell, service / "sock") == {str(service / "sock"): "Connection refused"}
             walk_sees(monkeypatch, {}, after=lambda: swap_for_link(service / "service.pid", runtime))
-            seen = await run(shell, f"cat {service}/service.pid/secret 2>/dev/null || echo hidden")
-            assert seen == "hidden\n"  # on main: SECRET (the bind followed the link)
+            seen = await run(shell, f"cat {service}/service.pid/secret 2>/dev/null || echo hidden; "
+                                    f"cat {service}/service.pid")
+            assert seen == "hidden\n4242\n"  # sec6: SECRET (the bind followed the link); now the file as walked
             assert await connects(shell, service / "service.pid" / "bus") == \
-                {str(service / "service.pid" / "bus"): "No such file or directory"}  # on main: ok
+                {str(service / "service.pid" / "bus"): "No such file or directory"}  # sec6: ok
+            # (a later command's walk finds the link: put back as a link, resolved in the sandbox)
             assert await connects(shell, service / "sock") == {str(service / "sock"): "Connection refused"}
             assert await run(shell, f"cat {service}/service.pid/secret", outside_sandbox=True) == "SECRET\n"
 
@@ -126,19 +129,36 @@ def tree() -> Iterator[Path]:
         shutil.rmtree(base)
 
 
-def nobody_runs(top: Path, script: str, *paths: Path) -> list[str]:
+class Line(list[str]):
+    """A ``bwrap`` tail and the descriptors it names (the agent passes them, then closes them)."""
+
+    fds: list[int]
+
+
+def nobody_runs(top: Path, script: str, *paths: Path) -> Line:
     """``script`` then the connect probe of ``paths`` (the system ``python3``: ours is
     closed to 65534), after /run's flags as the agent builds them (before any swap)."""
     flags = run_flags([str(top / "user")], [], str(top))
-    return [*flags.rebuild, "--tmpfs", str(top / "user"), "--remount-ro", str(top / "user"), *flags.in_place,
+    line = Line([*flags.rebuild, "--tmpfs", str(top / "user"), "--remount-ro", str(top / "user"), *flags.in_place,
             *flags.seal, "--", "/bin/sh", "-c", f"{script}; exec \"$@\"", "sh",
-            shutil.which("python3", path="/usr/bin:/bin") or "python3", "-c", CONNECT, *map(str, paths)]
+            shutil.which("python3", path="/usr/bin:/bin") or "python3", "-c", CONNECT, *map(str, paths)])
+    line.fds = flags.fds
+    return line
 
 
-def bwrap(tail: list[str]) -> list[str]:
+def bwrap(tail: Line, *, fails: bool = False) -> list[str]:
+    """Run ``tail`` as uid 65534 (its descriptors passed, then closed); its output lines,
+    or its error when ``fails``."""
     argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "bwrap", "--die-with-parent",
             "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *tail]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, pass_fds=tail.fds)
+    finally:
+        for fd in tail.fds:
+            os.close(fd)
+    if fails:
+        assert done.returncode != 0, done.stdout
+        return done.stderr.splitlines()
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
@@ -149,9 +169,12 @@ def test_as_an_unprivileged_agent_a_swapped_entry_shows_nothing_hidden(tree: Pat
     line = nobody_runs(tree, f"cat {svc}/svc.pid {own}/own.pid", svc / "sock", own / "sock", tree / "user/1000/bus")
     assert bwrap(line) == ["4242", "4242", "Connection refused", "Connection refused", "No such file or directory"]
     # The swap, between the walk (the flags) and bwrap.
-    line = nobody_runs(tree, f"cat {svc}/svc.pid/secret 2>/dev/null || echo hidden", svc / "svc.pid" / "bus")
+    line = nobody_runs(tree, f"cat {svc}/svc.pid/secret 2>/dev/null || echo hidden; cat {svc}/svc.pid",
+                       svc / "svc.pid" / "bus")
     swap_for_link(svc / "svc.pid", Path("../user/1000"))
-    assert bwrap(line) == ["hidden", "No such file or directory"]  # on main: SECRET, ok
+    # sec6's bind by path followed the link: SECRET, ok. Now the pid file as the walk
+    # found it (a copy of what its descriptor names), the link nowhere.
+    assert bwrap(line) == ["hidden", "4242", "Not a directory"]
     assert (svc / "svc.pid" / "secret").read_text() == "SECRET\n"  # outside, the link does lead there
 
 
@@ -166,5 +189,9 @@ def test_another_users_thousands_of_sockets_do_not_fail_the_command(tree: Path) 
             with socket.socket(socket.AF_UNIX) as each:
                 each.bind(str(hog / f"d{d}" / f"s{n}"))  # the file stays
     os.chown(hog, OTHER, OTHER)
+    # Now another user's directory is rebuilt too (through descriptors): within the
+    # budgets its subdirectories are, beyond them masked in place, beyond that hidden whole.
     line = nobody_runs(tree, f"ls -A {hog} | wc -l", hog / "d0" / "s0", tree / "svc" / "sock", tree / "own" / "sock")
-    assert bwrap(line) == ["0", "No such file or directory", "Connection refused", "Connection refused"]
+    seen = bwrap(line)
+    assert seen[0] == "7" and seen[1] in ("No such file or directory", "Connection refused"), seen
+    assert seen[2:] == ["Connection refused", "Connection refused"]

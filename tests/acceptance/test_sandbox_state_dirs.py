@@ -91,3 +91,53 @@ async def test_a_home_that_is_the_workspace_stays_writable(home: Path, monkeypat
     monkeypatch.setenv("TRIO_AGENT_HOME", str(home / ".trio-agent"))
     async with sandboxed(home / ".trio-agent") as shell:
         assert await writes(shell, "threads/t.jsonl") == "wrote"
+
+
+# -- a missing one, created by a command (sec7) ------------------------------------------------------
+
+
+PLANT = "mkdir -p {path} && echo '[mcp_servers.x]' > {path}/config.toml && echo planted"
+
+
+async def test_a_missing_codex_a_command_creates_is_moved_aside_once_it_ends(tmp_path: Path, home: Path) -> None:
+    # bwrap 0.8 cannot keep a missing name from being created without a mount point in
+    # the workspace itself (_sandbox_state): once the command's sandbox is gone, what it
+    # made there is moved aside (nothing deleted) and its output says so. On main the
+    # planted .codex/config.toml stays, for the next codex started there to run.
+    project = home / "project"
+    (project / ".codex").rmdir()
+    (project / ".agents" / "skills").rmdir()
+    (project / ".agents").rmdir()
+    async with sandboxed(project) as shell:
+        result = await shell.exec_command({"cmd": PLANT.format(path=".codex") + "; echo x > ordinary",
+                                           "login": False, "yield_time_ms": 30000})
+        output = str(result["output"])
+        assert output.startswith("planted\n"), output
+        moved = project / ".codex.created-by-a-command"
+        assert f"[sandbox] {project}/.codex was created while the command ran; moved to {moved}" in output
+        assert not (project / ".codex").exists() and (moved / "config.toml").read_text() == "[mcp_servers.x]\n"
+        # The positive controls: the rest of what it wrote stays; a command that makes
+        # neither adds no note; and a second plant is moved beside the first.
+        assert (project / "ordinary").read_text() == "x\n"
+        quiet = await shell.exec_command({"cmd": "echo y > ordinary", "login": False, "yield_time_ms": 30000})
+        assert quiet["output"] == ""
+        again = await shell.exec_command({"cmd": PLANT.format(path=".agents"), "login": False, "yield_time_ms": 30000})
+        assert f"{project}/.agents was created while the command ran; moved to " \
+               f"{project}/.agents.created-by-a-command" in str(again["output"])
+        # An existing one is bound read-only (nothing created, nothing moved).
+        (project / ".codex").mkdir()
+        kept = await shell.exec_command({"cmd": PLANT.format(path=".codex") + " || echo refused", "login": False,
+                                         "yield_time_ms": 30000})
+        assert "refused" in str(kept["output"]) and "[sandbox]" not in str(kept["output"])
+
+
+async def test_a_missing_home_a_command_creates_is_reported_not_moved(tmp_path: Path, home: Path) -> None:
+    # The agent's own process may create its home meanwhile (its sessions): only said.
+    (home / ".codex" / "sessions").rmdir()
+    (home / ".codex").rmdir()
+    async with sandboxed(home) as shell:
+        result = await shell.exec_command({"cmd": PLANT.format(path=".codex"), "login": False,
+                                           "yield_time_ms": 30000})
+        assert f"[sandbox] {home}/.codex was created while the command ran (an agent's home: left in place)" \
+            in str(result["output"])
+        assert (home / ".codex" / "config.toml").exists()

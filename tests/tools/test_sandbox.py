@@ -15,17 +15,26 @@ import stat
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 import trio_agent as ta
-from trio_agent._tools._sandbox import Confinement, bwrap_argv, protected_paths, resolve_sandbox
+from trio_agent._tools._sandbox import Confinement, protected_paths, release_fds, resolve_sandbox
+from trio_agent._tools._sandbox import bwrap_argv as built
 from trio_agent._tools.exec_command import ShellSessions
 
 from .._os_facts import pid_alive, processes_in, wait_for_os_fact, wait_gone
 
 _nonces = itertools.count(1)
+
+
+def bwrap_argv(*args: Any) -> list[str]:
+    """The line, only read: the descriptors of its rebuilt /run are closed at once."""
+    argv = built(*args)
+    release_fds(argv)
+    return argv
 
 
 def sleeper() -> str:

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 import trio_agent as ta
-from trio_agent._tools._sandbox import bwrap_argv, resolve_sandbox
+from trio_agent._tools._sandbox import bwrap_argv, release_fds, resolve_sandbox
 from trio_agent._tools.exec_command import ShellSessions
 
 WRITE = ta.Sandbox()
@@ -22,7 +22,9 @@ READ = ta.Sandbox(ta.SandboxMode.READ_ONLY)
 
 def joined(sandbox: ta.Sandbox, workspace: Path, environ: dict[str, str], private: Path = Path("/private")) -> str:
     # workspace-write always has its private /tmp (ShellSessions): the host's is not shown
-    return " ".join(bwrap_argv("bwrap", sandbox, workspace, workspace, private, ["true"], environ))
+    argv = bwrap_argv("bwrap", sandbox, workspace, workspace, private, ["true"], environ)
+    release_fds(argv)  # only read: the descriptors of the rebuilt /run are not passed
+    return " ".join(argv)
 
 
 def positions(line: str, *parts: str) -> list[int]:

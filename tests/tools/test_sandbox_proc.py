@@ -27,7 +27,7 @@ import pytest
 import trio
 
 import trio_agent as ta
-from trio_agent._tools._sandbox import Confinement, resolve_sandbox
+from trio_agent._tools._sandbox import Confinement, argv_fds, release_fds, resolve_sandbox
 from trio_agent._tools.exec_command import ShellSessions
 
 #: Knobs a command must not open for writing (those this kernel has).
@@ -135,8 +135,11 @@ def test_an_unprivileged_agents_sandbox_starts_and_confines_the_same(
     argv = confinement(mode).wrap(
         ["/bin/sh", "-c", f"{writes}exec \"$@\"", "sh", *probe_argv(python)], workspace, workspace,
         private_tmp if mode is ta.SandboxMode.WORKSPACE_WRITE else None)
-    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv],
-                          capture_output=True, text=True, timeout=60, check=False)
+    try:
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv],
+                              capture_output=True, text=True, timeout=60, check=False, pass_fds=argv_fds(argv))
+    finally:
+        release_fds(argv)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     if writes:

@@ -14,8 +14,27 @@ from pathlib import Path
 
 import pytest
 
-from trio_agent._tools import _sandbox_run
-from trio_agent._tools._sandbox_run import run_flags
+from trio_agent._tools import _sandbox_fds, _sandbox_run
+
+_built: list[_sandbox_run.RunFlags] = []  # closed after each test (close_descriptors)
+
+
+def run_flags(replaced: list[str], shown: list[str], root: str,
+              options: frozenset[str] | None = None) -> _sandbox_run.RunFlags:
+    """``_sandbox_run.run_flags``, its descriptors (the rebuild's copies and binds)
+    closed after the test."""
+    flags = _sandbox_run.run_flags(replaced, shown, root, options)
+    _built.append(flags)
+    return flags
+
+
+@pytest.fixture(autouse=True)
+def close_descriptors() -> Iterator[None]:
+    yield
+    while _built:
+        flags = _built.pop()
+        while flags.fds:
+            os.close(flags.fds.pop())
 
 
 @pytest.fixture
@@ -41,6 +60,28 @@ def root(tmp_path: Path) -> Iterator[Path]:
             each.close()
 
 
+@contextmanager
+def closing(flags: _sandbox_run.RunFlags) -> Iterator[_sandbox_run.RunFlags]:
+    """``flags``, their descriptors closed afterwards (as the spawn path does)."""
+    try:
+        yield flags
+    finally:
+        while flags.fds:
+            os.close(flags.fds.pop())
+
+
+def described(flags: _sandbox_run.RunFlags, option: str, path: str) -> object:
+    """What puts ``path`` back through a descriptor: its content for ``--file``, else the
+    descriptor (one ``flags.fds`` holds)."""
+    line = flags.rebuild
+    at = next(i for i in range(len(line) - 2) if line[i] == option and line[i + 2] == path)
+    fd = int(line[at + 1])
+    assert fd in flags.fds
+    if option == "--file":
+        return os.pread(fd, 1 << 20, 0)
+    return fd
+
+
 def triples(flags: list[str]) -> set[tuple[str, ...]]:
     return {tuple(flags[i:i + 3]) for i in range(len(flags))}
 
@@ -53,11 +94,12 @@ def test_each_entry_is_put_back_in_a_tmpfs_sealed_last(root: Path) -> None:
         ("--ro-bind", "/dev/null", f"{root}/engine.sock"),  # a socket: /dev/null, as before
         ("--ro-bind", "/dev/null", f"{root}/svc/sock"),
         ("--symlink", "/dev/shm", f"{root}/shm"),  # a link: a link
-        ("--ro-bind-try", f"{root}/utmp", f"{root}/utmp"),  # a file: bound back, skipped if gone
         ("--ro-bind-try", f"{root}/quiet", f"{root}/quiet"),  # a directory without sockets: whole, live
-        ("--ro-bind-try", f"{root}/svc/svc.pid", f"{root}/svc/svc.pid"),
     }
     assert expected <= triples(flags.rebuild), flags.rebuild
+    # A small file: copied through a descriptor (no mount; one gone since it was opened copied all the same).
+    assert described(flags, "--file", f"{root}/utmp") == b""
+    assert described(flags, "--file", f"{root}/svc/svc.pid") == b"1\n"
     line = " ".join(flags.rebuild)
     assert f"--dir {root}/svc " in line and f"--dir {root}/lock " in line  # rebuilt; hidden whole (empty)
     assert f"{root}/user" not in line  # a hidden root: its own tmpfs comes later
@@ -116,11 +158,12 @@ def test_a_budget_spent_deep_down_leaves_the_shallow_directories_rebuilt(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
-def test_only_a_directory_root_or_the_agent_alone_may_change_is_rebuilt(root: Path) -> None:
-    # Its entries are bound back one by one by their host paths, which bwrap resolves
-    # following links: another user's directory (or one others may write: it holds the
-    # workspace) is bound back whole, its sockets masked in place (sec6).
-    (root / "other").mkdir()
+def test_another_users_directory_is_rebuilt_through_descriptors(root: Path) -> None:
+    # bwrap resolves a bound path following links, so another user's entries (and those
+    # of a directory others may write: it holds the workspace) are put back through
+    # descriptors opened without following links (sec7; sec6 bound such a directory back
+    # whole and masked its sockets in place, racing the host). Root's stay bound by path.
+    (root / "other" / "inner").mkdir(parents=True)
     (root / "other" / "other.pid").write_text("1\n")
     (root / "lock" / "workspace").mkdir()
     with socket.socket(socket.AF_UNIX) as other, socket.socket(socket.AF_UNIX) as locked:
@@ -128,15 +171,98 @@ def test_only_a_directory_root_or_the_agent_alone_may_change_is_rebuilt(root: Pa
         locked.bind(str(root / "lock" / "sock"))
         os.chown(root / "other", 4242, 4242)
         flags = run_flags([], [str(root / "lock" / "workspace")], str(root))
-    found = triples(flags.rebuild)
-    assert {("--ro-bind-try", f"{root}/other", f"{root}/other"), ("--ro-bind-try", f"{root}/lock", f"{root}/lock"),
-            ("--ro-bind-try", f"{root}/svc/svc.pid", f"{root}/svc/svc.pid")} <= found  # root's: rebuilt
-    assert not any(f"{root}/other/" in flag or f"{root}/lock/" in flag for flag in flags.rebuild)
-    assert triples(flags.in_place) >= {("--ro-bind", "/dev/null", f"{root}/other/sock"),
-                                       ("--ro-bind", "/dev/null", f"{root}/lock/sock")}
-    os.chown(root, 4242, 4242)  # /run itself: nothing rebuilt
-    flags = run_flags([], [], str(root))
-    assert flags.rebuild == [] and ("--ro-bind", "/dev/null", f"{root}/svc/sock") in triples(flags.in_place)
+    with closing(flags):
+        assert {("--ro-bind", "/dev/null", f"{root}/other/sock"), ("--ro-bind", "/dev/null", f"{root}/lock/sock"),
+                ("--ro-bind-try", f"{root}/quiet", f"{root}/quiet")} <= triples(flags.rebuild)  # root's: by path
+        assert f"--dir {root}/other " in " ".join(flags.rebuild) and flags.in_place == []
+        assert described(flags, "--file", f"{root}/other/other.pid") == b"1\n"  # a copy of what was walked
+        inner = os.fstat(int(str(described(flags, "--ro-bind-fd", f"{root}/other/inner"))))
+        assert (inner.st_dev, inner.st_ino) == (os.stat(root / "other" / "inner").st_dev,
+                                                os.stat(root / "other" / "inner").st_ino)
+        assert isinstance(described(flags, "--ro-bind-fd", f"{root}/lock/workspace"), int)
+        line = flags.rebuild  # nothing of theirs bound by its path
+        assert not any(line[i + 1].startswith((f"{root}/other", f"{root}/lock"))
+                       for i in range(len(line) - 1) if line[i] == "--ro-bind-try")
+    os.chown(root, 4242, 4242)  # /run itself another user's: rebuilt the same way
+    with closing(run_flags([], [], str(root))) as flags:
+        assert flags.rebuild[:2] == ["--tmpfs", str(root)] and flags.in_place == []
+        assert ("--ro-bind", "/dev/null", f"{root}/svc/sock") in triples(flags.rebuild)
+        assert described(flags, "--file", f"{root}/utmp") == b""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_an_entry_of_another_user_changed_since_the_walk_is_not_put_back(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between the walk and the rebuild's opens: the pid file swapped for a link (to what
+    # the sandbox hides), the inner directory for a file, a file removed. Neither is
+    # followed nor put back; what did not change is; a file grown huge is bound; one
+    # replaced by renaming its next version over it is that version (as by path).
+    other = root / "other"
+    (other / "inner").mkdir(parents=True)
+    for name in ("swapped.pid", "kept.pid", "removed.pid", "grown.pid", "replaced.pid"):
+        (other / name).write_text("1\n")
+    walk = _sandbox_run._Walk.run
+
+    def walk_then_change(self: object, top: str) -> object:
+        listing = walk(self, top)  # type: ignore[arg-type]
+        (other / ".link").symlink_to(root / "user")
+        (other / ".link").rename(other / "swapped.pid")
+        (other / "inner").rename(other / ".old")
+        (other / "inner").write_text("not a directory\n")
+        (other / "removed.pid").unlink()
+        (other / ".new").write_text("2\n")
+        (other / ".new").rename(other / "replaced.pid")  # its next version: the current one is put back
+        os.truncate(other / "grown.pid", 1 << 40)  # sparse: bwrap would copy a terabyte of zeros
+        return listing
+
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(other / "sock"))
+        os.chown(other, 4242, 4242)
+        monkeypatch.setattr(_sandbox_run._Walk, "run", walk_then_change)
+        with closing(run_flags([], [], str(root))) as flags:
+            assert ("--ro-bind", "/dev/null", f"{other}/sock") in triples(flags.rebuild)
+            assert described(flags, "--file", f"{other}/kept.pid") == b"1\n"  # the positive control
+            for name in ("swapped.pid", "inner", "removed.pid"):
+                assert f"{other}/{name}" not in flags.rebuild, name
+            assert isinstance(described(flags, "--ro-bind-fd", f"{other}/grown.pid"), int)  # bound, not copied
+            assert described(flags, "--file", f"{other}/replaced.pid") == b"2\n"  # as a bind by path shows it
+            line = flags.rebuild
+            assert sum(line[i] in ("--file", "--ro-bind-fd") and line[i + 2].startswith(f"{other}/")
+                       for i in range(len(line) - 2)) == 3
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_a_large_file_of_another_user_is_bound_by_its_descriptor(root: Path) -> None:
+    other = root / "other"
+    other.mkdir()
+    (other / "big").write_bytes(b"x" * (_sandbox_run.COPY_BYTES + 1))
+    (other / "small").write_bytes(b"x" * _sandbox_run.COPY_BYTES)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(other / "sock"))
+        os.chown(other, 4242, 4242)
+        with closing(run_flags([], [], str(root))) as flags:
+            assert isinstance(described(flags, "--ro-bind-fd", f"{other}/big"), int)
+            assert described(flags, "--file", f"{other}/small") == b"x" * _sandbox_run.COPY_BYTES
+            assert all(fd >= 3 for fd in flags.fds)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_beyond_the_descriptor_budget_another_users_directory_is_masked_in_place(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At most FD_ENTRIES descriptors (and a quarter of RLIMIT_NOFILE): beyond, another
+    # user's directory is bound back whole by its path (root's directories above it: no
+    # link to follow there) and its sockets masked in place, as in sec6.
+    (root / "other").mkdir()
+    (root / "other" / "other.pid").write_text("1\n")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(root / "other" / "sock"))
+        os.chown(root / "other", 4242, 4242)
+        monkeypatch.setattr(_sandbox_run, "FD_ENTRIES", 0)
+        with closing(run_flags([], [], str(root))) as flags:
+            assert ("--ro-bind-try", f"{root}/other", f"{root}/other") in triples(flags.rebuild)
+            assert flags.in_place == ["--ro-bind", "/dev/null", f"{root}/other/sock"] and flags.fds == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
@@ -192,8 +318,71 @@ def test_beyond_the_masks_budget_another_users_directory_is_hidden_whole(
                 stack.enter_context(socket.socket(socket.AF_UNIX)).bind(str(root / name / "inner" / f"s{n}"))
             os.chown(root / name, 4242, 4242)
         monkeypatch.setattr(_sandbox_run, "MASK_ENTRIES", 4, raising=False)
+        monkeypatch.setattr(_sandbox_run, "FD_ENTRIES", 0)  # not rebuilt (another user's): masked in place
         flags = run_flags([str(root / "user")], [], str(root))
     assert ("--tmpfs", f"{root}/hog", "--remount-ro") in triples(flags.in_place), flags.in_place
     assert not any(f"{root}/hog/" in flag for flag in flags.in_place)
     assert ("--ro-bind", "/dev/null", f"{root}/small/inner/s0") in triples(flags.in_place)
     assert ("--ro-bind-try", f"{root}/small", f"{root}/small") in triples(flags.rebuild)  # its pid file reads
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_a_directory_of_another_user_swapped_for_a_link_before_its_listing_lists_nothing_hidden(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listed after its parent, by its path, a subdirectory swapped for a link in between
+    # listed what the link leads to: a hidden runtime directory's names (its bus masked
+    # by name, its links recreated). Another user's directories are listed through a
+    # descriptor reached without following a link: the swapped one is not listable.
+    hidden = root / "user" / "1000"
+    hidden.mkdir(parents=True)
+    (root / "other" / "sub").mkdir(parents=True)
+    (root / "other" / "kept").mkdir()
+    with ExitStack() as stack:
+        for path in (hidden / "bus", root / "other" / "sub" / "sock", root / "other" / "kept" / "sock"):
+            stack.enter_context(socket.socket(socket.AF_UNIX)).bind(str(path))
+        os.chown(root / "other", 4242, 4242)
+        listed = _sandbox_run._Walk._list
+
+        def swap_before(self: object, found: object, depth: int) -> bool:
+            if getattr(found, "path", None) == f"{root}/other/sub":
+                (root / "other" / "sub").rename(root / "other" / ".old")
+                (root / "other" / "sub").symlink_to(hidden)
+            return listed(self, found, depth)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_sandbox_run._Walk, "_list", swap_before)
+        flags = run_flags([str(root / "user")], [], str(root))  # /run/user: hidden, not walked
+    line = " ".join([*flags.rebuild, *flags.in_place])
+    assert "bus" not in line, line  # before: --ro-bind /dev/null .../other/sub/bus
+    assert ("--ro-bind", "/dev/null", f"{root}/other/kept/sock") in triples(flags.rebuild)  # the positive control
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a directory owned by another user needs root (CI runs as root)")
+def test_a_bwrap_without_bind_fd_leaves_another_users_directory_to_the_masks_in_place(root: Path) -> None:
+    # bwrap before 0.10 (without a backport) has no --ro-bind-fd, before 0.5 no --perms:
+    # another user's directory is then bound whole by its path below root's (sec6's way)
+    # and masked in place; root's files are still copied, without --perms.
+    (root / "other").mkdir()
+    (root / "other" / "other.pid").write_text("1\n")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(root / "other" / "sock"))
+        os.chown(root / "other", 4242, 4242)
+        flags = run_flags([], [], str(root), options=frozenset({"--file", "--ro-bind-try"}))
+    assert ("--ro-bind-try", f"{root}/other", f"{root}/other") in triples(flags.rebuild)
+    assert flags.in_place == ["--ro-bind", "/dev/null", f"{root}/other/sock"]
+    assert "--ro-bind-fd" not in flags.rebuild and "--perms" not in flags.rebuild
+    assert described(flags, "--file", f"{root}/svc/svc.pid") == b"1\n"
+    assert "--file" in _sandbox_fds.bwrap_options("bwrap")  # read from its --help
+    assert _sandbox_fds.bwrap_options("/nonexistent/bwrap") == frozenset()
+
+
+def test_without_memory_files_a_file_is_bound_by_path(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # memfd_create refused (a container's seccomp profile) or no descriptor left: the
+    # copy gives way to the bind by path (root's), never to a failed command.
+    def refused(name: str, flags: int = 0) -> int:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "memfd_create", refused)
+    flags = run_flags([str(root / "user")], [], str(root))
+    assert ("--ro-bind-try", f"{root}/svc/svc.pid", f"{root}/svc/svc.pid") in triples(flags.rebuild)
+    assert "--file" not in flags.rebuild and flags.fds == []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, final
 
@@ -146,11 +146,12 @@ class GroupProcess:
 
 
 async def open_group_process(
-    argv: list[str], cwd: Path, env: Mapping[str, str], terminal: Terminal | None = None
+    argv: list[str], cwd: Path, env: Mapping[str, str], terminal: Terminal | None = None, passed: Sequence[int] = (),
 ) -> GroupProcess:
     """Start ``argv`` in a new session, on pipes or on ``terminal``'s slave (whose
     master streams become its stdin and stdout; ``argv`` then takes the terminal as
-    its controlling one itself: ``_pty.leader_argv``)."""
+    its controlling one itself: ``_pty.leader_argv``); ``passed``: descriptors it gets
+    at the same numbers."""
     if terminal is None or terminal.slave is None:
         process = await trio.lowlevel.open_process(
             argv,
@@ -160,10 +161,12 @@ async def open_group_process(
             cwd=cwd,
             env=dict(env),
             start_new_session=True,
+            pass_fds=tuple(passed),
         )
         return GroupProcess(process)
     slave = terminal.slave
     process = await trio.lowlevel.open_process(
-        argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=dict(env), start_new_session=True
+        argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=dict(env), start_new_session=True,
+        pass_fds=tuple(passed),
     )
     return GroupProcess(process, (terminal.input, terminal.output))

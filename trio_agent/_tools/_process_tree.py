@@ -45,7 +45,7 @@ import socket
 import subprocess
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, final
 
@@ -242,10 +242,12 @@ class _Helper:
         self.ready.set()
 
     async def spawn(
-        self, request: Mapping[str, object], grace: float, terminal: Terminal | None = None
+        self, request: Mapping[str, object], grace: float, terminal: Terminal | None = None,
+        passed: Sequence[int] = (),
     ) -> SupervisedProcess:
         """Start ``request`` under a new supervisor: with pipes, or on ``terminal``'s
-        slave (its master streams then become the process's stdin and stdout)."""
+        slave (its master streams then become the process's stdin and stdout);
+        ``passed``: descriptors the command gets at the same numbers (``"fds"``)."""
         if self.sock is None or self.finished.is_set():
             raise _HelperGone("the helper is not running")
         if terminal is not None and terminal.slave is not None:
@@ -256,7 +258,7 @@ class _Helper:
             stdout_read, stdout_write = os.pipe()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            fds = array.array("i", [theirs.fileno(), stdin_read, stdout_write])
+            fds = array.array("i", [theirs.fileno(), stdin_read, stdout_write, *passed])
             async with self.send_lock:
                 await self.sock.sendmsg([b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
         except BaseException as exc:  # OSError, or cancelled before the request left (nothing sent)
@@ -310,7 +312,7 @@ class ProcessLauncher:
 
     async def spawn(
         self, argv: list[str], cwd: Path, env: Mapping[str, str], grace: float, *, scaffold: int = 0,
-        terminal: Terminal | None = None, tty_argv: list[str] | None = None,
+        terminal: Terminal | None = None, tty_argv: list[str] | None = None, fds: Sequence[int] = (),
     ) -> CommandProcess:
         """Start ``argv`` in ``cwd`` with exactly ``env``; stdout and stderr share one pipe.
 
@@ -327,8 +329,13 @@ class ProcessLauncher:
         Raises OSError if the command cannot be started (missing shell or directory),
         RuntimeError if the nursery has exited, trio.ClosedResourceError after
         :meth:`aclose` or while the nursery shuts down. The first call waits for the
-        helper to start (cancellable; the start goes on for the next call)."""
+        helper to start (cancellable; the start goes on for the next call).
+
+        ``fds``: descriptors ``argv`` gets at the same numbers (a sandbox's ``/run``:
+        ``_sandbox_run``); they stay the caller's to close once this returns."""
         request = {"argv": argv, "cwd": str(cwd), "env": dict(env), "grace": grace, "scaffold": scaffold}
+        if fds:
+            request["fds"] = list(fds)
         if terminal is not None:
             request |= {"ctty": True} if not scaffold else {"argv": tty_argv or argv}
         for _ in range(2):  # a helper that died is restarted once
@@ -336,15 +343,15 @@ class ProcessLauncher:
             if helper is None:
                 break
             try:
-                return await helper.spawn(request, grace, terminal)
+                return await helper.spawn(request, grace, terminal, fds)
             except _HelperGone:
                 continue
         if self._closed:
             raise trio.ClosedResourceError("the process launcher is closed")
         self._isolation = "process-group"
         if terminal is not None:
-            return await open_group_process(tty_argv or argv, cwd, env, terminal)
-        return await open_group_process(argv, cwd, env)
+            return await open_group_process(tty_argv or argv, cwd, env, terminal, fds)
+        return await open_group_process(argv, cwd, env, passed=fds)
 
     async def aclose(self) -> None:
         """Stop the helper (idempotent; shielded and bounded)."""

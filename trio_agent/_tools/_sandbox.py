@@ -17,7 +17,9 @@ supervisor like any command (``_subreaper.py``). The flags build, per command:
   ``.git`` file points to) bound read-only again unless ``writable_git``, and what
   decides what runs unconfined later bound read-only always (:func:`state_paths`:
   ``.codex`` and ``.agents`` of each writable root, trio-agent's and codex's homes
-  where a writable root holds them). In
+  where a writable root holds them; a missing one cannot be kept from being created
+  with ``bwrap`` 0.8 without litter in the workspace, so one a command creates is
+  moved aside once it ends: ``_sandbox_state``). In
   ``read-only`` nothing is rebound writable, ``/dev`` is remounted read-only too, and
   ``/tmp`` is an empty read-only directory (the workspace bound back if below it). In
   both, the agent's own installation (``sys.prefix``, ``sys.base_prefix`` and the
@@ -57,11 +59,12 @@ falls back to ``danger-full-access`` and says why (:attr:`Resolution.fallback`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from .._bounded_read import read_regular_prefix
@@ -78,9 +81,13 @@ __all__ = [
     "Resolution",
     "SandboxUnavailable",
     "agent_homes",
+    "argv_fds",
     "bwrap_argv",
     "protected_paths",
+    "release_fds",
+    "released",
     "resolve_sandbox",
+    "settle_of",
     "start_probe",
     "state_paths",
 ]
@@ -127,6 +134,45 @@ class Confinement(Record):
         return bwrap_argv(self.bwrap, self.sandbox, workspace, workdir, private_tmp, argv)
 
 
+class BwrapArgv(list[str]):
+    """A ``bwrap`` command line and the descriptors it names (the rebuilt ``/run``'s,
+    ``_sandbox_run``): the spawn passes them at the same numbers, then the caller
+    closes them (:func:`argv_fds`); ``settle``: what to do once the command's sandbox
+    is gone (``_sandbox_state``: the agents' state it may have created)."""
+
+    __slots__ = ("fds", "settle")
+
+    def __init__(self, argv: list[str], fds: list[int], settle: Callable[[], str | None] | None = None) -> None:
+        super().__init__(argv)
+        self.fds, self.settle = fds, settle
+
+
+def settle_of(argv: list[str]) -> Callable[[], str | None] | None:
+    """What to check once a wrapped ``argv``'s sandbox is gone (None: nothing)."""
+    return argv.settle if isinstance(argv, BwrapArgv) else None
+
+
+def argv_fds(argv: list[str]) -> list[int]:
+    """The descriptors a wrapped ``argv`` names (none for an unwrapped one)."""
+    return argv.fds if isinstance(argv, BwrapArgv) else []
+
+
+def release_fds(argv: list[str]) -> None:
+    """Close the descriptors a wrapped ``argv`` names, once its spawn is over (idempotent)."""
+    fds = argv_fds(argv)
+    while fds:
+        os.close(fds.pop())
+
+
+@contextlib.contextmanager
+def released(argv: list[str]) -> Iterator[list[str]]:
+    """``argv``, its descriptors closed when the block ends (its spawn is over)."""
+    try:
+        yield argv
+    finally:
+        release_fds(argv)
+
+
 class Resolution(Record):
     """What :func:`resolve_sandbox` found: the confinement, and why the default fell
     back to ``danger-full-access`` (None if it did not)."""
@@ -149,11 +195,15 @@ def bwrap_argv(
     bwrap: str, sandbox: Sandbox, workspace: Path, workdir: Path, private_tmp: Path | None, argv: list[str],
     environ: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The full ``bwrap`` command line for ``argv`` (pure but for a few ``stat`` calls
-    and creating a missing daemon directory; ``environ``, default ``os.environ``: the
-    agent's, which says where its runtime directory and warm daemon are)."""
+    """The full ``bwrap`` command line for ``argv`` (pure but for a few ``stat`` calls,
+    creating a missing daemon directory and the descriptors of the rebuilt ``/run``,
+    which the caller passes and closes: :func:`argv_fds`; ``environ``, default
+    ``os.environ``: the agent's, which says where its runtime directory and warm
+    daemon are)."""
     from . import _sandbox_hide as hide
+    from ._sandbox_fds import bwrap_options
     from ._sandbox_run import run_flags
+    from ._sandbox_state import watch_state
 
     env = os.environ if environ is None else environ
     read_only = sandbox.mode is not SandboxMode.WORKSPACE_WRITE
@@ -179,10 +229,12 @@ def bwrap_argv(
     for root in hidden:
         args += ["--remount-ro", root]
     args += hide.socket_masks(env, replaced, shown)
-    run = run_flags(replaced, shown)  # /run rebuilt first, so that what is bound into it lands inside
-    return [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            *hide.proc_flags(), *run.rebuild, *args, *run.in_place, *run.seal,
-            "--chdir", str(workdir), "--", *argv]
+    # /run rebuilt first, so that what is bound into it lands inside
+    run = run_flags(replaced, shown, options=bwrap_options(bwrap))
+    watch = watch_state(sandbox, workspace, STATE_NAMES, agent_homes(env))
+    return BwrapArgv([bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                      *hide.proc_flags(), *run.rebuild, *args, *run.in_place, *run.seal,
+                      "--chdir", str(workdir), "--", *argv], run.fds, watch.settle if watch is not None else None)
 
 
 def _writable_binds(

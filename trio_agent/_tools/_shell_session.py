@@ -78,6 +78,7 @@ class CommandSession:
     session_id: int | None = None
     progress: OutputProgress | None = None  # the waiting call's on_output, if any
     terminal: Terminal | None = None  # tty: true -- its master is the process's stdin and stdout
+    settle: Callable[[], str | None] | None = None  # once the tree is gone: a note for the output (_sandbox_state)
 
     async def supervise(self, kill_grace: float, drain_grace: float) -> None:
         """Own the process until its whole tree is gone (the caller then frees its slot)."""
@@ -99,6 +100,9 @@ class CommandSession:
             await process.terminate(kill_grace)  # shielded, bounded, idempotent
             await process.aclose()
             self.exit_code = exit_code_of(process.returncode)
+            note = self.settle() if self.settle is not None else None
+            if note is not None:
+                self.output.write(f"\n{note}\n".encode())
 
     async def _pump_output(self) -> None:
         stdout = self.process.stdout

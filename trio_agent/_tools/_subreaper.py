@@ -20,7 +20,9 @@ exactly "everything the command started", and a supervisor that has no children 
 knows the command is over (``waitpid`` says ``ECHILD``).
 
 * **Helper**: each message on FD carries three descriptors (control socket, the shell's
-  stdin, the shell's stdout/stderr). The helper forks a supervisor for it (a cheap fork
+  stdin, the shell's stdout/stderr), then those the command is passed (a sandbox's
+  ``/run``, ``_sandbox_run``: at most 250, given to the shell at the numbers the
+  request's ``"fds"`` lists). The helper forks a supervisor for it (a cheap fork
   of this small, single-threaded interpreter instead of a new interpreter per command)
   and closes its copies. On EOF of FD (or SIGTERM/SIGHUP) it stops taking requests
   and exits once its supervisors have. A supervisor that dies by a signal (the agent's last resort) leaves
@@ -73,6 +75,9 @@ else:  # a program, not a package module: the process-tree primitives come from 
 #: Seconds between SIGKILL rounds while descendants remain (a fork racing a kill).
 _KILL_ROUND = 0.01
 _FDS_PER_REQUEST = 3
+#: At most this many more descriptors a request may pass to its command (``"fds"``): one
+#: message carries at most 253 (the kernel's SCM_MAX_FD).
+_EXTRA_FDS = 250
 
 
 # -- messages --------------------------------------------------------------------------------------
@@ -139,7 +144,27 @@ def _environment(value: object) -> dict[str, str]:
     return value
 
 
-def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
+def _passed(request: dict[str, object], extras: list[int]) -> list[tuple[object, ...]]:
+    """The spawn actions giving the command ``extras`` at the numbers ``"fds"`` names
+    (the agent's own numbers, which its ``bwrap`` line uses): each first moved above
+    every such number, so that no ``dup2`` overwrites one not yet given."""
+    targets = request.get("fds", [])
+    if not isinstance(targets, list) or len(targets) != len(extras) \
+            or not all(isinstance(fd, int) and not isinstance(fd, bool) and 3 <= fd < 65536 for fd in targets):
+        raise ValueError("fds must name, from 3 up, each descriptor passed with the request")
+    if not extras:
+        return []
+    import fcntl  # only a sandboxed command that passes descriptors needs it
+
+    base = max(targets) + 1
+    for index, fd in enumerate(extras):
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, base)
+        os.close(fd)
+        extras[index] = moved
+    return [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in zip(extras, targets, strict=True)]
+
+
+def _spawn(request: dict[str, object], stdin: int, stdout: int, extras: list[int] | None = None) -> int:
     """Start the shell in ``cwd`` with the pipes as fds 0/1/2 (``$PATH`` of ``env`` for a
     bare name), leading a new process group: a ``kill 0`` in the command cannot reach
     the supervisor. With ``"ctty": true`` (``stdin`` is a pseudo-terminal slave) it
@@ -152,7 +177,7 @@ def _spawn(request: dict[str, object], stdin: int, stdout: int) -> int:
     actions: list[tuple[object, ...]] = [(os.POSIX_SPAWN_DUP2, stdin, 0)]
     if terminal is not None:
         actions = [(os.POSIX_SPAWN_OPEN, 0, terminal, os.O_RDWR, 0)]
-    actions += [(os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stdout, 2)]
+    actions += [(os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stdout, 2), *_passed(request, extras or [])]
     group = {"setsid": True} if terminal is not None else {"setpgroup": 0}
     name = argv[0]
     candidates = [name] if "/" in name else [os.path.join(d, name) for d in os.get_exec_path(env)]
@@ -183,7 +208,7 @@ class _Supervisor:
         self.grace = 0.5
         self.kill_at: float | None = None  # set once terminating
 
-    def start(self, stdin: int, stdout: int) -> bool:
+    def start(self, stdin: int, stdout: int, extras: list[int]) -> bool:
         request = self.lines.first()
         if request is None:
             return False
@@ -192,13 +217,13 @@ class _Supervisor:
         scaffold = request.get("scaffold")
         self.scaffold = scaffold if isinstance(scaffold, int) and not isinstance(scaffold, bool) else 0
         try:
-            self.shell = _spawn(request, stdin, stdout)
+            self.shell = _spawn(request, stdin, stdout, extras)
         except (OSError, ValueError, TypeError) as exc:
             _send(self.ctl, {"error": str(exc)})
             return False
         finally:
-            os.close(stdin)
-            os.close(stdout)
+            for fd in (stdin, stdout, *extras):
+                os.close(fd)
         _send(self.ctl, {"started": self.shell, "supervisor": self.me})
         return True
 
@@ -255,7 +280,7 @@ class _Supervisor:
                     self.terminate(self.grace)
 
 
-def _supervise(ctl: int, stdin: int, stdout: int) -> None:
+def _supervise(ctl: int, stdin: int, stdout: int, *extras: int) -> None:
     """The forked child of the helper: run one command to the end of its whole tree."""
     os.setsid()
     wakeup = _reaping.install_signals()
@@ -265,7 +290,7 @@ def _supervise(ctl: int, stdin: int, stdout: int) -> None:
         _send(ctl, {"error": f"cannot supervise the command: {exc}"})
         return
     supervisor = _Supervisor(ctl, wakeup)
-    if supervisor.start(stdin, stdout):
+    if supervisor.start(stdin, stdout, list(extras)):
         supervisor.run()
 
 
@@ -274,7 +299,8 @@ def _supervise(ctl: int, stdin: int, stdout: int) -> None:
 
 def _receive(sock: socket.socket) -> list[int] | None:
     """The descriptors of one request, or None at EOF."""
-    message, ancillary, _, _ = sock.recvmsg(16, socket.CMSG_SPACE(4 * _FDS_PER_REQUEST), socket.MSG_CMSG_CLOEXEC)
+    space = socket.CMSG_SPACE(4 * (_FDS_PER_REQUEST + _EXTRA_FDS))
+    message, ancillary, _, _ = sock.recvmsg(16, space, socket.MSG_CMSG_CLOEXEC)
     if not message:
         return None
     fds: list[int] = []
@@ -286,7 +312,7 @@ def _receive(sock: socket.socket) -> list[int] | None:
 
 
 def _fork_supervisor(sock: socket.socket, wakeup: int, fds: list[int]) -> int | None:
-    if len(fds) != _FDS_PER_REQUEST:
+    if not _FDS_PER_REQUEST <= len(fds) <= _FDS_PER_REQUEST + _EXTRA_FDS:
         for fd in fds:
             os.close(fd)
         return None

@@ -70,7 +70,7 @@ from ._login_env import SNAPSHOT_TIMEOUT, LoginEnvironments, login_command_envir
 from ._process_tree import Isolation, ProcessLauncher
 from ._pty import Terminal, TerminalSize, leader_argv
 from ._real_time import real_process_running
-from ._sandbox import SANDBOX_ENV, SCAFFOLD_DEPTH, Confinement
+from ._sandbox import SANDBOX_ENV, SCAFFOLD_DEPTH, Confinement, argv_fds, released, settle_of
 from ._security import Sandbox, SandboxMode
 from ._shell_env import (
     BYTES_PER_TOKEN,
@@ -246,11 +246,12 @@ class ShellSessions:
             tty_argv = [*leader_argv(), *argv] if request.tty else None
             scaffold = 0
             if sandboxed:
-                argv = self._sandbox.wrap(argv, self._workspace, request.workdir, self._tmp_dir())
-                if tty_argv is not None:
-                    tty_argv = self._sandbox.wrap(tty_argv, self._workspace, request.workdir, self._tmp_dir())
-                scaffold = SCAFFOLD_DEPTH
-            session = await self._spawn(argv, request, environment, scaffold, tty_argv)
+                wrapped = self._sandbox.wrap(argv, self._workspace, request.workdir, self._tmp_dir())
+                if tty_argv is not None:  # the same sandbox (one /run, its descriptors), the leader in front
+                    tty_argv = [*wrapped[: len(wrapped) - len(argv)], *leader_argv(), *argv]
+                argv, scaffold = wrapped, SCAFFOLD_DEPTH
+            with released(argv):  # the helper has its own copies once it is started
+                session = await self._spawn(argv, request, environment, scaffold, tty_argv)
         except OSError as exc:
             self._slots.release()
             return start_failure(f"failed to start {shell!r} in {request.workdir}: {exc}", started)
@@ -317,12 +318,11 @@ class ShellSessions:
         login shell (True only when the snapshot is unavailable: then as before)."""
 
         async def spawn(argv: list[str]) -> CommandProcess:
-            scaffold = 0
             if sandboxed:
                 argv = self._sandbox.wrap(argv, self._workspace, workdir, self._tmp_dir())
-                scaffold = SCAFFOLD_DEPTH
-            with real_process_running():
-                return await self._launcher.spawn(argv, workdir, environment.env, self._kill_grace, scaffold=scaffold)
+            with real_process_running(), released(argv):
+                return await self._launcher.spawn(argv, workdir, environment.env, self._kill_grace,
+                                                  scaffold=SCAFFOLD_DEPTH if sandboxed else 0, fds=argv_fds(argv))
 
         where = self._sandbox if sandboxed else None
         login_env = await self._login.environment(shell, where, environment.env, spawn)
@@ -365,7 +365,7 @@ class ShellSessions:
             with real_process_running():  # see _real_time: commands under an autojumping MockClock
                 process = await self._launcher.spawn(
                     argv, request.workdir, environment.env, self._kill_grace, scaffold=scaffold,
-                    terminal=terminal, tty_argv=tty_argv,
+                    terminal=terminal, tty_argv=tty_argv, fds=argv_fds(argv),
                 )
         except BaseException as exc:
             if terminal is not None:
@@ -375,7 +375,8 @@ class ShellSessions:
             raise
         if terminal is not None:
             terminal.close_slave()  # the command holds it now: EIO on the master ends its output
-        session = CommandSession(process, environment.secrets, last_used=trio.current_time(), terminal=terminal)
+        session = CommandSession(process, environment.secrets, last_used=trio.current_time(), terminal=terminal,
+                                 settle=settle_of(argv))
         try:
             if self._closed:  # aclose() ran while the process was starting
                 raise ShellError("shell sessions were closed while the command was starting")
