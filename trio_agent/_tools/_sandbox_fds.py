@@ -28,25 +28,45 @@ path passes each at its number, ``_subreaper``).
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
 import resource
 import stat
 import subprocess
 
-__all__ = ["bwrap_options", "fd_budget", "high", "open_dir", "open_entry", "open_listed", "verified"]
+__all__ = [
+    "bwrap_options", "fd_budget", "high", "note_options", "open_dir", "open_entry", "open_listed", "verified",
+]
 
 
-@functools.lru_cache(maxsize=8)
+_options: dict[str, frozenset[str]] = {}  # per bwrap executable, for this process
+
+
 def bwrap_options(bwrap: str) -> frozenset[str]:
     """The options ``bwrap --help`` lists (once per executable and process): whether it
     has ``--ro-bind-fd`` (0.10, and backports such as Debian 12's 0.8) and ``--perms``
-    (0.5). Empty when it cannot say: neither is used then."""
-    try:
-        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return frozenset()
-    return frozenset(word for word in done.stdout.split() if word.startswith("--"))
+    (0.5). Empty when it cannot say: neither is used then. Normally known before the
+    first command: ``_sandbox.start_probe`` runs ``--help`` beside the sandbox's trial
+    run and ``resolve_sandbox`` notes it (:func:`note_options`); only otherwise is it
+    run here, blocking once."""
+    known = _options.get(bwrap)
+    if known is None:
+        try:
+            done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            known = frozenset()
+        else:
+            known = _listed(done.stdout)
+        _options[bwrap] = known
+    return known
+
+
+def note_options(bwrap: str, help_text: str) -> None:
+    """Record what ``bwrap --help`` printed, run ahead by the sandbox's probe."""
+    _options[bwrap] = _listed(help_text)
+
+
+def _listed(help_text: str) -> frozenset[str]:
+    return frozenset(word for word in help_text.split() if word.startswith("--"))
 
 
 def fd_budget(cap: int) -> int:
