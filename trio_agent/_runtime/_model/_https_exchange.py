@@ -164,10 +164,12 @@ class HttpsExchange:
         feed = self.feed
         accumulator = feed.accumulator
         first_pending = feed.first_output is None
-        clock = trio.lowlevel.current_clock().current_time  # trio.current_time(), one call per frame
+        # trio.current_time(), read only while the feed still wants the time (its first
+        # event, its first output): nothing on HTTPS times the frames after that.
+        clock = trio.lowlevel.current_clock().current_time
         async for chunk in chunks:
             for data in decoder.feed(chunk):
-                outcome = feed.feed(decode_frame(data), clock())
+                outcome = feed.feed(decode_frame(data), clock() if feed.first_output is None else 0.0)
                 if outcome is not None:
                     return outcome
                 # mail cut it: what follows is discarded anyway (a cut always wants the
