@@ -291,10 +291,11 @@ async def profile(turns: int, api_events: bool = True) -> str:
                 per_task = ", ".join(f"{k} {v / turns:.1f}" for k, v in counts["agent"].tasks.most_common(8))
                 out.append(f"  agent steps by task: {per_task}")
                 # 2. events per turn
-                before = Counter(agent.kinds)
+                delta: Counter[str] = Counter()
+                agent.tap = lambda event: delta.update((event.kind.value,))
                 for _ in range(turns):
                     await agent.turn()
-                delta = agent.kinds - before
+                agent.tap = None
                 out.append(f"events per warm turn: {sum(delta.values()) / turns:.1f} ("
                            + ", ".join(f"{k} {v / turns:.1f}" for k, v in delta.most_common()) + ")")
                 # 3. timeline of a warm turn
