@@ -380,7 +380,15 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
             error_class="unexpected_binary",
         )
     try:
-        value = _decode(text)
+        # A lone JSON object (what servers send) is scanned at once (what ``decode`` ends
+        # in, without its two whitespace matches); anything else, malformed JSON too, goes
+        # through ``decode`` (the same result, the same errors).
+        try:
+            value, end = _SCAN(text, 0) if text[:1] == "{" else _UNSCANNED
+        except StopIteration:
+            end = -1
+        if end != len(text):
+            value = _DECODER.decode(text)
     except ValueError as exc:
         raise ProtocolError(
             f"the Responses server sent a frame that is not JSON: {text[:200]!r}",
@@ -425,23 +433,11 @@ def _not_json(constant: str) -> Any:
 
 
 # One decoder for every frame (``json.loads(text, parse_constant=...)`` would build one,
-# and its scanner, per call); ``scan_once`` is what its ``raw_decode`` calls (untyped).
+# and its scanner, per call); ``scan_once`` is what its ``raw_decode`` calls (untyped):
+# (value, end), or StopIteration.
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
 _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
-
-
-def _decode(text: str) -> Any:
-    """``_DECODER.decode(text)``; a lone JSON object (what servers send) is scanned at once,
-    without ``decode``'s two whitespace matches; anything else goes through ``decode``
-    (the same result, the same errors)."""
-    if text[:1] == "{":
-        try:
-            value, end = _SCAN(text, 0)
-        except StopIteration:
-            return _DECODER.decode(text)  # raises its JSONDecodeError
-        if end == len(text):
-            return value
-    return _DECODER.decode(text)
+_UNSCANNED: tuple[Any, int] = (None, -1)
 
 
 def _excerpt(raw: dict[str, Any]) -> str:
