@@ -354,11 +354,11 @@ def text_delta_fields(raw: dict[str, Any]) -> tuple[str, int, str | None] | None
     read without building a frame (most frames of an answer are deltas); None when a field
     has a type ``parse_frame`` would refuse, so that frame takes the general path and
     fails there with the same ``ProtocolError``. The defaults are ``OutputTextDelta``'s."""
-    try:  # the fields a server sends, read by subscript (no call per field)
-        delta, output_index, item_id, content_index = (
-            raw["delta"], raw["output_index"], raw["item_id"], raw["content_index"])
+    item_id = raw.get("item_id")
+    try:  # the fields the API always sends, by subscript (no call per field)
+        delta, output_index, content_index = raw["delta"], raw["output_index"], raw["content_index"]
     except KeyError:
-        delta, output_index, item_id = raw.get("delta", ""), raw.get("output_index", 0), raw.get("item_id")
+        delta, output_index = raw.get("delta", ""), raw.get("output_index", 0)
         content_index = raw.get("content_index", 0)
     if (
         type(delta) is not str
