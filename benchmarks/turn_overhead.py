@@ -290,8 +290,7 @@ async def profile(turns: int, api_events: bool = True) -> str:
                            f"bare {counts['bare'].steps / turns:.1f} ({turns} turns each)")
                 per_task = ", ".join(f"{k} {v / turns:.1f}" for k, v in counts["agent"].tasks.most_common(8))
                 out.append(f"  agent steps by task: {per_task}")
-                # 2. events per turn
-                delta: Counter[str] = Counter()
+                delta: Counter[str] = Counter()  # 2. events per turn (the consumer's tap counts them)
                 agent.tap = lambda event: delta.update((event.kind.value,))
                 for _ in range(turns):
                     await agent.turn()
