@@ -17,6 +17,7 @@ consumer reading ``agent.events``) and of the bare client, on both transports:
   ``response.completed`` -> turn done);
 - ``footprint``: the code one turn touches (``sys.setprofile``): distinct Python
   functions and their bytecode's bytes, distinct C functions, calls -- load-independent;
+  ``calls``: the calls per function, agent vs bare, the largest differences first;
 - ``coldness``: at 0 ms RTT, 25 ms spent before every turn asleep, spinning (the core
   kept busy, the caches kept), or sweeping 32 MiB (the core busy, the caches flushed).
 
@@ -302,6 +303,49 @@ async def footprint(rounds: int) -> str:
     return "\n".join(out)
 
 
+class CallCounts:
+    """Calls per function (``sys.setprofile``): Python functions by file, line and name,
+    C functions by name (``calls`` mode: where one client's extra calls go)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            where = code.co_filename.rsplit("site-packages/", 1)[-1].replace(os.getcwd() + "/", "")
+            self.counts[f"{where}:{code.co_firstlineno}:{code.co_qualname}"] += 1
+        elif event == "c_call":
+            self.counts[f"C:{getattr(arg, '__qualname__', arg)}"] += 1
+
+
+async def calls(rounds: int, top: int = 40) -> str:
+    """Calls per warm turn by function, agent vs bare, at 0 ms: the ``top`` largest differences."""
+    out = [f"calls per warm turn by function, api_events=False, 0 ms, {rounds} turns each (sys.setprofile)"]
+    for transport in (ta.Transport.WEBSOCKET, ta.Transport.HTTPS):
+        with tempfile.TemporaryDirectory() as workspace:
+            async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server, \
+                    open_warm_pair(server, workspace, transport) as (agent, bare):
+                sides = []
+                for turn in (agent.turn, bare):
+                    probe = CallCounts()
+                    for _ in range(rounds):
+                        sys.setprofile(probe)
+                        try:
+                            await turn()
+                        finally:
+                            sys.setprofile(None)
+                    sides.append(probe.counts)
+        ours, floor = sides
+        out.append(f"{transport.value}: {sum(ours.values()) / rounds:.0f} vs {sum(floor.values()) / rounds:.0f} "
+                   f"calls; {'agent':>8} {'bare':>8} {'diff':>8}")
+        diffs = sorted(ours.keys() | floor.keys(), key=lambda k: -abs(ours[k] - floor[k]))
+        for key in diffs[:top]:
+            a, b = ours[key] / rounds, floor[key] / rounds
+            out.append(f"  {a:8.1f} {b:8.1f} {a - b:+8.1f}  {key}")
+    return "\n".join(out)
+
+
 async def _touched(turn: Callable[[], Awaitable[Any]], rounds: int) -> dict[str, float]:
     samples = []
     for _ in range(rounds):
@@ -366,9 +410,11 @@ async def coldness(rounds: int) -> str:
 
 
 async def run_wakes(mode: str, rounds: int) -> str:
-    """``turn_overhead --wakes [counts|pinned|phases|footprint]``."""
+    """``turn_overhead --wakes [counts|pinned|phases|footprint|calls|coldness]``."""
     if mode == "footprint":
         return await footprint(min(rounds, 30))
+    if mode == "calls":
+        return await calls(min(rounds, 30))
     if mode == "coldness":
         return await coldness(rounds)
     return await (phases(rounds) if mode == "phases" else wakes(rounds, pin=mode == "pinned"))
