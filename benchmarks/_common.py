@@ -10,8 +10,7 @@ import json
 import os
 import statistics
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -61,36 +60,45 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> s
 
 class WarmAgent:
     """An open agent plus a consumer task that times each turn from the application's
-    side (``async for event in agent.events``)."""
+    side (``async for event in agent.events``).
+
+    The consumer does per event what the bare clients do per frame (they read each one,
+    note the first text delta and the terminal): a kind compared by identity, a flag for
+    the first delta; nothing counted. ``tap`` (profiling, the event counts of
+    ``turn_overhead``) is called with every event when set."""
 
     def __init__(self, agent: ta.Agent, nursery: trio.Nursery) -> None:
         self.agent = agent
-        self.kinds: Counter[str] = Counter()
-        self._first: trio.Event | None = None
+        self._first = trio.Event()
+        self._first_pending = False  # the current turn's first delta is still to come
         self._first_at = 0.0
         self._terminal = trio.Event()
         self.warm = trio.Event()
-        self.tap: Any = None  # called with every event when set (profiling)
+        self.tap: Callable[[ta.AgentEvent], object] | None = None
         nursery.start_soon(self._watch)
 
     async def _watch(self) -> None:
+        delta, completed, failed = ta.EventKind.ASSISTANT_DELTA, ta.EventKind.RUN_COMPLETED, ta.EventKind.RUN_FAILED
+        warm = (ta.EventKind.MODEL_WARMUP_COMPLETED, ta.EventKind.MODEL_WARMUP_FAILED)
         async for event in self.agent.events:
-            self.kinds[event.kind.value] += 1
             if self.tap is not None:
                 self.tap(event)
             kind = event.kind
-            if kind in (ta.EventKind.MODEL_WARMUP_COMPLETED, ta.EventKind.MODEL_WARMUP_FAILED):
-                self.warm.set()
-            elif kind is ta.EventKind.ASSISTANT_DELTA and self._first is not None and not self._first.is_set():
-                self._first_at = trio.current_time()
-                self._first.set()
-            elif kind.is_terminal:
+            if kind is delta:
+                if self._first_pending:
+                    self._first_pending = False
+                    self._first_at = trio.current_time()
+                    self._first.set()
+            elif kind is completed or kind is failed:
                 self._terminal.set()
+            elif kind in warm:
+                self.warm.set()
 
     async def turn(self, prompt: str = "hello") -> Timing:
         """One turn: prompt -> first delta received by the consumer -> ``turn.result()``.
         Returns once the consumer also received the terminal event (no overlap)."""
         self._first, self._terminal = trio.Event(), trio.Event()
+        self._first_pending = True
         cpu, start = time.process_time(), trio.current_time()
         turn = await self.agent.prompt(prompt)
         await turn.result()

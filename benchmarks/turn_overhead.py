@@ -42,8 +42,8 @@ client, the events emitted per turn, a wall-clock timeline of one turn (the sock
 ``--profile --api-events off`` profiles the ``api_events=False`` agent the targets are
 judged on. ``--audit [--rtt-ms 25]`` counts what a warm turn does on Trio's scheduler
 (cancel scopes, checkpoints, suspensions, tasks, CPU by task) and when its bytes move,
-agent beside bare client, both transports (``_turn_audit``). ``--idle-gap`` asks whether
-the 25 ms cost is the round trip or the idle wait; ``--client-side``, the server's reply time taken out.
+agent beside bare client, both transports (``_turn_audit``). ``--idle-gap``: the 25 ms cost, round trip or idle
+wait? ``--client-side``: the server's reply time out. ``--wakes``: wakeups, run-queue wait, CPU (``_wake_audit``).
 
     /work/main/.venv/bin/python -m benchmarks.turn_overhead [--pairs 300] [--profile [--api-events off]] [--audit]
 """
@@ -290,11 +290,11 @@ async def profile(turns: int, api_events: bool = True) -> str:
                            f"bare {counts['bare'].steps / turns:.1f} ({turns} turns each)")
                 per_task = ", ".join(f"{k} {v / turns:.1f}" for k, v in counts["agent"].tasks.most_common(8))
                 out.append(f"  agent steps by task: {per_task}")
-                # 2. events per turn
-                before = Counter(agent.kinds)
+                delta: Counter[str] = Counter()  # 2. events per turn (the consumer's tap counts them)
+                agent.tap = lambda event: delta.update((event.kind.value,))
                 for _ in range(turns):
                     await agent.turn()
-                delta = agent.kinds - before
+                agent.tap = None
                 out.append(f"events per warm turn: {sum(delta.values()) / turns:.1f} ("
                            + ", ".join(f"{k} {v / turns:.1f}" for k, v in delta.most_common()) + ")")
                 # 3. timeline of a warm turn
@@ -421,17 +421,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audit", action="store_true", help="scheduler counts and wire timeline per warm turn")
     parser.add_argument("--idle-gap", action="store_true", help="0 ms RTT, idle 25 ms per turn, vs 25 ms RTT")
     parser.add_argument("--client-side", action="store_true", help="added time without the server's reply time")
+    parser.add_argument("--wakes", nargs="?", const="counts", help="wakeups, schedstat, footprint (_wake_audit)",
+                        choices=("counts", "pinned", "phases", "footprint", "calls", "coldness"))
     parser.add_argument("--rtt-ms", type=float, default=0.0, help="the audit's round trip")
     parser.add_argument("--samples", default=None, help="write every judged row's paired samples here (JSON)")
     args = parser.parse_args(argv)
-    if args.client_side:
-        from ._idle_gap import client_side
-
-        print(trio.run(client_side, args.pairs // 2))
-    elif args.idle_gap:
-        from ._idle_gap import idle_gap
-
-        print(trio.run(idle_gap, args.pairs // 2))
+    if args.wakes:
+        from ._wake_audit import run_wakes
+        print(trio.run(run_wakes, args.wakes, args.pairs // 2))
+    elif args.client_side or args.idle_gap:
+        from ._idle_gap import client_side, idle_gap
+        print(trio.run(client_side if args.client_side else idle_gap, args.pairs // 2))
     elif args.audit:
         from ._turn_audit import audit
 

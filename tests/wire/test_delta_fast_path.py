@@ -22,6 +22,8 @@ DELTAS: list[Raw] = [
     f.text_delta(1, "into a known message"),
     {"type": "response.output_text.delta", "delta": "with its own id", "output_index": 4, "item_id": "own"},
     {"type": "response.output_text.delta"},  # every field defaulted
+    {"type": "response.output_text.delta", "delta": "the API's shape", "output_index": 1, "content_index": 0,
+     "item_id": "msg-1", "logprobs": [], "sequence_number": 7},
     {"type": "response.output_text.delta", "delta": "", "output_index": 1, "item_id": None, "extra": [1]},
 ]
 MALFORMED: list[Raw] = [
@@ -31,6 +33,8 @@ MALFORMED: list[Raw] = [
     {"type": "response.output_text.delta", "delta": "x", "output_index": True},
     {"type": "response.output_text.delta", "delta": "x", "content_index": 1.5},
     {"type": "response.output_text.delta", "delta": "x", "item_id": 7},
+    {"type": "response.output_text.delta", "delta": "x", "output_index": 0, "content_index": "0", "item_id": "m"},
+    {"type": "response.output_text.delta", "delta": ["x"], "output_index": 0, "content_index": 0, "item_id": "m"},
 ]
 
 

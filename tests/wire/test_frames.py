@@ -181,6 +181,7 @@ def test_malformed_frame_excerpt_is_bounded() -> None:
         ('{"type":"response.created","response":{"id":"r"}}', {"type": "response.created", "response": {"id": "r"}}),
         ("{}", {}),
         ('  {"a": "\\u00e9"}\n', {"a": "é"}),
+        ('{"a": [1, {"b": null}]} \n', {"a": [1, {"b": None}]}),  # an object, then whitespace
     ],
 )
 def test_decode_frame_objects(text: str, expected: dict[str, Any]) -> None:
@@ -195,6 +196,10 @@ def test_decode_frame_objects(text: str, expected: dict[str, Any]) -> None:
         ("not json", "invalid_json", "not JSON"),
         ("", "invalid_json", "not JSON"),
         ('{"type": "response.created"', "invalid_json", "not JSON"),
+        ('{"type": "x"} {"type": "y"}', "invalid_json", "not JSON"),  # an object, then more
+        ('{"type": "x"}]', "invalid_json", "not JSON"),
+        ('{"a": NaN}', "invalid_json", "not JSON"),
+        ('{"a": Infinity}', "invalid_json", "not JSON"),
         ("[1, 2]", "invalid_payload", "JSON list, expected an object"),
         ('"text"', "invalid_payload", "JSON str, expected an object"),
         ("42", "invalid_payload", "JSON int, expected an object"),

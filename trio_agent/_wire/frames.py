@@ -354,13 +354,16 @@ def text_delta_fields(raw: dict[str, Any]) -> tuple[str, int, str | None] | None
     read without building a frame (most frames of an answer are deltas); None when a field
     has a type ``parse_frame`` would refuse, so that frame takes the general path and
     fails there with the same ``ProtocolError``. The defaults are ``OutputTextDelta``'s."""
-    delta = raw.get("delta", "")
-    output_index = raw.get("output_index", 0)
     item_id = raw.get("item_id")
+    try:  # the fields the API always sends, by subscript (no call per field)
+        delta, output_index, content_index = raw["delta"], raw["output_index"], raw["content_index"]
+    except KeyError:
+        delta, output_index = raw.get("delta", ""), raw.get("output_index", 0)
+        content_index = raw.get("content_index", 0)
     if (
         type(delta) is not str
         or type(output_index) is not int
-        or type(raw.get("content_index", 0)) is not int
+        or type(content_index) is not int
         or (item_id is not None and type(item_id) is not str)
     ):
         return None
@@ -369,13 +372,23 @@ def text_delta_fields(raw: dict[str, Any]) -> tuple[str, int, str | None] | None
 
 def decode_frame(text: str | bytes) -> dict[str, Any]:
     """Decode one message's JSON text into a dict (``ProtocolError`` otherwise)."""
-    if isinstance(text, bytes):
+    # ``type(x) is``, not ``isinstance``: no call on the per-frame path (JSON text is a
+    # plain str, its decoded object a plain dict, its ``type`` a plain str).
+    if type(text) is not str and isinstance(text, bytes):
         raise ProtocolError(
             "the Responses WebSocket sent a binary frame; only JSON text frames are expected",
             error_class="unexpected_binary",
         )
     try:
-        value = _DECODER.decode(text)
+        # A lone JSON object (what servers send) is scanned at once (what ``decode`` ends
+        # in, without its two whitespace matches); anything else, malformed JSON too, goes
+        # through ``decode`` (the same result, the same errors).
+        try:
+            value, end = _SCAN(text, 0) if text[:1] == "{" else _UNSCANNED
+        except StopIteration:
+            end = -1
+        if end != len(text):
+            value = _DECODER.decode(text)
     except ValueError as exc:
         raise ProtocolError(
             f"the Responses server sent a frame that is not JSON: {text[:200]!r}",
@@ -386,13 +399,13 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
             "the Responses server sent a frame nested too deeply for a JSON reader "
             f"(it starts {text[:80]!r})", error_class="invalid_json",
         ) from None
-    if not isinstance(value, dict):
+    if type(value) is not dict:
         raise ProtocolError(
             f"the Responses server sent a JSON {type(value).__name__}, expected an object",
             error_class="invalid_payload",
         )
-    frame_type = value.get("type")  # server data: a list or an object would not hash
-    if isinstance(frame_type, str) and frame_type in _COMMITTING and text.count("{") + text.count("[") > FRAME_DEPTH \
+    frame_type = value.get("type")  # server data: compared, never hashed (a list would not hash)
+    if (frame_type == _ITEM_DONE or frame_type == _COMPLETED) and text.count("{") + text.count("[") > FRAME_DEPTH \
             and too_deep(value, FRAME_DEPTH):
         raise ProtocolError(
             f"the Responses server sent a {value['type']} frame nesting arrays and objects deeper than "
@@ -411,7 +424,7 @@ def decode_frame(text: str | bytes) -> dict[str, Any]:
 # level of nesting opens with one, so such a frame cannot be too deep (two ``str.count``
 # in C instead of a walk in Python over every node of the decoded frame).
 FRAME_DEPTH = 100
-_COMMITTING = frozenset({"response.output_item.done", "response.completed"})
+_ITEM_DONE, _COMPLETED = "response.output_item.done", "response.completed"
 
 
 def _not_json(constant: str) -> Any:
@@ -419,10 +432,12 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON value")
 
 
-# One decoder for every frame: ``json.loads(text, parse_constant=...)`` would build a
-# new ``JSONDecoder`` (and its scanner) per call, on the per-frame path. ``decode`` is
-# what ``json.loads`` calls on a str; it keeps no state between calls.
+# One decoder for every frame (``json.loads(text, parse_constant=...)`` would build one,
+# and its scanner, per call); ``scan_once`` is what its ``raw_decode`` calls (untyped):
+# (value, end), or StopIteration.
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_UNSCANNED: tuple[Any, int] = (None, -1)
 
 
 def _excerpt(raw: dict[str, Any]) -> str:

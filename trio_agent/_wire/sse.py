@@ -140,22 +140,31 @@ class SseDecoder:
             self._complete_line(lines[0], 0, len(lines[0]), events)
             del lines[0]
         max_line = self._max_line
+        data = self._data
         for line in lines:
             if not line:
-                self._dispatch(events)
-            elif line.startswith(b"data: ") and self._event_bytes == 0 and not self._data:
+                if len(data) == 1:  # the usual event, one data line: _dispatch, inline
+                    self._in_event = False
+                    self._event_bytes = 0
+                    value = data.pop()
+                    if value != _DONE:
+                        events.append(value)
+                else:
+                    self._dispatch(events)
+            elif line.startswith(b"data: ") and self._event_bytes == 0 and not data:
                 # the first data line of an event (the usual one): _add_data, inline
-                if len(line) > max_line:
-                    self._check_line_length(len(line))
-                if len(line) - 6 > self._max_event:
+                size = len(line)
+                if size > max_line:
+                    self._check_line_length(size)
+                if size - 6 > self._max_event:
                     self._add_data(line[6:])  # raises sse_event_too_large
                 try:
-                    self._data.append(line[6:].decode("utf-8"))
+                    data.append(line[6:].decode("utf-8"))
                 except UnicodeDecodeError as exc:
                     raise ProtocolError(
                         "the Responses event stream is not valid UTF-8", error_class="invalid_sse_utf8"
                     ) from exc
-                self._event_bytes = len(line) - 6
+                self._event_bytes = size - 6
                 self._in_event = True
             else:
                 self._check_line_length(len(line))

@@ -21,8 +21,8 @@ still finishes before it returns.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["HttpsExchange", "HttpsRoute"]
 
 DRAIN_GRACE = 1.0
+Stream = AbstractAsyncContextManager[AsyncIterator[bytes]]  # an open response's body (open_stream)
 
 
 class HttpsRoute:
@@ -87,7 +88,7 @@ class HttpsExchange:
         self._preempted = False
         self._outcome: ResponseOutcome | None = None
         # The open response once the outcome is known, while the rest of it is unread (finish).
-        self._rest: tuple[contextlib.AsyncExitStack, AsyncIterator[bytes]] | None = None
+        self._rest: tuple[Stream, AsyncIterator[bytes]] | None = None
 
     @property
     def unfinished(self) -> bool:
@@ -100,11 +101,10 @@ class HttpsExchange:
         error here is ignored (the outcome is already known)."""
         if self._rest is None:
             return
-        stack, chunks = self._rest
+        stream, chunks = self._rest
         self._rest = None
         try:
-            async with stack:  # the transport maps what the drain raises
-                await _drain(chunks)
+            await _drained(stream, chunks)  # the transport maps what the drain raises
         except ResponsesError:
             pass
 
@@ -141,18 +141,24 @@ class HttpsExchange:
         feed.request(body)
         feed.sent()
         later = not self._transport.whole_responses  # a tap sees each response whole first
+        # ``async with`` the stream, spelt out: the stream stays open past this block when
+        # the rest of the response is read later (finish), without an exit stack.
+        stream = self._transport.open_stream(body, headers, text, feed.flush, head_scope)
         try:
-            async with contextlib.AsyncExitStack() as stack:
+            chunks = await stream.__aenter__()
+            try:
                 # The events announcing the request are emitted once its body is written
                 # (on_sent), while the server works; at the latest here, or by the next emit.
-                chunks = await stack.enter_async_context(
-                    self._transport.open_stream(body, headers, text, feed.flush, head_scope))
                 feed.flush()
                 self._outcome = await self._read(chunks)
+            except BaseException as exc:
+                if not await stream.__aexit__(type(exc), exc, exc.__traceback__):
+                    raise
+            else:
                 if later:
-                    self._rest = (stack.pop_all(), chunks)  # finish() reads the rest
+                    self._rest = (stream, chunks)  # finish() reads the rest
                 else:
-                    await _drain(chunks)
+                    await _drained(stream, chunks)
         except ResponsesError:
             if self._outcome is None:
                 raise
@@ -164,10 +170,12 @@ class HttpsExchange:
         feed = self.feed
         accumulator = feed.accumulator
         first_pending = feed.first_output is None
-        clock = trio.lowlevel.current_clock().current_time  # trio.current_time(), one call per frame
+        # trio.current_time(), read only while the feed still wants the time (its first
+        # event, its first output): nothing on HTTPS times the frames after that.
+        clock = trio.lowlevel.current_clock().current_time
         async for chunk in chunks:
             for data in decoder.feed(chunk):
-                outcome = feed.feed(decode_frame(data), clock())
+                outcome = feed.feed(decode_frame(data), clock() if feed.first_output is None else 0.0)
                 if outcome is not None:
                     return outcome
                 # mail cut it: what follows is discarded anyway (a cut always wants the
@@ -195,3 +203,14 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
     with trio.move_on_after(DRAIN_GRACE):
         async for _ in chunks:
             pass
+
+
+async def _drained(stream: Stream, chunks: AsyncIterator[bytes]) -> None:
+    """``async with`` the open ``stream`` (entered already): its rest read, then closed."""
+    try:
+        await _drain(chunks)
+    except BaseException as exc:
+        if not await stream.__aexit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        await stream.__aexit__(None, None, None)

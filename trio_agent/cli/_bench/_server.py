@@ -307,6 +307,11 @@ class BenchServer:
         self.ws_url: str = hello["ws_url"]
         self.http_base_url: str = hello["http_base_url"]
 
+    @property
+    def pid(self) -> int:
+        """The child's process id (``turn_overhead --wakes --pin`` sets its CPU affinity)."""
+        return self._process.pid
+
     async def _call(self, command: dict[str, Any]) -> dict[str, Any]:
         assert self._process.stdin is not None
         async with self._lock:
