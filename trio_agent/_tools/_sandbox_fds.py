@@ -8,10 +8,12 @@ below its parent's descriptor with ``O_NOFOLLOW`` (a link is never opened; a dir
 by ``O_PATH``), checked to be the inode and type the walk listed, and handed to
 ``bwrap`` as a descriptor:
 
-* a regular file of at most ``copy_bytes`` (pid files, ``resolv.conf``) is reopened for
-  reading through its descriptor, read here (bounded) into a memory file, which
-  ``bwrap`` copies into the sandbox (``--file FD DEST``): nothing is resolved, and a
-  file the host removes after it was opened is copied all the same;
+* a regular file of at most ``copy_bytes`` (pid files, ``resolv.conf``) that a command
+  could read on the host is reopened for reading through its descriptor, read here
+  (bounded) into a memory file, which ``bwrap`` copies into the sandbox (``--file FD
+  DEST``): nothing is resolved, and a file the host removes after it was opened is
+  copied all the same. The copy is the sandbox's user's: one a command could not read
+  (another user's private file, read here as root) is bound as it is (sec8);
 * anything else (a directory bound back whole, a larger file, a FIFO) is bound by its
   descriptor (``--ro-bind-fd FD DEST``). ``bwrap`` (0.8 with Debian's backport, as
   0.10 upstream) turns it into the path ``/proc/self/fd/FD`` reads as, binds that, and
@@ -34,7 +36,8 @@ import resource
 import stat
 import subprocess
 
-__all__ = ["bwrap_options", "fd_budget", "high", "open_dir", "open_entry", "open_listed", "verified"]
+__all__ = ["bwrap_options", "fd_budget", "high", "open_dir", "open_entry", "open_listed", "readable_as_command",
+           "verified"]
 
 
 @functools.lru_cache(maxsize=8)
@@ -115,18 +118,32 @@ def open_entry(path: str, kind: int, parent: int, fds: list[int], copy_bytes: in
         return []
     if not verified(fd, kind):
         return []
-    if kind == stat.S_IFREG and os.fstat(fd).st_size <= copy_bytes:
+    info = os.fstat(fd)
+    if kind == stat.S_IFREG and info.st_size <= copy_bytes and readable_as_command(info):
         copy = _copy(fd, copy_bytes)
         if copy is not None:
-            mode = os.fstat(fd).st_mode
             os.close(fd)
             fds.append(copy)
-            return [*(["--perms", f"{mode & 0o777:04o}"] if perms else []), "--file", str(copy), path]
+            return [*(["--perms", f"{info.st_mode & 0o777:04o}"] if perms else []), "--file", str(copy), path]
     if not bind:
         os.close(fd)
         return None
     fds.append(fd)
     return ["--ro-bind-fd", str(fd), path]
+
+
+def readable_as_command(info: os.stat_result) -> bool:
+    """Whether a command could read the file ``info`` describes on the host: the copy is
+    its own, so a file it could not read must be bound as it is (sec8). As root the
+    agent reads everything, its commands (no capabilities) only by the mode bits that
+    apply to uid 0; as another user the agent reads with the command's own rights."""
+    if os.geteuid() != 0:
+        return True  # _copy reads it as the command would (unreadable: bound)
+    if info.st_uid == 0:
+        return bool(info.st_mode & 0o400)
+    if info.st_gid in (os.getegid(), *os.getgroups()):
+        return bool(info.st_mode & 0o040)
+    return bool(info.st_mode & 0o004)
 
 
 def _copy(fd: int, limit: int) -> int | None:

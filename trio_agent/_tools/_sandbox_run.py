@@ -50,9 +50,11 @@ through descriptors opened below that one without following a link, checked to b
 the type the walk listed (``_sandbox_fds``):
 
 * a regular file of at most :data:`COPY_BYTES` (pid files, ``resolv.conf``, ``utmp``)
-  is read here, bounded, into a memory file that ``bwrap`` copies into the tmpfs
-  (``--file``, no mount): nothing is resolved, and one the host removes after it was
-  opened is copied all the same. Root's and the agent's too: it is the cheaper way;
+  that a command may read is read here, bounded, into a memory file that ``bwrap``
+  copies into the tmpfs (``--file``, no mount: the copy is the sandbox user's, so one
+  it may not read -- another user's, read here as root -- is bound as it is, sec8):
+  nothing is resolved, and one the host removes after it was opened is copied all the
+  same. Root's and the agent's too: it is the cheaper way;
 * in another user's directory, anything else (a directory bound whole, a larger
   file) is bound by its descriptor (``--ro-bind-fd``: ``bwrap`` 0.8 here carries
   Debian's backport of 0.10's option). ``bwrap`` binds the path the descriptor's
