@@ -14,7 +14,7 @@ by ``O_PATH``), checked to be the inode and type the walk listed, and handed to
   DEST``): nothing is resolved, and a file the host removes after it was opened is
   copied all the same. The copy is the sandbox's user's: one a command could not read
   (another user's private file, read here as root) is bound as it is (sec8);
-* anything else (a directory bound back whole, a larger file, a FIFO) is bound by its
+* anything else (a directory bound back whole, a larger file) is bound by its
   descriptor (``--ro-bind-fd FD DEST``). ``bwrap`` (0.8 with Debian's backport, as
   0.10 upstream) turns it into the path ``/proc/self/fd/FD`` reads as, binds that, and
   compares the mount with the descriptor (``fstat``): a swap in between makes it fail

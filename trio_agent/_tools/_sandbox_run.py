@@ -13,7 +13,10 @@ agent's directories first; at each command, so that a service started since is
 covered) and masks every socket it finds with ``/dev/null`` (``connect`` is refused);
 a directory there that other users may write (``/run/lock``, ``drwxrwxrwt``) is hidden
 whole (anyone could make a socket in it after the walk). What a command reads there
-(pid files, ``resolv.conf``) stays.
+(pid files, ``resolv.conf``) stays. A named pipe counts as a socket (sec8): opening
+one to write needs no writable mount either (the kernel checks that for regular
+files, directories and links only), and its reader is a service's (systemd's
+``/run/initctl`` takes SysV runlevel requests: power off, reboot).
 
 Binding ``/dev/null`` over the host's socket in place, as before sec4, raced the host:
 ``bwrap`` creates a missing mount point, and the host's ``/run`` is read-only in the
@@ -425,7 +428,7 @@ class _Walk:
         mode = info.st_mode
         path, kind = os.path.join(found.path, entry.name), _OTHER
         detail: str | _Listing | None = None
-        if stat.S_ISSOCK(mode):
+        if stat.S_ISSOCK(mode) or stat.S_ISFIFO(mode):  # a FIFO is a way to whoever reads it (sec8)
             kind = _SOCKET
         elif stat.S_ISLNK(mode):
             try:
