@@ -53,10 +53,19 @@ def bwrap_options(bwrap: str) -> frozenset[str]:
 
 
 def fd_budget(cap: int) -> int:
-    """The descriptors one command's ``/run`` may hold: ``cap``, and at most a quarter of
-    this process's limit (other commands may be starting meanwhile)."""
+    """The descriptors one command's ``/run`` may hold: ``cap``, and no more than keeps
+    this process within half its limit with what it holds now (sec8: commands starting
+    at the same time -- parallel tool calls -- each took a quarter of the limit, and
+    sixteen of them ran the agent out of descriptors: "Too many open files"). 0: none
+    (the directories are then bound, as beyond any budget)."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return cap if soft == resource.RLIM_INFINITY else min(cap, soft // 4)
+    if soft == resource.RLIM_INFINITY:
+        return cap
+    try:
+        held = len(os.listdir("/proc/self/fd"))
+    except OSError:  # no /proc: as if a quarter of the limit were taken
+        held = soft // 4
+    return max(0, min(cap, soft // 2 - held))
 
 
 def verified(fd: int, kind: int) -> bool:
