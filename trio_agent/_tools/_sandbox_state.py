@@ -29,15 +29,23 @@ places are missing when it starts (a few ``lstat``); once its whole sandbox is g
 one that appeared since is moved aside (``.codex`` becomes ``.codex.created-by-a-
 command``, suffixed if taken: nothing is deleted) so that no codex reads it, and the
 command's output says so. It may have been another command of the same agent, or the
-user, in that window: the output says what was moved and where. The homes a writable
+user, in that window: the output says what was moved and where. A command cannot
+keep its plant by making every name it would be moved to in advance (after the first
+ten, the names are unguessable), nor, the agent not being root, by taking its
+owner's access to the root away (given back while the plant is moved, then the mode
+the command left put back) (sec8). The homes a writable
 root holds (``~/.codex``, ``~/.trio-agent`` with the workspace at ``$HOME``) are only
 reported: the agent's own process may create them meanwhile (its sessions).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from collections.abc import Iterable
+import secrets
+import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ._security import Sandbox, SandboxMode
@@ -46,6 +54,7 @@ __all__ = ["MOVED_SUFFIX", "StateWatch", "watch_state"]
 
 #: What a place created by a command is renamed to (plus ``-N`` when that is taken).
 MOVED_SUFFIX = ".created-by-a-command"
+_NAMED = 10  # then unguessable suffixes (sec8: a command made every name of a fixed list)
 
 
 class StateWatch:
@@ -61,9 +70,11 @@ class StateWatch:
         it started, and say so (None: nothing appeared)."""
         notes: list[str] = []
         for place in self.places:
-            if os.path.lexists(place):
+            with _searchable(os.path.dirname(place)):
+                if not os.path.lexists(place):
+                    continue
                 moved = _move_aside(place)
-                notes.append(f"{place} was created while the command ran; "
+            notes.append(f"{place} was created while the command ran; "
                              + (f"moved to {moved}" if moved else "it could not be moved aside") +
                              " (codex would read it as this project's settings)")
         notes += [f"{home} was created while the command ran (an agent's home: left in place)"
@@ -86,17 +97,43 @@ def watch_state(sandbox: Sandbox, workspace: Path, names: Iterable[str], homes: 
     return watch if watch.places or watch.homes else None
 
 
+@contextlib.contextmanager
+def _searchable(root: str) -> Iterator[None]:
+    """``root`` searchable and writable by its owner while the block runs, then the mode
+    it had: a command may have taken that from the agent's user (root needs nothing)."""
+    try:
+        info = os.lstat(root)
+    except OSError:
+        yield
+        return
+    mode = stat.S_IMODE(info.st_mode)
+    if os.geteuid() == 0 or info.st_uid != os.geteuid() or mode & 0o300 == 0o300:
+        yield
+        return
+    try:
+        os.chmod(root, mode | 0o300)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.chmod(root, mode)
+
+
 def _move_aside(place: str) -> str | None:
     """Rename ``place`` to a free name beside it (None: it could not be renamed)."""
-    for attempt in range(100):
-        target = place + MOVED_SUFFIX + (f"-{attempt}" if attempt else "")
+    for attempt in range(_NAMED + 20):
+        suffix = "" if not attempt else f"-{attempt}" if attempt < _NAMED else f"-{secrets.token_hex(8)}"
+        target = place + MOVED_SUFFIX + suffix
         if os.path.lexists(target):
             continue
         try:
-            os.rename(place, target)  # a race with a name made meanwhile: the next attempt
-        except FileExistsError:
-            continue
-        except OSError:
+            os.rename(place, target)  # a name made meanwhile: the next attempt
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR):
+                continue
             return None
         return target
     return None
