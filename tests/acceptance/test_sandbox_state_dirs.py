@@ -133,11 +133,12 @@ async def test_a_missing_codex_a_command_creates_is_moved_aside_once_it_ends(tmp
 
 async def test_a_missing_home_a_command_creates_is_reported_not_moved(tmp_path: Path, home: Path) -> None:
     # The agent's own process may create its home meanwhile (its sessions): only said.
-    (home / ".codex" / "sessions").rmdir()
-    (home / ".codex").rmdir()
+    # (codex's home is moved aside: trio-agent never creates it -- test_sandbox_state_races.)
+    (home / ".trio-agent" / "threads").rmdir()
+    (home / ".trio-agent").rmdir()
     async with sandboxed(home) as shell:
-        result = await shell.exec_command({"cmd": PLANT.format(path=".codex"), "login": False,
+        result = await shell.exec_command({"cmd": PLANT.format(path=".trio-agent"), "login": False,
                                            "yield_time_ms": 30000})
-        assert f"[sandbox] {home}/.codex was created while the command ran (an agent's home: left in place)" \
+        assert f"[sandbox] {home}/.trio-agent was created while the command ran (an agent's home: left in place)" \
             in str(result["output"])
-        assert (home / ".codex" / "config.toml").exists()
+        assert (home / ".trio-agent" / "config.toml").exists()

@@ -77,19 +77,8 @@ __all__ = [
     "SANDBOX_ENV",
     "SCAFFOLD_DEPTH",
     "STATE_NAMES",
-    "Confinement",
-    "Resolution",
-    "SandboxUnavailable",
-    "agent_homes",
-    "argv_fds",
-    "bwrap_argv",
-    "protected_paths",
-    "release_fds",
-    "released",
-    "resolve_sandbox",
-    "settle_of",
-    "start_probe",
-    "state_paths",
+    "Confinement", "Resolution", "SandboxUnavailable", "agent_homes", "argv_fds", "bwrap_argv", "protected_paths",
+    "release_fds", "released", "resolve_sandbox", "settle_of", "start_probe", "state_paths",
 ]
 
 #: Seconds the trial run may take (OS clock: see the module docstring).
@@ -232,7 +221,8 @@ def bwrap_argv(
     args += hide.socket_masks(env, replaced, shown)
     # /run rebuilt first, so that what is bound into it lands inside
     run = run_flags(replaced, shown, options=bwrap_options(bwrap))
-    watch = watch_state(sandbox, workspace, STATE_NAMES, agent_homes(env))
+    own_home, codex_home = agent_homes(env)  # codex's is moved aside too: trio-agent never creates it
+    watch = watch_state(sandbox, workspace, STATE_NAMES, [codex_home], own=[own_home])
     return BwrapArgv([bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                       *hide.proc_flags(), *run.rebuild, *args, *run.in_place, *run.seal,
                       "--chdir", str(workdir), "--", *argv], run.fds, watch.settle if watch is not None else None)

@@ -8,11 +8,13 @@ below its parent's descriptor with ``O_NOFOLLOW`` (a link is never opened; a dir
 by ``O_PATH``), checked to be the inode and type the walk listed, and handed to
 ``bwrap`` as a descriptor:
 
-* a regular file of at most ``copy_bytes`` (pid files, ``resolv.conf``) is reopened for
-  reading through its descriptor, read here (bounded) into a memory file, which
-  ``bwrap`` copies into the sandbox (``--file FD DEST``): nothing is resolved, and a
-  file the host removes after it was opened is copied all the same;
-* anything else (a directory bound back whole, a larger file, a FIFO) is bound by its
+* a regular file of at most ``copy_bytes`` (pid files, ``resolv.conf``) that a command
+  could read on the host is reopened for reading through its descriptor, read here
+  (bounded) into a memory file, which ``bwrap`` copies into the sandbox (``--file FD
+  DEST``): nothing is resolved, and a file the host removes after it was opened is
+  copied all the same. The copy is the sandbox's user's: one a command could not read
+  (another user's private file, read here as root) is bound as it is (sec8);
+* anything else (a directory bound back whole, a larger file) is bound by its
   descriptor (``--ro-bind-fd FD DEST``). ``bwrap`` (0.8 with Debian's backport, as
   0.10 upstream) turns it into the path ``/proc/self/fd/FD`` reads as, binds that, and
   compares the mount with the descriptor (``fstat``): a swap in between makes it fail
@@ -34,7 +36,8 @@ import stat
 import subprocess
 
 __all__ = [
-    "bwrap_options", "fd_budget", "high", "note_options", "open_dir", "open_entry", "open_listed", "verified",
+    "bwrap_options", "fd_budget", "high", "note_options", "open_dir", "open_entry", "open_listed",
+    "readable_as_command", "verified",
 ]
 
 
@@ -70,10 +73,19 @@ def _listed(help_text: str) -> frozenset[str]:
 
 
 def fd_budget(cap: int) -> int:
-    """The descriptors one command's ``/run`` may hold: ``cap``, and at most a quarter of
-    this process's limit (other commands may be starting meanwhile)."""
+    """The descriptors one command's ``/run`` may hold: ``cap``, and no more than keeps
+    this process within half its limit with what it holds now (sec8: commands starting
+    at the same time -- parallel tool calls -- each took a quarter of the limit, and
+    sixteen of them ran the agent out of descriptors: "Too many open files"). 0: none
+    (the directories are then bound, as beyond any budget)."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return cap if soft == resource.RLIM_INFINITY else min(cap, soft // 4)
+    if soft == resource.RLIM_INFINITY:
+        return cap
+    try:
+        held = len(os.listdir("/proc/self/fd"))
+    except OSError:  # no /proc: as if a quarter of the limit were taken
+        held = soft // 4
+    return max(0, min(cap, soft // 2 - held))
 
 
 def verified(fd: int, kind: int) -> bool:
@@ -135,18 +147,32 @@ def open_entry(path: str, kind: int, parent: int, fds: list[int], copy_bytes: in
         return []
     if not verified(fd, kind):
         return []
-    if kind == stat.S_IFREG and os.fstat(fd).st_size <= copy_bytes:
+    info = os.fstat(fd)
+    if kind == stat.S_IFREG and info.st_size <= copy_bytes and readable_as_command(info):
         copy = _copy(fd, copy_bytes)
         if copy is not None:
-            mode = os.fstat(fd).st_mode
             os.close(fd)
             fds.append(copy)
-            return [*(["--perms", f"{mode & 0o777:04o}"] if perms else []), "--file", str(copy), path]
+            return [*(["--perms", f"{info.st_mode & 0o777:04o}"] if perms else []), "--file", str(copy), path]
     if not bind:
         os.close(fd)
         return None
     fds.append(fd)
     return ["--ro-bind-fd", str(fd), path]
+
+
+def readable_as_command(info: os.stat_result) -> bool:
+    """Whether a command could read the file ``info`` describes on the host: the copy is
+    its own, so a file it could not read must be bound as it is (sec8). As root the
+    agent reads everything, its commands (no capabilities) only by the mode bits that
+    apply to uid 0; as another user the agent reads with the command's own rights."""
+    if os.geteuid() != 0:
+        return True  # _copy reads it as the command would (unreadable: bound)
+    if info.st_uid == 0:
+        return bool(info.st_mode & 0o400)
+    if info.st_gid in (os.getegid(), *os.getgroups()):
+        return bool(info.st_mode & 0o040)
+    return bool(info.st_mode & 0o004)
 
 
 def _copy(fd: int, limit: int) -> int | None:

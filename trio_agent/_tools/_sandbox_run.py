@@ -13,7 +13,10 @@ agent's directories first; at each command, so that a service started since is
 covered) and masks every socket it finds with ``/dev/null`` (``connect`` is refused);
 a directory there that other users may write (``/run/lock``, ``drwxrwxrwt``) is hidden
 whole (anyone could make a socket in it after the walk). What a command reads there
-(pid files, ``resolv.conf``) stays.
+(pid files, ``resolv.conf``) stays. A named pipe counts as a socket (sec8): opening
+one to write needs no writable mount either (the kernel checks that for regular
+files, directories and links only), and its reader is a service's (systemd's
+``/run/initctl`` takes SysV runlevel requests: power off, reboot).
 
 Binding ``/dev/null`` over the host's socket in place, as before sec4, raced the host:
 ``bwrap`` creates a missing mount point, and the host's ``/run`` is read-only in the
@@ -50,9 +53,11 @@ through descriptors opened below that one without following a link, checked to b
 the type the walk listed (``_sandbox_fds``):
 
 * a regular file of at most :data:`COPY_BYTES` (pid files, ``resolv.conf``, ``utmp``)
-  is read here, bounded, into a memory file that ``bwrap`` copies into the tmpfs
-  (``--file``, no mount): nothing is resolved, and one the host removes after it was
-  opened is copied all the same. Root's and the agent's too: it is the cheaper way;
+  that a command may read is read here, bounded, into a memory file that ``bwrap``
+  copies into the tmpfs (``--file``, no mount: the copy is the sandbox user's, so one
+  it may not read -- another user's, read here as root -- is bound as it is, sec8):
+  nothing is resolved, and one the host removes after it was opened is copied all the
+  same. Root's and the agent's too: it is the cheaper way;
 * in another user's directory, anything else (a directory bound whole, a larger
   file) is bound by its descriptor (``--ro-bind-fd``: ``bwrap`` 0.8 here carries
   Debian's backport of 0.10's option). ``bwrap`` binds the path the descriptor's
@@ -423,7 +428,7 @@ class _Walk:
         mode = info.st_mode
         path, kind = os.path.join(found.path, entry.name), _OTHER
         detail: str | _Listing | None = None
-        if stat.S_ISSOCK(mode):
+        if stat.S_ISSOCK(mode) or stat.S_ISFIFO(mode):  # a FIFO is a way to whoever reads it (sec8)
             kind = _SOCKET
         elif stat.S_ISLNK(mode):
             try:
