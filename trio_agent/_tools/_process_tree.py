@@ -250,13 +250,21 @@ class _Helper:
         ``passed``: descriptors the command gets at the same numbers (``"fds"``)."""
         if self.sock is None or self.finished.is_set():
             raise _HelperGone("the helper is not running")
-        if terminal is not None and terminal.slave is not None:
-            stdin_read, stdout_write = os.dup(terminal.slave), os.dup(terminal.slave)
-            stdin_write = stdout_read = -1
-        else:
-            stdin_read, stdin_write = os.pipe()
-            stdout_read, stdout_write = os.pipe()
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        made: list[int] = []  # closed again if the next one cannot be made (EMFILE)
+        try:
+            if terminal is not None and terminal.slave is not None:
+                made.append(os.dup(terminal.slave))
+                made.append(os.dup(terminal.slave))
+                (stdin_read, stdout_write), stdin_write, stdout_read = made, -1, -1
+            else:
+                made.extend(os.pipe())
+                made.extend(os.pipe())
+                stdin_read, stdin_write, stdout_read, stdout_write = made
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError:
+            for fd in made:
+                os.close(fd)
+            raise
         try:
             fds = array.array("i", [theirs.fileno(), stdin_read, stdout_write, *passed])
             async with self.send_lock:
