@@ -1,23 +1,21 @@
 """The Responses WebSocket: one connection task per socket (trio-websocket).
 
-Theory of operation: ``open_connection`` starts ``_connection_task`` in the agent's
-nursery with ``nursery.start``. The task dials TCP -- ``trio.open_tcp_stream``, or the
-``Responses(dialer=...)`` seam that in-memory tests use -- layers TLS on top for
-``wss://``, performs the handshake in a nursery of its own that holds trio-websocket's
-reader task -- the one reader per socket -- and reports the ready ``WebSocketLink``
-through ``task_status``. It then waits until the link is abandoned, closes the socket
-(bounded), and ends. One deadline (``connect_timeout``) covers dialing and the
-handshake.
+Theory of operation: ``open_connection`` starts ``_connection_task`` in the agent's nursery with
+``nursery.start``. The task dials TCP -- ``trio.open_tcp_stream``, or the
+``Responses(dialer=...)`` seam that in-memory tests use -- layers TLS on top for ``wss://``,
+performs the handshake in a nursery of its own that holds trio-websocket's reader task -- the
+one reader per socket -- and reports the ready ``WebSocketLink`` through ``task_status``. It
+then waits until the link is abandoned, closes the socket (bounded), and ends. One deadline
+(``connect_timeout``) covers dialing and the handshake.
 
-Failures (issue 7, bug 5) are sorted by one helper, ``split_expected``: the *expected
-foreign* exceptions of a socket (``OSError`` -- refused, reset, DNS, TLS --, Trio's
-``BrokenResourceError``, trio-websocket's errors, the handshake-EOF and connect-timeout
-markers) are mapped; everything else -- ``Cancelled`` (also inside groups), a
-``KeyboardInterrupt``, a bug in our code or in a dialer's stream -- propagates
-unchanged. Before the handshake an expected failure is raised out of ``nursery.start``
-as ``ConnectionFailed`` (``AuthenticationError`` for a 401/403 rejection); after it, it
-only means the socket is dead: the link becomes unusable and the model call reading it
-sees ``ConnectionLost``.
+Failures (issue 7, bug 5) are sorted by one helper, ``split_expected``: the *expected foreign*
+exceptions of a socket (``OSError`` -- refused, reset, DNS, TLS --, Trio's ``BrokenResourceError``,
+trio-websocket's errors, the handshake-EOF and connect-timeout markers) are mapped; everything else
+-- ``Cancelled`` (also inside groups), a ``KeyboardInterrupt``, a bug in our code or in a dialer's
+stream -- propagates unchanged. Before the handshake an expected failure is raised out of
+``nursery.start`` as ``ConnectionFailed`` (``AuthenticationError`` for a 401/403 rejection); after
+it, it only means the socket is dead: the link becomes unusable and the model call reading it sees
+``ConnectionLost``.
 
 The per-frame path is trio-websocket's message queue, read by the model call itself
 (no extra task or channel hop of ours); idle timeouts are one cancel scope per response

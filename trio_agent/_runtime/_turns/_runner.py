@@ -1,29 +1,25 @@
 """The turn runner: runs accepted turns one at a time, each in a nursery of its own.
 
-Theory of operation (SPEC sec. 4): ``run(queue)`` takes turns FIFO. A turn records
-its prompt with the mail waiting for it (plus, on the session's first turn, the
-context messages; on later turns it may compact first), then loops over steps:
-sample (pending steers and injected items join at the request boundary, inside the
-model's attempt slot) while each tool call of the response starts as its item streams, commit the response, ask
-the planner what next, record the calls' outputs in model order as they finish, maybe
-compact. The turn's nursery's scope is its cancel scope, and every step's calls run in
-that nursery (a step opens none: a warm turn's one step costs a scope less), one at a
-time (``parallel_tool_calls`` is off; an ``exec`` cell runs its nested calls
-concurrently): ``_calls/_in_flight`` says how, and what becomes of them when the
-response is cut, preempted, fails or the turn is cancelled. Expected failures become
-values (``TurnFailed``, ``TurnCancelled``) and exactly one terminal event; only bugs
-escape.
+Theory of operation (SPEC sec. 4): ``run(queue)`` takes turns FIFO. A turn records its prompt
+with the mail waiting for it (plus, on the session's first turn, the context messages; on later
+turns it may compact first), then loops over steps: sample (pending steers and injected items
+join at the request boundary, inside the model's attempt slot) while each tool call of the
+response starts as its item streams, commit the response, ask the planner what next, record the
+calls' outputs in model order as they finish, maybe compact. The turn's nursery's scope is its
+cancel scope, and every step's calls run in that nursery (a step opens none: a warm turn's one
+step costs a scope less), one at a time (``parallel_tool_calls`` is off; an ``exec`` cell runs
+its nested calls concurrently): ``_calls/_in_flight`` says how, and what becomes of them when
+the response is cut, preempted, fails or the turn is cancelled. Expected failures become values
+(``TurnFailed``, ``TurnCancelled``) and exactly one terminal event; only bugs escape.
 
-The runner is built from what it needs -- the ledger (the one writer of history),
-the sampler and model client, the tool dispatcher, the reporter, the fork point --
-and knows nothing of ``Agent``.
+The runner is built from what it needs -- the ledger (the one writer of history), the sampler and
+model client, the tool dispatcher, the reporter, the fork point -- and knows nothing of ``Agent``.
 
-When the turn's scope is cancelled, unanswered tool calls (those started, and every
-call of a committed response) are paired with ``aborted by user`` outputs, the
-``<turn_aborted>`` marker is recorded, the socket is dropped and the terminal event
-emitted. That cleanup is plain synchronous code -- it cannot be interrupted, so it
-needs no shield -- while the tools' own cleanup (killing process groups, stopping
-cells) is shielded and time-bounded where it awaits.
+When the turn's scope is cancelled, unanswered tool calls (those started, and every call of a
+committed response) are paired with ``aborted by user`` outputs, the ``<turn_aborted>`` marker is
+recorded, the socket is dropped and the terminal event emitted. That cleanup is plain synchronous
+code -- it cannot be interrupted, so it needs no shield -- while the tools' own cleanup (killing
+process groups, stopping cells) is shielded and time-bounded where it awaits.
 """
 
 from __future__ import annotations
