@@ -29,11 +29,14 @@ path passes each at its number, ``_subreaper``).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import resource
 import stat
 import subprocess
+
+from ._beneath import Beneath, Changed
 
 __all__ = [
     "bwrap_options", "fd_budget", "high", "note_options", "open_dir", "open_entry", "open_listed",
@@ -120,13 +123,14 @@ def open_dir(path: str, parent: int, by_path: bool) -> int:
 def open_listed(path: str, top: str) -> int:
     """A descriptor to list the directory ``path`` below ``top`` (``/run``, a real path)
     through, each directory on the way opened below the last without following a link
-    (raises OSError: one is gone, or a link now)."""
-    fd = os.open(top, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    (``_beneath``; raises OSError: one is gone, or a link now)."""
+    parts = tuple(part for part in os.path.relpath(path, top).split(os.sep) if part != ".")
+    with Beneath(top) as below:
+        try:
+            fd = below.open_dir(parts)
+        except Changed as exc:
+            raise NotADirectoryError(errno.ENOTDIR, str(exc)) from None
     try:
-        for name in os.path.relpath(path, top).split(os.sep):
-            if name != ".":
-                fd, last = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd), fd
-                os.close(last)
         return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
     finally:
         os.close(fd)
