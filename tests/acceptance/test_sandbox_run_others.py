@@ -29,6 +29,7 @@ import trio
 import trio_agent as ta
 from trio_agent._tools._sandbox_fds import bwrap_options
 
+from .._fds import held, opened_since
 from .test_sandbox_escapes import MODES, connects, listening, run, run_plant, sandboxed
 from .test_sandbox_run_churn import _Gone, replaced_while_running, shared, walk_sees
 from .test_sandbox_run_swap import NOBODY, OTHER, bwrap, nobody_runs, tree
@@ -67,13 +68,13 @@ async def test_an_entry_of_another_users_directory_gone_since_the_walk_does_not_
     walk_sees(monkeypatch, {str(others): [_Gone(others, "gone.sock", stat.S_IFSOCK | 0o755),
                                           _Gone(others, "gone.pid", stat.S_IFREG | 0o644)]},
               after=lambda: late.unlink(missing_ok=True))
-    before = set(os.listdir("/proc/self/fd"))
+    before = held()
     async with sandboxed(nursery, workspace, mode) as shell:
         assert await run(shell, f"cat {others}/service.pid; test -e {others}/gone.pid || echo no pid") == \
             "4242\nno pid\n"  # the positive control: what is there reads
         assert await connects(shell, others / "private") == {str(others / "private"): "Connection refused"}
         assert await run(shell, "ls /proc/self/fd | tr '\\n' ' '") == "0 1 2 3 "  # bwrap closed ours (ls: 3)
-    assert set(os.listdir("/proc/self/fd")) <= before  # and the agent closed its own after each spawn
+    assert opened_since(before) == {}  # and the agent closed its own after each spawn
     late.write_text("1\n")
     async with sandboxed(nursery, workspace, mode) as shell:
         assert await run(shell, f"cat {late}") == "1\n"  # removed after it was opened: as the walk found it

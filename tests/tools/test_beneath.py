@@ -20,6 +20,8 @@ import pytest
 
 from trio_agent._tools._beneath import MAX_LINKS, Beneath, Changed, Escape, TooManyLinks
 
+from .._fds import held, opened_since
+
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
@@ -188,7 +190,7 @@ def test_a_swap_in_the_middle_of_a_walk_stays_beneath(
 
 
 def test_no_descriptor_is_left_open(tree: Path) -> None:
-    before = set(os.listdir("/proc/self/fd"))
+    before = held()
     with Beneath(tree) as fs:
         for path in ("real/f", "lnk/sub", "new/a", "self/lnk/f"):
             fs.resolve(path)
@@ -199,7 +201,7 @@ def test_no_descriptor_is_left_open(tree: Path) -> None:
             fs.open_dir(("lnk",))
         fs.lstat(("real", "f"))
         fs.read_bytes(("real", "f"), limit=64)
-    assert set(os.listdir("/proc/self/fd")) == before
+    assert opened_since(before) == {}
 
 
 UNPRIVILEGED_CHILD = r"""

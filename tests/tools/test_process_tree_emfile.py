@@ -16,9 +16,7 @@ import trio
 from trio_agent._tools._process_tree import ProcessLauncher
 from trio_agent._tools._shell_env import build_environment
 
-
-def held() -> set[str]:
-    return set(os.listdir("/proc/self/fd"))
+from .._fds import held, opened_since
 
 
 async def test_a_spawn_refused_a_descriptor_leaks_none(
@@ -38,7 +36,7 @@ async def test_a_spawn_refused_a_descriptor_leaks_none(
         monkeypatch.setattr(socket, "socketpair", exhausted)  # the module _process_tree uses
         with pytest.raises(OSError, match="Too many open files"):
             await helper.spawn({"argv": ["/bin/true"], "cwd": str(tmp_path), "env": env, "grace": 0.5}, 0.5)
-        assert held() == before
+        assert opened_since(before) == {}
         monkeypatch.setattr(socket, "socketpair", real)
         process = await helper.spawn({"argv": ["/bin/true"], "cwd": str(tmp_path), "env": env, "grace": 0.5}, 0.5)
         assert await process.wait() == 0
