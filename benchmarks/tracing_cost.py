@@ -14,9 +14,10 @@ A third agent traces through the OpenTelemetry API's no-op providers
 the SDK's span and metric work.
 
 Per traced warm turn the spans are ``invoke_agent`` (the turn) and ``chat`` (the model
-call, answered at its first attempt: no ``model.attempt`` span) -- about 50 attributes
--- and four metric recordings: the operation duration, the input and output token
-usage, the time to first chunk.
+call, answered at its first attempt: no ``model.attempt`` span) -- about 32 attributes
+with ``Tracing``'s default (``detailed_attributes=False``; 49 with it) -- and four
+metric recordings: the operation duration, the input and output token usage, the time
+to first chunk.
 
 The agents take turns one after the other, rotating which goes first in each round,
 so that a busy machine weighs on all alike. Reported: turns/s of each (turns

@@ -22,13 +22,15 @@ Tree = list[tuple[str, "Tree"]]
 class Traces:
     """The providers a test traces with, and what they recorded."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, detailed: bool = False) -> None:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider()
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.reader = InMemoryMetricReader()
         self.meters = MeterProvider(metric_readers=[self.reader])
-        self.tracing = ta.Tracing(tracer_provider=self.provider, meter_provider=self.meters)
+        self.tracing = ta.Tracing(
+            tracer_provider=self.provider, meter_provider=self.meters, detailed_attributes=detailed
+        )
 
     @property
     def spans(self) -> list[ReadableSpan]:
@@ -77,6 +79,12 @@ class Traces:
 @pytest.fixture
 def traces() -> Traces:
     return Traces()
+
+
+@pytest.fixture
+def detailed_traces() -> Traces:
+    """``Traces`` with ``Tracing(detailed_attributes=True)``."""
+    return Traces(detailed=True)
 
 
 def parent_of(span: ReadableSpan, spans: Iterable[ReadableSpan]) -> ReadableSpan | None:

@@ -68,5 +68,5 @@ async def test_the_https_transport_is_its_own_path(
     assert traces.named("warmup gpt-5.5") == []  # HTTPS does not warm up
     (call,) = traces.named("chat gpt-5.5")
     assert call.attributes is not None
-    assert call.attributes["trio_agent.transport"] == "responses_https_sse"
+    assert dict(traces.one("agent /root").attributes or {})["trio_agent.transport"] == "responses_https_sse"
     assert f"{call.attributes['server.address']!s}:{call.attributes['server.port']!s}" in server.http_base_url

@@ -60,9 +60,11 @@ async def test_a_failed_turn_and_its_model_call_carry_the_error_class(
     assert traces.histogram_points() == []  # nor a first chunk of an answer
 
 
+@pytest.mark.parametrize("detailed", [False, True])
 async def test_a_compaction_is_a_span_of_its_turn(
-    server: FakeResponsesServer, workspace: Path, traces: Traces, autojump_clock: trio.testing.MockClock
+    server: FakeResponsesServer, workspace: Path, detailed: bool, autojump_clock: trio.testing.MockClock
 ) -> None:
+    traces = Traces(detailed=detailed)
     async def script() -> None:
         conn = await warm(server)
         await conn.next_request()
@@ -91,7 +93,9 @@ async def test_a_compaction_is_a_span_of_its_turn(
     assert attrs_of(compact, "gen_ai.operation.name", "gen_ai.response.id", "trio_agent.model_call.index",
                     "trio_agent.phase", "trio_agent.previous_response_id", "trio_agent.compaction.token_limit") == {
         "gen_ai.operation.name": "compact", "gen_ai.response.id": "resp-compact", "trio_agent.model_call.index": 1,
-        "trio_agent.phase": "compaction", "trio_agent.previous_response_id": "resp-tool",
+        # Its phase and chained response are detail (the operation name says the one).
+        "trio_agent.phase": "compaction" if detailed else None,
+        "trio_agent.previous_response_id": "resp-tool" if detailed else None,
         "trio_agent.compaction.token_limit": 244_800,
     }
     active = dict(compact.attributes or {})["trio_agent.compaction.active_context_tokens"]
@@ -99,12 +103,15 @@ async def test_a_compaction_is_a_span_of_its_turn(
     assert dict(traces.one("invoke_agent /root").attributes or {})["trio_agent.turn.compactions"] == 1
 
 
+@pytest.mark.parametrize("detailed", [False, True])
 async def test_a_call_answered_at_its_first_attempt_is_one_span_with_the_attempts_attributes(
-    server: FakeResponsesServer, workspace: Path, traces: Traces
+    server: FakeResponsesServer, workspace: Path, detailed: bool
 ) -> None:
     """No ``model.attempt`` under a call whose first attempt answered without opening a
     socket or carrying an event: its span would repeat the call's. What only the attempt
-    knew (replay mode, attempt limit, socket) is on the call span."""
+    knew (replay mode, attempt limit, socket) is on the call span with detailed
+    attributes; by default it is left out, as is ``trio_agent.attempts`` (1)."""
+    traces = Traces(detailed=detailed)
     async def script() -> None:
         conn = await warm(server)
         await conn.next_request()
@@ -117,10 +124,12 @@ async def test_a_call_answered_at_its_first_attempt_is_one_span_with_the_attempt
 
     call = traces.one("chat gpt-5.5")
     assert traces.children(call) == []
-    assert attrs_of(call, "trio_agent.attempts", "trio_agent.attempt.max", "trio_agent.replay_mode",
-                    "trio_agent.connection.generation", "gen_ai.response.id") == {
+    expected: dict[str, Any] = {
         "trio_agent.attempts": 1, "trio_agent.attempt.max": 3, "trio_agent.replay_mode": "incremental",
-        "trio_agent.connection.generation": 1, "gen_ai.response.id": "resp-1",
+        "trio_agent.connection.generation": 1, "trio_agent.response.status": "completed",
+    }
+    assert attrs_of(call, "gen_ai.response.id", *expected) == {
+        "gen_ai.response.id": "resp-1", **(expected if detailed else dict.fromkeys(expected)),
     }
     (warmup,) = traces.named("warmup gpt-5.5")  # its attempt opened the socket: kept
     assert [s.name for s in traces.children(warmup)] == ["model.attempt"]
@@ -128,9 +137,10 @@ async def test_a_call_answered_at_its_first_attempt_is_one_span_with_the_attempt
 
 @pytest.mark.parametrize("api_events", [True, False])
 async def test_an_interrupting_steer_is_an_event_of_the_turn_and_of_the_interrupted_attempt(
-    server: FakeResponsesServer, workspace: Path, traces: Traces, api_events: bool
+    server: FakeResponsesServer, workspace: Path, detailed_traces: Traces, api_events: bool
 ) -> None:
     # With api_events=False the tracer still sees the interrupt frame; agent.events does not.
+    traces = detailed_traces  # the follow-up's previous response id is a detailed attribute
     streaming = trio.Event()
 
     async def script() -> None:

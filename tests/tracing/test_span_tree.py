@@ -122,8 +122,8 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
         "gen_ai.response.id": "resp-tool", "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 2,
         "gen_ai.usage.cache_read.input_tokens": 5, "gen_ai.usage.reasoning.output_tokens": 1,
         "gen_ai.response.time_to_first_chunk": 0.5, "trio_agent.attempts": 2, "trio_agent.model_call.index": 1,
-        "trio_agent.warmup.path": "reconnect", "trio_agent.transport": "responses_websocket_v2",
-        "server.address": "127.0.0.1",
+        "trio_agent.warmup.path": "reconnect", "server.address": "127.0.0.1",
+        "trio_agent.transport": None,  # on the agent span (on calls with detailed attributes)
     }
     failed, answered = sorted((s for s in spans if s.name == "model.attempt" and parent_of(s, spans) == first_call),
                               key=lambda s: s.start_time or 0)
@@ -149,7 +149,7 @@ async def test_one_turn_with_a_retry_a_tool_call_a_steer_and_a_cancel(
     assert attrs_of(exec_span, "gen_ai.tool.call.id", "gen_ai.tool.name", "trio_agent.tool.status",
                     "trio_agent.model_call.index", "trio_agent.agent.path") == {
         "gen_ai.tool.call.id": "call-exec", "gen_ai.tool.name": "exec", "trio_agent.tool.status": "completed",
-        "trio_agent.model_call.index": 1, "trio_agent.agent.path": "/root",
+        "trio_agent.model_call.index": 1, "trio_agent.agent.path": None,  # gen_ai.agent.name says it
     }
     assert attrs_of(add_span, "gen_ai.tool.call.id", "trio_agent.tool.parent_call_id", "trio_agent.turn.id") == {
         "gen_ai.tool.call.id": "call-exec/code-1", "trio_agent.tool.parent_call_id": "call-exec",

@@ -127,14 +127,16 @@ def _plain(call: Call, outcome: Outcome) -> Attempt | None:
     return attempt
 
 
-def emit(tracer: Tracer, call: Call, parent: Context, end: float, outcome: Outcome, clock: Clock) -> None:
+def emit(tracer: Tracer, call: Call, parent: Context, end: float, outcome: Outcome, clock: Clock, *,
+         detailed: bool = True) -> None:
     """Build the call's spans (see the module docstring); attempts still open take
     ``end`` and ``outcome``. A call answered by a plain first attempt (``_plain``) has
-    no attempt span."""
+    no attempt span; its attempt's own attributes go on the call's only when
+    ``detailed`` (``Tracing.detailed_attributes``)."""
     model = call.attributes.get(n.REQUEST_MODEL, "")
     attributes = call.attributes
     plain = _plain(call, outcome)
-    if plain is not None:
+    if plain is not None and detailed:
         for key in _ATTEMPT_ONLY:
             if key in plain.attributes:
                 attributes[key] = plain.attributes[key]

@@ -13,6 +13,11 @@ Time to first chunk is the conventions': from the answering attempt's request on
 wire to the first frame of its response stream (``time_to_first_event_ns``), whatever
 the response holds -- text, reasoning or only a tool call. Connecting, backoff and the
 wait for the warmup are not in it (the call span's duration has them).
+
+Without ``Tracing(detailed_attributes=True)`` a call span leaves out what restates
+something else: the transport (on the agent span), the phase (the operation name says
+it), the previous response id, a ``completed`` status and the attempt count of a
+first-attempt answer (and, then, its attempt's limit, replay mode and socket: ``_calls``).
 """
 
 from __future__ import annotations
@@ -42,14 +47,18 @@ class ModelCalls:
     def __init__(
         self, tracer: Tracer, gen_ai: GenAIMetrics, clock: Callable[[float], int], base: n.Attributes, *,
         https: bool, parent_of: Callable[[int | None], Context], content: Content | None = None,
+        detailed: bool = True,
     ) -> None:
         self._tracer = tracer
         self._metrics = gen_ai
         self._content = content  # None: content is not captured
         self._sent: n.Attributes = {}  # the instructions and tool definitions sent last
         self._clock = clock
-        self._base = base  # provider, model, conversation, server, transport
+        self._detailed = detailed
         self._transport = str(base.get(n.TRANSPORT, ""))
+        # Every call's attributes start as these: provider, model, conversation, server
+        # (and transport, when detailed).
+        self._base = base if detailed else {k: v for k, v in base.items() if k != n.TRANSPORT}
         self._parent_of = parent_of
         self._paths = WarmupPaths(https=https)
         self._calls: dict[int | None, Call] = {}
@@ -90,23 +99,29 @@ class ModelCalls:
         return call
 
     def _warmup_started(self, event: AgentEvent) -> None:
-        self._open(None, "warmup", event.time).attributes[n.PHASE] = "warmup"
+        call = self._open(None, "warmup", event.time)
+        if self._detailed:
+            call.attributes[n.PHASE] = "warmup"
 
     def _compaction_started(self, event: AgentEvent) -> None:
         p = event.payload
         call = self._open(event.turn_id, "compact", event.time)
-        call.attributes[n.PHASE] = "compaction"
         n.put(call.attributes, n.CALL_INDEX, p.get("after_model_call_index"))
         n.put(call.attributes, "trio_agent.compaction.active_context_tokens", p.get("active_context_tokens"))
         n.put(call.attributes, "trio_agent.compaction.token_limit", p.get("auto_compact_token_limit"))
-        n.put(call.attributes, n.PREVIOUS_RESPONSE_ID, p.get("previous_response_id"))
+        if self._detailed:
+            call.attributes[n.PHASE] = "compaction"
+            n.put(call.attributes, n.PREVIOUS_RESPONSE_ID, p.get("previous_response_id"))
 
     def _call_started(self, event: AgentEvent) -> None:
         call = self._call(event)
         if call is None:
             return
-        call.attributes[n.PHASE] = "generation"
-        n.put_fields(call.attributes, event.payload, _CALL_STARTED)
+        if self._detailed:
+            call.attributes[n.PHASE] = "generation"
+            n.put_fields(call.attributes, event.payload, _CALL_STARTED_DETAILED)
+        else:
+            n.put_fields(call.attributes, event.payload, _CALL_STARTED)
 
     # -- connections and attempts ----------------------------------------------------
 
@@ -228,8 +243,14 @@ class ModelCalls:
         n.put(result, n.RESPONSE_ID, p.get("response_id"))
         n.put(result, n.RESPONSE_STATUS, p.get("status"))
         attempt.attributes.update(result)
+        attempts = p.get("attempt")
+        if not self._detailed:  # a ``completed`` status and a first-attempt answer go without saying
+            if result.get(n.RESPONSE_STATUS) == "completed":
+                del result[n.RESPONSE_STATUS]
+            if attempts == 1:
+                attempts = None
         call.attributes.update(result)
-        n.put(call.attributes, n.ATTEMPTS, p.get("attempt"))
+        n.put(call.attributes, n.ATTEMPTS, attempts)
         if call.operation != "warmup":
             self._metrics.usage(self._series(call), usage)
         return call
@@ -307,7 +328,7 @@ class ModelCalls:
 
     def _finish(self, turn_id: int | None, end: float, outcome: Outcome) -> None:
         call = self._calls.pop(turn_id)
-        emit(self._tracer, call, self._parent_of(turn_id), end, outcome, self._clock)
+        emit(self._tracer, call, self._parent_of(turn_id), end, outcome, self._clock, detailed=self._detailed)
         if call.operation != "warmup":
             self._metrics.operation(self._series(call), max(0.0, end - call.start), outcome.error_type)
 
@@ -323,7 +344,8 @@ class ModelCalls:
             self._finish(turn_id, end, CANCELLED)
 
 
-_CALL_STARTED = ((n.CALL_INDEX, "call_index"), (n.EFFORT, "effort"), (n.PREVIOUS_RESPONSE_ID, "previous_response_id"))
+_CALL_STARTED = ((n.CALL_INDEX, "call_index"), (n.EFFORT, "effort"))
+_CALL_STARTED_DETAILED = (*_CALL_STARTED, (n.PREVIOUS_RESPONSE_ID, "previous_response_id"))
 _ATTEMPT_STARTED = ((n.ATTEMPT, "attempt"), (n.MAX_ATTEMPTS, "max_attempts"), (n.PHASE, "phase"),
                     (n.REPLAY_MODE, "replay_mode"), (n.PREVIOUS_RESPONSE_ID, "previous_response_id"),
                     (n.CONNECTION_GENERATION, "connection_generation"))

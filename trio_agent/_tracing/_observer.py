@@ -43,7 +43,7 @@ from .._events import AgentEvent, EventKind
 from .._runtime._observers import AgentObserver
 from . import _names as n
 from ._calls import CANCELLED, Outcome, fail
-from ._clock import epoch_ns
+from ._clock import clock
 from ._content import Content
 from ._contexts import TaskContexts
 from ._metrics import GenAIMetrics
@@ -98,20 +98,21 @@ class AgentTracer(AgentObserver):
         tracing = tree.tracing
         self._tree = tree
         self._turn_traces = tracing.turn_traces
+        self._detailed = detailed = tracing.detailed_attributes
+        self._clock = clock()
         self._session_id = config.session_id
         self._path = path
         self._tracer = trace.get_tracer(n.INSTRUMENTATION, __version__, tracer_provider=tracing.tracer_provider)
         https = config.responses.transport is Transport.HTTPS
         self._base = _base_attributes(config)
-        self._identity: n.Attributes = {
-            n.AGENT_NAME: path, n.AGENT_ID: config.session_id, n.AGENT_PATH: path, n.CONVERSATION_ID: config.session_id,
-        }
+        session = config.session_id
+        identity: n.Attributes = {n.AGENT_NAME: path, n.AGENT_ID: session, n.CONVERSATION_ID: session}
         self._opened_under = trace.get_current_span().get_span_context()
-        attributes: n.Attributes = {**self._base, **self._identity, n.AGENT_ORIGIN: origin}
+        attributes: n.Attributes = {**self._base, **identity, n.AGENT_PATH: path, n.AGENT_ORIGIN: origin}
         n.put(attributes, n.PARENT_SESSION, parent_id)
         self._span = self._tracer.start_span(
             f"agent {path}", kind=SpanKind.INTERNAL, attributes=attributes, links=self._parent_links(parent_id),
-            start_time=epoch_ns(trio.current_time()),
+            start_time=self._clock(trio.current_time()),
         )
         self._context = trace.set_span_in_context(self._span)
         self._turns: dict[int, _Turn] = {}
@@ -122,8 +123,8 @@ class AgentTracer(AgentObserver):
         self._content = Content(site.secrets) if tracing.captures_content() else None
         meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
         self._model = ModelCalls(
-            self._tracer, GenAIMetrics(meter), epoch_ns, self._base, https=https,
-            parent_of=self._parent_of, content=self._content,
+            self._tracer, GenAIMetrics(meter), self._clock, self._base, https=https,
+            parent_of=self._parent_of, content=self._content, detailed=detailed,
         )
         self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
             **self._model.handlers,
@@ -141,8 +142,14 @@ class AgentTracer(AgentObserver):
         # Of the frames, only the response's end and an outbound interrupt -- unless the
         # request bodies are captured (content capture): then every frame.
         self.api_frames = None if self._content is not None else _API_FRAMES
+        # The agent's path and transport are on the agent span; on turns and tools only
+        # with detailed attributes (``Tracing.detailed_attributes``).
+        if detailed:
+            identity[n.AGENT_PATH] = path
+        self._identity = identity
+        turn_base = self._base if detailed else {k: v for k, v in self._base.items() if k != n.TRANSPORT}
         # Every turn span's attributes start as these (built once per agent, copied per turn).
-        self._turn_base: n.Attributes = {**self._base, **self._identity, n.OPERATION: "invoke_agent"}
+        self._turn_base: n.Attributes = {**turn_base, **identity, n.OPERATION: "invoke_agent"}
         tree.agents[config.session_id] = self
 
     def _parent_links(self, parent_id: str | None) -> list[Link]:
@@ -190,7 +197,7 @@ class AgentTracer(AgentObserver):
         for call_id in list(self._tools):
             self._end_tool(call_id, now, "cancelled", background=False)
         self._contexts.detach_all()
-        self._span.end(end_time=epoch_ns(now))
+        self._span.end(end_time=self._clock(now))
         self._tree.agents.pop(self._session_id, None)
 
     # -- turns -------------------------------------------------------------------------
@@ -205,11 +212,12 @@ class AgentTracer(AgentObserver):
         links = [] if parent is None else [Link(self.span_context, {n.LINK_TYPE: "agent"})]
         attributes = self._turn_base.copy()
         attributes[n.TURN_ID] = turn_id
-        n.put(attributes, n.EFFORT, event.payload.get("effort"))
-        n.put(attributes, "trio_agent.turn.instruction_bytes", event.payload.get("instruction_bytes"))
+        if self._detailed:
+            n.put(attributes, n.EFFORT, event.payload.get("effort"))
+            n.put(attributes, "trio_agent.turn.instruction_bytes", event.payload.get("instruction_bytes"))
         span = self._tracer.start_span(
             f"invoke_agent {self._path}", context=parent if parent is not None else self._context,
-            kind=SpanKind.INTERNAL, attributes=attributes, links=links, start_time=epoch_ns(event.time),
+            kind=SpanKind.INTERNAL, attributes=attributes, links=links, start_time=self._clock(event.time),
         )
         self._turns[turn_id] = _Turn(span)
         self._contexts.attach(("turn", turn_id), span)
@@ -220,7 +228,7 @@ class AgentTracer(AgentObserver):
             attributes: n.Attributes = {}
             n.put(attributes, "trio_agent.steer.index", event.payload.get("steer_index"))
             n.put(attributes, "trio_agent.steer.bytes", event.payload.get("instruction_bytes"))
-            turn.span.add_event("trio_agent.steer", attributes, timestamp=epoch_ns(event.time))
+            turn.span.add_event("trio_agent.steer", attributes, timestamp=self._clock(event.time))
 
     def _run_error(self, event: AgentEvent) -> None:
         turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
@@ -232,13 +240,15 @@ class AgentTracer(AgentObserver):
             return
         p = event.payload
         # Set in one call with the status (``_end_turn``): the SDK locks the span per call.
-        attributes: n.Attributes = {}
+        # A zero counter and the last response id (its call's ``gen_ai.response.id``) only
+        # with detailed attributes.
+        detailed = self._detailed
+        attributes = n.turn_usage_attributes(p.get("usage"))
         for name, key in n.TURN_COUNTER_KEYS:
             value = p.get(name)
-            if isinstance(value, int):
+            if isinstance(value, int) and (value or detailed):
                 attributes[key] = value
-        attributes.update(n.turn_usage_attributes(p.get("usage")))
-        if isinstance(last := p.get("last_response_id"), str):
+        if detailed and isinstance(last := p.get("last_response_id"), str):
             attributes["trio_agent.turn.last_response_id"] = last
         self._end_turn(event.turn_id, event.time, str(p.get("status", "")), attributes)
 
@@ -258,7 +268,7 @@ class AgentTracer(AgentObserver):
         if status != "completed":
             fail(turn.span, outcome.error_type or "_OTHER", outcome.message)
         self._contexts.detach(("turn", turn_id))
-        turn.span.end(end_time=epoch_ns(end))
+        turn.span.end(end_time=self._clock(end))
 
     # -- tools -------------------------------------------------------------------------
 
@@ -285,7 +295,7 @@ class AgentTracer(AgentObserver):
         parent = trace.set_span_in_context(exec_span) if exec_span is not None else self._parent_of(event.turn_id)
         span = self._tracer.start_span(
             f"execute_tool {tool}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
-            start_time=epoch_ns(start),
+            start_time=self._clock(start),
         )
         self._tools[call_id] = _Tool(span, event.turn_id, exec_span is not None)
         if tool == "exec" and exec_span is None:
@@ -311,7 +321,7 @@ class AgentTracer(AgentObserver):
         if status in ("failed", "cancelled"):
             fail(span, "tool_failed" if status == "failed" else "cancelled", status)
         self._contexts.detach(("tool", call_id))
-        span.end(end_time=epoch_ns(end))
+        span.end(end_time=self._clock(end))
 
     # -- wire-level details ------------------------------------------------------------
 
@@ -335,7 +345,7 @@ class AgentTracer(AgentObserver):
         n.put(attributes, n.RESPONSE_ID, frame.get("response_id"))
         turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
         if turn is not None:
-            turn.span.add_event("trio_agent.interrupt", attributes, timestamp=epoch_ns(event.time))
+            turn.span.add_event("trio_agent.interrupt", attributes, timestamp=self._clock(event.time))
         self._model.interrupt(event, attributes)
 
     def _api_warning(self, event: AgentEvent) -> None:
@@ -343,4 +353,4 @@ class AgentTracer(AgentObserver):
         if turn is not None:
             attributes: n.Attributes = {}
             n.put(attributes, "trio_agent.warning.code", event.payload.get("code"))
-            turn.span.add_event("trio_agent.api_warning", attributes, timestamp=epoch_ns(event.time))
+            turn.span.add_event("trio_agent.api_warning", attributes, timestamp=self._clock(event.time))

@@ -43,7 +43,15 @@ class Tracing:
     ``capture_content``: also record prompts, instructions, tool definitions, model
     output and tool arguments and results on the spans (off by default; ``None`` reads
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), redacted and cut to 32,768
-    characters each (``docs/tracing.md``). Needs ``pip install 'trio-agent[otel]'``
+    characters each (``docs/tracing.md``).
+
+    ``detailed_attributes``: also put on the turn and model-call spans what only
+    restates another span or a default (off by default: each attribute is work for the
+    SDK on every turn): the agent's path and transport and the turn's reasoning effort,
+    instruction size, last response id and zero counters on the turn; the transport,
+    phase, previous response id, ``completed`` status, a first-attempt answer's attempt
+    count, limit, replay mode and socket generation on a call. The conventions'
+    attributes are always there (``docs/tracing.md`` has the table). Needs ``pip install 'trio-agent[otel]'``
     (``ConfigError`` otherwise). Tracing never changes what the agent does; an internal
     error of the tracer stops tracing that agent with a ``RuntimeWarning``.
     """
@@ -52,6 +60,7 @@ class Tracing:
     meter_provider: MeterProvider | None = None
     capture_content: bool | None = None
     turn_traces: bool = False
+    detailed_attributes: bool = False
 
     def captures_content(self) -> bool:
         """``capture_content``, or when it is None the conventions' environment variable
@@ -72,8 +81,10 @@ class Tracing:
         if self.capture_content is not None and not isinstance(self.capture_content, bool):
             raise ConfigError(f"Tracing(capture_content=...) must be True, False or None (the environment "
                               f"variable decides), got {type(self.capture_content).__name__}")
-        if not isinstance(self.turn_traces, bool):
-            raise ConfigError(f"Tracing(turn_traces=...) must be True or False, got {type(self.turn_traces).__name__}")
+        for flag in ("turn_traces", "detailed_attributes"):
+            value = getattr(self, flag)
+            if not isinstance(value, bool):
+                raise ConfigError(f"Tracing({flag}=...) must be True or False, got {type(value).__name__}")
         for name, method in (("tracer_provider", "get_tracer"), ("meter_provider", "get_meter")):
             value = getattr(self, name)
             if value is not None and not callable(getattr(value, method, None)):
