@@ -27,7 +27,12 @@ ratio (the target: >= 0.95) and the API-only one, the median of the per-round ra
 machine moves it far less than the ratio of sums), the p50 wall and CPU per turn,
 tracing's CPU per turn (p50 difference), and the ratio per block of rounds (how much it
 moves within the run). CPU is this process's (``process_time``): the exporter thread's work lands in
-whichever turn it overlaps.
+whichever turn it overlaps. Also the garbage collector's pauses inside each agent's turns
+(``gc.callbacks``): the SDK's spans wait in the ``BatchSpanProcessor``'s queue until 512
+of them are there, long enough to be promoted to the oldest generation, and the full
+collections this brings on (one every few hundred turns, tens of ms each: the whole
+heap) land in whichever turn allocates at that moment -- one of them moves a run's
+ratio of sums by a few per cent, which is why the paired ratio is printed too.
 
 Two passes, each a row of ``run_all``: at 0 ms (the server answers at once: the turn is
 ~1.2 ms of CPU, the case where tracing weighs most -- where the issue measured 7-20%, and
@@ -46,10 +51,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import statistics
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import attrs
@@ -91,6 +98,33 @@ def config(server: Any, workspace: str, tracing: ta.Tracing | None = None) -> ta
                           responses=ta.Responses(websocket_url=server.ws_url, profile=ta.Profile.OPENAI))
 
 
+class GcPauses:
+    """The garbage collector's pauses (this thread's CPU) and collections by generation,
+    as ``gc.callbacks`` report them, summed per agent by ``during``."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.counts = [0, 0, 0]
+        self._started = 0.0
+        self.by_agent: dict[str, tuple[float, list[int]]] = {}
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            self.total += time.thread_time() - self._started
+            self.counts[info["generation"]] += 1
+
+    async def during(self, name: str, turn: Awaitable[Timing]) -> Timing:
+        """Await ``turn`` (an agent's ``turn()``), adding the pauses in it to ``name``'s."""
+        total, counts = self.total, list(self.counts)
+        timing = await turn
+        spent, collections = self.by_agent.get(name, (0.0, [0, 0, 0]))
+        counted = zip(collections, self.counts, counts, strict=True)
+        self.by_agent[name] = (spent + self.total - total, [c + now - before for c, now, before in counted])
+        return timing
+
+
 @attrs.frozen
 class Run:
     """One pass: the three agents' timings at one model latency (``rtt``, seconds)."""
@@ -103,6 +137,7 @@ class Run:
     attributes: int  # on the exported spans
     points: int
     recordings: int  # every histogram recording (the sum of the points' counts)
+    gc: dict[str, tuple[float, list[int]]]  # agent -> GC pause (s) and collections by generation in its turns
 
     def per_traced_turn(self, count: int) -> float:
         """``count`` of the whole run per traced turn (its 5 warmup turns included)."""
@@ -120,18 +155,23 @@ async def measure(rounds: int, rtt: float, prof: cProfile.Profile | None = None)
     plain: list[Timing] = []
     traced: list[Timing] = []
     api: list[Timing] = []
+    pauses = GcPauses()
     with tempfile.TemporaryDirectory() as workspace:
         async with open_bench_server(Settings(delay=rtt / 2, think=0.0, deltas=20)) as server, \
                 open_warm_agent(config(server, workspace)) as untraced_agent, \
                 open_warm_agent(config(server, workspace, tracing)) as traced_agent, \
                 open_warm_agent(config(server, workspace, api_only)) as api_agent:
-            agents = [(untraced_agent, plain), (traced_agent, traced), (api_agent, api)]
+            agents = [(untraced_agent, plain, "untraced"), (traced_agent, traced, "SDK"), (api_agent, api, "API")]
             for _ in range(5):  # first-use caches of each
-                for agent, _timings in agents:
+                for agent, _timings, _name in agents:
                     await agent.turn()
-            for i in range(rounds):
-                for agent, timings in agents[i % 3:] + agents[:i % 3]:
-                    timings.append(await agent.turn())
+            gc.callbacks.append(pauses)
+            try:
+                for i in range(rounds):
+                    for agent, timings, name in agents[i % 3:] + agents[:i % 3]:
+                        timings.append(await pauses.during(name, agent.turn()))
+            finally:
+                gc.callbacks.remove(pauses)
             if prof is not None:
                 prof.enable()
                 for _ in range(50):
@@ -143,7 +183,7 @@ async def measure(rounds: int, rtt: float, prof: cProfile.Profile | None = None)
     found = [point for rm in metrics.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
              for point in m.data.data_points]
     return Run(rtt, plain, traced, api, exporter.spans, exporter.attributes, len(found),
-               sum(getattr(point, "count", 1) for point in found))
+               sum(getattr(point, "count", 1) for point in found), pauses.by_agent)
 
 
 def _rate(timings: Sequence[Timing]) -> float:
@@ -189,6 +229,9 @@ def report(run: Run, blocks: int) -> list[str]:
         f"exported spans: {run.spans} ({run.per_traced_turn(run.spans):.1f} per traced turn, the warmup's and "
         f"agent span included), {run.per_traced_turn(run.attributes):.1f} attributes and "
         f"{run.per_traced_turn(run.recordings):.1f} metric recordings per traced turn; metric series: {run.points}",
+        "GC pauses in the turns, per turn (collections gen0/1/2): " + ", ".join(
+            f"{name} {spent / len(plain) * 1e6:.0f} us ({'/'.join(map(str, counts))})"
+            for name, (spent, counts) in run.gc.items()),
     ]
 
 

@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING
 
 import trio
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 
 if TYPE_CHECKING:
     from contextvars import Token
 
     from opentelemetry.context import Context
-    from opentelemetry.trace import Span
 
 __all__ = ["TaskContexts"]
 
@@ -33,8 +31,9 @@ class TaskContexts:
     def __init__(self) -> None:
         self._stacks: dict[trio.lowlevel.Task, list[tuple[Key, Token[Context]]]] = {}
 
-    def attach(self, key: Key, span: Span) -> None:
-        token = otel_context.attach(trace.set_span_in_context(span))
+    def attach(self, key: Key, context: Context) -> None:
+        """Make ``context`` (a span's: ``trace.set_span_in_context``) current in this task."""
+        token = otel_context.attach(context)
         self._stacks.setdefault(trio.lowlevel.current_task(), []).append((key, token))
 
     def detach(self, key: Key) -> None:

@@ -77,7 +77,9 @@ class GenAIMetrics:
 
     def series(self, operation: str, attributes: n.Attributes) -> Series:
         """The series of one operation, from its span's attributes (the conventions' keys)."""
-        key = (operation, *(attributes.get(key, _ABSENT) for key in _SERIES_KEYS))
+        get = attributes.get
+        key = (operation, get(n.PROVIDER, _ABSENT), get(n.REQUEST_MODEL, _ABSENT), get(n.RESPONSE_MODEL, _ABSENT),
+               get(n.SERVER_ADDRESS, _ABSENT), get(n.SERVER_PORT, _ABSENT))  # _SERIES_KEYS', unrolled
         found = self._series.get(key)
         if found is None:
             if len(self._series) >= _SERIES_KEPT:  # the server names the response model

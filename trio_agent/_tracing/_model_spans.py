@@ -332,6 +332,10 @@ class ModelCalls:
         if call.operation != "warmup":
             self._metrics.operation(self._series(call), max(0.0, end - call.start), outcome.error_type)
 
+    def open(self, turn_id: int) -> bool:
+        """Whether turn ``turn_id`` has a call under way."""
+        return turn_id in self._calls
+
     def turn_ended(self, turn_id: int, end: float, outcome: Outcome) -> None:
         """The turn ended with its call still under way (cancelled, or failed outside
         the model client): the call ends with the turn."""

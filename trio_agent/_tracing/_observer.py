@@ -77,6 +77,7 @@ def _base_attributes(config: AgentConfig) -> n.Attributes:
 @attrs.define
 class _Turn:
     span: Span
+    context: Context  # the span's, built once: made current in the runner, the parent of its calls
     error: str = ""  # the run.error message
 
 
@@ -174,7 +175,7 @@ class AgentTracer(AgentObserver):
 
     def _parent_of(self, turn_id: int | None) -> Context:
         turn = self._turns.get(turn_id) if turn_id is not None else None
-        return trace.set_span_in_context(turn.span) if turn is not None else self._context
+        return turn.context if turn is not None else self._context
 
     # -- the observer protocol ---------------------------------------------------------
 
@@ -219,8 +220,9 @@ class AgentTracer(AgentObserver):
             f"invoke_agent {self._path}", context=parent if parent is not None else self._context,
             kind=SpanKind.INTERNAL, attributes=attributes, links=links, start_time=self._clock(event.time),
         )
-        self._turns[turn_id] = _Turn(span)
-        self._contexts.attach(("turn", turn_id), span)
+        context = trace.set_span_in_context(span)
+        self._turns[turn_id] = _Turn(span, context)
+        self._contexts.attach(("turn", turn_id), context)
 
     def _steered(self, event: AgentEvent) -> None:
         turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
@@ -255,17 +257,20 @@ class AgentTracer(AgentObserver):
     def _end_turn(self, turn_id: int, end: float, status: str, attributes: n.Attributes | None = None) -> None:
         turn = self._turns[turn_id]
         failure = self._model.failures.pop(turn_id, "_OTHER")
-        outcome = CANCELLED if status == "cancelled" else Outcome(failure, turn.error)
-        self._model.turn_ended(turn_id, end, outcome)  # while the turn span is still there to parent it
-        for call_id, tool in list(self._tools.items()):
-            if tool.turn_id == turn_id and not tool.nested:  # a call whose result never came (a bug path)
-                self._end_tool(call_id, end, "cancelled", background=False)
+        completed = status == "completed"
+        outcome = CANCELLED if status == "cancelled" else None if completed else Outcome(failure, turn.error)
+        if self._model.open(turn_id):  # a call still under way ends with its turn, whose span parents it
+            self._model.turn_ended(turn_id, end, outcome or Outcome(failure, turn.error))
+        if self._tools:
+            for call_id, tool in list(self._tools.items()):
+                if tool.turn_id == turn_id and not tool.nested:  # a call whose result never came (a bug path)
+                    self._end_tool(call_id, end, "cancelled", background=False)
         del self._turns[turn_id]
         if attributes is None:
             attributes = {}
         attributes[n.TURN_STATUS] = status
         turn.span.set_attributes(attributes)
-        if status != "completed":
+        if outcome is not None:
             fail(turn.span, outcome.error_type or "_OTHER", outcome.message)
         self._contexts.detach(("turn", turn_id))
         turn.span.end(end_time=self._clock(end))
@@ -275,7 +280,7 @@ class AgentTracer(AgentObserver):
     def _tool_call(self, event: AgentEvent) -> None:
         call_id = str(event.payload.get("call_id", ""))
         span = self._start_tool(event, call_id, event.time)
-        self._contexts.attach(("tool", call_id), span)
+        self._contexts.attach(("tool", call_id), trace.set_span_in_context(span))
 
     def _start_tool(self, event: AgentEvent, call_id: str, start: float) -> Span:
         p = event.payload
