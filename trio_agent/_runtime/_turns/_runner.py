@@ -112,8 +112,7 @@ class TurnRunner:
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
         self._queue: TurnQueue | None = None
-        # ``trio.current_time()`` is three calls deep; a runner lives in one run, so its
-        # clock is looked up once (the per-turn path reads it a few times).
+        # ``trio.current_time()`` is three calls deep; a runner lives in one run: its clock is looked up once.
         self._now = trio.lowlevel.current_clock().current_time
 
     def permissions_changed(self) -> None:
@@ -149,7 +148,8 @@ class TurnRunner:
                     await self._run_turn(state, queue)
                 finally:
                     queue.finished(state)
-                await self._model.settle(others_first=True)  # after the result is out: an HTTPS response's close
+                if self._model.unfinished is not None:  # after the result is out: an HTTPS response's close
+                    await self._model.settle(others_first=True)
         finally:
             queue.cancel_remaining()
 
