@@ -112,6 +112,9 @@ class WebSocketLink:
         # go through ``receive_text`` (a tapped link).
         self.waiting = self._queue
         self._options = options
+        # How long one send may take; the caller bounds ``send_text`` with it (the
+        # exchange's one cancel scope covers the send and then the read).
+        self.send_timeout = options.send_timeout
         self._send_lock = QuickLock()  # trio.Lock's bookkeeping costs more than the send's checks
         self._abandoned = trio.Event()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in ws.handshake_headers}
@@ -132,12 +135,6 @@ class WebSocketLink:
     def close_reason(self) -> trio_websocket.CloseReason | None:
         """Why the socket closed (code and reason), or None while it is open."""
         return self._ws.closed
-
-    @property
-    def send_timeout(self) -> float:
-        """How long one send may take; the caller bounds ``send_text`` with it (the
-        exchange's one cancel scope covers the send and then the read)."""
-        return self._options.send_timeout
 
     async def send_text(self, text: str) -> None:
         """Send one text frame (``ConnectionLost`` on failure). Not bounded here: the

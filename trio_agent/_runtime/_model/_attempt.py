@@ -7,6 +7,7 @@ failure (HTTPS with ChatGPT auth: a 401, once) gets one more exchange."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -147,9 +148,9 @@ class AttemptSlot:
         else:
             text = model.body_text(body, settings, warmup=warmup, websocket=websocket)
         generation = model.generation
-        model.defer(lambda: events.attempt_started(
-            model.emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
-            generation=generation, turn_id=turn_id,
+        model.defer(partial(  # (a partial, not a lambda: no code object of its own per request)
+            events.attempt_started, model.emit, body, phase=phase, call_index=call_index, attempt=attempt,
+            max_attempts=max_attempts, generation=generation, turn_id=turn_id,
         ))
         mail = preemption.mail if preemption is not None else None
         while True:
