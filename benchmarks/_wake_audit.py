@@ -22,11 +22,14 @@ consumer reading ``agent.events``) and of the bare client, on both transports:
   kept busy, the caches kept), or sweeping 32 MiB (the core busy, the caches flushed);
 - ``codecost``: what one more distinct function touched per turn costs: a warm WebSocket
   turn with and without 100 extra one-line functions (each its own code object) called
-  once, interleaved, at 0 and 25 ms (``_coldness``). Dec 2026, one run at load 1.9: +4 us
-  at 0 ms, +50 us at 25 ms -- ~0.5 us a function after the idle wait, ~0.04 back to back:
-  the footprint, more than the calls, is what the 25 ms row pays for (hence the cuts of
-  code objects touched once a turn: 366 -> 339 functions). At load ~4 the same run is
-  noise (-60 / +8 us): other processes flush the caches for both sides.
+  once, interleaved, at 0 and 25 ms (``_coldness``). Dec 2026, NOT settled: a scratch
+  run calling them inside ``TurnQueue.accept`` gave +50 us (load 1.9) and +63 us (load
+  0.8) at 25 ms, ~+4 us at 0 ms -- i.e. ~0.5 us a function after the idle wait; this
+  mode, calling them just before the turn, gave +8 / -19 / -49 us at 25 ms (loads 4.0 /
+  1.3 / 1.1) and -60..+14 at 0 ms. Trivial functions may be a poor proxy for the turn's
+  own (which touch objects, attributes and globals too), and touching code first may
+  itself warm the interpreter. The cut of code objects touched once a turn (366 -> 339
+  functions) did not move the 25 ms row beyond noise (``turn_versus``).
 
 Hardware counters (instructions, cycles, cache misses) are not available in this VM
 (``perf stat``: "not supported"), so the question "same instructions, run slower?" is
