@@ -19,7 +19,17 @@ consumer reading ``agent.events``) and of the bare client, on both transports:
   functions and their bytecode's bytes, distinct C functions, calls -- load-independent;
   ``calls``: the calls per function, agent vs bare, the largest differences first;
 - ``coldness``: at 0 ms RTT, 25 ms spent before every turn asleep, spinning (the core
-  kept busy, the caches kept), or sweeping 32 MiB (the core busy, the caches flushed).
+  kept busy, the caches kept), or sweeping 32 MiB (the core busy, the caches flushed);
+- ``codecost``: what one more distinct function touched per turn costs: a warm WebSocket
+  turn with and without 100 extra one-line functions (each its own code object) called
+  once, interleaved, at 0 and 25 ms (``_coldness``). Dec 2026, NOT settled: a scratch
+  run calling them inside ``TurnQueue.accept`` gave +50 us (load 1.9) and +63 us (load
+  0.8) at 25 ms, ~+4 us at 0 ms -- i.e. ~0.5 us a function after the idle wait; this
+  mode, calling them just before the turn, gave +8 / -19 / -49 us at 25 ms (loads 4.0 /
+  1.3 / 1.1) and -60..+14 at 0 ms. Trivial functions may be a poor proxy for the turn's
+  own (which touch objects, attributes and globals too), and touching code first may
+  itself warm the interpreter. The cut of code objects touched once a turn (366 -> 339
+  functions) did not move the 25 ms row beyond noise (``turn_versus``).
 
 Hardware counters (instructions, cycles, cache misses) are not available in this VM
 (``perf stat``: "not supported"), so the question "same instructions, run slower?" is
@@ -359,62 +369,14 @@ async def _touched(turn: Callable[[], Awaitable[Any]], rounds: int) -> dict[str,
     return {k: statistics.mean(s[k] for s in samples) for k in samples[0]}
 
 
-WAITS = ("none", "sleep", "spin", "sweep")  # how a turn's 25 ms wait before it is spent (0 ms RTT)
-SWEEP = bytearray(32 << 20)  # larger than this machine's last-level cache share
-
-
-def _wait(how: str) -> None:
-    """25 ms spent before a turn: not at all, asleep (``sleep`` is awaited by the caller),
-    spinning on the clock (the core stays busy and this process's caches stay as they are),
-    or sweeping 32 MiB (the core stays busy, the caches are flushed)."""
-    end = time.perf_counter() + 0.025
-    if how == "spin":
-        while time.perf_counter() < end:
-            pass
-    elif how == "sweep":
-        view, at = memoryview(SWEEP), 0
-        while time.perf_counter() < end:
-            bytes(view[at:at + (1 << 22)])  # 4 MiB read and written, every cache line
-            at = (at + (1 << 22)) % len(SWEEP)
-
-
-def _waited(how: str, turn: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[tuple[float, float]]]:
-    async def run() -> tuple[float, float]:
-        if how == "sleep":
-            await trio.sleep(0.025)
-        else:
-            _wait(how)
-        cpu, start = time.thread_time(), trio.current_time()
-        await turn()
-        return trio.current_time() - start, time.thread_time() - cpu
-    return run
-
-
-async def coldness(rounds: int) -> str:
-    """Why a turn after a 25 ms wait costs more: the idle core, or the caches?"""
-    out = [f"warm turns at 0 ms RTT after 25 ms spent each way, api_events=False, {rounds} interleaved pairs per "
-           f"row, p50 (thread CPU); load {os.getloadavg()[0]:.2f}"]
-    for transport in (ta.Transport.WEBSOCKET, ta.Transport.HTTPS):
-        with tempfile.TemporaryDirectory() as workspace:
-            async with open_bench_server(Settings(delay=0.0, think=0.0, deltas=20)) as server, \
-                    open_warm_pair(server, workspace, transport) as (agent, bare):
-                for how in WAITS:
-                    ours, floor = await interleave([_waited(how, agent.turn), _waited(how, bare)], rounds)
-                    turn, cpu = ([statistics.median(t[i] for t in side) * 1e3 for side in (ours, floor)]
-                                 for i in (0, 1))
-                    out.append(f"  {transport.value:<22} wait {how:<5}: turn {turn[0]:6.3f} vs {turn[1]:6.3f} ms "
-                               f"(added {turn[0] - turn[1]:+.3f}), CPU {cpu[0]:.3f} vs {cpu[1]:.3f} ms "
-                               f"(+{cpu[0] - cpu[1]:.3f}, {cpu[0] / cpu[1]:.2f}x)")
-    out.append(f"load after {os.getloadavg()[0]:.2f}")
-    return "\n".join(out)
-
-
 async def run_wakes(mode: str, rounds: int) -> str:
-    """``turn_overhead --wakes [counts|pinned|phases|footprint|calls|coldness]``."""
+    """``turn_overhead --wakes [counts|pinned|phases|footprint|calls|coldness|codecost]``."""
+    if mode in ("coldness", "codecost"):
+        from ._coldness import codecost, coldness
+
+        return await (coldness(rounds) if mode == "coldness" else codecost(rounds))
     if mode == "footprint":
         return await footprint(min(rounds, 30))
     if mode == "calls":
         return await calls(min(rounds, 30))
-    if mode == "coldness":
-        return await coldness(rounds)
     return await (phases(rounds) if mode == "phases" else wakes(rounds, pin=mode == "pinned"))

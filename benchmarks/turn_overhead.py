@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-gap", action="store_true", help="0 ms RTT, idle 25 ms per turn, vs 25 ms RTT")
     parser.add_argument("--client-side", action="store_true", help="added time without the server's reply time")
     parser.add_argument("--wakes", nargs="?", const="counts", help="wakeups, schedstat, footprint (_wake_audit)",
-                        choices=("counts", "pinned", "phases", "footprint", "calls", "coldness"))
+                        choices=("counts", "pinned", "phases", "footprint", "calls", "coldness", "codecost"))
     parser.add_argument("--rtt-ms", type=float, default=0.0, help="the audit's round trip")
     parser.add_argument("--samples", default=None, help="write every judged row's paired samples here (JSON)")
     args = parser.parse_args(argv)

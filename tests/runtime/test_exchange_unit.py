@@ -38,6 +38,7 @@ class StubLink:
         self.inbox_send, self.inbox = trio.open_memory_channel[str](10)
         self.sender_tasks: list[trio.lowlevel.Task] = []
         self.send_timeout = 30.0
+        self.waiting = None  # no queue of its own to take from: every frame through receive_text
 
     def deliver_bursts(self, eager: bool) -> None:
         pass  # a scripted inbox has no reader to tune

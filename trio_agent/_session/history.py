@@ -166,7 +166,9 @@ class History:
                 break
             node = node._parent
         collected.reverse()
-        items = [item for segment in collected for item in segment]
+        items: list[Item] = []
+        for segment in collected:
+            items.extend(segment)
         return items[skip:]
 
     def json_size_since(self, start: int) -> int:

@@ -202,7 +202,7 @@ class TurnLedger:
     # -- internals -----------------------------------------------------------------
 
     def _append(self, items: Sequence[Item], *, response_id: str | None = None, always: bool = False) -> list[Item]:
-        recorded = [self.with_id(item) for item in items]
+        recorded = list(map(self.with_id, items))
         if not recorded and not always:
             return recorded
         self._history = self._history.extend(recorded)

@@ -24,7 +24,9 @@ socket; the caller's cancel scope bounds a send (``send_timeout``).
 
 Bursts cost one scheduler round, not one per frame (``_eager``: the reader delivers a
 burst without a round per message, the send lock is taken without one when free);
-``receive_text`` takes a message that waits with ``receive_nowait``.
+``receive_text`` takes a message that waits with ``receive_nowait`` (the exchange's frame
+loop does so itself through ``WebSocketLink.waiting``: no coroutine per frame). After the
+handshake trio-websocket reads and writes the dialed stream itself (``_watched_stream``).
 
 trio-websocket defaults are raised: 1 MiB max message -> 64 MiB (``response.completed``
 frames can be large), 4 KiB receive buffer -> 256 KiB.
@@ -44,6 +46,7 @@ from ._eager import EagerSend, eager_queue
 from ._quick_lock import QuickLock
 from ._rejection import rejection_error, shown_body
 from ._tls import tls_context
+from ._watched_stream import HandshakeEof, WatchedStream
 from ._websocket_lean import trio_websocket  # without importlib.metadata (_websocket_lean)
 from .tap import Answer, ConnectionTap
 
@@ -91,56 +94,9 @@ class WebSocketOptions(Record):
         self.sent = sent
 
 
-class _HandshakeEof(Exception):
-    """The server closed TCP (or TLS failed) before the WebSocket handshake completed."""
-
-    def __init__(self, cause: BaseException | None = None) -> None:
-        super().__init__(str(cause) if cause else "the server closed the connection")
-        self.cause = cause
-
-
 class _ConnectTimeout(Exception):
     """Our own ``connect_timeout`` expired (a marker: a ``TooSlowError`` raised inside a
     dialer is that dialer's business, not our timeout)."""
-
-
-class _WatchedStream(trio.abc.Stream):
-    """Raises ``_HandshakeEof`` on EOF or a broken stream (a failed TLS handshake, say)
-    before the WebSocket handshake: trio-websocket would otherwise wait for the connect
-    timeout. A plain pass-through afterwards."""
-
-    def __init__(self, inner: trio.abc.Stream, sent: Callable[[], object] | None = None) -> None:
-        self.inner = inner
-        self.handshake_done = False
-        self.sent = sent  # called after the first send (WebSocketOptions.sent)
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        try:
-            await self.inner.send_all(data)
-        except trio.BrokenResourceError as exc:
-            if self.handshake_done:
-                raise
-            raise _HandshakeEof(exc.__cause__ or exc) from exc
-        if self.sent is not None:
-            sent, self.sent = self.sent, None
-            sent()
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        try:
-            data = await self.inner.receive_some(max_bytes)
-        except trio.BrokenResourceError as exc:
-            if self.handshake_done:
-                raise
-            raise _HandshakeEof(exc.__cause__ or exc) from exc
-        if not data and not self.handshake_done:
-            raise _HandshakeEof
-        return data
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 class WebSocketLink:
@@ -151,7 +107,14 @@ class WebSocketLink:
         queue = eager_queue(ws)
         self._eager: EagerSend | None = queue[0] if queue is not None else None
         self._queue: trio.MemoryReceiveChannel[str | bytes] | None = queue[1] if queue is not None else None
+        # The messages already read, for a reader that takes one without a coroutine per
+        # frame (``receive_nowait``; else ``receive_text``); None where every frame must
+        # go through ``receive_text`` (a tapped link).
+        self.waiting = self._queue
         self._options = options
+        # How long one send may take; the caller bounds ``send_text`` with it (the
+        # exchange's one cancel scope covers the send and then the read).
+        self.send_timeout = options.send_timeout
         self._send_lock = QuickLock()  # trio.Lock's bookkeeping costs more than the send's checks
         self._abandoned = trio.Event()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in ws.handshake_headers}
@@ -172,12 +135,6 @@ class WebSocketLink:
     def close_reason(self) -> trio_websocket.CloseReason | None:
         """Why the socket closed (code and reason), or None while it is open."""
         return self._ws.closed
-
-    @property
-    def send_timeout(self) -> float:
-        """How long one send may take; the caller bounds ``send_text`` with it (the
-        exchange's one cancel scope covers the send and then the read)."""
-        return self._options.send_timeout
 
     async def send_text(self, text: str) -> None:
         """Send one text frame (``ConnectionLost`` on failure). Not bounded here: the
@@ -241,6 +198,7 @@ class _TappedLink(WebSocketLink):
 
     def __init__(self, ws: trio_websocket.WebSocketConnection, options: WebSocketOptions, tap: ConnectionTap) -> None:
         super().__init__(ws, options)
+        self.waiting = None  # the tap sees every frame (receive_text)
         self._tap = tap.websocket_opened(options.url, options.purpose, options.headers, self.handshake_headers)
         self._close_told = False
 
@@ -285,7 +243,7 @@ _EXPECTED: tuple[type[BaseException], ...] = (
     trio.BrokenResourceError,
     trio_websocket.HandshakeError,  # incl. ConnectionRejected
     trio_websocket.ConnectionClosed,
-    _HandshakeEof,
+    HandshakeEof,
     _ConnectTimeout,
 )
 
@@ -312,12 +270,14 @@ async def _connection_task(
     deadline = trio.current_time() + options.connect_timeout
     started = False
     try:
-        watched = _WatchedStream(await _dial(options, deadline), options.sent)
+        watched = WatchedStream(await _dial(options, deadline), options.sent)
         try:
             async with trio.open_nursery() as reader_nursery:
                 ws = await _handshake(reader_nursery, watched, options, deadline)
                 link = WebSocketLink(ws, options) if options.tap is None else _TappedLink(ws, options, options.tap)
                 watched.handshake_done = True
+                if watched.sent is None and getattr(ws, "_stream", None) is watched:
+                    ws._stream = watched.inner  # a pass-through from now on: one layer less per send and read
                 task_status.started(link)
                 started = True
                 try:
@@ -375,7 +335,7 @@ async def _dial(options: WebSocketOptions, deadline: float) -> trio.abc.Stream:
 
 
 async def _handshake(
-    nursery: trio.Nursery, watched: _WatchedStream, options: WebSocketOptions, deadline: float
+    nursery: trio.Nursery, watched: WatchedStream, options: WebSocketOptions, deadline: float
 ) -> trio_websocket.WebSocketConnection:
     parts = urllib.parse.urlsplit(options.url)
     host = parts.hostname or ""
@@ -422,7 +382,7 @@ def _map_handshake_error(leaf: BaseException, options: WebSocketOptions) -> Resp
         )
     if isinstance(leaf, trio_websocket.ConnectionRejected):
         return _rejected(leaf, where)
-    if isinstance(leaf, _HandshakeEof):
+    if isinstance(leaf, HandshakeEof):
         if isinstance(leaf.cause, ssl.SSLError):
             return ConnectionFailed(
                 f"{where}: TLS failed: {leaf.cause}; check the server certificate "

@@ -249,7 +249,7 @@ def _objects_or_none(raw: dict[str, Any], key: str) -> list[dict[str, Any]] | No
         for element in value:
             if not isinstance(element, dict):
                 raise _wrong(f"{key}[]", "an object", element)
-        return [dict(element) for element in value]
+        return list(map(dict, value))  # (no comprehension: one code object less per response)
     if value == "" or value == {}:
         # The converter iterated whatever it was given: an empty string or object made
         # an empty list. Still accepted, so that no frame it took fails a turn now.

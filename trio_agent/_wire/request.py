@@ -108,7 +108,7 @@ def build_response_create(
         body["previous_response_id"] = previous_response_id
     # A full replay's input (``_session.history.Replay``) knows its request form and text.
     wire = getattr(input_items, "wire", None)
-    body["input"] = wire() if wire is not None else [wire_item(item) for item in input_items]
+    body["input"] = wire() if wire is not None else list(map(wire_item, input_items))
     body["tool_choice"] = "auto"
     body["parallel_tool_calls"] = False
     body["reasoning"] = {"effort": settings.effort, "context": "all_turns"}

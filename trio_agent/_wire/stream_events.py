@@ -14,6 +14,7 @@ every name here, so its readers import from one place.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from .._record import Record
@@ -164,13 +165,15 @@ class ResponseOutcome(Record):
         self.chained = chained
         self.clean_end = clean_end
 
+    # Loops, not generator expressions: each of those is a code object of its own, and
+    # every turn reads these once its response is in (a cold cache pays per code object).
     @property
     def tool_calls(self) -> tuple[dict[str, Any], ...]:
-        return tuple(item for item in self.output if item.get("type") in TOOL_CALL_TYPES)
+        return _of_types(self.output, TOOL_CALL_TYPES)
 
     @property
     def history_items(self) -> tuple[dict[str, Any], ...]:
-        return tuple(item for item in self.output if item.get("type") in HISTORY_TYPES)
+        return _of_types(self.output, HISTORY_TYPES)
 
     @property
     def final_message(self) -> str | None:
@@ -215,10 +218,17 @@ def usable_call_id(item: dict[str, Any]) -> str | None:
 
 
 
+def _of_types(output: tuple[dict[str, Any], ...], types: Container[object]) -> tuple[dict[str, Any], ...]:
+    kept = []
+    for item in output:
+        if item.get("type") in types:
+            kept.append(item)
+    return tuple(kept)
+
+
 def message_text(item: dict[str, Any]) -> str:
-    parts = item.get("content") or []
-    return "".join(
-        part.get("text", "")
-        for part in parts
-        if isinstance(part, dict) and part.get("type") in ("output_text", "text")
-    )
+    texts = []
+    for part in item.get("content") or []:
+        if isinstance(part, dict) and part.get("type") in ("output_text", "text"):
+            texts.append(part.get("text", ""))
+    return "".join(texts)

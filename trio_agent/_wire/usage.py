@@ -13,15 +13,6 @@ import attrs
 __all__ = ["TokenUsage"]
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _details(raw: dict[str, Any], key: str) -> dict[str, Any]:
-    value = raw.get(key)
-    return value if isinstance(value, dict) else {}
-
-
 @attrs.frozen
 class TokenUsage:
     input_tokens: int = 0
@@ -35,16 +26,18 @@ class TokenUsage:
     def from_api(cls, raw: dict[str, Any] | None) -> TokenUsage:
         if not isinstance(raw, dict):
             return cls()
-        inputs = _details(raw, "input_tokens_details")
-        outputs = _details(raw, "output_tokens_details")
-        return cls(
-            input_tokens=_int(raw.get("input_tokens")),
-            cached_input_tokens=_int(inputs.get("cached_tokens")),
-            cache_write_input_tokens=_int(inputs.get("cache_write_tokens")),
-            output_tokens=_int(raw.get("output_tokens")),
-            reasoning_output_tokens=_int(outputs.get("reasoning_tokens")),
-            total_tokens=_int(raw.get("total_tokens")),
-        )
+        # One function, no helper per field (every response's usage goes through here).
+        inputs = raw.get("input_tokens_details")
+        if not isinstance(inputs, dict):
+            inputs = {}
+        outputs = raw.get("output_tokens_details")
+        if not isinstance(outputs, dict):
+            outputs = {}
+        counts: list[int] = []  # in field order; anything but an int (a bool is not one) counts as 0
+        for value in (raw.get("input_tokens"), inputs.get("cached_tokens"), inputs.get("cache_write_tokens"),
+                      raw.get("output_tokens"), outputs.get("reasoning_tokens"), raw.get("total_tokens")):
+            counts.append(value if isinstance(value, int) and not isinstance(value, bool) else 0)
+        return cls(*counts)
 
     # Field by field rather than through attrs.astuple/asdict: these run for every
     # response and every terminal payload.

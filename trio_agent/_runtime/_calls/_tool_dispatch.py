@@ -25,12 +25,13 @@ import trio
 
 from ..._tools import InvalidToolArguments, ToolSpec
 from ..._wire.portable import CODE_PARAMETER, INPUT_PARAMETER, call_of, string_argument
-from ._mcp_direct_calls import direct_definitions, direct_runner
+from ._mcp_direct_calls import direct_definitions, direct_runner, offer_direct_tools
 from ._nested_calls import CellOrigin, NestedCalls
 from ._tool_environment import ToolEnvironment, blocking_watch, describe, tool_context
 from ._tool_runner import Runner, ToolOutcome, UnencodableValue, to_output
 
 if TYPE_CHECKING:
+    from ..._session.ledger import TurnLedger
     from ..._tools.code_mode import CodeModeHost
     from .._counters import TurnStats
     from .._turns._turn import TurnState
@@ -90,9 +91,11 @@ class ToolDispatcher:
             return direct_runner(self._nested.mcp, name)
         return None
 
-    def direct_definitions(self) -> list[dict[str, Any]] | None:
-        """The direct MCP tools to offer now (None: the agent has no MCP servers)."""
-        return direct_definitions(self._nested.mcp)
+    def offer_direct_tools(self, ledger: TurnLedger) -> bool:
+        """Put the direct MCP tools that are up now in ``ledger``'s prefix (at a turn's
+        start); True when the prefix changed. Without MCP servers: nothing, one call."""
+        mcp = self._nested.mcp
+        return mcp is not None and offer_direct_tools(direct_definitions(mcp), ledger)
 
     # -- user tools --------------------------------------------------------------------
 

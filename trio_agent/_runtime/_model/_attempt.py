@@ -6,7 +6,8 @@ failure (HTTPS with ChatGPT auth: a 401, once) gets one more exchange."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from ._bodies import RequestBodies
     from ._exchange import ResponseExchange, Route
 
-__all__ = ["AttemptModel", "AttemptSlot", "Held"]
+__all__ = ["AttemptModel", "AttemptSlot", "Held", "SlotOwner"]
 
 
 class AttemptModel(Protocol):
@@ -53,32 +54,44 @@ class AttemptModel(Protocol):
     def completed(self, outcome: ResponseOutcome, *, warmup: bool) -> None: ...
 
 
+class SlotOwner(AttemptModel, Protocol):
+    """What ``Held`` uses of its ``ModelClient``: the previous HTTPS response to finish,
+    and the attempt's slot -- at once on the live socket, else after a wait."""
+
+    async def settle(self) -> None: ...
+
+    def enter_now(self) -> AttemptSlot | None: ...
+
+    async def enter(self, turn_id: int | None) -> AttemptSlot: ...
+
+
 class Held:
     """``ModelClient.attempt_slot``: the model's lock for one attempt (a plain class: it
-    is entered on every request). ``settle`` finishes the previous HTTPS response;
-    ``enter`` readies the route and returns the slot."""
+    is entered on every request). The previous HTTPS response is finished first, when
+    there is one; the slot on a live socket is made without a coroutine of its own
+    (``enter_now``: the warm WebSocket path), any other after its wait (``enter``)."""
 
-    __slots__ = ("_enter", "_lock", "_settle", "_turn_id")
+    __slots__ = ("_lock", "_model", "_turn_id")
 
-    def __init__(self, lock: QuickLock, settle: Callable[[], Awaitable[None]],
-                 enter: Callable[[int | None], Awaitable[AttemptSlot]], turn_id: int | None) -> None:
+    def __init__(self, lock: QuickLock, model: SlotOwner, turn_id: int | None) -> None:
         self._lock = lock
-        self._settle = settle
-        self._enter = enter
+        self._model = model
         self._turn_id = turn_id
 
     async def __aenter__(self) -> AttemptSlot:
         # An uncontended lock is taken without a schedule point: the attempt goes on to its
         # send in the same step, and the events emitted so far reach the consumer after
-        # the request is on the wire. The send (or ``_enter``'s connect) is the checkpoint.
+        # the request is on the wire. The send (or ``enter``'s connect) is the checkpoint.
         lock = self._lock
         try:
             lock.acquire_nowait()
         except trio.WouldBlock:
             await lock.acquire()
         try:
-            await self._settle()  # the previous HTTPS response's connection is reused
-            return await self._enter(self._turn_id)
+            model = self._model
+            if model.unfinished is not None:
+                await model.settle()  # the previous HTTPS response's connection is reused
+            return model.enter_now() or await model.enter(self._turn_id)
         except BaseException:
             lock.release()
             raise
@@ -135,9 +148,9 @@ class AttemptSlot:
         else:
             text = model.body_text(body, settings, warmup=warmup, websocket=websocket)
         generation = model.generation
-        model.defer(lambda: events.attempt_started(
-            model.emit, body, phase=phase, call_index=call_index, attempt=attempt, max_attempts=max_attempts,
-            generation=generation, turn_id=turn_id,
+        model.defer(partial(  # (a partial, not a lambda: no code object of its own per request)
+            events.attempt_started, model.emit, body, phase=phase, call_index=call_index, attempt=attempt,
+            max_attempts=max_attempts, generation=generation, turn_id=turn_id,
         ))
         mail = preemption.mail if preemption is not None else None
         while True:

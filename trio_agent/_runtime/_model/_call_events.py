@@ -27,7 +27,11 @@ Emit = Callable[..., Any]
 
 
 def omit_none(payload: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {k: v for k, v in payload.items() if v is not None or k in keep}
+    kept = {}  # (a loop: no comprehension's code object on every model call)
+    for k, v in payload.items():
+        if v is not None or k in keep:
+            kept[k] = v
+    return kept
 
 
 def text_payload(event: TextDelta | AssistantMessageDone, call_index: int | None) -> dict[str, Any]:

@@ -258,7 +258,7 @@ class ModelClient:
         start = trio.current_time()
         sent_at = len(self._ledger.history)
         try:
-            slot = await self._enter(None)
+            slot = await self.enter(None)
             if not slot.websocket:  # the server has no WebSocket endpoint: nothing to warm
                 self._emit(EventKind.MODEL_WARMUP_FAILED, {
                     "duration_ns": ns(trio.current_time() - start),
@@ -291,9 +291,18 @@ class ModelClient:
         """``async with`` it to hold the model for one attempt: the socket (or HTTPS
         headers) is ready and the chain is what the request will use. Join pending
         input, then ``send``."""
-        return Held(self._lock, self.settle, self._enter, turn_id)
+        return Held(self._lock, self, turn_id)
 
-    async def _enter(self, turn_id: int | None) -> AttemptSlot:
+    def enter_now(self) -> AttemptSlot | None:
+        """``enter`` without a wait when the attempt goes on the live socket (the warm
+        path); None when it needs one (a connect, HTTPS)."""
+        link = self._sockets.link
+        if self.transport is not Transport.WEBSOCKET or link is None or not link.usable:
+            return None
+        self.stats.response_attempts += 1
+        return AttemptSlot(self, self._websocket_route(link))
+
+    async def enter(self, turn_id: int | None) -> AttemptSlot:
         self.stats.response_attempts += 1
         return AttemptSlot(self, await self._route(turn_id))
 
@@ -313,6 +322,9 @@ class ModelClient:
             from ._https_exchange import HttpsRoute  # loaded by the first HTTPS attempt
 
             return HttpsRoute(self.https(), self._https_auth, await self._https_auth.credentials())
+        return self._websocket_route(link)
+
+    def _websocket_route(self, link: WebSocketLink) -> WebSocketRoute:
         if link.turn_state:
             self.turn_state = link.turn_state
         if self._sockets.generation != self._chain_generation and not self._config.store:

@@ -1,7 +1,7 @@
 """The exchange interface: one request and its response, over one transport.
 
 Theory of operation: an attempt reaches the model by one ``Route``, chosen once, when
-the model client enters the attempt slot (``ModelClient._enter``): a live WebSocket
+the model client enters the attempt slot (``ModelClient.enter_now``, or ``enter``): a live WebSocket
 (``_websocket_exchange.WebSocketRoute``) or an HTTPS request with this attempt's
 headers (``_https_exchange.HttpsRoute``). Nothing after that point asks which
 transport it is: the attempt (``_attempt.AttemptSlot.send``) builds the body in the

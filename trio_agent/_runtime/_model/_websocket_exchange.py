@@ -116,50 +116,48 @@ class WebSocketExchange:
 
     async def run(self, body: dict[str, Any], text: str | None = None) -> ResponseOutcome:
         """Send ``body`` (whose JSON is ``text``, when known) and return the outcome; raises
-        ``ResponsesError`` on failure."""
+        ``ResponsesError`` on failure. One coroutine frame from here to the frame loop (every
+        resume of the reading task passes through each frame of its stack)."""
         preemption = self._preemption
-        if preemption is None:
-            return await self._exchange(body, text)
-        preemption.attach(self._signal)
+        if preemption is not None:
+            preemption.attach(self._signal)
         try:
-            if preemption.pending:
+            if preemption is not None and preemption.pending:
                 self.feed.accumulator.want_interrupt()
-            return await self._exchange(body, text)
+            link = self._link
+            feed = self.feed
+            if text is None:
+                text = _dumps(body)
+            clock = self._now
+            feed.request(body)
+            feed.sent(start := clock())
+            link.deliver_bursts(False)  # a round per possible output until the first one (see _frames)
+            # One cancel scope bounds the send (the link's send timeout) and then the first stretch
+            # of the read (its deadline moved to the idle timeout once the request is on the wire).
+            send_timeout = link.send_timeout
+            scope = self._scope = trio.CancelScope(deadline=start + send_timeout)
+            sent = False
+            with scope:
+                try:
+                    await link.send_text(text)
+                finally:
+                    feed.flush()  # the events announcing the request (also when the send failed)
+                sent = True
+                self._last = now = clock()
+                scope.deadline = min(now + self._idle, self._interrupt_deadline)
+                return await self._frames()
+            if not sent:
+                raise ResponseTimeout(
+                    f"sending a Responses WebSocket frame took over {send_timeout:g} s",
+                    error_class="send_timeout",
+                    failure_phase="send",
+                )
+            return await self._read()
         finally:
-            self._done = True
-            preemption.detach(self._signal)
-            self._settled.set()
-
-    async def _exchange(self, body: dict[str, Any], text: str | None) -> ResponseOutcome:
-        link = self._link
-        feed = self.feed
-        if text is None:
-            text = _dumps(body)
-        clock = self._now
-        feed.request(body)
-        feed.sent(start := clock())
-        link.deliver_bursts(False)  # a round per possible output until the first one (see _frames)
-        # One cancel scope bounds the send (the link's send timeout) and then the first stretch of the
-        # read (its deadline moved to the idle timeout once the request is on the wire).
-        send_timeout = link.send_timeout
-        scope = self._scope = trio.CancelScope(deadline=start + send_timeout)
-        sent = False
-        with scope:
-            try:
-                await link.send_text(text)
-            finally:
-                feed.flush()  # the events announcing the request (also when the send failed)
-            sent = True
-            self._last = now = clock()
-            scope.deadline = min(now + self._idle, self._interrupt_deadline)
-            return await self._frames()
-        if not sent:
-            raise ResponseTimeout(
-                f"sending a Responses WebSocket frame took over {send_timeout:g} s",
-                error_class="send_timeout",
-                failure_phase="send",
-            )
-        return await self._read()
+            if preemption is not None:
+                self._done = True
+                preemption.detach(self._signal)
+                self._settled.set()
 
     async def _read(self) -> ResponseOutcome:
         """The read after its scope's deadline passed (or a steer woke it to send the
@@ -184,8 +182,15 @@ class WebSocketExchange:
         feed = self.feed
         accumulator = feed.accumulator
         clock = self._now
+        waiting = link.waiting  # frames already read, taken without a coroutine each (None: ask the link)
         while True:
-            text = await link.receive_text()
+            if waiting is None:
+                text = await link.receive_text()
+            else:
+                try:
+                    text = waiting.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    text = await link.receive_text()  # waits; or says how the socket closed
             self._last = now = clock()
             outcome = feed.feed(decode_frame(text), now)
             if outcome is not None:

@@ -66,7 +66,10 @@ class Mailbox:
 
     @property
     def has_trigger(self) -> bool:
-        return any(mail.trigger_turn for mail in self._mail)
+        for mail in self._mail:  # (no generator expression: read at every turn's end)
+            if mail.trigger_turn:
+                return True
+        return False
 
     def post(self, mail: Mail) -> None:
         if len(self._mail) >= self._capacity:

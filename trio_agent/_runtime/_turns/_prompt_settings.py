@@ -27,16 +27,18 @@ class PromptSettings:
         self.thinking: Thinking = config.thinking
         self.fast_mode = config.fast_mode
         self._cache: RequestSettings | None = None  # see request
+        self._cache_thinking = self.thinking  # the Thinking it was made with (a member: compared by identity)
 
     def request(self, output_schema: OutputSchemaLike | None = None) -> RequestSettings:
         """The settings of a turn accepted now (with its own output schema, if any)."""
         # Frozen, so one value serves every turn until the model, thinking or fast mode
         # changes; a turn's output schema is its own copy of it.
+        # ``Thinking`` by identity: an enum's ``value`` is a property, read only for a new value.
         cached = self._cache
-        if cached is None or (cached.model, cached.effort, cached.fast_mode) != (
-            self.model, self.thinking.value, self.fast_mode
-        ):
+        if cached is None or cached.model != self.model or self._cache_thinking is not self.thinking \
+                or cached.fast_mode != self.fast_mode:
             config = self._config
+            self._cache_thinking = self.thinking
             cached = self._cache = RequestSettings(
                 model=self.model, effort=self.thinking.value, fast_mode=self.fast_mode, store=config.store,
                 prompt_cache_key=config.cache_key, session_id=config.session_id,

@@ -11,6 +11,7 @@ the turn running beside it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +84,7 @@ class TurnReporter:
 
     def started(self, state: TurnState) -> None:
         if self._defer is not None and state.ran:
-            self._defer(lambda: self._emit_started(state))
+            self._defer(partial(self._emit_started, state))
         else:
             self._emit_started(state)
         if self.journal is not None and state.ran:
@@ -148,7 +149,6 @@ class TurnReporter:
     ) -> dict[str, Any]:
         """The terminal payload; the transport counters are ``now`` minus ``mark`` (what
         happened since the previous terminal event of a turn that ran)."""
-        config = self._config
         elapsed = self._now() - start
         warmup = _NO_USAGE if now[7] is mark[7] else now[7] - mark[7]  # (the usual case: no warmup since)
         return {
@@ -156,7 +156,7 @@ class TurnReporter:
             "model": state.settings.model,
             "reasoning_mode": "standard",
             "effort": state.settings.effort,
-            "transport": config.responses.transport.value,
+            "transport": self._started["transport"],  # (the config's, read once: an enum's value is a property)
             "orchestration": "local_code_mode",
             "duration_ms": int(elapsed * 1000),
             "duration_ns": ns(elapsed),

@@ -39,7 +39,6 @@ from ..._session.ledger import TurnLedger
 from ..._session.planner import FinishTurn, RunTools, SampleAgain, plan_next
 from ..._units import ns
 from .._calls._in_flight import InFlightCalls
-from .._calls._mcp_direct_calls import offer_direct_tools
 from .._calls._tool_dispatch import ToolDispatcher
 from .._calls._tool_runner import Runner, ToolOutcome, run_call
 from .._counters import TurnStats
@@ -112,8 +111,7 @@ class TurnRunner:
         self._last_total_tokens = 0  # usage.total_tokens of the last response (auto-compaction)
         self._emit = model.emit
         self._queue: TurnQueue | None = None
-        # ``trio.current_time()`` is three calls deep; a runner lives in one run, so its
-        # clock is looked up once (the per-turn path reads it a few times).
+        # ``trio.current_time()`` is three calls deep; a runner lives in one run: its clock is looked up once.
         self._now = trio.lowlevel.current_clock().current_time
 
     def permissions_changed(self) -> None:
@@ -149,7 +147,8 @@ class TurnRunner:
                     await self._run_turn(state, queue)
                 finally:
                     queue.finished(state)
-                await self._model.settle(others_first=True)  # after the result is out: an HTTPS response's close
+                if self._model.unfinished is not None:  # after the result is out: an HTTPS response's close
+                    await self._model.settle(others_first=True)
         finally:
             queue.cancel_remaining()
 
@@ -209,7 +208,7 @@ class TurnRunner:
             self._tell_permissions = False
         else:
             await self._maybe_compact(state, stats, live)  # before the new prompt joins (SPEC sec. 8)
-        if offer_direct_tools(self._tools.direct_definitions(), ledger):  # at a turn's start (_tools._mcp_direct)
+        if self._tools.offer_direct_tools(ledger):  # at a turn's start (_tools._mcp_direct)
             self._model.forget_chain()  # the prefix changed: the next request replays in full
         if self._tell_permissions:  # codex: a changed sandbox or policy is a new developer message
             self._tell_permissions = False
