@@ -123,11 +123,13 @@ async def test_cancelling_one_task_leaves_the_others_running(
     victim_tool, quiet_tool = new_markers(2)
     with trio.fail_after(120):
         async with open_ray_pool(num_actors=2, agents_per_actor=2) as pool:
-            victim = await pool.start(AgentTask(config(model, workspace),
-                                                prompts=["warm up", long_tool(victim_tool)]),
-                                      events=events.send)
-            others = [await pool.start(AgentTask(config(model, workspace), prompts=[f"p{i}"]), events=events.send)
-                      for i in range(6)]
+            victim = await pool.start(
+                AgentTask(config(model, workspace), prompts=["warm up", long_tool(victim_tool)]), events=events.send
+            )
+            others = [
+                await pool.start(AgentTask(config(model, workspace), prompts=[f"p{i}"]), events=events.send)
+                for i in range(6)
+            ]
             # A task without an event channel is cancelled the same way.
             quiet = await pool.start(AgentTask(config(model, workspace), prompts=[long_tool(quiet_tool)]))
             assert await victim.wait_running()
@@ -155,8 +157,7 @@ async def test_a_killed_actor_fails_its_tasks_and_the_task_resumes_from_its_roll
     nursery.start_soon(events.consume)
     rollout = ta.RolloutConfig(tmp_path / "shared-rollouts")  # storage both actors reach
     [marker] = new_markers(1)
-    doomed = AgentTask(config(model, workspace, rollout=rollout),
-                       prompts=["remember the number 7", long_tool(marker)])
+    doomed = AgentTask(config(model, workspace, rollout=rollout), prompts=["remember the number 7", long_tool(marker)])
     with trio.fail_after(120):
         # Not replaced (max_restarts=0; test_heal.py has the replacement): the task resumes on the other actor.
         async with open_ray_pool(num_actors=2, agents_per_actor=4, max_restarts=0) as pool:
@@ -197,8 +198,9 @@ async def test_back_pressure_bounds_the_queue_and_a_slow_consumer_loses_nothing(
         async with open_ray_pool(num_actors=1, agents_per_actor=1, max_queued=1) as pool:
             slow_send, slow_receive = trio.open_memory_channel[TaskEvent](0)
             # A second of tool time in the middle: the task cannot end within one reply.
-            first = await pool.start(AgentTask(config(model, workspace), prompts=["a", "run: sleep 1", "c"]),
-                                     events=slow_send)
+            first = await pool.start(
+                AgentTask(config(model, workspace), prompts=["a", "run: sleep 1", "c"]), events=slow_send
+            )
             second = await pool.start(AgentTask(config(model, workspace), prompts=["queued"]))
             assert pool.statistics().queued == 1
             third = AgentTask(config(model, workspace), prompts=["third"])
@@ -243,6 +245,27 @@ async def _two_turns_and_a_fork(agent: ta.Agent) -> list[ta.TurnResult]:
     return [one, two]
 
 
+async def test_every_actor_runs_its_agents_with_its_collector_tuned(
+    model: FakeResponsesServer, workspace: Path
+) -> None:
+    tasks = [AgentTask(config(model, workspace), body=_collector_of_the_actor) for _ in range(2)]
+    with trio.fail_after(60):
+        async with open_ray_pool(num_actors=2, agents_per_actor=1) as pool:
+            results = await pool.map(tasks)  # one slot each: one task on each actor
+    assert {result.actor for result in results} == {0, 1}
+    assert [result.status for result in results] == [TaskStatus.COMPLETED] * 2, [r.error for r in results]
+
+
+async def _collector_of_the_actor(agent: ta.Agent) -> None:
+    import gc
+
+    from trio_agent.ray._actor import COLLECTOR_THRESHOLD
+
+    state = (gc.get_threshold(), gc.get_freeze_count())
+    if state[0] != COLLECTOR_THRESHOLD or state[1] < 10_000:  # Ray's and the library's modules are frozen
+        raise AssertionError(f"the actor's collector is not tuned: threshold, frozen = {state}")
+
+
 async def test_pool_arguments_are_checked(model: FakeResponsesServer, workspace: Path) -> None:
     with pytest.raises(ta.ConfigError, match="agents_per_actor must be a positive integer"):
         open_ray_pool(2, 0)
@@ -257,8 +280,9 @@ async def test_pool_arguments_are_checked(model: FakeResponsesServer, workspace:
                 await pool.start(AgentTask(cfg, prompts=["b"]))
             assert (await first.result()).status is TaskStatus.COMPLETED
             again = await pool.run(AgentTask(cfg, prompts=["b"], resume=True))  # the session is free again
-            local_only = ta.Responses(profile=ta.Profile.OPENAI,
-                                      websocket_url=model.url, ssl_context=ssl.create_default_context())
+            local_only = ta.Responses(
+                profile=ta.Profile.OPENAI, websocket_url=model.url, ssl_context=ssl.create_default_context()
+            )
             with pytest.raises(ta.ConfigError, match="cannot be sent to an actor"):
                 await pool.start(AgentTask(config(model, workspace, responses=local_only), prompts=["x"]))
             assert pool.statistics().queued == 0

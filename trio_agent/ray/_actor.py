@@ -11,10 +11,14 @@ concurrency group, so Ray -- not this library -- bounds and queues them:
 - ``events`` (``poll``): the driver's one long poll for the whole actor;
 - ``control`` (``ready``, ``cancel``, ``statistics``): never waits behind the others,
   so a cancel reaches a busy actor at once.
+
+The actor's process is the pool's own, so it tunes its garbage collector for the
+allocation pattern of many agents (``tune_collector``).
 """
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import ray
@@ -23,16 +27,40 @@ from ._host import AgentHost
 from ._portal import TrioPortal
 from ._values import ActorInfo, ActorStatistics, PollReply
 
-__all__ = ["CONTROL_CONCURRENCY", "POLL_CONCURRENCY", "AgentActor", "actor_class"]
+__all__ = [
+    "COLLECTOR_THRESHOLD",
+    "CONTROL_CONCURRENCY",
+    "POLL_CONCURRENCY",
+    "AgentActor",
+    "actor_class",
+    "tune_collector",
+]
 
 CONTROL_CONCURRENCY = 8
 POLL_CONCURRENCY = 2  # one poll in flight, and room for one that Ray is still finishing
+COLLECTOR_THRESHOLD = (10_000, 10, 10)  # gc.set_threshold: the youngest generation 14x the default 700
+
+
+def tune_collector() -> None:
+    """Tune this process's garbage collector for an actor: collect, then freeze what
+    exists (``gc.freeze``: the modules of Ray, gRPC and this library, ~60,000 objects
+    that are never garbage, which every full collection would otherwise walk), and
+    collect the youngest generation every ``COLLECTOR_THRESHOLD[0]`` allocations, so
+    that an agent's short-lived objects mostly die before a collection sees them
+    instead of being promoted into older generations that then fill and are walked
+    again. Measured (1,000 agents on 2 actors, docs/ray.md): the collector's CPU on
+    each actor from 0.37 ms to 0.13 ms per agent. Reference cycles are still
+    collected; only objects that existed at startup are exempt."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*COLLECTOR_THRESHOLD)
 
 
 class AgentActor:
     """Constructed by Ray in the actor's process (``actor_class(...).remote(index)``)."""
 
     def __init__(self, index: int) -> None:
+        tune_collector()  # Ray and this library are imported by now: see tune_collector
         self._host = AgentHost(index, ray.get_runtime_context().get_node_id())
         self._portal = TrioPortal(f"trio-agent-actor-{index}")
 
@@ -42,8 +70,9 @@ class AgentActor:
     async def run_tasks(self, tasks: list[tuple[str, bytes, bool]]) -> None:
         await self._portal.call(self._host.run_tasks, tasks)
 
-    async def poll(self, acks: dict[str, tuple[int, bool, bool]], paused: frozenset[str],
-                   wait: float | None) -> PollReply:
+    async def poll(
+        self, acks: dict[str, tuple[int, bool, bool]], paused: frozenset[str], wait: float | None
+    ) -> PollReply:
         return await self._portal.call(self._host.poll, acks, paused, wait)
 
     async def cancel(self, task_id: str) -> None:
