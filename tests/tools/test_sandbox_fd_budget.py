@@ -18,7 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from trio_agent._tools._sandbox_fds import fd_budget
+from trio_agent._tools import _sandbox_fds
+from trio_agent._tools._sandbox_fds import fd_budget, held_descriptors
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def limit() -> Iterator[int]:
 
 
 def open_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
+    return len(os.listdir("/proc/self/fd")) - 1  # less the listing's own descriptor
 
 
 def test_the_budget_counts_what_the_process_already_holds(limit: int) -> None:
@@ -53,3 +54,32 @@ def test_the_budget_counts_what_the_process_already_holds(limit: int) -> None:
         for fd in held:
             os.close(fd)
     assert fd_budget(200) == 200
+
+
+def test_the_count_is_what_the_listing_shows() -> None:
+    # One stat of /proc/self/fd on Linux 6.2+ (its size), the listing before: the same count.
+    listed = len(os.listdir("/proc/self/fd")) - 1  # less the listing's own descriptor
+    assert held_descriptors() == listed
+    read, write = os.pipe()
+    try:
+        assert held_descriptors() == listed + 2
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_a_kernel_without_the_size_is_counted_by_listing(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.stat
+
+    def sizeless(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        result = real(path)
+        if path != "/proc/self/fd":
+            return result
+        fields = list(result)
+        fields[6] = 0  # st_size, as before Linux 6.2
+        return os.stat_result(fields)
+
+    counted = held_descriptors()
+    monkeypatch.setattr(_sandbox_fds.os, "stat", sizeless)
+    assert os.stat("/proc/self/fd").st_size == 0
+    assert held_descriptors() == counted
