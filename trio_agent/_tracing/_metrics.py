@@ -77,9 +77,7 @@ class GenAIMetrics:
 
     def series(self, operation: str, attributes: n.Attributes) -> Series:
         """The series of one operation, from its span's attributes (the conventions' keys)."""
-        get = attributes.get
-        key = (operation, get(n.PROVIDER, _ABSENT), get(n.REQUEST_MODEL, _ABSENT), get(n.RESPONSE_MODEL, _ABSENT),
-               get(n.SERVER_ADDRESS, _ABSENT), get(n.SERVER_PORT, _ABSENT))  # _SERIES_KEYS', unrolled
+        key = (operation, *map(attributes.get, _SERIES_KEYS, _ABSENTS))  # (map: no generator per call)
         found = self._series.get(key)
         if found is None:
             if len(self._series) >= _SERIES_KEPT:  # the server names the response model
@@ -106,4 +104,5 @@ class GenAIMetrics:
 
 
 _ABSENT = object()  # a series key the span does not have
+_ABSENTS = (_ABSENT,) * len(_SERIES_KEYS)  # get()'s default, one per key
 _SERIES_KEPT = 64

@@ -376,8 +376,7 @@ class Turn(metaclass=NoPublicConstructor):
 
     @classmethod
     def _create(cls, state: TurnState, queue: QueuedTurns) -> Turn:
-        turn: Turn = type.__call__(cls, state, queue)  # ``construct``'s one line: one call less per prompt
-        return turn
+        return construct(cls, state, queue)
 
     @property
     def turn_id(self) -> int:
