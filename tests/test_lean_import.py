@@ -32,8 +32,11 @@ NEVER = (
 )
 # Loaded only by the first tool call that needs them (the worker tools: by an agent
 # that runs workers, ``Tools.with_collaboration``; the typed-tool machinery, the
-# blocking watch and the thread runner: by the first user tool).
-PER_CALL = ("trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
+# blocking watch and the thread runner: by the first user tool; what the sandbox's
+# command line needs beyond the trial -- the rebuilt /run's descriptors, the options
+# ``bwrap --help`` listed -- by the first sandboxed command).
+PER_CALL = ("trio_agent._tools._sandbox_fds", "trio_agent._tools._beneath",
+            "trio_agent._tools._policy", "trio_agent._tools._patch_parse", "trio_agent._tools._shell_env",
             "trio_agent._tools._shell_session",
             "trio_agent._tools.exec_command", "trio_agent._tools.apply_patch", "trio_agent._tools.code_mode",
             "trio_agent._runtime._calls._workers", "trio_agent._runtime._calls._worker_state",

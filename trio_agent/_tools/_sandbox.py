@@ -94,7 +94,6 @@ _DOTGIT_LIMIT = 64 * 1024  # a .git file is one line
 STATE_NAMES = (".codex", ".agents")
 _working: set[tuple[str, bool]] = set()  # trial runs that worked in this process
 _probes: dict[tuple[str, bool], subprocess.Popen[bytes]] = {}  # trial runs started ahead (start_probe)
-_helps: dict[str, subprocess.Popen[bytes]] = {}  # `bwrap --help` started ahead with them (its options)
 
 
 class SandboxUnavailable(ConfigError):
@@ -374,10 +373,6 @@ def start_probe(requested: Sandbox | None) -> None:
         _probes[key] = subprocess.Popen(
             _probe_argv(bwrap, sandbox), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-        if bwrap not in _helps:  # the options the rebuilt /run may use, known before the first command
-            _helps[bwrap] = subprocess.Popen(
-                [bwrap, "--help"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
     except OSError:
         return  # resolve_sandbox runs it again and says why it could not
 
@@ -419,22 +414,7 @@ def _trial(bwrap: str, sandbox: Sandbox) -> str | None:
         said = stderr.decode(errors="replace").strip() or "no message"
         return f"a trial run of {bwrap} failed (exit {returncode}): {said}"
     _working.add(key)
-    _note_options(bwrap)
+    from ._bwrap_help import start
+
+    start(bwrap)  # the options the rebuilt /run may use, read at the first command (_bwrap_help)
     return None
-
-
-def _note_options(bwrap: str) -> None:
-    """What ``bwrap --help`` lists, from ``start_probe``'s run (or run now): no command waits."""
-    from ._sandbox_fds import bwrap_options, note_options
-
-    helping = _helps.pop(bwrap, None)
-    if helping is None:
-        bwrap_options(bwrap)
-        return
-    with helping:
-        try:
-            out, _err = helping.communicate(timeout=PROBE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            helping.kill()
-            return  # bwrap_options runs it again at the first command, and gives up quietly
-    note_options(bwrap, out.decode(errors="replace"))

@@ -37,9 +37,10 @@ import stat
 import subprocess
 
 from ._beneath import Beneath, Changed
+from ._bwrap_help import printed
 
 __all__ = [
-    "bwrap_options", "fd_budget", "high", "note_options", "open_dir", "open_entry", "open_listed",
+    "bwrap_options", "fd_budget", "high", "open_dir", "open_entry", "open_listed",
     "readable_as_command", "verified",
 ]
 
@@ -50,25 +51,20 @@ _options: dict[str, frozenset[str]] = {}  # per bwrap executable, for this proce
 def bwrap_options(bwrap: str) -> frozenset[str]:
     """The options ``bwrap --help`` lists (once per executable and process): whether it
     has ``--ro-bind-fd`` (0.10, and backports such as Debian 12's 0.8) and ``--perms``
-    (0.5). Empty when it cannot say: neither is used then. Normally known before the
-    first command: ``_sandbox.start_probe`` runs ``--help`` beside the sandbox's trial
-    run and ``resolve_sandbox`` notes it (:func:`note_options`); only otherwise is it
-    run here, blocking once."""
+    (0.5). Empty when it cannot say: neither is used then. Normally run ahead, without
+    waiting, once the sandbox's trial worked (``_bwrap_help``): the first command reads
+    what it printed; only otherwise is it run here, blocking once."""
     known = _options.get(bwrap)
     if known is None:
-        try:
-            done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
-        except (OSError, subprocess.SubprocessError):
-            known = frozenset()
-        else:
-            known = _listed(done.stdout)
-        _options[bwrap] = known
+        text = printed(bwrap)
+        if text is None:
+            try:
+                done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
+            except (OSError, subprocess.SubprocessError):
+                done = None
+            text = "" if done is None else done.stdout
+        known = _options[bwrap] = _listed(text)
     return known
-
-
-def note_options(bwrap: str, help_text: str) -> None:
-    """Record what ``bwrap --help`` printed, run ahead by the sandbox's probe."""
-    _options[bwrap] = _listed(help_text)
 
 
 def _listed(help_text: str) -> frozenset[str]:
