@@ -6,8 +6,10 @@ subprocess (``_bwrap_help``). A fake ``bwrap`` logs how it was run."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,18 @@ exit 0
     refuse_runs(monkeypatch)
     assert "--ro-bind-fd" in _sandbox_fds.bwrap_options(os.path.realpath(fake))
     assert _bwrap_help._started[os.path.realpath(fake)] is None  # read once, its memory file closed
+
+
+def test_a_help_never_read_is_reaped_quietly(fake: Path) -> None:
+    # an agent that never ran a command leaves the run (exited) to the process's end
+    _sandbox.resolve_sandbox(ta.Sandbox(bwrap=str(fake)))
+    started = _bwrap_help._started.pop(os.path.realpath(fake))
+    assert started is not None
+    run, out = started
+    os.waitid(os.P_PID, run.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped
+    os.close(out)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        del run, started
+        gc.collect()
+    assert [w for w in said if issubclass(w.category, ResourceWarning)] == []

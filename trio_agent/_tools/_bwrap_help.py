@@ -21,6 +21,17 @@ __all__ = ["printed", "start"]
 
 TIMEOUT = 10.0  # as the trial's
 
+
+class _Run(subprocess.Popen[bytes]):
+    """A run that is reaped when dropped unread and done (an agent that never ran a
+    command: at the process's end): ``Popen`` warns of any run not waited for, before it
+    looks whether it has exited."""
+
+    def __del__(self) -> None:
+        self.poll()
+        super().__del__()
+
+
 # per executable: the run and the memory file it prints to, until read (then None)
 _started: dict[str, tuple[subprocess.Popen[bytes], int] | None] = {}
 
@@ -32,7 +43,7 @@ def start(bwrap: str) -> None:
     out = os.memfd_create("trio-agent-bwrap-help", os.MFD_CLOEXEC)
     try:
         _started[bwrap] = (
-            subprocess.Popen([bwrap, "--help"], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL),
+            _Run([bwrap, "--help"], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL),
             out,
         )
     except OSError:
