@@ -101,3 +101,29 @@ async def test_an_own_context_or_a_plain_url_loads_nothing(loads: list[str], wor
         async with ta.open_agent(config):
             await trio.testing.wait_all_tasks_blocked()
     assert loads == []
+
+
+async def test_a_plain_http_endpoint_makes_no_tls_context(loads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # an agent's own HTTPS client dials (the early dial's, or Responses.dialer) to an
+    # http:// base: no context is made at all (the process's first costs ~1.3 ms)
+    from trio_agent._transport import https
+
+    made: list[object] = []
+    real = ssl.SSLContext
+
+    class Counted(real):
+        def __new__(cls, *args: object, **kwargs: object) -> Counted:
+            made.append(args)
+            return real.__new__(cls, *args, **kwargs)
+
+    monkeypatch.setattr(ssl, "SSLContext", Counted)
+    https._no_tls_context.cache_clear()
+    await https.HttpsTransport("http://api.example.test/v1", dialer=_never).aclose()
+    assert made == [] and loads == []
+    # the controls: without a dialer httpx needs one to verify with (a cheap one, no CA
+    # bundle); an https:// base gets the process's default
+    await https.HttpsTransport("http://api.example.test/v1").aclose()
+    assert len(made) == 1 and loads == []
+    await https.HttpsTransport("https://api.example.test/v1", dialer=_never).aclose()
+    assert loads == ["https"]
+    https._no_tls_context.cache_clear()  # not the counted class's, for later tests

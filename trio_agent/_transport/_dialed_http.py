@@ -151,12 +151,15 @@ class _Body(httpx.AsyncByteStream):
 
 
 class DialedTransport(httpx.AsyncBaseTransport):
-    """An httpx transport that opens every connection with ``dialer`` (HTTP/1.1)."""
+    """An httpx transport that opens every connection with ``dialer`` (HTTP/1.1).
+    ``ssl_context``: what ``https://`` connections trust (default: the system CAs);
+    ``plain``: the transport's requests go to ``http://`` only, so no default context is
+    made (``ssl_context`` as given; httpcore would make its own for an ``https://`` one)."""
 
-    def __init__(self, dialer: Dialer, *, ssl_context: ssl.SSLContext | None = None) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context or ssl.create_default_context(), network_backend=_Backend(dialer)
-        )
+    def __init__(self, dialer: Dialer, *, ssl_context: ssl.SSLContext | None = None, plain: bool = False) -> None:
+        if ssl_context is None and not plain:
+            ssl_context = ssl.create_default_context()
+        self._pool = httpcore.AsyncConnectionPool(ssl_context=ssl_context, network_backend=_Backend(dialer))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
