@@ -70,6 +70,7 @@ from pathlib import Path
 from .._bounded_read import read_regular_prefix
 from .._errors import ConfigError
 from .._record import Record
+from ._bwrap_help import note
 from ._security import Sandbox, SandboxMode
 
 __all__ = [
@@ -88,7 +89,6 @@ SCAFFOLD_DEPTH = 2
 #: Variables every sandboxed command gets (before the caller's overrides).
 SANDBOX_ENV = {"TMPDIR": "/tmp"}
 _INSTALL_HINT = "install Bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
-_PROBE_COMMAND = ["/bin/sh", "-c", ":"]
 _DOTGIT_LIMIT = 64 * 1024  # a .git file is one line
 #: Directories at the top of each writable root that commands may not write (state_paths).
 STATE_NAMES = (".codex", ".agents")
@@ -371,7 +371,7 @@ def start_probe(requested: Sandbox | None) -> None:
         return
     try:
         _probes[key] = subprocess.Popen(
-            _probe_argv(bwrap, sandbox), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            _probe_argv(bwrap, sandbox), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
     except OSError:
         return  # resolve_sandbox runs it again and says why it could not
@@ -380,13 +380,15 @@ def start_probe(requested: Sandbox | None) -> None:
 def _probe_argv(bwrap: str, sandbox: Sandbox) -> list[str]:
     from ._sandbox_hide import proc_flags  # the binds over /proc too: they are the unusual mounts
 
+    # the no-op: bwrap's own --help, inside the sandbox it tries -- one process says whether
+    # the sandbox works and which options this bwrap has (_bwrap_help)
     return [bwrap, *_namespace_flags(sandbox), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            *proc_flags(), "--", *_PROBE_COMMAND]
+            *proc_flags(), "--", bwrap, "--help"]
 
 
 def _trial(bwrap: str, sandbox: Sandbox) -> str | None:
-    """Run one sandboxed no-op with the namespaces commands get (or collect the one
-    ``start_probe`` started); why it failed, or None."""
+    """Run one sandboxed no-op (``bwrap --help``) with the namespaces commands get (or
+    collect the one ``start_probe`` started); why it failed, or None."""
     key = (bwrap, sandbox.network)
     if key in _working:
         return None
@@ -394,14 +396,14 @@ def _trial(bwrap: str, sandbox: Sandbox) -> str | None:
     try:
         if probe is None:
             done = subprocess.run(
-                _probe_argv(bwrap, sandbox), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, timeout=PROBE_TIMEOUT, check=False,
+                _probe_argv(bwrap, sandbox), stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT,
+                check=False,
             )
-            returncode, stderr = done.returncode, done.stderr
+            returncode, out, stderr = done.returncode, done.stdout, done.stderr
         else:
             with probe:
                 try:
-                    _out, stderr = probe.communicate(timeout=PROBE_TIMEOUT)
+                    out, stderr = probe.communicate(timeout=PROBE_TIMEOUT)
                 except subprocess.TimeoutExpired:
                     probe.kill()
                     raise
@@ -414,7 +416,5 @@ def _trial(bwrap: str, sandbox: Sandbox) -> str | None:
         said = stderr.decode(errors="replace").strip() or "no message"
         return f"a trial run of {bwrap} failed (exit {returncode}): {said}"
     _working.add(key)
-    from ._bwrap_help import start
-
-    start(bwrap)  # the options the rebuilt /run may use, read at the first command (_bwrap_help)
+    note(bwrap, out.decode(errors="replace"))  # the options the rebuilt /run may use, for the first command
     return None

@@ -51,9 +51,9 @@ _options: dict[str, frozenset[str]] = {}  # per bwrap executable, for this proce
 def bwrap_options(bwrap: str) -> frozenset[str]:
     """The options ``bwrap --help`` lists (once per executable and process): whether it
     has ``--ro-bind-fd`` (0.10, and backports such as Debian 12's 0.8) and ``--perms``
-    (0.5). Empty when it cannot say: neither is used then. Normally run ahead, without
-    waiting, once the sandbox's trial worked (``_bwrap_help``): the first command reads
-    what it printed; only otherwise is it run here, blocking once."""
+    (0.5). Empty when it cannot say: neither is used then. Normally learnt from the
+    sandbox's trial run, whose no-op is ``bwrap --help`` (``_bwrap_help``); only
+    otherwise is it run here, blocking once."""
     known = _options.get(bwrap)
     if known is None:
         text = printed(bwrap)
