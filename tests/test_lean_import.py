@@ -104,14 +104,17 @@ def test_a_lazy_name_loads_its_module_on_first_read(tmp_path: Path) -> None:
     assert "trio_agent._threads" in modules
     assert _loaded(modules, ("trio_agent._event_payloads._catalog",)) == []
     modules = _modules_after("from trio_agent import EVENT_PAYLOADS, RolloutConfig\n", tmp_path)
-    # (a rollout resumes from snapshots: it loads their module)
+    # a rollout's configuration alone: not the resume path (DurableSession, snapshots)
     untouched = {"trio_agent._threads", "trio_agent._tools._mcp_config", "trio_agent._tracing._settings",
                  "trio_agent._runtime._statistics", "trio_agent._runtime._turns._submission",
                  "trio_agent._runtime._turns._idle_sleep",
                  "trio_agent._tools._context", "trio_agent._base.approval_request",
-                 "trio_agent._wire.output_schema"}
-    loaded = set(ON_FIRST_READ) - untouched | _with_modules("trio_agent._rollout")
+                 "trio_agent._wire.output_schema", "trio_agent._session.snapshot"}
+    loaded = set(ON_FIRST_READ) - untouched | _with_modules("trio_agent._rollout") - {"trio_agent._rollout._durable"}
     assert _loaded(modules, ON_FIRST_READ) == sorted(loaded)
+    code = ("import trio_agent, attrs\nfrom trio_agent._session.snapshot import SessionSnapshot\n"
+            "assert attrs.fields(trio_agent.DurableSession).snapshot.type is SessionSnapshot\n")
+    assert "trio_agent._rollout._durable" in _modules_after(code, tmp_path)
 
 
 def test_a_lazy_name_whose_module_fails_says_so(tmp_path: Path) -> None:
@@ -133,7 +136,8 @@ def test_a_lazy_name_whose_module_fails_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("keeps", [False, True])
 def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_path: Path, keeps: bool) -> None:
-    # A run keeps its session (a rollout) unless --ephemeral: only then the rollout modules.
+    # A run keeps its session (a rollout) unless --ephemeral: only then the rollout
+    # modules -- not the resume path's (DurableSession, the snapshots' module).
     options = "" if keeps else "'--ephemeral', "
     code = (
         "import runpy, sys\n"
@@ -147,7 +151,7 @@ def test_run_local_loads_neither_the_test_kit_nor_the_tools_it_did_not_call(tmp_
     assert "trio_agent._local_model" in modules and "trio_agent.cli._run" in modules  # it did run
     assert _loaded(modules, NEVER) == []
     assert _loaded(modules, PER_CALL) == []
-    kept = sorted(_with_modules("trio_agent._rollout") | {"trio_agent._session.snapshot"}) if keeps else []
+    kept = sorted(_with_modules("trio_agent._rollout") - {"trio_agent._rollout._durable"}) if keeps else []
     assert _loaded(modules, ON_FIRST_READ) == kept
 
 

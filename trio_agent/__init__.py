@@ -107,10 +107,10 @@ if _typing.TYPE_CHECKING:
     from ._events import EventsOverflowed as EventsOverflowed
     from ._events import EventSubscription as EventSubscription
     from ._events import write_jsonl as write_jsonl
-    from ._rollout import DurableSession as DurableSession
     from ._rollout import RolloutConfig as RolloutConfig
     from ._rollout import RolloutError as RolloutError
     from ._rollout import RolloutWarning as RolloutWarning
+    from ._rollout._durable import DurableSession as DurableSession
     from ._runtime import Agent as Agent
     from ._runtime import AgentHandle as AgentHandle
     from ._runtime import MailboxFull as MailboxFull
@@ -326,7 +326,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ToolBlockedPayload", "ToolCallPayload", "ToolProgressPayload", "ToolResultPayload", "payload_of",
     ),
     "._events": ("AgentEvent", "AgentEvents", "EventKind", "EventsOverflowed", "EventSubscription", "write_jsonl",),
-    "._rollout": ("DurableSession", "RolloutConfig", "RolloutError", "RolloutWarning",),
+    "._rollout": ("RolloutConfig", "RolloutError", "RolloutWarning",),
+    "._rollout._durable": ("DurableSession",),  # the resume path (a run keeping a new session: never)
     "._runtime": (
         "Agent", "AgentHandle", "MailboxFull", "Prompt", "Rollout", "Turn", "TurnControl", "TurnResult", "TurnStatus",
         "open_agent",

@@ -45,16 +45,32 @@ Resuming (issue 24): ``RolloutConfig.load_session`` or ``load_file`` give a
 The modules, from the bottom: ``_errors`` (``RolloutError``, ``RolloutWarning``),
 ``_lines`` (the line format: writing one, parsing a file's), ``_files`` (where the
 files sit in their home), ``_closing`` (what a killed turn left open, closed on load),
-``_reading`` (a file's history; a session's snapshot), ``_home`` (``RolloutConfig`` and
-``DurableSession``), ``_writer`` (``RolloutWriter``).
+``_reading`` (a file's history), ``_home`` (``RolloutConfig``), ``_writer``
+(``RolloutWriter``); ``_durable`` (``DurableSession``, a session's snapshot: the resume
+path) is imported by the first load or read of ``DurableSession``, not with the package.
 """
+
+from typing import TYPE_CHECKING
 
 from ._closing import INTERRUPTED_OUTPUT, INTERRUPTED_TEXT
 from ._errors import RolloutError, RolloutWarning
-from ._home import DurableSession, FsyncPolicy, RolloutConfig
+from ._home import FsyncPolicy, RolloutConfig
 from ._lines import rollout_timestamp
 from ._reading import read_history
 from ._writer import RolloutWriter
 
 __all__ = ["INTERRUPTED_OUTPUT", "INTERRUPTED_TEXT", "DurableSession", "FsyncPolicy", "RolloutConfig", "RolloutError",
            "RolloutWarning", "RolloutWriter", "read_history", "rollout_timestamp"]
+
+if TYPE_CHECKING:
+    from ._durable import DurableSession
+else:  # a module __getattr__ would make a type checker accept any name
+
+    def __getattr__(name: str) -> object:
+        """``DurableSession`` from its module (``_durable``), imported by the first read:
+        a run that starts a new session needs neither it nor the snapshots' module."""
+        if name == "DurableSession":
+            from ._durable import DurableSession
+
+            return DurableSession
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

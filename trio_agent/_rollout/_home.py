@@ -1,6 +1,6 @@
 """A rollout home and the sessions it holds: ``RolloutConfig`` (where rollouts live and
-when they reach the disk; finding a thread's file, loading a session) and
-``DurableSession`` (a session loaded from its rollout, ready to resume).
+when they reach the disk; finding a thread's file, loading a session -- as a
+``DurableSession``, ``_durable``: a session loaded from its rollout, ready to resume).
 
 Resuming (issue 24): ``RolloutConfig.load_session(thread_id, workspace=...)`` or
 ``RolloutConfig.load_file(path)`` give a ``DurableSession``; its ``resume_config(config)``
@@ -14,19 +14,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, final, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 import attrs
 
 from .._errors import ConfigError, InvalidSessionSnapshot
-from .._session.snapshot import SessionSnapshot
 from ._files import home_of, new_rollout_path, rollout_files
-from ._reading import load_snapshot
 
 if TYPE_CHECKING:
-    from .._config import AgentConfig
+    from ._durable import DurableSession
 
-__all__ = ["DurableSession", "FsyncPolicy", "RolloutConfig"]
+__all__ = ["FsyncPolicy", "RolloutConfig"]
 
 FsyncPolicy = Literal["flush", "commit"]
 
@@ -34,66 +32,6 @@ FsyncPolicy = Literal["flush", "commit"]
 def _check_fsync(instance: object, attribute: object, value: object) -> None:
     if value not in get_args(FsyncPolicy):
         raise ConfigError(f"RolloutConfig(fsync={value!r:.40}) is not a policy; pass fsync='flush' or fsync='commit'")
-
-
-@final
-@attrs.frozen
-class DurableSession:
-    """A session loaded from its rollout (``RolloutConfig.load_session``).
-
-    ``interrupted_calls`` are the ids of tool calls the file holds without an output
-    (the process died mid-turn); the snapshot answers each as aborted and closes the
-    turn with a ``<turn_aborted>`` message so it can be resumed.
-    """
-
-    thread_id: str
-    workspace: str
-    rollout_path: Path
-    snapshot: SessionSnapshot
-    rollout_config: RolloutConfig
-    interrupted_calls: tuple[str, ...] = ()
-
-    def into_parts(self) -> tuple[str, SessionSnapshot, RolloutConfig]:
-        """``(thread_id, snapshot, rollout_config)``: pass them as ``session_id=``,
-        ``resume=`` and ``rollout=`` to continue the same thread and file."""
-        return self.thread_id, self.snapshot, self.rollout_config
-
-    @property
-    def instructions(self) -> str | None:
-        """The session's own instructions (its ``session_meta.base_instructions``: ours,
-        or codex's base prompt), which a resuming agent must use; None when the file
-        records none (any instructions resume it)."""
-        return self.snapshot.instructions
-
-    def in_workspace(self, workspace: str | os.PathLike[str]) -> DurableSession:
-        """The same session, to be resumed in ``workspace`` instead of the directory it
-        recorded (gone, or moved): the snapshot's workspace becomes it, so ``resume=``
-        accepts an agent running there, and -- when that is another directory and the
-        session has history -- its history ends with a new ``<environment_context>``
-        message naming it (and its ``AGENTS.md``), as codex tells the model on a resume
-        in another directory; a resumed agent's rollout records it when the agent opens."""
-        where = os.path.realpath(workspace)
-        history = self.snapshot.history
-        if history and (not self.workspace or os.path.realpath(self.workspace) != where):
-            from .._ids import new_item_id
-            from .._runtime._turns._context_io import context_user_message
-
-            history = [*history, {"type": "message", "id": new_item_id("message"), **context_user_message(Path(where))}]
-        snapshot = attrs.evolve(self.snapshot, workspace=where, history=history)
-        return attrs.evolve(self, workspace=where, snapshot=snapshot)
-
-    def resume_config(self, config: AgentConfig) -> AgentConfig:
-        """``config`` set to continue this session in its own file: its ``session_id``,
-        ``rollout``, ``resume=`` snapshot (none for a session without history yet: the
-        agent continues the file from the start), the session's ``workspace`` (choose
-        another with ``load_session(..., workspace=)``) and its ``instructions`` when it
-        records any. Everything else -- auth, model, tools, sandbox -- is ``config``'s.
-        Raises what ``AgentConfig`` raises (``ConfigError``, ``InvalidSessionSnapshot``)."""
-        return attrs.evolve(
-            config, session_id=self.thread_id, rollout=self.rollout_config, workspace=Path(self.workspace),
-            resume=self.snapshot if self.snapshot.history else None,
-            instructions=self.instructions if self.instructions is not None else config.instructions,
-        )
 
 
 @attrs.frozen  # not final: trio-agent serve's ``IndexedRollouts`` finds rollouts through its index
@@ -162,14 +100,9 @@ class RolloutConfig:
         (their ``base_instructions`` become ``instructions``); appending to one keeps
         it resumable by codex (``RolloutWriter``).
         """
-        path = self.find(thread_id)
-        if path is None:
-            raise InvalidSessionSnapshot(
-                f"no rollout for thread {thread_id!r} under {self.home}; check the thread id and rollout home"
-            )
-        snapshot, interrupted = load_snapshot(path, thread_id)
-        session = DurableSession(thread_id, snapshot.workspace, path.resolve(), snapshot, self, interrupted)
-        return session if workspace is None else session.in_workspace(workspace)
+        from ._durable import load_session  # the resume path: snapshots, sessions
+
+        return load_session(self, thread_id, workspace)
 
     @classmethod
     def load_file(cls, path: str | os.PathLike[str], *, workspace: str | os.PathLike[str] | None = None,

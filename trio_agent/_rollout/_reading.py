@@ -1,5 +1,5 @@
-"""Reading a rollout file: the history it describes (``read_history``) and the session
-snapshot a load resumes from (``load_snapshot``, behind ``RolloutConfig.load_session``).
+"""Reading a rollout file: the history it describes (``read_history``; ``read_parsed``
+for the session snapshot a load resumes from, ``_durable.load_snapshot``).
 
 Reading takes no lock: a live agent's file reads as far as it is written. What is read
 is checked line by line (``_lines.parse``): a torn last line is skipped with a
@@ -14,13 +14,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .._errors import InvalidSessionSnapshot
-from .._session.snapshot import SessionSnapshot
-from ._closing import close_interrupted_turn
 from ._errors import RolloutError, RolloutWarning
 from ._lines import Parsed, parse
 
-__all__ = ["load_snapshot", "read_history", "read_parsed", "warn_torn"]
+__all__ = ["read_history", "read_parsed", "warn_torn"]
 
 Item = dict[str, Any]
 
@@ -38,32 +35,6 @@ def read_history(path: Path) -> tuple[dict[str, Any] | None, list[Item]]:
     return parsed.meta, parsed.history
 
 
-def load_snapshot(path: Path, thread_id: str) -> tuple[SessionSnapshot, tuple[str, ...]]:
-    """The snapshot of session ``thread_id`` that its rollout ``path`` describes, closed
-    (``_closing``), and the ids of the calls that closing answered. Called by
-    ``RolloutConfig.load_session``, whose caller a torn-line warning names."""
-    parsed = read_parsed(path, "skipped it; the session loads without it", stacklevel=3)
-    meta = parsed.meta
-    if meta is None:
-        raise InvalidSessionSnapshot(f"{path} has no session_meta line; it is not a trio_agent rollout")
-    if isinstance(meta.get("id"), str) and meta["id"] != thread_id:
-        raise InvalidSessionSnapshot(
-            f"{path} records session {meta['id']!r:.80}, but its name says {thread_id!r}; rename it after its "
-            "session_meta.id or move it out of the rollout home"
-        )
-    history, interrupted = close_interrupted_turn(parsed.history, parsed.last_turn)
-    snapshot = SessionSnapshot(
-        model=_text(meta, "model", ""),
-        lineage_id=_text(meta, "lineage_id", thread_id),
-        prompt_cache_key=thread_id,
-        workspace=_text(meta, "cwd", ""),
-        request_prefix=[],
-        history=history,
-        instructions=(meta.get("base_instructions") or {}).get("text"),
-    )
-    return snapshot, interrupted
-
-
 def read_parsed(path: Path, action: str, *, stacklevel: int) -> Parsed:
     """``path`` parsed; a torn last line is warned about saying ``action``, at the frame
     ``stacklevel`` above the caller of ``read_parsed`` (1: that caller)."""
@@ -73,11 +44,6 @@ def read_parsed(path: Path, action: str, *, stacklevel: int) -> Parsed:
         raise RolloutError(f"cannot read the rollout {path}: {exc}") from exc
     warn_torn(path, parsed, action, stacklevel=stacklevel + 1)
     return parsed
-
-
-def _text(meta: dict[str, Any], key: str, default: str) -> str:
-    value = meta.get(key)
-    return value if isinstance(value, str) else default
 
 
 def warn_torn(path: Path, parsed: Parsed, action: str, *, stacklevel: int) -> None:
