@@ -209,6 +209,10 @@ WEBSOCKET_ONLY = ("trio_websocket", "wsproto", "trio_agent._transport.websocket"
 HTTPS_ONLY = ("httpx", "httpcore", "anyio", "certifi", "trio_agent._transport.https",
               "trio_agent._runtime._model._https_exchange")
 HTTPX_CLI = ("httpx._main", "click", "pygments", "rich")  # what httpx's own command line imports
+# the other commands' modules (their parsers and entry points), and what run's options
+# import only when given (shlex: --mcp-stdio)
+OTHER_COMMANDS = ("trio_agent.cli._app_server", "trio_agent.cli._mcp_login", "trio_agent.cli._resume",
+                  "trio_agent.cli._serve_options", "shlex")
 
 
 def test_httpx_is_imported_without_its_command_line(tmp_path: Path) -> None:
@@ -301,6 +305,7 @@ async def test_the_cold_cli_loads_only_its_transport(
     assert _loaded(modules, PER_CALL) == []
     assert _loaded(modules, ("cattrs", "trio_agent._json", "trio_agent._local_model")) == []
     assert _loaded(modules, HTTPX_CLI) == []  # httpx without its command line (_transport._httpx_lean)
+    assert _loaded(modules, OTHER_COMMANDS) == []  # run's parser alone (cli/_main._parsers(run_only=True))
     if transport == "websocket":  # trio-websocket without importlib.metadata (_transport._websocket_lean)
         assert _loaded(modules, METADATA) == []
     # an ephemeral run: no rollout, no snapshot

@@ -44,15 +44,11 @@ from typing import TYPE_CHECKING, cast
 import trio
 
 from .. import __version__
-from ._app_server import add_app_server_command, add_server_options, app_server_main
 from ._codex import add_config_option
 from ._connection import connection_settings
-from ._mcp_login import add_mcp_command, mcp_main
 from ._parser import Parser, SubcommandParser, refuse
 from ._replay import add_record_option, add_replay_command, run_replay  # record/replay (issue 15)
-from ._resume import add_resume_command, prepare_resume
 from ._run_options import add_run_options, environment_epilog, run_settings
-from ._serve_options import listener_options_given
 from ._sessions import add_session_options
 from ._signals import Interrupts, exit_on_signal, interrupted_only
 
@@ -109,6 +105,11 @@ def _parsers(run_only: bool = False) -> tuple[argparse.ArgumentParser, argparse.
     add_session_options(run)  # sessions (issue 24): --ephemeral; `resume` takes run's options
     if run_only:
         return parser, run, None
+    # the other commands' modules: imported for their parsers, never on run's path
+    from ._app_server import add_app_server_command, add_server_options
+    from ._mcp_login import add_mcp_command
+    from ._resume import add_resume_command
+
     add_resume_command(sub, run)
     serve = sub.add_parser("serve", help="serve threads over the Codex app-server protocol (JSON-RPC)")
     serve.add_argument("--listen", default=None, metavar="ws://HOST:PORT",
@@ -180,12 +181,18 @@ def _main(argv: list[str]) -> int:
         parser.error(f"-c/--config (codex's config overrides) applies to {' and '.join(_CODEX_COMMANDS)}, "
                      f"not to {args.command}")
     if args.command == "app-server":
+        from ._app_server import app_server_main
+
         return app_server_main(args, os.environ)
     if args.command == "replay":
         return run_replay(args)
     if args.command == "mcp":
+        from ._mcp_login import mcp_main
+
         return mcp_main(args)
     if args.command == "serve" and (args.daemon or args.stop):
+        from ._serve_options import listener_options_given
+
         given = [flag for flag, value in (("--listen", args.listen), ("--home", args.home), ("--local", args.local),
                                           *listener_options_given(args),
                                           ("--model", args.model), ("--workspace", args.workspace),
@@ -206,6 +213,8 @@ def _main(argv: list[str]) -> int:
     run_parser = getattr(args, "command_parser", run_parser)  # resume's own parser (_resume)
     settings = run_settings(run_parser, args, os.environ)
     if args.command == "resume":
+        from ._resume import prepare_resume
+
         prepare_resume(run_parser, args, os.environ)
     from ._prompt import PromptError, read_prompt
 

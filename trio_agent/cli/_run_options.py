@@ -10,8 +10,6 @@ says what to do.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -96,6 +94,8 @@ class _McpAction(argparse.Action):
                              f"{'docs=https://example.com/mcp' if what == 'URL' else 'git=uvx mcp-server-git'}), "
                              f"got {value!r}")
             if option_string == "--mcp-stdio":
+                import shlex  # only for --mcp-stdio (not on a plain run's path)
+
                 try:
                     argv = shlex.split(target)
                 except ValueError as exc:
@@ -244,7 +244,7 @@ def _logged_in(entry: McpEntry) -> bool:
 def _tools(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ta.Tools:
     tools = ta.Tools.default()
     entries: list[McpEntry] = args.mcp or []
-    if entries and importlib.util.find_spec("mcp") is None:
+    if entries and _mcp_missing():
         parser.error("--mcp and --mcp-stdio need the MCP SDK: pip install 'trio-agent[mcp]'")
     for entry in entries:
         server = (ta.McpServer.http(entry.target, oauth=_logged_in(entry)) if entry.kind == "http"
@@ -283,3 +283,10 @@ def _approval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ta.A
         parser.error(f"{where} asks you on the terminal, and stdin is not a terminal; "
                      "run trio-agent in a terminal, or pass --ask-for-approval never")
     return policy
+
+
+def _mcp_missing() -> bool:
+    """Whether the MCP SDK is not installed (only asked when MCP servers are given)."""
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is None
