@@ -1,6 +1,6 @@
-"""A session loaded from its rollout, ready to resume: ``DurableSession``, and the load
-behind ``RolloutConfig.load_session`` (``_home``), with the snapshot it rebuilds
-(``load_snapshot``).
+"""A session loaded from its rollout, ready to resume: ``DurableSession``, whose ``_load``
+is the load behind ``RolloutConfig.load_session`` (``_home``), with the snapshot it
+rebuilds (``load_snapshot``).
 
 A module of its own, imported by the first load (or the first read of
 ``trio_agent.DurableSession``): a run that starts a new session -- ``trio-agent run``
@@ -26,7 +26,7 @@ from ._reading import read_parsed
 if TYPE_CHECKING:
     from .._config import AgentConfig
 
-__all__ = ["DurableSession", "load_session", "load_snapshot"]
+__all__ = ["DurableSession", "load_snapshot"]
 
 
 @final
@@ -45,6 +45,19 @@ class DurableSession:
     snapshot: SessionSnapshot
     rollout_config: RolloutConfig
     interrupted_calls: tuple[str, ...] = ()
+
+    @classmethod
+    def _load(cls, config: RolloutConfig, thread_id: str, workspace: str | os.PathLike[str] | None) -> DurableSession:
+        """``RolloutConfig.load_session`` (its docstring says what a load does), which
+        reaches this through the package's lazy name (no import cycle with ``_home``)."""
+        path = config.find(thread_id)
+        if path is None:
+            raise InvalidSessionSnapshot(
+                f"no rollout for thread {thread_id!r} under {config.home}; check the thread id and rollout home"
+            )
+        snapshot, interrupted = load_snapshot(path, thread_id)
+        session = cls(thread_id, snapshot.workspace, path.resolve(), snapshot, config, interrupted)
+        return session if workspace is None else session.in_workspace(workspace)
 
     def into_parts(self) -> tuple[str, SessionSnapshot, RolloutConfig]:
         """``(thread_id, snapshot, rollout_config)``: pass them as ``session_id=``,
@@ -89,23 +102,11 @@ class DurableSession:
         )
 
 
-def load_session(config: RolloutConfig, thread_id: str, workspace: str | os.PathLike[str] | None) -> DurableSession:
-    """``RolloutConfig.load_session`` (its docstring says what a load does)."""
-    path = config.find(thread_id)
-    if path is None:
-        raise InvalidSessionSnapshot(
-            f"no rollout for thread {thread_id!r} under {config.home}; check the thread id and rollout home"
-        )
-    snapshot, interrupted = load_snapshot(path, thread_id)
-    session = DurableSession(thread_id, snapshot.workspace, path.resolve(), snapshot, config, interrupted)
-    return session if workspace is None else session.in_workspace(workspace)
-
-
 def load_snapshot(path: Path, thread_id: str) -> tuple[SessionSnapshot, tuple[str, ...]]:
     """The snapshot of session ``thread_id`` that its rollout ``path`` describes, closed
     (``_closing``), and the ids of the calls that closing answered. Called by
-    :func:`load_session`, behind ``RolloutConfig.load_session``, whose caller a torn-line
-    warning names."""
+    ``DurableSession._load``, behind ``RolloutConfig.load_session``, whose caller a
+    torn-line warning names."""
     parsed = read_parsed(path, "skipped it; the session loads without it", stacklevel=4)
     meta = parsed.meta
     if meta is None:

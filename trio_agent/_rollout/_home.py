@@ -22,7 +22,7 @@ from .._errors import ConfigError, InvalidSessionSnapshot
 from ._files import home_of, new_rollout_path, rollout_files
 
 if TYPE_CHECKING:
-    from ._durable import DurableSession
+    from . import DurableSession  # the package's lazy name (_durable)
 
 __all__ = ["FsyncPolicy", "RolloutConfig"]
 
@@ -100,9 +100,9 @@ class RolloutConfig:
         (their ``base_instructions`` become ``instructions``); appending to one keeps
         it resumable by codex (``RolloutWriter``).
         """
-        from ._durable import load_session  # the resume path: snapshots, sessions
+        from . import DurableSession  # the package's lazy name (_durable): the resume path
 
-        return load_session(self, thread_id, workspace)
+        return DurableSession._load(self, thread_id, workspace)
 
     @classmethod
     def load_file(cls, path: str | os.PathLike[str], *, workspace: str | os.PathLike[str] | None = None,
