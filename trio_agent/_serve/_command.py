@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from .._collector import tune_collector
 from .._tools._sandbox_hide import hide_from_commands
 from ..cli._connection import Connection
 from ..cli._serve_options import DEFAULT_MAX_CONNECTIONS, listener_options_given
@@ -66,16 +67,24 @@ def listener_policy(args: argparse.Namespace, environ: Mapping[str, str]) -> Lis
         origins = frozenset(normalise_origin(origin) for origin in args.allow_origin)
     except ValueError as exc:
         raise ValueError(f"--allow-origin: {exc}") from None
-    sources = [(flag, value) for flag, value in (("--ws-token-file", args.ws_token_file),
-                                                 ("--ws-token-sha256", args.ws_token_sha256),
-                                                 ("--ws-token-env", args.ws_token_env)) if value is not None]
+    sources = [
+        (flag, value)
+        for flag, value in (
+            ("--ws-token-file", args.ws_token_file),
+            ("--ws-token-sha256", args.ws_token_sha256),
+            ("--ws-token-env", args.ws_token_env),
+        )
+        if value is not None
+    ]
     if args.ws_auth is None:
         if sources:
             raise ValueError(f"{sources[0][0]} needs --ws-auth capability-token")
         return ListenerPolicy(origins)
     if len(sources) != 1:
-        raise ValueError("--ws-auth capability-token takes exactly one of --ws-token-file PATH, --ws-token-sha256 HEX "
-                         f"or --ws-token-env VAR (given: {', '.join(flag for flag, _ in sources) or 'none'})")
+        raise ValueError(
+            "--ws-auth capability-token takes exactly one of --ws-token-file PATH, --ws-token-sha256 HEX "
+            f"or --ws-token-env VAR (given: {', '.join(flag for flag, _ in sources) or 'none'})"
+        )
     flag, value = sources[0]
     if flag == "--ws-token-sha256":
         return ListenerPolicy(origins, digest_from_hex(value))
@@ -126,8 +135,9 @@ def serve_main(args: argparse.Namespace, connection: Connection, *, template: Ma
     return trio.run(_serve, args, connection, listen, dict(template or {}))
 
 
-async def _serve(args: argparse.Namespace, connection: Connection, listen: Listen | None,
-                 template: dict[str, Any]) -> int:
+async def _serve(
+    args: argparse.Namespace, connection: Connection, listen: Listen | None, template: dict[str, Any]
+) -> int:
     import trio_agent as ta
 
     home = Path(args.home or os.environ.get("TRIO_AGENT_HOME") or Path.home() / ".trio-agent")
@@ -143,16 +153,27 @@ async def _serve(args: argparse.Namespace, connection: Connection, listen: Liste
             responses["websocket_url"], provider = model_server.url, "trio-agent-local"
             responses["profile"] = ta.Profile.OPENAI  # the local model speaks OpenAI's dialect
         try:
-            config = ta.AgentConfig(auth=connection.key or "local-key", workspace=args.workspace or Path.cwd(),
-                                    responses=ta.Responses(**responses),
-                                    **({"model": args.model} if args.model else {}), **template)
+            config = ta.AgentConfig(
+                auth=connection.key or "local-key",
+                workspace=args.workspace or Path.cwd(),
+                responses=ta.Responses(**responses),
+                **({"model": args.model} if args.model else {}),
+                **template,
+            )
         except ta.ConfigError as exc:
             _say(str(exc))
             nursery.cancel_scope.cancel()
             return 2
-        async with open_app_server(config, home=home, unload_delay=args.unload_delay, model_provider=provider,
-                                   multi_agent=args.multi_agent, web_search=not args.no_web_search) as app:
+        async with open_app_server(
+            config,
+            home=home,
+            unload_delay=args.unload_delay,
+            model_provider=provider,
+            multi_agent=args.multi_agent,
+            web_search=not args.no_web_search,
+        ) as app:
             _say(f"threads live under {home}")
+            tune_collector()  # started: what exists now lives as long as the server (``_collector``)
             if app.multi_agent:
                 _say("threads have the collaboration tools; their workers are child threads (--multi-agent)")
             await _run_transport(app, listen)
@@ -174,8 +195,10 @@ async def _run_transport(app: AppServer, listen: Listen | None) -> None:
                     if stopping:  # a second signal while shutting down: exit at once
                         exit_now(signum)
                     stopping = True
-                    _say(f"{signal.Signals(signum).name}: shutting down (threads are cancelled, rollouts flushed; "
-                         "again to exit at once)")
+                    _say(
+                        f"{signal.Signals(signum).name}: shutting down (threads are cancelled, rollouts flushed; "
+                        "again to exit at once)"
+                    )
                     nursery.start_soon(stop)
 
         nursery.start_soon(stop_on_signal)
@@ -190,5 +213,7 @@ async def _run_transport(app: AppServer, listen: Listen | None) -> None:
             address, bound_port = bound.socket.getsockname()[:2]
             _say(f"listening on ws://{f'[{address}]' if ':' in address else address}:{bound_port}")
         if not policy.requires_token and is_loopback(host):
-            _say("no --ws-auth: any local user or program that can reach this port can connect and run commands as "
-                 "you; require a token with --ws-auth capability-token --ws-token-file PATH")
+            _say(
+                "no --ws-auth: any local user or program that can reach this port can connect and run commands as "
+                "you; require a token with --ws-auth capability-token --ws-token-file PATH"
+            )

@@ -18,11 +18,11 @@ allocation pattern of many agents (``tune_collector``).
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 import ray
 
+from .._collector import COLLECTOR_THRESHOLD, tune_collector
 from ._host import AgentHost
 from ._portal import TrioPortal
 from ._values import ActorInfo, ActorStatistics, PollReply
@@ -38,29 +38,15 @@ __all__ = [
 
 CONTROL_CONCURRENCY = 8
 POLL_CONCURRENCY = 2  # one poll in flight, and room for one that Ray is still finishing
-COLLECTOR_THRESHOLD = (10_000, 10, 10)  # gc.set_threshold: the youngest generation 14x the default 700
-
-
-def tune_collector() -> None:
-    """Tune this process's garbage collector for an actor: collect, then freeze what
-    exists (``gc.freeze``: the modules of Ray, gRPC and this library, ~60,000 objects
-    that are never garbage, which every full collection would otherwise walk), and
-    collect the youngest generation every ``COLLECTOR_THRESHOLD[0]`` allocations, so
-    that an agent's short-lived objects mostly die before a collection sees them
-    instead of being promoted into older generations that then fill and are walked
-    again. Measured (1,000 agents on 2 actors, docs/ray.md): the collector's CPU on
-    each actor from 0.37 ms to 0.13 ms per agent. Reference cycles are still
-    collected; only objects that existed at startup are exempt."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*COLLECTOR_THRESHOLD)
 
 
 class AgentActor:
     """Constructed by Ray in the actor's process (``actor_class(...).remote(index)``)."""
 
     def __init__(self, index: int) -> None:
-        tune_collector()  # Ray and this library are imported by now: see tune_collector
+        # Ray and this library are imported by now (``_collector``). Measured (1,000 agents on
+        # 2 actors, docs/ray.md): the collector's CPU on each actor from 0.37 ms to 0.13 ms per agent.
+        tune_collector()
         self._host = AgentHost(index, ray.get_runtime_context().get_node_id())
         self._portal = TrioPortal(f"trio-agent-actor-{index}")
 
