@@ -6,8 +6,9 @@ turn, so open calls are kept by turn id (``None``: the warmup). What belongs to 
 call under way arrives as ``model.connection.*``, ``model.attempt.*`` and the
 response's terminal frame (``frame``: the model that
 answered, why it stopped); ``model.call.completed``/``failed`` (``compaction.*``,
-``warmup.*``) end it, emit its spans (``_calls``) and record its metrics
-(``_metrics``).
+``warmup.*``) end it; emitting its spans (``_calls``) and recording its metrics
+(``_metrics``) is queued (``defer``: ``_deferred``), with the context current at its
+end (the metrics' exemplars name the span current then: the turn's).
 
 Time to first chunk is the conventions': from the answering attempt's request on the
 wire to the first frame of its response stream (``time_to_first_event_ns``), whatever
@@ -23,7 +24,10 @@ first-attempt answer (and, then, its attempt's limit, replay mode and socket: ``
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
 
 from .._events import AgentEvent, EventKind
 from . import _names as n
@@ -46,10 +50,11 @@ Handler = Callable[[AgentEvent], None]
 class ModelCalls:
     def __init__(
         self, tracer: Tracer, gen_ai: GenAIMetrics, clock: Callable[[float], int], base: n.Attributes, *,
-        https: bool, parent_of: Callable[[int | None], Context], content: Content | None = None,
-        detailed: bool = True,
+        https: bool, parent_of: Callable[[int | None], Context], defer: Callable[[Callable[[], None]], None],
+        content: Content | None = None, detailed: bool = True,
     ) -> None:
         self._tracer = tracer
+        self._defer = defer
         self._metrics = gen_ai
         self._content = content  # None: content is not captured
         self._sent: n.Attributes = {}  # the instructions and tool definitions sent last
@@ -251,8 +256,7 @@ class ModelCalls:
                 attempts = None
         call.attributes.update(result)
         n.put(call.attributes, n.ATTEMPTS, attempts)
-        if call.operation != "warmup":
-            self._metrics.usage(self._series(call), usage)
+        call.usage = usage
         return call
 
     def _series(self, call: Call) -> Series:
@@ -277,8 +281,7 @@ class ModelCalls:
         if latency is not None:
             call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
             call.attempts[-1].attributes[n.TIME_TO_FIRST_CHUNK] = latency
-            self._metrics.first_chunk.record(
-                latency, self._series(call).first_chunk(self._transport, path))
+            call.first_chunk = (latency, path)
         self._finish(event.turn_id, event.time, Outcome())
 
     def _compaction_completed(self, event: AgentEvent) -> None:
@@ -328,9 +331,25 @@ class ModelCalls:
 
     def _finish(self, turn_id: int | None, end: float, outcome: Outcome) -> None:
         call = self._calls.pop(turn_id)
-        emit(self._tracer, call, self._parent_of(turn_id), end, outcome, self._clock, detailed=self._detailed)
-        if call.operation != "warmup":
-            self._metrics.operation(self._series(call), max(0.0, end - call.start), outcome.error_type)
+        self._defer(partial(self._emit, call, self._parent_of(turn_id), otel_context.get_current(), end, outcome))
+
+    def _emit(self, call: Call, parent: Context, current: Context, end: float, outcome: Outcome) -> None:
+        """The call's spans and metric recordings (deferred: ``_finish``); ``current``:
+        the context current when it ended, whose span an exemplar names."""
+        try:
+            emit(self._tracer, call, parent, end, outcome, self._clock, detailed=self._detailed)
+        finally:  # an application's span processor raising on end: the recordings still happen
+            if call.operation != "warmup":
+                self._record(call, current, end, outcome)
+
+    def _record(self, call: Call, current: Context, end: float, outcome: Outcome) -> None:
+        series, gen_ai = self._series(call), self._metrics
+        if call.usage is not None:
+            gen_ai.usage(series, call.usage, current)
+        if call.first_chunk is not None:
+            latency, path = call.first_chunk
+            gen_ai.first_chunk.record(latency, series.first_chunk(self._transport, path), context=current)
+        gen_ai.operation(series, max(0.0, end - call.start), outcome.error_type, current)
 
     def open(self, turn_id: int) -> bool:
         """Whether turn ``turn_id`` has a call under way."""

@@ -22,13 +22,18 @@ calls run, their span is the current span of the task running them (``_contexts`
 
 Times are the events' Trio times (``_clock``). The tracer is an ``AgentObserver`` of
 the observer seam, fed synchronously by the agent's ``ObservedSink`` (at once: it asks
-for no deferral, so spans open in the emitting task's context), and never awaits.
+for no deferral, so spans open in the emitting task's context), and never awaits. What
+an ending asks of the SDK (a turn's end attributes and ``end``, a tool span's end, a
+model call's spans and metric recordings) is queued with its times and contexts and
+run later in one batch (``_deferred``: when the process idles, at a bound, or when the
+agent closes -- before its agent span ends; ``Agent.flush_telemetry`` runs it at once).
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 import attrs
@@ -46,6 +51,7 @@ from ._calls import CANCELLED, Outcome, fail
 from ._clock import clock
 from ._content import Content
 from ._contexts import TaskContexts
+from ._deferred import Deferred
 from ._metrics import GenAIMetrics
 from ._model_spans import ModelCalls
 
@@ -93,6 +99,7 @@ class AgentTracer(AgentObserver):
     events = True
     immediate = True  # spans open in the emitting task's context, at its time
     api_events = True  # the outbound interrupts are read from api.event
+    background = True  # the SDK work of endings runs in ``run`` (``_deferred``)
 
     def __init__(self, site: AgentSite, tree: TracingTree) -> None:
         config, path, parent_id, origin = site.config, site.path, site.parent_id, site.origin
@@ -122,10 +129,11 @@ class AgentTracer(AgentObserver):
         self._exec_spans: collections.OrderedDict[str, Span] = collections.OrderedDict()
         self._contexts = TaskContexts()
         self._content = Content(site.secrets) if tracing.captures_content() else None
+        self._deferred = Deferred(config.session_id)
         meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
         self._model = ModelCalls(
             self._tracer, GenAIMetrics(meter), self._clock, self._base, https=https,
-            parent_of=self._parent_of, content=self._content, detailed=detailed,
+            parent_of=self._parent_of, defer=self._deferred.add, content=self._content, detailed=detailed,
         )
         self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
             **self._model.handlers,
@@ -190,16 +198,27 @@ class AgentTracer(AgentObserver):
         if current.is_valid and current != self._opened_under:
             self._accepted[turn_id] = otel_context.get_current()
 
+    async def run(self) -> None:
+        await self._deferred.run()
+
+    def flush(self) -> None:
+        self._deferred.flush()
+
     def close(self) -> None:
         now = trio.current_time()
-        self._model.close(now)
-        for turn_id in list(self._turns):
-            self._end_turn(turn_id, now, "cancelled")
-        for call_id in list(self._tools):
-            self._end_tool(call_id, now, "cancelled", background=False)
-        self._contexts.detach_all()
-        self._span.end(end_time=self._clock(now))
-        self._tree.agents.pop(self._session_id, None)
+        try:
+            self._model.close(now)
+            for turn_id in list(self._turns):
+                self._end_turn(turn_id, now, "cancelled")
+            for call_id in list(self._tools):
+                self._end_tool(call_id, now, "cancelled", background=False)
+            self._contexts.detach_all()
+        finally:
+            try:
+                self._deferred.flush()  # every ending queued, before the agent span ends
+            finally:
+                self._span.end(end_time=self._clock(now))
+                self._tree.agents.pop(self._session_id, None)
 
     # -- turns -------------------------------------------------------------------------
 
@@ -241,9 +260,12 @@ class AgentTracer(AgentObserver):
         if event.turn_id is None or event.turn_id not in self._turns:
             return
         p = event.payload
-        # Set in one call with the status (``_end_turn``): the SDK locks the span per call.
-        # A zero counter and the last response id (its call's ``gen_ai.response.id``) only
-        # with detailed attributes.
+        self._end_turn(event.turn_id, event.time, str(p.get("status", "")), p)
+
+    def _end_attributes(self, p: Mapping[str, object]) -> n.Attributes:
+        """A turn span's end attributes, from its terminal event's payload (built in the
+        deferred batch). A zero counter and the last response id (its call's
+        ``gen_ai.response.id``) only with detailed attributes."""
         detailed = self._detailed
         attributes = n.turn_usage_attributes(p.get("usage"))
         for name, key in n.TURN_COUNTER_KEYS:
@@ -252,9 +274,9 @@ class AgentTracer(AgentObserver):
                 attributes[key] = value
         if detailed and isinstance(last := p.get("last_response_id"), str):
             attributes["trio_agent.turn.last_response_id"] = last
-        self._end_turn(event.turn_id, event.time, str(p.get("status", "")), attributes)
+        return attributes
 
-    def _end_turn(self, turn_id: int, end: float, status: str, attributes: n.Attributes | None = None) -> None:
+    def _end_turn(self, turn_id: int, end: float, status: str, payload: Mapping[str, object] | None = None) -> None:
         turn = self._turns[turn_id]
         failure = self._model.failures.pop(turn_id, "_OTHER")
         completed = status == "completed"
@@ -266,14 +288,18 @@ class AgentTracer(AgentObserver):
                 if tool.turn_id == turn_id and not tool.nested:  # a call whose result never came (a bug path)
                     self._end_tool(call_id, end, "cancelled", background=False)
         del self._turns[turn_id]
-        if attributes is None:
-            attributes = {}
-        attributes[n.TURN_STATUS] = status
-        turn.span.set_attributes(attributes)
-        if outcome is not None:
-            fail(turn.span, outcome.error_type or "_OTHER", outcome.message)
         self._contexts.detach(("turn", turn_id))
-        turn.span.end(end_time=self._clock(end))
+        self._deferred.add(partial(self._emit_turn_end, turn.span, end, status, outcome, payload))
+
+    def _emit_turn_end(self, span: Span, end: float, status: str, outcome: Outcome | None,
+                       payload: Mapping[str, object] | None) -> None:
+        # Set in one call with the status: the SDK locks the span per call.
+        attributes = self._end_attributes(payload) if payload is not None else {}
+        attributes[n.TURN_STATUS] = status
+        span.set_attributes(attributes)
+        if outcome is not None:
+            fail(span, outcome.error_type or "_OTHER", outcome.message)
+        span.end(end_time=self._clock(end))
 
     # -- tools -------------------------------------------------------------------------
 
@@ -320,12 +346,15 @@ class AgentTracer(AgentObserver):
 
     def _end_tool(self, call_id: str, end: float, status: str, *, background: bool) -> None:
         span = self._tools.pop(call_id).span
+        self._contexts.detach(("tool", call_id))
+        self._deferred.add(partial(self._emit_tool_end, span, end, status, background))
+
+    def _emit_tool_end(self, span: Span, end: float, status: str, background: bool) -> None:
         span.set_attribute(n.TOOL_STATUS, status)
         if background:
             span.set_attribute(n.TOOL_BACKGROUND, True)
         if status in ("failed", "cancelled"):
             fail(span, "tool_failed" if status == "failed" else "cancelled", status)
-        self._contexts.detach(("tool", call_id))
         span.end(end_time=self._clock(end))
 
     # -- wire-level details ------------------------------------------------------------
