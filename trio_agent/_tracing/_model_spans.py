@@ -237,8 +237,11 @@ class ModelCalls:
     def _answered(self, event: AgentEvent) -> Call | None:
         """The call of a completed response: its answering attempt ends now, successfully."""
         call = self._calls.get(event.turn_id)
-        if call is None:
-            return None
+        if call is not None:
+            self._answer(call, event)
+        return call
+
+    def _answer(self, call: Call, event: AgentEvent) -> None:
         p = event.payload
         call.start = min(call.start, event.time - (n.seconds(p.get("duration_ns")) or 0.0))
         attempt = call.attempt(event.time)
@@ -257,7 +260,6 @@ class ModelCalls:
         call.attributes.update(result)
         n.put(call.attributes, n.ATTEMPTS, attempts)
         call.usage = usage
-        return call
 
     def _series(self, call: Call) -> Series:
         """The call's metric series (its conventions' attributes), built once: the model
@@ -267,12 +269,20 @@ class ModelCalls:
         return call.series
 
     def _call_completed(self, event: AgentEvent) -> None:
-        call = self._answered(event)
+        """A model call answered: the warmup path is read now (``_paths`` follows the
+        sockets in order); the attributes are built, and the spans emitted, in the
+        deferred batch (``_completed``)."""
+        turn_id = event.turn_id
+        call = self._calls.pop(turn_id, None)
         if call is None:
             return
-        p = event.payload
-        generation = p.get("connection_generation")
+        generation = event.payload.get("connection_generation")
         path = self._paths.path_of(generation if isinstance(generation, int) else None)
+        self._defer(partial(self._completed, call, event, path, self._parent_of(turn_id), otel_context.get_current()))
+
+    def _completed(self, call: Call, event: AgentEvent, path: str, parent: Context, current: Context) -> None:
+        self._answer(call, event)
+        p = event.payload
         call.attributes[n.WARMUP_PATH] = path
         reason = call.finish_reason or _finish_reason(p.get("status"), p.get("tool_calls"))
         if reason is not None:
@@ -282,7 +292,7 @@ class ModelCalls:
             call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
             call.attempts[-1].attributes[n.TIME_TO_FIRST_CHUNK] = latency
             call.first_chunk = (latency, path)
-        self._finish(event.turn_id, event.time, Outcome())
+        self._emit(call, parent, current, event.time, Outcome())
 
     def _compaction_completed(self, event: AgentEvent) -> None:
         if self._answered(event) is not None:
