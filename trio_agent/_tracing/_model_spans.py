@@ -7,8 +7,8 @@ call under way arrives as ``model.connection.*``, ``model.attempt.*`` and the
 response's terminal frame (``frame``: the model that
 answered, why it stopped); ``model.call.completed``/``failed`` (``compaction.*``,
 ``warmup.*``) end it; emitting its spans (``_calls``) and recording its metrics
-(``_metrics``) is queued (``defer``: ``_deferred``), with the context current at its
-end (the metrics' exemplars name the span current then: the turn's).
+(``_metrics``) is queued (``defer``: ``_deferred``), with its parent's context (the
+metrics' exemplars name that span: the turn's, current in the task that ran the call).
 
 Time to first chunk is the conventions': from the answering attempt's request on the
 wire to the first frame of its response stream (``time_to_first_event_ns``), whatever
@@ -26,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
-
-from opentelemetry import context as otel_context
 
 from .._events import AgentEvent, EventKind
 from . import _names as n
@@ -50,8 +48,8 @@ Handler = Callable[[AgentEvent], None]
 class ModelCalls:
     def __init__(
         self, tracer: Tracer, gen_ai: GenAIMetrics, clock: Callable[[float], int], base: n.Attributes, *,
-        https: bool, parent_of: Callable[[int | None], Context], defer: Callable[[Callable[[], None]], None],
-        content: Content | None = None, detailed: bool = True,
+        https: bool, parent_of: Callable[[int | None], Callable[[], Context]],
+        defer: Callable[[Callable[[], None]], None], content: Content | None = None, detailed: bool = True,
     ) -> None:
         self._tracer = tracer
         self._defer = defer
@@ -278,9 +276,9 @@ class ModelCalls:
             return
         generation = event.payload.get("connection_generation")
         path = self._paths.path_of(generation if isinstance(generation, int) else None)
-        self._defer(partial(self._completed, call, event, path, self._parent_of(turn_id), otel_context.get_current()))
+        self._defer(partial(self._completed, call, event, path, self._parent_of(turn_id)))
 
-    def _completed(self, call: Call, event: AgentEvent, path: str, parent: Context, current: Context) -> None:
+    def _completed(self, call: Call, event: AgentEvent, path: str, parent: Callable[[], Context]) -> None:
         self._answer(call, event)
         p = event.payload
         call.attributes[n.WARMUP_PATH] = path
@@ -292,7 +290,7 @@ class ModelCalls:
             call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
             call.attempts[-1].attributes[n.TIME_TO_FIRST_CHUNK] = latency
             call.first_chunk = (latency, path)
-        self._emit(call, parent, current, event.time, Outcome())
+        self._emit(call, parent, event.time, Outcome())
 
     def _compaction_completed(self, event: AgentEvent) -> None:
         if self._answered(event) is not None:
@@ -341,16 +339,18 @@ class ModelCalls:
 
     def _finish(self, turn_id: int | None, end: float, outcome: Outcome) -> None:
         call = self._calls.pop(turn_id)
-        self._defer(partial(self._emit, call, self._parent_of(turn_id), otel_context.get_current(), end, outcome))
+        self._defer(partial(self._emit, call, self._parent_of(turn_id), end, outcome))
 
-    def _emit(self, call: Call, parent: Context, current: Context, end: float, outcome: Outcome) -> None:
-        """The call's spans and metric recordings (deferred: ``_finish``); ``current``:
-        the context current when it ended, whose span an exemplar names."""
+    def _emit(self, call: Call, parent: Callable[[], Context], end: float, outcome: Outcome) -> None:
+        """The call's spans and metric recordings (deferred: ``_finish``); ``parent``
+        resolves to its parent's context (starting a turn's span: ``AgentTracer._live``),
+        whose span -- the turn's, current in its runner task -- an exemplar names."""
+        context = parent()
         try:
-            emit(self._tracer, call, parent, end, outcome, self._clock, detailed=self._detailed)
+            emit(self._tracer, call, context, end, outcome, self._clock, detailed=self._detailed)
         finally:  # an application's span processor raising on end: the recordings still happen
             if call.operation != "warmup":
-                self._record(call, current, end, outcome)
+                self._record(call, context, end, outcome)
 
     def _record(self, call: Call, current: Context, end: float, outcome: Outcome) -> None:
         series, gen_ai = self._series(call), self._metrics

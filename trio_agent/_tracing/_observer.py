@@ -17,8 +17,13 @@ span is a child of the span current where the agent was opened (``open_agent``,
 accepted (``prompt``, ``submit``, ``start_if_idle``, triggering mail), or of the agent
 span when that is the span the agent was opened under (or none) -- then the turn
 links to the agent span. A fork's or child's agent span links to its parent agent's
-span and to the parent's turn that was running. While a turn and each of its tool
-calls run, their span is the current span of the task running them (``_contexts``).
+span and to the parent's turn that was running. While a tool call runs, its span is
+the current span of the task running it (``_contexts``); so is a turn's span in its
+runner task, from when it starts: a turn's span starts when something first needs it
+(``_live``: a tool call, a connection, a steer or interrupt, a child agent's link, a
+turn accepted in the runner task, the deferred batch that ends it; over HTTPS, with
+the turn, for an instrumented HTTP client), with the turn's own start time, parent,
+links and attributes -- so a plain text turn makes no SDK call on its path.
 
 Times are the events' Trio times (``_clock``). The tracer is an ``AgentObserver`` of
 the observer seam, fed synchronously by the agent's ``ObservedSink`` (at once: it asks
@@ -82,8 +87,13 @@ def _base_attributes(config: AgentConfig) -> n.Attributes:
 
 @attrs.define
 class _Turn:
-    span: Span
-    context: Context  # the span's, built once: made current in the runner, the parent of its calls
+    """A turn's span, started lazily (``AgentTracer._live``): ``start`` starts it with the
+    turn's own start time, parent, links and attributes."""
+
+    start: Callable[[], Span]
+    runner: trio.lowlevel.Task  # the task that emitted run.started: the span is current there
+    span: Span | None = None
+    context: Context | None = None  # the span's, built once: current in the runner, the parent of its calls
     error: str = ""  # the run.error message
 
 
@@ -131,10 +141,12 @@ class AgentTracer(AgentObserver):
         self._content = Content(site.secrets) if tracing.captures_content() else None
         self._deferred = Deferred(config.session_id)
         meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
+        self._eager = https  # a turn's span starts with the turn (``_live``)
         self._model = ModelCalls(
             self._tracer, GenAIMetrics(meter), self._clock, self._base, https=https,
             parent_of=self._parent_of, defer=self._deferred.add, content=self._content, detailed=detailed,
         )
+        self._model_connection_started = self._model.handlers[EventKind.MODEL_CONNECTION_STARTED]
         self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
             **self._model.handlers,
             EventKind.RUN_STARTED: self._run_started,
@@ -146,6 +158,7 @@ class AgentTracer(AgentObserver):
             EventKind.TOOL_RESULT: self._tool_result,
             EventKind.API_EVENT: self._api_event,
             EventKind.API_WARNING: self._api_warning,
+            EventKind.MODEL_CONNECTION_STARTED: self._connection_started,
         }
         self.kinds = frozenset(self._handlers)  # the text deltas never reach on_event
         # Of the frames, only the response's end and an outbound interrupt -- unless the
@@ -179,11 +192,32 @@ class AgentTracer(AgentObserver):
         """The span of the turn running now (the latest one started), if any."""
         if not self._turns:
             return None
-        return next(reversed(self._turns.values())).span.get_span_context()
+        turn_id, turn = next(reversed(self._turns.items()))
+        return trace.get_current_span(self._live(turn_id, turn)).get_span_context()
 
-    def _parent_of(self, turn_id: int | None) -> Context:
+    def _parent_of(self, turn_id: int | None) -> Callable[[], Context]:
+        """What resolves to the parent context of turn ``turn_id``'s work (the agent's
+        when it has no turn): resolved when a span is made, which starts the turn's."""
         turn = self._turns.get(turn_id) if turn_id is not None else None
-        return turn.context if turn is not None else self._context
+        if turn is None or turn_id is None:
+            return self._agent_context
+        return partial(self._live, turn_id, turn)
+
+    def _agent_context(self) -> Context:
+        return self._context
+
+    def _live(self, turn_id: int, turn: _Turn) -> Context:
+        """The turn's span context, its span started now if it was not yet. A turn's span
+        starts only when something needs it -- a tool call, a steer, a connection, a
+        child agent, the deferred batch that ends it -- so a plain turn makes no SDK
+        call on its path; started in the turn's runner task, it is made current there."""
+        context = turn.context
+        if context is None:
+            turn.span = span = turn.start()
+            turn.context = context = trace.set_span_in_context(span)
+            if turn_id in self._turns and trio.lowlevel.current_task() is turn.runner:
+                self._contexts.attach(("turn", turn_id), context)
+        return context
 
     # -- the observer protocol ---------------------------------------------------------
 
@@ -194,6 +228,11 @@ class AgentTracer(AgentObserver):
 
     def accepted(self, turn_id: int, prompt: Prompt | None) -> None:
         """Runs in the task that accepted the turn: remember its current span."""
+        if self._turns:  # accepted in a turn's runner task: its span is the current one there
+            task = trio.lowlevel.current_task()
+            for live_id, turn in list(self._turns.items()):
+                if turn.runner is task:
+                    self._live(live_id, turn)
         current = trace.get_current_span().get_span_context()
         if current.is_valid and current != self._opened_under:
             self._accepted[turn_id] = otel_context.get_current()
@@ -235,21 +274,34 @@ class AgentTracer(AgentObserver):
         if self._detailed:
             n.put(attributes, n.EFFORT, event.payload.get("effort"))
             n.put(attributes, "trio_agent.turn.instruction_bytes", event.payload.get("instruction_bytes"))
-        span = self._tracer.start_span(
-            f"invoke_agent {self._path}", context=parent if parent is not None else self._context,
-            kind=SpanKind.INTERNAL, attributes=attributes, links=links, start_time=self._clock(event.time),
+        start = partial(
+            self._tracer.start_span, f"invoke_agent {self._path}",
+            context=parent if parent is not None else self._context, kind=SpanKind.INTERNAL,
+            attributes=attributes, links=links, start_time=self._clock(event.time),
         )
-        context = trace.set_span_in_context(span)
-        self._turns[turn_id] = _Turn(span, context)
-        self._contexts.attach(("turn", turn_id), context)
+        turn = self._turns[turn_id] = _Turn(start, trio.lowlevel.current_task())
+        if self._eager:  # over HTTPS an instrumented HTTP client in the runner task reads it
+            self._live(turn_id, turn)
+
+    def _turn_span(self, turn_id: int | None) -> Span | None:
+        """The span of live turn ``turn_id`` (started now if it was not yet), if any."""
+        turn = self._turns.get(turn_id) if turn_id is not None else None
+        if turn is None or turn_id is None:
+            return None
+        self._live(turn_id, turn)
+        return turn.span
+
+    def _connection_started(self, event: AgentEvent) -> None:
+        self._turn_span(event.turn_id)  # the application's dialer may run: the turn is current
+        self._model_connection_started(event)
 
     def _steered(self, event: AgentEvent) -> None:
-        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
-        if turn is not None:
+        span = self._turn_span(event.turn_id)
+        if span is not None:
             attributes: n.Attributes = {}
             n.put(attributes, "trio_agent.steer.index", event.payload.get("steer_index"))
             n.put(attributes, "trio_agent.steer.bytes", event.payload.get("instruction_bytes"))
-            turn.span.add_event("trio_agent.steer", attributes, timestamp=self._clock(event.time))
+            span.add_event("trio_agent.steer", attributes, timestamp=self._clock(event.time))
 
     def _run_error(self, event: AgentEvent) -> None:
         turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
@@ -289,10 +341,13 @@ class AgentTracer(AgentObserver):
                     self._end_tool(call_id, end, "cancelled", background=False)
         del self._turns[turn_id]
         self._contexts.detach(("turn", turn_id))
-        self._deferred.add(partial(self._emit_turn_end, turn.span, end, status, outcome, payload))
+        self._deferred.add(partial(self._emit_turn_end, turn_id, turn, end, status, outcome, payload))
 
-    def _emit_turn_end(self, span: Span, end: float, status: str, outcome: Outcome | None,
+    def _emit_turn_end(self, turn_id: int, turn: _Turn, end: float, status: str, outcome: Outcome | None,
                        payload: Mapping[str, object] | None) -> None:
+        self._live(turn_id, turn)  # a plain turn's span starts only now, at its own start time
+        span = turn.span
+        assert span is not None
         # Set in one call with the status: the SDK locks the span per call.
         attributes = self._end_attributes(payload) if payload is not None else {}
         attributes[n.TURN_STATUS] = status
@@ -323,7 +378,7 @@ class AgentTracer(AgentObserver):
             attributes[n.TOOL_PARENT_CALL] = exec_id
         if self._content is not None and "arguments" in p:
             attributes[n.TOOL_ARGUMENTS] = self._content.text(p["arguments"])
-        parent = trace.set_span_in_context(exec_span) if exec_span is not None else self._parent_of(event.turn_id)
+        parent = trace.set_span_in_context(exec_span) if exec_span is not None else self._parent_of(event.turn_id)()
         span = self._tracer.start_span(
             f"execute_tool {tool}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
             start_time=self._clock(start),
@@ -377,14 +432,14 @@ class AgentTracer(AgentObserver):
             return
         attributes: n.Attributes = {}
         n.put(attributes, n.RESPONSE_ID, frame.get("response_id"))
-        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
-        if turn is not None:
-            turn.span.add_event("trio_agent.interrupt", attributes, timestamp=self._clock(event.time))
+        span = self._turn_span(event.turn_id)
+        if span is not None:
+            span.add_event("trio_agent.interrupt", attributes, timestamp=self._clock(event.time))
         self._model.interrupt(event, attributes)
 
     def _api_warning(self, event: AgentEvent) -> None:
-        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
-        if turn is not None:
+        span = self._turn_span(event.turn_id)
+        if span is not None:
             attributes: n.Attributes = {}
             n.put(attributes, "trio_agent.warning.code", event.payload.get("code"))
-            turn.span.add_event("trio_agent.api_warning", attributes, timestamp=self._clock(event.time))
+            span.add_event("trio_agent.api_warning", attributes, timestamp=self._clock(event.time))
