@@ -94,6 +94,7 @@ class _Turn:
     runner: trio.lowlevel.Task  # the task that emitted run.started: the span is current there
     span: Span | None = None
     context: Context | None = None  # the span's, built once: current in the runner, the parent of its calls
+    attached: bool = False  # made current in the runner task
     error: str = ""  # the run.error message
 
 
@@ -215,8 +216,9 @@ class AgentTracer(AgentObserver):
         if context is None:
             turn.span = span = turn.start()
             turn.context = context = trace.set_span_in_context(span)
-            if turn_id in self._turns and trio.lowlevel.current_task() is turn.runner:
-                self._contexts.attach(("turn", turn_id), context)
+        if not turn.attached and trio.lowlevel.current_task() is turn.runner and turn_id in self._turns:
+            turn.attached = True  # (started elsewhere -- the batch, a child -- it is made current on the next need)
+            self._contexts.attach(("turn", turn_id), context)
         return context
 
     # -- the observer protocol ---------------------------------------------------------
