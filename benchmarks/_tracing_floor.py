@@ -11,7 +11,10 @@ times each of them alone, in a hot loop (the most favourable case: in a turn the
 code runs cold, between the runtime's own work), and multiplies by what a traced
 turn of ``tracing_cost`` counts. If that product alone exceeds what 0.95 of the
 untraced turns/s leaves, no trio_agent code can meet it with those spans, attributes
-and recordings.
+and recordings while the SDK's work is on the turn's path; tracing now defers that
+work to moments the process would otherwise wait (``trio_agent/_tracing/_deferred.py``),
+so the floor is the CPU to hide there, and in a CPU-bound turn the idle time per turn
+is the room there is.
 """
 
 from __future__ import annotations

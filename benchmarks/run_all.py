@@ -20,7 +20,8 @@ threads; ``--quick``: 2,000) runs after ``scale``; ``tool_dispatch`` (issue 27, 
 soon a streamed tool call starts, and the tool-calling step, against the bare floor; with
 ``--before PYTHON``, another tree's Python, also against that tree) after ``turn_overhead``,
 then ``builtins`` (issue 28, item 3: exec_command on pipes and on a terminal, view_image fitting).
-Issue 30, item 5: ``tracing_cost`` (traced vs untraced warm turns/s) after ``history_size``,
+Issue 30, item 5: ``tracing_cost`` (traced vs untraced warm turns/s, each agent's turns in
+blocks of 10 timed to its deferred telemetry's flush) after ``history_size``,
 ``ray_scale`` (the Ray pool, every event streamed to the driver, against one process;
 skipped without Ray; ``--quick``: 200 agents) after ``scale``.
 """

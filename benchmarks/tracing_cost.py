@@ -19,15 +19,24 @@ with ``Tracing``'s default (``detailed_attributes=False``; 49 with it) -- and fo
 metric recordings: the operation duration, the input and output token usage, the time
 to first chunk.
 
-The agents take turns one after the other, rotating which goes first in each round,
-so that a busy machine weighs on all alike. Reported: turns/s of each (turns
-divided by the sum of their wall times, prompt to ``turn.result()``), the traced/untraced
-ratio (the target: >= 0.95) and the API-only one, the median of the per-round ratios
-(the same round's untraced and traced turns: a turn preempted by other work on a shared
-machine moves it far less than the ratio of sums), the p50 wall and CPU per turn,
-tracing's CPU per turn (p50 difference), and the ratio per block of rounds (how much it
-moves within the run). CPU is this process's (``process_time``): the exporter thread's work lands in
-whichever turn it overlaps. Also the garbage collector's pauses inside each agent's turns
+Tracing defers the SDK's work of a turn's end (``trio_agent/_tracing/_deferred.py``: it
+runs when the process idles, or at the agent's ``flush_telemetry()``), so one agent's
+deferred work must not land in another's timed turn. Each agent therefore runs blocks
+of ``--block`` (10) consecutive turns, each block timed as one window that ends only
+once that agent's deferred telemetry is flushed (``await agent.flush_telemetry()``, when
+the tree under test has it: a tree that defers nothing has no drain to wait for), and
+the three agents' blocks alternate, rotating which goes first in each round, so that a
+busy machine weighs on all alike. ``--rounds`` counts each agent's turns. Reported:
+turns/s of each (turns divided by the sum of their windows), the traced/untraced ratio
+(the target: >= 0.95) and the API-only one, the median of the per-round ratios (the
+same round's untraced and traced blocks: a block preempted by other work on a shared
+machine moves it far less than the ratio of sums), the p50 wall of a turn (prompt to
+``turn.result()``, the flush not in it) and the p50 of each window's CPU per turn (the
+flush in it), tracing's CPU per turn (p50 difference), and the ratio per part of the
+run (how much it moves within it). CPU is this process's (``process_time``): the
+exporter thread's work lands in whichever window it overlaps. The benchmark runs
+against another tree's code as it is (a copy of ``benchmarks/`` run with that tree's
+Python), so a before/after is the same measure. Also the garbage collector's pauses inside each agent's blocks
 (``gc.callbacks``): the SDK's spans wait in the ``BatchSpanProcessor``'s queue until 512
 of them are there, long enough to be promoted to the oldest generation, and the full
 collections this brings on (one every few hundred turns, tens of ms each: the whole
@@ -57,15 +66,17 @@ import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import trio
 
 import trio_agent as ta
 
-from ._common import Settings, Timing, ms, open_bench_server, open_warm_agent, record_summary, table
+from ._common import Settings, Timing, WarmAgent, ms, open_bench_server, open_warm_agent, record_summary, table
 from ._tracing_floor import Floor, measure_floor
+
+T = TypeVar("T")
 
 
 def providers() -> tuple[Any, Any, Any, Any]:
@@ -115,36 +126,61 @@ class GcPauses:
             self.total += time.thread_time() - self._started
             self.counts[info["generation"]] += 1
 
-    async def during(self, name: str, turn: Awaitable[Timing]) -> Timing:
-        """Await ``turn`` (an agent's ``turn()``), adding the pauses in it to ``name``'s."""
+    async def during(self, name: str, work: Awaitable[T]) -> T:
+        """Await ``work`` (an agent's block of turns), adding the pauses in it to ``name``'s."""
         total, counts = self.total, list(self.counts)
-        timing = await turn
+        result = await work
         spent, collections = self.by_agent.get(name, (0.0, [0, 0, 0]))
         counted = zip(collections, self.counts, counts, strict=True)
         self.by_agent[name] = (spent + self.total - total, [c + now - before for c, now, before in counted])
-        return timing
+        return result
+
+
+@attrs.frozen
+class Block:
+    """One agent's block of consecutive turns, timed as one window that ends once the
+    agent's deferred telemetry is flushed (``Agent.flush_telemetry``, when the tree
+    under test has it): ``wall`` and ``cpu`` (this process's) of the window."""
+
+    turns: list[Timing]
+    wall: float
+    cpu: float
+
+    @property
+    def cpu_per_turn(self) -> float:
+        return self.cpu / len(self.turns)
+
+
+async def timed_block(warm: WarmAgent, turns: int) -> Block:
+    flush = getattr(warm.agent, "flush_telemetry", None)  # absent in trees that defer nothing
+    cpu, start = time.process_time(), trio.current_time()
+    timings = [await warm.turn() for _ in range(turns)]
+    if flush is not None:
+        await flush()
+    return Block(timings, trio.current_time() - start, time.process_time() - cpu)
 
 
 @attrs.frozen
 class Run:
-    """One pass: the three agents' timings at one model latency (``rtt``, seconds)."""
+    """One pass: the three agents' blocks at one model latency (``rtt``, seconds), the
+    same round's blocks at the same index."""
 
     rtt: float
-    plain: list[Timing]
-    traced: list[Timing]
-    api: list[Timing]
+    plain: list[Block]
+    traced: list[Block]
+    api: list[Block]
     spans: int
     attributes: int  # on the exported spans
     points: int
     recordings: int  # every histogram recording (the sum of the points' counts)
-    gc: dict[str, tuple[float, list[int]]]  # agent -> GC pause (s) and collections by generation in its turns
+    gc: dict[str, tuple[float, list[int]]]  # agent -> GC pause (s) and collections by generation in its blocks
 
     def per_traced_turn(self, count: int) -> float:
         """``count`` of the whole run per traced turn (its 5 warmup turns included)."""
-        return count / (len(self.traced) + 5)
+        return count / (_turns(self.traced) + 5)
 
 
-async def measure(rounds: int, rtt: float, prof: cProfile.Profile | None = None) -> Run:
+async def measure(rounds: int, rtt: float, block: int, prof: cProfile.Profile | None = None) -> Run:
     tracer_provider, meter_provider, exporter, reader = providers()
     tracing = ta.Tracing(tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=False)
     from opentelemetry.metrics import NoOpMeterProvider
@@ -152,9 +188,9 @@ async def measure(rounds: int, rtt: float, prof: cProfile.Profile | None = None)
 
     api_only = ta.Tracing(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider(),
                           capture_content=False)
-    plain: list[Timing] = []
-    traced: list[Timing] = []
-    api: list[Timing] = []
+    plain: list[Block] = []
+    traced: list[Block] = []
+    api: list[Block] = []
     pauses = GcPauses()
     with tempfile.TemporaryDirectory() as workspace:
         async with open_bench_server(Settings(delay=rtt / 2, think=0.0, deltas=20)) as server, \
@@ -162,20 +198,18 @@ async def measure(rounds: int, rtt: float, prof: cProfile.Profile | None = None)
                 open_warm_agent(config(server, workspace, tracing)) as traced_agent, \
                 open_warm_agent(config(server, workspace, api_only)) as api_agent:
             agents = [(untraced_agent, plain, "untraced"), (traced_agent, traced, "SDK"), (api_agent, api, "API")]
-            for _ in range(5):  # first-use caches of each
-                for agent, _timings, _name in agents:
-                    await agent.turn()
+            for agent, _blocks, _name in agents:  # first-use caches of each
+                await timed_block(agent, 5)
             gc.callbacks.append(pauses)
             try:
-                for i in range(rounds):
-                    for agent, timings, name in agents[i % 3:] + agents[:i % 3]:
-                        timings.append(await pauses.during(name, agent.turn()))
+                for i in range(max(1, rounds // block)):
+                    for agent, blocks, name in agents[i % 3:] + agents[:i % 3]:
+                        blocks.append(await pauses.during(name, timed_block(agent, block)))
             finally:
                 gc.callbacks.remove(pauses)
             if prof is not None:
                 prof.enable()
-                for _ in range(50):
-                    await traced_agent.turn()
+                await timed_block(traced_agent, 50)
                 prof.disable()
     tracer_provider.force_flush()
     tracer_provider.shutdown()
@@ -186,19 +220,30 @@ async def measure(rounds: int, rtt: float, prof: cProfile.Profile | None = None)
                sum(getattr(point, "count", 1) for point in found), pauses.by_agent)
 
 
-def _rate(timings: Sequence[Timing]) -> float:
-    return len(timings) / sum(t.total for t in timings)
+def _turns(blocks: Sequence[Block]) -> int:
+    return sum(len(b.turns) for b in blocks)
 
 
-def _cpu(timings: Sequence[Timing]) -> float:
-    return statistics.median(t.cpu for t in timings)
+def _rate(blocks: Sequence[Block]) -> float:
+    """Turns per second of the blocks' windows (each window's deferred flush included)."""
+    return _turns(blocks) / sum(b.wall for b in blocks)
 
 
-def _paired(plain: Sequence[Timing], traced: Sequence[Timing]) -> float:
-    """The median over rounds of untraced/traced wall of the same round's two turns:
-    the typical turn's ratio, which a turn preempted by other work moves far less than
-    the ratio of sums (the machine is shared)."""
-    return statistics.median(p.total / t.total for p, t in zip(plain, traced, strict=True))
+def _cpu(blocks: Sequence[Block]) -> float:
+    """p50 over the blocks of the window's CPU per turn (the flush included)."""
+    return statistics.median(b.cpu_per_turn for b in blocks)
+
+
+def _wall(blocks: Sequence[Block]) -> float:
+    """p50 wall of one turn, prompt to ``turn.result()`` (the flush not included)."""
+    return statistics.median(t.total for b in blocks for t in b.turns)
+
+
+def _paired(plain: Sequence[Block], traced: Sequence[Block]) -> float:
+    """The median over rounds of untraced/traced wall of the same round's two blocks:
+    the typical round's ratio, which a block preempted by other work moves far less
+    than the ratio of sums (the machine is shared)."""
+    return statistics.median(p.wall / t.wall for p, t in zip(plain, traced, strict=True))
 
 
 def _latency(run: Run) -> str:
@@ -210,27 +255,29 @@ def report(run: Run, blocks: int) -> list[str]:
     ratio = _rate(traced) / _rate(plain)
     api_ratio = _rate(api) / _rate(plain)
     size = max(1, len(plain) // blocks)
-    per_block = [f"{_rate(traced[i:i + size]) / _rate(plain[i:i + size]):.3f}" for i in range(0, len(plain), size)]
+    per_part = [f"{_rate(traced[i:i + size]) / _rate(plain[i:i + size]):.3f}" for i in range(0, len(plain), size)]
     rows = []
     for name, timings in (("untraced", plain), ("traced (SDK)", traced), ("traced (API no-op)", api)):
-        rows.append([name, f"{_rate(timings):.0f}", ms(statistics.median(t.total for t in timings)),
-                     ms(_cpu(timings)), len(timings)])
+        rows.append([name, f"{_rate(timings):.0f}", ms(_wall(timings)), ms(_cpu(timings)), _turns(timings)])
     latency = _latency(run)
+    per_block = len(plain[0].turns)
     return [
-        table(f"warm turns at {latency}, traced vs untraced, interleaved (same process, same server, load "
-              f"average {os.getloadavg()[0]:.2f})", ["agent", "turns/s", "wall p50 ms", "cpu p50 ms", "n"], rows),
+        table(f"warm turns at {latency}, traced vs untraced, in blocks of {per_block} turns each timed to its "
+              f"flush, interleaved (same process, same server, load average {os.getloadavg()[0]:.2f})",
+              ["agent", "turns/s", "turn wall p50 ms", "cpu/turn p50 ms", "n"], rows),
         "",
-        f"traced/untraced turns/s: {ratio:.3f} (target >= 0.95); per block of {size} rounds: {', '.join(per_block)}",
+        f"traced/untraced turns/s: {ratio:.3f} (target >= 0.95); per part of {size} rounds: {', '.join(per_part)}",
         f"API-only (no-op providers)/untraced turns/s: {api_ratio:.3f} (trio_agent's own tracing code)",
-        f"paired per round (p50 of untraced/traced wall of the same round): SDK {_paired(plain, traced):.3f}, "
-        f"API no-op {_paired(plain, api):.3f}",
-        f"tracing's CPU per turn, p50 difference: SDK {(_cpu(traced) - _cpu(plain)) * 1e6:.0f} us, API no-op "
-        f"{(_cpu(api) - _cpu(plain)) * 1e6:.0f} us (of {_cpu(plain) * 1e6:.0f} us untraced)",
+        f"paired per round (p50 of untraced/traced wall of the same round's blocks, n={len(plain)}): SDK "
+        f"{_paired(plain, traced):.3f}, API no-op {_paired(plain, api):.3f}",
+        f"tracing's CPU per turn (the deferred flush included), p50 difference: SDK "
+        f"{(_cpu(traced) - _cpu(plain)) * 1e6:.0f} us, API no-op {(_cpu(api) - _cpu(plain)) * 1e6:.0f} us "
+        f"(of {_cpu(plain) * 1e6:.0f} us untraced)",
         f"exported spans: {run.spans} ({run.per_traced_turn(run.spans):.1f} per traced turn, the warmup's and "
         f"agent span included), {run.per_traced_turn(run.attributes):.1f} attributes and "
         f"{run.per_traced_turn(run.recordings):.1f} metric recordings per traced turn; metric series: {run.points}",
-        "GC pauses in the turns, per turn (collections gen0/1/2): " + ", ".join(
-            f"{name} {spent / len(plain) * 1e6:.0f} us ({'/'.join(map(str, counts))})"
+        "GC pauses in the blocks, per turn (collections gen0/1/2): " + ", ".join(
+            f"{name} {spent / _turns(plain) * 1e6:.0f} us ({'/'.join(map(str, counts))})"
             for name, (spent, counts) in run.gc.items()),
     ]
 
@@ -241,7 +288,7 @@ def floor_report(run: Run, floor: Floor) -> tuple[list[str], list[list[str]]]:
     spans, attributes = run.per_traced_turn(run.spans), run.per_traced_turn(run.attributes)
     recordings = run.per_traced_turn(run.recordings)
     turn = floor.turn(spans, attributes, recordings)
-    wall = statistics.median(t.total for t in run.plain) * 1e6  # the typical untraced turn (outliers: load)
+    wall = _wall(run.plain) * 1e6  # the typical untraced turn (outliers: load)
     allowed = wall * (1 / 0.95 - 1)
     in_turn = (_cpu(run.traced) - _cpu(run.api)) * 1e6
     lines = [
@@ -252,9 +299,10 @@ def floor_report(run: Run, floor: Floor) -> tuple[list[str], list[list[str]]]:
         f"attach + detach {floor.attach:.2f} us",
         f"SDK floor of a traced turn at {_latency(run)}: {spans:.1f} spans, {attributes:.1f} attributes, "
         f"{recordings:.1f} recordings = {turn:.0f} us; the untraced turn takes {wall:.0f} us (p50), so 0.95 leaves "
-        f"{allowed:.0f} us for all of tracing: the SDK's floor alone caps the ratio at {wall / (wall + turn):.3f}",
-        f"in the turns, the SDK cost {in_turn:.0f} us of CPU a turn (the SDK row's p50 CPU minus the API row's): "
-        f"{in_turn / turn:.1f}x its hot-loop floor (the same code run cold, between the runtime's own work)",
+        f"{allowed:.0f} us for all of tracing: the SDK's floor alone caps the ratio at {wall / (wall + turn):.3f} "
+        f"unless its work runs while the process would otherwise wait (tracing defers it to idle moments)",
+        f"in the blocks, the SDK cost {in_turn:.0f} us of CPU a turn, its deferred flush included (the SDK row's p50 "
+        f"CPU minus the API row's): {in_turn / turn:.1f}x its hot-loop floor",
     ]
     row = [f"tracing: the SDK's own floor per traced turn at {_latency(run)} (hot micro-benchmark)", f"{turn:.0f} us",
            f"{wall:.0f} us untraced", f"{wall / (wall + turn):.3f}x at best", "-"]
@@ -266,22 +314,24 @@ def summary(run: Run) -> list[list[str]]:
     issue's 7-20% can only have come from it: at 25 ms the same cost is ~1%)."""
     latency = _latency(run)
     target = ">= 0.95x" if run.rtt == 0 else "- (context)"
+    size = len(run.plain[0].turns)
     return [
-        [f"tracing on (SDK, batch export), warm turns/s at {latency}", f"{_rate(run.traced):.0f}/s",
-         f"{_rate(run.plain):.0f}/s", f"{_rate(run.traced) / _rate(run.plain):.3f}x", target],
-        [f"tracing on (SDK), p50 of per-round paired ratios at {latency}", f"n={len(run.traced)} rounds", "-",
+        [f"tracing on (SDK, batch export), warm turns/s at {latency}, blocks of {size} turns timed to their flush",
+         f"{_rate(run.traced):.0f}/s", f"{_rate(run.plain):.0f}/s", f"{_rate(run.traced) / _rate(run.plain):.3f}x",
+         target],
+        [f"tracing on (SDK), p50 of per-round paired block ratios at {latency}", f"n={len(run.traced)} rounds", "-",
          f"{_paired(run.plain, run.traced):.3f}x", "-"],
-        [f"tracing on (API no-op providers), warm turns/s at {latency}", f"{_rate(run.api):.0f}/s",
-         f"{_rate(run.plain):.0f}/s", f"{_rate(run.api) / _rate(run.plain):.3f}x", "-"],
+        [f"tracing on (API no-op providers), warm turns/s at {latency}, blocks timed to their flush",
+         f"{_rate(run.api):.0f}/s", f"{_rate(run.plain):.0f}/s", f"{_rate(run.api) / _rate(run.plain):.3f}x", "-"],
     ]
 
 
 async def measure_all(rounds: int, latency_rounds: int, rtt: float, blocks: int, profile: bool,
-                      floor: bool = True) -> str:
+                      floor: bool = True, block: int = 10) -> str:
     prof = cProfile.Profile() if profile else None
-    runs = [await measure(rounds, 0.0, prof)]
+    runs = [await measure(rounds, 0.0, block, prof)]
     if latency_rounds > 0:
-        runs.append(await measure(latency_rounds, rtt))
+        runs.append(await measure(latency_rounds, rtt, block))
     out = [f"machine: {os.cpu_count()} cpus"]
     rows: list[list[str]] = []
     for run in runs:
@@ -301,15 +351,18 @@ async def measure_all(rounds: int, latency_rounds: int, rtt: float, blocks: int,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=400, help="rounds at 0 ms")
-    parser.add_argument("--latency-rounds", type=int, default=100, help="rounds at --rtt (0: none)")
+    parser.add_argument("--rounds", type=int, default=400, help="turns of each agent at 0 ms")
+    parser.add_argument("--latency-rounds", type=int, default=100, help="turns of each agent at --rtt (0: none)")
     parser.add_argument("--rtt", type=float, default=0.025, help="the model's round trip of the second pass (s)")
-    parser.add_argument("--blocks", type=int, default=4)
+    parser.add_argument("--block", type=int, default=10,
+                        help="consecutive turns of one agent timed as one window, to its deferred flush")
+    parser.add_argument("--blocks", type=int, default=4, help="parts of the run the ratio is also shown for")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--no-floor", dest="floor", action="store_false",
                         help="skip the SDK's floor (hot micro-benchmark of its span, attribute and recording costs)")
     args = parser.parse_args(argv)
-    print(trio.run(measure_all, args.rounds, args.latency_rounds, args.rtt, args.blocks, args.profile, args.floor))
+    print(trio.run(measure_all, args.rounds, args.latency_rounds, args.rtt, args.blocks, args.profile, args.floor,
+                   args.block))
     return 0
 
 

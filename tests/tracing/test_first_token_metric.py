@@ -70,3 +70,27 @@ async def test_the_https_transport_is_its_own_path(
     assert call.attributes is not None
     assert dict(traces.one("agent /root").attributes or {})["trio_agent.transport"] == "responses_https_sse"
     assert f"{call.attributes['server.address']!s}:{call.attributes['server.port']!s}" in server.http_base_url
+
+
+async def test_each_recordings_exemplar_names_the_turn_it_was_made_in(
+    server: FakeResponsesServer, workspace: Path, traces: Traces, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The recordings are made after the turn (deferred), with the context current when
+    its model call ended: an exemplar names that turn's span, not whatever is current
+    when the batch runs."""
+
+    async def script() -> None:
+        conn = await warm(server)
+        await answer(conn, "resp-1", 0.25)
+        await answer(conn, "resp-2", 0.5)
+
+    async with scripted(script, 30):
+        async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as agent:
+            for prompt in ("one", "two"):
+                await (await agent.prompt(prompt)).result()
+
+    turns = {span.context.span_id: span for span in traces.named("invoke_agent /root")}
+    assert len(turns) == 2
+    by_value = {exemplar.value: exemplar.span_id for p in traces.histogram_points() for exemplar in p.exemplars}
+    first, second = sorted(turns.values(), key=lambda s: s.start_time or 0)
+    assert by_value == {0.25: first.context.span_id, 0.5: second.context.span_id}

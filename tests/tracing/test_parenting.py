@@ -151,6 +151,7 @@ async def test_turn_traces_roots_each_turn_without_an_application_span_in_a_trac
             with app.start_as_current_span("app.request") as request:
                 third = await agent.prompt("asked under the request span")
             await third.result()
+            await agent.flush_telemetry()  # what tracing deferred: the ended turns' spans
             # Each turn's trace is whole now, before the agent closes: its root has ended.
             finished = traces.spans
             assert sorted(s.name for s in finished if s.parent is None) == ["app.request", *["invoke_agent /root"] * 2]

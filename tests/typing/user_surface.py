@@ -172,6 +172,7 @@ async def converse(agent: ta.Agent) -> str:
     stats = agent.statistics()
     assert_type(stats, ta.AgentStatistics)
     assert_type(stats.turns_accepted, int)
+    await agent.flush_telemetry()  # tracing's deferred spans and recordings, handed over now
     rollout = agent.rollout
     if rollout is not None:
         assert isinstance(rollout, ta.Rollout)

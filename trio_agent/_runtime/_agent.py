@@ -169,6 +169,14 @@ class Agent(metaclass=NoPublicConstructor):
         """Counters of this agent as a frozen value (cheap; never blocks)."""
         return self._parts.statistics()
 
+    async def flush_telemetry(self) -> None:
+        """Hand what tracing deferred to the providers now: the spans and metric
+        recordings of this agent's ended turns and model calls, which otherwise reach
+        them when the process next idles, after 64 turns, or when the agent closes
+        (``docs/tracing.md``). A no-op without ``tracing=``."""
+        await trio.lowlevel.checkpoint()
+        self._parts.observers.flush()
+
     # -- turns and pending input ---------------------------------------------------------
 
     async def prompt(self, prompt: str | Prompt, *, output_schema: OutputSchemaLike | None = None) -> Turn:

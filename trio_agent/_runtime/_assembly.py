@@ -214,6 +214,7 @@ class AgentParts(Generic[A]):
                 prefetch(self.nursery, "https")
         self.guard.prepare()  # SandboxUnavailable fails open_agent before anything starts
         self.tools.start()  # MCP servers, in the background
+        self.observers.start(self.nursery)  # their deferred work (tracing: ended turns' spans)
         self.nursery.start_soon(self.runner.run, self.queue)
         if self.config.responses.transport is Transport.WEBSOCKET and not self.seeded:
             await self.nursery.start(self.model.warmup, self.current.request(), self.warmup)
@@ -223,6 +224,7 @@ class AgentParts(Generic[A]):
         await self.queue.wait_all()
 
     async def shutdown(self) -> None:
+        self.observers.stop()  # what they deferred is flushed when they close
         self.address.close()  # mail posted from now on raises AgentClosed
         if self.collaboration is not None:
             self.collaboration.close()  # workers are cancelled; the nursery waits for them

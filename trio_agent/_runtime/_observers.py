@@ -78,7 +78,9 @@ class AgentObserver:
     ``on_event`` is given (None: every kind; the text deltas are most of a turn's
     events); ``api_frames``: the only ``api.event`` frames it is given, by the frame's
     ``type`` (None: every frame; the streamed deltas are most of a turn's frames);
-    ``tap``: its connection tap, if any."""
+    ``tap``: its connection tap, if any; ``background``: it has work to run later, in
+``run`` (a task of the agent's nursery, from startup until the agent shuts down), and
+``flush`` runs that work now (``Agent.flush_telemetry``, and before it is dropped)."""
 
     name: ClassVar[str] = "an observer"  # in the warning when it fails
     events: ClassVar[bool] = False
@@ -87,6 +89,7 @@ class AgentObserver:
     kinds: frozenset[EventKind] | None = None
     api_frames: frozenset[str] | None = None
     tap: ConnectionTap | None = None
+    background: ClassVar[bool] = False
 
     def on_event(self, event: AgentEvent) -> None:
         """An event, as emitted (in the emitting task)."""
@@ -119,6 +122,13 @@ class AgentObserver:
 
     def close(self) -> None:
         """The agent's event stream ended: the agent is closed."""
+
+    async def run(self) -> None:
+        """Its deferred work, in the agent's nursery (``background`` observers only);
+        cancelled when the agent shuts down."""
+
+    def flush(self) -> None:
+        """Run its deferred work now."""
 
 
 class Attachment(Protocol):
@@ -178,8 +188,34 @@ class Observers:
         self.api_events = any(observer.api_events for observer in observers)
         self.tap: ConnectionTap | None = tap_all([o.tap for o in observers if o.tap is not None])
 
+        self._background: list[trio.CancelScope] = []
+
     def __len__(self) -> int:
         return len(self._all)
+
+    def start(self, nursery: trio.Nursery) -> None:
+        """Start the background observers' ``run`` in the agent's nursery (until ``stop``)."""
+        for observer in self._all:
+            if observer.background:
+                scope = trio.CancelScope()
+                self._background.append(scope)
+                nursery.start_soon(self._run, observer, scope)
+
+    async def _run(self, observer: AgentObserver, scope: trio.CancelScope) -> None:
+        with scope:
+            try:
+                await observer.run()
+            except Exception as exc:
+                self.failed(observer, exc)
+
+    def stop(self) -> None:
+        """The agent shuts down: the background tasks end (what they left is flushed on ``close``)."""
+        for scope in self._background:
+            scope.cancel()
+
+    def flush(self) -> None:
+        for observer in tuple(self._all):
+            self._call(observer, observer.flush)
 
     def sink(self) -> EventSink:
         """The agent's event sink: the plain ``EventSink`` unless an observer watches events."""
@@ -229,9 +265,15 @@ class Observers:
             self.failed(observer, exc)
 
     def failed(self, observer: AgentObserver, exc: Exception) -> None:
-        """Drop ``observer`` after it raised ``exc`` (a ``RuntimeWarning`` says so)."""
+        """Drop ``observer`` after it raised ``exc`` (a ``RuntimeWarning`` says so); what it
+        deferred runs first (each piece once: ``flush`` takes it off its queue)."""
         if observer in self._all:
             self._all.remove(observer)
+            if observer.background:
+                try:
+                    observer.flush()
+                except Exception:  # the warning below reports the first error
+                    pass
         if observer in self._watching:
             self._watching.remove(observer)
         warnings.warn(

@@ -78,6 +78,8 @@ class Call:
     attempts: list[Attempt] = attrs.field(factory=list)
     finish_reason: str | None = None  # the response's ``incomplete_details.reason``
     series: Series | None = None  # its metric series, once known (``ModelCalls._series``)
+    usage: n.Attributes | None = None  # the answer's usage attributes, recorded when emitted
+    first_chunk: tuple[float, str] | None = None  # time to first chunk (s) and warmup path, likewise
 
     def open_attempt(self) -> Attempt | None:
         if self.attempts and self.attempts[-1].outcome is None:

@@ -1,11 +1,14 @@
 """Making a span current in the task that runs its work.
 
-When a turn starts, and while a tool call runs, its span is made the *current*
+While a turn and each of its tool calls run, its span is made the *current*
 OpenTelemetry span of the task that emitted the start event (the turn runner task,
 or a code-mode cell's nested-call task), so that spans the application opens there --
-a user tool handler, an instrumented HTTP client -- are its children. The span is
-made current on its start event and restored on its end event, which the runtime
-emits from the same task. Restoring follows strict LIFO order per task and never
+a user tool handler, an instrumented HTTP client -- are its children. A tool span is
+made current on its start event; a turn's span when it starts, which is when the
+first thing needs it (``AgentTracer._live``: a tool call, a connection, a steer, a
+child agent, a turn accepted in the runner task; over HTTPS, the turn's start) -- in
+the runner task. Each is restored on its end event, which the runtime emits from the
+same task. Restoring follows strict LIFO order per task and never
 touches another task's context; what is left over (a bug path with no end event) is
 restored when the turn ends.
 """

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from . import _names as n
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from opentelemetry.metrics import Meter
 
 __all__ = ["GenAIMetrics", "Series"]
@@ -89,18 +90,20 @@ class GenAIMetrics:
             found = self._series[key] = Series(base)
         return found
 
-    def operation(self, series: Series, seconds: float, error_type: str | None) -> None:
-        self.duration.record(seconds, series.base if error_type is None else {**series.base, n.ERROR_TYPE: error_type})
+    def operation(self, series: Series, seconds: float, error_type: str | None, context: Context | None = None) -> None:
+        attributes = series.base if error_type is None else {**series.base, n.ERROR_TYPE: error_type}
+        self.duration.record(seconds, attributes, context=context)
 
-    def usage(self, series: Series, found: n.Attributes) -> None:
+    def usage(self, series: Series, found: n.Attributes, context: Context | None = None) -> None:
         """``gen_ai.client.token.usage`` of a response's usage attributes
-        (``n.usage_attributes``: none without a ``usage``)."""
+        (``n.usage_attributes``: none without a ``usage``); ``context``: whose span an
+        exemplar names (the recordings are deferred: ``_deferred``)."""
         value = found.get(n.USAGE_INPUT)
         if isinstance(value, int):
-            self.tokens.record(value, series.input)
+            self.tokens.record(value, series.input, context=context)
         value = found.get(n.USAGE_OUTPUT)
         if isinstance(value, int):
-            self.tokens.record(value, series.output)
+            self.tokens.record(value, series.output, context=context)
 
 
 _ABSENT = object()  # a series key the span does not have

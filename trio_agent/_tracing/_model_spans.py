@@ -6,8 +6,9 @@ turn, so open calls are kept by turn id (``None``: the warmup). What belongs to 
 call under way arrives as ``model.connection.*``, ``model.attempt.*`` and the
 response's terminal frame (``frame``: the model that
 answered, why it stopped); ``model.call.completed``/``failed`` (``compaction.*``,
-``warmup.*``) end it, emit its spans (``_calls``) and record its metrics
-(``_metrics``).
+``warmup.*``) end it; emitting its spans (``_calls``) and recording its metrics
+(``_metrics``) is queued (``defer``: ``_deferred``), with its parent's context (the
+metrics' exemplars name that span: the turn's, current in the task that ran the call).
 
 Time to first chunk is the conventions': from the answering attempt's request on the
 wire to the first frame of its response stream (``time_to_first_event_ns``), whatever
@@ -23,6 +24,7 @@ first-attempt answer (and, then, its attempt's limit, replay mode and socket: ``
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._events import AgentEvent, EventKind
@@ -46,10 +48,11 @@ Handler = Callable[[AgentEvent], None]
 class ModelCalls:
     def __init__(
         self, tracer: Tracer, gen_ai: GenAIMetrics, clock: Callable[[float], int], base: n.Attributes, *,
-        https: bool, parent_of: Callable[[int | None], Context], content: Content | None = None,
-        detailed: bool = True,
+        https: bool, parent_of: Callable[[int | None], Callable[[], Context]],
+        defer: Callable[[Callable[[], None]], None], content: Content | None = None, detailed: bool = True,
     ) -> None:
         self._tracer = tracer
+        self._defer = defer
         self._metrics = gen_ai
         self._content = content  # None: content is not captured
         self._sent: n.Attributes = {}  # the instructions and tool definitions sent last
@@ -232,8 +235,11 @@ class ModelCalls:
     def _answered(self, event: AgentEvent) -> Call | None:
         """The call of a completed response: its answering attempt ends now, successfully."""
         call = self._calls.get(event.turn_id)
-        if call is None:
-            return None
+        if call is not None:
+            self._answer(call, event)
+        return call
+
+    def _answer(self, call: Call, event: AgentEvent) -> None:
         p = event.payload
         call.start = min(call.start, event.time - (n.seconds(p.get("duration_ns")) or 0.0))
         attempt = call.attempt(event.time)
@@ -251,9 +257,7 @@ class ModelCalls:
                 attempts = None
         call.attributes.update(result)
         n.put(call.attributes, n.ATTEMPTS, attempts)
-        if call.operation != "warmup":
-            self._metrics.usage(self._series(call), usage)
-        return call
+        call.usage = usage
 
     def _series(self, call: Call) -> Series:
         """The call's metric series (its conventions' attributes), built once: the model
@@ -263,12 +267,20 @@ class ModelCalls:
         return call.series
 
     def _call_completed(self, event: AgentEvent) -> None:
-        call = self._answered(event)
+        """A model call answered: the warmup path is read now (``_paths`` follows the
+        sockets in order); the attributes are built, and the spans emitted, in the
+        deferred batch (``_completed``)."""
+        turn_id = event.turn_id
+        call = self._calls.pop(turn_id, None)
         if call is None:
             return
-        p = event.payload
-        generation = p.get("connection_generation")
+        generation = event.payload.get("connection_generation")
         path = self._paths.path_of(generation if isinstance(generation, int) else None)
+        self._defer(partial(self._completed, call, event, path, self._parent_of(turn_id)))
+
+    def _completed(self, call: Call, event: AgentEvent, path: str, parent: Callable[[], Context]) -> None:
+        self._answer(call, event)
+        p = event.payload
         call.attributes[n.WARMUP_PATH] = path
         reason = call.finish_reason or _finish_reason(p.get("status"), p.get("tool_calls"))
         if reason is not None:
@@ -277,9 +289,8 @@ class ModelCalls:
         if latency is not None:
             call.attributes[n.TIME_TO_FIRST_CHUNK] = latency
             call.attempts[-1].attributes[n.TIME_TO_FIRST_CHUNK] = latency
-            self._metrics.first_chunk.record(
-                latency, self._series(call).first_chunk(self._transport, path))
-        self._finish(event.turn_id, event.time, Outcome())
+            call.first_chunk = (latency, path)
+        self._emit(call, parent, event.time, Outcome())
 
     def _compaction_completed(self, event: AgentEvent) -> None:
         if self._answered(event) is not None:
@@ -328,9 +339,27 @@ class ModelCalls:
 
     def _finish(self, turn_id: int | None, end: float, outcome: Outcome) -> None:
         call = self._calls.pop(turn_id)
-        emit(self._tracer, call, self._parent_of(turn_id), end, outcome, self._clock, detailed=self._detailed)
-        if call.operation != "warmup":
-            self._metrics.operation(self._series(call), max(0.0, end - call.start), outcome.error_type)
+        self._defer(partial(self._emit, call, self._parent_of(turn_id), end, outcome))
+
+    def _emit(self, call: Call, parent: Callable[[], Context], end: float, outcome: Outcome) -> None:
+        """The call's spans and metric recordings (deferred: ``_finish``); ``parent``
+        resolves to its parent's context (starting a turn's span: ``AgentTracer._live``),
+        whose span -- the turn's, current in its runner task -- an exemplar names."""
+        context = parent()
+        try:
+            emit(self._tracer, call, context, end, outcome, self._clock, detailed=self._detailed)
+        finally:  # an application's span processor raising on end: the recordings still happen
+            if call.operation != "warmup":
+                self._record(call, context, end, outcome)
+
+    def _record(self, call: Call, current: Context, end: float, outcome: Outcome) -> None:
+        series, gen_ai = self._series(call), self._metrics
+        if call.usage is not None:
+            gen_ai.usage(series, call.usage, current)
+        if call.first_chunk is not None:
+            latency, path = call.first_chunk
+            gen_ai.first_chunk.record(latency, series.first_chunk(self._transport, path), context=current)
+        gen_ai.operation(series, max(0.0, end - call.start), outcome.error_type, current)
 
     def open(self, turn_id: int) -> bool:
         """Whether turn ``turn_id`` has a call under way."""

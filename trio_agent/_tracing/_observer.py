@@ -17,18 +17,28 @@ span is a child of the span current where the agent was opened (``open_agent``,
 accepted (``prompt``, ``submit``, ``start_if_idle``, triggering mail), or of the agent
 span when that is the span the agent was opened under (or none) -- then the turn
 links to the agent span. A fork's or child's agent span links to its parent agent's
-span and to the parent's turn that was running. While a turn and each of its tool
-calls run, their span is the current span of the task running them (``_contexts``).
+span and to the parent's turn that was running. While a tool call runs, its span is
+the current span of the task running it (``_contexts``); so is a turn's span in its
+runner task, from when it starts: a turn's span starts when something first needs it
+(``_live``: a tool call, a connection, a steer or interrupt, a child agent's link, a
+turn accepted in the runner task, the deferred batch that ends it; over HTTPS, with
+the turn, for an instrumented HTTP client), with the turn's own start time, parent,
+links and attributes -- so a plain text turn makes no SDK call on its path.
 
 Times are the events' Trio times (``_clock``). The tracer is an ``AgentObserver`` of
 the observer seam, fed synchronously by the agent's ``ObservedSink`` (at once: it asks
-for no deferral, so spans open in the emitting task's context), and never awaits.
+for no deferral, so spans open in the emitting task's context), and never awaits. What
+an ending asks of the SDK (a turn's end attributes and ``end``, a tool span's end, a
+model call's spans and metric recordings) is queued with its times and contexts and
+run later in one batch (``_deferred``: when the process idles, at a bound, or when the
+agent closes -- before its agent span ends; ``Agent.flush_telemetry`` runs it at once).
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 import attrs
@@ -46,6 +56,7 @@ from ._calls import CANCELLED, Outcome, fail
 from ._clock import clock
 from ._content import Content
 from ._contexts import TaskContexts
+from ._deferred import Deferred
 from ._metrics import GenAIMetrics
 from ._model_spans import ModelCalls
 
@@ -76,8 +87,14 @@ def _base_attributes(config: AgentConfig) -> n.Attributes:
 
 @attrs.define
 class _Turn:
-    span: Span
-    context: Context  # the span's, built once: made current in the runner, the parent of its calls
+    """A turn's span, started lazily (``AgentTracer._live``): ``start`` starts it with the
+    turn's own start time, parent, links and attributes."""
+
+    start: Callable[[], Span]
+    runner: trio.lowlevel.Task  # the task that emitted run.started: the span is current there
+    span: Span | None = None
+    context: Context | None = None  # the span's, built once: current in the runner, the parent of its calls
+    attached: bool = False  # made current in the runner task
     error: str = ""  # the run.error message
 
 
@@ -93,6 +110,7 @@ class AgentTracer(AgentObserver):
     events = True
     immediate = True  # spans open in the emitting task's context, at its time
     api_events = True  # the outbound interrupts are read from api.event
+    background = True  # the SDK work of endings runs in ``run`` (``_deferred``)
 
     def __init__(self, site: AgentSite, tree: TracingTree) -> None:
         config, path, parent_id, origin = site.config, site.path, site.parent_id, site.origin
@@ -122,11 +140,14 @@ class AgentTracer(AgentObserver):
         self._exec_spans: collections.OrderedDict[str, Span] = collections.OrderedDict()
         self._contexts = TaskContexts()
         self._content = Content(site.secrets) if tracing.captures_content() else None
+        self._deferred = Deferred(config.session_id)
         meter = metrics.get_meter(n.INSTRUMENTATION, __version__, meter_provider=tracing.meter_provider)
+        self._eager = https  # a turn's span starts with the turn (``_live``)
         self._model = ModelCalls(
             self._tracer, GenAIMetrics(meter), self._clock, self._base, https=https,
-            parent_of=self._parent_of, content=self._content, detailed=detailed,
+            parent_of=self._parent_of, defer=self._deferred.add, content=self._content, detailed=detailed,
         )
+        self._model_connection_started = self._model.handlers[EventKind.MODEL_CONNECTION_STARTED]
         self._handlers: dict[EventKind, Callable[[AgentEvent], None]] = {
             **self._model.handlers,
             EventKind.RUN_STARTED: self._run_started,
@@ -138,6 +159,7 @@ class AgentTracer(AgentObserver):
             EventKind.TOOL_RESULT: self._tool_result,
             EventKind.API_EVENT: self._api_event,
             EventKind.API_WARNING: self._api_warning,
+            EventKind.MODEL_CONNECTION_STARTED: self._connection_started,
         }
         self.kinds = frozenset(self._handlers)  # the text deltas never reach on_event
         # Of the frames, only the response's end and an outbound interrupt -- unless the
@@ -171,11 +193,33 @@ class AgentTracer(AgentObserver):
         """The span of the turn running now (the latest one started), if any."""
         if not self._turns:
             return None
-        return next(reversed(self._turns.values())).span.get_span_context()
+        turn_id, turn = next(reversed(self._turns.items()))
+        return trace.get_current_span(self._live(turn_id, turn)).get_span_context()
 
-    def _parent_of(self, turn_id: int | None) -> Context:
+    def _parent_of(self, turn_id: int | None) -> Callable[[], Context]:
+        """What resolves to the parent context of turn ``turn_id``'s work (the agent's
+        when it has no turn): resolved when a span is made, which starts the turn's."""
         turn = self._turns.get(turn_id) if turn_id is not None else None
-        return turn.context if turn is not None else self._context
+        if turn is None or turn_id is None:
+            return self._agent_context
+        return partial(self._live, turn_id, turn)
+
+    def _agent_context(self) -> Context:
+        return self._context
+
+    def _live(self, turn_id: int, turn: _Turn) -> Context:
+        """The turn's span context, its span started now if it was not yet. A turn's span
+        starts only when something needs it -- a tool call, a steer, a connection, a
+        child agent, the deferred batch that ends it -- so a plain turn makes no SDK
+        call on its path; started in the turn's runner task, it is made current there."""
+        context = turn.context
+        if context is None:
+            turn.span = span = turn.start()
+            turn.context = context = trace.set_span_in_context(span)
+        if not turn.attached and trio.lowlevel.current_task() is turn.runner and turn_id in self._turns:
+            turn.attached = True  # (started elsewhere -- the batch, a child -- it is made current on the next need)
+            self._contexts.attach(("turn", turn_id), context)
+        return context
 
     # -- the observer protocol ---------------------------------------------------------
 
@@ -186,20 +230,36 @@ class AgentTracer(AgentObserver):
 
     def accepted(self, turn_id: int, prompt: Prompt | None) -> None:
         """Runs in the task that accepted the turn: remember its current span."""
+        if self._turns:  # accepted in a turn's runner task: its span is the current one there
+            task = trio.lowlevel.current_task()
+            for live_id, turn in list(self._turns.items()):
+                if turn.runner is task:
+                    self._live(live_id, turn)
         current = trace.get_current_span().get_span_context()
         if current.is_valid and current != self._opened_under:
             self._accepted[turn_id] = otel_context.get_current()
 
+    async def run(self) -> None:
+        await self._deferred.run()
+
+    def flush(self) -> None:
+        self._deferred.flush()
+
     def close(self) -> None:
         now = trio.current_time()
-        self._model.close(now)
-        for turn_id in list(self._turns):
-            self._end_turn(turn_id, now, "cancelled")
-        for call_id in list(self._tools):
-            self._end_tool(call_id, now, "cancelled", background=False)
-        self._contexts.detach_all()
-        self._span.end(end_time=self._clock(now))
-        self._tree.agents.pop(self._session_id, None)
+        try:
+            self._model.close(now)
+            for turn_id in list(self._turns):
+                self._end_turn(turn_id, now, "cancelled")
+            for call_id in list(self._tools):
+                self._end_tool(call_id, now, "cancelled", background=False)
+            self._contexts.detach_all()
+        finally:
+            try:
+                self._deferred.flush()  # every ending queued, before the agent span ends
+            finally:
+                self._span.end(end_time=self._clock(now))
+                self._tree.agents.pop(self._session_id, None)
 
     # -- turns -------------------------------------------------------------------------
 
@@ -216,21 +276,34 @@ class AgentTracer(AgentObserver):
         if self._detailed:
             n.put(attributes, n.EFFORT, event.payload.get("effort"))
             n.put(attributes, "trio_agent.turn.instruction_bytes", event.payload.get("instruction_bytes"))
-        span = self._tracer.start_span(
-            f"invoke_agent {self._path}", context=parent if parent is not None else self._context,
-            kind=SpanKind.INTERNAL, attributes=attributes, links=links, start_time=self._clock(event.time),
+        start = partial(
+            self._tracer.start_span, f"invoke_agent {self._path}",
+            context=parent if parent is not None else self._context, kind=SpanKind.INTERNAL,
+            attributes=attributes, links=links, start_time=self._clock(event.time),
         )
-        context = trace.set_span_in_context(span)
-        self._turns[turn_id] = _Turn(span, context)
-        self._contexts.attach(("turn", turn_id), context)
+        turn = self._turns[turn_id] = _Turn(start, trio.lowlevel.current_task())
+        if self._eager:  # over HTTPS an instrumented HTTP client in the runner task reads it
+            self._live(turn_id, turn)
+
+    def _turn_span(self, turn_id: int | None) -> Span | None:
+        """The span of live turn ``turn_id`` (started now if it was not yet), if any."""
+        turn = self._turns.get(turn_id) if turn_id is not None else None
+        if turn is None or turn_id is None:
+            return None
+        self._live(turn_id, turn)
+        return turn.span
+
+    def _connection_started(self, event: AgentEvent) -> None:
+        self._turn_span(event.turn_id)  # the application's dialer may run: the turn is current
+        self._model_connection_started(event)
 
     def _steered(self, event: AgentEvent) -> None:
-        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
-        if turn is not None:
+        span = self._turn_span(event.turn_id)
+        if span is not None:
             attributes: n.Attributes = {}
             n.put(attributes, "trio_agent.steer.index", event.payload.get("steer_index"))
             n.put(attributes, "trio_agent.steer.bytes", event.payload.get("instruction_bytes"))
-            turn.span.add_event("trio_agent.steer", attributes, timestamp=self._clock(event.time))
+            span.add_event("trio_agent.steer", attributes, timestamp=self._clock(event.time))
 
     def _run_error(self, event: AgentEvent) -> None:
         turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
@@ -241,9 +314,12 @@ class AgentTracer(AgentObserver):
         if event.turn_id is None or event.turn_id not in self._turns:
             return
         p = event.payload
-        # Set in one call with the status (``_end_turn``): the SDK locks the span per call.
-        # A zero counter and the last response id (its call's ``gen_ai.response.id``) only
-        # with detailed attributes.
+        self._end_turn(event.turn_id, event.time, str(p.get("status", "")), p)
+
+    def _end_attributes(self, p: Mapping[str, object]) -> n.Attributes:
+        """A turn span's end attributes, from its terminal event's payload (built in the
+        deferred batch). A zero counter and the last response id (its call's
+        ``gen_ai.response.id``) only with detailed attributes."""
         detailed = self._detailed
         attributes = n.turn_usage_attributes(p.get("usage"))
         for name, key in n.TURN_COUNTER_KEYS:
@@ -252,9 +328,9 @@ class AgentTracer(AgentObserver):
                 attributes[key] = value
         if detailed and isinstance(last := p.get("last_response_id"), str):
             attributes["trio_agent.turn.last_response_id"] = last
-        self._end_turn(event.turn_id, event.time, str(p.get("status", "")), attributes)
+        return attributes
 
-    def _end_turn(self, turn_id: int, end: float, status: str, attributes: n.Attributes | None = None) -> None:
+    def _end_turn(self, turn_id: int, end: float, status: str, payload: Mapping[str, object] | None = None) -> None:
         turn = self._turns[turn_id]
         failure = self._model.failures.pop(turn_id, "_OTHER")
         completed = status == "completed"
@@ -266,14 +342,21 @@ class AgentTracer(AgentObserver):
                 if tool.turn_id == turn_id and not tool.nested:  # a call whose result never came (a bug path)
                     self._end_tool(call_id, end, "cancelled", background=False)
         del self._turns[turn_id]
-        if attributes is None:
-            attributes = {}
-        attributes[n.TURN_STATUS] = status
-        turn.span.set_attributes(attributes)
-        if outcome is not None:
-            fail(turn.span, outcome.error_type or "_OTHER", outcome.message)
         self._contexts.detach(("turn", turn_id))
-        turn.span.end(end_time=self._clock(end))
+        self._deferred.add(partial(self._emit_turn_end, turn_id, turn, end, status, outcome, payload))
+
+    def _emit_turn_end(self, turn_id: int, turn: _Turn, end: float, status: str, outcome: Outcome | None,
+                       payload: Mapping[str, object] | None) -> None:
+        self._live(turn_id, turn)  # a plain turn's span starts only now, at its own start time
+        span = turn.span
+        assert span is not None
+        # Set in one call with the status: the SDK locks the span per call.
+        attributes = self._end_attributes(payload) if payload is not None else {}
+        attributes[n.TURN_STATUS] = status
+        span.set_attributes(attributes)
+        if outcome is not None:
+            fail(span, outcome.error_type or "_OTHER", outcome.message)
+        span.end(end_time=self._clock(end))
 
     # -- tools -------------------------------------------------------------------------
 
@@ -297,7 +380,7 @@ class AgentTracer(AgentObserver):
             attributes[n.TOOL_PARENT_CALL] = exec_id
         if self._content is not None and "arguments" in p:
             attributes[n.TOOL_ARGUMENTS] = self._content.text(p["arguments"])
-        parent = trace.set_span_in_context(exec_span) if exec_span is not None else self._parent_of(event.turn_id)
+        parent = trace.set_span_in_context(exec_span) if exec_span is not None else self._parent_of(event.turn_id)()
         span = self._tracer.start_span(
             f"execute_tool {tool}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
             start_time=self._clock(start),
@@ -320,12 +403,15 @@ class AgentTracer(AgentObserver):
 
     def _end_tool(self, call_id: str, end: float, status: str, *, background: bool) -> None:
         span = self._tools.pop(call_id).span
+        self._contexts.detach(("tool", call_id))
+        self._deferred.add(partial(self._emit_tool_end, span, end, status, background))
+
+    def _emit_tool_end(self, span: Span, end: float, status: str, background: bool) -> None:
         span.set_attribute(n.TOOL_STATUS, status)
         if background:
             span.set_attribute(n.TOOL_BACKGROUND, True)
         if status in ("failed", "cancelled"):
             fail(span, "tool_failed" if status == "failed" else "cancelled", status)
-        self._contexts.detach(("tool", call_id))
         span.end(end_time=self._clock(end))
 
     # -- wire-level details ------------------------------------------------------------
@@ -348,14 +434,14 @@ class AgentTracer(AgentObserver):
             return
         attributes: n.Attributes = {}
         n.put(attributes, n.RESPONSE_ID, frame.get("response_id"))
-        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
-        if turn is not None:
-            turn.span.add_event("trio_agent.interrupt", attributes, timestamp=self._clock(event.time))
+        span = self._turn_span(event.turn_id)
+        if span is not None:
+            span.add_event("trio_agent.interrupt", attributes, timestamp=self._clock(event.time))
         self._model.interrupt(event, attributes)
 
     def _api_warning(self, event: AgentEvent) -> None:
-        turn = self._turns.get(event.turn_id) if event.turn_id is not None else None
-        if turn is not None:
+        span = self._turn_span(event.turn_id)
+        if span is not None:
             attributes: n.Attributes = {}
             n.put(attributes, "trio_agent.warning.code", event.payload.get("code"))
-            turn.span.add_event("trio_agent.api_warning", attributes, timestamp=self._clock(event.time))
+            span.add_event("trio_agent.api_warning", attributes, timestamp=self._clock(event.time))

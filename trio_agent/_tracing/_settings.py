@@ -54,6 +54,11 @@ class Tracing:
     attributes are always there (``docs/tracing.md`` has the table). Needs ``pip install 'trio-agent[otel]'``
     (``ConfigError`` otherwise). Tracing never changes what the agent does; an internal
     error of the tracer stops tracing that agent with a ``RuntimeWarning``.
+
+    What a turn's end asks of the SDK (its model calls' spans, the turn span's end,
+    the metric recordings) runs when the process next idles, at the latest after ~64
+    turns or when the agent closes; ``await agent.flush_telemetry()`` hands it to the
+    providers at once (``docs/tracing.md``, *When spans reach the exporter*).
     """
 
     tracer_provider: TracerProvider | None = None
