@@ -21,10 +21,18 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 import trio_agent as ta
+from trio_agent._tracing import _deferred
 from trio_agent.testing import FakeResponsesServer
 
 from ..conftest import make_config, scripted, warm
 from ..tracing.conftest import Traces
+
+
+@pytest.fixture
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queued work waits for an idle moment however long the process stays busy (the
+    tests of the never-idle cases count on nothing but the bound and the close)."""
+    monkeypatch.setattr(_deferred, "MAX_DELAY", float("inf"))
 
 
 async def _answers(server: FakeResponsesServer, count: int) -> None:
@@ -156,7 +164,7 @@ async def _busy(done: trio.Event) -> None:
 
 
 async def test_an_agent_cancelled_with_telemetry_queued_emits_it_once_on_its_way_out(
-    server: FakeResponsesServer, workspace: Path
+    server: FakeResponsesServer, workspace: Path, patient: None
 ) -> None:
     traces, done = Traces(), trio.Event()
     async with scripted(lambda: _answers(server, 2)) as nursery:
@@ -177,7 +185,7 @@ async def test_an_agent_cancelled_with_telemetry_queued_emits_it_once_on_its_way
 
 
 async def test_a_process_that_never_idles_flushes_at_the_bound_in_the_emitting_task(
-    server: FakeResponsesServer, workspace: Path
+    server: FakeResponsesServer, workspace: Path, patient: None
 ) -> None:
     traces, done, turns = Traces(), trio.Event(), 80
     async with scripted(lambda: _answers(server, turns)) as nursery:
@@ -191,3 +199,27 @@ async def test_a_process_that_never_idles_flushes_at_the_bound_in_the_emitting_t
     assert set(_ids(traces.spans).values()) == {1}
     assert len(traces.named("invoke_agent /root")) == turns
     assert len(traces.named("chat gpt-5.5")) == turns
+
+
+@pytest.mark.parametrize("max_delay", [0.0, float("inf")])
+async def test_a_process_that_never_idles_exports_after_the_delay_at_most(
+    server: FakeResponsesServer, workspace: Path, monkeypatch: pytest.MonkeyPatch, max_delay: float
+) -> None:
+    # MAX_DELAY 0: the wait for an idle moment ends at once, so a busy process (a server
+    # running other agents) exports while the agent stays open; inf, the control: it
+    # waits for the close.
+    monkeypatch.setattr(_deferred, "MAX_DELAY", max_delay)
+    traces, done = Traces(), trio.Event()
+    async with scripted(lambda: _answers(server, 1)) as nursery:
+        nursery.start_soon(_busy, done)
+        async with ta.open_agent(make_config(server, workspace, tracing=traces.tracing)) as agent:
+            await (await agent.prompt("turn 0")).result()
+            for _ in range(200):  # scheduler rounds, never an idle moment (_busy)
+                if traces.named("invoke_agent /root"):
+                    break
+                await trio.lowlevel.checkpoint()
+            exported_while_open = len(traces.named("invoke_agent /root"))
+        done.set()
+    assert exported_while_open == (1 if max_delay == 0.0 else 0)
+    assert len(traces.named("invoke_agent /root")) == 1
+    assert set(_ids(traces.spans).values()) == {1}

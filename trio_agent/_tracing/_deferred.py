@@ -7,7 +7,8 @@ taken from the events, every parent and exemplar context captured then. So the t
 queues it here (small closures) and it runs later, all at once: when the process is
 otherwise idle (``run``: a task of the agent's own nursery that waits, only while
 something is queued, for Trio's "every task is blocked" --
-``trio.testing.wait_all_tasks_blocked``), at once in the queuing task when ``LIMIT``
+``trio.testing.wait_all_tasks_blocked`` -- or ``MAX_DELAY`` at most: a busy server's
+spans still reach the exporter within a second), at once in the queuing task when ``LIMIT``
 closures wait (a process that never idles: bounded), and always before the agent span
 ends (the tracer's ``close``: every path -- close, cancellation, errors). Spans that
 are the parents of live work (the agent, a turn, a tool call) still start at once.
@@ -28,7 +29,7 @@ from collections.abc import Callable
 import trio
 import trio.testing
 
-__all__ = ["CUSHION", "LIMIT", "Deferred"]
+__all__ = ["CUSHION", "LIMIT", "MAX_DELAY", "Deferred"]
 
 #: Closures queued before the queuing task runs them itself (about 64 plain turns: a
 #: turn queues its call's spans and recordings, and its own end).
@@ -36,6 +37,9 @@ LIMIT = 128
 #: ``wait_all_tasks_blocked``'s cushion: 0 -- the first moment no task can run and no
 #: I/O is ready (on a model's turn, the wait for the server's reply).
 CUSHION = 0.0
+#: Seconds (Trio's clock) queued work waits for an idle moment before it runs anyway: a
+#: process busy with other work (a server with many agents) still exports promptly.
+MAX_DELAY = 1.0
 
 Work = Callable[[], object]
 
@@ -80,10 +84,12 @@ class Deferred:
 
     async def run(self) -> None:
         """Forever (a task of the agent's nursery, cancelled when it shuts down): once
-        work is queued, wait until the process is idle, then run the batch."""
+        work is queued, wait until the process is idle (``MAX_DELAY`` at most), then
+        run the batch."""
         while True:
             if not self._work:
                 self._wake = wake = trio.Event()
                 await wake.wait()
-            await trio.testing.wait_all_tasks_blocked(CUSHION)
+            with trio.move_on_after(MAX_DELAY):
+                await trio.testing.wait_all_tasks_blocked(CUSHION)
             self.flush()
