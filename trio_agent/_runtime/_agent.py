@@ -172,8 +172,8 @@ class Agent(metaclass=NoPublicConstructor):
     async def flush_telemetry(self) -> None:
         """Hand what tracing deferred to the providers now: the spans and metric
         recordings of this agent's ended turns and model calls, which otherwise reach
-        them when the process next idles, after 64 turns, or when the agent closes
-        (``docs/tracing.md``). A no-op without ``tracing=``."""
+        them when the process next idles (a second later at most), after ~64 turns, or
+        when the agent closes (``docs/tracing.md``). A no-op without ``tracing=``."""
         await trio.lowlevel.checkpoint()
         self._parts.observers.flush()
 

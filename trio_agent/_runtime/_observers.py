@@ -79,8 +79,9 @@ class AgentObserver:
     events); ``api_frames``: the only ``api.event`` frames it is given, by the frame's
     ``type`` (None: every frame; the streamed deltas are most of a turn's frames);
     ``tap``: its connection tap, if any; ``background``: it has work to run later, in
-``run`` (a task of the agent's nursery, from startup until the agent shuts down), and
-``flush`` runs that work now (``Agent.flush_telemetry``, and before it is dropped)."""
+    ``run`` (a task of the agent's nursery, from startup until the agent shuts down),
+    and ``flush`` runs that work now (``Agent.flush_telemetry``, and before it is
+    dropped)."""
 
     name: ClassVar[str] = "an observer"  # in the warning when it fails
     events: ClassVar[bool] = False

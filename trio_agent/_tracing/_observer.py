@@ -193,8 +193,8 @@ class AgentTracer(AgentObserver):
         """The span of the turn running now (the latest one started), if any."""
         if not self._turns:
             return None
-        turn_id, turn = next(reversed(self._turns.items()))
-        return trace.get_current_span(self._live(turn_id, turn)).get_span_context()
+        span = self._turn_span(next(reversed(self._turns)))
+        return span.get_span_context() if span is not None else None
 
     def _parent_of(self, turn_id: int | None) -> Callable[[], Context]:
         """What resolves to the parent context of turn ``turn_id``'s work (the agent's

@@ -56,8 +56,8 @@ class Tracing:
     error of the tracer stops tracing that agent with a ``RuntimeWarning``.
 
     What a turn's end asks of the SDK (its model calls' spans, the turn span's end,
-    the metric recordings) runs when the process next idles, at the latest after ~64
-    turns or when the agent closes; ``await agent.flush_telemetry()`` hands it to the
+    the metric recordings) runs when the process next idles -- at the latest a second
+    later, after ~64 turns or when the agent closes; ``await agent.flush_telemetry()`` hands it to the
     providers at once (``docs/tracing.md``, *When spans reach the exporter*).
     """
 
